@@ -1,0 +1,737 @@
+//! The one-shot converger behind `plan`, `apply` and `reset`.
+//!
+//! `plan` reads the current state through the kernel layer and lists the
+//! steps that would bring it to the policy's baseline; `apply` builds the
+//! same list and carries it out, journalling each original first; `reset`
+//! replays the journal backwards. Steps come out in an order the kernel
+//! accepts: parents before children, controllers enabled before their
+//! knobs are written, `cpuset.mems` before `cpuset.cpus`, memory limits
+//! from `min` up to `max`, processes moved only after their group is ready.
+
+pub mod journal;
+pub mod reset;
+
+use crate::engine::normalize::{self, Form};
+use crate::engine::placement::{Placer, ProcessFacts};
+use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
+use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
+use crate::policy::model::{Group, OnMissing, PidsMax, Policy, Sched, SchedPolicy};
+use journal::{Entry, Journal};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One change the converger makes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Mkdir {
+        path: PathBuf,
+    },
+    Write {
+        path: PathBuf,
+        value: String,
+        form: Form,
+        /// The current content as shown to a person; `None` when absent.
+        was: Option<String>,
+    },
+    /// Read `/sys/class/zram-control/hot_add` to create a zram device.
+    ZramHotAdd {
+        device: String,
+    },
+    Mkswap {
+        device: String,
+        size: u64,
+    },
+    Swapon {
+        device: String,
+        priority: Option<i32>,
+    },
+    Move {
+        pid: i32,
+        comm: String,
+        procs: PathBuf,
+        /// The process's cgroup now, relative to the cgroup2 mount.
+        was: String,
+    },
+    Sched {
+        pid: i32,
+        comm: String,
+        sched: Sched,
+    },
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Mkdir { path } => write!(f, "MKDIR {}", path.display()),
+            Step::Write { path, value, was, .. } => write!(
+                f,
+                "WRITE {} {} (was {})",
+                path.display(),
+                value,
+                was.as_deref().map(|w| if w.is_empty() { "\"\"" } else { w }).unwrap_or("-")
+            ),
+            Step::ZramHotAdd { device } => write!(f, "HOTADD {} ({device})", zram::HOT_ADD),
+            Step::Mkswap { device, size } => {
+                write!(f, "MKSWAP {} {size}", zram::dev_node(device).display())
+            }
+            Step::Swapon { device, priority } => match priority {
+                Some(p) => write!(f, "SWAPON {} priority {p}", zram::dev_node(device).display()),
+                None => write!(f, "SWAPON {}", zram::dev_node(device).display()),
+            },
+            Step::Move { pid, comm, procs, was } => {
+                write!(f, "WRITE {} {pid} (was {was}) # {comm}", procs.display())
+            }
+            Step::Sched { pid, comm, sched } => {
+                write!(f, "SCHED {pid} {}", sched.policy.as_str())?;
+                if let Some(p) = sched.priority {
+                    write!(f, " priority {p}")?;
+                }
+                if let Some(n) = sched.nice {
+                    write!(f, " nice {n}")?;
+                }
+                if let Some(d) = &sched.deadline {
+                    write!(
+                        f,
+                        " runtime {}ns deadline {}ns period {}ns",
+                        d.runtime.as_nanos(),
+                        d.deadline.as_nanos(),
+                        d.period.as_nanos()
+                    )?;
+                }
+                write!(f, " # {comm}")
+            }
+        }
+    }
+}
+
+/// Steps that cannot be taken on a fake tree (no kernel behind the files).
+fn needs_kernel(step: &Step) -> bool {
+    matches!(step, Step::Mkswap { .. } | Step::Swapon { .. } | Step::Sched { .. } | Step::ZramHotAdd { .. })
+}
+
+/// What the converger found: the steps, and what the system lacks.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// Knobs or controllers the policy wants that this system does not have.
+    pub missing: Vec<String>,
+    /// Things that are present but cannot be changed now (e.g. zram in use).
+    pub warnings: Vec<String>,
+}
+
+/// The outcome of carrying out a plan.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub changes: usize,
+    pub skipped: usize,
+    pub failures: Vec<String>,
+}
+
+/// Exit code when the system lacks what the policy needs and `on_missing: fail`.
+pub const EXIT_MISSING: i32 = 3;
+
+pub struct Converger<'p> {
+    root: Root,
+    policy: &'p Policy,
+    cg: CgroupFs,
+}
+
+/// The controller a group knob file belongs to.
+fn controller_of(file: &str) -> &'static str {
+    match file.split('.').next() {
+        Some("cpuset") => "cpuset",
+        Some("cpu") => "cpu",
+        Some("memory") => "memory",
+        Some("io") => "io",
+        Some("pids") => "pids",
+        _ => "",
+    }
+}
+
+/// A group's baseline knobs in the order they are written.
+pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
+    let mut v = Vec::new();
+    let size = |s: &crate::policy::units::Size| s.kernel();
+    if let Some(m) = &g.cpuset.mems {
+        v.push(("cpuset.mems", m.to_string(), Form::CpuList));
+    }
+    if let Some(c) = &g.cpuset.cpus {
+        v.push(("cpuset.cpus", c.to_string(), Form::CpuList));
+    }
+    if let Some(p) = g.cpuset.partition {
+        v.push(("cpuset.cpus.partition", p.as_str().to_string(), Form::FirstWord));
+    }
+    if let Some(w) = g.cpu.weight {
+        v.push(("cpu.weight", w.to_string(), Form::Text));
+    }
+    if let Some(m) = &g.cpu.max {
+        v.push(("cpu.max", m.kernel(), Form::CpuMax));
+    }
+    if let Some(p) = &g.uclamp.min {
+        v.push(("cpu.uclamp.min", format!("{:.2}", p.value()), Form::Percent));
+    }
+    if let Some(p) = &g.uclamp.max {
+        v.push(("cpu.uclamp.max", format!("{:.2}", p.value()), Form::Percent));
+    }
+    let m = &g.memory;
+    for (file, val) in [
+        ("memory.min", &m.min),
+        ("memory.low", &m.low),
+        ("memory.high", &m.high),
+        ("memory.max", &m.max),
+        ("memory.swap.max", &m.swap_max),
+    ] {
+        if let Some(s) = val {
+            v.push((file, size(s), Form::Size));
+        }
+    }
+    if let Some(o) = m.oom_group {
+        v.push(("memory.oom.group", if o { "1" } else { "0" }.to_string(), Form::Text));
+    }
+    if let Some(w) = g.io.weight {
+        v.push(("io.weight", format!("default {w}"), Form::IoWeight));
+    }
+    if let Some(p) = g.pids.max {
+        let val = match p {
+            PidsMax::Count(n) => n.to_string(),
+            PidsMax::Max => "max".to_string(),
+        };
+        v.push(("pids.max", val, Form::Text));
+    }
+    v
+}
+
+/// Controllers a group itself needs: those of its knobs, plus those the
+/// rules read or write for it (memory for `G.memory.*`, pids for `G.pids.*`).
+fn own_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
+    let mut set: BTreeSet<&'static str> = group_knobs(g).iter().map(|(f, _, _)| controller_of(f)).collect();
+    for c in crate::policy::rule_controllers(policy, &g.name) {
+        set.insert(c);
+    }
+    set
+}
+
+fn subtree_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
+    let mut set = own_controllers(policy, g);
+    for c in &g.children {
+        set.extend(subtree_controllers(policy, c));
+    }
+    set
+}
+
+/// Where the uclamp interface of the kernel shows itself even before any
+/// group exists (CONFIG_UCLAMP_TASK).
+const UCLAMP_PROBE: &str = "/proc/sys/kernel/sched_util_clamp_min";
+
+impl<'p> Converger<'p> {
+    pub fn new(root: Root, policy: &'p Policy) -> Self {
+        let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
+        Converger { root, policy, cg }
+    }
+
+    /// Everything `apply` would do, read from the current state. Writes nothing.
+    pub fn plan(&self) -> Plan {
+        let mut plan = Plan::default();
+        self.plan_groups(&mut plan);
+        self.plan_sysctls(&mut plan);
+        self.plan_zram(&mut plan);
+        self.plan_cpufreq(&mut plan);
+        self.plan_realtime(&mut plan);
+        self.plan_placement(&mut plan);
+        plan
+    }
+
+    fn write_step(&self, plan: &mut Plan, path: PathBuf, value: String, form: Form, exists_now: bool) {
+        let current = if exists_now { self.root.read(&path).ok() } else { None };
+        if let Some(cur) = &current {
+            if normalize::same(form, cur, &value) {
+                return;
+            }
+        }
+        plan.steps.push(Step::Write {
+            path,
+            value,
+            form,
+            was: current.map(|c| normalize::display(form, &c)),
+        });
+    }
+
+    fn plan_groups(&self, plan: &mut Plan) {
+        if self.policy.groups.is_empty() {
+            return;
+        }
+        let base = self.cg.base().to_path_buf();
+        let offered = match self.cg.controllers("") {
+            Ok(c) => c,
+            Err(e) => {
+                plan.missing.push(format!(
+                    "cgroup root {}: not a cgroup v2 directory ({e}); no group can be built",
+                    base.display()
+                ));
+                return;
+            }
+        };
+        let need: BTreeSet<&str> = self.policy.groups.iter().flat_map(|g| subtree_controllers(self.policy, g)).collect();
+        self.enable_step(plan, "", &need, &offered, true);
+        for g in &self.policy.groups {
+            self.plan_group(plan, g, &offered, true);
+        }
+    }
+
+    /// Enables `need` (those offered) in `rel`'s `cgroup.subtree_control`.
+    fn enable_step(&self, plan: &mut Plan, rel: &str, need: &BTreeSet<&str>, offered: &[String], exists: bool) {
+        let mut tokens = Vec::new();
+        for c in need {
+            if offered.iter().any(|o| o == c) {
+                tokens.push(format!("+{c}"));
+            } else {
+                plan.missing.push(format!(
+                    "controller `{c}` is not offered by {} (cgroup.controllers: {}); its knobs are skipped",
+                    self.cg.file("", "cgroup.controllers").display(),
+                    offered.join(" ")
+                ));
+            }
+        }
+        if tokens.is_empty() {
+            return;
+        }
+        let path = self.cg.file(rel, "cgroup.subtree_control");
+        self.write_step(plan, path, tokens.join(" "), Form::ControllerSet, exists);
+    }
+
+    fn plan_group(&self, plan: &mut Plan, g: &Group, offered: &[String], parent_exists: bool) {
+        let exists = parent_exists && self.cg.exists(&g.path);
+        if !exists {
+            plan.steps.push(Step::Mkdir { path: self.cg.dir(&g.path) });
+        }
+        let parent_rel = g.path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+        let parent_enabled = if exists { self.cg.subtree_control(parent_rel).unwrap_or_default() } else { Vec::new() };
+        let uclamp = self.root.exists(Path::new(UCLAMP_PROBE));
+        for (file, value, form) in group_knobs(g) {
+            let ctrl = controller_of(file);
+            let path = self.cg.file(&g.path, file);
+            if !offered.iter().any(|o| o == ctrl) {
+                // Reported once per controller by enable_step.
+                continue;
+            }
+            if file.starts_with("cpu.uclamp") && !uclamp {
+                plan.missing.push(format!(
+                    "{}: this kernel has no uclamp ({UCLAMP_PROBE} is absent: CONFIG_UCLAMP_TASK_GROUP off)",
+                    path.display()
+                ));
+                continue;
+            }
+            // On a real kernel a knob file of an existing group whose controller
+            // is already enabled must exist; if not, the kernel lacks it.
+            let enabled = parent_enabled.iter().any(|c| c == ctrl);
+            if exists && enabled && !self.root.is_fake() && !self.root.exists(&path) {
+                plan.missing.push(format!("{}: the kernel does not offer this knob", path.display()));
+                continue;
+            }
+            self.write_step(plan, path, value, form, exists);
+        }
+        if !g.children.is_empty() {
+            let need: BTreeSet<&str> = g.children.iter().flat_map(|c| subtree_controllers(self.policy, c)).collect();
+            let need: BTreeSet<&str> = need.into_iter().filter(|c| offered.iter().any(|o| o == c)).collect();
+            self.enable_step(plan, &g.path, &need, offered, exists);
+            for c in &g.children {
+                self.plan_group(plan, c, offered, exists);
+            }
+        }
+    }
+
+    fn plan_sysctls(&self, plan: &mut Plan) {
+        for (name, value) in &self.policy.system.sysctl {
+            self.sysctl_step(plan, name, value);
+        }
+    }
+
+    fn sysctl_step(&self, plan: &mut Plan, name: &str, value: &str) {
+        match sysctl::path(name) {
+            Ok(path) if self.root.exists(&path) => self.write_step(plan, path, value.to_string(), Form::Text, true),
+            Ok(path) => plan.missing.push(format!("sysctl {name}: {} does not exist on this kernel", path.display())),
+            Err(e) => plan.missing.push(format!("sysctl {name}: {e}")),
+        }
+    }
+
+    fn plan_zram(&self, plan: &mut Plan) {
+        for z in &self.policy.system.zram {
+            let dev = &z.device;
+            if !zram::exists(&self.root, dev) {
+                if self.root.exists(Path::new(zram::HOT_ADD)) {
+                    plan.steps.push(Step::ZramHotAdd { device: dev.clone() });
+                } else {
+                    plan.missing.push(format!(
+                        "zram {dev}: {} and {} are absent (zram module not loaded?)",
+                        zram::device_dir(dev).display(),
+                        zram::HOT_ADD
+                    ));
+                    continue;
+                }
+            }
+            let present = zram::exists(&self.root, dev);
+            let size = z.size.bytes().unwrap_or(0);
+            let in_swap = zram::swaps(&self.root).unwrap_or_default().into_iter().find(|s| s.path == zram::dev_node(dev).to_string_lossy());
+            let (active, offered) = if present { zram::comp_algorithm(&self.root, dev).unwrap_or_default() } else { Default::default() };
+            if let Some(alg) = &z.algorithm {
+                if present && !offered.is_empty() && !offered.iter().any(|o| o == alg) {
+                    plan.missing.push(format!(
+                        "zram {dev}: algorithm `{alg}` is not offered ({}: {}); load its module",
+                        zram::attr_path(dev, "comp_algorithm").display(),
+                        offered.join(" ")
+                    ));
+                    continue;
+                }
+            }
+            let cur_size = if present { zram::disksize(&self.root, dev).unwrap_or(0) } else { 0 };
+            let alg_ok = z.algorithm.as_ref().is_none_or(|a| *a == active);
+            if let Some(swap) = &in_swap {
+                // Never swapoff a live swap device behind the operator's back.
+                if !alg_ok || cur_size != size {
+                    plan.warnings.push(format!(
+                        "zram {dev} is in use as swap with algorithm {active} and {cur_size} bytes; the policy's settings apply after `cgwarden reset` or a reboot"
+                    ));
+                }
+                if let Some(p) = z.swap_priority {
+                    if swap.priority != p {
+                        plan.warnings.push(format!(
+                            "zram {dev} swaps at priority {}; priority {p} applies after swapoff",
+                            swap.priority
+                        ));
+                    }
+                }
+            } else {
+                let initialised = cur_size != 0;
+                if initialised && (!alg_ok || cur_size != size) {
+                    self.write_step(plan, zram::attr_path(dev, "reset"), "1".into(), Form::Text, false);
+                }
+                let fresh = !initialised || !alg_ok || cur_size != size;
+                if let Some(alg) = &z.algorithm {
+                    if fresh && (!alg_ok || !present) {
+                        plan.steps.push(Step::Write {
+                            path: zram::attr_path(dev, "comp_algorithm"),
+                            value: alg.clone(),
+                            form: Form::Bracketed,
+                            was: present.then(|| active.clone()),
+                        });
+                    }
+                }
+                if fresh {
+                    plan.steps.push(Step::Write {
+                        path: zram::attr_path(dev, "disksize"),
+                        value: size.to_string(),
+                        form: Form::Size,
+                        was: present.then(|| cur_size.to_string()),
+                    });
+                }
+            }
+            if let Some(limit) = &z.mem_limit {
+                self.write_step(plan, zram::attr_path(dev, "mem_limit"), limit.kernel().replace("max", "0"), Form::Size, present);
+            }
+            if in_swap.is_none() {
+                plan.steps.push(Step::Mkswap { device: dev.clone(), size });
+                plan.steps.push(Step::Swapon { device: dev.clone(), priority: z.swap_priority });
+            }
+        }
+    }
+
+    fn plan_cpufreq(&self, plan: &mut Plan) {
+        for c in &self.policy.system.cpufreq {
+            let p = &c.policy;
+            if !cpufreq::exists(&self.root, p) {
+                plan.missing.push(format!(
+                    "cpufreq {p}: {} does not exist (no cpufreq driver, or no such policy)",
+                    cpufreq::policy_dir(p).display()
+                ));
+                continue;
+            }
+            if let Some(gov) = &c.governor {
+                let offered = cpufreq::available_governors(&self.root, p).unwrap_or_default();
+                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
+                    plan.missing.push(format!("cpufreq {p}: governor `{gov}` is not offered (available: {})", offered.join(" ")));
+                } else {
+                    self.write_step(plan, cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR), gov.clone(), Form::Text, true);
+                }
+            }
+            // Raising the floor above the current ceiling needs the ceiling first.
+            let cur_max = cpufreq::read_khz(&self.root, p, cpufreq::SCALING_MAX_FREQ).ok();
+            let min_first = match (&c.min, cur_max) {
+                (Some(min), Some(cur_max)) => min.khz() <= cur_max,
+                _ => true,
+            };
+            let min = c.min.as_ref().map(|f| (cpufreq::SCALING_MIN_FREQ, f.khz()));
+            let max = c.max.as_ref().map(|f| (cpufreq::SCALING_MAX_FREQ, f.khz()));
+            let order = if min_first { [min, max] } else { [max, min] };
+            for (attr, khz) in order.into_iter().flatten() {
+                self.write_step(plan, cpufreq::attr_path(p, attr), khz.to_string(), Form::Text, true);
+            }
+        }
+    }
+
+    fn plan_realtime(&self, plan: &mut Plan) {
+        let Some(rt) = &self.policy.system.realtime else {
+            return;
+        };
+        if let Some(cpus) = &rt.housekeeping_cpus {
+            let list: Vec<u32> = cpus.iter().collect();
+            match realtime::irqs(&self.root) {
+                Ok(irqs) => {
+                    for irq in irqs {
+                        let path = realtime::irq_affinity_path(irq);
+                        if self.root.exists(&path) {
+                            self.write_step(plan, path, cpus.to_string(), Form::CpuList, true);
+                        }
+                    }
+                }
+                Err(e) => plan.missing.push(format!("realtime.housekeeping_cpus: cannot list IRQs: {e}")),
+            }
+            let mask = realtime::cpulist_to_hex_mask(&list);
+            for path in [realtime::default_affinity_path(), realtime::workqueue_cpumask_path()] {
+                if self.root.exists(&path) {
+                    self.write_step(plan, path, mask.clone(), Form::HexMask, true);
+                } else {
+                    plan.missing.push(format!("realtime.housekeeping_cpus: {} does not exist", path.display()));
+                }
+            }
+        }
+        if let Some(tm) = rt.timer_migration {
+            self.sysctl_step(plan, "kernel.timer_migration", if tm { "1" } else { "0" });
+        }
+        if let Some(cd) = &rt.cpuidle_disable {
+            for cpu in cd.cpus.iter() {
+                match realtime::cpuidle_states(&self.root, cpu) {
+                    Ok(states) if !states.is_empty() => {
+                        for s in states.into_iter().filter(|s| *s > cd.deeper_than) {
+                            self.write_step(plan, realtime::cpuidle_disable_path(cpu, s), "1".into(), Form::Text, true);
+                        }
+                    }
+                    _ => plan.missing.push(format!("realtime.cpuidle_disable: cpu{cpu} has no cpuidle states")),
+                }
+            }
+        }
+    }
+
+    fn plan_placement(&self, plan: &mut Plan) {
+        if self.policy.placement.is_empty() {
+            return;
+        }
+        let placer = Placer::new(&self.policy.placement, |name| procfs::user_uid(&self.root, name).ok().flatten());
+        let mount = self.cg.mount();
+        let prefix = match self.cg.base().strip_prefix(&mount) {
+            Ok(p) if p.as_os_str().is_empty() => String::new(),
+            Ok(p) => format!("/{}", p.display()),
+            Err(_) => String::new(),
+        };
+        let pids = match procfs::pids(&self.root) {
+            Ok(p) => p,
+            Err(e) => {
+                plan.warnings.push(format!("cannot scan processes: {e}"));
+                return;
+            }
+        };
+        let me = std::process::id() as i32;
+        for pid in pids {
+            if pid == me && !self.root.is_fake() {
+                continue;
+            }
+            // A process that vanished mid-scan is simply gone: not an error.
+            let Ok(Some(info)) = procfs::process(&self.root, pid) else {
+                continue;
+            };
+            if info.is_kernel_thread {
+                continue;
+            }
+            let exe = info.exe.as_ref().map(|p| p.to_string_lossy().into_owned());
+            let cmdline = info.cmdline.join(" ");
+            let facts = ProcessFacts {
+                comm: &info.comm,
+                exe: exe.as_deref(),
+                cmdline: &cmdline,
+                uid: info.uid,
+            };
+            let Some(m) = placer.find(&facts) else {
+                continue;
+            };
+            let Some(group) = self.policy.group(&m.group) else {
+                continue;
+            };
+            let target = format!("{prefix}/{}", group.path);
+            let current = pid_cgroup(&self.root, pid).ok().flatten().unwrap_or_default();
+            if current != target {
+                plan.steps.push(Step::Move {
+                    pid,
+                    comm: info.comm.clone(),
+                    procs: self.cg.file(&group.path, "cgroup.procs"),
+                    was: if current.is_empty() { "-".into() } else { current },
+                });
+            }
+            if let Some(s) = &m.sched {
+                if !self.sched_matches(pid, s) {
+                    plan.steps.push(Step::Sched { pid, comm: info.comm.clone(), sched: s.clone() });
+                }
+            }
+        }
+    }
+
+    fn sched_matches(&self, pid: i32, s: &Sched) -> bool {
+        match sched::current_policy(&self.root, pid) {
+            Ok(Some((policy, prio))) => {
+                policy == to_kernel_policy(s.policy) && prio == s.priority.unwrap_or(0) && s.nice.is_none() && s.deadline.is_none()
+            }
+            _ => false,
+        }
+    }
+
+    /// Which knobs are missing, for `on_missing: fail`: checked before any write.
+    pub fn refuse_missing(&self, plan: &Plan) -> bool {
+        self.policy.settings.on_missing == OnMissing::Fail && !plan.missing.is_empty()
+    }
+
+    /// Carries out a plan: journal first, then each step, re-checking the
+    /// current value right before writing. A step the kernel rejects is
+    /// reported and does not stop the others.
+    pub fn apply(&self, plan: &Plan, out: &mut dyn FnMut(&str)) -> Result<Applied, crate::kernel::Error> {
+        let mut journal = Journal::open(&self.root, &self.policy.settings.state_dir)?;
+        let mut done = Applied::default();
+        let mut created: Vec<PathBuf> = journal
+            .entries()
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Mkdir { path } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        for step in &plan.steps {
+            if self.root.is_fake() && needs_kernel(step) {
+                out(&format!("# skipped on a fake root: {step}"));
+                done.skipped += 1;
+                continue;
+            }
+            match self.apply_step(step, &mut journal, &mut created) {
+                Ok(true) => {
+                    out(&step.to_string());
+                    done.changes += 1;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    // A process that exited between scan and move is not an error.
+                    if matches!(step, Step::Move { .. } | Step::Sched { .. }) && e.errno() == Some(libc::ESRCH) {
+                        continue;
+                    }
+                    done.failures.push(format!("{step}: {e}"));
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    fn apply_step(&self, step: &Step, journal: &mut Journal, created: &mut Vec<PathBuf>) -> Result<bool, crate::kernel::Error> {
+        match step {
+            Step::Mkdir { path } => {
+                if self.root.is_dir(path) {
+                    return Ok(false);
+                }
+                journal.record(Entry::Mkdir { path: path.clone() })?;
+                let rel = path
+                    .strip_prefix(self.cg.base())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .map_err(|_| crate::kernel::Error::other(path.clone(), "not below the cgroup root"))?;
+                self.cg.mkdir(&rel)?;
+                created.push(path.clone());
+                Ok(true)
+            }
+            Step::Write { path, value, form, .. } => {
+                let current = if self.root.exists(path) { Some(self.root.read(path)?) } else { None };
+                if let Some(cur) = &current {
+                    if normalize::same(*form, cur, value) {
+                        return Ok(false);
+                    }
+                }
+                let inside_created = created.iter().any(|d| path.starts_with(d));
+                let absent = current.is_none();
+                if !inside_created {
+                    match current {
+                        Some(content) => journal.record(Entry::File { path: path.clone(), content })?,
+                        None => journal.record(Entry::Absent { path: path.clone() })?,
+                    }
+                }
+                if absent && self.root.is_fake() {
+                    self.root.write_new(path, value)?;
+                } else {
+                    self.root.write(path, value)?;
+                }
+                Ok(true)
+            }
+            Step::ZramHotAdd { device } => {
+                let got = zram::hot_add(&self.root)?;
+                journal.record(Entry::ZramHotAdd { device: got.clone() })?;
+                if &got != device {
+                    return Err(crate::kernel::Error::other(
+                        zram::HOT_ADD,
+                        format!("hot_add created {got}, not {device}; name the device {got} in the policy"),
+                    ));
+                }
+                Ok(true)
+            }
+            Step::Mkswap { device, size } => {
+                journal.record(Entry::ZramInit { device: device.clone() })?;
+                zram::write_swap_header(&zram::dev_node(device), *size)?;
+                Ok(true)
+            }
+            Step::Swapon { device, priority } => {
+                let node = zram::dev_node(device);
+                journal.record(Entry::Swapon { path: node.clone() })?;
+                zram::swapon(&node, *priority)?;
+                Ok(true)
+            }
+            Step::Move { pid, procs, .. } => {
+                let rel = procs
+                    .parent()
+                    .and_then(|d| d.strip_prefix(self.cg.base()).ok())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                self.cg.move_pid(&rel, *pid)?;
+                Ok(true)
+            }
+            Step::Sched { pid, sched: s, .. } => {
+                let spec = to_sched_spec(s);
+                let mut any = false;
+                for tid in procfs::threads(&self.root, *pid) {
+                    match sched::apply(tid, &spec) {
+                        Ok(()) => any = true,
+                        Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(any)
+            }
+        }
+    }
+}
+
+fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
+    match p {
+        SchedPolicy::Other => sched::Policy::Other,
+        SchedPolicy::Batch => sched::Policy::Batch,
+        SchedPolicy::Idle => sched::Policy::Idle,
+        SchedPolicy::Fifo => sched::Policy::Fifo,
+        SchedPolicy::Rr => sched::Policy::Rr,
+        SchedPolicy::Deadline => sched::Policy::Deadline,
+    }
+}
+
+fn to_sched_spec(s: &Sched) -> sched::SchedSpec {
+    sched::SchedSpec {
+        policy: to_kernel_policy(s.policy),
+        priority: s.priority,
+        nice: s.nice,
+        deadline: s.deadline.map(|d| {
+            (
+                u64::try_from(d.runtime.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(d.deadline.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(d.period.as_nanos()).unwrap_or(u64::MAX),
+            )
+        }),
+    }
+}

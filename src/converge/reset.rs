@@ -1,0 +1,233 @@
+//! `reset`: undo everything the journal records, newest first.
+//!
+//! Groups cgwarden created are emptied (their processes moved to the nearest
+//! ancestor it did not create) and removed deepest-first; zram devices it set
+//! up are swapped off and reset; every other file gets its original content
+//! back. The journal is deleted only when all of that succeeded, so a failed
+//! reset can be run again.
+
+use super::journal::{Entry, Journal};
+use crate::engine::normalize::{self, Form};
+use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::{zram, Error, Root};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default)]
+pub struct ResetReport {
+    pub lines: Vec<String>,
+    pub failures: Vec<String>,
+    /// False when there was no journal: nothing had been changed.
+    pub had_journal: bool,
+}
+
+pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetReport, Error> {
+    let journal = Journal::open(root, state_dir)?;
+    let mut rep = ResetReport {
+        had_journal: journal.exists(),
+        ..Default::default()
+    };
+    if !rep.had_journal {
+        return Ok(rep);
+    }
+    let entries: Vec<Entry> = journal.entries().to_vec();
+    let created: Vec<PathBuf> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Mkdir { path } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    let cg = CgroupFs::new(root.clone(), cgroup_root.to_path_buf());
+
+    // 1. Groups, deepest first.
+    let mut dirs = created.clone();
+    dirs.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for dir in &dirs {
+        if !root.is_dir(dir) {
+            continue;
+        }
+        let Ok(rel) = dir.strip_prefix(cgroup_root).map(|p| p.to_string_lossy().into_owned()) else {
+            rep.failures.push(format!("{}: not below the cgroup root {}", dir.display(), cgroup_root.display()));
+            continue;
+        };
+        let dest = nearest_kept_ancestor(&rel, cgroup_root, &created);
+        if let Err(e) = empty_group(&cg, &rel, &dest, &mut rep) {
+            rep.failures.push(format!("moving processes out of {}: {e}", dir.display()));
+            continue;
+        }
+        match rmdir_retry(root, dir) {
+            Ok(()) => rep.lines.push(format!("RMDIR {}", dir.display())),
+            Err(e) => rep.failures.push(format!("RMDIR {}: {e}", dir.display())),
+        }
+    }
+
+    // 2. Swap and zram, then plain files, newest entry first.
+    let zram_reset: Vec<String> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::ZramInit { device } => Some(device.clone()),
+            _ => None,
+        })
+        .collect();
+    for e in entries.iter().rev() {
+        match e {
+            Entry::Swapon { path } => {
+                if root.is_fake() {
+                    rep.lines.push(format!("# skipped on a fake root: SWAPOFF {}", path.display()));
+                    continue;
+                }
+                let dev = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if zram::in_use_as_swap(root, &dev).unwrap_or(false) {
+                    match zram::swapoff(path) {
+                        Ok(()) => rep.lines.push(format!("SWAPOFF {}", path.display())),
+                        Err(e) => rep.failures.push(format!("SWAPOFF {}: {e}", path.display())),
+                    }
+                }
+            }
+            Entry::ZramInit { device } => {
+                if root.is_fake() {
+                    continue;
+                }
+                let p = zram::attr_path(device, "reset");
+                match root.write(&p, "1") {
+                    Ok(()) => rep.lines.push(format!("WRITE {} 1", p.display())),
+                    Err(e) => rep.failures.push(format!("WRITE {} 1: {e}", p.display())),
+                }
+            }
+            Entry::ZramHotAdd { device } => {
+                if root.is_fake() {
+                    continue;
+                }
+                let id = device.trim_start_matches("zram");
+                let p = Path::new("/sys/class/zram-control/hot_remove");
+                match root.write(p, id) {
+                    Ok(()) => rep.lines.push(format!("WRITE {} {id}", p.display())),
+                    Err(e) => rep.failures.push(format!("WRITE {} {id}: {e}", p.display())),
+                }
+            }
+            Entry::File { path, content } => {
+                if created.iter().any(|d| path.starts_with(d)) {
+                    continue;
+                }
+                // On a real kernel `reset` of the zram device already restored its attributes.
+                if !root.is_fake() && is_zram_attr(path, &zram_reset) {
+                    continue;
+                }
+                restore_file(root, path, content, &mut rep);
+            }
+            Entry::Absent { path } => {
+                if created.iter().any(|d| path.starts_with(d)) || !root.is_fake() {
+                    continue;
+                }
+                match root.remove_file(path) {
+                    Ok(()) => rep.lines.push(format!("REMOVE {}", path.display())),
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => rep.failures.push(format!("REMOVE {}: {e}", path.display())),
+                }
+            }
+            Entry::Mkdir { .. } => {}
+        }
+    }
+    if rep.failures.is_empty() {
+        journal.remove()?;
+    }
+    Ok(rep)
+}
+
+fn is_zram_attr(path: &Path, devices: &[String]) -> bool {
+    devices.iter().any(|d| path.starts_with(zram::device_dir(d)))
+}
+
+fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport) {
+    let is_subtree = path.file_name().is_some_and(|n| n == "cgroup.subtree_control");
+    let current = match root.read(path) {
+        Ok(c) => c,
+        Err(e) if e.is_not_found() => return,
+        Err(e) => {
+            rep.failures.push(format!("{}: {e}", path.display()));
+            return;
+        }
+    };
+    let value = if is_subtree {
+        // Controllers can only be toggled, not assigned: disable what was
+        // added, re-enable what was removed.
+        let orig: Vec<&str> = original.split_whitespace().map(|t| t.trim_start_matches('+')).collect();
+        let cur: Vec<&str> = current.split_whitespace().map(|t| t.trim_start_matches('+')).collect();
+        let mut ops: Vec<String> = cur.iter().filter(|c| !orig.contains(c)).map(|c| format!("-{c}")).collect();
+        ops.extend(orig.iter().filter(|c| !cur.contains(c)).map(|c| format!("+{c}")));
+        if ops.is_empty() {
+            return;
+        }
+        if root.is_fake() {
+            // A fake file has no kernel to apply the toggles: write the result.
+            original.trim().to_string()
+        } else {
+            ops.join(" ")
+        }
+    } else {
+        if normalize::same(Form::Text, &current, original) {
+            return;
+        }
+        original.trim_end_matches('\n').to_string()
+    };
+    match root.write(path, &value) {
+        Ok(()) => rep.lines.push(format!("WRITE {} {}", path.display(), value)),
+        Err(e) => rep.failures.push(format!("WRITE {} {value}: {e}", path.display())),
+    }
+}
+
+/// The closest ancestor of `rel` that cgwarden did not create ("" = the cgroup root).
+fn nearest_kept_ancestor(rel: &str, cgroup_root: &Path, created: &[PathBuf]) -> String {
+    let mut cur = rel.to_string();
+    while let Some((parent, _)) = cur.rsplit_once('/') {
+        cur = parent.to_string();
+        if !created.contains(&cgroup_root.join(&cur)) {
+            return cur;
+        }
+    }
+    String::new()
+}
+
+/// Moves every process out of a group; new ones may fork while we do, so a
+/// few passes are made.
+fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> Result<(), Error> {
+    for _ in 0..10 {
+        let pids = match cg.procs(rel) {
+            Ok(p) => p,
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if pids.is_empty() {
+            return Ok(());
+        }
+        for pid in pids {
+            match cg.move_pid(dest, pid) {
+                Ok(()) => rep.lines.push(format!("WRITE {} {pid}", cg.file(dest, "cgroup.procs").display())),
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if cg.root().is_fake() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// `rmdir` on a cgroup fails with EBUSY for a moment after its last process
+/// left (the kernel frees it asynchronously); retry briefly.
+fn rmdir_retry(root: &Root, dir: &Path) -> Result<(), Error> {
+    let mut last = None;
+    for i in 0..50 {
+        match root.rmdir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) if e.errno() == Some(libc::EBUSY) => {
+                last = Some(e);
+                std::thread::sleep(std::time::Duration::from_millis(10 * (i + 1).min(10)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::other(dir, "rmdir kept failing")))
+}

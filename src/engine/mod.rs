@@ -1,0 +1,5 @@
+//! Pure, deterministic decisions: what a knob should hold, whether the kernel
+//! already holds it, which group a process belongs in. No I/O here.
+
+pub mod normalize;
+pub mod placement;

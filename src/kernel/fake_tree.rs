@@ -1,0 +1,161 @@
+//! A fake device tree: plain files laid out like a board's `/sys`, `/proc`
+//! and `/etc`, for `--root` demos and tests.
+//!
+//! The default tree is an 8-CPU board with three cpufreq policies, a zram
+//! device, IRQs, cpuidle states, the sysctls the shipped policies touch and
+//! a cgroup2 root offering `cpuset cpu io memory pids`. Everything cgwarden
+//! reads on a device is here with a realistic default value, so `plan` on it
+//! shows what `apply` would do on a freshly booted board.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A process laid out under `proc/PID`.
+#[derive(Clone, Debug)]
+pub struct FakeProcess {
+    pub pid: i32,
+    pub comm: String,
+    pub exe: Option<String>,
+    pub cmdline: Vec<String>,
+    pub uid: u32,
+    /// Its cgroup relative to the cgroup2 mount, e.g. `/` or `/system.slice`.
+    pub cgroup: String,
+    pub threads: Vec<i32>,
+}
+
+impl FakeProcess {
+    pub fn new(pid: i32, comm: &str) -> Self {
+        FakeProcess {
+            pid,
+            comm: comm.into(),
+            exe: Some(format!("/usr/bin/{comm}")),
+            cmdline: vec![format!("/usr/bin/{comm}")],
+            uid: 0,
+            cgroup: "/".into(),
+            threads: vec![pid],
+        }
+    }
+}
+
+/// Builder for a fake tree rooted at a directory.
+pub struct FakeTree {
+    dir: PathBuf,
+}
+
+/// The sysctls a fresh Debian-like kernel reports for the knobs the shipped policies set.
+pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
+    ("vm/swappiness", "60"),
+    ("vm/min_free_kbytes", "67584"),
+    ("vm/watermark_scale_factor", "10"),
+    ("vm/watermark_boost_factor", "15000"),
+    ("vm/dirty_ratio", "20"),
+    ("vm/dirty_background_ratio", "10"),
+    ("vm/dirty_expire_centisecs", "3000"),
+    ("vm/dirty_writeback_centisecs", "500"),
+    ("vm/vfs_cache_pressure", "100"),
+    ("vm/page-cluster", "3"),
+    ("vm/overcommit_memory", "0"),
+    ("vm/compact_memory", ""),
+    ("kernel/sched_rt_runtime_us", "950000"),
+    ("kernel/sched_rt_period_us", "1000000"),
+    ("kernel/sched_util_clamp_min", "1024"),
+    ("kernel/sched_util_clamp_max", "1024"),
+    ("kernel/timer_migration", "1"),
+];
+
+impl FakeTree {
+    /// Lays out the default 8-CPU board under `dir`.
+    pub fn standard(dir: impl Into<PathBuf>) -> io::Result<FakeTree> {
+        let t = FakeTree { dir: dir.into() };
+        t.file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids")?;
+        t.file("sys/fs/cgroup/cgroup.subtree_control", "")?;
+        t.file("sys/fs/cgroup/cgroup.procs", "")?;
+        for (name, value) in DEFAULT_SYSCTLS {
+            t.file(&format!("proc/sys/{name}"), value)?;
+        }
+        t.file("sys/devices/system/cpu/online", "0-7")?;
+        t.file("sys/devices/system/cpu/possible", "0-7")?;
+        for (policy, min, max) in [("policy0", 300000, 1958400), ("policy4", 691200, 2400000), ("policy7", 806400, 2841600)] {
+            let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
+            t.file(&format!("{d}/scaling_governor"), "schedutil")?;
+            t.file(&format!("{d}/scaling_available_governors"), "ondemand userspace powersave performance schedutil")?;
+            t.file(&format!("{d}/scaling_min_freq"), &min.to_string())?;
+            t.file(&format!("{d}/scaling_max_freq"), &max.to_string())?;
+            t.file(&format!("{d}/cpuinfo_min_freq"), &min.to_string())?;
+            t.file(&format!("{d}/cpuinfo_max_freq"), &max.to_string())?;
+        }
+        for cpu in 0..8 {
+            for state in 0..3 {
+                t.file(&format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/disable"), "0")?;
+                t.file(&format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/name"), ["WFI", "C1", "C2"][state])?;
+            }
+        }
+        t.file("sys/block/zram0/comp_algorithm", "lzo [lzo-rle] lz4 lz4hc zstd")?;
+        t.file("sys/block/zram0/disksize", "0")?;
+        t.file("sys/block/zram0/mem_limit", "0")?;
+        t.file("sys/block/zram0/initstate", "0")?;
+        t.file("sys/block/zram0/reset", "")?;
+        t.file("sys/class/zram-control/hot_add", "1")?;
+        t.file("proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")?;
+        for irq in [1, 9, 16, 17, 24, 25, 26] {
+            t.file(&format!("proc/irq/{irq}/smp_affinity_list"), "0-7")?;
+        }
+        t.file("proc/irq/default_smp_affinity", "ff")?;
+        t.file("sys/devices/virtual/workqueue/cpumask", "ff")?;
+        t.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nvision:x:1001:1001::/home/vision:/bin/sh\n")?;
+        fs::create_dir_all(t.dir.join("run"))?;
+        Ok(t)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes a file (creating its directories), with a trailing newline as sysfs shows.
+    pub fn file(&self, rel: &str, content: &str) -> io::Result<()> {
+        let p = self.dir.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut c = content.to_string();
+        if !c.ends_with('\n') {
+            c.push('\n');
+        }
+        fs::write(p, c)
+    }
+
+    pub fn read(&self, rel: &str) -> io::Result<String> {
+        fs::read_to_string(self.dir.join(rel))
+    }
+
+    /// Adds a process under `proc/PID` (comm, exe link, cmdline, status, cgroup, stat, task/).
+    pub fn add_process(&self, p: &FakeProcess) -> io::Result<()> {
+        let d = format!("proc/{}", p.pid);
+        self.file(&format!("{d}/comm"), &p.comm)?;
+        let mut cmd = Vec::new();
+        for a in &p.cmdline {
+            cmd.extend_from_slice(a.as_bytes());
+            cmd.push(0);
+        }
+        fs::write(self.dir.join(&d).join("cmdline"), cmd)?;
+        self.file(
+            &format!("{d}/status"),
+            &format!("Name:\t{}\nPid:\t{}\nPPid:\t1\nUid:\t{u}\t{u}\t{u}\t{u}\n", p.comm, p.pid, u = p.uid),
+        )?;
+        self.file(&format!("{d}/cgroup"), &format!("0::{}", p.cgroup))?;
+        self.file(
+            &format!("{d}/stat"),
+            &format!("{} ({}) S 1 {} {} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0", p.pid, p.comm, p.pid, p.pid),
+        )?;
+        if let Some(exe) = &p.exe {
+            let link = self.dir.join(&d).join("exe");
+            let _ = fs::remove_file(&link);
+            std::os::unix::fs::symlink(exe, link)?;
+        }
+        for t in &p.threads {
+            fs::create_dir_all(self.dir.join(&d).join("task").join(t.to_string()))?;
+        }
+        Ok(())
+    }
+}

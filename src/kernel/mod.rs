@@ -1,0 +1,25 @@
+//! Kernel-access layer: every read and write of a kernel interface file
+//! (`/sys`, `/proc`, cgroupfs) and every kernel syscall cgwarden makes goes
+//! through this module.
+//!
+//! All file access goes through [`Root`], which maps absolute device paths
+//! under a base directory so that the same code runs against the real kernel
+//! (`Root::real()`) and against a fake tree of plain files (`--root DIR`,
+//! `Root::fake(dir)`). Parsers turn kernel file formats into typed values and
+//! tolerate unknown or missing lines. Errors always carry the device path (as
+//! the user would see it on the target) and the operation.
+
+pub mod cgroupfs;
+pub mod cpufreq;
+pub mod error;
+pub mod fake_tree;
+pub mod procfs;
+pub mod psi;
+pub mod realtime;
+pub mod root;
+pub mod sched;
+pub mod sysctl;
+pub mod zram;
+
+pub use error::{Error, Result};
+pub use root::Root;

@@ -1,0 +1,493 @@
+//! Process scanning under a [`Root`]: `/proc/PID/{comm,exe,cmdline,status,
+//! stat,cgroup}`, `/proc/PID/task`, and the user database (`/etc/passwd`,
+//! `/etc/group`) for placement matches and hook users.
+//!
+//! Plain file reads are used instead of the `procfs` crate because every
+//! path must go through the injectable [`Root`] (`--root DIR` fake trees
+//! hold `DIR/proc/PID/{comm,exe,cmdline,status}`); the crate's root handling
+//! is awkward for that and would bring a second error model.
+//!
+//! A process that vanishes while it is being read is never an error:
+//! [`process`] returns `Ok(None)`. A file missing while `/proc/PID` still
+//! exists (a sparse fake tree) leaves that field empty/`None`.
+//!
+//! Kernel threads are detected by the `PF_KTHREAD` flag (0x00200000) in
+//! field 9 of `/proc/PID/stat`; where `stat` is absent or unparsable (fake
+//! trees) the fallback is: pid 2 (kthreadd), or parent 2 with an empty
+//! command line.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::error::{Error, Result};
+use super::root::Root;
+
+/// `PF_KTHREAD` from include/linux/sched.h.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// What cgwarden knows about a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    /// Kernel comm (≤ 15 bytes), trailing newline removed.
+    pub comm: String,
+    /// Resolved executable (`/proc/PID/exe`); `None` for kernel threads,
+    /// exited zombies, or without permission.
+    pub exe: Option<PathBuf>,
+    /// Arguments split at NUL (one element if the process rewrote its
+    /// command line without NULs).
+    pub cmdline: Vec<String>,
+    /// Real uid (first field of `Uid:` in `/proc/PID/status`).
+    pub uid: Option<u32>,
+    pub ppid: Option<i32>,
+    pub is_kernel_thread: bool,
+}
+
+/// `/proc/PID/stat`, split safely: `comm` may contain spaces and `)`, so
+/// the fields are split after the *last* `)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: i32,
+    pub comm: String,
+    /// Fields 3.. (state, ppid, ...), as text.
+    rest: Vec<String>,
+}
+
+impl Stat {
+    /// Field `n` in proc(5) numbering (1 = pid, 2 = comm, 3 = state, ...);
+    /// `None` for 1, 2, or past the end.
+    pub fn field(&self, n: usize) -> Option<&str> {
+        if n < 3 {
+            return None;
+        }
+        self.rest.get(n - 3).map(String::as_str)
+    }
+
+    /// Numeric field `n` (see [`Stat::field`]).
+    pub fn num<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+        self.field(n)?.parse().ok()
+    }
+
+    /// Process flags (field 9).
+    pub fn flags(&self) -> Option<u64> {
+        self.num(9)
+    }
+
+    /// True if `PF_KTHREAD` is set.
+    pub fn is_kernel_thread(&self) -> Option<bool> {
+        self.flags().map(|f| f & PF_KTHREAD != 0)
+    }
+}
+
+/// Parses `/proc/PID/stat`; `None` for garbage.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let rest = text[close + 1..]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    Some(Stat { pid, comm, rest })
+}
+
+fn proc_dir(pid: i32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}"))
+}
+
+/// Reads `/proc/PID/stat`; `Ok(None)` if the process vanished.
+pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
+    let p = proc_dir(pid).join("stat");
+    let text = match root.read(&p) {
+        Ok(t) => t,
+        Err(e) if e.is_gone() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    parse_stat(&text)
+        .map(Some)
+        .ok_or_else(|| Error::parse(&p, "process stat", &text))
+}
+
+/// Numeric entries of `/proc`, sorted.
+pub fn pids(root: &Root) -> Result<Vec<i32>> {
+    Ok(numeric(root.list_dir(Path::new("/proc"))?))
+}
+
+fn numeric(names: Vec<String>) -> Vec<i32> {
+    let mut v: Vec<i32> = names
+        .iter()
+        .filter_map(|n| n.parse::<i32>().ok())
+        .filter(|&p| p > 0)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+enum Got<T> {
+    Val(T),
+    /// File missing but the process is still there.
+    Missing,
+    Vanished,
+}
+
+fn got<T>(root: &Root, pid: i32, r: Result<T>) -> Result<Got<T>> {
+    match r {
+        Ok(v) => Ok(Got::Val(v)),
+        Err(e) if e.errno() == Some(libc::ESRCH) => Ok(Got::Vanished),
+        Err(e) if e.is_not_found() => {
+            if root.is_dir(&proc_dir(pid)) {
+                Ok(Got::Missing)
+            } else {
+                Ok(Got::Vanished)
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Splits `/proc/PID/cmdline` at NUL bytes (trailing empty parts dropped).
+pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = bytes
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    while v.last().is_some_and(|s| s.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
+/// Value of a `Key:\tvalue` line of `/proc/PID/status`.
+fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
+    status.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k == key).then_some(v.trim())
+    })
+}
+
+/// Parses real uid and ppid from `/proc/PID/status`.
+pub fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
+    let uid = status_field(status, "Uid")
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok());
+    let ppid = status_field(status, "PPid").and_then(|v| v.parse().ok());
+    (uid, ppid)
+}
+
+/// The comm of `pid`; `Ok(None)` if the process vanished.
+pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
+    match root.read(&proc_dir(pid).join("comm")) {
+        Ok(s) => Ok(Some(s.strip_suffix('\n').unwrap_or(&s).to_string())),
+        Err(e) if e.is_gone() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads what cgwarden needs about `pid`; `Ok(None)` if it vanished
+/// (ENOENT/ESRCH at any step).
+pub fn process(root: &Root, pid: i32) -> Result<Option<ProcessInfo>> {
+    if pid <= 0 {
+        return Ok(None);
+    }
+    let dir = proc_dir(pid);
+    if !root.is_dir(&dir) {
+        return Ok(None);
+    }
+    let comm = match got(root, pid, root.read(&dir.join("comm")))? {
+        Got::Val(s) => s.strip_suffix('\n').unwrap_or(&s).to_string(),
+        Got::Missing => String::new(),
+        Got::Vanished => return Ok(None),
+    };
+    let cmdline = match got(root, pid, root.read_bytes(&dir.join("cmdline")))? {
+        Got::Val(b) => parse_cmdline(&b),
+        Got::Missing => Vec::new(),
+        Got::Vanished => return Ok(None),
+    };
+    let (uid, mut ppid) = match got(root, pid, root.read(&dir.join("status")))? {
+        Got::Val(s) => parse_status(&s),
+        Got::Missing => (None, None),
+        Got::Vanished => return Ok(None),
+    };
+    let stat = match got(root, pid, root.read(&dir.join("stat")))? {
+        Got::Val(s) => parse_stat(&s),
+        Got::Missing => None,
+        Got::Vanished => return Ok(None),
+    };
+    if ppid.is_none() {
+        ppid = stat.as_ref().and_then(|s| s.num(4));
+    }
+    // ENOENT for kernel threads and zombies, EACCES without ptrace rights.
+    let exe = root.read_link(&dir.join("exe")).ok();
+    let is_kernel_thread = stat
+        .as_ref()
+        .and_then(Stat::is_kernel_thread)
+        .unwrap_or(pid == 2 || (ppid == Some(2) && cmdline.is_empty()));
+    // A process that exited during the reads: its directory is gone now.
+    if !root.is_dir(&dir) {
+        return Ok(None);
+    }
+    Ok(Some(ProcessInfo {
+        pid,
+        comm,
+        exe,
+        cmdline,
+        uid,
+        ppid,
+        is_kernel_thread,
+    }))
+}
+
+/// Thread ids of `pid` (`/proc/PID/task`), sorted; empty if missing.
+pub fn threads(root: &Root, pid: i32) -> Vec<i32> {
+    root.list_dir(&proc_dir(pid).join("task"))
+        .map(numeric)
+        .unwrap_or_default()
+}
+
+/// Children of `pid`: union of `/proc/PID/task/*/children`, sorted.
+/// Missing files give an empty list (the files need CONFIG_PROC_CHILDREN).
+pub fn children(root: &Root, pid: i32) -> Vec<i32> {
+    let mut set = BTreeSet::new();
+    for tid in threads(root, pid) {
+        let p = proc_dir(pid).join(format!("task/{tid}/children"));
+        if let Ok(text) = root.read(&p) {
+            set.extend(
+                text.split_whitespace()
+                    .filter_map(|t| t.parse::<i32>().ok())
+                    .filter(|&c| c > 0),
+            );
+        }
+    }
+    set.into_iter().collect()
+}
+
+/// Looks `name` up in a `name:x:id:...` database (passwd, group).
+fn db_id(text: &str, name: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        if f.next()? != name {
+            return None;
+        }
+        f.nth(1)?.trim().parse().ok()
+    })
+}
+
+/// The uid of user `name` from `ROOT/etc/passwd`; `None` if not listed.
+pub fn user_uid(root: &Root, name: &str) -> Result<Option<u32>> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    Ok(db_id(&root.read(Path::new("/etc/passwd"))?, name))
+}
+
+/// The gid of group `name` from `ROOT/etc/group`; `None` if not listed.
+pub fn group_gid(root: &Root, name: &str) -> Result<Option<u32>> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    Ok(db_id(&root.read(Path::new("/etc/group"))?, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use tempfile::TempDir;
+
+    fn add(t: &TempDir, pid: i32, files: &[(&str, &[u8])]) {
+        let d = t.path().join(format!("proc/{pid}"));
+        fs::create_dir_all(&d).unwrap();
+        for (n, c) in files {
+            fs::write(d.join(n), c).unwrap();
+        }
+    }
+
+    fn stat_line(pid: i32, comm: &str, ppid: i32, flags: u64) -> String {
+        // fields 3..=41 with rt_priority (40) = 0 and policy (41) = 0
+        let mut f: Vec<String> = vec!["S".into(), ppid.to_string()];
+        f.extend((5..=41).map(|n| {
+            if n == 9 {
+                flags.to_string()
+            } else {
+                "0".into()
+            }
+        }));
+        format!("{pid} ({comm}) {}\n", f.join(" "))
+    }
+
+    #[test]
+    fn full_process() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        let stat = stat_line(100, "cam (x) y", 1, 0x400100);
+        add(
+            &t,
+            100,
+            &[
+                ("comm", b"camera_pipe\n"),
+                ("cmdline", b"/usr/bin/camera_pipeline\0--fast\0\0"),
+                (
+                    "status",
+                    b"Name:\tcamera_pipe\nState:\tS\nPPid:\t1\nUid:\t1000\t1000\t1000\t1000\n",
+                ),
+                ("stat", stat.as_bytes()),
+            ],
+        );
+        std::os::unix::fs::symlink("/usr/bin/camera_pipeline", t.path().join("proc/100/exe"))
+            .unwrap();
+        let p = process(&r, 100).unwrap().unwrap();
+        assert_eq!(p.comm, "camera_pipe");
+        assert_eq!(
+            p.exe.as_deref(),
+            Some(Path::new("/usr/bin/camera_pipeline"))
+        );
+        assert_eq!(p.cmdline, ["/usr/bin/camera_pipeline", "--fast"]);
+        assert_eq!(p.uid, Some(1000));
+        assert_eq!(p.ppid, Some(1));
+        assert!(!p.is_kernel_thread);
+        assert_eq!(comm(&r, 100).unwrap().as_deref(), Some("camera_pipe"));
+        assert_eq!(comm(&r, 101).unwrap(), None);
+        let s = stat_fn(&r, 100);
+        assert_eq!(s.comm, "cam (x) y");
+        assert_eq!(s.field(3), Some("S"));
+        assert_eq!(s.num::<i32>(4), Some(1));
+        assert_eq!(s.flags(), Some(0x400100));
+    }
+
+    fn stat_fn(r: &Root, pid: i32) -> Stat {
+        stat(r, pid).unwrap().unwrap()
+    }
+
+    #[test]
+    fn sparse_and_vanished() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        assert_eq!(process(&r, 5).unwrap(), None);
+        assert_eq!(process(&r, -1).unwrap(), None);
+        assert_eq!(stat(&r, 5).unwrap(), None);
+        // only comm: other fields empty
+        add(&t, 6, &[("comm", b"motion_control\n")]);
+        let p = process(&r, 6).unwrap().unwrap();
+        assert_eq!(p.comm, "motion_control");
+        assert_eq!(p.exe, None);
+        assert!(p.cmdline.is_empty());
+        assert_eq!(p.uid, None);
+        assert!(!p.is_kernel_thread);
+        // garbage content is tolerated
+        add(
+            &t,
+            7,
+            &[
+                ("comm", b"x"),
+                ("status", b"\xff\xfegarbage\nUid: abc\nPPid:\n"),
+                ("stat", b"garbage"),
+                ("cmdline", b"no nuls here"),
+            ],
+        );
+        let p = process(&r, 7).unwrap().unwrap();
+        assert_eq!(p.uid, None);
+        assert_eq!(p.ppid, None);
+        assert_eq!(p.cmdline, ["no nuls here"]);
+        assert!(matches!(stat(&r, 7).unwrap_err(), Error::Parse { .. }));
+    }
+
+    #[test]
+    fn kernel_threads() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        // by PF_KTHREAD
+        let st = stat_line(30, "kworker/0:1", 2, 0x04208060);
+        add(
+            &t,
+            30,
+            &[
+                ("comm", b"kworker/0:1\n"),
+                ("cmdline", b""),
+                ("stat", st.as_bytes()),
+            ],
+        );
+        assert!(process(&r, 30).unwrap().unwrap().is_kernel_thread);
+        assert_eq!(process(&r, 30).unwrap().unwrap().ppid, Some(2));
+        // fallback heuristic without stat
+        add(&t, 2, &[("comm", b"kthreadd\n")]);
+        assert!(process(&r, 2).unwrap().unwrap().is_kernel_thread);
+        add(
+            &t,
+            31,
+            &[("comm", b"ksoftirqd/0\n"), ("status", b"PPid:\t2\n")],
+        );
+        assert!(process(&r, 31).unwrap().unwrap().is_kernel_thread);
+        add(
+            &t,
+            32,
+            &[
+                ("comm", b"sh\n"),
+                ("status", b"PPid:\t2\n"),
+                ("cmdline", b"sh\0"),
+            ],
+        );
+        assert!(!process(&r, 32).unwrap().unwrap().is_kernel_thread);
+    }
+
+    #[test]
+    fn pids_threads_children() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        for d in [
+            "proc/10/task/10",
+            "proc/10/task/12",
+            "proc/2",
+            "proc/self",
+            "proc/sys",
+        ] {
+            fs::create_dir_all(t.path().join(d)).unwrap();
+        }
+        fs::write(t.path().join("proc/10/task/10/children"), "20 21 ").unwrap();
+        fs::write(t.path().join("proc/10/task/12/children"), "21 5 x\n").unwrap();
+        assert_eq!(pids(&r).unwrap(), [2, 10]);
+        assert_eq!(threads(&r, 10), [10, 12]);
+        assert_eq!(children(&r, 10), [5, 20, 21]);
+        assert!(children(&r, 2).is_empty());
+        assert!(threads(&r, 99).is_empty());
+    }
+
+    #[test]
+    fn passwd_and_group() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        assert!(user_uid(&r, "vision").unwrap_err().is_not_found());
+        fs::create_dir_all(t.path().join("etc")).unwrap();
+        fs::write(
+            t.path().join("etc/passwd"),
+            "root:x:0:0:root:/root:/bin/sh\n# comment\njunk\nvision:x:1001:1001::/home/v:/bin/sh\nbad:x:zz:1\n",
+        )
+        .unwrap();
+        fs::write(
+            t.path().join("etc/group"),
+            "root:x:0:\ncgwarden:x:990:alice\n",
+        )
+        .unwrap();
+        assert_eq!(user_uid(&r, "vision").unwrap(), Some(1001));
+        assert_eq!(user_uid(&r, "root").unwrap(), Some(0));
+        assert_eq!(user_uid(&r, "nobody").unwrap(), None);
+        assert_eq!(user_uid(&r, "bad").unwrap(), None);
+        assert_eq!(user_uid(&r, "").unwrap(), None);
+        assert_eq!(group_gid(&r, "cgwarden").unwrap(), Some(990));
+    }
+
+    #[test]
+    fn stat_parsing_edge_cases() {
+        assert!(parse_stat("").is_none());
+        assert!(parse_stat("1 x) (y").is_none());
+        let s = parse_stat("1 (a)) b) R 0").unwrap();
+        assert_eq!(s.comm, "a)) b");
+        assert_eq!(s.field(3), Some("R"));
+        assert_eq!(s.field(2), None);
+        assert_eq!(s.field(99), None);
+        assert_eq!(s.is_kernel_thread(), None);
+    }
+}

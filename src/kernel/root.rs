@@ -1,0 +1,529 @@
+//! [`Root`]: the one place where device paths become host paths.
+//!
+//! Every absolute path cgwarden touches (`/sys/...`, `/proc/...`, `/run/...`,
+//! `settings.cgroup_root`, `settings.state_dir`) is a *device path*. `Root`
+//! maps it under a base directory: `/` for the real system, `DIR` for a fake
+//! tree (`--root DIR`, SPEC §1). Paths are normalized lexically and can never
+//! leave the base: `..` stops at the device root, exactly as the kernel
+//! resolves `/..` to `/`. (Symlinks inside a fake tree are followed by the OS;
+//! fake trees are trusted test data.)
+//!
+//! Write semantics differ on purpose:
+//! - real: [`Root::write`] opens an *existing* file `O_WRONLY` (never
+//!   `O_CREAT`, so a typo can never create a file in sysfs/cgroupfs) and
+//!   hands the value to the kernel in one `write(2)` call, because kernel knobs
+//!   parse per write.
+//! - fake: there is no kernel, so a write creates or truncates the file and
+//!   stores `value` plus a newline (like sysfs shows it); a read returns what
+//!   was last written.
+//!
+//! Errors always report the device path, never the host path.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use super::error::{Error, Result};
+
+/// Maps absolute device paths under a base directory (see module docs).
+#[derive(Clone, Debug)]
+pub struct Root {
+    base: PathBuf,
+    fake: bool,
+}
+
+impl Root {
+    /// The real system: base `/`, a kernel behind the files.
+    pub fn real() -> Root {
+        Root {
+            base: PathBuf::from("/"),
+            fake: false,
+        }
+    }
+
+    /// A fake tree under `dir` (`--root DIR`): plain files, no kernel behind them.
+    pub fn fake(dir: impl Into<PathBuf>) -> Root {
+        Root {
+            base: dir.into(),
+            fake: true,
+        }
+    }
+
+    /// Real-kernel semantics (no `O_CREAT`, plain `rmdir`) on a test directory,
+    /// so the real code paths can be tested without touching the host.
+    #[cfg(test)]
+    pub(crate) fn real_at(dir: impl Into<PathBuf>) -> Root {
+        Root {
+            base: dir.into(),
+            fake: false,
+        }
+    }
+
+    /// True for a fake tree (no kernel behind the files).
+    pub fn is_fake(&self) -> bool {
+        self.fake
+    }
+
+    /// The base directory (`/` for the real system).
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// Lexically normalizes a device path: always absolute, no `.`, `..`
+    /// resolved and clamped at `/`. A relative input is taken relative to `/`.
+    pub fn normalize(device_path: &Path) -> PathBuf {
+        let mut out = PathBuf::from("/");
+        for c in device_path.components() {
+            match c {
+                Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+                Component::ParentDir => {
+                    // pop() on "/" is a no-op: `..` never leaves the root.
+                    out.pop();
+                }
+                Component::Normal(n) => out.push(n),
+            }
+        }
+        out
+    }
+
+    /// The host path of a device path: base joined with the normalized path
+    /// stripped of its leading `/`. Never escapes the base via `..`.
+    pub fn host_path(&self, device_path: &Path) -> PathBuf {
+        let norm = Self::normalize(device_path);
+        match norm.strip_prefix("/") {
+            Ok(rel) if !rel.as_os_str().is_empty() => self.base.join(rel),
+            _ => self.base.clone(),
+        }
+    }
+
+    /// True if the path exists (a dangling symlink counts as existing).
+    pub fn exists(&self, p: &Path) -> bool {
+        fs::symlink_metadata(self.host_path(p)).is_ok()
+    }
+
+    /// True if the path is a directory (following symlinks).
+    pub fn is_dir(&self, p: &Path) -> bool {
+        fs::metadata(self.host_path(p))
+            .map(|m| m.is_dir())
+            .unwrap_or(false)
+    }
+
+    /// True if the path is a regular file (following symlinks).
+    pub fn is_file(&self, p: &Path) -> bool {
+        fs::metadata(self.host_path(p))
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+    }
+
+    fn dev(p: &Path) -> PathBuf {
+        Self::normalize(p)
+    }
+
+    /// Whole content as text (invalid UTF-8 is replaced, never an error).
+    pub fn read(&self, p: &Path) -> Result<String> {
+        let bytes = self.read_bytes(p)?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    /// Content with trailing whitespace and newlines removed.
+    pub fn read_trimmed(&self, p: &Path) -> Result<String> {
+        let mut s = self.read(p)?;
+        s.truncate(s.trim_end().len());
+        Ok(s)
+    }
+
+    /// Raw content (e.g. `/proc/PID/cmdline`).
+    pub fn read_bytes(&self, p: &Path) -> Result<Vec<u8>> {
+        let host = self.host_path(p);
+        let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", Self::dev(p), e))?;
+        Ok(buf)
+    }
+
+    /// Target of a symlink such as `/proc/PID/exe`. The target is a device
+    /// path and is returned as-is (on a fake tree it need not exist). On a
+    /// fake tree a regular file in place of the link is accepted too: its
+    /// trimmed content is the target (fixtures copied without symlinks).
+    pub fn read_link(&self, p: &Path) -> Result<PathBuf> {
+        let host = self.host_path(p);
+        match fs::read_link(&host) {
+            Ok(t) => Ok(t),
+            Err(e) if self.fake && e.raw_os_error() == Some(libc::EINVAL) => {
+                let s = self.read_trimmed(p)?;
+                if s.is_empty() {
+                    Err(Error::io("readlink", Self::dev(p), e))
+                } else {
+                    Ok(PathBuf::from(s))
+                }
+            }
+            Err(e) => Err(Error::io("readlink", Self::dev(p), e)),
+        }
+    }
+
+    /// Writes a knob (see module docs for real vs fake semantics).
+    pub fn write(&self, p: &Path, value: &str) -> Result<()> {
+        if self.fake {
+            return self.write_fake(p, value);
+        }
+        let host = self.host_path(p);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&host)
+            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        // Exactly one write(2): the kernel parses each write separately.
+        let n = loop {
+            match f.write(value.as_bytes()) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io("write", Self::dev(p), e)),
+            }
+        };
+        if n != value.len() {
+            return Err(Error::other(
+                Self::dev(p),
+                format!(
+                    "short write: {n} of {} bytes of {value:?} accepted",
+                    value.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn write_fake(&self, p: &Path, value: &str) -> Result<()> {
+        let host = self.host_path(p);
+        let mut data = value.to_string();
+        if !data.ends_with('\n') {
+            data.push('\n');
+        }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&host)
+            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        f.write_all(data.as_bytes())
+            .map_err(|e| Error::io("write", Self::dev(p), e))
+    }
+
+    /// Writes a file that may be created (knob files inside fake groups we
+    /// created; state files). Creates or truncates; a trailing newline is
+    /// added if missing, on real and fake roots alike.
+    pub fn write_new(&self, p: &Path, value: &str) -> Result<()> {
+        self.write_fake(p, value)
+    }
+
+    /// Appends `line` (plus a newline if missing) to a file, creating it, and
+    /// fsyncs it (journals). Works the same on real and fake roots.
+    pub fn append_synced(&self, p: &Path, line: &str) -> Result<()> {
+        let host = self.host_path(p);
+        let mut data = line.to_string();
+        if !data.ends_with('\n') {
+            data.push('\n');
+        }
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&host)
+            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        f.write_all(data.as_bytes())
+            .map_err(|e| Error::io("write", Self::dev(p), e))?;
+        f.sync_all()
+            .map_err(|e| Error::io("fsync", Self::dev(p), e))
+    }
+
+    /// Removes a plain file (state files). Missing file is an error (ENOENT).
+    pub fn remove_file(&self, p: &Path) -> Result<()> {
+        fs::remove_file(self.host_path(p)).map_err(|e| Error::io("unlink", Self::dev(p), e))
+    }
+
+    /// Creates one directory level. `Ok(false)` if it already exists as a directory.
+    pub fn mkdir(&self, p: &Path) -> Result<bool> {
+        let host = self.host_path(p);
+        match fs::create_dir(&host) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if host.is_dir() {
+                    Ok(false)
+                } else {
+                    Err(Error::io("mkdir", Self::dev(p), e))
+                }
+            }
+            Err(e) => Err(Error::io("mkdir", Self::dev(p), e)),
+        }
+    }
+
+    /// Creates a directory and its missing parents (state_dir). Not for cgroups.
+    pub fn mkdir_all(&self, p: &Path) -> Result<()> {
+        fs::create_dir_all(self.host_path(p)).map_err(|e| Error::io("mkdir", Self::dev(p), e))
+    }
+
+    /// Removes a (cgroup) directory.
+    ///
+    /// Real: `rmdir(2)` only — a cgroup directory holds pseudo-files, and
+    /// the kernel refuses (EBUSY) while it has children or processes.
+    ///
+    /// Fake: a fake group holds plain files, so the directory is removed
+    /// recursively, but only if it looks like a cgroup (contains
+    /// `cgroup.procs`, or is empty); otherwise an error. The kernel's refusal
+    /// is emulated: EBUSY if the directory has subdirectories (child groups)
+    /// or its `cgroup.procs` lists a process.
+    pub fn rmdir(&self, p: &Path) -> Result<()> {
+        let host = self.host_path(p);
+        if !self.fake {
+            return fs::remove_dir(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e));
+        }
+        let meta = fs::symlink_metadata(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
+        if !meta.is_dir() {
+            return Err(Error::io(
+                "rmdir",
+                Self::dev(p),
+                io::Error::from_raw_os_error(libc::ENOTDIR),
+            ));
+        }
+        let entries = fs::read_dir(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
+        let mut empty = true;
+        let mut has_procs = false;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
+            empty = false;
+            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if is_dir {
+                return Err(Error::io(
+                    "rmdir",
+                    Self::dev(p),
+                    io::Error::from_raw_os_error(libc::EBUSY),
+                ));
+            }
+            if entry.file_name() == "cgroup.procs" {
+                has_procs = true;
+            }
+        }
+        if !empty && !has_procs {
+            return Err(Error::other(
+                Self::dev(p),
+                "refusing to remove a directory that is not a cgroup (no cgroup.procs)",
+            ));
+        }
+        if has_procs {
+            let procs = self.read(&p.join("cgroup.procs"))?;
+            if procs.split_whitespace().next().is_some() {
+                return Err(Error::io(
+                    "rmdir",
+                    Self::dev(p),
+                    io::Error::from_raw_os_error(libc::EBUSY),
+                ));
+            }
+        }
+        fs::remove_dir_all(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))
+    }
+
+    /// Entry names of a directory, sorted. Names that are not UTF-8 are skipped.
+    pub fn list_dir(&self, p: &Path) -> Result<Vec<String>> {
+        let rd =
+            fs::read_dir(self.host_path(p)).map_err(|e| Error::io("readdir", Self::dev(p), e))?;
+        let mut names = Vec::new();
+        for entry in rd {
+            // An entry that vanishes mid-listing (an exiting /proc/PID) is skipped.
+            let Ok(entry) = entry else { continue };
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempfile::TempDir;
+
+    fn fake() -> (TempDir, Root) {
+        let t = TempDir::new().expect("tempdir");
+        let r = Root::fake(t.path());
+        (t, r)
+    }
+
+    #[test]
+    fn host_path_maps_and_never_escapes() {
+        let r = Root::fake("/tmp/fake");
+        assert_eq!(
+            r.host_path(Path::new("/sys/fs/cgroup/a")),
+            PathBuf::from("/tmp/fake/sys/fs/cgroup/a")
+        );
+        assert_eq!(
+            r.host_path(Path::new("/sys/../../../etc/passwd")),
+            PathBuf::from("/tmp/fake/etc/passwd")
+        );
+        assert_eq!(r.host_path(Path::new("/..")), PathBuf::from("/tmp/fake"));
+        assert_eq!(r.host_path(Path::new("/")), PathBuf::from("/tmp/fake"));
+        assert_eq!(
+            r.host_path(Path::new("relative/./x")),
+            PathBuf::from("/tmp/fake/relative/x")
+        );
+        assert_eq!(
+            Root::real().host_path(Path::new("/proc/1/../self")),
+            PathBuf::from("/proc/self")
+        );
+        assert!(!Root::real().is_fake());
+        assert!(r.is_fake());
+    }
+
+    #[test]
+    fn fake_write_then_read() {
+        let (_t, r) = fake();
+        let p = Path::new("/sys/knob");
+        r.mkdir(Path::new("/sys")).unwrap();
+        r.write(p, "42").unwrap();
+        assert_eq!(r.read(p).unwrap(), "42\n");
+        assert_eq!(r.read_trimmed(p).unwrap(), "42");
+        r.write(p, "7\n").unwrap();
+        assert_eq!(r.read(p).unwrap(), "7\n");
+        assert!(r.exists(p));
+        assert!(r.is_file(p));
+        assert!(!r.is_dir(p));
+    }
+
+    #[test]
+    fn fake_write_needs_parent_and_errors_name_device_path() {
+        let (t, r) = fake();
+        let e = r.write(Path::new("/sys/nope/knob"), "1").unwrap_err();
+        assert!(e.is_not_found());
+        assert_eq!(e.path(), Path::new("/sys/nope/knob"));
+        assert!(!e.to_string().contains(t.path().to_str().unwrap()));
+        let e = r.read(Path::new("/proc/../proc/x")).unwrap_err();
+        assert!(e.is_not_found());
+        assert_eq!(e.path(), Path::new("/proc/x"));
+    }
+
+    #[test]
+    fn real_write_never_creates() {
+        // A "real" root based in a tempdir exercises the O_WRONLY-without-O_CREAT path
+        // without touching the host's kernel files.
+        let t = TempDir::new().unwrap();
+        let r = Root::real_at(t.path());
+        let e = r.write(Path::new("/knob"), "1").unwrap_err();
+        assert!(e.is_not_found());
+        assert!(!t.path().join("knob").exists());
+        fs::write(t.path().join("knob"), "").unwrap();
+        r.write(Path::new("/knob"), "123").unwrap();
+        assert_eq!(fs::read_to_string(t.path().join("knob")).unwrap(), "123");
+        // write_new may create
+        r.write_new(Path::new("/state"), "x").unwrap();
+        assert_eq!(fs::read_to_string(t.path().join("state")).unwrap(), "x\n");
+        // real rmdir refuses non-empty dirs
+        fs::create_dir(t.path().join("g")).unwrap();
+        fs::write(t.path().join("g/cgroup.procs"), "").unwrap();
+        assert!(r.rmdir(Path::new("/g")).is_err());
+    }
+
+    #[test]
+    fn garbage_bytes_are_tolerated() {
+        let (t, r) = fake();
+        fs::write(t.path().join("g"), [0xff, 0xfe, b'a', b'\n']).unwrap();
+        assert_eq!(
+            r.read_trimmed(Path::new("/g")).unwrap(),
+            "\u{fffd}\u{fffd}a"
+        );
+        assert_eq!(r.read_bytes(Path::new("/g")).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn mkdir_single_level() {
+        let (t, r) = fake();
+        assert!(r.mkdir(Path::new("/a")).unwrap());
+        assert!(!r.mkdir(Path::new("/a")).unwrap());
+        assert!(r.mkdir(Path::new("/x/y")).unwrap_err().is_not_found());
+        fs::write(t.path().join("f"), "").unwrap();
+        assert!(r.mkdir(Path::new("/f")).is_err());
+        r.mkdir_all(Path::new("/run/cgwarden")).unwrap();
+        assert!(r.is_dir(Path::new("/run/cgwarden")));
+    }
+
+    #[test]
+    fn fake_rmdir_rules() {
+        let (t, r) = fake();
+        // empty dir: removed
+        r.mkdir(Path::new("/e")).unwrap();
+        r.rmdir(Path::new("/e")).unwrap();
+        assert!(!r.exists(Path::new("/e")));
+        // cgroup-looking dir with knob files: removed
+        fs::create_dir(t.path().join("g")).unwrap();
+        fs::write(t.path().join("g/cgroup.procs"), "\n").unwrap();
+        fs::write(t.path().join("g/cpu.weight"), "100\n").unwrap();
+        r.rmdir(Path::new("/g")).unwrap();
+        assert!(!t.path().join("g").exists());
+        // not a cgroup: refused, untouched
+        fs::create_dir(t.path().join("d")).unwrap();
+        fs::write(t.path().join("d/important"), "x").unwrap();
+        let e = r.rmdir(Path::new("/d")).unwrap_err();
+        assert_eq!(e.path(), Path::new("/d"));
+        assert!(t.path().join("d/important").exists());
+        // populated: EBUSY
+        fs::create_dir(t.path().join("p")).unwrap();
+        fs::write(t.path().join("p/cgroup.procs"), "12\n").unwrap();
+        assert_eq!(
+            r.rmdir(Path::new("/p")).unwrap_err().errno(),
+            Some(libc::EBUSY)
+        );
+        // has child group: EBUSY
+        fs::create_dir_all(t.path().join("c/child")).unwrap();
+        fs::write(t.path().join("c/cgroup.procs"), "").unwrap();
+        assert_eq!(
+            r.rmdir(Path::new("/c")).unwrap_err().errno(),
+            Some(libc::EBUSY)
+        );
+        // missing
+        assert!(r.rmdir(Path::new("/missing")).unwrap_err().is_not_found());
+        // a file
+        assert_eq!(
+            r.rmdir(Path::new("/p/cgroup.procs")).unwrap_err().errno(),
+            Some(libc::ENOTDIR)
+        );
+    }
+
+    #[test]
+    fn read_link_fake() {
+        let (t, r) = fake();
+        fs::create_dir_all(t.path().join("proc/5")).unwrap();
+        std::os::unix::fs::symlink("/opt/npu/bin/infer", t.path().join("proc/5/exe")).unwrap();
+        assert_eq!(
+            r.read_link(Path::new("/proc/5/exe")).unwrap(),
+            PathBuf::from("/opt/npu/bin/infer")
+        );
+        assert!(r.exists(Path::new("/proc/5/exe")));
+        fs::write(t.path().join("proc/5/exe2"), "/usr/bin/x\n").unwrap();
+        assert_eq!(
+            r.read_link(Path::new("/proc/5/exe2")).unwrap(),
+            PathBuf::from("/usr/bin/x")
+        );
+        assert!(r
+            .read_link(Path::new("/proc/6/exe"))
+            .unwrap_err()
+            .is_not_found());
+    }
+
+    #[test]
+    fn list_dir_sorted_and_append() {
+        let (t, r) = fake();
+        for n in ["b", "a", "10", "2"] {
+            fs::write(t.path().join(n), "").unwrap();
+        }
+        assert_eq!(r.list_dir(Path::new("/")).unwrap(), ["10", "2", "a", "b"]);
+        assert!(r.list_dir(Path::new("/nope")).unwrap_err().is_not_found());
+        r.append_synced(Path::new("/j"), "one").unwrap();
+        r.append_synced(Path::new("/j"), "two\n").unwrap();
+        assert_eq!(r.read(Path::new("/j")).unwrap(), "one\ntwo\n");
+        r.remove_file(Path::new("/j")).unwrap();
+        assert!(!r.exists(Path::new("/j")));
+    }
+}

@@ -1,0 +1,11 @@
+//! cgwarden: a cgroup v2 workload orchestrator for embedded and industrial Linux.
+//!
+//! - [`policy`]: the YAML model, units, rule language and validation (pure);
+//! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
+//! - [`engine`]: pure decisions (value comparison, placement matching);
+//! - [`converge`]: the one-shot `plan` / `apply` / `reset`.
+
+pub mod converge;
+pub mod engine;
+pub mod kernel;
+pub mod policy;

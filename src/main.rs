@@ -1,0 +1,189 @@
+//! The `cgwarden` command line (SPEC §1).
+
+use anyhow::Context;
+use cgwarden::converge::{reset, Converger, EXIT_MISSING};
+use cgwarden::kernel::Root;
+use cgwarden::policy;
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
+
+#[derive(Parser)]
+#[command(name = "cgwarden", version, about = "cgroup v2 workload orchestrator for embedded Linux")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct RootArg {
+    /// Resolve every kernel path (/sys, /proc, /run) under DIR: a fake tree or a copy of a device's files.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+impl RootArg {
+    fn root(&self) -> Root {
+        match &self.root {
+            Some(dir) => Root::fake(dir),
+            None => Root::real(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a policy; no system access.
+    Check {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+    },
+    /// Print every write `apply` would make; change nothing.
+    Plan {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Converge once (hierarchy, baseline knobs, placement scan), then exit.
+    Apply {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Restore every knob to the value it had before cgwarden first wrote it.
+    Reset {
+        /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
+        #[arg(long, default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("cgwarden: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging() {
+    let targets = tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO);
+    use tracing_subscriber::prelude::*;
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false))
+        .with(targets)
+        .try_init();
+}
+
+fn load(path: &Path) -> Result<policy::Policy, u8> {
+    policy::load(path).map_err(|d| {
+        eprint!("{d}");
+        1
+    })
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Check { policy } => match load(&policy) {
+            Ok(p) => {
+                println!("{}: {}", policy.display(), policy::summary(&p));
+                Ok(0)
+            }
+            Err(code) => Ok(code),
+        },
+        Command::Plan { policy, root } => {
+            let p = match load(&policy) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            let conv = Converger::new(root.root(), &p);
+            let plan = conv.plan();
+            report_missing(&plan);
+            for step in &plan.steps {
+                println!("{step}");
+            }
+            println!("{} changes", plan.steps.len());
+            Ok(if conv.refuse_missing(&plan) { EXIT_MISSING as u8 } else { 0 })
+        }
+        Command::Apply { policy, root } => {
+            let p = match load(&policy) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            let conv = Converger::new(root.root(), &p);
+            let plan = conv.plan();
+            report_missing(&plan);
+            if conv.refuse_missing(&plan) {
+                eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
+                return Ok(EXIT_MISSING as u8);
+            }
+            let done = conv
+                .apply(&plan, &mut |line| println!("{line}"))
+                .context("cannot open the originals journal")?;
+            for f in &done.failures {
+                eprintln!("cgwarden: error: {f}");
+            }
+            println!("{} changes", done.changes);
+            Ok(if done.failures.is_empty() { 0 } else { 1 })
+        }
+        Command::Reset { policy, root } => {
+            // reset must work even when the policy has since become invalid or
+            // was removed: fall back to the default locations then.
+            let settings = match policy::load(&policy) {
+                Ok(p) => p.settings,
+                Err(d) => {
+                    if policy.exists() {
+                        eprint!("{d}");
+                        eprintln!("cgwarden: warning: using default state_dir and cgroup_root");
+                    }
+                    policy::model::Settings::default()
+                }
+            };
+            let rep = reset::reset(&root.root(), &settings.state_dir, &settings.cgroup_root)
+                .context("cannot read the originals journal")?;
+            if !rep.had_journal {
+                println!("nothing to reset: no journal at {}", settings.state_dir.join("originals").display());
+                return Ok(0);
+            }
+            for l in &rep.lines {
+                println!("{l}");
+            }
+            for f in &rep.failures {
+                eprintln!("cgwarden: error: {f}");
+            }
+            if rep.failures.is_empty() {
+                println!("reset complete");
+                Ok(0)
+            } else {
+                eprintln!("cgwarden: reset incomplete; the journal is kept so reset can be run again");
+                Ok(1)
+            }
+        }
+    }
+}
+
+fn report_missing(plan: &cgwarden::converge::Plan) {
+    for m in &plan.missing {
+        eprintln!("cgwarden: missing: {m}");
+    }
+    for w in &plan.warnings {
+        eprintln!("cgwarden: warning: {w}");
+    }
+}

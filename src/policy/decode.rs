@@ -1,0 +1,1042 @@
+//! Turns the position-carrying YAML tree into a [`Policy`], collecting every
+//! error with its position instead of stopping at the first.
+//!
+//! Structure (unknown fields, types, units) and meaning (references between
+//! groups, hooks and rules; cpuset subsets; limits that contradict each other)
+//! are checked in the same walk, so one `check` run shows all of it.
+
+use super::diag::{hint, Diagnostics};
+use super::expr::{self, Action};
+use super::knob::{CpuMax, Knob};
+use super::model::*;
+use super::units::{CpuList, Frequency, Percent, Size};
+use super::yaml::{Key, Node, Pos, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// The bounds of a `when:` stall window (SPEC §3), enforced by the expression parser.
+const TOP_FIELDS: &[&str] = &[
+    "version",
+    "product",
+    "settings",
+    "groups",
+    "placement",
+    "system",
+    "hooks",
+    "rules",
+];
+
+/// Decodes a parsed document. Returns the policy only when there was no error.
+pub fn decode(doc: &Node, diags: &mut Diagnostics) -> Option<Policy> {
+    let before = diags.items.len();
+    let mut d = Decoder { diags };
+    let policy = d.policy(doc);
+    if d.diags.items.len() > before {
+        None
+    } else {
+        policy
+    }
+}
+
+struct Decoder<'a> {
+    diags: &'a mut Diagnostics,
+}
+
+/// The entries of a mapping node, with the unknown ones already reported.
+struct Fields<'n> {
+    entries: &'n [(Key, Node)],
+}
+
+impl<'n> Fields<'n> {
+    fn get(&self, name: &str) -> Option<&'n Node> {
+        self.entries.iter().find(|(k, _)| k.name == name).map(|(_, v)| v)
+    }
+    fn key(&self, name: &str) -> Option<&'n Key> {
+        self.entries.iter().find(|(k, _)| k.name == name).map(|(k, _)| k)
+    }
+}
+
+static EMPTY: [(Key, Node); 0] = [];
+
+/// `[a-z0-9][a-z0-9_-]{0,63}`: group, hook and rule names.
+pub fn valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+fn name_problem(kind: &str, name: &str) -> String {
+    if name.contains('/') || name.contains("..") {
+        format!(
+            "{kind} name `{name}` must not contain `/` or `..`{}",
+            if kind == "group" {
+                "; nest groups with `children:`"
+            } else {
+                ""
+            }
+        )
+    } else if name.chars().any(|c| c.is_ascii_uppercase()) {
+        format!("{kind} name `{name}` must be lowercase ([a-z0-9][a-z0-9_-]{{0,63}})")
+    } else {
+        format!("{kind} name `{name}` is not valid: use [a-z0-9][a-z0-9_-]{{0,63}}")
+    }
+}
+
+impl<'a> Decoder<'a> {
+    fn err(&mut self, pos: Pos, msg: impl Into<String>) {
+        self.diags.error(pos, msg);
+    }
+
+    /// A mapping with a closed set of fields. `null` reads as an empty mapping
+    /// (`memory:` with nothing under it).
+    fn fields<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+        match &node.value {
+            Value::Map(entries) => {
+                for (k, _) in entries {
+                    if !allowed.contains(&k.name.as_str()) {
+                        let h = hint(&k.name, allowed.iter().copied());
+                        let h = if h.is_empty() {
+                            format!(" (expected one of: {})", allowed.join(", "))
+                        } else {
+                            h
+                        };
+                        self.err(k.pos, format!("unknown field `{}` in {what}{h}", k.name));
+                    }
+                }
+                Some(Fields { entries })
+            }
+            Value::Null => Some(Fields { entries: &EMPTY }),
+            _ => {
+                self.err(node.pos, format!("{what} must be a mapping, found {}", node.kind()));
+                None
+            }
+        }
+    }
+
+    /// A mapping whose keys are names chosen by the user (groups, hooks…).
+    fn named_map<'n>(&mut self, node: &'n Node, what: &str) -> &'n [(Key, Node)] {
+        match &node.value {
+            Value::Map(entries) => entries,
+            Value::Null => &EMPTY,
+            _ => {
+                self.err(node.pos, format!("{what} must be a mapping, found {}", node.kind()));
+                &EMPTY
+            }
+        }
+    }
+
+    fn seq<'n>(&mut self, node: &'n Node, what: &str) -> &'n [Node] {
+        match &node.value {
+            Value::Seq(items) => items,
+            Value::Null => &[],
+            _ => {
+                self.err(node.pos, format!("{what} must be a list, found {}", node.kind()));
+                &[]
+            }
+        }
+    }
+
+    fn text(&mut self, node: &Node, what: &str) -> Option<String> {
+        match &node.value {
+            Value::Str(s) => Some(s.clone()),
+            Value::Int(_) | Value::Float(_) => node.scalar_text(),
+            _ => {
+                self.err(node.pos, format!("{what} must be a string, found {}", node.kind()));
+                None
+            }
+        }
+    }
+
+    fn opt_text(&mut self, f: &Fields, name: &str, what: &str) -> Option<String> {
+        f.get(name).and_then(|n| self.text(n, what))
+    }
+
+    fn bool(&mut self, node: &Node, what: &str) -> Option<bool> {
+        match node.value {
+            Value::Bool(b) => Some(b),
+            _ => {
+                self.err(node.pos, format!("{what} must be true or false, found {}", node.kind()));
+                None
+            }
+        }
+    }
+
+    fn int(&mut self, node: &Node, what: &str, min: i64, max: i64) -> Option<i64> {
+        let v = match &node.value {
+            Value::Int(i) => Some(*i),
+            Value::Str(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match v {
+            Some(i) if (min..=max).contains(&i) => Some(i),
+            Some(i) => {
+                self.err(node.pos, format!("{what} must be between {min} and {max}, found {i}"));
+                None
+            }
+            None => {
+                self.err(
+                    node.pos,
+                    format!("{what} must be an integer, found {}", describe(node)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Parses a scalar with a unit parser, reporting its error at the node.
+    fn unit<T, E: std::fmt::Display>(
+        &mut self,
+        node: &Node,
+        what: &str,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Option<T> {
+        let text = match node.scalar_text() {
+            Some(t) => t,
+            None => {
+                self.err(node.pos, format!("{what} must be a scalar value, found {}", node.kind()));
+                return None;
+            }
+        };
+        match parse(text.trim()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.err(node.pos, format!("{what}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, node: &Node, what: &str) -> Option<Duration> {
+        self.unit(node, what, parse_duration)
+    }
+
+    fn policy(&mut self, doc: &Node) -> Option<Policy> {
+        let top = match &doc.value {
+            Value::Map(_) => self.fields(doc, "the policy", TOP_FIELDS)?,
+            Value::Null => {
+                self.err(Pos::new(1, 1), "the policy is empty; expected a mapping starting with `version: 1`");
+                return None;
+            }
+            _ => {
+                self.err(
+                    doc.pos,
+                    format!("the policy must be a mapping (version, groups, …), found {}", doc.kind()),
+                );
+                return None;
+            }
+        };
+
+        match top.get("version") {
+            None => self.err(Pos::new(1, 1), "missing `version: 1`"),
+            Some(n) => {
+                if n.value != Value::Int(1) {
+                    self.err(n.pos, format!("unsupported policy version {}; only `version: 1` exists", describe(n)));
+                }
+            }
+        }
+        let product = self.opt_text(&top, "product", "product").unwrap_or_default();
+        let settings = match top.get("settings") {
+            Some(n) => self.settings(n),
+            None => Settings::default(),
+        };
+
+        let mut groups = Vec::new();
+        if let Some(n) = top.get("groups") {
+            for (k, v) in self.named_map(n, "groups") {
+                if let Some(g) = self.group(k, v, "") {
+                    groups.push(g);
+                }
+            }
+        }
+        self.check_groups(&groups);
+
+        let mut hooks = Vec::new();
+        if let Some(n) = top.get("hooks") {
+            for (k, v) in self.named_map(n, "hooks") {
+                if let Some(h) = self.hook(k, v) {
+                    hooks.push(h);
+                }
+            }
+        }
+
+        let all: Vec<&Group> = groups.iter().flat_map(|g| g.walk()).collect();
+        let group_names: Vec<&str> = all.iter().map(|g| g.name.as_str()).collect();
+        let leaf: BTreeMap<&str, bool> = all.iter().map(|g| (g.name.as_str(), g.is_leaf())).collect();
+        let hook_names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+
+        let mut placement = Vec::new();
+        if let Some(n) = top.get("placement") {
+            for item in self.seq(n, "placement") {
+                if let Some(p) = self.placement(item, &group_names, &leaf) {
+                    placement.push(p);
+                }
+            }
+        }
+
+        let system = match top.get("system") {
+            Some(n) => self.system(n),
+            None => System::default(),
+        };
+
+        let mut rules = Vec::new();
+        if let Some(n) = top.get("rules") {
+            let mut seen: BTreeSet<String> = BTreeSet::new();
+            for item in self.seq(n, "rules") {
+                if let Some((r, pos)) = self.rule(item, &group_names, &hook_names) {
+                    if !seen.insert(r.name.clone()) {
+                        self.err(pos, format!("duplicate rule name `{}`", r.name));
+                    }
+                    rules.push(r);
+                }
+            }
+        }
+
+        Some(Policy {
+            product,
+            settings,
+            groups,
+            placement,
+            system,
+            hooks,
+            rules,
+        })
+    }
+
+    fn settings(&mut self, node: &Node) -> Settings {
+        let mut s = Settings::default();
+        let Some(f) = self.fields(
+            node,
+            "settings",
+            &["cgroup_root", "tick", "rescan", "state_dir", "on_missing", "socket_group", "metrics"],
+        ) else {
+            return s;
+        };
+        if let Some(n) = f.get("cgroup_root") {
+            if let Some(p) = self.abs_path(n, "settings.cgroup_root") {
+                s.cgroup_root = p;
+            }
+        }
+        if let Some(n) = f.get("state_dir") {
+            if let Some(p) = self.abs_path(n, "settings.state_dir") {
+                s.state_dir = p;
+            }
+        }
+        if let Some(n) = f.get("tick") {
+            if let Some(d) = self.duration(n, "settings.tick") {
+                if d < Duration::from_millis(10) {
+                    self.err(n.pos, "settings.tick must be at least 10ms");
+                } else {
+                    s.tick = d;
+                }
+            }
+        }
+        if let Some(n) = f.get("rescan") {
+            if let Some(d) = self.duration(n, "settings.rescan") {
+                if d < Duration::from_millis(100) {
+                    self.err(n.pos, "settings.rescan must be at least 100ms");
+                } else {
+                    s.rescan = d;
+                }
+            }
+        }
+        if let Some(n) = f.get("on_missing") {
+            match self.text(n, "settings.on_missing").as_deref() {
+                Some("warn") => s.on_missing = OnMissing::Warn,
+                Some("fail") => s.on_missing = OnMissing::Fail,
+                Some(other) => {
+                    let h = hint(other, ["warn", "fail"]);
+                    self.err(n.pos, format!("settings.on_missing must be `warn` or `fail`, found `{other}`{h}"))
+                }
+                None => {}
+            }
+        }
+        if let Some(v) = self.opt_text(&f, "socket_group", "settings.socket_group") {
+            s.socket_group = v;
+        }
+        if let Some(n) = f.get("metrics") {
+            if let Some(m) = self.fields(n, "settings.metrics", &["listen", "textfile"]) {
+                if let Some(l) = m.get("listen") {
+                    if let Some(text) = self.text(l, "settings.metrics.listen") {
+                        if text.parse::<std::net::SocketAddr>().is_err() {
+                            self.err(l.pos, format!("settings.metrics.listen `{text}` is not an address:port like 127.0.0.1:9622"));
+                        } else {
+                            s.metrics_listen = Some(text);
+                        }
+                    }
+                }
+                if let Some(t) = m.get("textfile") {
+                    s.metrics_textfile = self.abs_path(t, "settings.metrics.textfile");
+                }
+            }
+        }
+        s
+    }
+
+    fn abs_path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+        let text = self.text(node, what)?;
+        let p = Path::new(&text);
+        if !p.is_absolute() {
+            self.err(node.pos, format!("{what} must be an absolute path, found `{text}`"));
+            return None;
+        }
+        if p.components().any(|c| matches!(c, Component::ParentDir)) {
+            self.err(node.pos, format!("{what} must not contain `..`: `{text}`"));
+            return None;
+        }
+        Some(p.to_path_buf())
+    }
+
+    fn group(&mut self, key: &Key, node: &Node, parent_path: &str) -> Option<Group> {
+        if !valid_name(&key.name) {
+            self.err(key.pos, name_problem("group", &key.name));
+        }
+        let f = self.fields(
+            node,
+            &format!("group `{}`", key.name),
+            &["cpuset", "cpu", "uclamp", "memory", "io", "pids", "children"],
+        )?;
+        let path = if parent_path.is_empty() {
+            key.name.clone()
+        } else {
+            format!("{parent_path}/{}", key.name)
+        };
+        let mut g = Group {
+            name: key.name.clone(),
+            path: path.clone(),
+            pos: key.pos,
+            cpuset: CpusetSpec::default(),
+            cpu: CpuSpec::default(),
+            uclamp: UclampSpec::default(),
+            memory: MemorySpec::default(),
+            io: IoSpec::default(),
+            pids: PidsSpec::default(),
+            children: Vec::new(),
+        };
+        let gname = key.name.clone();
+        if let Some(n) = f.get("cpuset") {
+            if let Some(c) = self.fields(n, &format!("{gname}.cpuset"), &["cpus", "mems", "partition"]) {
+                g.cpuset.cpus = c.get("cpus").and_then(|n| self.unit(n, &format!("{gname}.cpuset.cpus"), CpuList::parse));
+                g.cpuset.mems = c.get("mems").and_then(|n| self.unit(n, &format!("{gname}.cpuset.mems"), CpuList::parse));
+                if let Some(n) = c.get("partition") {
+                    g.cpuset.partition = match self.text(n, "cpuset.partition").as_deref() {
+                        Some("member") => Some(Partition::Member),
+                        Some("root") => Some(Partition::Root),
+                        Some("isolated") => Some(Partition::Isolated),
+                        Some(other) => {
+                            let h = hint(other, ["member", "root", "isolated"]);
+                            self.err(n.pos, format!("{gname}.cpuset.partition must be member, root or isolated, found `{other}`{h}"));
+                            None
+                        }
+                        None => None,
+                    };
+                    if g.cpuset.partition.is_some_and(|p| p != Partition::Member) && g.cpuset.cpus.is_none() {
+                        self.err(n.pos, format!("{gname}.cpuset.partition needs `cpus:`: a partition owns an explicit set of CPUs"));
+                    }
+                }
+            }
+        }
+        if let Some(n) = f.get("cpu") {
+            if let Some(c) = self.fields(n, &format!("{gname}.cpu"), &["weight", "max"]) {
+                g.cpu.weight = c.get("weight").and_then(|n| self.int(n, &format!("{gname}.cpu.weight"), 1, 10000)).map(|v| v as u64);
+                g.cpu.max = c.get("max").and_then(|n| self.unit(n, &format!("{gname}.cpu.max"), CpuMax::parse));
+            }
+        }
+        if let Some(n) = f.get("uclamp") {
+            if let Some(c) = self.fields(n, &format!("{gname}.uclamp"), &["min", "max"]) {
+                g.uclamp.min = c.get("min").and_then(|n| self.unit(n, &format!("{gname}.uclamp.min"), Percent::parse));
+                g.uclamp.max = c.get("max").and_then(|n| self.unit(n, &format!("{gname}.uclamp.max"), Percent::parse));
+                if let (Some(min), Some(max), Some(node)) = (&g.uclamp.min, &g.uclamp.max, c.get("min")) {
+                    if min.value() > max.value() {
+                        self.err(node.pos, format!("{gname}.uclamp.min {min} is greater than uclamp.max {max}"));
+                    }
+                }
+            }
+        }
+        if let Some(n) = f.get("memory") {
+            let fields = ["min", "low", "high", "max", "swap_max", "oom_group"];
+            if let Some(c) = self.fields(n, &format!("{gname}.memory"), &fields) {
+                let sz = |d: &mut Self, k: &str| c.get(k).and_then(|n| d.unit(n, &format!("{gname}.memory.{k}"), Size::parse));
+                g.memory.min = sz(self, "min");
+                g.memory.low = sz(self, "low");
+                g.memory.high = sz(self, "high");
+                g.memory.max = sz(self, "max");
+                g.memory.swap_max = sz(self, "swap_max");
+                g.memory.oom_group = c.get("oom_group").and_then(|n| self.bool(n, &format!("{gname}.memory.oom_group")));
+                if let Some(max) = g.memory.max {
+                    for (k, v) in [("min", g.memory.min), ("low", g.memory.low), ("high", g.memory.high)] {
+                        if let (Some(v), Some(node)) = (v, c.get(k)) {
+                            if size_gt(v, max) {
+                                self.err(node.pos, format!("{gname}.memory.{k} {v} is greater than memory.max {max}"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(n) = f.get("io") {
+            if let Some(c) = self.fields(n, &format!("{gname}.io"), &["weight"]) {
+                g.io.weight = c.get("weight").and_then(|n| self.int(n, &format!("{gname}.io.weight"), 1, 10000)).map(|v| v as u64);
+            }
+        }
+        if let Some(n) = f.get("pids") {
+            if let Some(c) = self.fields(n, &format!("{gname}.pids"), &["max"]) {
+                if let Some(m) = c.get("max") {
+                    g.pids.max = if m.value == Value::Str("max".into()) {
+                        Some(PidsMax::Max)
+                    } else {
+                        self.int(m, &format!("{gname}.pids.max"), 0, i64::from(i32::MAX)).map(|v| PidsMax::Count(v as u64))
+                    };
+                }
+            }
+        }
+        if let Some(n) = f.get("children") {
+            for (k, v) in self.named_map(n, &format!("{gname}.children")) {
+                if let Some(child) = self.group(k, v, &path) {
+                    g.children.push(child);
+                }
+            }
+        }
+        Some(g)
+    }
+
+    /// Tree-wide group checks: unique names, child cpusets inside their parent's.
+    fn check_groups(&mut self, groups: &[Group]) {
+        let mut seen: BTreeMap<String, Pos> = BTreeMap::new();
+        for g in groups.iter().flat_map(|g| g.walk()) {
+            if let Some(first) = seen.get(&g.name) {
+                self.err(
+                    g.pos,
+                    format!(
+                        "duplicate group name `{}` (first defined at line {}); names are unique across the whole tree",
+                        g.name, first.line
+                    ),
+                );
+            } else {
+                seen.insert(g.name.clone(), g.pos);
+            }
+        }
+        for g in groups {
+            self.check_cpuset_subsets(g, None);
+        }
+    }
+
+    fn check_cpuset_subsets(&mut self, g: &Group, parent: Option<(&str, &CpuList)>) {
+        let mut here = parent;
+        if let Some(cpus) = &g.cpuset.cpus {
+            if let Some((pname, pcpus)) = parent {
+                if !cpus.is_subset(pcpus) {
+                    self.err(
+                        g.pos,
+                        format!(
+                            "cpuset.cpus `{cpus}` of group `{}` is not a subset of `{pcpus}` of its parent `{pname}`",
+                            g.name
+                        ),
+                    );
+                }
+            }
+            here = Some((g.name.as_str(), cpus));
+        }
+        for c in &g.children {
+            self.check_cpuset_subsets(c, here);
+        }
+    }
+
+    fn hook(&mut self, key: &Key, node: &Node) -> Option<Hook> {
+        if !valid_name(&key.name) {
+            self.err(key.pos, name_problem("hook", &key.name));
+        }
+        let what = format!("hook `{}`", key.name);
+        let f = self.fields(node, &what, &["exec", "timeout", "min_interval", "user"])?;
+        let mut exec = Vec::new();
+        match f.get("exec") {
+            None => self.err(key.pos, format!("{what} needs `exec: [program, args…]`")),
+            Some(n) => {
+                for item in self.seq(n, &format!("{what}.exec")) {
+                    if let Some(t) = self.text(item, &format!("{what}.exec item")) {
+                        exec.push(t);
+                    }
+                }
+                if exec.is_empty() && matches!(n.value, Value::Seq(_) | Value::Null) {
+                    self.err(n.pos, format!("{what}.exec must name a program"));
+                } else if let Some(prog) = exec.first() {
+                    if !prog.starts_with('/') {
+                        self.err(n.pos, format!("{what}.exec program `{prog}` must be an absolute path (hooks run without a shell or PATH search)"));
+                    }
+                }
+            }
+        }
+        let timeout = f
+            .get("timeout")
+            .and_then(|n| self.duration(n, &format!("{what}.timeout")))
+            .unwrap_or(Duration::from_secs(10));
+        let min_interval = f.get("min_interval").and_then(|n| self.duration(n, &format!("{what}.min_interval")));
+        let user = self.opt_text(&f, "user", &format!("{what}.user"));
+        Some(Hook {
+            name: key.name.clone(),
+            exec,
+            timeout,
+            min_interval,
+            user,
+        })
+    }
+
+    fn placement(&mut self, node: &Node, groups: &[&str], leaf: &BTreeMap<&str, bool>) -> Option<Placement> {
+        let f = self.fields(node, "placement entry", &["match", "group", "sched"])?;
+        let mut matcher = Match::default();
+        match f.get("match") {
+            None => self.err(node.pos, "placement entry needs `match:`"),
+            Some(m) => {
+                if let Some(mf) = self.fields(m, "placement match", &["comm", "exe", "cmdline", "user"]) {
+                    matcher.comm = self.glob_field(&mf, "comm");
+                    matcher.exe = self.glob_field(&mf, "exe");
+                    matcher.cmdline = self.glob_field(&mf, "cmdline");
+                    if let Some(u) = mf.get("user") {
+                        matcher.user = match &u.value {
+                            Value::Int(i) => u32::try_from(*i).ok().map(UserSpec::Uid),
+                            _ => self.text(u, "match.user").map(|s| match s.parse::<u32>() {
+                                Ok(uid) => UserSpec::Uid(uid),
+                                Err(_) => UserSpec::Name(s),
+                            }),
+                        };
+                        if matcher.user.is_none() {
+                            self.err(u.pos, "match.user must be a user name or a uid");
+                        }
+                    }
+                    if let (Some(comm), Some(n)) = (&matcher.comm, mf.get("comm")) {
+                        let is_glob = comm.contains(['*', '?', '[']);
+                        if !is_glob && comm.len() > 15 {
+                            self.err(
+                                n.pos,
+                                format!(
+                                    "match.comm `{comm}` is longer than 15 bytes; the kernel truncates comm, so it would never match (use `{}` or match `exe`)",
+                                    truncate_bytes(comm, 15)
+                                ),
+                            );
+                        }
+                    }
+                    if mf.entries.is_empty() {
+                        self.err(m.pos, "placement match needs at least one of comm, exe, cmdline, user");
+                    }
+                }
+            }
+        }
+        let group = match f.get("group") {
+            None => {
+                self.err(node.pos, "placement entry needs `group:`");
+                String::new()
+            }
+            Some(n) => {
+                let name = self.text(n, "placement group").unwrap_or_default();
+                if !groups.contains(&name.as_str()) {
+                    let h = hint(&name, groups.iter().copied());
+                    self.err(n.pos, format!("placement names unknown group `{name}`{h}"));
+                } else if leaf.get(name.as_str()) == Some(&false) {
+                    self.err(n.pos, format!("placement group `{name}` has children; processes can only be placed in leaf groups (the kernel forbids processes in a group whose controllers are handed to children)"));
+                }
+                name
+            }
+        };
+        let sched = f.get("sched").and_then(|n| self.sched(n));
+        Some(Placement {
+            matcher,
+            group,
+            sched,
+            pos: node.pos,
+        })
+    }
+
+    fn glob_field(&mut self, f: &Fields, name: &str) -> Option<String> {
+        let n = f.get(name)?;
+        let text = self.text(n, &format!("match.{name}"))?;
+        if text.is_empty() {
+            self.err(n.pos, format!("match.{name} must not be empty"));
+            return None;
+        }
+        if let Err(e) = glob::Pattern::new(&text) {
+            self.err(n.pos, format!("match.{name} `{text}` is not a valid glob: {e}"));
+            return None;
+        }
+        Some(text)
+    }
+
+    fn sched(&mut self, node: &Node) -> Option<Sched> {
+        let f = self.fields(node, "sched", &["policy", "priority", "nice", "deadline"])?;
+        let policy = match f.get("policy") {
+            None => {
+                self.err(node.pos, "sched needs `policy:` (other, batch, idle, fifo, rr or deadline)");
+                return None;
+            }
+            Some(n) => {
+                let text = self.text(n, "sched.policy")?;
+                let names = ["other", "batch", "idle", "fifo", "rr", "deadline"];
+                let p = match text.as_str() {
+                    "other" => SchedPolicy::Other,
+                    "batch" => SchedPolicy::Batch,
+                    "idle" => SchedPolicy::Idle,
+                    "fifo" => SchedPolicy::Fifo,
+                    "rr" => SchedPolicy::Rr,
+                    "deadline" => SchedPolicy::Deadline,
+                    other => {
+                        let h = hint(other, names);
+                        self.err(n.pos, format!("unknown sched.policy `{other}`{h}"));
+                        return None;
+                    }
+                };
+                (p, n.pos)
+            }
+        };
+        let (policy, ppos) = policy;
+        let priority = f.get("priority").and_then(|n| self.int(n, "sched.priority", 1, 99)).map(|v| v as u32);
+        let nice = f.get("nice").and_then(|n| self.int(n, "sched.nice", -20, 19)).map(|v| v as i32);
+        let realtime = matches!(policy, SchedPolicy::Fifo | SchedPolicy::Rr);
+        if realtime && priority.is_none() && f.get("priority").is_none() {
+            self.err(ppos, format!("sched.policy {} needs `priority:` (1-99)", policy.as_str()));
+        }
+        if !realtime {
+            if let Some(k) = f.key("priority") {
+                self.err(k.pos, format!("sched.priority applies to fifo and rr only, not {}", policy.as_str()));
+            }
+        }
+        if realtime || policy == SchedPolicy::Deadline {
+            if let Some(k) = f.key("nice") {
+                self.err(k.pos, format!("sched.nice does not apply to {}", policy.as_str()));
+            }
+        }
+        let mut deadline = None;
+        match (policy, f.get("deadline")) {
+            (SchedPolicy::Deadline, None) => {
+                self.err(ppos, "sched.policy deadline needs `deadline: { runtime, deadline, period }`")
+            }
+            (SchedPolicy::Deadline, Some(n)) => {
+                if let Some(d) = self.fields(n, "sched.deadline", &["runtime", "deadline", "period"]) {
+                    let get = |s: &mut Self, k: &str| match d.get(k) {
+                        Some(v) => s.duration(v, &format!("sched.deadline.{k}")),
+                        None => {
+                            s.err(n.pos, format!("sched.deadline needs `{k}:`"));
+                            None
+                        }
+                    };
+                    let (r, dl, p) = (get(self, "runtime"), get(self, "deadline"), get(self, "period"));
+                    if let (Some(runtime), Some(dl), Some(period)) = (r, dl, p) {
+                        if !(runtime <= dl && dl <= period) || runtime.is_zero() {
+                            self.err(n.pos, "sched.deadline needs 0 < runtime <= deadline <= period");
+                        } else {
+                            deadline = Some(DeadlineParams { runtime, deadline: dl, period });
+                        }
+                    }
+                }
+            }
+            (_, Some(_)) => {
+                if let Some(k) = f.key("deadline") {
+                    self.err(k.pos, "sched.deadline applies to policy deadline only");
+                }
+            }
+            (_, None) => {}
+        }
+        Some(Sched {
+            policy,
+            priority,
+            nice,
+            deadline,
+        })
+    }
+
+    fn system(&mut self, node: &Node) -> System {
+        let mut sys = System::default();
+        let Some(f) = self.fields(node, "system", &["sysctl", "zram", "cpufreq", "realtime"]) else {
+            return sys;
+        };
+        if let Some(n) = f.get("sysctl") {
+            for (k, v) in self.named_map(n, "system.sysctl") {
+                if let Err(e) = Knob::parse(&format!("sysctl.{}", k.name)) {
+                    self.err(k.pos, format!("sysctl `{}`: {}", k.name, knob_error_text(&e)));
+                    continue;
+                }
+                let value = match &v.value {
+                    Value::Int(i) => Some(i.to_string()),
+                    Value::Str(s) if !s.trim().is_empty() && s.split_whitespace().all(|w| w.parse::<i64>().is_ok()) => {
+                        Some(s.split_whitespace().collect::<Vec<_>>().join(" "))
+                    }
+                    _ => None,
+                };
+                match value {
+                    Some(val) => sys.sysctl.push((k.name.clone(), val)),
+                    None => self.err(v.pos, format!("sysctl `{}` must be an integer (or integers separated by spaces), found {}", k.name, describe(v))),
+                }
+            }
+        }
+        if let Some(n) = f.get("zram") {
+            for (k, v) in self.named_map(n, "system.zram") {
+                if !is_numbered(&k.name, "zram") {
+                    self.err(k.pos, format!("zram device `{}` must be named zramN", k.name));
+                    continue;
+                }
+                let what = format!("zram.{}", k.name);
+                let Some(z) = self.fields(v, &what, &["algorithm", "size", "swap_priority", "mem_limit"]) else {
+                    continue;
+                };
+                let algorithm = self.opt_text(&z, "algorithm", &format!("{what}.algorithm"));
+                if let (Some(a), Some(n)) = (&algorithm, z.get("algorithm")) {
+                    if a.is_empty() || !a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                        self.err(n.pos, format!("{what}.algorithm `{a}` is not a compressor name (e.g. lz4, zstd, lzo-rle)"));
+                    }
+                }
+                let size = match z.get("size") {
+                    Some(n) => self.unit(n, &format!("{what}.size"), Size::parse),
+                    None => {
+                        self.err(k.pos, format!("{what} needs `size:`"));
+                        None
+                    }
+                };
+                if let (Some(Size::Max), Some(n)) = (size, z.get("size")) {
+                    self.err(n.pos, format!("{what}.size must be a size, not max"));
+                }
+                let swap_priority = z.get("swap_priority").and_then(|n| self.int(n, &format!("{what}.swap_priority"), -1, 32767)).map(|v| v as i32);
+                let mem_limit = z.get("mem_limit").and_then(|n| self.unit(n, &format!("{what}.mem_limit"), Size::parse));
+                if let Some(size) = size {
+                    sys.zram.push(Zram {
+                        device: k.name.clone(),
+                        algorithm,
+                        size,
+                        swap_priority,
+                        mem_limit,
+                    });
+                }
+            }
+        }
+        if let Some(n) = f.get("cpufreq") {
+            for (k, v) in self.named_map(n, "system.cpufreq") {
+                if !is_numbered(&k.name, "policy") {
+                    self.err(k.pos, format!("cpufreq policy `{}` must be named policyN (as in /sys/devices/system/cpu/cpufreq)", k.name));
+                    continue;
+                }
+                let what = format!("cpufreq.{}", k.name);
+                let Some(c) = self.fields(v, &what, &["governor", "min", "max"]) else {
+                    continue;
+                };
+                let governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
+                if let (Some(g), Some(n)) = (&governor, c.get("governor")) {
+                    if g.is_empty() || !g.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_') {
+                        self.err(n.pos, format!("{what}.governor `{g}` is not a governor name"));
+                    }
+                }
+                let min = c.get("min").and_then(|n| self.unit(n, &format!("{what}.min"), Frequency::parse));
+                let max = c.get("max").and_then(|n| self.unit(n, &format!("{what}.max"), Frequency::parse));
+                if let (Some(lo), Some(hi), Some(n)) = (&min, &max, c.get("min")) {
+                    if lo.khz() > hi.khz() {
+                        self.err(n.pos, format!("{what}.min {lo} is greater than max {hi}"));
+                    }
+                }
+                sys.cpufreq.push(Cpufreq {
+                    policy: k.name.clone(),
+                    governor,
+                    min,
+                    max,
+                });
+            }
+        }
+        if let Some(n) = f.get("realtime") {
+            if let Some(r) = self.fields(n, "system.realtime", &["housekeeping_cpus", "timer_migration", "cpuidle_disable"]) {
+                let mut rt = Realtime {
+                    housekeeping_cpus: r.get("housekeeping_cpus").and_then(|n| self.unit(n, "realtime.housekeeping_cpus", CpuList::parse)),
+                    timer_migration: r.get("timer_migration").and_then(|n| self.bool(n, "realtime.timer_migration")),
+                    cpuidle_disable: None,
+                };
+                if let Some(c) = r.get("cpuidle_disable") {
+                    if let Some(cf) = self.fields(c, "realtime.cpuidle_disable", &["cpus", "deeper_than"]) {
+                        let cpus = match cf.get("cpus") {
+                            Some(n) => self.unit(n, "realtime.cpuidle_disable.cpus", CpuList::parse),
+                            None => {
+                                self.err(c.pos, "realtime.cpuidle_disable needs `cpus:`");
+                                None
+                            }
+                        };
+                        let deeper_than = cf
+                            .get("deeper_than")
+                            .and_then(|n| self.int(n, "realtime.cpuidle_disable.deeper_than", 0, 64))
+                            .unwrap_or(0) as u32;
+                        rt.cpuidle_disable = cpus.map(|cpus| CpuidleDisable { cpus, deeper_than });
+                    }
+                }
+                sys.realtime = Some(rt);
+            }
+        }
+        sys
+    }
+
+    fn rule(&mut self, node: &Node, groups: &[&str], hooks: &[&str]) -> Option<(Rule, Pos)> {
+        let f = self.fields(node, "rule", &["name", "when", "for", "hold", "cooldown", "then", "while"])?;
+        let (name, name_pos) = match f.get("name") {
+            Some(n) => {
+                let name = self.text(n, "rule name").unwrap_or_default();
+                if !valid_name(&name) {
+                    self.err(n.pos, name_problem("rule", &name));
+                }
+                (name, n.pos)
+            }
+            None => {
+                self.err(node.pos, "rule needs `name:`");
+                (String::new(), node.pos)
+            }
+        };
+        let what = format!("rule `{name}`");
+        let mut when = None;
+        let mut when_text = String::new();
+        match f.get("when") {
+            None => self.err(node.pos, format!("{what} needs `when:`")),
+            Some(n) => {
+                if let Some(text) = self.text(n, &format!("{what}.when")) {
+                    when_text = text.clone();
+                    match expr::parse_expr(&text) {
+                        Ok(e) => {
+                            for (g, span) in expr::referenced_groups(&e) {
+                                if g != "system" && !groups.contains(&g.as_str()) {
+                                    let h = hint(&g, groups.iter().copied());
+                                    self.err(n.text_pos.shifted(span.start), format!("{what}: unknown group `{g}`{h}"));
+                                }
+                            }
+                            when = Some(e);
+                        }
+                        Err(e) => self.err(n.text_pos.shifted(e.pos), format!("{what}: {}", e.message)),
+                    }
+                }
+            }
+        }
+        let dur = |s: &mut Self, k: &str| f.get(k).and_then(|n| s.duration(n, &format!("{what}.{k}")));
+        let for_ = dur(self, "for").unwrap_or_default();
+        let hold = dur(self, "hold").unwrap_or_default();
+        let cooldown = dur(self, "cooldown");
+        let then = match f.get("then") {
+            Some(n) => {
+                let actions = self.actions(n, &what, "then", groups, hooks);
+                if matches!(&n.value, Value::Null) || matches!(&n.value, Value::Seq(v) if v.is_empty()) {
+                    self.err(n.pos, format!("{what}: `then:` has no actions"));
+                }
+                actions
+            }
+            None => Vec::new(),
+        };
+        let while_ = match f.get("while") {
+            Some(n) => {
+                let actions = self.actions(n, &what, "while", groups, hooks);
+                if matches!(&n.value, Value::Null) || matches!(&n.value, Value::Seq(v) if v.is_empty()) {
+                    self.err(n.pos, format!("{what}: `while:` has no actions"));
+                }
+                actions
+            }
+            None => Vec::new(),
+        };
+        if f.get("then").is_none() && f.get("while").is_none() {
+            self.err(node.pos, format!("{what} needs `then:` or `while:` actions"));
+        }
+        if let (Some(_), None, Some(k)) = (cooldown, f.get("then"), f.key("cooldown")) {
+            self.err(k.pos, format!("{what}: `cooldown` repeats `then:` actions, but the rule has none"));
+        }
+        let when = when?;
+        Some((
+            Rule {
+                name,
+                when,
+                when_text,
+                for_,
+                hold,
+                cooldown,
+                then,
+                while_,
+            },
+            name_pos,
+        ))
+    }
+
+    fn actions(&mut self, node: &Node, what: &str, block: &str, groups: &[&str], hooks: &[&str]) -> Vec<Action> {
+        let mut out = Vec::new();
+        for item in self.seq(node, &format!("{what}.{block}")) {
+            let Some(text) = self.text(item, &format!("{what}.{block} action")) else {
+                continue;
+            };
+            match expr::parse_action(&text) {
+                Ok(a) => {
+                    if block == "while" && !a.allowed_in_while() {
+                        self.err(
+                            item.text_pos,
+                            format!("{what}: `{}` is a step action and belongs in `then:`; `while:` holds claims (set) and hooks", first_word(&text)),
+                        );
+                    }
+                    self.check_action_refs(&a, item, &text, what, groups, hooks);
+                    out.push(a);
+                }
+                Err(e) => self.err(item.text_pos.shifted(e.pos), format!("{what}: {}", e.message)),
+            }
+        }
+        out
+    }
+
+    fn check_action_refs(&mut self, a: &Action, item: &Node, text: &str, what: &str, groups: &[&str], hooks: &[&str]) {
+        let knob = match a {
+            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => Some(knob),
+            Action::Hook(name) => {
+                if !hooks.contains(&name.as_str()) {
+                    let h = hint(name, hooks.iter().copied());
+                    let col = text.find(name.as_str()).unwrap_or(0);
+                    self.err(item.text_pos.shifted(col), format!("{what}: unknown hook `{name}`{h}"));
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(Knob::Group { group, .. }) = knob {
+            if !groups.contains(&group.as_str()) {
+                let h = hint(group, groups.iter().copied());
+                let col = text.find(group.as_str()).unwrap_or(0);
+                self.err(item.text_pos.shifted(col), format!("{what}: unknown group `{group}`{h}"));
+            }
+        }
+    }
+}
+
+fn first_word(s: &str) -> &str {
+    s.split_whitespace().next().unwrap_or(s)
+}
+
+fn describe(node: &Node) -> String {
+    match node.scalar_text() {
+        Some(t) => format!("`{t}`"),
+        None => node.kind().to_string(),
+    }
+}
+
+fn size_gt(a: Size, b: Size) -> bool {
+    match (a, b) {
+        (Size::Max, Size::Max) => false,
+        (Size::Max, _) => true,
+        (_, Size::Max) => false,
+        (Size::Bytes(x), Size::Bytes(y)) => x > y,
+    }
+}
+
+fn is_numbered(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.len() <= 4 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn truncate_bytes(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn knob_error_text(e: &super::knob::KnobError) -> String {
+    e.to_string()
+}
+
+/// Durations in policy syntax (`500ms`, `30s`, `2m`).
+pub fn parse_duration(s: &str) -> Result<Duration, super::units::UnitError> {
+    super::units::Duration::parse(s).map(|d| d.0)
+}

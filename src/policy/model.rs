@@ -1,0 +1,280 @@
+//! The typed policy: what a valid YAML file means (SPEC §2). Built only by
+//! `decode`, so every value here has already been validated.
+
+use super::expr::{Action, Expr};
+use super::knob::CpuMax;
+use super::units::{CpuList, Frequency, Percent, Size};
+use super::yaml::Pos;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub product: String,
+    pub settings: Settings,
+    /// Top-level groups; nested ones live in `Group::children`.
+    pub groups: Vec<Group>,
+    pub placement: Vec<Placement>,
+    pub system: System,
+    pub hooks: Vec<Hook>,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnMissing {
+    Warn,
+    Fail,
+}
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub cgroup_root: PathBuf,
+    pub tick: Duration,
+    pub rescan: Duration,
+    pub state_dir: PathBuf,
+    pub on_missing: OnMissing,
+    pub socket_group: String,
+    pub metrics_listen: Option<String>,
+    pub metrics_textfile: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            cgroup_root: PathBuf::from("/sys/fs/cgroup"),
+            tick: Duration::from_secs(1),
+            rescan: Duration::from_secs(30),
+            state_dir: PathBuf::from("/run/cgwarden"),
+            on_missing: OnMissing::Warn,
+            socket_group: "root".into(),
+            metrics_listen: None,
+            metrics_textfile: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partition {
+    Member,
+    Root,
+    Isolated,
+}
+
+impl Partition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Partition::Member => "member",
+            Partition::Root => "root",
+            Partition::Isolated => "isolated",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CpusetSpec {
+    pub cpus: Option<CpuList>,
+    pub mems: Option<CpuList>,
+    pub partition: Option<Partition>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CpuSpec {
+    pub weight: Option<u64>,
+    pub max: Option<CpuMax>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct UclampSpec {
+    pub min: Option<Percent>,
+    pub max: Option<Percent>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MemorySpec {
+    pub min: Option<Size>,
+    pub low: Option<Size>,
+    pub high: Option<Size>,
+    pub max: Option<Size>,
+    pub swap_max: Option<Size>,
+    pub oom_group: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct IoSpec {
+    pub weight: Option<u64>,
+}
+
+/// `pids.max`: a count or `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidsMax {
+    Count(u64),
+    Max,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PidsSpec {
+    pub max: Option<PidsMax>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub name: String,
+    /// Path below `settings.cgroup_root`, e.g. `vision/capture`.
+    pub path: String,
+    pub pos: Pos,
+    pub cpuset: CpusetSpec,
+    pub cpu: CpuSpec,
+    pub uclamp: UclampSpec,
+    pub memory: MemorySpec,
+    pub io: IoSpec,
+    pub pids: PidsSpec,
+    pub children: Vec<Group>,
+}
+
+impl Group {
+    /// This group and all its descendants, parents before children.
+    pub fn walk(&self) -> Vec<&Group> {
+        let mut out = vec![self];
+        for c in &self.children {
+            out.extend(c.walk());
+        }
+        out
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserSpec {
+    Name(String),
+    Uid(u32),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Match {
+    pub comm: Option<String>,
+    pub exe: Option<String>,
+    pub cmdline: Option<String>,
+    pub user: Option<UserSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedPolicy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+    Deadline,
+}
+
+impl SchedPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedPolicy::Other => "other",
+            SchedPolicy::Batch => "batch",
+            SchedPolicy::Idle => "idle",
+            SchedPolicy::Fifo => "fifo",
+            SchedPolicy::Rr => "rr",
+            SchedPolicy::Deadline => "deadline",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeadlineParams {
+    pub runtime: Duration,
+    pub deadline: Duration,
+    pub period: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sched {
+    pub policy: SchedPolicy,
+    pub priority: Option<u32>,
+    pub nice: Option<i32>,
+    pub deadline: Option<DeadlineParams>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Placement {
+    pub matcher: Match,
+    pub group: String,
+    pub sched: Option<Sched>,
+    pub pos: Pos,
+}
+
+#[derive(Clone, Debug)]
+pub struct Zram {
+    pub device: String,
+    pub algorithm: Option<String>,
+    pub size: Size,
+    pub swap_priority: Option<i32>,
+    pub mem_limit: Option<Size>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Cpufreq {
+    pub policy: String,
+    pub governor: Option<String>,
+    pub min: Option<Frequency>,
+    pub max: Option<Frequency>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CpuidleDisable {
+    pub cpus: CpuList,
+    /// Idle states with an index greater than this are disabled.
+    pub deeper_than: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Realtime {
+    pub housekeeping_cpus: Option<CpuList>,
+    pub timer_migration: Option<bool>,
+    pub cpuidle_disable: Option<CpuidleDisable>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct System {
+    /// `(name, value)` in file order; the value is what is written to /proc/sys.
+    pub sysctl: Vec<(String, String)>,
+    pub zram: Vec<Zram>,
+    pub cpufreq: Vec<Cpufreq>,
+    pub realtime: Option<Realtime>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Hook {
+    pub name: String,
+    pub exec: Vec<String>,
+    pub timeout: Duration,
+    pub min_interval: Option<Duration>,
+    pub user: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub name: String,
+    pub when: Expr,
+    /// The source text of `when`, kept for logs and status.
+    pub when_text: String,
+    pub for_: Duration,
+    pub hold: Duration,
+    pub cooldown: Option<Duration>,
+    pub then: Vec<Action>,
+    pub while_: Vec<Action>,
+}
+
+impl Policy {
+    /// Every group, parents before children.
+    pub fn all_groups(&self) -> Vec<&Group> {
+        self.groups.iter().flat_map(|g| g.walk()).collect()
+    }
+
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.all_groups().into_iter().find(|g| g.name == name)
+    }
+}

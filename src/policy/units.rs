@@ -1,0 +1,901 @@
+//! Value units of the policy language (SPEC §2, "Value units").
+//!
+//! This module owns the textual forms of every scalar a policy can contain —
+//! sizes, frequencies, percentages, durations, CPU lists and temperatures —
+//! and their conversion to the exact numbers cgwarden works with. Every type
+//! parses the policy form, prints a canonical policy form that parses back to
+//! the same value (`parse(x.to_string()) == x`), and never panics on input.
+//!
+//! Decisions where the SPEC is silent:
+//! - Sizes accept an optional decimal fraction (`1.5G`) only when the result is
+//!   a whole number of bytes; `K`, `Ki`, `KiB`, `KB` all mean 1024.
+//! - A bare frequency is kHz (as sysfs); `kHz`/`MHz`/`GHz` are case-insensitive;
+//!   the result must be a whole, non-zero number of kHz.
+//! - Percentages require the `%` sign, are plain decimals (no sign, no
+//!   exponent) and lie in 0..=100.
+//! - Durations require a unit (a bare `30` is rejected, even `0`).
+//! - CPU indices are capped below 8192 (the kernel's largest NR_CPUS).
+//! - Temperatures accept up to three decimals (millidegree resolution), an
+//!   optional `°`, `C` or `c`, and must lie between -273.15C and 1000C.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+/// A value that does not parse as the unit it should be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} `{value}`: {reason}")]
+pub struct UnitError {
+    /// Which unit was expected (`"size"`, `"frequency"`, ...).
+    pub kind: &'static str,
+    /// The offending text, as written.
+    pub value: String,
+    /// What was expected instead.
+    pub reason: String,
+}
+
+impl UnitError {
+    pub fn new(kind: &'static str, value: &str, reason: impl Into<String>) -> Self {
+        UnitError {
+            kind,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A decimal number split into its digits, kept exact: `12.5` is
+/// `mantissa = 125, scale = 1`. Used where a fraction must come out whole
+/// after multiplying by a unit, so no floating point rounding can sneak in.
+struct Decimal {
+    mantissa: u128,
+    /// Number of digits after the decimal point.
+    scale: u32,
+}
+
+/// Parses `DIGITS[.DIGITS]` with no sign, exponent, blanks or separators.
+fn parse_decimal(text: &str) -> Option<Decimal> {
+    let (int_part, frac_part) = match text.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (text, None),
+    };
+    if int_part.is_empty() || !int_part.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac = frac_part.unwrap_or("");
+    if frac_part.is_some() && frac.is_empty() {
+        return None;
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut mantissa: u128 = 0;
+    for b in int_part.bytes().chain(frac.bytes()) {
+        mantissa = mantissa
+            .checked_mul(10)?
+            .checked_add(u128::from(b - b'0'))?;
+    }
+    Some(Decimal {
+        mantissa,
+        scale: u32::try_from(frac.len()).ok()?,
+    })
+}
+
+impl Decimal {
+    /// `self × multiplier`, if that is a whole number that fits in u64.
+    fn times_exact(&self, multiplier: u64) -> Option<u64> {
+        let divisor = 10u128.checked_pow(self.scale)?;
+        let product = self.mantissa.checked_mul(u128::from(multiplier))?;
+        if product % divisor != 0 {
+            return None;
+        }
+        u64::try_from(product / divisor).ok()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Size
+
+/// A memory size: a byte count, or the kernel's `max` (no limit).
+///
+/// `Max` orders above every byte count (see [`Size::cmp_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Size {
+    Bytes(u64),
+    Max,
+}
+
+const SIZE_REASON: &str =
+    "expected a whole number of bytes with optional K/M/G/T/P/E suffix (K=1024), or `max`";
+
+/// Binary suffixes, largest first, for printing.
+const SIZE_SUFFIXES: [(char, u64); 6] = [
+    ('E', 1 << 60),
+    ('P', 1 << 50),
+    ('T', 1 << 40),
+    ('G', 1 << 30),
+    ('M', 1 << 20),
+    ('K', 1 << 10),
+];
+
+impl Size {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        let err = || UnitError::new("size", text, SIZE_REASON);
+        if text == "max" {
+            return Ok(Size::Max);
+        }
+        // Validate the shape ourselves: parse-size is lenient about blanks,
+        // `_` separators and exponents, and rounds fractions silently.
+        let number_end = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, suffix) = text.split_at(number_end);
+        let decimal = parse_decimal(number).ok_or_else(err)?;
+        let multiplier = size_multiplier(suffix).ok_or_else(err)?;
+        let exact = decimal.times_exact(multiplier).ok_or_else(|| {
+            UnitError::new(
+                "size",
+                text,
+                "not a whole number of bytes, or larger than 2^64-1",
+            )
+        })?;
+        // parse-size does the canonical conversion; it must agree with the
+        // exact computation above, which also guarantees no rounding.
+        let bytes = parse_size::Config::new()
+            .with_binary()
+            .parse_size(text)
+            .map_err(|_| err())?;
+        if bytes != exact {
+            return Err(err());
+        }
+        Ok(Size::Bytes(bytes))
+    }
+
+    /// The byte count, or `None` for `max`.
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            Size::Bytes(b) => Some(*b),
+            Size::Max => None,
+        }
+    }
+
+    /// The text written to a cgroup/sysfs file: decimal bytes or `max`.
+    pub fn kernel(&self) -> String {
+        match self {
+            Size::Bytes(b) => b.to_string(),
+            Size::Max => "max".to_string(),
+        }
+    }
+
+    /// Orders sizes as limits: `max` is greater than any byte count.
+    pub fn cmp_limit(&self, other: &Size) -> std::cmp::Ordering {
+        match (self, other) {
+            (Size::Max, Size::Max) => std::cmp::Ordering::Equal,
+            (Size::Max, Size::Bytes(_)) => std::cmp::Ordering::Greater,
+            (Size::Bytes(_), Size::Max) => std::cmp::Ordering::Less,
+            (Size::Bytes(a), Size::Bytes(b)) => a.cmp(b),
+        }
+    }
+}
+
+/// Multiplier of a size suffix: ``, `B`, `K`, `Ki`, `KiB`, `KB` (any case).
+fn size_multiplier(suffix: &str) -> Option<u64> {
+    let lower = suffix.to_ascii_lowercase();
+    if lower.is_empty() || lower == "b" {
+        return Some(1);
+    }
+    let mut chars = lower.chars();
+    let letter = chars.next()?;
+    let rest = chars.as_str();
+    if !matches!(rest, "" | "i" | "ib" | "b") {
+        return None;
+    }
+    SIZE_SUFFIXES
+        .iter()
+        .find(|(c, _)| c.to_ascii_lowercase() == letter)
+        .map(|(_, m)| *m)
+}
+
+impl PartialOrd for Size {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Size {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.cmp_limit(other)
+    }
+}
+
+impl fmt::Display for Size {
+    /// `max`, or the largest binary suffix that divides the count exactly.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Size::Max => f.write_str("max"),
+            Size::Bytes(0) => f.write_str("0"),
+            Size::Bytes(b) => {
+                for (suffix, mult) in SIZE_SUFFIXES {
+                    if b.is_multiple_of(mult) {
+                        return write!(f, "{}{}", b / mult, suffix);
+                    }
+                }
+                write!(f, "{b}")
+            }
+        }
+    }
+}
+
+impl FromStr for Size {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Size::parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Frequency
+
+/// A CPU frequency, held in kHz as sysfs `scaling_*_freq` files use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Frequency {
+    pub khz: u64,
+}
+
+const FREQ_REASON: &str =
+    "expected a whole number of kHz (`1200000`), or a number with kHz/MHz/GHz (`1.8GHz`)";
+
+impl Frequency {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        let number_end = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, suffix) = text.split_at(number_end);
+        let multiplier = match suffix.to_ascii_lowercase().as_str() {
+            "" | "khz" => 1,
+            "mhz" => 1_000,
+            "ghz" => 1_000_000,
+            _ => return Err(UnitError::new("frequency", text, FREQ_REASON)),
+        };
+        let decimal =
+            parse_decimal(number).ok_or_else(|| UnitError::new("frequency", text, FREQ_REASON))?;
+        let khz = decimal.times_exact(multiplier).ok_or_else(|| {
+            UnitError::new("frequency", text, "not a whole number of kHz, or too large")
+        })?;
+        if khz == 0 {
+            return Err(UnitError::new("frequency", text, "must be greater than 0"));
+        }
+        Ok(Frequency { khz })
+    }
+
+    pub fn khz(&self) -> u64 {
+        self.khz
+    }
+}
+
+impl fmt::Display for Frequency {
+    /// `1800MHz`-style when exact in GHz/MHz, else the bare kHz count.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.khz.is_multiple_of(1_000_000) {
+            write!(f, "{}GHz", self.khz / 1_000_000)
+        } else if self.khz.is_multiple_of(1_000) {
+            write!(f, "{}MHz", self.khz / 1_000)
+        } else {
+            write!(f, "{}", self.khz)
+        }
+    }
+}
+
+impl FromStr for Frequency {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Frequency::parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Percent
+
+/// A percentage in 0..=100 (PSI averages, uclamp, cpu.max share).
+///
+/// Holds an `f64`, so only `PartialEq`; NaN and infinities cannot be
+/// produced by [`Percent::parse`].
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Percent(pub f64);
+
+const PERCENT_REASON: &str = "expected a number from 0 to 100 followed by `%`, like `12.5%`";
+
+impl Percent {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        let err = || UnitError::new("percent", text, PERCENT_REASON);
+        let number = text.strip_suffix('%').ok_or_else(err)?;
+        // Shape check first: f64's parser would also take `inf`, `1e2`, `-0`.
+        parse_decimal(number).ok_or_else(err)?;
+        let value: f64 = number.parse().map_err(|_| err())?;
+        Percent::new(value).ok_or_else(err)
+    }
+
+    /// A percentage, if `value` is finite and within 0..=100.
+    pub fn new(value: f64) -> Option<Self> {
+        if value.is_finite() && (0.0..=100.0).contains(&value) {
+            // Normalise -0.0 so printing never shows a sign.
+            Some(Percent(value.abs()))
+        } else {
+            None
+        }
+    }
+
+    pub fn value(&self) -> f64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Percent {
+    /// f64's `Display` is the shortest text that parses back to the same
+    /// value and never uses exponent notation, so this round-trips.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0)
+    }
+}
+
+impl FromStr for Percent {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Percent::parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Duration
+
+/// A time span written with units (`500ms`, `30s`, `1h30m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(pub std::time::Duration);
+
+const DURATION_REASON: &str = "expected a number with a unit, like `500ms`, `30s`, `2m`, `1h30m`";
+
+impl Duration {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        // humantime accepts a bare `0`; a policy value must say its unit.
+        if !text.ends_with(|c: char| c.is_ascii_alphabetic()) {
+            return Err(UnitError::new("duration", text, DURATION_REASON));
+        }
+        humantime::parse_duration(text)
+            .map(Duration)
+            .map_err(|e| UnitError::new("duration", text, format!("{DURATION_REASON} ({e})")))
+    }
+
+    pub fn get(&self) -> std::time::Duration {
+        self.0
+    }
+
+    /// Whole microseconds, if the duration is exact in µs.
+    pub fn whole_micros(&self) -> Option<u64> {
+        if !self.0.subsec_nanos().is_multiple_of(1_000) {
+            return None;
+        }
+        u64::try_from(self.0.as_micros()).ok()
+    }
+}
+
+impl From<std::time::Duration> for Duration {
+    fn from(d: std::time::Duration) -> Self {
+        Duration(d)
+    }
+}
+
+impl fmt::Display for Duration {
+    /// Compact form without blanks (`1h30m500ms`), `0s` for zero. Only units
+    /// with an exact length are used (no months/years), so it round-trips.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.0.as_secs();
+        let nanos = self.0.subsec_nanos();
+        if secs == 0 && nanos == 0 {
+            return f.write_str("0s");
+        }
+        let parts: [(u64, &str); 7] = [
+            (secs / 86_400, "d"),
+            (secs / 3_600 % 24, "h"),
+            (secs / 60 % 60, "m"),
+            (secs % 60, "s"),
+            (u64::from(nanos / 1_000_000), "ms"),
+            (u64::from(nanos / 1_000 % 1_000), "us"),
+            (u64::from(nanos % 1_000), "ns"),
+        ];
+        for (amount, unit) in parts {
+            if amount != 0 {
+                write!(f, "{amount}{unit}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Duration {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Duration::parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CpuList
+
+/// A set of CPU indices, as in `cpuset.cpus` (`0-3,6`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CpuList(pub BTreeSet<u32>);
+
+/// Largest CPU index accepted (the kernel's NR_CPUS is at most 8192).
+pub const MAX_CPU_INDEX: u32 = 8191;
+
+const CPULIST_REASON: &str = "expected CPU indices and ranges separated by commas, like `0-3,6`";
+
+impl CpuList {
+    /// Parses a policy value; an empty list is an error (a group with no
+    /// CPUs cannot run anything, so it is almost certainly a mistake).
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        if text.trim().is_empty() {
+            return Err(UnitError::new(
+                "cpu list",
+                text,
+                "the list is empty; expected e.g. `0-3,6`",
+            ));
+        }
+        Self::parse_kernel(text)
+    }
+
+    /// Parses the content of a kernel cpulist file, where an empty file (or a
+    /// lone newline) legitimately means "no CPUs".
+    pub fn parse_kernel(text: &str) -> Result<Self, UnitError> {
+        let mut set = BTreeSet::new();
+        if text.trim().is_empty() {
+            return Ok(CpuList(set));
+        }
+        for item in text.trim().split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(UnitError::new(
+                    "cpu list",
+                    text,
+                    format!("empty item between commas; {CPULIST_REASON}"),
+                ));
+            }
+            let (lo, hi) = match item.split_once('-') {
+                Some((a, b)) => (cpu_index(text, a.trim())?, cpu_index(text, b.trim())?),
+                None => {
+                    let n = cpu_index(text, item)?;
+                    (n, n)
+                }
+            };
+            if lo > hi {
+                return Err(UnitError::new(
+                    "cpu list",
+                    text,
+                    format!("range `{item}` is reversed; write `{hi}-{lo}`"),
+                ));
+            }
+            set.extend(lo..=hi);
+        }
+        Ok(CpuList(set))
+    }
+
+    pub fn is_subset(&self, other: &CpuList) -> bool {
+        self.0.is_subset(&other.0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.contains(&cpu)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+fn cpu_index(whole: &str, text: &str) -> Result<u32, UnitError> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(UnitError::new(
+            "cpu list",
+            whole,
+            format!("`{text}` is not a CPU index; {CPULIST_REASON}"),
+        ));
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n <= MAX_CPU_INDEX => Ok(n),
+        _ => Err(UnitError::new(
+            "cpu list",
+            whole,
+            format!("CPU index `{text}` is larger than {MAX_CPU_INDEX}"),
+        )),
+    }
+}
+
+impl fmt::Display for CpuList {
+    /// Canonical compressed form: ascending, consecutive runs as `a-b`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        let mut iter = self.0.iter().copied().peekable();
+        while let Some(start) = iter.next() {
+            let mut end = start;
+            while let Some(&next) = iter.peek() {
+                if end.checked_add(1) == Some(next) {
+                    end = next;
+                    iter.next();
+                } else {
+                    break;
+                }
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for CpuList {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CpuList::parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Temperature
+
+/// A temperature, held in millidegrees Celsius as thermal zones report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Temperature {
+    pub millidegrees: i64,
+}
+
+/// Absolute zero, the lowest temperature a policy may name.
+const MIN_MILLIDEGREES: i64 = -273_150;
+/// Far above anything silicon survives; larger values are typos.
+const MAX_MILLIDEGREES: i64 = 1_000_000;
+
+const TEMP_REASON: &str = "expected degrees Celsius like `85C`, `-10C` or `72.5C`";
+
+impl Temperature {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
+        let err = || UnitError::new("temperature", text, TEMP_REASON);
+        let number = text
+            .strip_suffix('C')
+            .or_else(|| text.strip_suffix('c'))
+            .ok_or_else(err)?;
+        let number = number.strip_suffix('°').unwrap_or(number);
+        let (negative, digits) = match number.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, number),
+        };
+        let decimal = parse_decimal(digits).ok_or_else(err)?;
+        if decimal.scale > 3 {
+            return Err(UnitError::new(
+                "temperature",
+                text,
+                "at most three decimals (millidegree resolution)",
+            ));
+        }
+        let magnitude = decimal
+            .times_exact(1_000)
+            .and_then(|m| i64::try_from(m).ok())
+            .ok_or_else(err)?;
+        let millidegrees = if negative { -magnitude } else { magnitude };
+        Temperature::from_millidegrees(millidegrees).ok_or_else(|| {
+            UnitError::new("temperature", text, "must lie between -273.15C and 1000C")
+        })
+    }
+
+    /// A temperature from a thermal zone reading, if physically plausible.
+    pub fn from_millidegrees(millidegrees: i64) -> Option<Self> {
+        (MIN_MILLIDEGREES..=MAX_MILLIDEGREES)
+            .contains(&millidegrees)
+            .then_some(Temperature { millidegrees })
+    }
+
+    pub fn millidegrees(&self) -> i64 {
+        self.millidegrees
+    }
+}
+
+impl fmt::Display for Temperature {
+    /// `85C`, `72.5C`, `-0.125C`: the shortest exact decimal form.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.millidegrees < 0 { "-" } else { "" };
+        let abs = self.millidegrees.unsigned_abs();
+        let (whole, milli) = (abs / 1_000, abs % 1_000);
+        if milli == 0 {
+            write!(f, "{sign}{whole}C")
+        } else {
+            let frac = format!("{milli:03}");
+            write!(f, "{sign}{whole}.{}C", frac.trim_end_matches('0'))
+        }
+    }
+}
+
+impl FromStr for Temperature {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Temperature::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bytes(text: &str) -> u64 {
+        Size::parse(text)
+            .ok()
+            .and_then(|s| s.bytes())
+            .unwrap_or(u64::MAX)
+    }
+
+    #[test]
+    fn size_forms() {
+        assert_eq!(bytes("4096"), 4096);
+        assert_eq!(bytes("0"), 0);
+        assert_eq!(bytes("512K"), 512 << 10);
+        assert_eq!(bytes("512k"), 512 << 10);
+        assert_eq!(bytes("3584M"), 3584 << 20);
+        assert_eq!(bytes("4G"), 4 << 30);
+        assert_eq!(bytes("4Gi"), 4 << 30);
+        assert_eq!(bytes("4GiB"), 4 << 30);
+        assert_eq!(bytes("4GB"), 4 << 30);
+        assert_eq!(bytes("1T"), 1 << 40);
+        assert_eq!(bytes("1.5K"), 1536);
+        assert_eq!(bytes("4B"), 4);
+        assert_eq!(Size::parse("max"), Ok(Size::Max));
+    }
+
+    #[test]
+    fn size_rejections() {
+        for bad in [
+            "", "4Q", "K", "-4", "+4", "4 K", " 4K", "4K ", "4_096", "4e3", "1.3K", "1.", ".5K",
+            "0x10", "16E", "MAX", "Max", "4KK", "4KiBB", "1.5",
+        ] {
+            let err = Size::parse(bad);
+            assert!(err.is_err(), "{bad:?} should be rejected: {err:?}");
+        }
+        let err = Size::parse("4Q")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("invalid size `4Q`: expected"), "{err}");
+    }
+
+    #[test]
+    fn size_display_and_kernel() {
+        assert_eq!(Size::Bytes(4096).to_string(), "4K");
+        assert_eq!(Size::Bytes(3584 << 20).to_string(), "3584M");
+        assert_eq!(Size::Bytes(4 << 30).to_string(), "4G");
+        assert_eq!(Size::Bytes(1000).to_string(), "1000");
+        assert_eq!(Size::Bytes(0).to_string(), "0");
+        assert_eq!(Size::Max.to_string(), "max");
+        assert_eq!(Size::Bytes(4 << 30).kernel(), "4294967296");
+        assert_eq!(Size::Max.kernel(), "max");
+        assert!(Size::Max > Size::Bytes(u64::MAX));
+        assert!(Size::Bytes(1) < Size::Bytes(2));
+        assert_eq!(Size::Max.bytes(), None);
+    }
+
+    #[test]
+    fn frequency_forms() {
+        let khz = |t: &str| Frequency::parse(t).map(|f| f.khz()).unwrap_or(0);
+        assert_eq!(khz("1200000"), 1_200_000);
+        assert_eq!(khz("800kHz"), 800);
+        assert_eq!(khz("1200MHz"), 1_200_000);
+        assert_eq!(khz("1.8GHz"), 1_800_000);
+        assert_eq!(khz("1.8ghz"), 1_800_000);
+        assert_eq!(khz("2.5MHz"), 2_500);
+        for bad in [
+            "",
+            "0",
+            "0MHz",
+            "1.5",
+            "1.2345MHz",
+            "GHz",
+            "1.8 GHz",
+            "-1GHz",
+            "1.8Hz",
+            "1e6",
+            "99999999999999999999999GHz",
+        ] {
+            assert!(Frequency::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(Frequency { khz: 1_800_000 }.to_string(), "1800MHz");
+        assert_eq!(Frequency { khz: 2_000_000 }.to_string(), "2GHz");
+        assert_eq!(Frequency { khz: 1_234 }.to_string(), "1234");
+    }
+
+    #[test]
+    fn percent_forms() {
+        assert_eq!(Percent::parse("10%"), Ok(Percent(10.0)));
+        assert_eq!(Percent::parse("12.5%"), Ok(Percent(12.5)));
+        assert_eq!(Percent::parse("0%"), Ok(Percent(0.0)));
+        assert_eq!(Percent::parse("100%"), Ok(Percent(100.0)));
+        for bad in [
+            "10", "%", "-1%", "-0%", "100.1%", "101%", "nan%", "inf%", "NaN%", "1e1%", " 10%",
+            "10 %", "+5%", "5.%",
+        ] {
+            assert!(Percent::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(Percent(12.5).to_string(), "12.5%");
+        assert_eq!(Percent(10.0).to_string(), "10%");
+        assert!(Percent::new(f64::NAN).is_none());
+        assert!(Percent::new(f64::INFINITY).is_none());
+    }
+
+    #[test]
+    fn duration_forms() {
+        let ms = |t: &str| Duration::parse(t).map(|d| d.get().as_millis()).unwrap_or(0);
+        assert_eq!(ms("500ms"), 500);
+        assert_eq!(ms("30s"), 30_000);
+        assert_eq!(ms("2m"), 120_000);
+        assert_eq!(ms("1h"), 3_600_000);
+        assert_eq!(ms("1h30m"), 5_400_000);
+        for bad in ["", "30", "0", "s", "1x", "-1s", "1.5"] {
+            assert!(Duration::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        let d = |ms: u64| Duration(std::time::Duration::from_millis(ms));
+        assert_eq!(d(5_400_500).to_string(), "1h30m500ms");
+        assert_eq!(d(0).to_string(), "0s");
+        assert_eq!(d(90_000_000).to_string(), "1d1h");
+        assert_eq!(
+            Duration(std::time::Duration::from_nanos(1_001)).to_string(),
+            "1us1ns"
+        );
+    }
+
+    #[test]
+    fn cpulist_forms() {
+        let list = |t: &str| CpuList::parse(t).map(|c| c.iter().collect::<Vec<_>>());
+        assert_eq!(list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
+        assert_eq!(list("7"), Ok(vec![7]));
+        assert_eq!(list("0 - 1 , 3"), Ok(vec![0, 1, 3]));
+        assert_eq!(list("3,1,2"), Ok(vec![1, 2, 3]));
+        assert_eq!(list("8191"), Ok(vec![8191]));
+        for bad in [
+            "",
+            " ",
+            "5-3",
+            "1,,2",
+            ",1",
+            "1,",
+            "a",
+            "1-",
+            "-1",
+            "8192",
+            "0-8192",
+            "1-2-3",
+            "99999999999",
+            "1;2",
+        ] {
+            assert!(CpuList::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        let reversed = CpuList::parse("5-3")
+            .err()
+            .map(|e| e.reason)
+            .unwrap_or_default();
+        assert!(reversed.contains("reversed"), "{reversed}");
+        assert_eq!(CpuList::parse_kernel(""), Ok(CpuList::default()));
+        assert_eq!(CpuList::parse_kernel(" \n"), Ok(CpuList::default()));
+        assert_eq!(list("0,1,2,3,5,7-8").map(|v| v.len()), Ok(7));
+        let c = CpuList::parse("0,1,2,3,5,7-8").unwrap_or_default();
+        assert_eq!(c.to_string(), "0-3,5,7-8");
+        assert!(c.contains(5) && !c.contains(4));
+        assert_eq!(c.len(), 7);
+        let sub = CpuList::parse("1-2").unwrap_or_default();
+        assert!(sub.is_subset(&c));
+        assert_eq!(CpuList::default().to_string(), "");
+    }
+
+    #[test]
+    fn temperature_forms() {
+        let md = |t: &str| Temperature::parse(t).map(|t| t.millidegrees());
+        assert_eq!(md("85C"), Ok(85_000));
+        assert_eq!(md("-10C"), Ok(-10_000));
+        assert_eq!(md("72.5C"), Ok(72_500));
+        assert_eq!(md("72.5c"), Ok(72_500));
+        assert_eq!(md("72.5°C"), Ok(72_500));
+        assert_eq!(md("-273.15C"), Ok(-273_150));
+        for bad in [
+            "",
+            "85",
+            "C",
+            "85F",
+            "-C",
+            "1.2345C",
+            "-274C",
+            "1001C",
+            "--1C",
+            "+1C",
+            "8 5C",
+            "99999999999999999999C",
+        ] {
+            assert!(
+                Temperature::parse(bad).is_err(),
+                "{bad:?} should be rejected"
+            );
+        }
+        assert_eq!(
+            Temperature {
+                millidegrees: 85_000
+            }
+            .to_string(),
+            "85C"
+        );
+        assert_eq!(Temperature { millidegrees: -500 }.to_string(), "-0.5C");
+        assert_eq!(
+            Temperature {
+                millidegrees: 72_125
+            }
+            .to_string(),
+            "72.125C"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn size_roundtrip(b in any::<u64>(), shift in 0u32..60, max in any::<bool>()) {
+            let s = if max { Size::Max } else { Size::Bytes(b >> shift << shift) };
+            prop_assert_eq!(Size::parse(&s.to_string()), Ok(s));
+        }
+
+        #[test]
+        fn frequency_roundtrip(khz in 1u64..u64::MAX) {
+            let f = Frequency { khz };
+            prop_assert_eq!(Frequency::parse(&f.to_string()), Ok(f));
+        }
+
+        #[test]
+        fn percent_roundtrip(v in 0.0f64..=100.0) {
+            let p = Percent(v);
+            prop_assert_eq!(Percent::parse(&p.to_string()), Ok(p));
+        }
+
+        #[test]
+        fn duration_roundtrip(secs in 0u64..10_000_000_000, nanos in 0u32..1_000_000_000) {
+            let d = Duration(std::time::Duration::new(secs, nanos));
+            prop_assert_eq!(Duration::parse(&d.to_string()), Ok(d));
+        }
+
+        #[test]
+        fn cpulist_roundtrip(cpus in proptest::collection::btree_set(0u32..=MAX_CPU_INDEX, 1..40)) {
+            let c = CpuList(cpus);
+            prop_assert_eq!(CpuList::parse(&c.to_string()), Ok(c));
+        }
+
+        #[test]
+        fn temperature_roundtrip(md in MIN_MILLIDEGREES..=MAX_MILLIDEGREES) {
+            let t = Temperature { millidegrees: md };
+            prop_assert_eq!(Temperature::parse(&t.to_string()), Ok(t));
+        }
+
+        #[test]
+        fn parsers_never_panic(s in "\\PC{0,24}") {
+            let _ = Size::parse(&s);
+            let _ = Frequency::parse(&s);
+            let _ = Percent::parse(&s);
+            let _ = Duration::parse(&s);
+            let _ = CpuList::parse(&s);
+            let _ = CpuList::parse_kernel(&s);
+            let _ = Temperature::parse(&s);
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! The YAML document as a tree of nodes that remember where they came from.
+//!
+//! Policies are read in two steps: `serde-saphyr` parses the bytes into this
+//! position-carrying tree (it rejects duplicate keys and bounds alias
+//! expansion), then `decode` walks the tree by hand. The walk, not serde
+//! derive, builds the model because `cgwarden check` must report *every*
+//! error with its `LINE:COL`, and a derived deserializer stops at the first.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+use std::fmt;
+
+/// A 1-based line/column position in the policy file (columns count characters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl Pos {
+    pub fn new(line: u32, col: u32) -> Pos {
+        Pos { line, col }
+    }
+
+    /// The position `chars` characters to the right on the same line.
+    pub fn shifted(self, chars: usize) -> Pos {
+        let add = u32::try_from(chars).unwrap_or(u32::MAX);
+        Pos {
+            line: self.line,
+            col: self.col.saturating_add(add),
+        }
+    }
+}
+
+/// One node of the document.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Key, Node)>),
+}
+
+/// A mapping key: always a string in a policy (other scalars are rendered).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    pub name: String,
+    pub pos: Pos,
+}
+
+/// A value and where it starts. `text_pos` is where the scalar's text starts
+/// (after an opening quote), so columns inside a string can be reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub pos: Pos,
+    pub text_pos: Pos,
+}
+
+impl Node {
+    /// The node's kind in words, for "expected a mapping, found a list".
+    pub fn kind(&self) -> &'static str {
+        match self.value {
+            Value::Null => "nothing",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) | Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    /// A scalar as text: strings as they are, numbers and booleans rendered.
+    /// Units like `4G` are strings already; `30` arrives as an integer.
+    pub fn scalar_text(&self) -> Option<String> {
+        match &self.value {
+            Value::Str(s) => Some(s.clone()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(f) => Some(f.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Null | Value::Seq(_) | Value::Map(_) => None,
+        }
+    }
+}
+
+/// Why a document could not be turned into a tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyntaxError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.pos.line, self.pos.col, self.message)
+    }
+}
+
+/// Parses a document. Bytes that are not UTF-8 are reported at the line and
+/// column of the first bad byte.
+pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            // Everything before valid_up_to() is valid UTF-8 by definition.
+            let good = std::str::from_utf8(good).unwrap_or("");
+            return Err(SyntaxError {
+                pos: end_pos(good),
+                message: format!(
+                    "the file is not UTF-8 text (invalid byte 0x{:02x} at offset {})",
+                    bytes.get(e.valid_up_to()).copied().unwrap_or(0),
+                    e.valid_up_to()
+                ),
+            });
+        }
+    };
+    if text.contains('\0') {
+        let before = text.split('\0').next().unwrap_or("");
+        return Err(SyntaxError {
+            pos: end_pos(before),
+            message: "the file contains a NUL byte; it is not a text policy".into(),
+        });
+    }
+    let raw: Spanned<Raw> = match serde_saphyr::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            let pos = e
+                .location()
+                .map(|l| Pos::new(clamp_u32(l.line()), clamp_u32(l.column())))
+                .unwrap_or(Pos::new(1, 1));
+            return Err(SyntaxError {
+                pos,
+                message: format!("not valid YAML: {}", first_line(&e.to_string())),
+            });
+        }
+    };
+    Ok(convert(raw, text))
+}
+
+fn first_line(msg: &str) -> String {
+    // serde-saphyr renders a source snippet after the first line; we print
+    // our own FILE:LINE:COL prefix, so keep only the message itself.
+    let line = msg.lines().next().unwrap_or(msg).trim();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    // Drop its own "line N column M: " prefix: the position is ours to print.
+    match line.find(": ") {
+        Some(i) if line.starts_with("line ") => line[i + 2..].to_string(),
+        _ => line.to_string(),
+    }
+}
+
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+fn end_pos(text: &str) -> Pos {
+    let line = text.matches('\n').count() + 1;
+    let col = text.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    Pos::new(
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(col).unwrap_or(u32::MAX),
+    )
+}
+
+fn convert(raw: Spanned<Raw>, text: &str) -> Node {
+    let loc = raw.referenced;
+    let pos = Pos::new(clamp_u32(loc.line()), clamp_u32(loc.column()));
+    let quoted = loc
+        .span()
+        .byte_offset()
+        .and_then(|off| text.get(usize::try_from(off).ok()?..))
+        .map(|rest| rest.starts_with('"') || rest.starts_with('\''))
+        .unwrap_or(false);
+    let text_pos = if quoted { pos.shifted(1) } else { pos };
+    let value = match raw.value {
+        Raw::Null => Value::Null,
+        Raw::Bool(b) => Value::Bool(b),
+        Raw::Int(i) => Value::Int(i),
+        Raw::Float(f) => Value::Float(f),
+        Raw::Str(s) => Value::Str(s),
+        Raw::Seq(items) => Value::Seq(items.into_iter().map(|i| convert(i, text)).collect()),
+        Raw::Map(entries) => Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| {
+                    let kl = k.referenced;
+                    let key = Key {
+                        name: k.value.0,
+                        pos: Pos::new(clamp_u32(kl.line()), clamp_u32(kl.column())),
+                    };
+                    (key, convert(v, text))
+                })
+                .collect(),
+        ),
+    };
+    Node {
+        value,
+        pos,
+        text_pos,
+    }
+}
+
+/// What serde-saphyr hands us; converted to [`Node`] right after parsing.
+enum Raw {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Spanned<Raw>>),
+    Map(Vec<(Spanned<RawKey>, Spanned<Raw>)>),
+}
+
+/// A mapping key of any scalar type, rendered as text.
+struct RawKey(String);
+
+impl<'de> Deserialize<'de> for RawKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = RawKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a scalar mapping key")
+            }
+            fn visit_unit<E>(self) -> Result<RawKey, E> {
+                Ok(RawKey("~".into()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<RawKey, E> {
+                Ok(RawKey(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<RawKey, E> {
+                Ok(RawKey(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<RawKey, E> {
+                Ok(RawKey(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<RawKey, E> {
+                Ok(RawKey(v.to_string()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<RawKey, E> {
+                Ok(RawKey(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<RawKey, E> {
+                Ok(RawKey(v))
+            }
+        }
+        d.deserialize_any(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct RawVisitor;
+        impl<'de> Visitor<'de> for RawVisitor {
+            type Value = Raw;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_unit<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_none<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Raw, D2::Error> {
+                Raw::deserialize(d)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Raw, E> {
+                Ok(Raw::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Raw, E> {
+                Ok(Raw::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Raw, E> {
+                Ok(match i64::try_from(v) {
+                    Ok(i) => Raw::Int(i),
+                    Err(_) => Raw::Str(v.to_string()),
+                })
+            }
+            fn visit_i128<E>(self, v: i128) -> Result<Raw, E> {
+                Ok(Raw::Str(v.to_string()))
+            }
+            fn visit_u128<E>(self, v: u128) -> Result<Raw, E> {
+                Ok(Raw::Str(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Raw, E> {
+                Ok(Raw::Float(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
+                Ok(Raw::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Raw, E> {
+                Ok(Raw::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = a.next_element()? {
+                    items.push(item);
+                }
+                Ok(Raw::Seq(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = a.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Raw::Map(entries))
+            }
+        }
+        d.deserialize_any(RawVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(node: &Node) -> &Vec<(Key, Node)> {
+        match &node.value {
+            Value::Map(m) => m,
+            other => panic!("expected a map, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn positions_of_keys_and_values() {
+        let doc = parse(b"version: 1\ngroups:\n  rt:\n    cpuset: { cpus: \"6-7\" }\n").unwrap();
+        let top = map(&doc);
+        assert_eq!(top[0].0.name, "version");
+        assert_eq!(top[0].1.value, Value::Int(1));
+        assert_eq!(top[0].1.pos, Pos::new(1, 10));
+        let groups = map(&top[1].1);
+        assert_eq!(groups[0].0.pos, Pos::new(3, 3));
+        let cpuset = map(&map(&groups[0].1)[0].1);
+        assert_eq!(cpuset[0].1.value, Value::Str("6-7".into()));
+        assert_eq!(cpuset[0].1.pos, Pos::new(4, 21));
+        // The text of a quoted scalar starts after the quote.
+        assert_eq!(cpuset[0].1.text_pos, Pos::new(4, 22));
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected_with_position() {
+        let err = parse(b"a: 1\na: 2\n").unwrap_err();
+        assert_eq!(err.pos, Pos::new(2, 1));
+        assert!(err.message.contains("duplicate"), "{}", err.message);
+    }
+
+    #[test]
+    fn not_utf8_reports_position() {
+        let err = parse(b"version: 1\nproduct: \xff\n").unwrap_err();
+        assert_eq!(err.pos, Pos::new(2, 10));
+        assert!(err.message.contains("not UTF-8"));
+    }
+
+    #[test]
+    fn broken_yaml_reports_position() {
+        let err = parse(b"a: [1\n").unwrap_err();
+        assert_eq!(err.pos.line, 1);
+        assert!(err.message.contains("bracket"), "{}", err.message);
+    }
+
+    #[test]
+    fn empty_document_is_null() {
+        assert_eq!(parse(b"").unwrap().value, Value::Null);
+    }
+}
