@@ -11,7 +11,11 @@ use std::process::ExitCode;
 const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
 
 #[derive(Parser)]
-#[command(name = "cgwarden", version, about = "cgroup v2 workload orchestrator for embedded Linux")]
+#[command(
+    name = "cgwarden",
+    version,
+    about = "cgroup v2 workload orchestrator for embedded Linux"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -87,7 +91,11 @@ fn init_logging() {
     let targets = tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO);
     use tracing_subscriber::prelude::*;
     let _ = tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
         .with(targets)
         .try_init();
 }
@@ -116,11 +124,21 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let conv = Converger::new(root.root(), &p);
             let plan = conv.plan();
             report_missing(&plan);
+            let mut changes = 0;
             for step in &plan.steps {
-                println!("{step}");
+                if conv.skips(step) {
+                    println!("# skipped on a fake root: {step}");
+                } else {
+                    println!("{step}");
+                    changes += 1;
+                }
             }
-            println!("{} changes", plan.steps.len());
-            Ok(if conv.refuse_missing(&plan) { EXIT_MISSING as u8 } else { 0 })
+            println!("{changes} changes");
+            Ok(if conv.refuse_missing(&plan) {
+                EXIT_MISSING as u8
+            } else {
+                0
+            })
         }
         Command::Apply { policy, root } => {
             let p = match load(&policy) {
@@ -159,7 +177,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let rep = reset::reset(&root.root(), &settings.state_dir, &settings.cgroup_root)
                 .context("cannot read the originals journal")?;
             if !rep.had_journal {
-                println!("nothing to reset: no journal at {}", settings.state_dir.join("originals").display());
+                println!(
+                    "nothing to reset: no journal at {}",
+                    settings.state_dir.join("originals").display()
+                );
                 return Ok(0);
             }
             for l in &rep.lines {
@@ -172,7 +193,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 println!("reset complete");
                 Ok(0)
             } else {
-                eprintln!("cgwarden: reset incomplete; the journal is kept so reset can be run again");
+                eprintln!(
+                    "cgwarden: reset incomplete; the journal is kept so reset can be run again"
+                );
                 Ok(1)
             }
         }

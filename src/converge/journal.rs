@@ -40,7 +40,11 @@ impl Entry {
 
     fn render(&self) -> String {
         match self {
-            Entry::File { path, content } => format!("FILE\t{}\t{}", escape(&path.to_string_lossy()), escape(content)),
+            Entry::File { path, content } => format!(
+                "FILE\t{}\t{}",
+                escape(&path.to_string_lossy()),
+                escape(content)
+            ),
             Entry::Absent { path } => format!("ABSENT\t{}", escape(&path.to_string_lossy())),
             Entry::Mkdir { path } => format!("MKDIR\t{}", escape(&path.to_string_lossy())),
             Entry::ZramHotAdd { device } => format!("ZRAM_HOTADD\t{}", escape(device)),
@@ -55,7 +59,10 @@ impl Entry {
         let a = unescape(f.next()?);
         let b = f.next().map(unescape);
         Some(match (tag, b) {
-            ("FILE", Some(content)) => Entry::File { path: a.into(), content },
+            ("FILE", Some(content)) => Entry::File {
+                path: a.into(),
+                content,
+            },
             ("ABSENT", None) => Entry::Absent { path: a.into() },
             ("MKDIR", None) => Entry::Mkdir { path: a.into() },
             ("ZRAM_HOTADD", None) => Entry::ZramHotAdd { device: a },
@@ -93,7 +100,10 @@ impl Journal {
         };
         if root.exists(&j.path) {
             let text = root.read(&j.path)?;
-            for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+            for line in text
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+            {
                 if let Some(e) = Entry::parse(line) {
                     if j.keys.insert(e.key()) {
                         j.entries.push(e);
@@ -192,16 +202,32 @@ mod tests {
         let mut j = Journal::open(&root, state).unwrap();
         assert!(!j.exists());
         let swappiness = PathBuf::from("/proc/sys/vm/swappiness");
-        j.record(Entry::File { path: swappiness.clone(), content: "60\n".into() }).unwrap();
+        j.record(Entry::File {
+            path: swappiness.clone(),
+            content: "60\n".into(),
+        })
+        .unwrap();
         // A second original for the same file is ignored: the first one is the truth.
-        j.record(Entry::File { path: swappiness.clone(), content: "30\n".into() }).unwrap();
-        j.record(Entry::Mkdir { path: "/sys/fs/cgroup/rt".into() }).unwrap();
+        j.record(Entry::File {
+            path: swappiness.clone(),
+            content: "30\n".into(),
+        })
+        .unwrap();
+        j.record(Entry::Mkdir {
+            path: "/sys/fs/cgroup/rt".into(),
+        })
+        .unwrap();
         let j2 = Journal::open(&root, state).unwrap();
         assert_eq!(
             j2.entries(),
             &[
-                Entry::File { path: swappiness, content: "60\n".into() },
-                Entry::Mkdir { path: "/sys/fs/cgroup/rt".into() }
+                Entry::File {
+                    path: swappiness,
+                    content: "60\n".into()
+                },
+                Entry::Mkdir {
+                    path: "/sys/fs/cgroup/rt".into()
+                }
             ]
         );
     }
@@ -211,7 +237,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::fake(dir.path());
         let mut j = Journal::open(&root, Path::new("/run/x")).unwrap();
-        j.record(Entry::ZramInit { device: "zram0".into() }).unwrap();
+        j.record(Entry::ZramInit {
+            device: "zram0".into(),
+        })
+        .unwrap();
         let host = root.host_path(Path::new("/run/x/originals"));
         let mut text = std::fs::read_to_string(&host).unwrap();
         text.push_str("FIL");

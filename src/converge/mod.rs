@@ -64,22 +64,35 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::Mkdir { path } => write!(f, "MKDIR {}", path.display()),
-            Step::Write { path, value, was, .. } => write!(
+            Step::Write {
+                path, value, was, ..
+            } => write!(
                 f,
                 "WRITE {} {} (was {})",
                 path.display(),
                 value,
-                was.as_deref().map(|w| if w.is_empty() { "\"\"" } else { w }).unwrap_or("-")
+                was.as_deref()
+                    .map(|w| if w.is_empty() { "\"\"" } else { w })
+                    .unwrap_or("-")
             ),
             Step::ZramHotAdd { device } => write!(f, "HOTADD {} ({device})", zram::HOT_ADD),
             Step::Mkswap { device, size } => {
                 write!(f, "MKSWAP {} {size}", zram::dev_node(device).display())
             }
             Step::Swapon { device, priority } => match priority {
-                Some(p) => write!(f, "SWAPON {} priority {p}", zram::dev_node(device).display()),
+                Some(p) => write!(
+                    f,
+                    "SWAPON {} priority {p}",
+                    zram::dev_node(device).display()
+                ),
                 None => write!(f, "SWAPON {}", zram::dev_node(device).display()),
             },
-            Step::Move { pid, comm, procs, was } => {
+            Step::Move {
+                pid,
+                comm,
+                procs,
+                was,
+            } => {
                 write!(f, "WRITE {} {pid} (was {was}) # {comm}", procs.display())
             }
             Step::Sched { pid, comm, sched } => {
@@ -107,7 +120,10 @@ impl fmt::Display for Step {
 
 /// Steps that cannot be taken on a fake tree (no kernel behind the files).
 fn needs_kernel(step: &Step) -> bool {
-    matches!(step, Step::Mkswap { .. } | Step::Swapon { .. } | Step::Sched { .. } | Step::ZramHotAdd { .. })
+    matches!(
+        step,
+        Step::Mkswap { .. } | Step::Swapon { .. } | Step::Sched { .. } | Step::ZramHotAdd { .. }
+    )
 }
 
 /// What the converger found: the steps, and what the system lacks.
@@ -160,7 +176,11 @@ pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
         v.push(("cpuset.cpus", c.to_string(), Form::CpuList));
     }
     if let Some(p) = g.cpuset.partition {
-        v.push(("cpuset.cpus.partition", p.as_str().to_string(), Form::FirstWord));
+        v.push((
+            "cpuset.cpus.partition",
+            p.as_str().to_string(),
+            Form::FirstWord,
+        ));
     }
     if let Some(w) = g.cpu.weight {
         v.push(("cpu.weight", w.to_string(), Form::Text));
@@ -187,7 +207,11 @@ pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
         }
     }
     if let Some(o) = m.oom_group {
-        v.push(("memory.oom.group", if o { "1" } else { "0" }.to_string(), Form::Text));
+        v.push((
+            "memory.oom.group",
+            if o { "1" } else { "0" }.to_string(),
+            Form::Text,
+        ));
     }
     if let Some(w) = g.io.weight {
         v.push(("io.weight", format!("default {w}"), Form::IoWeight));
@@ -205,7 +229,10 @@ pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
 /// Controllers a group itself needs: those of its knobs, plus those the
 /// rules read or write for it (memory for `G.memory.*`, pids for `G.pids.*`).
 fn own_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
-    let mut set: BTreeSet<&'static str> = group_knobs(g).iter().map(|(f, _, _)| controller_of(f)).collect();
+    let mut set: BTreeSet<&'static str> = group_knobs(g)
+        .iter()
+        .map(|(f, _, _)| controller_of(f))
+        .collect();
     for c in crate::policy::rule_controllers(policy, &g.name) {
         set.insert(c);
     }
@@ -242,8 +269,19 @@ impl<'p> Converger<'p> {
         plan
     }
 
-    fn write_step(&self, plan: &mut Plan, path: PathBuf, value: String, form: Form, exists_now: bool) {
-        let current = if exists_now { self.root.read(&path).ok() } else { None };
+    fn write_step(
+        &self,
+        plan: &mut Plan,
+        path: PathBuf,
+        value: String,
+        form: Form,
+        exists_now: bool,
+    ) {
+        let current = if exists_now {
+            self.root.read(&path).ok()
+        } else {
+            None
+        };
         if let Some(cur) = &current {
             if normalize::same(form, cur, &value) {
                 return;
@@ -272,7 +310,12 @@ impl<'p> Converger<'p> {
                 return;
             }
         };
-        let need: BTreeSet<&str> = self.policy.groups.iter().flat_map(|g| subtree_controllers(self.policy, g)).collect();
+        let need: BTreeSet<&str> = self
+            .policy
+            .groups
+            .iter()
+            .flat_map(|g| subtree_controllers(self.policy, g))
+            .collect();
         self.enable_step(plan, "", &need, &offered, true);
         for g in &self.policy.groups {
             self.plan_group(plan, g, &offered, true);
@@ -280,7 +323,14 @@ impl<'p> Converger<'p> {
     }
 
     /// Enables `need` (those offered) in `rel`'s `cgroup.subtree_control`.
-    fn enable_step(&self, plan: &mut Plan, rel: &str, need: &BTreeSet<&str>, offered: &[String], exists: bool) {
+    fn enable_step(
+        &self,
+        plan: &mut Plan,
+        rel: &str,
+        need: &BTreeSet<&str>,
+        offered: &[String],
+        exists: bool,
+    ) {
         let mut tokens = Vec::new();
         for c in need {
             if offered.iter().any(|o| o == c) {
@@ -303,10 +353,16 @@ impl<'p> Converger<'p> {
     fn plan_group(&self, plan: &mut Plan, g: &Group, offered: &[String], parent_exists: bool) {
         let exists = parent_exists && self.cg.exists(&g.path);
         if !exists {
-            plan.steps.push(Step::Mkdir { path: self.cg.dir(&g.path) });
+            plan.steps.push(Step::Mkdir {
+                path: self.cg.dir(&g.path),
+            });
         }
         let parent_rel = g.path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
-        let parent_enabled = if exists { self.cg.subtree_control(parent_rel).unwrap_or_default() } else { Vec::new() };
+        let parent_enabled = if exists {
+            self.cg.subtree_control(parent_rel).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let uclamp = self.root.exists(Path::new(UCLAMP_PROBE));
         for (file, value, form) in group_knobs(g) {
             let ctrl = controller_of(file);
@@ -326,14 +382,24 @@ impl<'p> Converger<'p> {
             // is already enabled must exist; if not, the kernel lacks it.
             let enabled = parent_enabled.iter().any(|c| c == ctrl);
             if exists && enabled && !self.root.is_fake() && !self.root.exists(&path) {
-                plan.missing.push(format!("{}: the kernel does not offer this knob", path.display()));
+                plan.missing.push(format!(
+                    "{}: the kernel does not offer this knob",
+                    path.display()
+                ));
                 continue;
             }
             self.write_step(plan, path, value, form, exists);
         }
         if !g.children.is_empty() {
-            let need: BTreeSet<&str> = g.children.iter().flat_map(|c| subtree_controllers(self.policy, c)).collect();
-            let need: BTreeSet<&str> = need.into_iter().filter(|c| offered.iter().any(|o| o == c)).collect();
+            let need: BTreeSet<&str> = g
+                .children
+                .iter()
+                .flat_map(|c| subtree_controllers(self.policy, c))
+                .collect();
+            let need: BTreeSet<&str> = need
+                .into_iter()
+                .filter(|c| offered.iter().any(|o| o == c))
+                .collect();
             self.enable_step(plan, &g.path, &need, offered, exists);
             for c in &g.children {
                 self.plan_group(plan, c, offered, exists);
@@ -349,8 +415,13 @@ impl<'p> Converger<'p> {
 
     fn sysctl_step(&self, plan: &mut Plan, name: &str, value: &str) {
         match sysctl::path(name) {
-            Ok(path) if self.root.exists(&path) => self.write_step(plan, path, value.to_string(), Form::Text, true),
-            Ok(path) => plan.missing.push(format!("sysctl {name}: {} does not exist on this kernel", path.display())),
+            Ok(path) if self.root.exists(&path) => {
+                self.write_step(plan, path, value.to_string(), Form::Text, true)
+            }
+            Ok(path) => plan.missing.push(format!(
+                "sysctl {name}: {} does not exist on this kernel",
+                path.display()
+            )),
             Err(e) => plan.missing.push(format!("sysctl {name}: {e}")),
         }
     }
@@ -360,7 +431,9 @@ impl<'p> Converger<'p> {
             let dev = &z.device;
             if !zram::exists(&self.root, dev) {
                 if self.root.exists(Path::new(zram::HOT_ADD)) {
-                    plan.steps.push(Step::ZramHotAdd { device: dev.clone() });
+                    plan.steps.push(Step::ZramHotAdd {
+                        device: dev.clone(),
+                    });
                 } else {
                     plan.missing.push(format!(
                         "zram {dev}: {} and {} are absent (zram module not loaded?)",
@@ -372,8 +445,15 @@ impl<'p> Converger<'p> {
             }
             let present = zram::exists(&self.root, dev);
             let size = z.size.bytes().unwrap_or(0);
-            let in_swap = zram::swaps(&self.root).unwrap_or_default().into_iter().find(|s| s.path == zram::dev_node(dev).to_string_lossy());
-            let (active, offered) = if present { zram::comp_algorithm(&self.root, dev).unwrap_or_default() } else { Default::default() };
+            let in_swap = zram::swaps(&self.root)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|s| s.path == zram::dev_node(dev).to_string_lossy());
+            let (active, offered) = if present {
+                zram::comp_algorithm(&self.root, dev).unwrap_or_default()
+            } else {
+                Default::default()
+            };
             if let Some(alg) = &z.algorithm {
                 if present && !offered.is_empty() && !offered.iter().any(|o| o == alg) {
                     plan.missing.push(format!(
@@ -384,7 +464,11 @@ impl<'p> Converger<'p> {
                     continue;
                 }
             }
-            let cur_size = if present { zram::disksize(&self.root, dev).unwrap_or(0) } else { 0 };
+            let cur_size = if present {
+                zram::disksize(&self.root, dev).unwrap_or(0)
+            } else {
+                0
+            };
             let alg_ok = z.algorithm.as_ref().is_none_or(|a| *a == active);
             if let Some(swap) = &in_swap {
                 // Never swapoff a live swap device behind the operator's back.
@@ -404,7 +488,13 @@ impl<'p> Converger<'p> {
             } else {
                 let initialised = cur_size != 0;
                 if initialised && (!alg_ok || cur_size != size) {
-                    self.write_step(plan, zram::attr_path(dev, "reset"), "1".into(), Form::Text, false);
+                    self.write_step(
+                        plan,
+                        zram::attr_path(dev, "reset"),
+                        "1".into(),
+                        Form::Text,
+                        false,
+                    );
                 }
                 let fresh = !initialised || !alg_ok || cur_size != size;
                 if let Some(alg) = &z.algorithm {
@@ -427,11 +517,23 @@ impl<'p> Converger<'p> {
                 }
             }
             if let Some(limit) = &z.mem_limit {
-                self.write_step(plan, zram::attr_path(dev, "mem_limit"), limit.kernel().replace("max", "0"), Form::Size, present);
+                self.write_step(
+                    plan,
+                    zram::attr_path(dev, "mem_limit"),
+                    limit.kernel().replace("max", "0"),
+                    Form::Size,
+                    present,
+                );
             }
             if in_swap.is_none() {
-                plan.steps.push(Step::Mkswap { device: dev.clone(), size });
-                plan.steps.push(Step::Swapon { device: dev.clone(), priority: z.swap_priority });
+                plan.steps.push(Step::Mkswap {
+                    device: dev.clone(),
+                    size,
+                });
+                plan.steps.push(Step::Swapon {
+                    device: dev.clone(),
+                    priority: z.swap_priority,
+                });
             }
         }
     }
@@ -449,9 +551,18 @@ impl<'p> Converger<'p> {
             if let Some(gov) = &c.governor {
                 let offered = cpufreq::available_governors(&self.root, p).unwrap_or_default();
                 if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
-                    plan.missing.push(format!("cpufreq {p}: governor `{gov}` is not offered (available: {})", offered.join(" ")));
+                    plan.missing.push(format!(
+                        "cpufreq {p}: governor `{gov}` is not offered (available: {})",
+                        offered.join(" ")
+                    ));
                 } else {
-                    self.write_step(plan, cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR), gov.clone(), Form::Text, true);
+                    self.write_step(
+                        plan,
+                        cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
+                        gov.clone(),
+                        Form::Text,
+                        true,
+                    );
                 }
             }
             // Raising the floor above the current ceiling needs the ceiling first.
@@ -464,7 +575,13 @@ impl<'p> Converger<'p> {
             let max = c.max.as_ref().map(|f| (cpufreq::SCALING_MAX_FREQ, f.khz()));
             let order = if min_first { [min, max] } else { [max, min] };
             for (attr, khz) in order.into_iter().flatten() {
-                self.write_step(plan, cpufreq::attr_path(p, attr), khz.to_string(), Form::Text, true);
+                self.write_step(
+                    plan,
+                    cpufreq::attr_path(p, attr),
+                    khz.to_string(),
+                    Form::Text,
+                    true,
+                );
             }
         }
     }
@@ -484,14 +601,22 @@ impl<'p> Converger<'p> {
                         }
                     }
                 }
-                Err(e) => plan.missing.push(format!("realtime.housekeeping_cpus: cannot list IRQs: {e}")),
+                Err(e) => plan
+                    .missing
+                    .push(format!("realtime.housekeeping_cpus: cannot list IRQs: {e}")),
             }
             let mask = realtime::cpulist_to_hex_mask(&list);
-            for path in [realtime::default_affinity_path(), realtime::workqueue_cpumask_path()] {
+            for path in [
+                realtime::default_affinity_path(),
+                realtime::workqueue_cpumask_path(),
+            ] {
                 if self.root.exists(&path) {
                     self.write_step(plan, path, mask.clone(), Form::HexMask, true);
                 } else {
-                    plan.missing.push(format!("realtime.housekeeping_cpus: {} does not exist", path.display()));
+                    plan.missing.push(format!(
+                        "realtime.housekeeping_cpus: {} does not exist",
+                        path.display()
+                    ));
                 }
             }
         }
@@ -503,10 +628,18 @@ impl<'p> Converger<'p> {
                 match realtime::cpuidle_states(&self.root, cpu) {
                     Ok(states) if !states.is_empty() => {
                         for s in states.into_iter().filter(|s| *s > cd.deeper_than) {
-                            self.write_step(plan, realtime::cpuidle_disable_path(cpu, s), "1".into(), Form::Text, true);
+                            self.write_step(
+                                plan,
+                                realtime::cpuidle_disable_path(cpu, s),
+                                "1".into(),
+                                Form::Text,
+                                true,
+                            );
                         }
                     }
-                    _ => plan.missing.push(format!("realtime.cpuidle_disable: cpu{cpu} has no cpuidle states")),
+                    _ => plan.missing.push(format!(
+                        "realtime.cpuidle_disable: cpu{cpu} has no cpuidle states"
+                    )),
                 }
             }
         }
@@ -516,7 +649,9 @@ impl<'p> Converger<'p> {
         if self.policy.placement.is_empty() {
             return;
         }
-        let placer = Placer::new(&self.policy.placement, |name| procfs::user_uid(&self.root, name).ok().flatten());
+        let placer = Placer::new(&self.policy.placement, |name| {
+            procfs::user_uid(&self.root, name).ok().flatten()
+        });
         let mount = self.cg.mount();
         let prefix = match self.cg.base().strip_prefix(&mount) {
             Ok(p) if p.as_os_str().is_empty() => String::new(),
@@ -557,18 +692,29 @@ impl<'p> Converger<'p> {
                 continue;
             };
             let target = format!("{prefix}/{}", group.path);
-            let current = pid_cgroup(&self.root, pid).ok().flatten().unwrap_or_default();
+            let current = pid_cgroup(&self.root, pid)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             if current != target {
                 plan.steps.push(Step::Move {
                     pid,
                     comm: info.comm.clone(),
                     procs: self.cg.file(&group.path, "cgroup.procs"),
-                    was: if current.is_empty() { "-".into() } else { current },
+                    was: if current.is_empty() {
+                        "-".into()
+                    } else {
+                        current
+                    },
                 });
             }
             if let Some(s) = &m.sched {
                 if !self.sched_matches(pid, s) {
-                    plan.steps.push(Step::Sched { pid, comm: info.comm.clone(), sched: s.clone() });
+                    plan.steps.push(Step::Sched {
+                        pid,
+                        comm: info.comm.clone(),
+                        sched: s.clone(),
+                    });
                 }
             }
         }
@@ -577,10 +723,19 @@ impl<'p> Converger<'p> {
     fn sched_matches(&self, pid: i32, s: &Sched) -> bool {
         match sched::current_policy(&self.root, pid) {
             Ok(Some((policy, prio))) => {
-                policy == to_kernel_policy(s.policy) && prio == s.priority.unwrap_or(0) && s.nice.is_none() && s.deadline.is_none()
+                policy == to_kernel_policy(s.policy)
+                    && prio == s.priority.unwrap_or(0)
+                    && s.nice.is_none()
+                    && s.deadline.is_none()
             }
             _ => false,
         }
+    }
+
+    /// Whether a step is only reported, not taken: on a fake root there is no
+    /// kernel to swapon, mkswap or set scheduling policies (SPEC §1).
+    pub fn skips(&self, step: &Step) -> bool {
+        self.root.is_fake() && needs_kernel(step)
     }
 
     /// Which knobs are missing, for `on_missing: fail`: checked before any write.
@@ -591,7 +746,11 @@ impl<'p> Converger<'p> {
     /// Carries out a plan: journal first, then each step, re-checking the
     /// current value right before writing. A step the kernel rejects is
     /// reported and does not stop the others.
-    pub fn apply(&self, plan: &Plan, out: &mut dyn FnMut(&str)) -> Result<Applied, crate::kernel::Error> {
+    pub fn apply(
+        &self,
+        plan: &Plan,
+        out: &mut dyn FnMut(&str),
+    ) -> Result<Applied, crate::kernel::Error> {
         let mut journal = Journal::open(&self.root, &self.policy.settings.state_dir)?;
         let mut done = Applied::default();
         let mut created: Vec<PathBuf> = journal
@@ -603,7 +762,7 @@ impl<'p> Converger<'p> {
             })
             .collect();
         for step in &plan.steps {
-            if self.root.is_fake() && needs_kernel(step) {
+            if self.skips(step) {
                 out(&format!("# skipped on a fake root: {step}"));
                 done.skipped += 1;
                 continue;
@@ -616,7 +775,9 @@ impl<'p> Converger<'p> {
                 Ok(false) => {}
                 Err(e) => {
                     // A process that exited between scan and move is not an error.
-                    if matches!(step, Step::Move { .. } | Step::Sched { .. }) && e.errno() == Some(libc::ESRCH) {
+                    if matches!(step, Step::Move { .. } | Step::Sched { .. })
+                        && e.errno() == Some(libc::ESRCH)
+                    {
                         continue;
                     }
                     done.failures.push(format!("{step}: {e}"));
@@ -626,7 +787,12 @@ impl<'p> Converger<'p> {
         Ok(done)
     }
 
-    fn apply_step(&self, step: &Step, journal: &mut Journal, created: &mut Vec<PathBuf>) -> Result<bool, crate::kernel::Error> {
+    fn apply_step(
+        &self,
+        step: &Step,
+        journal: &mut Journal,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<bool, crate::kernel::Error> {
         match step {
             Step::Mkdir { path } => {
                 if self.root.is_dir(path) {
@@ -636,13 +802,21 @@ impl<'p> Converger<'p> {
                 let rel = path
                     .strip_prefix(self.cg.base())
                     .map(|p| p.to_string_lossy().into_owned())
-                    .map_err(|_| crate::kernel::Error::other(path.clone(), "not below the cgroup root"))?;
+                    .map_err(|_| {
+                        crate::kernel::Error::other(path.clone(), "not below the cgroup root")
+                    })?;
                 self.cg.mkdir(&rel)?;
                 created.push(path.clone());
                 Ok(true)
             }
-            Step::Write { path, value, form, .. } => {
-                let current = if self.root.exists(path) { Some(self.root.read(path)?) } else { None };
+            Step::Write {
+                path, value, form, ..
+            } => {
+                let current = if self.root.exists(path) {
+                    Some(self.root.read(path)?)
+                } else {
+                    None
+                };
                 if let Some(cur) = &current {
                     if normalize::same(*form, cur, value) {
                         return Ok(false);
@@ -652,7 +826,10 @@ impl<'p> Converger<'p> {
                 let absent = current.is_none();
                 if !inside_created {
                     match current {
-                        Some(content) => journal.record(Entry::File { path: path.clone(), content })?,
+                        Some(content) => journal.record(Entry::File {
+                            path: path.clone(),
+                            content,
+                        })?,
                         None => journal.record(Entry::Absent { path: path.clone() })?,
                     }
                 }
@@ -665,7 +842,9 @@ impl<'p> Converger<'p> {
             }
             Step::ZramHotAdd { device } => {
                 let got = zram::hot_add(&self.root)?;
-                journal.record(Entry::ZramHotAdd { device: got.clone() })?;
+                journal.record(Entry::ZramHotAdd {
+                    device: got.clone(),
+                })?;
                 if &got != device {
                     return Err(crate::kernel::Error::other(
                         zram::HOT_ADD,
@@ -675,7 +854,9 @@ impl<'p> Converger<'p> {
                 Ok(true)
             }
             Step::Mkswap { device, size } => {
-                journal.record(Entry::ZramInit { device: device.clone() })?;
+                journal.record(Entry::ZramInit {
+                    device: device.clone(),
+                })?;
                 zram::write_swap_header(&zram::dev_node(device), *size)?;
                 Ok(true)
             }

@@ -46,13 +46,21 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
         if !root.is_dir(dir) {
             continue;
         }
-        let Ok(rel) = dir.strip_prefix(cgroup_root).map(|p| p.to_string_lossy().into_owned()) else {
-            rep.failures.push(format!("{}: not below the cgroup root {}", dir.display(), cgroup_root.display()));
+        let Ok(rel) = dir
+            .strip_prefix(cgroup_root)
+            .map(|p| p.to_string_lossy().into_owned())
+        else {
+            rep.failures.push(format!(
+                "{}: not below the cgroup root {}",
+                dir.display(),
+                cgroup_root.display()
+            ));
             continue;
         };
         let dest = nearest_kept_ancestor(&rel, cgroup_root, &created);
         if let Err(e) = empty_group(&cg, &rel, &dest, &mut rep) {
-            rep.failures.push(format!("moving processes out of {}: {e}", dir.display()));
+            rep.failures
+                .push(format!("moving processes out of {}: {e}", dir.display()));
             continue;
         }
         match rmdir_retry(root, dir) {
@@ -73,14 +81,22 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
         match e {
             Entry::Swapon { path } => {
                 if root.is_fake() {
-                    rep.lines.push(format!("# skipped on a fake root: SWAPOFF {}", path.display()));
+                    rep.lines.push(format!(
+                        "# skipped on a fake root: SWAPOFF {}",
+                        path.display()
+                    ));
                     continue;
                 }
-                let dev = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let dev = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 if zram::in_use_as_swap(root, &dev).unwrap_or(false) {
                     match zram::swapoff(path) {
                         Ok(()) => rep.lines.push(format!("SWAPOFF {}", path.display())),
-                        Err(e) => rep.failures.push(format!("SWAPOFF {}: {e}", path.display())),
+                        Err(e) => rep
+                            .failures
+                            .push(format!("SWAPOFF {}: {e}", path.display())),
                     }
                 }
             }
@@ -102,7 +118,9 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 let p = Path::new("/sys/class/zram-control/hot_remove");
                 match root.write(p, id) {
                     Ok(()) => rep.lines.push(format!("WRITE {} {id}", p.display())),
-                    Err(e) => rep.failures.push(format!("WRITE {} {id}: {e}", p.display())),
+                    Err(e) => rep
+                        .failures
+                        .push(format!("WRITE {} {id}: {e}", p.display())),
                 }
             }
             Entry::File { path, content } => {
@@ -135,11 +153,15 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
 }
 
 fn is_zram_attr(path: &Path, devices: &[String]) -> bool {
-    devices.iter().any(|d| path.starts_with(zram::device_dir(d)))
+    devices
+        .iter()
+        .any(|d| path.starts_with(zram::device_dir(d)))
 }
 
 fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport) {
-    let is_subtree = path.file_name().is_some_and(|n| n == "cgroup.subtree_control");
+    let is_subtree = path
+        .file_name()
+        .is_some_and(|n| n == "cgroup.subtree_control");
     let current = match root.read(path) {
         Ok(c) => c,
         Err(e) if e.is_not_found() => return,
@@ -151,10 +173,24 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
     let value = if is_subtree {
         // Controllers can only be toggled, not assigned: disable what was
         // added, re-enable what was removed.
-        let orig: Vec<&str> = original.split_whitespace().map(|t| t.trim_start_matches('+')).collect();
-        let cur: Vec<&str> = current.split_whitespace().map(|t| t.trim_start_matches('+')).collect();
-        let mut ops: Vec<String> = cur.iter().filter(|c| !orig.contains(c)).map(|c| format!("-{c}")).collect();
-        ops.extend(orig.iter().filter(|c| !cur.contains(c)).map(|c| format!("+{c}")));
+        let orig: Vec<&str> = original
+            .split_whitespace()
+            .map(|t| t.trim_start_matches('+'))
+            .collect();
+        let cur: Vec<&str> = current
+            .split_whitespace()
+            .map(|t| t.trim_start_matches('+'))
+            .collect();
+        let mut ops: Vec<String> = cur
+            .iter()
+            .filter(|c| !orig.contains(c))
+            .map(|c| format!("-{c}"))
+            .collect();
+        ops.extend(
+            orig.iter()
+                .filter(|c| !cur.contains(c))
+                .map(|c| format!("+{c}")),
+        );
         if ops.is_empty() {
             return;
         }
@@ -171,8 +207,12 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
         original.trim_end_matches('\n').to_string()
     };
     match root.write(path, &value) {
-        Ok(()) => rep.lines.push(format!("WRITE {} {}", path.display(), value)),
-        Err(e) => rep.failures.push(format!("WRITE {} {value}: {e}", path.display())),
+        Ok(()) => rep
+            .lines
+            .push(format!("WRITE {} {}", path.display(), value)),
+        Err(e) => rep
+            .failures
+            .push(format!("WRITE {} {value}: {e}", path.display())),
     }
 }
 
@@ -202,7 +242,10 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
         }
         for pid in pids {
             match cg.move_pid(dest, pid) {
-                Ok(()) => rep.lines.push(format!("WRITE {} {pid}", cg.file(dest, "cgroup.procs").display())),
+                Ok(()) => rep.lines.push(format!(
+                    "WRITE {} {pid}",
+                    cg.file(dest, "cgroup.procs").display()
+                )),
                 Err(e) if e.errno() == Some(libc::ESRCH) => {}
                 Err(e) => return Err(e),
             }

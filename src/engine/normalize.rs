@@ -183,7 +183,11 @@ mod tests {
 
     #[test]
     fn io_weight_default_line() {
-        assert!(same(Form::IoWeight, "default 500\n8:0 300\n", "default 500"));
+        assert!(same(
+            Form::IoWeight,
+            "default 500\n8:0 300\n",
+            "default 500"
+        ));
         assert!(same(Form::IoWeight, "500", "default 500"));
         assert!(!same(Form::IoWeight, "default 100", "default 500"));
     }
@@ -198,13 +202,21 @@ mod tests {
     #[test]
     fn partition_first_word() {
         assert!(same(Form::FirstWord, "isolated\n", "isolated"));
-        assert!(!same(Form::FirstWord, "isolated invalid (Cpu list in cpuset.cpus not exclusive)", "root"));
+        assert!(!same(
+            Form::FirstWord,
+            "isolated invalid (Cpu list in cpuset.cpus not exclusive)",
+            "root"
+        ));
         assert!(!same(Form::FirstWord, "member", "isolated"));
     }
 
     #[test]
     fn subtree_control_superset() {
-        assert!(same(Form::ControllerSet, "cpuset cpu io memory pids", "+cpu +memory"));
+        assert!(same(
+            Form::ControllerSet,
+            "cpuset cpu io memory pids",
+            "+cpu +memory"
+        ));
         assert!(!same(Form::ControllerSet, "cpu", "+cpu +memory"));
         assert!(same(Form::ControllerSet, "+cpu +memory\n", "cpu memory"));
     }
@@ -226,7 +238,11 @@ mod tests {
 
     #[test]
     fn text_ignores_whitespace_runs() {
-        assert!(same(Form::Text, "4096\t87380   6291456\n", "4096 87380 6291456"));
+        assert!(same(
+            Form::Text,
+            "4096\t87380   6291456\n",
+            "4096 87380 6291456"
+        ));
         assert!(!same(Form::Text, "30", "60"));
     }
 }

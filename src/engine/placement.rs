@@ -58,7 +58,11 @@ impl Placer {
             .map(|(index, p)| Matcher {
                 comm: p.matcher.comm.as_deref().and_then(comm_pattern),
                 exe: p.matcher.exe.as_deref().and_then(|s| Pattern::new(s).ok()),
-                cmdline: p.matcher.cmdline.as_deref().and_then(|s| Pattern::new(s).ok()),
+                cmdline: p
+                    .matcher
+                    .cmdline
+                    .as_deref()
+                    .and_then(|s| Pattern::new(s).ok()),
                 uid: p.matcher.user.as_ref().map(|u| match u {
                     UserSpec::Uid(uid) => Some(*uid),
                     UserSpec::Name(name) => resolve_user(name),
@@ -129,7 +133,12 @@ mod tests {
         }
     }
 
-    fn facts<'a>(comm: &'a str, exe: Option<&'a str>, cmdline: &'a str, uid: u32) -> ProcessFacts<'a> {
+    fn facts<'a>(
+        comm: &'a str,
+        exe: Option<&'a str>,
+        cmdline: &'a str,
+        uid: u32,
+    ) -> ProcessFacts<'a> {
         ProcessFacts {
             comm,
             exe,
@@ -141,20 +150,50 @@ mod tests {
     #[test]
     fn first_match_wins() {
         let rules = vec![
-            rule(Match { comm: Some("motion_*".into()), ..Default::default() }, "realtime"),
-            rule(Match { comm: Some("*".into()), ..Default::default() }, "system"),
+            rule(
+                Match {
+                    comm: Some("motion_*".into()),
+                    ..Default::default()
+                },
+                "realtime",
+            ),
+            rule(
+                Match {
+                    comm: Some("*".into()),
+                    ..Default::default()
+                },
+                "system",
+            ),
         ];
         let p = Placer::new(&rules, |_| None);
-        assert_eq!(p.find(&facts("motion_control", None, "", 0)).map(|m| m.group.as_str()), Some("realtime"));
-        assert_eq!(p.find(&facts("sshd", None, "", 0)).map(|m| m.group.as_str()), Some("system"));
+        assert_eq!(
+            p.find(&facts("motion_control", None, "", 0))
+                .map(|m| m.group.as_str()),
+            Some("realtime")
+        );
+        assert_eq!(
+            p.find(&facts("sshd", None, "", 0))
+                .map(|m| m.group.as_str()),
+            Some("system")
+        );
     }
 
     #[test]
     fn exe_glob_crosses_directories_and_needs_an_exe() {
-        let rules = vec![rule(Match { exe: Some("/opt/npu/bin/*".into()), ..Default::default() }, "inference")];
+        let rules = vec![rule(
+            Match {
+                exe: Some("/opt/npu/bin/*".into()),
+                ..Default::default()
+            },
+            "inference",
+        )];
         let p = Placer::new(&rules, |_| None);
-        assert!(p.find(&facts("x", Some("/opt/npu/bin/infer"), "", 0)).is_some());
-        assert!(p.find(&facts("x", Some("/opt/npu/bin/sub/infer"), "", 0)).is_some());
+        assert!(p
+            .find(&facts("x", Some("/opt/npu/bin/infer"), "", 0))
+            .is_some());
+        assert!(p
+            .find(&facts("x", Some("/opt/npu/bin/sub/infer"), "", 0))
+            .is_some());
         assert!(p.find(&facts("x", Some("/usr/bin/infer"), "", 0)).is_none());
         // Kernel threads and vanished exe links have no exe.
         assert!(p.find(&facts("x", None, "", 0)).is_none());
@@ -171,14 +210,36 @@ mod tests {
             "vision",
         )];
         let p = Placer::new(&rules, |n| (n == "vision").then_some(1001));
-        assert!(p.find(&facts("python3", None, "python3 /opt/camera_pipeline.py", 1001)).is_some());
-        assert!(p.find(&facts("python3", None, "python3 /opt/camera_pipeline.py", 0)).is_none());
-        assert!(p.find(&facts("python3", None, "python3 other.py", 1001)).is_none());
+        assert!(p
+            .find(&facts(
+                "python3",
+                None,
+                "python3 /opt/camera_pipeline.py",
+                1001
+            ))
+            .is_some());
+        assert!(p
+            .find(&facts(
+                "python3",
+                None,
+                "python3 /opt/camera_pipeline.py",
+                0
+            ))
+            .is_none());
+        assert!(p
+            .find(&facts("python3", None, "python3 other.py", 1001))
+            .is_none());
     }
 
     #[test]
     fn unknown_user_never_matches() {
-        let rules = vec![rule(Match { user: Some(UserSpec::Name("ghost".into())), ..Default::default() }, "g")];
+        let rules = vec![rule(
+            Match {
+                user: Some(UserSpec::Name("ghost".into())),
+                ..Default::default()
+            },
+            "g",
+        )];
         let p = Placer::new(&rules, |_| None);
         assert!(p.find(&facts("a", None, "", 0)).is_none());
     }
@@ -186,7 +247,13 @@ mod tests {
     #[test]
     fn comm_exact_and_truncated_names() {
         // The kernel shows `camera_pipeline_main` as `camera_pipelin` + `e` (15 bytes).
-        let rules = vec![rule(Match { comm: Some("camera_pipeline".into()), ..Default::default() }, "v")];
+        let rules = vec![rule(
+            Match {
+                comm: Some("camera_pipeline".into()),
+                ..Default::default()
+            },
+            "v",
+        )];
         let p = Placer::new(&rules, |_| None);
         assert!(p.find(&facts("camera_pipeline", None, "", 0)).is_some());
         assert!(p.find(&facts("camera_pipelin", None, "", 0)).is_none());

@@ -68,7 +68,10 @@ impl FakeTree {
     /// Lays out the default 8-CPU board under `dir`.
     pub fn standard(dir: impl Into<PathBuf>) -> io::Result<FakeTree> {
         let t = FakeTree { dir: dir.into() };
-        t.file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids")?;
+        t.file(
+            "sys/fs/cgroup/cgroup.controllers",
+            "cpuset cpu io memory pids",
+        )?;
         t.file("sys/fs/cgroup/cgroup.subtree_control", "")?;
         t.file("sys/fs/cgroup/cgroup.procs", "")?;
         for (name, value) in DEFAULT_SYSCTLS {
@@ -76,10 +79,17 @@ impl FakeTree {
         }
         t.file("sys/devices/system/cpu/online", "0-7")?;
         t.file("sys/devices/system/cpu/possible", "0-7")?;
-        for (policy, min, max) in [("policy0", 300000, 1958400), ("policy4", 691200, 2400000), ("policy7", 806400, 2841600)] {
+        for (policy, min, max) in [
+            ("policy0", 300000, 1958400),
+            ("policy4", 691200, 2400000),
+            ("policy7", 806400, 2841600),
+        ] {
             let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
             t.file(&format!("{d}/scaling_governor"), "schedutil")?;
-            t.file(&format!("{d}/scaling_available_governors"), "ondemand userspace powersave performance schedutil")?;
+            t.file(
+                &format!("{d}/scaling_available_governors"),
+                "ondemand userspace powersave performance schedutil",
+            )?;
             t.file(&format!("{d}/scaling_min_freq"), &min.to_string())?;
             t.file(&format!("{d}/scaling_max_freq"), &max.to_string())?;
             t.file(&format!("{d}/cpuinfo_min_freq"), &min.to_string())?;
@@ -87,17 +97,29 @@ impl FakeTree {
         }
         for cpu in 0..8 {
             for state in 0..3 {
-                t.file(&format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/disable"), "0")?;
-                t.file(&format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/name"), ["WFI", "C1", "C2"][state])?;
+                t.file(
+                    &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/disable"),
+                    "0",
+                )?;
+                t.file(
+                    &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/name"),
+                    ["WFI", "C1", "C2"][state],
+                )?;
             }
         }
-        t.file("sys/block/zram0/comp_algorithm", "lzo [lzo-rle] lz4 lz4hc zstd")?;
+        t.file(
+            "sys/block/zram0/comp_algorithm",
+            "lzo [lzo-rle] lz4 lz4hc zstd",
+        )?;
         t.file("sys/block/zram0/disksize", "0")?;
         t.file("sys/block/zram0/mem_limit", "0")?;
         t.file("sys/block/zram0/initstate", "0")?;
         t.file("sys/block/zram0/reset", "")?;
         t.file("sys/class/zram-control/hot_add", "1")?;
-        t.file("proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")?;
+        t.file(
+            "proc/swaps",
+            "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
+        )?;
         for irq in [1, 9, 16, 17, 24, 25, 26] {
             t.file(&format!("proc/irq/{irq}/smp_affinity_list"), "0-7")?;
         }
@@ -141,7 +163,12 @@ impl FakeTree {
         fs::write(self.dir.join(&d).join("cmdline"), cmd)?;
         self.file(
             &format!("{d}/status"),
-            &format!("Name:\t{}\nPid:\t{}\nPPid:\t1\nUid:\t{u}\t{u}\t{u}\t{u}\n", p.comm, p.pid, u = p.uid),
+            &format!(
+                "Name:\t{}\nPid:\t{}\nPPid:\t1\nUid:\t{u}\t{u}\t{u}\t{u}\n",
+                p.comm,
+                p.pid,
+                u = p.uid
+            ),
         )?;
         self.file(&format!("{d}/cgroup"), &format!("0::{}", p.cgroup))?;
         self.file(
@@ -155,6 +182,23 @@ impl FakeTree {
         }
         for t in &p.threads {
             fs::create_dir_all(self.dir.join(&d).join("task").join(t.to_string()))?;
+        }
+        // The kernel lists every member in its cgroup's cgroup.procs.
+        let procs = self
+            .dir
+            .join("sys/fs/cgroup")
+            .join(p.cgroup.trim_start_matches('/'))
+            .join("cgroup.procs");
+        if procs.exists() {
+            let mut members = fs::read_to_string(&procs)?;
+            if !members.lines().any(|l| l.trim() == p.pid.to_string()) {
+                members = members.trim_end().to_string();
+                if !members.is_empty() {
+                    members.push('\n');
+                }
+                members.push_str(&format!("{}\n", p.pid));
+                fs::write(&procs, members)?;
+            }
         }
         Ok(())
     }

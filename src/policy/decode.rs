@@ -50,10 +50,16 @@ struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     fn get(&self, name: &str) -> Option<&'n Node> {
-        self.entries.iter().find(|(k, _)| k.name == name).map(|(_, v)| v)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == name)
+            .map(|(_, v)| v)
     }
     fn key(&self, name: &str) -> Option<&'n Key> {
-        self.entries.iter().find(|(k, _)| k.name == name).map(|(k, _)| k)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == name)
+            .map(|(k, _)| k)
     }
 }
 
@@ -112,7 +118,10 @@ impl<'a> Decoder<'a> {
             }
             Value::Null => Some(Fields { entries: &EMPTY }),
             _ => {
-                self.err(node.pos, format!("{what} must be a mapping, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a mapping, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -124,7 +133,10 @@ impl<'a> Decoder<'a> {
             Value::Map(entries) => entries,
             Value::Null => &EMPTY,
             _ => {
-                self.err(node.pos, format!("{what} must be a mapping, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a mapping, found {}", node.kind()),
+                );
                 &EMPTY
             }
         }
@@ -135,7 +147,10 @@ impl<'a> Decoder<'a> {
             Value::Seq(items) => items,
             Value::Null => &[],
             _ => {
-                self.err(node.pos, format!("{what} must be a list, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a list, found {}", node.kind()),
+                );
                 &[]
             }
         }
@@ -146,7 +161,10 @@ impl<'a> Decoder<'a> {
             Value::Str(s) => Some(s.clone()),
             Value::Int(_) | Value::Float(_) => node.scalar_text(),
             _ => {
-                self.err(node.pos, format!("{what} must be a string, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a string, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -160,7 +178,10 @@ impl<'a> Decoder<'a> {
         match node.value {
             Value::Bool(b) => Some(b),
             _ => {
-                self.err(node.pos, format!("{what} must be true or false, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be true or false, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -175,7 +196,10 @@ impl<'a> Decoder<'a> {
         match v {
             Some(i) if (min..=max).contains(&i) => Some(i),
             Some(i) => {
-                self.err(node.pos, format!("{what} must be between {min} and {max}, found {i}"));
+                self.err(
+                    node.pos,
+                    format!("{what} must be between {min} and {max}, found {i}"),
+                );
                 None
             }
             None => {
@@ -198,7 +222,10 @@ impl<'a> Decoder<'a> {
         let text = match node.scalar_text() {
             Some(t) => t,
             None => {
-                self.err(node.pos, format!("{what} must be a scalar value, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a scalar value, found {}", node.kind()),
+                );
                 return None;
             }
         };
@@ -219,13 +246,19 @@ impl<'a> Decoder<'a> {
         let top = match &doc.value {
             Value::Map(_) => self.fields(doc, "the policy", TOP_FIELDS)?,
             Value::Null => {
-                self.err(Pos::new(1, 1), "the policy is empty; expected a mapping starting with `version: 1`");
+                self.err(
+                    Pos::new(1, 1),
+                    "the policy is empty; expected a mapping starting with `version: 1`",
+                );
                 return None;
             }
             _ => {
                 self.err(
                     doc.pos,
-                    format!("the policy must be a mapping (version, groups, …), found {}", doc.kind()),
+                    format!(
+                        "the policy must be a mapping (version, groups, …), found {}",
+                        doc.kind()
+                    ),
                 );
                 return None;
             }
@@ -235,11 +268,19 @@ impl<'a> Decoder<'a> {
             None => self.err(Pos::new(1, 1), "missing `version: 1`"),
             Some(n) => {
                 if n.value != Value::Int(1) {
-                    self.err(n.pos, format!("unsupported policy version {}; only `version: 1` exists", describe(n)));
+                    self.err(
+                        n.pos,
+                        format!(
+                            "unsupported policy version {}; only `version: 1` exists",
+                            describe(n)
+                        ),
+                    );
                 }
             }
         }
-        let product = self.opt_text(&top, "product", "product").unwrap_or_default();
+        let product = self
+            .opt_text(&top, "product", "product")
+            .unwrap_or_default();
         let settings = match top.get("settings") {
             Some(n) => self.settings(n),
             None => Settings::default(),
@@ -266,7 +307,8 @@ impl<'a> Decoder<'a> {
 
         let all: Vec<&Group> = groups.iter().flat_map(|g| g.walk()).collect();
         let group_names: Vec<&str> = all.iter().map(|g| g.name.as_str()).collect();
-        let leaf: BTreeMap<&str, bool> = all.iter().map(|g| (g.name.as_str(), g.is_leaf())).collect();
+        let leaf: BTreeMap<&str, bool> =
+            all.iter().map(|g| (g.name.as_str(), g.is_leaf())).collect();
         let hook_names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
 
         let mut placement = Vec::new();
@@ -312,7 +354,15 @@ impl<'a> Decoder<'a> {
         let Some(f) = self.fields(
             node,
             "settings",
-            &["cgroup_root", "tick", "rescan", "state_dir", "on_missing", "socket_group", "metrics"],
+            &[
+                "cgroup_root",
+                "tick",
+                "rescan",
+                "state_dir",
+                "on_missing",
+                "socket_group",
+                "metrics",
+            ],
         ) else {
             return s;
         };
@@ -350,7 +400,10 @@ impl<'a> Decoder<'a> {
                 Some("fail") => s.on_missing = OnMissing::Fail,
                 Some(other) => {
                     let h = hint(other, ["warn", "fail"]);
-                    self.err(n.pos, format!("settings.on_missing must be `warn` or `fail`, found `{other}`{h}"))
+                    self.err(
+                        n.pos,
+                        format!("settings.on_missing must be `warn` or `fail`, found `{other}`{h}"),
+                    )
                 }
                 None => {}
             }
@@ -381,7 +434,10 @@ impl<'a> Decoder<'a> {
         let text = self.text(node, what)?;
         let p = Path::new(&text);
         if !p.is_absolute() {
-            self.err(node.pos, format!("{what} must be an absolute path, found `{text}`"));
+            self.err(
+                node.pos,
+                format!("{what} must be an absolute path, found `{text}`"),
+            );
             return None;
         }
         if p.components().any(|c| matches!(c, Component::ParentDir)) {
@@ -398,7 +454,9 @@ impl<'a> Decoder<'a> {
         let f = self.fields(
             node,
             &format!("group `{}`", key.name),
-            &["cpuset", "cpu", "uclamp", "memory", "io", "pids", "children"],
+            &[
+                "cpuset", "cpu", "uclamp", "memory", "io", "pids", "children",
+            ],
         )?;
         let path = if parent_path.is_empty() {
             key.name.clone()
@@ -419,9 +477,17 @@ impl<'a> Decoder<'a> {
         };
         let gname = key.name.clone();
         if let Some(n) = f.get("cpuset") {
-            if let Some(c) = self.fields(n, &format!("{gname}.cpuset"), &["cpus", "mems", "partition"]) {
-                g.cpuset.cpus = c.get("cpus").and_then(|n| self.unit(n, &format!("{gname}.cpuset.cpus"), CpuList::parse));
-                g.cpuset.mems = c.get("mems").and_then(|n| self.unit(n, &format!("{gname}.cpuset.mems"), CpuList::parse));
+            if let Some(c) = self.fields(
+                n,
+                &format!("{gname}.cpuset"),
+                &["cpus", "mems", "partition"],
+            ) {
+                g.cpuset.cpus = c
+                    .get("cpus")
+                    .and_then(|n| self.unit(n, &format!("{gname}.cpuset.cpus"), CpuList::parse));
+                g.cpuset.mems = c
+                    .get("mems")
+                    .and_then(|n| self.unit(n, &format!("{gname}.cpuset.mems"), CpuList::parse));
                 if let Some(n) = c.get("partition") {
                     g.cpuset.partition = match self.text(n, "cpuset.partition").as_deref() {
                         Some("member") => Some(Partition::Member),
@@ -434,7 +500,9 @@ impl<'a> Decoder<'a> {
                         }
                         None => None,
                     };
-                    if g.cpuset.partition.is_some_and(|p| p != Partition::Member) && g.cpuset.cpus.is_none() {
+                    if g.cpuset.partition.is_some_and(|p| p != Partition::Member)
+                        && g.cpuset.cpus.is_none()
+                    {
                         self.err(n.pos, format!("{gname}.cpuset.partition needs `cpus:`: a partition owns an explicit set of CPUs"));
                     }
                 }
@@ -442,17 +510,31 @@ impl<'a> Decoder<'a> {
         }
         if let Some(n) = f.get("cpu") {
             if let Some(c) = self.fields(n, &format!("{gname}.cpu"), &["weight", "max"]) {
-                g.cpu.weight = c.get("weight").and_then(|n| self.int(n, &format!("{gname}.cpu.weight"), 1, 10000)).map(|v| v as u64);
-                g.cpu.max = c.get("max").and_then(|n| self.unit(n, &format!("{gname}.cpu.max"), CpuMax::parse));
+                g.cpu.weight = c
+                    .get("weight")
+                    .and_then(|n| self.int(n, &format!("{gname}.cpu.weight"), 1, 10000))
+                    .map(|v| v as u64);
+                g.cpu.max = c
+                    .get("max")
+                    .and_then(|n| self.unit(n, &format!("{gname}.cpu.max"), CpuMax::parse));
             }
         }
         if let Some(n) = f.get("uclamp") {
             if let Some(c) = self.fields(n, &format!("{gname}.uclamp"), &["min", "max"]) {
-                g.uclamp.min = c.get("min").and_then(|n| self.unit(n, &format!("{gname}.uclamp.min"), Percent::parse));
-                g.uclamp.max = c.get("max").and_then(|n| self.unit(n, &format!("{gname}.uclamp.max"), Percent::parse));
-                if let (Some(min), Some(max), Some(node)) = (&g.uclamp.min, &g.uclamp.max, c.get("min")) {
+                g.uclamp.min = c
+                    .get("min")
+                    .and_then(|n| self.unit(n, &format!("{gname}.uclamp.min"), Percent::parse));
+                g.uclamp.max = c
+                    .get("max")
+                    .and_then(|n| self.unit(n, &format!("{gname}.uclamp.max"), Percent::parse));
+                if let (Some(min), Some(max), Some(node)) =
+                    (&g.uclamp.min, &g.uclamp.max, c.get("min"))
+                {
                     if min.value() > max.value() {
-                        self.err(node.pos, format!("{gname}.uclamp.min {min} is greater than uclamp.max {max}"));
+                        self.err(
+                            node.pos,
+                            format!("{gname}.uclamp.min {min} is greater than uclamp.max {max}"),
+                        );
                     }
                 }
             }
@@ -460,18 +542,32 @@ impl<'a> Decoder<'a> {
         if let Some(n) = f.get("memory") {
             let fields = ["min", "low", "high", "max", "swap_max", "oom_group"];
             if let Some(c) = self.fields(n, &format!("{gname}.memory"), &fields) {
-                let sz = |d: &mut Self, k: &str| c.get(k).and_then(|n| d.unit(n, &format!("{gname}.memory.{k}"), Size::parse));
+                let sz = |d: &mut Self, k: &str| {
+                    c.get(k)
+                        .and_then(|n| d.unit(n, &format!("{gname}.memory.{k}"), Size::parse))
+                };
                 g.memory.min = sz(self, "min");
                 g.memory.low = sz(self, "low");
                 g.memory.high = sz(self, "high");
                 g.memory.max = sz(self, "max");
                 g.memory.swap_max = sz(self, "swap_max");
-                g.memory.oom_group = c.get("oom_group").and_then(|n| self.bool(n, &format!("{gname}.memory.oom_group")));
+                g.memory.oom_group = c
+                    .get("oom_group")
+                    .and_then(|n| self.bool(n, &format!("{gname}.memory.oom_group")));
                 if let Some(max) = g.memory.max {
-                    for (k, v) in [("min", g.memory.min), ("low", g.memory.low), ("high", g.memory.high)] {
+                    for (k, v) in [
+                        ("min", g.memory.min),
+                        ("low", g.memory.low),
+                        ("high", g.memory.high),
+                    ] {
                         if let (Some(v), Some(node)) = (v, c.get(k)) {
                             if size_gt(v, max) {
-                                self.err(node.pos, format!("{gname}.memory.{k} {v} is greater than memory.max {max}"));
+                                self.err(
+                                    node.pos,
+                                    format!(
+                                        "{gname}.memory.{k} {v} is greater than memory.max {max}"
+                                    ),
+                                );
                             }
                         }
                     }
@@ -480,7 +576,10 @@ impl<'a> Decoder<'a> {
         }
         if let Some(n) = f.get("io") {
             if let Some(c) = self.fields(n, &format!("{gname}.io"), &["weight"]) {
-                g.io.weight = c.get("weight").and_then(|n| self.int(n, &format!("{gname}.io.weight"), 1, 10000)).map(|v| v as u64);
+                g.io.weight = c
+                    .get("weight")
+                    .and_then(|n| self.int(n, &format!("{gname}.io.weight"), 1, 10000))
+                    .map(|v| v as u64);
             }
         }
         if let Some(n) = f.get("pids") {
@@ -489,7 +588,8 @@ impl<'a> Decoder<'a> {
                     g.pids.max = if m.value == Value::Str("max".into()) {
                         Some(PidsMax::Max)
                     } else {
-                        self.int(m, &format!("{gname}.pids.max"), 0, i64::from(i32::MAX)).map(|v| PidsMax::Count(v as u64))
+                        self.int(m, &format!("{gname}.pids.max"), 0, i64::from(i32::MAX))
+                            .map(|v| PidsMax::Count(v as u64))
                     };
                 }
             }
@@ -574,7 +674,9 @@ impl<'a> Decoder<'a> {
             .get("timeout")
             .and_then(|n| self.duration(n, &format!("{what}.timeout")))
             .unwrap_or(Duration::from_secs(10));
-        let min_interval = f.get("min_interval").and_then(|n| self.duration(n, &format!("{what}.min_interval")));
+        let min_interval = f
+            .get("min_interval")
+            .and_then(|n| self.duration(n, &format!("{what}.min_interval")));
         let user = self.opt_text(&f, "user", &format!("{what}.user"));
         Some(Hook {
             name: key.name.clone(),
@@ -585,13 +687,20 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    fn placement(&mut self, node: &Node, groups: &[&str], leaf: &BTreeMap<&str, bool>) -> Option<Placement> {
+    fn placement(
+        &mut self,
+        node: &Node,
+        groups: &[&str],
+        leaf: &BTreeMap<&str, bool>,
+    ) -> Option<Placement> {
         let f = self.fields(node, "placement entry", &["match", "group", "sched"])?;
         let mut matcher = Match::default();
         match f.get("match") {
             None => self.err(node.pos, "placement entry needs `match:`"),
             Some(m) => {
-                if let Some(mf) = self.fields(m, "placement match", &["comm", "exe", "cmdline", "user"]) {
+                if let Some(mf) =
+                    self.fields(m, "placement match", &["comm", "exe", "cmdline", "user"])
+                {
                     matcher.comm = self.glob_field(&mf, "comm");
                     matcher.exe = self.glob_field(&mf, "exe");
                     matcher.cmdline = self.glob_field(&mf, "cmdline");
@@ -620,7 +729,10 @@ impl<'a> Decoder<'a> {
                         }
                     }
                     if mf.entries.is_empty() {
-                        self.err(m.pos, "placement match needs at least one of comm, exe, cmdline, user");
+                        self.err(
+                            m.pos,
+                            "placement match needs at least one of comm, exe, cmdline, user",
+                        );
                     }
                 }
             }
@@ -658,7 +770,10 @@ impl<'a> Decoder<'a> {
             return None;
         }
         if let Err(e) = glob::Pattern::new(&text) {
-            self.err(n.pos, format!("match.{name} `{text}` is not a valid glob: {e}"));
+            self.err(
+                n.pos,
+                format!("match.{name} `{text}` is not a valid glob: {e}"),
+            );
             return None;
         }
         Some(text)
@@ -668,7 +783,10 @@ impl<'a> Decoder<'a> {
         let f = self.fields(node, "sched", &["policy", "priority", "nice", "deadline"])?;
         let policy = match f.get("policy") {
             None => {
-                self.err(node.pos, "sched needs `policy:` (other, batch, idle, fifo, rr or deadline)");
+                self.err(
+                    node.pos,
+                    "sched needs `policy:` (other, batch, idle, fifo, rr or deadline)",
+                );
                 return None;
             }
             Some(n) => {
@@ -691,29 +809,50 @@ impl<'a> Decoder<'a> {
             }
         };
         let (policy, ppos) = policy;
-        let priority = f.get("priority").and_then(|n| self.int(n, "sched.priority", 1, 99)).map(|v| v as u32);
-        let nice = f.get("nice").and_then(|n| self.int(n, "sched.nice", -20, 19)).map(|v| v as i32);
+        let priority = f
+            .get("priority")
+            .and_then(|n| self.int(n, "sched.priority", 1, 99))
+            .map(|v| v as u32);
+        let nice = f
+            .get("nice")
+            .and_then(|n| self.int(n, "sched.nice", -20, 19))
+            .map(|v| v as i32);
         let realtime = matches!(policy, SchedPolicy::Fifo | SchedPolicy::Rr);
         if realtime && priority.is_none() && f.get("priority").is_none() {
-            self.err(ppos, format!("sched.policy {} needs `priority:` (1-99)", policy.as_str()));
+            self.err(
+                ppos,
+                format!("sched.policy {} needs `priority:` (1-99)", policy.as_str()),
+            );
         }
         if !realtime {
             if let Some(k) = f.key("priority") {
-                self.err(k.pos, format!("sched.priority applies to fifo and rr only, not {}", policy.as_str()));
+                self.err(
+                    k.pos,
+                    format!(
+                        "sched.priority applies to fifo and rr only, not {}",
+                        policy.as_str()
+                    ),
+                );
             }
         }
         if realtime || policy == SchedPolicy::Deadline {
             if let Some(k) = f.key("nice") {
-                self.err(k.pos, format!("sched.nice does not apply to {}", policy.as_str()));
+                self.err(
+                    k.pos,
+                    format!("sched.nice does not apply to {}", policy.as_str()),
+                );
             }
         }
         let mut deadline = None;
         match (policy, f.get("deadline")) {
-            (SchedPolicy::Deadline, None) => {
-                self.err(ppos, "sched.policy deadline needs `deadline: { runtime, deadline, period }`")
-            }
+            (SchedPolicy::Deadline, None) => self.err(
+                ppos,
+                "sched.policy deadline needs `deadline: { runtime, deadline, period }`",
+            ),
             (SchedPolicy::Deadline, Some(n)) => {
-                if let Some(d) = self.fields(n, "sched.deadline", &["runtime", "deadline", "period"]) {
+                if let Some(d) =
+                    self.fields(n, "sched.deadline", &["runtime", "deadline", "period"])
+                {
                     let get = |s: &mut Self, k: &str| match d.get(k) {
                         Some(v) => s.duration(v, &format!("sched.deadline.{k}")),
                         None => {
@@ -721,12 +860,23 @@ impl<'a> Decoder<'a> {
                             None
                         }
                     };
-                    let (r, dl, p) = (get(self, "runtime"), get(self, "deadline"), get(self, "period"));
+                    let (r, dl, p) = (
+                        get(self, "runtime"),
+                        get(self, "deadline"),
+                        get(self, "period"),
+                    );
                     if let (Some(runtime), Some(dl), Some(period)) = (r, dl, p) {
                         if !(runtime <= dl && dl <= period) || runtime.is_zero() {
-                            self.err(n.pos, "sched.deadline needs 0 < runtime <= deadline <= period");
+                            self.err(
+                                n.pos,
+                                "sched.deadline needs 0 < runtime <= deadline <= period",
+                            );
                         } else {
-                            deadline = Some(DeadlineParams { runtime, deadline: dl, period });
+                            deadline = Some(DeadlineParams {
+                                runtime,
+                                deadline: dl,
+                                period,
+                            });
                         }
                     }
                 }
@@ -748,18 +898,25 @@ impl<'a> Decoder<'a> {
 
     fn system(&mut self, node: &Node) -> System {
         let mut sys = System::default();
-        let Some(f) = self.fields(node, "system", &["sysctl", "zram", "cpufreq", "realtime"]) else {
+        let Some(f) = self.fields(node, "system", &["sysctl", "zram", "cpufreq", "realtime"])
+        else {
             return sys;
         };
         if let Some(n) = f.get("sysctl") {
             for (k, v) in self.named_map(n, "system.sysctl") {
                 if let Err(e) = Knob::parse(&format!("sysctl.{}", k.name)) {
-                    self.err(k.pos, format!("sysctl `{}`: {}", k.name, knob_error_text(&e)));
+                    self.err(
+                        k.pos,
+                        format!("sysctl `{}`: {}", k.name, knob_error_text(&e)),
+                    );
                     continue;
                 }
                 let value = match &v.value {
                     Value::Int(i) => Some(i.to_string()),
-                    Value::Str(s) if !s.trim().is_empty() && s.split_whitespace().all(|w| w.parse::<i64>().is_ok()) => {
+                    Value::Str(s)
+                        if !s.trim().is_empty()
+                            && s.split_whitespace().all(|w| w.parse::<i64>().is_ok()) =>
+                    {
                         Some(s.split_whitespace().collect::<Vec<_>>().join(" "))
                     }
                     _ => None,
@@ -773,16 +930,27 @@ impl<'a> Decoder<'a> {
         if let Some(n) = f.get("zram") {
             for (k, v) in self.named_map(n, "system.zram") {
                 if !is_numbered(&k.name, "zram") {
-                    self.err(k.pos, format!("zram device `{}` must be named zramN", k.name));
+                    self.err(
+                        k.pos,
+                        format!("zram device `{}` must be named zramN", k.name),
+                    );
                     continue;
                 }
                 let what = format!("zram.{}", k.name);
-                let Some(z) = self.fields(v, &what, &["algorithm", "size", "swap_priority", "mem_limit"]) else {
+                let Some(z) = self.fields(
+                    v,
+                    &what,
+                    &["algorithm", "size", "swap_priority", "mem_limit"],
+                ) else {
                     continue;
                 };
                 let algorithm = self.opt_text(&z, "algorithm", &format!("{what}.algorithm"));
                 if let (Some(a), Some(n)) = (&algorithm, z.get("algorithm")) {
-                    if a.is_empty() || !a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                    if a.is_empty()
+                        || !a
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                    {
                         self.err(n.pos, format!("{what}.algorithm `{a}` is not a compressor name (e.g. lz4, zstd, lzo-rle)"));
                     }
                 }
@@ -796,8 +964,13 @@ impl<'a> Decoder<'a> {
                 if let (Some(Size::Max), Some(n)) = (size, z.get("size")) {
                     self.err(n.pos, format!("{what}.size must be a size, not max"));
                 }
-                let swap_priority = z.get("swap_priority").and_then(|n| self.int(n, &format!("{what}.swap_priority"), -1, 32767)).map(|v| v as i32);
-                let mem_limit = z.get("mem_limit").and_then(|n| self.unit(n, &format!("{what}.mem_limit"), Size::parse));
+                let swap_priority = z
+                    .get("swap_priority")
+                    .and_then(|n| self.int(n, &format!("{what}.swap_priority"), -1, 32767))
+                    .map(|v| v as i32);
+                let mem_limit = z
+                    .get("mem_limit")
+                    .and_then(|n| self.unit(n, &format!("{what}.mem_limit"), Size::parse));
                 if let Some(size) = size {
                     sys.zram.push(Zram {
                         device: k.name.clone(),
@@ -821,12 +994,23 @@ impl<'a> Decoder<'a> {
                 };
                 let governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
                 if let (Some(g), Some(n)) = (&governor, c.get("governor")) {
-                    if g.is_empty() || !g.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_') {
-                        self.err(n.pos, format!("{what}.governor `{g}` is not a governor name"));
+                    if g.is_empty()
+                        || !g
+                            .chars()
+                            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
+                    {
+                        self.err(
+                            n.pos,
+                            format!("{what}.governor `{g}` is not a governor name"),
+                        );
                     }
                 }
-                let min = c.get("min").and_then(|n| self.unit(n, &format!("{what}.min"), Frequency::parse));
-                let max = c.get("max").and_then(|n| self.unit(n, &format!("{what}.max"), Frequency::parse));
+                let min = c
+                    .get("min")
+                    .and_then(|n| self.unit(n, &format!("{what}.min"), Frequency::parse));
+                let max = c
+                    .get("max")
+                    .and_then(|n| self.unit(n, &format!("{what}.max"), Frequency::parse));
                 if let (Some(lo), Some(hi), Some(n)) = (&min, &max, c.get("min")) {
                     if lo.khz() > hi.khz() {
                         self.err(n.pos, format!("{what}.min {lo} is greater than max {hi}"));
@@ -841,16 +1025,28 @@ impl<'a> Decoder<'a> {
             }
         }
         if let Some(n) = f.get("realtime") {
-            if let Some(r) = self.fields(n, "system.realtime", &["housekeeping_cpus", "timer_migration", "cpuidle_disable"]) {
+            if let Some(r) = self.fields(
+                n,
+                "system.realtime",
+                &["housekeeping_cpus", "timer_migration", "cpuidle_disable"],
+            ) {
                 let mut rt = Realtime {
-                    housekeeping_cpus: r.get("housekeeping_cpus").and_then(|n| self.unit(n, "realtime.housekeeping_cpus", CpuList::parse)),
-                    timer_migration: r.get("timer_migration").and_then(|n| self.bool(n, "realtime.timer_migration")),
+                    housekeeping_cpus: r
+                        .get("housekeeping_cpus")
+                        .and_then(|n| self.unit(n, "realtime.housekeeping_cpus", CpuList::parse)),
+                    timer_migration: r
+                        .get("timer_migration")
+                        .and_then(|n| self.bool(n, "realtime.timer_migration")),
                     cpuidle_disable: None,
                 };
                 if let Some(c) = r.get("cpuidle_disable") {
-                    if let Some(cf) = self.fields(c, "realtime.cpuidle_disable", &["cpus", "deeper_than"]) {
+                    if let Some(cf) =
+                        self.fields(c, "realtime.cpuidle_disable", &["cpus", "deeper_than"])
+                    {
                         let cpus = match cf.get("cpus") {
-                            Some(n) => self.unit(n, "realtime.cpuidle_disable.cpus", CpuList::parse),
+                            Some(n) => {
+                                self.unit(n, "realtime.cpuidle_disable.cpus", CpuList::parse)
+                            }
                             None => {
                                 self.err(c.pos, "realtime.cpuidle_disable needs `cpus:`");
                                 None
@@ -858,7 +1054,9 @@ impl<'a> Decoder<'a> {
                         };
                         let deeper_than = cf
                             .get("deeper_than")
-                            .and_then(|n| self.int(n, "realtime.cpuidle_disable.deeper_than", 0, 64))
+                            .and_then(|n| {
+                                self.int(n, "realtime.cpuidle_disable.deeper_than", 0, 64)
+                            })
                             .unwrap_or(0) as u32;
                         rt.cpuidle_disable = cpus.map(|cpus| CpuidleDisable { cpus, deeper_than });
                     }
@@ -870,7 +1068,11 @@ impl<'a> Decoder<'a> {
     }
 
     fn rule(&mut self, node: &Node, groups: &[&str], hooks: &[&str]) -> Option<(Rule, Pos)> {
-        let f = self.fields(node, "rule", &["name", "when", "for", "hold", "cooldown", "then", "while"])?;
+        let f = self.fields(
+            node,
+            "rule",
+            &["name", "when", "for", "hold", "cooldown", "then", "while"],
+        )?;
         let (name, name_pos) = match f.get("name") {
             Some(n) => {
                 let name = self.text(n, "rule name").unwrap_or_default();
@@ -897,24 +1099,32 @@ impl<'a> Decoder<'a> {
                             for (g, span) in expr::referenced_groups(&e) {
                                 if g != "system" && !groups.contains(&g.as_str()) {
                                     let h = hint(&g, groups.iter().copied());
-                                    self.err(n.text_pos.shifted(span.start), format!("{what}: unknown group `{g}`{h}"));
+                                    self.err(
+                                        n.text_pos.shifted(span.start),
+                                        format!("{what}: unknown group `{g}`{h}"),
+                                    );
                                 }
                             }
                             when = Some(e);
                         }
-                        Err(e) => self.err(n.text_pos.shifted(e.pos), format!("{what}: {}", e.message)),
+                        Err(e) => {
+                            self.err(n.text_pos.shifted(e.pos), format!("{what}: {}", e.message))
+                        }
                     }
                 }
             }
         }
-        let dur = |s: &mut Self, k: &str| f.get(k).and_then(|n| s.duration(n, &format!("{what}.{k}")));
+        let dur =
+            |s: &mut Self, k: &str| f.get(k).and_then(|n| s.duration(n, &format!("{what}.{k}")));
         let for_ = dur(self, "for").unwrap_or_default();
         let hold = dur(self, "hold").unwrap_or_default();
         let cooldown = dur(self, "cooldown");
         let then = match f.get("then") {
             Some(n) => {
                 let actions = self.actions(n, &what, "then", groups, hooks);
-                if matches!(&n.value, Value::Null) || matches!(&n.value, Value::Seq(v) if v.is_empty()) {
+                if matches!(&n.value, Value::Null)
+                    || matches!(&n.value, Value::Seq(v) if v.is_empty())
+                {
                     self.err(n.pos, format!("{what}: `then:` has no actions"));
                 }
                 actions
@@ -924,7 +1134,9 @@ impl<'a> Decoder<'a> {
         let while_ = match f.get("while") {
             Some(n) => {
                 let actions = self.actions(n, &what, "while", groups, hooks);
-                if matches!(&n.value, Value::Null) || matches!(&n.value, Value::Seq(v) if v.is_empty()) {
+                if matches!(&n.value, Value::Null)
+                    || matches!(&n.value, Value::Seq(v) if v.is_empty())
+                {
                     self.err(n.pos, format!("{what}: `while:` has no actions"));
                 }
                 actions
@@ -932,10 +1144,16 @@ impl<'a> Decoder<'a> {
             None => Vec::new(),
         };
         if f.get("then").is_none() && f.get("while").is_none() {
-            self.err(node.pos, format!("{what} needs `then:` or `while:` actions"));
+            self.err(
+                node.pos,
+                format!("{what} needs `then:` or `while:` actions"),
+            );
         }
         if let (Some(_), None, Some(k)) = (cooldown, f.get("then"), f.key("cooldown")) {
-            self.err(k.pos, format!("{what}: `cooldown` repeats `then:` actions, but the rule has none"));
+            self.err(
+                k.pos,
+                format!("{what}: `cooldown` repeats `then:` actions, but the rule has none"),
+            );
         }
         let when = when?;
         Some((
@@ -953,7 +1171,14 @@ impl<'a> Decoder<'a> {
         ))
     }
 
-    fn actions(&mut self, node: &Node, what: &str, block: &str, groups: &[&str], hooks: &[&str]) -> Vec<Action> {
+    fn actions(
+        &mut self,
+        node: &Node,
+        what: &str,
+        block: &str,
+        groups: &[&str],
+        hooks: &[&str],
+    ) -> Vec<Action> {
         let mut out = Vec::new();
         for item in self.seq(node, &format!("{what}.{block}")) {
             let Some(text) = self.text(item, &format!("{what}.{block} action")) else {
@@ -970,20 +1195,36 @@ impl<'a> Decoder<'a> {
                     self.check_action_refs(&a, item, &text, what, groups, hooks);
                     out.push(a);
                 }
-                Err(e) => self.err(item.text_pos.shifted(e.pos), format!("{what}: {}", e.message)),
+                Err(e) => self.err(
+                    item.text_pos.shifted(e.pos),
+                    format!("{what}: {}", e.message),
+                ),
             }
         }
         out
     }
 
-    fn check_action_refs(&mut self, a: &Action, item: &Node, text: &str, what: &str, groups: &[&str], hooks: &[&str]) {
+    fn check_action_refs(
+        &mut self,
+        a: &Action,
+        item: &Node,
+        text: &str,
+        what: &str,
+        groups: &[&str],
+        hooks: &[&str],
+    ) {
         let knob = match a {
-            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => Some(knob),
+            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => {
+                Some(knob)
+            }
             Action::Hook(name) => {
                 if !hooks.contains(&name.as_str()) {
                     let h = hint(name, hooks.iter().copied());
                     let col = text.find(name.as_str()).unwrap_or(0);
-                    self.err(item.text_pos.shifted(col), format!("{what}: unknown hook `{name}`{h}"));
+                    self.err(
+                        item.text_pos.shifted(col),
+                        format!("{what}: unknown hook `{name}`{h}"),
+                    );
                 }
                 None
             }
@@ -993,7 +1234,10 @@ impl<'a> Decoder<'a> {
             if !groups.contains(&group.as_str()) {
                 let h = hint(group, groups.iter().copied());
                 let col = text.find(group.as_str()).unwrap_or(0);
-                self.err(item.text_pos.shifted(col), format!("{what}: unknown group `{group}`{h}"));
+                self.err(
+                    item.text_pos.shifted(col),
+                    format!("{what}: unknown group `{group}`{h}"),
+                );
             }
         }
     }

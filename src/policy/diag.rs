@@ -39,7 +39,7 @@ impl Diagnostics {
 
     /// Errors in file order, so the output reads top to bottom.
     pub fn sorted(mut self) -> Self {
-        self.items.sort_by(|a, b| a.pos.cmp(&b.pos));
+        self.items.sort_by_key(|a| a.pos);
         self.items.dedup();
         self
     }
@@ -62,7 +62,10 @@ impl std::error::Error for Diagnostics {}
 
 /// The closest candidate to a misspelled word, if one is close enough to be
 /// a plausible typo (`memroy` → `memory`).
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(word, c), c))
@@ -85,9 +88,15 @@ mod tests {
 
     #[test]
     fn suggests_close_words_only() {
-        assert_eq!(did_you_mean("memroy", ["memory", "cpu", "io"]), Some("memory"));
+        assert_eq!(
+            did_you_mean("memroy", ["memory", "cpu", "io"]),
+            Some("memory")
+        );
         assert_eq!(did_you_mean("zzz", ["memory", "cpu", "io"]), None);
-        assert_eq!(hint("placment", ["placement", "rules"]), ", did you mean `placement`?");
+        assert_eq!(
+            hint("placment", ["placement", "rules"]),
+            ", did you mean `placement`?"
+        );
     }
 
     #[test]
@@ -95,6 +104,9 @@ mod tests {
         let mut d = Diagnostics::new("p.yaml");
         d.error(Pos::new(3, 1), "b");
         d.error(Pos::new(1, 5), "a");
-        assert_eq!(d.sorted().to_string(), "p.yaml:1:5: error: a\np.yaml:3:1: error: b\n");
+        assert_eq!(
+            d.sorted().to_string(),
+            "p.yaml:1:5: error: a\np.yaml:3:1: error: b\n"
+        );
     }
 }

@@ -78,7 +78,9 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
                     let ctrl = match &c.metric {
                         Metric::MemoryCurrent { group: g }
                         | Metric::SwapCurrent { group: g }
-                        | Metric::MemoryEvent { group: g, .. } => (g.value == group).then_some("memory"),
+                        | Metric::MemoryEvent { group: g, .. } => {
+                            (g.value == group).then_some("memory")
+                        }
                         Metric::PidsCurrent { group: g } => (g.value == group).then_some("pids"),
                         _ => None,
                     };

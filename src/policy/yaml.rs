@@ -159,7 +159,12 @@ fn clamp_u32(v: u64) -> u32 {
 
 fn end_pos(text: &str) -> Pos {
     let line = text.matches('\n').count() + 1;
-    let col = text.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let col = text
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     Pos::new(
         u32::try_from(line).unwrap_or(u32::MAX),
         u32::try_from(col).unwrap_or(u32::MAX),

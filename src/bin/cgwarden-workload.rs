@@ -1,0 +1,285 @@
+//! `cgwarden-workload`: a tiny workload generator for cgwarden's guest tests.
+//!
+//! It stands in for real products' processes inside the test VM: something to place
+//! by `comm`/`cmdline`, something that eats memory until the kernel's OOM killer
+//! steps in, something that burns CPU. std + libc only; bad arguments print usage
+//! and exit 2, never panic.
+//!
+//! ```text
+//! cgwarden-workload alloc MIB [HOLD_SECS]     allocate and touch MIB MiB, then sleep HOLD_SECS (default 0)
+//! cgwarden-workload spin SECS                 burn one CPU for SECS seconds
+//! cgwarden-workload sleep SECS                sleep SECS seconds
+//! cgwarden-workload exec-as NAME SECS         sleep SECS under argv[0] and comm NAME
+//! cgwarden-workload exec-as NAME CMD [ARG..]  run CMD (one of these commands) under NAME
+//! cgwarden-workload delay SECS CMD [ARG..]    sleep SECS, then exec itself as CMD (a late exec)
+//! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
+//! cgwarden-workload swapoff DEV               swapoff(2)
+//! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
+//! ```
+//!
+//! The last three are for the guest suite's reference implementation
+//! (tests/vm/mock-cgwarden.sh), which has no other way to make these calls from busybox.
+//!
+//! Anything after a literal `--` is ignored, so tests can put tags into the command
+//! line (`... sleep 600 -- --role=camera_pipeline`) for `cmdline:` placement matches.
+//! When started under an argv[0] other than `cgwarden-workload` (through `exec-as` or a
+//! symlink), the process renames its `comm` to that name (truncated to 15 bytes by the kernel).
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const SELF_NAME: &str = "cgwarden-workload";
+
+const USAGE: &str = "\
+usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
+  alloc MIB [HOLD_SECS]      allocate and touch MIB MiB, then sleep HOLD_SECS (default 0)
+  spin SECS                  burn one CPU for SECS seconds
+  sleep SECS                 sleep SECS seconds
+  exec-as NAME SECS          sleep SECS under argv[0]/comm NAME
+  exec-as NAME CMD [ARG...]  run CMD (one of these commands) under argv[0]/comm NAME
+  delay SECS CMD [ARG...]    sleep SECS, then exec itself as CMD
+  swapon DEV PRIO            swapon(2) with priority PRIO
+  swapoff DEV                swapoff(2)
+  setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
+SECS may be fractional.";
+
+fn usage(msg: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "cgwarden-workload: {msg}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+fn parse_secs(s: &OsStr) -> Option<Duration> {
+    let v: f64 = s.to_str()?.parse().ok()?;
+    if (0.0..1e9).contains(&v) {
+        Some(Duration::from_secs_f64(v))
+    } else {
+        None
+    }
+}
+
+fn parse_mib(s: &OsStr) -> Option<usize> {
+    let v: usize = s.to_str()?.parse().ok()?;
+    // 1 TiB is far beyond any test VM; refuse nonsense rather than overflow.
+    (v <= 1 << 20).then_some(v)
+}
+
+/// Set the calling thread's (the main thread's, so the process's) `comm`.
+fn set_comm(name: &OsStr) {
+    let bytes: Vec<u8> = name.as_bytes().iter().copied().take(15).collect();
+    if let Ok(c) = CString::new(bytes) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from the pointer.
+        unsafe {
+            libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0);
+        }
+    }
+}
+
+/// Replace this process with `/proc/self/exe` run as `argv0 args...` (same PID).
+/// `tags` (a `--` and what follows it) are passed on, so they stay in the new cmdline.
+fn reexec(argv0: &OsStr, args: &[OsString], tags: &[OsString]) -> ExitCode {
+    let to_c = |s: &OsStr| CString::new(s.as_bytes().to_vec());
+    let mut cargs = Vec::with_capacity(args.len() + 1);
+    let rest = args.iter().chain(tags).map(OsString::as_os_str);
+    for a in std::iter::once(argv0).chain(rest) {
+        match to_c(a) {
+            Ok(c) => cargs.push(c),
+            Err(_) => return usage("argument contains a NUL byte"),
+        }
+    }
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let exe = c"/proc/self/exe";
+    // SAFETY: `exe` and every element of `ptrs` are valid NUL-terminated strings that
+    // outlive the call; `ptrs` is NULL-terminated; `environ` is the process environment.
+    unsafe {
+        extern "C" {
+            static environ: *const *const libc::c_char;
+        }
+        libc::execve(exe.as_ptr(), ptrs.as_ptr(), environ);
+    }
+    let err = std::io::Error::last_os_error();
+    let _ = writeln!(std::io::stderr(), "cgwarden-workload: exec failed: {err}");
+    ExitCode::from(1)
+}
+
+fn alloc(mib: usize, hold: Duration) -> ExitCode {
+    const MIB: usize = 1 << 20;
+    let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(mib);
+    for i in 0..mib {
+        // Non-zero, slightly varying content: every page is really backed and not
+        // trivially deduplicated.
+        let mut chunk = vec![0u8; MIB];
+        for (j, page) in chunk.chunks_mut(4096).enumerate() {
+            page[0] = 1 + ((i + j) % 251) as u8;
+            page[4095] = (i % 253) as u8;
+        }
+        chunks.push(chunk);
+    }
+    println!("allocated {mib} MiB");
+    let _ = std::io::stdout().flush();
+    std::thread::sleep(hold);
+    // Keep the memory alive across the sleep.
+    std::hint::black_box(&chunks);
+    ExitCode::SUCCESS
+}
+
+fn spin(d: Duration) -> ExitCode {
+    let start = Instant::now();
+    let mut x: u64 = 0;
+    while start.elapsed() < d {
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn path_c(s: &OsStr) -> Option<CString> {
+    CString::new(s.as_bytes().to_vec()).ok()
+}
+
+fn os_result(what: &str, rc: libc::c_int) -> ExitCode {
+    if rc == 0 {
+        ExitCode::SUCCESS
+    } else {
+        let err = std::io::Error::last_os_error();
+        let _ = writeln!(std::io::stderr(), "cgwarden-workload: {what}: {err}");
+        ExitCode::from(1)
+    }
+}
+
+// <sys/swap.h>; not exported by the libc crate.
+const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+
+fn swapon(dev: &OsStr, prio: &OsStr) -> ExitCode {
+    let Some(p) = prio.to_str().and_then(|p| p.parse::<i32>().ok()) else {
+        return usage("swapon: PRIO must be an integer");
+    };
+    if !(0..=SWAP_FLAG_PRIO_MASK).contains(&p) {
+        return usage("swapon: PRIO out of range");
+    }
+    let Some(c) = path_c(dev) else {
+        return usage("swapon: bad DEV");
+    };
+    let flags = SWAP_FLAG_PREFER | (p & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: `c` is a valid NUL-terminated path.
+    os_result("swapon", unsafe { libc::swapon(c.as_ptr(), flags) })
+}
+
+fn swapoff(dev: &OsStr) -> ExitCode {
+    let Some(c) = path_c(dev) else {
+        return usage("swapoff: bad DEV");
+    };
+    // SAFETY: `c` is a valid NUL-terminated path.
+    os_result("swapoff", unsafe { libc::swapoff(c.as_ptr()) })
+}
+
+fn setsched(pid: &OsStr, policy: &OsStr, prio: &OsStr) -> ExitCode {
+    let Some(pid) = pid.to_str().and_then(|p| p.parse::<libc::pid_t>().ok()) else {
+        return usage("setsched: PID must be a number");
+    };
+    let policy = match policy.to_str() {
+        Some("other") => libc::SCHED_OTHER,
+        Some("batch") => libc::SCHED_BATCH,
+        Some("idle") => libc::SCHED_IDLE,
+        Some("fifo") => libc::SCHED_FIFO,
+        Some("rr") => libc::SCHED_RR,
+        _ => return usage("setsched: POLICY must be other|batch|idle|fifo|rr"),
+    };
+    let Some(prio) = prio.to_str().and_then(|p| p.parse::<libc::c_int>().ok()) else {
+        return usage("setsched: PRIO must be a number");
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call.
+    os_result("sched_setscheduler", unsafe {
+        libc::sched_setscheduler(pid, policy, &param)
+    })
+}
+
+fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
+    let Some(cmd) = args.first().and_then(|c| c.to_str()) else {
+        return usage("missing command");
+    };
+    let rest = &args[1..];
+    match (cmd, rest) {
+        ("alloc", [mib]) | ("alloc", [mib, _]) => {
+            let hold = match rest.get(1) {
+                Some(h) => match parse_secs(h) {
+                    Some(d) => d,
+                    None => return usage("alloc: HOLD_SECS must be a number of seconds"),
+                },
+                None => Duration::ZERO,
+            };
+            match parse_mib(mib) {
+                Some(m) => alloc(m, hold),
+                None => usage("alloc: MIB must be a whole number of MiB"),
+            }
+        }
+        ("spin", [secs]) => match parse_secs(secs) {
+            Some(d) => spin(d),
+            None => usage("spin: SECS must be a number"),
+        },
+        ("sleep", [secs]) => match parse_secs(secs) {
+            Some(d) => {
+                std::thread::sleep(d);
+                ExitCode::SUCCESS
+            }
+            None => usage("sleep: SECS must be a number"),
+        },
+        ("exec-as", [name, tail @ ..]) if !tail.is_empty() => {
+            if name.is_empty() || name.as_bytes().contains(&b'/') {
+                return usage("exec-as: NAME must be non-empty and contain no '/'");
+            }
+            if tail.len() == 1 {
+                if parse_secs(&tail[0]).is_none() {
+                    return usage("exec-as: SECS must be a number");
+                }
+                let sleep = [OsString::from("sleep"), tail[0].clone()];
+                reexec(name, &sleep, tags)
+            } else {
+                reexec(name, tail, tags)
+            }
+        }
+        ("delay", [secs, tail @ ..]) if !tail.is_empty() => match parse_secs(secs) {
+            Some(d) => {
+                std::thread::sleep(d);
+                reexec(OsStr::new(SELF_NAME), tail, tags)
+            }
+            None => usage("delay: SECS must be a number"),
+        },
+        ("swapon", [dev, prio]) => swapon(dev, prio),
+        ("swapoff", [dev]) => swapoff(dev),
+        ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
+        ("help" | "-h" | "--help", _) => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => usage(&format!("bad command or arguments: {cmd}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let mut all: Vec<OsString> = std::env::args_os().collect();
+    if all.is_empty() {
+        return usage("missing argv[0]");
+    }
+    let argv0 = all.remove(0);
+    if let Some(base) = Path::new(&argv0).file_name() {
+        if base != OsStr::new(SELF_NAME) {
+            set_comm(base);
+        }
+    }
+    // Everything after `--` is a tag for cmdline matching, not an argument.
+    let tags = match all.iter().position(|a| a.as_bytes() == b"--") {
+        Some(pos) => all.split_off(pos),
+        None => Vec::new(),
+    };
+    run(&all, &tags)
+}
