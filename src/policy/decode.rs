@@ -7,7 +7,7 @@
 
 use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
-use super::knob::{CpuMax, Knob};
+use super::knob::{CpuMax, Knob, RESERVED_GROUP_NAMES};
 use super::model::*;
 use super::units::{CpuList, Frequency, Percent, Size};
 use super::yaml::{Key, Node, Pos, Value};
@@ -450,6 +450,14 @@ impl<'a> Decoder<'a> {
     fn group(&mut self, key: &Key, node: &Node, parent_path: &str) -> Option<Group> {
         if !valid_name(&key.name) {
             self.err(key.pos, name_problem("group", &key.name));
+        } else if RESERVED_GROUP_NAMES.contains(&key.name.as_str()) || key.name == "thermal" {
+            self.err(
+                key.pos,
+                format!(
+                    "group name `{}` is reserved: rules read `{}.…` as the {} family, not a group",
+                    key.name, key.name, key.name
+                ),
+            );
         }
         let f = self.fields(
             node,
@@ -1097,7 +1105,7 @@ impl<'a> Decoder<'a> {
                     match expr::parse_expr(&text) {
                         Ok(e) => {
                             for (g, span) in expr::referenced_groups(&e) {
-                                if g != "system" && !groups.contains(&g.as_str()) {
+                                if !groups.contains(&g.as_str()) {
                                     let h = hint(&g, groups.iter().copied());
                                     self.err(
                                         n.text_pos.shifted(span.start),
