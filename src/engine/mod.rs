@@ -3,3 +3,9 @@
 
 pub mod normalize;
 pub mod placement;
+
+pub mod claims;
+pub mod condition;
+pub mod knobs;
+pub mod rule_state;
+pub mod stall;

@@ -1,0 +1,466 @@
+//! Claims on knobs and THE merge (SPEC §3, "`while` actions are claims").
+//!
+//! A claim is a value an owner — an active rule's `while` action or an
+//! operator's `cgwarden boost` — wants a knob to hold. This module owns the
+//! live claims and the one place where competing claims on a knob are merged
+//! into a single winner; the merge policy of each knob comes from the single
+//! table in [`Knob::merge_policy`]:
+//!
+//! - [`MergePolicy::LargestWins`]: the claim granting the most resource wins
+//!   ([`KnobValue::cmp_resource`]).
+//! - [`MergePolicy::FirstWins`]: the first-ranked claim wins. Boosts rank
+//!   before every rule (an operator's explicit request), later boost handles
+//!   before earlier ones, then rules in policy order (lowest index first).
+//!
+//! Claims are kept per knob in rank order, so the merge is one pass with no
+//! allocation: for largest-wins knobs a claim replaces the current winner only
+//! when it is strictly larger. Hence equal values go to the first-ranked
+//! claim, and a value that cannot be compared with the current winner
+//! (different value types, which a validated policy never produces) never
+//! displaces it.
+//!
+//! Decisions where the SPEC is silent:
+//! - An owner holds at most one claim per knob: adding a claim replaces the
+//!   owner's previous claim on that knob; [`Claims::set_owner`] replaces an
+//!   owner's whole claim set (a rule re-claiming after a reload).
+//! - A claim expires at its deadline exactly (`deadline <= now`).
+//! - Two owners of equal rank (a rule index reused under another name) keep
+//!   insertion order.
+
+use super::rule_state::Time;
+use crate::policy::knob::{Knob, KnobValue, MergePolicy};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Who holds a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// An active rule's `while` action; `index` is the rule's position in
+    /// the policy.
+    Rule { index: usize, name: String },
+    /// A `cgwarden boost`; later boosts have larger handles.
+    Boost { handle: u64 },
+}
+
+impl Owner {
+    /// Rank for first-wins merging: `Less` means `self` wins over `other`.
+    pub fn rank_cmp(&self, other: &Owner) -> Ordering {
+        match (self, other) {
+            (Owner::Boost { handle: a }, Owner::Boost { handle: b }) => b.cmp(a),
+            (Owner::Boost { .. }, Owner::Rule { .. }) => Ordering::Less,
+            (Owner::Rule { .. }, Owner::Boost { .. }) => Ordering::Greater,
+            (Owner::Rule { index: a, .. }, Owner::Rule { index: b, .. }) => a.cmp(b),
+        }
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Owner::Rule { name, .. } => write!(f, "rule {name}"),
+            Owner::Boost { handle } => write!(f, "boost {handle}"),
+        }
+    }
+}
+
+/// One claim: `owner` wants `knob` to hold `value`, until `deadline` if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub owner: Owner,
+    pub knob: Knob,
+    pub value: KnobValue,
+    pub deadline: Option<Time>,
+}
+
+/// The live claims, per knob, each list in rank order.
+#[derive(Debug, Clone, Default)]
+pub struct Claims {
+    by_knob: BTreeMap<Knob, Vec<Claim>>,
+}
+
+impl Claims {
+    pub fn new() -> Self {
+        Claims::default()
+    }
+
+    /// Adds a claim, replacing the same owner's claim on the same knob.
+    /// Returns the replaced claim.
+    pub fn add(&mut self, claim: Claim) -> Option<Claim> {
+        let list = self.by_knob.entry(claim.knob.clone()).or_default();
+        let old = list
+            .iter()
+            .position(|c| c.owner == claim.owner)
+            .map(|i| list.remove(i));
+        // After every claim that ranks before or equal: stable order.
+        let at = list
+            .iter()
+            .position(|c| claim.owner.rank_cmp(&c.owner) == Ordering::Less)
+            .unwrap_or(list.len());
+        list.insert(at, claim);
+        old
+    }
+
+    /// Replaces `owner`'s whole claim set with `claims` (all with the same
+    /// `deadline`). Returns the claims that were removed.
+    pub fn set_owner(
+        &mut self,
+        owner: &Owner,
+        claims: impl IntoIterator<Item = (Knob, KnobValue)>,
+        deadline: Option<Time>,
+    ) -> Vec<Claim> {
+        let removed = self.release_owner(owner);
+        for (knob, value) in claims {
+            self.add(Claim {
+                owner: owner.clone(),
+                knob,
+                value,
+                deadline,
+            });
+        }
+        removed
+    }
+
+    /// Removes every claim of `owner`; returns them.
+    pub fn release_owner(&mut self, owner: &Owner) -> Vec<Claim> {
+        self.remove_where(|c| &c.owner == owner)
+    }
+
+    /// Removes the claims whose deadline is at or before `now`; returns them.
+    pub fn expire(&mut self, now: Time) -> Vec<Claim> {
+        self.remove_where(|c| c.deadline.is_some_and(|d| d <= now))
+    }
+
+    fn remove_where(&mut self, mut pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
+        let mut removed = Vec::new();
+        for list in self.by_knob.values_mut() {
+            let mut i = 0;
+            while i < list.len() {
+                if list.get(i).is_some_and(&mut pred) {
+                    removed.push(list.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        self.by_knob.retain(|_, list| !list.is_empty());
+        removed
+    }
+
+    /// The merged value of the live claims on `knob` and the winning owner;
+    /// `None` when no claim holds the knob.
+    pub fn effective(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
+        let list = self.by_knob.get(knob)?;
+        let mut iter = list.iter();
+        let mut best = iter.next()?;
+        if knob.merge_policy() == MergePolicy::LargestWins {
+            for c in iter {
+                if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
+                    best = c;
+                }
+            }
+        }
+        Some((&best.value, &best.owner))
+    }
+
+    /// Every live claim: knobs in order, each knob's claims in rank order.
+    pub fn live(&self) -> impl Iterator<Item = &Claim> {
+        self.by_knob.values().flatten()
+    }
+
+    /// The claims on one knob, in rank order.
+    pub fn on_knob(&self, knob: &Knob) -> &[Claim] {
+        self.by_knob.get(knob).map_or(&[], Vec::as_slice)
+    }
+
+    /// The knobs with at least one live claim.
+    pub fn knobs(&self) -> impl Iterator<Item = &Knob> {
+        self.by_knob.keys()
+    }
+
+    /// The earliest deadline of any live claim, so the daemon can wake then.
+    pub fn next_expiry(&self) -> Option<Time> {
+        self.live().filter_map(|c| c.deadline).min()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_knob.is_empty()
+    }
+
+    /// The number of live claims.
+    pub fn len(&self) -> usize {
+        self.by_knob.values().map(Vec::len).sum()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::policy::units::{Frequency, Size};
+    use proptest::prelude::*;
+    use std::time::Duration;
+
+    pub(crate) fn knob(text: &str) -> Knob {
+        Knob::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    pub(crate) fn rule(index: usize) -> Owner {
+        Owner::Rule {
+            index,
+            name: format!("r{index}"),
+        }
+    }
+
+    pub(crate) fn boost(handle: u64) -> Owner {
+        Owner::Boost { handle }
+    }
+
+    fn claim(owner: Owner, k: &str, value: KnobValue) -> Claim {
+        Claim {
+            owner,
+            knob: knob(k),
+            value,
+            deadline: None,
+        }
+    }
+
+    fn mhz(m: u64) -> KnobValue {
+        KnobValue::Frequency(Frequency { khz: m * 1000 })
+    }
+
+    fn gov(g: &str) -> KnobValue {
+        KnobValue::Word(g.into())
+    }
+
+    #[test]
+    fn empty_has_no_effective_value() {
+        let c = Claims::new();
+        assert_eq!(c.effective(&knob("cpufreq.policy0.min")), None);
+        assert!(c.is_empty());
+        assert_eq!(c.next_expiry(), None);
+    }
+
+    #[test]
+    fn largest_wins_regardless_of_rank() {
+        let mut c = Claims::new();
+        let k = knob("cpufreq.policy4.min");
+        c.add(claim(rule(0), "cpufreq.policy4.min", mhz(1200)));
+        c.add(claim(rule(3), "cpufreq.policy4.min", mhz(1800)));
+        c.add(claim(boost(9), "cpufreq.policy4.min", mhz(1500)));
+        assert_eq!(c.effective(&k), Some((&mhz(1800), &rule(3))));
+    }
+
+    #[test]
+    fn largest_wins_max_beats_bytes() {
+        let mut c = Claims::new();
+        let k = knob("g.memory.high");
+        c.add(claim(
+            rule(0),
+            "g.memory.high",
+            KnobValue::Size(Size::Bytes(1 << 30)),
+        ));
+        c.add(claim(rule(1), "g.memory.high", KnobValue::Size(Size::Max)));
+        assert_eq!(c.effective(&k).map(|e| e.1), Some(&rule(1)));
+    }
+
+    #[test]
+    fn largest_wins_tie_goes_to_first_ranked() {
+        let mut c = Claims::new();
+        let k = knob("g.cpu.weight");
+        c.add(claim(rule(2), "g.cpu.weight", KnobValue::Weight(500)));
+        c.add(claim(rule(1), "g.cpu.weight", KnobValue::Weight(500)));
+        c.add(claim(boost(1), "g.cpu.weight", KnobValue::Weight(100)));
+        assert_eq!(c.effective(&k), Some((&KnobValue::Weight(500), &rule(1))));
+        c.add(claim(boost(2), "g.cpu.weight", KnobValue::Weight(500)));
+        assert_eq!(c.effective(&k), Some((&KnobValue::Weight(500), &boost(2))));
+    }
+
+    #[test]
+    fn incomparable_values_keep_the_first_ranked() {
+        let mut c = Claims::new();
+        let k = knob("g.cpu.weight");
+        c.add(claim(rule(1), "g.cpu.weight", KnobValue::Weight(10)));
+        c.add(claim(rule(0), "g.cpu.weight", KnobValue::Int(99)));
+        assert_eq!(c.effective(&k), Some((&KnobValue::Int(99), &rule(0))));
+    }
+
+    #[test]
+    fn first_wins_boost_before_rules_latest_boost_first() {
+        let mut c = Claims::new();
+        let k = knob("cpufreq.policy7.governor");
+        c.add(claim(rule(2), "cpufreq.policy7.governor", gov("powersave")));
+        c.add(claim(rule(1), "cpufreq.policy7.governor", gov("schedutil")));
+        assert_eq!(c.effective(&k), Some((&gov("schedutil"), &rule(1))));
+        c.add(claim(
+            boost(3),
+            "cpufreq.policy7.governor",
+            gov("performance"),
+        ));
+        c.add(claim(boost(4), "cpufreq.policy7.governor", gov("ondemand")));
+        assert_eq!(c.effective(&k), Some((&gov("ondemand"), &boost(4))));
+        c.release_owner(&boost(4));
+        assert_eq!(c.effective(&k), Some((&gov("performance"), &boost(3))));
+        c.release_owner(&boost(3));
+        c.release_owner(&rule(1));
+        assert_eq!(c.effective(&k), Some((&gov("powersave"), &rule(2))));
+        c.release_owner(&rule(2));
+        assert_eq!(c.effective(&k), None);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn sysctl_first_listed_rule_wins_even_if_smaller() {
+        let mut c = Claims::new();
+        let k = knob("sysctl.kernel.sched_rt_runtime_us");
+        c.add(claim(
+            rule(5),
+            "sysctl.kernel.sched_rt_runtime_us",
+            KnobValue::Int(950000),
+        ));
+        c.add(claim(
+            rule(2),
+            "sysctl.kernel.sched_rt_runtime_us",
+            KnobValue::Int(-1),
+        ));
+        assert_eq!(c.effective(&k), Some((&KnobValue::Int(-1), &rule(2))));
+    }
+
+    #[test]
+    fn add_replaces_same_owner_same_knob() {
+        let mut c = Claims::new();
+        let k = knob("g.cpu.weight");
+        assert_eq!(
+            c.add(claim(rule(0), "g.cpu.weight", KnobValue::Weight(900))),
+            None
+        );
+        let old = c.add(claim(rule(0), "g.cpu.weight", KnobValue::Weight(100)));
+        assert_eq!(old.map(|o| o.value), Some(KnobValue::Weight(900)));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.effective(&k).map(|e| e.0), Some(&KnobValue::Weight(100)));
+    }
+
+    #[test]
+    fn set_owner_replaces_whole_set() {
+        let mut c = Claims::new();
+        c.add(claim(rule(0), "a.cpu.weight", KnobValue::Weight(1)));
+        c.add(claim(rule(0), "b.cpu.weight", KnobValue::Weight(2)));
+        c.add(claim(rule(1), "b.cpu.weight", KnobValue::Weight(3)));
+        let removed = c.set_owner(
+            &rule(0),
+            [(knob("c.cpu.weight"), KnobValue::Weight(4))],
+            None,
+        );
+        assert_eq!(removed.len(), 2);
+        assert_eq!(c.effective(&knob("a.cpu.weight")), None);
+        assert_eq!(
+            c.effective(&knob("b.cpu.weight")).map(|e| e.1),
+            Some(&rule(1))
+        );
+        assert_eq!(
+            c.effective(&knob("c.cpu.weight")).map(|e| e.1),
+            Some(&rule(0))
+        );
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.knobs().count(), 2);
+    }
+
+    #[test]
+    fn expire_at_deadline_exactly() {
+        let mut c = Claims::new();
+        let k = knob("cpufreq.policy4.min");
+        c.add(Claim {
+            deadline: Some(Duration::from_secs(10)),
+            ..claim(boost(1), "cpufreq.policy4.min", mhz(1800))
+        });
+        c.add(Claim {
+            deadline: Some(Duration::from_secs(20)),
+            ..claim(boost(2), "cpufreq.policy4.min", mhz(1500))
+        });
+        c.add(claim(rule(0), "cpufreq.policy4.min", mhz(1000)));
+        assert_eq!(c.next_expiry(), Some(Duration::from_secs(10)));
+        assert!(c.expire(Duration::from_millis(9_999)).is_empty());
+        let gone = c.expire(Duration::from_secs(10));
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].owner, boost(1));
+        assert_eq!(c.effective(&k), Some((&mhz(1500), &boost(2))));
+        assert_eq!(c.next_expiry(), Some(Duration::from_secs(20)));
+        c.expire(Duration::MAX);
+        assert_eq!(c.effective(&k), Some((&mhz(1000), &rule(0))));
+        assert_eq!(c.next_expiry(), None);
+    }
+
+    #[test]
+    fn live_lists_in_rank_order() {
+        let mut c = Claims::new();
+        c.add(claim(rule(3), "g.cpu.weight", KnobValue::Weight(1)));
+        c.add(claim(rule(1), "g.cpu.weight", KnobValue::Weight(1)));
+        c.add(claim(boost(1), "g.cpu.weight", KnobValue::Weight(1)));
+        c.add(claim(boost(7), "g.cpu.weight", KnobValue::Weight(1)));
+        let owners: Vec<_> = c.live().map(|c| c.owner.clone()).collect();
+        assert_eq!(owners, vec![boost(7), boost(1), rule(1), rule(3)]);
+        assert_eq!(c.on_knob(&knob("g.cpu.weight")).len(), 4);
+        assert!(c.on_knob(&knob("h.cpu.weight")).is_empty());
+    }
+
+    #[test]
+    fn owner_display() {
+        assert_eq!(rule(2).to_string(), "rule r2");
+        assert_eq!(boost(5).to_string(), "boost 5");
+    }
+
+    /// The merge written out from the SPEC's words, independently of the
+    /// implementation: order the claims by rank, then for largest-wins take
+    /// the first claim no other claim is strictly larger than... in rank
+    /// order, replacing only on strictly larger.
+    pub(crate) fn reference_merge(knob: &Knob, claims: &[Claim]) -> Option<(KnobValue, Owner)> {
+        let mut mine: Vec<&Claim> = claims.iter().filter(|c| &c.knob == knob).collect();
+        mine.sort_by(|a, b| a.owner.rank_cmp(&b.owner));
+        let first = mine.first()?;
+        let winner = match knob.merge_policy() {
+            MergePolicy::FirstWins => *first,
+            MergePolicy::LargestWins => mine.iter().fold(*first, |best, c| {
+                if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
+                    c
+                } else {
+                    best
+                }
+            }),
+        };
+        Some((winner.value.clone(), winner.owner.clone()))
+    }
+
+    proptest! {
+        #[test]
+        fn merge_matches_reference(
+            ops in proptest::collection::vec(
+                (0usize..4, any::<bool>(), 0u64..6, 0usize..3, 0u64..4), 0..40)
+        ) {
+            let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness")];
+            let mut c = Claims::new();
+            let mut model: Vec<Claim> = Vec::new();
+            for (who, is_boost, v, k, op) in ops {
+                let owner = if is_boost { boost(who as u64) } else { rule(who) };
+                let knob = knobs[k].clone();
+                let value = match k {
+                    0 => KnobValue::Weight(v + 1),
+                    1 => gov(&format!("g{v}")),
+                    _ => KnobValue::Int(v as i64),
+                };
+                if op == 0 {
+                    c.release_owner(&owner);
+                    model.retain(|m| m.owner != owner);
+                } else {
+                    let cl = Claim { owner: owner.clone(), knob: knob.clone(), value, deadline: None };
+                    c.add(cl.clone());
+                    model.retain(|m| !(m.owner == owner && m.knob == knob));
+                    model.push(cl);
+                }
+                for k in &knobs {
+                    let got = c.effective(k).map(|(v, o)| (v.clone(), o.clone()));
+                    prop_assert_eq!(got, reference_merge(k, &model));
+                }
+                prop_assert_eq!(c.len(), model.len());
+            }
+        }
+    }
+}

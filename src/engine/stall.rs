@@ -1,0 +1,477 @@
+//! Stall time within a window, from the PSI `total=` counter (SPEC §3:
+//! "`G.memory.some > 150ms/1s` — stall time within the window exceeds the
+//! amount ... Defined on the PSI `total=` counter, so polling and kernel
+//! triggers agree").
+//!
+//! This module owns the history of `(time, total_us)` samples per PSI line
+//! ([`StallSeries`], and [`StallHistory`] keyed by target/resource/line) and
+//! the answer to "how much stall time accumulated in the last `window`".
+//! With a real kernel the daemon also registers a PSI trigger and wakes on
+//! it; the series is what polling (and `--root` fake trees) evaluates.
+//!
+//! Decisions where the SPEC is silent:
+//! - The window ends at the newest sample at or before `now` (what happened
+//!   after it is not known yet). Its start usually falls between two
+//!   samples: the counter there is interpolated linearly, i.e. stall is
+//!   assumed uniform between two samples — as the kernel's own trigger
+//!   windows do. With samples exactly `window` apart this is exact; with
+//!   jittery ticks it neither double-counts the previous tick's stall nor
+//!   misses the window; with samples sparser than the window it is the
+//!   stall rate over the sampling interval, scaled to the window.
+//! - History shorter than the window (daemon just started, or the counter
+//!   was reset): the stall since the oldest sample, not scaled up. That is
+//!   a lower bound of the stall in the window, so a `>` condition never
+//!   fires on a guess. Fewer than two samples, or a newest sample older than
+//!   the window (sampling stopped): `None`, the metric is unavailable.
+//! - A `total` lower than the previous sample means the counter restarted
+//!   (group deleted and recreated): the series restarts from that sample.
+//! - A sample with a time before the newest one is ignored (the clock is
+//!   monotonic, so that is a caller bug); one at the same time replaces it.
+//! - Memory is bounded: samples older than the longest window in use (plus
+//!   the one sample before that, for interpolation) are dropped, and a
+//!   series never holds more than [`MAX_SAMPLES`] samples (the oldest go
+//!   first, shortening the history, if a caller samples absurdly often).
+
+use super::rule_state::Time;
+use crate::policy::expr::{Resource, Stall, Target};
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+/// Most samples one series keeps.
+pub const MAX_SAMPLES: usize = 1024;
+
+/// The kernel's largest PSI trigger window; the default retention.
+pub const MAX_WINDOW: Duration = Duration::from_secs(10);
+
+/// What [`StallSeries::record`] did with a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    Appended,
+    /// The sample had the newest sample's time and replaced it.
+    Replaced,
+    /// The counter went down: the series restarted from this sample.
+    Reset,
+    /// The sample was older than the newest one and was dropped.
+    Ignored,
+}
+
+/// The `(time, total_us)` history of one PSI line.
+#[derive(Debug, Clone)]
+pub struct StallSeries {
+    samples: VecDeque<(Time, u64)>,
+    keep: Duration,
+}
+
+impl Default for StallSeries {
+    fn default() -> Self {
+        StallSeries::new(MAX_WINDOW)
+    }
+}
+
+impl StallSeries {
+    /// A series that keeps `keep` of history (the longest window in use).
+    pub fn new(keep: Duration) -> Self {
+        StallSeries {
+            samples: VecDeque::new(),
+            keep,
+        }
+    }
+
+    /// Changes the retention (after a reload changed the windows in use).
+    pub fn set_keep(&mut self, keep: Duration) {
+        self.keep = keep;
+        self.prune();
+    }
+
+    pub fn keep(&self) -> Duration {
+        self.keep
+    }
+
+    /// Adds the counter value read at `now`.
+    pub fn record(&mut self, now: Time, total_us: u64) -> Recorded {
+        let result = match self.samples.back_mut() {
+            None => {
+                self.samples.push_back((now, total_us));
+                Recorded::Appended
+            }
+            Some((_, last_total)) if total_us < *last_total => {
+                self.samples.clear();
+                self.samples.push_back((now, total_us));
+                Recorded::Reset
+            }
+            Some((last_time, _)) if now < *last_time => Recorded::Ignored,
+            Some((last_time, last_total)) if now == *last_time => {
+                *last_total = total_us;
+                Recorded::Replaced
+            }
+            Some(_) => {
+                self.samples.push_back((now, total_us));
+                Recorded::Appended
+            }
+        };
+        self.prune();
+        result
+    }
+
+    fn prune(&mut self) {
+        let Some(&(newest, _)) = self.samples.back() else {
+            return;
+        };
+        let horizon = newest.checked_sub(self.keep).unwrap_or(Duration::ZERO);
+        // Keep the newest sample at or before the horizon: it anchors the
+        // interpolation of the longest window.
+        while self.samples.get(1).is_some_and(|&(t, _)| t <= horizon) {
+            self.samples.pop_front();
+        }
+        while self.samples.len() > MAX_SAMPLES {
+            self.samples.pop_front();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The newest sample.
+    pub fn latest(&self) -> Option<(Time, u64)> {
+        self.samples.back().copied()
+    }
+
+    /// Stall time accumulated in the `window` ending at the newest sample
+    /// at or before `now` (see the module docs for the exact rules).
+    pub fn stall_in_window(&self, now: Time, window: Duration) -> Option<Duration> {
+        // Newest sample at or before `now`.
+        let end_idx = self.samples.iter().rposition(|&(t, _)| t <= now)?;
+        let (end_time, end_total) = *self.samples.get(end_idx)?;
+        if end_idx == 0 {
+            return None;
+        }
+        if now.checked_sub(end_time).is_none_or(|age| age > window) {
+            return None;
+        }
+        let start = end_time.checked_sub(window);
+        // Newest sample at or before the window start, if the history reaches.
+        let before = start.and_then(|start| {
+            self.samples
+                .iter()
+                .take(end_idx)
+                .rposition(|&(t, _)| t <= start)
+                .map(|i| (i, start))
+        });
+        let start_total: u128 = match before {
+            None => {
+                // History shorter than the window: a lower bound.
+                u128::from(self.samples.front()?.1)
+            }
+            Some((i, start)) => {
+                let (t0, v0) = *self.samples.get(i)?;
+                let (t1, v1) = *self.samples.get(i + 1)?;
+                interpolate(t0, v0, t1, v1, start)
+            }
+        };
+        let stall_us = u128::from(end_total).checked_sub(start_total)?;
+        let stall_us = u64::try_from(stall_us).ok()?;
+        Some(Duration::from_micros(stall_us))
+    }
+}
+
+/// The counter at `at` (t0 <= at < t1), assuming a uniform rate between the
+/// two samples; rounded down so the stall is never overstated by rounding.
+fn interpolate(t0: Time, v0: u64, t1: Time, v1: u64, at: Time) -> u128 {
+    let span = t1.saturating_sub(t0).as_nanos();
+    let into = at.saturating_sub(t0).as_nanos().min(span);
+    let growth = u128::from(v1.saturating_sub(v0));
+    if span == 0 {
+        return u128::from(v1);
+    }
+    // growth < 2^64 and into < 2^64 × 10^9 < 2^94: the product fits in u128.
+    let part = growth.saturating_mul(into) / span;
+    // Rounding `part` down would overstate the stall after it by up to 1µs;
+    // round up instead, capped at the later sample.
+    let exact = growth.saturating_mul(into) % span != 0;
+    (u128::from(v0) + part + u128::from(exact)).min(u128::from(v1))
+}
+
+/// A PSI line: whose, which resource, `some` or `full`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StallKey {
+    pub target: Target,
+    pub resource: Resource,
+    pub stall: Stall,
+}
+
+/// The stall series of every PSI line the rules use.
+#[derive(Debug, Clone, Default)]
+pub struct StallHistory {
+    series: HashMap<StallKey, StallSeries>,
+}
+
+impl StallHistory {
+    pub fn new() -> Self {
+        StallHistory::default()
+    }
+
+    /// Sets the lines to keep and the longest window of each (from
+    /// [`super::condition::Needs::psi_stall`]); drops the others.
+    pub fn configure<'a>(&mut self, needs: impl IntoIterator<Item = (&'a StallKey, &'a Duration)>) {
+        let mut keep: HashMap<StallKey, Duration> = HashMap::new();
+        for (k, w) in needs {
+            let e = keep.entry(k.clone()).or_default();
+            *e = (*e).max(*w);
+        }
+        self.series.retain(|k, _| keep.contains_key(k));
+        for (k, w) in keep {
+            self.series
+                .entry(k)
+                .and_modify(|s| s.set_keep(w))
+                .or_insert_with(|| StallSeries::new(w));
+        }
+    }
+
+    /// Records a sample of a line; a line not configured is added with the
+    /// default retention.
+    pub fn record(&mut self, key: &StallKey, now: Time, total_us: u64) -> Recorded {
+        match self.series.get_mut(key) {
+            Some(s) => s.record(now, total_us),
+            None => {
+                let mut s = StallSeries::default();
+                let r = s.record(now, total_us);
+                self.series.insert(key.clone(), s);
+                r
+            }
+        }
+    }
+
+    /// [`StallSeries::stall_in_window`] of a line; `None` if never sampled.
+    pub fn stall_in_window(&self, key: &StallKey, now: Time, window: Duration) -> Option<Duration> {
+        self.series.get(key)?.stall_in_window(now, window)
+    }
+
+    pub fn series(&self, key: &StallKey) -> Option<&StallSeries> {
+        self.series.get(key)
+    }
+
+    /// Forgets a line's history (its group was removed).
+    pub fn forget(&mut self, key: &StallKey) {
+        self.series.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(m: u64) -> Duration {
+        Duration::from_millis(m)
+    }
+
+    fn s(x: u64) -> Duration {
+        Duration::from_secs(x)
+    }
+
+    /// Samples every `step_ms` with `stall_ms` of stall each interval.
+    fn steady(series: &mut StallSeries, from_ms: u64, n: u64, step_ms: u64, stall_ms: u64) {
+        for i in 0..n {
+            series.record(ms(from_ms + i * step_ms), i * stall_ms * 1000);
+        }
+    }
+
+    #[test]
+    fn empty_and_single_sample_are_unavailable() {
+        let mut ser = StallSeries::new(s(10));
+        assert_eq!(ser.stall_in_window(s(1), s(1)), None);
+        ser.record(s(1), 500);
+        assert_eq!(ser.stall_in_window(s(1), s(1)), None);
+        assert_eq!(ser.stall_in_window(s(5), s(1)), None);
+    }
+
+    #[test]
+    fn aligned_samples_are_exact() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(10), 1_000_000);
+        ser.record(s(11), 1_200_000);
+        assert_eq!(ser.stall_in_window(s(11), s(1)), Some(ms(200)));
+        ser.record(s(12), 1_250_000);
+        assert_eq!(ser.stall_in_window(s(12), s(1)), Some(ms(50)));
+        assert_eq!(ser.stall_in_window(s(12), s(2)), Some(ms(250)));
+    }
+
+    #[test]
+    fn short_history_is_a_lower_bound() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(10), 0);
+        ser.record(ms(10_500), 300_000);
+        // Window 1s, history 0.5s: the 300ms seen, not scaled.
+        assert_eq!(ser.stall_in_window(ms(10_500), s(1)), Some(ms(300)));
+    }
+
+    #[test]
+    fn jittered_ticks_do_not_double_count() {
+        let mut ser = StallSeries::new(s(10));
+        // 400ms stall in the first second, none in the second.
+        ser.record(ms(9_000), 0);
+        ser.record(ms(10_000), 400_000);
+        // The next tick comes 2ms early.
+        ser.record(ms(10_998), 400_000);
+        let got = ser.stall_in_window(ms(10_998), s(1)).expect("some");
+        // Only the 2ms of the first second that fall in the window count.
+        assert!(got <= ms(1), "{got:?}");
+        // A late tick: the window starts 3ms into the quiet second.
+        let mut ser = StallSeries::new(s(10));
+        ser.record(ms(9_000), 0);
+        ser.record(ms(10_000), 0);
+        ser.record(ms(11_003), 150_000);
+        let got = ser.stall_in_window(ms(11_003), s(1)).expect("some");
+        assert!(got >= ms(149) && got <= ms(150), "{got:?}");
+    }
+
+    #[test]
+    fn window_shorter_than_sampling_scales_the_rate() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(1), 0);
+        ser.record(s(2), 400_000);
+        assert_eq!(ser.stall_in_window(s(2), ms(500)), Some(ms(200)));
+    }
+
+    #[test]
+    fn window_ends_at_newest_sample_not_after() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(1), 0);
+        ser.record(s(2), 100_000);
+        ser.record(s(3), 300_000);
+        // Evaluated between samples: the window ends at the sample at 2s.
+        assert_eq!(ser.stall_in_window(ms(2_500), s(1)), Some(ms(100)));
+        // Samples in the future of `now` are not used.
+        assert_eq!(ser.stall_in_window(ms(1_500), s(1)), None);
+        // Stale: the newest sample is older than a window.
+        assert_eq!(ser.stall_in_window(s(5), s(1)), None);
+        assert_eq!(ser.stall_in_window(s(4), s(1)), Some(ms(200)));
+    }
+
+    #[test]
+    fn counter_reset_restarts_series() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(1), 5_000_000);
+        ser.record(s(2), 5_100_000);
+        assert_eq!(ser.record(s(3), 1_000), Recorded::Reset);
+        assert_eq!(ser.len(), 1);
+        assert_eq!(ser.stall_in_window(s(3), s(1)), None);
+        ser.record(s(4), 201_000);
+        assert_eq!(ser.stall_in_window(s(4), s(1)), Some(ms(200)));
+    }
+
+    #[test]
+    fn out_of_order_and_same_time_samples() {
+        let mut ser = StallSeries::new(s(10));
+        assert_eq!(ser.record(s(2), 100), Recorded::Appended);
+        assert_eq!(ser.record(s(1), 200), Recorded::Ignored);
+        assert_eq!(ser.record(s(2), 300), Recorded::Replaced);
+        assert_eq!(ser.latest(), Some((s(2), 300)));
+        assert_eq!(ser.len(), 1);
+    }
+
+    #[test]
+    fn retention_is_bounded_by_keep() {
+        let mut ser = StallSeries::new(s(2));
+        steady(&mut ser, 0, 100, 100, 10);
+        // 2s of 100ms samples, plus the anchor before.
+        assert!(ser.len() <= 22, "{}", ser.len());
+        assert_eq!(ser.stall_in_window(ms(9_900), s(2)), Some(ms(200)));
+        ser.set_keep(ms(500));
+        assert!(ser.len() <= 7, "{}", ser.len());
+        assert_eq!(ser.keep(), ms(500));
+    }
+
+    #[test]
+    fn retention_is_bounded_by_count() {
+        let mut ser = StallSeries::new(s(10));
+        steady(&mut ser, 0, 5000, 1, 0);
+        assert_eq!(ser.len(), MAX_SAMPLES);
+    }
+
+    #[test]
+    fn huge_values_do_not_overflow() {
+        let mut ser = StallSeries::new(Duration::MAX);
+        ser.record(Duration::ZERO, 0);
+        ser.record(Duration::MAX, u64::MAX);
+        assert!(ser.stall_in_window(Duration::MAX, Duration::MAX).is_some());
+        assert!(ser.stall_in_window(Duration::MAX, s(1)).is_some());
+    }
+
+    #[test]
+    fn history_by_key() {
+        let key = StallKey {
+            target: Target::Group("g".into()),
+            resource: Resource::Memory,
+            stall: Stall::Some,
+        };
+        let other = StallKey {
+            target: Target::System,
+            ..key.clone()
+        };
+        let mut h = StallHistory::new();
+        h.configure([(&key, &s(1)), (&key, &s(3))]);
+        assert_eq!(h.series(&key).map(StallSeries::keep), Some(s(3)));
+        h.record(&key, s(1), 0);
+        h.record(&key, s(2), 100_000);
+        assert_eq!(h.stall_in_window(&key, s(2), s(1)), Some(ms(100)));
+        assert_eq!(h.stall_in_window(&other, s(2), s(1)), None);
+        h.record(&other, s(1), 0);
+        assert!(h.series(&other).is_some());
+        h.configure([(&key, &s(1))]);
+        assert!(h.series(&other).is_none());
+        h.forget(&key);
+        assert!(h.series(&key).is_none());
+    }
+
+    proptest! {
+        /// The stall in a window is never more than the counter grew over
+        /// the samples spanning it, never more than the window itself when
+        /// the counter grows at most in real time, and never negative.
+        #[test]
+        fn bounded_by_growth_and_window(
+            steps in proptest::collection::vec((1u64..2000, 0u64..2000), 1..60),
+            window_ms in 500u64..10_000,
+            probe_ms in 0u64..3000,
+        ) {
+            let mut ser = StallSeries::new(ms(window_ms));
+            let (mut t, mut total) = (0u64, 0u64);
+            let mut all = vec![(0u64, 0u64)];
+            ser.record(ms(0), 0);
+            for (dt, stall_frac) in steps {
+                t += dt;
+                // Stall grows at most as fast as time (one line, one clock).
+                total += dt * 1000 * stall_frac / 2000;
+                ser.record(ms(t), total);
+                all.push((t, total));
+            }
+            let now = t + probe_ms;
+            if let Some(got) = ser.stall_in_window(ms(now), ms(window_ms)) {
+                prop_assert!(got <= ms(window_ms) + Duration::from_micros(1), "{got:?}");
+                // Never more than the growth since the last sample at or
+                // before the window start.
+                let end = all.iter().rev().find(|&&(ti, _)| ti <= now).copied().unwrap_or((0, 0));
+                let start = end.0.saturating_sub(window_ms);
+                let base = all.iter().rev().find(|&&(ti, _)| ti <= start).copied().unwrap_or(all[0]);
+                prop_assert!(got <= Duration::from_micros(end.1 - base.1));
+            }
+            prop_assert!(ser.len() <= MAX_SAMPLES);
+        }
+
+        #[test]
+        fn never_panics(samples in proptest::collection::vec((any::<u64>(), any::<u64>()), 0..30),
+                        now in any::<u64>(), window in any::<u64>()) {
+            let mut ser = StallSeries::new(Duration::from_nanos(window));
+            for (t, v) in samples {
+                ser.record(Duration::from_nanos(t), v);
+            }
+            let _ = ser.stall_in_window(Duration::from_nanos(now), Duration::from_nanos(window));
+            let _ = ser.stall_in_window(Duration::MAX, Duration::MAX);
+        }
+    }
+}
