@@ -32,7 +32,11 @@ fn build(dir: &str) -> std::io::Result<()> {
     t.add_process(&FakeProcess::new(412, "motion_control"))?;
     t.add_process(&FakeProcess {
         exe: Some("/opt/npu/bin/infer-server".into()),
-        cmdline: vec!["/opt/npu/bin/infer-server".into(), "--model".into(), "yolov8n".into()],
+        cmdline: vec![
+            "/opt/npu/bin/infer-server".into(),
+            "--model".into(),
+            "yolov8n".into(),
+        ],
         ..FakeProcess::new(530, "infer-server")
     })?;
     t.add_process(&FakeProcess {
