@@ -58,6 +58,19 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// The supervisor daemon: converge, then watch pressure and apply the rules.
+    Run {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+        /// Run every watcher and rule, log each write it would make, make none.
+        #[arg(long)]
+        dry_run: bool,
+        /// Override settings.tick (e.g. 100ms), for tests and benchmarks.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        tick: Option<std::time::Duration>,
+    },
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
@@ -87,17 +100,41 @@ fn main() -> ExitCode {
     }
 }
 
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    policy::decode::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Human-readable logs on a terminal; under systemd (JOURNAL_STREAM set)
+/// structured journald records; plain lines otherwise. CGWARDEN_LOG=debug
+/// raises the level.
 fn init_logging() {
-    let targets = tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO);
+    use std::io::IsTerminal;
     use tracing_subscriber::prelude::*;
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_target(false),
-        )
-        .with(targets)
-        .try_init();
+    let level = match std::env::var("CGWARDEN_LOG").as_deref() {
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("trace") => tracing::Level::TRACE,
+        Ok("warn") => tracing::Level::WARN,
+        _ => tracing::Level::INFO,
+    };
+    let targets = tracing_subscriber::filter::Targets::new().with_default(level);
+    let journald =
+        if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
+            tracing_journald::layer().ok()
+        } else {
+            None
+        };
+    let registry = tracing_subscriber::registry().with(targets);
+    let _ = match journald {
+        Some(j) => registry.with(j).try_init(),
+        None => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_target(false)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            )
+            .try_init(),
+    };
 }
 
 fn load(path: &Path) -> Result<policy::Policy, u8> {
@@ -160,6 +197,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             println!("{} changes", done.changes);
             Ok(if done.failures.is_empty() { 0 } else { 1 })
+        }
+        Command::Run { .. } => {
+            eprintln!("cgwarden: run: not built yet");
+            Ok(2)
         }
         Command::Reset { policy, root } => {
             // reset must work even when the policy has since become invalid or

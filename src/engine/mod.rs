@@ -9,3 +9,4 @@ pub mod condition;
 pub mod knobs;
 pub mod rule_state;
 pub mod stall;
+pub mod supervisor;

@@ -1,0 +1,713 @@
+//! One evaluation step of all rules (SPEC §3 "Semantics"), as a pure
+//! function of time and a metrics snapshot: conditions are evaluated, rule
+//! states advance, `then` actions change baselines, `while` actions become
+//! claims, and the result is a list of effects — knob writes with their
+//! cause, hooks to run, `compact memory` requests — for the daemon to carry
+//! out. The daemon owns all I/O; everything here is deterministic, so it is
+//! tested on a simulated clock.
+
+use super::claims::Owner;
+use super::condition::{Evaluator, Metrics, Subject};
+use super::knobs::{Cause, KnobTable, Write};
+use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
+use crate::policy::expr::Action;
+use crate::policy::knob::{CpufreqAttr, GroupKnob, Knob, KnobValue, ZramAttr};
+use crate::policy::model::{PidsMax, Policy};
+use crate::policy::units::{Percent, Size};
+use std::collections::HashSet;
+
+/// Whether a hook runs because its rule fired or cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    Fired,
+    Cleared,
+}
+
+impl HookEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::Fired => "fired",
+            HookEvent::Cleared => "cleared",
+        }
+    }
+}
+
+/// Something the daemon must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Write a knob; `old` is the value cgwarden last wrote, if any.
+    Write(Write),
+    /// Run hook `hook` for `rule`.
+    Hook {
+        hook: String,
+        rule: String,
+        event: HookEvent,
+        metric: String,
+        value: String,
+        threshold: String,
+        group: String,
+    },
+    /// Write 1 to /proc/sys/vm/compact_memory.
+    CompactMemory { rule: String },
+    /// A rule changed phase (for the log and status).
+    Phase { rule: String, phase: Phase },
+    /// A `then` action could not be carried out (no value to step from…).
+    ActionFailed {
+        rule: String,
+        action: String,
+        reason: String,
+    },
+    /// A metric a rule reads is unavailable; reported once per rule and
+    /// metric until it becomes available again.
+    Unavailable {
+        rule: String,
+        metric: String,
+        reason: String,
+    },
+}
+
+/// What the rule last fired with, for the `cleared` hooks.
+#[derive(Debug, Clone, Default)]
+struct FiredWith {
+    metric: String,
+    value: String,
+    threshold: String,
+    group: String,
+}
+
+#[derive(Debug)]
+struct RuleRuntime {
+    state: RuleState,
+    timing: Timing,
+    fired: FiredWith,
+}
+
+/// The daemon's rule engine: rule states, the knob table and the evaluator.
+#[derive(Debug)]
+pub struct Supervisor {
+    rules: Vec<RuleRuntime>,
+    evaluator: Evaluator,
+    table: KnobTable,
+    /// (rule, metric) pairs already reported unavailable.
+    reported: HashSet<(String, String)>,
+}
+
+/// The knobs a policy sets as baseline, in the closed knob set's terms.
+pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
+    let mut out = Vec::new();
+    for g in p.all_groups() {
+        let mut put = |knob: GroupKnob, v: KnobValue| {
+            out.push((
+                Knob::Group {
+                    group: g.name.clone(),
+                    knob,
+                },
+                v,
+            ))
+        };
+        if let Some(c) = &g.cpuset.cpus {
+            put(GroupKnob::CpusetCpus, KnobValue::CpuList(c.clone()));
+        }
+        if let Some(w) = g.cpu.weight {
+            put(GroupKnob::CpuWeight, KnobValue::Weight(w));
+        }
+        if let Some(m) = &g.cpu.max {
+            put(GroupKnob::CpuMax, KnobValue::CpuMax(m.clone()));
+        }
+        let pct = |p: &Percent| KnobValue::Percent(p.clone());
+        if let Some(v) = &g.uclamp.min {
+            put(GroupKnob::UclampMin, pct(v));
+        }
+        if let Some(v) = &g.uclamp.max {
+            put(GroupKnob::UclampMax, pct(v));
+        }
+        let m = &g.memory;
+        let sizes: [(GroupKnob, &Option<Size>); 5] = [
+            (GroupKnob::MemoryMin, &m.min),
+            (GroupKnob::MemoryLow, &m.low),
+            (GroupKnob::MemoryHigh, &m.high),
+            (GroupKnob::MemoryMax, &m.max),
+            (GroupKnob::MemorySwapMax, &m.swap_max),
+        ];
+        for (k, v) in sizes {
+            if let Some(s) = v {
+                put(k, KnobValue::Size(*s));
+            }
+        }
+        if let Some(w) = g.io.weight {
+            put(GroupKnob::IoWeight, KnobValue::Weight(w));
+        }
+        if let Some(pm) = g.pids.max {
+            let v = match pm {
+                PidsMax::Count(n) => Some(n),
+                PidsMax::Max => None,
+            };
+            put(GroupKnob::PidsMax, KnobValue::Count(v));
+        }
+    }
+    for c in &p.system.cpufreq {
+        let k = |attr| Knob::Cpufreq {
+            policy: c.policy.clone(),
+            attr,
+        };
+        if let Some(gov) = &c.governor {
+            out.push((k(CpufreqAttr::Governor), KnobValue::Word(gov.clone())));
+        }
+        if let Some(f) = &c.min {
+            out.push((k(CpufreqAttr::Min), KnobValue::Frequency(f.clone())));
+        }
+        if let Some(f) = &c.max {
+            out.push((k(CpufreqAttr::Max), KnobValue::Frequency(f.clone())));
+        }
+    }
+    for (name, value) in &p.system.sysctl {
+        if let Ok(v) = value.parse::<i64>() {
+            out.push((Knob::Sysctl(name.clone()), KnobValue::Int(v)));
+        }
+    }
+    for z in &p.system.zram {
+        if let Some(l) = &z.mem_limit {
+            out.push((
+                Knob::Zram {
+                    device: z.device.clone(),
+                    attr: ZramAttr::MemLimit,
+                },
+                KnobValue::Size(*l),
+            ));
+        }
+        if let Some(pr) = z.swap_priority {
+            out.push((
+                Knob::Zram {
+                    device: z.device.clone(),
+                    attr: ZramAttr::SwapPriority,
+                },
+                KnobValue::Int(i64::from(pr)),
+            ));
+        }
+    }
+    out
+}
+
+/// Every knob a rule's actions name.
+pub fn rule_knobs(p: &Policy) -> Vec<Knob> {
+    let mut out: Vec<Knob> = p
+        .rules
+        .iter()
+        .flat_map(|r| r.then.iter().chain(&r.while_))
+        .filter_map(|a| a.knob().cloned())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl Supervisor {
+    /// A supervisor for `policy`. The policy's baselines are recorded as
+    /// already written: `apply` (or the daemon's startup convergence) wrote
+    /// them, so nothing is written until a rule acts.
+    pub fn new(policy: &Policy) -> Self {
+        let mut table = KnobTable::new();
+        for (knob, value) in policy_baselines(policy) {
+            table.set_policy_baseline(&knob, Some(value.clone()));
+            table.mark_written(&knob, value);
+        }
+        Supervisor {
+            rules: policy
+                .rules
+                .iter()
+                .map(|r| RuleRuntime {
+                    state: RuleState::new(),
+                    timing: Timing::of(r),
+                    fired: FiredWith::default(),
+                })
+                .collect(),
+            evaluator: Evaluator::new(),
+            table,
+            reported: HashSet::new(),
+        }
+    }
+
+    /// Records what the kernel holds for a knob the policy does not set (the
+    /// baseline a released claim returns to), as already written.
+    pub fn seed(&mut self, knob: &Knob, current: KnobValue) {
+        if self.table.baseline(knob).is_none() {
+            self.table.seed(knob, current.clone());
+            self.table.mark_written(knob, current);
+        }
+    }
+
+    pub fn table(&self) -> &KnobTable {
+        &self.table
+    }
+
+    /// Forget what was written to a group's knobs (it was recreated), so
+    /// the next step writes them again.
+    pub fn invalidate_group(&mut self, group: &str) {
+        self.table.invalidate_group(group);
+    }
+
+    /// Evaluates every rule at `now`. `current` reads a knob from the kernel,
+    /// for `raise`/`lower` of a knob without baseline.
+    pub fn step<M: Metrics + ?Sized>(
+        &mut self,
+        policy: &Policy,
+        now: Time,
+        metrics: &M,
+        current: &dyn Fn(&Knob) -> Option<KnobValue>,
+    ) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for (index, rule) in policy.rules.iter().enumerate() {
+            let Some(rt) = self.rules.get_mut(index) else {
+                continue;
+            };
+            let eval = self.evaluator.evaluate_rule(rule, metrics);
+            for u in &eval.unavailable {
+                let metric = match u.subject {
+                    Subject::Metric(m) => m.to_string(),
+                    Subject::TooDeep => "expression".to_string(),
+                };
+                if self.reported.insert((rule.name.clone(), metric.clone())) {
+                    effects.push(Effect::Unavailable {
+                        rule: rule.name.clone(),
+                        metric,
+                        reason: u.reason.to_string(),
+                    });
+                }
+            }
+            if eval.unavailable.is_empty() {
+                self.reported.retain(|(r, _)| r != &rule.name);
+            }
+            if let Some(t) = &eval.trigger {
+                if eval.value {
+                    rt.fired = FiredWith {
+                        metric: t.metric(),
+                        value: t.value(),
+                        threshold: t.threshold(),
+                        group: t.group().unwrap_or("").to_string(),
+                    };
+                }
+            }
+            let before = rt.state.phase();
+            let transitions = rt.state.update(now, eval.value, &rt.timing);
+            let owner = Owner::Rule {
+                index,
+                name: rule.name.clone(),
+            };
+            for t in transitions.iter() {
+                match t {
+                    Transition::Fired => {
+                        run_then(
+                            &mut self.table,
+                            rule,
+                            &rt.fired,
+                            &owner,
+                            current,
+                            &mut effects,
+                        );
+                        let claims: Vec<(Knob, KnobValue)> = rule
+                            .while_
+                            .iter()
+                            .filter_map(|a| match a {
+                                Action::Set { knob, value } => Some((knob.clone(), value.clone())),
+                                _ => None,
+                            })
+                            .collect();
+                        self.table.set_claims(&owner, claims, None);
+                        hooks(
+                            rule.while_.iter(),
+                            rule,
+                            &rt.fired,
+                            HookEvent::Fired,
+                            &mut effects,
+                        );
+                    }
+                    Transition::Repeat => {
+                        run_then(
+                            &mut self.table,
+                            rule,
+                            &rt.fired,
+                            &owner,
+                            current,
+                            &mut effects,
+                        );
+                    }
+                    Transition::Cleared => {
+                        self.table.release(&owner);
+                        hooks(
+                            rule.while_.iter(),
+                            rule,
+                            &rt.fired,
+                            HookEvent::Cleared,
+                            &mut effects,
+                        );
+                    }
+                    Transition::Pending | Transition::Cancelled => {}
+                }
+            }
+            let after = rt.state.phase();
+            if after != before {
+                effects.push(Effect::Phase {
+                    rule: rule.name.clone(),
+                    phase: after,
+                });
+            }
+        }
+        effects.extend(
+            self.table
+                .pending_writes(now)
+                .into_iter()
+                .map(Effect::Write),
+        );
+        effects
+    }
+
+    /// Releases every rule claim (daemon shutdown: knobs return to their
+    /// baselines) and returns the writes that does.
+    pub fn release_all(&mut self, policy: &Policy, now: Time) -> Vec<Effect> {
+        for (index, rule) in policy.rules.iter().enumerate() {
+            self.table.release(&Owner::Rule {
+                index,
+                name: rule.name.clone(),
+            });
+        }
+        self.table
+            .pending_writes(now)
+            .into_iter()
+            .map(Effect::Write)
+            .collect()
+    }
+
+    /// The earliest time a rule or claim changes state with no new input
+    /// (end of a `for`, `hold` or `cooldown`), so the daemon can wake then.
+    pub fn next_deadline(&self) -> Option<Time> {
+        let rules = self
+            .rules
+            .iter()
+            .filter_map(|r| r.state.next_deadline(&r.timing));
+        rules.chain(self.table.claims().next_expiry()).min()
+    }
+
+    /// Phase and since-when of each rule, in policy order.
+    pub fn phases(&self) -> Vec<(Phase, Option<Time>)> {
+        self.rules
+            .iter()
+            .map(|r| (r.state.phase(), r.state.since()))
+            .collect()
+    }
+}
+
+fn run_then(
+    table: &mut KnobTable,
+    rule: &crate::policy::model::Rule,
+    fired: &FiredWith,
+    owner: &Owner,
+    current: &dyn Fn(&Knob) -> Option<KnobValue>,
+    effects: &mut Vec<Effect>,
+) {
+    for a in &rule.then {
+        match a {
+            Action::Hook(name) => effects.push(hook_effect(name, rule, fired, HookEvent::Fired)),
+            Action::CompactMemory => effects.push(Effect::CompactMemory {
+                rule: rule.name.clone(),
+            }),
+            _ => {
+                if let Err(e) = table.apply_then(a, current, Cause::Owner(owner.clone())) {
+                    effects.push(Effect::ActionFailed {
+                        rule: rule.name.clone(),
+                        action: a.to_string(),
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn hooks<'a>(
+    actions: impl Iterator<Item = &'a Action>,
+    rule: &crate::policy::model::Rule,
+    fired: &FiredWith,
+    event: HookEvent,
+    effects: &mut Vec<Effect>,
+) {
+    for a in actions {
+        if let Action::Hook(name) = a {
+            effects.push(hook_effect(name, rule, fired, event));
+        }
+    }
+}
+
+fn hook_effect(
+    name: &str,
+    rule: &crate::policy::model::Rule,
+    fired: &FiredWith,
+    event: HookEvent,
+) -> Effect {
+    Effect::Hook {
+        hook: name.to_string(),
+        rule: rule.name.clone(),
+        event,
+        metric: fired.metric.clone(),
+        value: fired.value.clone(),
+        threshold: fired.threshold.clone(),
+        group: fired.group.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    #[derive(Default)]
+    struct Snap {
+        available: Option<u64>,
+        psi: HashMap<String, f64>,
+        events: HashMap<String, u64>,
+        running: Vec<String>,
+    }
+
+    impl Metrics for Snap {
+        fn psi_avg(&self, t: &Target, _: Resource, _: Stall, _: Avg) -> Option<f64> {
+            self.psi.get(&t.to_string()).copied()
+        }
+        fn psi_stall(&self, _: &Target, _: Resource, _: Stall, _: Duration) -> Option<Duration> {
+            None
+        }
+        fn memory_current(&self, _: &str) -> Option<u64> {
+            None
+        }
+        fn swap_current(&self, _: &str) -> Option<u64> {
+            None
+        }
+        fn memory_event(&self, g: &str, _: MemEvent) -> Option<u64> {
+            self.events.get(g).copied()
+        }
+        fn pids_current(&self, _: &str) -> Option<u64> {
+            None
+        }
+        fn populated(&self, _: &str) -> Option<bool> {
+            None
+        }
+        fn memory_available(&self) -> Option<u64> {
+            self.available
+        }
+        fn thermal_millic(&self, _: &str) -> Option<i64> {
+            None
+        }
+        fn running(&self, p: &str) -> bool {
+            self.running.iter().any(|r| r == p)
+        }
+        fn exists(&self, _: &str) -> bool {
+            true
+        }
+    }
+
+    fn policy(text: &str) -> Policy {
+        crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"))
+    }
+
+    const BASE: &str = "version: 1\ngroups:\n  inference:\n    memory: { high: 8G, max: 10G }\nsystem:\n  sysctl: { vm.swappiness: 30 }\nhooks:\n  alert: { exec: [/bin/true] }\n";
+
+    fn s(secs: u64) -> Time {
+        Duration::from_secs(secs)
+    }
+
+    fn writes(effects: &[Effect]) -> Vec<(String, String, String)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Write(w) => Some((w.knob.to_string(), w.new.kernel(), w.cause.to_string())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn no_current(_: &Knob) -> Option<KnobValue> {
+        None
+    }
+
+    #[test]
+    fn while_claim_is_held_and_released_to_the_baseline() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\"]\n    hold: 2s\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let mut m = Snap {
+            available: Some(1 << 30),
+            ..Default::default()
+        };
+        assert!(
+            writes(&sup.step(&p, s(0), &m, &no_current)).is_empty(),
+            "baseline is already written"
+        );
+        m.available = Some(256 << 20);
+        let eff = sup.step(&p, s(1), &m, &no_current);
+        assert_eq!(
+            writes(&eff),
+            vec![(
+                "sysctl.vm.swappiness".into(),
+                "100".into(),
+                "rule low-mem".into()
+            )]
+        );
+        assert!(eff.iter().any(|e| matches!(e, Effect::Hook { hook, event: HookEvent::Fired, value, .. } if hook == "alert" && value == "268435456")), "{eff:?}");
+        // No write while nothing changes.
+        assert!(writes(&sup.step(&p, s(2), &m, &no_current)).is_empty());
+        m.available = Some(1 << 30);
+        // Within hold: still claimed.
+        assert!(writes(&sup.step(&p, s(3), &m, &no_current)).is_empty());
+        assert_eq!(sup.next_deadline(), Some(s(5)));
+        let eff = sup.step(&p, s(5), &m, &no_current);
+        let w = writes(&eff);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(
+            (w[0].0.as_str(), w[0].1.as_str()),
+            ("sysctl.vm.swappiness", "30")
+        );
+        assert!(
+            w[0].2.contains("low-mem"),
+            "the cause names the released rule: {}",
+            w[0].2
+        );
+        assert!(eff.iter().any(|e| matches!(
+            e,
+            Effect::Hook {
+                event: HookEvent::Cleared,
+                ..
+            }
+        )));
+        assert_eq!(
+            sup.table().effective(&Knob::Sysctl("vm.swappiness".into())),
+            Some(KnobValue::Int(30))
+        );
+    }
+
+    #[test]
+    fn then_steps_repeat_every_cooldown_and_stop_at_the_limit() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: mem\n    when: inference.memory.some.avg10 > 10%\n    for: 2s\n    then: [\"raise inference.memory.high by 1G up to 10G\"]\n    cooldown: 10s\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let mut m = Snap::default();
+        m.psi.insert("inference".into(), 50.0);
+        assert!(
+            writes(&sup.step(&p, s(0), &m, &no_current)).is_empty(),
+            "pending, not yet active"
+        );
+        let w = writes(&sup.step(&p, s(2), &m, &no_current));
+        assert_eq!(
+            w,
+            vec![(
+                "inference.memory.high".into(),
+                (9u64 << 30).to_string(),
+                "rule mem".into()
+            )]
+        );
+        assert!(
+            writes(&sup.step(&p, s(5), &m, &no_current)).is_empty(),
+            "cooldown not over"
+        );
+        assert_eq!(
+            writes(&sup.step(&p, s(12), &m, &no_current))[0].1,
+            (10u64 << 30).to_string()
+        );
+        assert!(
+            writes(&sup.step(&p, s(22), &m, &no_current)).is_empty(),
+            "clamped at the limit: nothing changes"
+        );
+        // The stepped value is the new baseline and stays after the rule clears.
+        m.psi.insert("inference".into(), 0.0);
+        assert!(writes(&sup.step(&p, s(23), &m, &no_current)).is_empty());
+        let knob = Knob::parse("inference.memory.high").unwrap();
+        assert_eq!(
+            sup.table().effective(&knob).map(|v| v.kernel()),
+            Some((10u64 << 30).to_string())
+        );
+    }
+
+    #[test]
+    fn first_listed_rule_wins_for_first_wins_knobs_and_largest_for_resources() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: a\n    when: system.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 80\", \"set inference.memory.high = 9G\"]\n  - name: b\n    when: system.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 100\", \"set inference.memory.high = 10G\"]\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let m = Snap {
+            available: Some(1),
+            ..Default::default()
+        };
+        let mut w = writes(&sup.step(&p, s(0), &m, &no_current));
+        w.sort();
+        assert_eq!(
+            w,
+            vec![
+                (
+                    "inference.memory.high".into(),
+                    (10u64 << 30).to_string(),
+                    "rule b".into()
+                ),
+                ("sysctl.vm.swappiness".into(), "80".into(), "rule a".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn events_before_start_never_fire_and_shutdown_releases_claims() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: oom\n    when: inference.memory.events.oom_kill > 0\n    while: [\"set sysctl.vm.swappiness = 90\"]\n    hold: 1h\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let mut m = Snap::default();
+        m.events.insert("inference".into(), 7);
+        assert!(
+            writes(&sup.step(&p, s(0), &m, &no_current)).is_empty(),
+            "7 kills before we started"
+        );
+        m.events.insert("inference".into(), 8);
+        assert_eq!(writes(&sup.step(&p, s(1), &m, &no_current)).len(), 1);
+        let w = writes(&sup.release_all(&p, s(2)));
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].1, "30");
+    }
+
+    #[test]
+    fn unavailable_metrics_are_reported_once() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: m\n    when: system.memory.available < 1G\n    then: [\"hook alert\"]\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let m = Snap::default();
+        let count = |e: &[Effect]| {
+            e.iter()
+                .filter(|e| matches!(e, Effect::Unavailable { .. }))
+                .count()
+        };
+        assert_eq!(count(&sup.step(&p, s(0), &m, &no_current)), 1);
+        assert_eq!(count(&sup.step(&p, s(1), &m, &no_current)), 0);
+    }
+
+    #[test]
+    fn raise_without_baseline_reads_the_kernel_or_reports() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: r\n    when: system.memory.available < 1G\n    then: [\"raise inference.memory.low by 1G up to 4G\"]\n"
+        ));
+        let m = Snap {
+            available: Some(1),
+            ..Default::default()
+        };
+        let mut sup = Supervisor::new(&p);
+        let eff = sup.step(&p, s(0), &m, &no_current);
+        assert!(
+            eff.iter().any(|e| matches!(e, Effect::ActionFailed { .. })),
+            "{eff:?}"
+        );
+        let mut sup = Supervisor::new(&p);
+        let cur = |_: &Knob| Some(KnobValue::Size(Size::Bytes(1 << 30)));
+        assert_eq!(
+            writes(&sup.step(&p, s(0), &m, &cur))[0].1,
+            (2u64 << 30).to_string()
+        );
+    }
+}
