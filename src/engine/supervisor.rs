@@ -112,9 +112,9 @@ pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
             put(GroupKnob::CpuWeight, KnobValue::Weight(w));
         }
         if let Some(m) = &g.cpu.max {
-            put(GroupKnob::CpuMax, KnobValue::CpuMax(m.clone()));
+            put(GroupKnob::CpuMax, KnobValue::CpuMax(*m));
         }
-        let pct = |p: &Percent| KnobValue::Percent(p.clone());
+        let pct = |p: &Percent| KnobValue::Percent(*p);
         if let Some(v) = &g.uclamp.min {
             put(GroupKnob::UclampMin, pct(v));
         }
@@ -154,10 +154,10 @@ pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
             out.push((k(CpufreqAttr::Governor), KnobValue::Word(gov.clone())));
         }
         if let Some(f) = &c.min {
-            out.push((k(CpufreqAttr::Min), KnobValue::Frequency(f.clone())));
+            out.push((k(CpufreqAttr::Min), KnobValue::Frequency(*f)));
         }
         if let Some(f) = &c.max {
-            out.push((k(CpufreqAttr::Max), KnobValue::Frequency(f.clone())));
+            out.push((k(CpufreqAttr::Max), KnobValue::Frequency(*f)));
         }
     }
     for (name, value) in &p.system.sysctl {
