@@ -88,14 +88,9 @@ impl fmt::Display for Step {
                 None => write!(f, "SWAPON {}", zram::dev_node(device).display()),
             },
             Step::Move {
-                pid,
-                comm,
-                procs,
-                was,
-            } => {
-                write!(f, "WRITE {} {pid} (was {was}) # {comm}", procs.display())
-            }
-            Step::Sched { pid, comm, sched } => {
+                pid, procs, was, ..
+            } => write!(f, "WRITE {} {pid} (was {was})", procs.display()),
+            Step::Sched { pid, sched, .. } => {
                 write!(f, "SCHED {pid} {}", sched.policy.as_str())?;
                 if let Some(p) = sched.priority {
                     write!(f, " priority {p}")?;
@@ -112,7 +107,7 @@ impl fmt::Display for Step {
                         d.period.as_nanos()
                     )?;
                 }
-                write!(f, " # {comm}")
+                Ok(())
             }
         }
     }

@@ -69,14 +69,23 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
         }
     }
 
-    // 2. Swap and zram, then plain files, newest entry first.
-    let zram_reset: Vec<String> = entries
+    // 2. Swap and zram, then plain files, newest entry first. A device whose
+    // disksize cgwarden set is reset through the kernel's `reset` attribute,
+    // even if mkswap never ran (ZramInit is recorded at mkswap).
+    let mut zram_reset: Vec<String> = entries
         .iter()
         .filter_map(|e| match e {
             Entry::ZramInit { device } => Some(device.clone()),
+            Entry::File { path, .. } if path.file_name().is_some_and(|n| n == "disksize") => path
+                .parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned()),
             _ => None,
         })
         .collect();
+    zram_reset.sort();
+    zram_reset.dedup();
+    let mut zram_done: Vec<String> = Vec::new();
     for e in entries.iter().rev() {
         match e {
             Entry::Swapon { path } => {
@@ -101,13 +110,8 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 }
             }
             Entry::ZramInit { device } => {
-                if root.is_fake() {
-                    continue;
-                }
-                let p = zram::attr_path(device, "reset");
-                match root.write(&p, "1") {
-                    Ok(()) => rep.lines.push(format!("WRITE {} 1", p.display())),
-                    Err(e) => rep.failures.push(format!("WRITE {} 1: {e}", p.display())),
+                if !root.is_fake() {
+                    reset_zram(root, device, &mut rep, &mut zram_done);
                 }
             }
             Entry::ZramHotAdd { device } => {
@@ -127,9 +131,20 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 if created.iter().any(|d| path.starts_with(d)) {
                     continue;
                 }
-                // On a real kernel `reset` of the zram device already restored its attributes.
-                if !root.is_fake() && is_zram_attr(path, &zram_reset) {
-                    continue;
+                if !root.is_fake() {
+                    if let Some(dev) = zram_device_of(path, &zram_reset) {
+                        // The kernel's zram `reset` zeroes disksize and mem_limit but
+                        // keeps the chosen algorithm, which can only be written while
+                        // the device is reset: restore that one by hand.
+                        reset_zram(root, &dev, &mut rep, &mut zram_done);
+                        if path.file_name().is_some_and(|n| n == "comp_algorithm") {
+                            let original = normalize::display(Form::Bracketed, content);
+                            if !original.is_empty() {
+                                restore_file(root, path, &original, &mut rep);
+                            }
+                        }
+                        continue;
+                    }
                 }
                 restore_file(root, path, content, &mut rep);
             }
@@ -152,10 +167,24 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
     Ok(rep)
 }
 
-fn is_zram_attr(path: &Path, devices: &[String]) -> bool {
+fn zram_device_of(path: &Path, devices: &[String]) -> Option<String> {
     devices
         .iter()
-        .any(|d| path.starts_with(zram::device_dir(d)))
+        .find(|d| path.starts_with(zram::device_dir(d)))
+        .cloned()
+}
+
+/// Writes the zram device's `reset` once (after its swap is off).
+fn reset_zram(root: &Root, dev: &str, rep: &mut ResetReport, done: &mut Vec<String>) {
+    if done.iter().any(|d| d == dev) {
+        return;
+    }
+    done.push(dev.to_string());
+    let p = zram::attr_path(dev, "reset");
+    match root.write(&p, "1") {
+        Ok(()) => rep.lines.push(format!("WRITE {} 1", p.display())),
+        Err(e) => rep.failures.push(format!("WRITE {} 1: {e}", p.display())),
+    }
 }
 
 fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport) {
