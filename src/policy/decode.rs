@@ -493,6 +493,7 @@ impl<'a> Decoder<'a> {
                 g.cpuset.cpus = c
                     .get("cpus")
                     .and_then(|n| self.unit(n, &format!("{gname}.cpuset.cpus"), CpuList::parse));
+                g.cpuset.cpus_pos = c.get("cpus").map(|n| n.pos);
                 g.cpuset.mems = c
                     .get("mems")
                     .and_then(|n| self.unit(n, &format!("{gname}.cpuset.mems"), CpuList::parse));
@@ -639,7 +640,7 @@ impl<'a> Decoder<'a> {
             if let Some((pname, pcpus)) = parent {
                 if !cpus.is_subset(pcpus) {
                     self.err(
-                        g.pos,
+                        g.cpuset.cpus_pos.unwrap_or(g.pos),
                         format!(
                             "cpuset.cpus `{cpus}` of group `{}` is not a subset of `{pcpus}` of its parent `{pname}`",
                             g.name
@@ -673,7 +674,11 @@ impl<'a> Decoder<'a> {
                     self.err(n.pos, format!("{what}.exec must name a program"));
                 } else if let Some(prog) = exec.first() {
                     if !prog.starts_with('/') {
-                        self.err(n.pos, format!("{what}.exec program `{prog}` must be an absolute path (hooks run without a shell or PATH search)"));
+                        let at = match &n.value {
+                            Value::Seq(items) => items.first().map(|i| i.pos).unwrap_or(n.pos),
+                            _ => n.pos,
+                        };
+                        self.err(at, format!("{what}.exec program `{prog}` must be an absolute path (hooks run without a shell or PATH search)"));
                     }
                 }
             }
@@ -1108,16 +1113,14 @@ impl<'a> Decoder<'a> {
                                 if !groups.contains(&g.as_str()) {
                                     let h = hint(&g, groups.iter().copied());
                                     self.err(
-                                        n.text_pos.shifted(span.start),
+                                        n.pos_at(span.start),
                                         format!("{what}: unknown group `{g}`{h}"),
                                     );
                                 }
                             }
                             when = Some(e);
                         }
-                        Err(e) => {
-                            self.err(n.text_pos.shifted(e.pos), format!("{what}: {}", e.message))
-                        }
+                        Err(e) => self.err(n.pos_at(e.pos), format!("{what}: {}", e.message)),
                     }
                 }
             }
@@ -1203,10 +1206,7 @@ impl<'a> Decoder<'a> {
                     self.check_action_refs(&a, item, &text, what, groups, hooks);
                     out.push(a);
                 }
-                Err(e) => self.err(
-                    item.text_pos.shifted(e.pos),
-                    format!("{what}: {}", e.message),
-                ),
+                Err(e) => self.err(item.pos_at(e.pos), format!("{what}: {}", e.message)),
             }
         }
         out
@@ -1228,9 +1228,9 @@ impl<'a> Decoder<'a> {
             Action::Hook(name) => {
                 if !hooks.contains(&name.as_str()) {
                     let h = hint(name, hooks.iter().copied());
-                    let col = text.find(name.as_str()).unwrap_or(0);
+                    let col = argument_offset(text);
                     self.err(
-                        item.text_pos.shifted(col),
+                        item.pos_at(col),
                         format!("{what}: unknown hook `{name}`{h}"),
                     );
                 }
@@ -1241,9 +1241,9 @@ impl<'a> Decoder<'a> {
         if let Some(Knob::Group { group, .. }) = knob {
             if !groups.contains(&group.as_str()) {
                 let h = hint(group, groups.iter().copied());
-                let col = text.find(group.as_str()).unwrap_or(0);
+                let col = argument_offset(text);
                 self.err(
-                    item.text_pos.shifted(col),
+                    item.pos_at(col),
                     format!("{what}: unknown group `{group}`{h}"),
                 );
             }
@@ -1251,17 +1251,37 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// Character offset of an action's first argument (the knob or hook name):
+/// past the verb and the blanks after it.
+fn argument_offset(text: &str) -> usize {
+    let lead = text.chars().take_while(|c| c.is_whitespace()).count();
+    let verb = text
+        .chars()
+        .skip(lead)
+        .take_while(|c| !c.is_whitespace())
+        .count();
+    let gap = text
+        .chars()
+        .skip(lead + verb)
+        .take_while(|c| c.is_whitespace())
+        .count();
+    lead + verb + gap
+}
+
 fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or(s)
 }
 
 fn describe(node: &Node) -> String {
-    match node.scalar_text() {
-        Some(t) => format!("`{t}`"),
-        None => node.kind().to_string(),
+    match (&node.value, &node.raw) {
+        // Numbers and booleans as written (`1.0`, not the parsed `1`).
+        (Value::Int(_) | Value::Float(_) | Value::Bool(_), Some(raw)) => format!("`{raw}`"),
+        _ => match node.scalar_text() {
+            Some(t) => format!("`{t}`"),
+            None => node.kind().to_string(),
+        },
     }
 }
-
 fn size_gt(a: Size, b: Size) -> bool {
     match (a, b) {
         (Size::Max, Size::Max) => false,

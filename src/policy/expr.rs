@@ -720,6 +720,18 @@ impl Parser {
             (Some('<'), _) => (CmpOp::Lt, 1),
             (Some('='), Some('=')) => (CmpOp::Eq, 2),
             (Some('!'), Some('=')) => (CmpOp::Ne, 2),
+            (Some('='), Some('>')) => {
+                return Err(error(
+                    self.pos,
+                    "`=>` is not a comparison, did you mean `>=`?",
+                ))
+            }
+            (Some('='), Some('<')) => {
+                return Err(error(
+                    self.pos,
+                    "`=<` is not a comparison, did you mean `<=`?",
+                ))
+            }
             (Some('='), _) => {
                 return Err(error(
                     self.pos,
@@ -1717,6 +1729,7 @@ mod tests {
             ("g..cpu > 1", 2, "empty part"),
             ("g.cpu.some.avg10 10%", 17, "expected a comparison"),
             ("g.cpu.some.avg10 = 10%", 17, "did you mean `==`?"),
+            ("g.cpu.some.avg10 => 10%", 17, "did you mean `>=`?"),
             ("g.cpu.some.avg10 >", 18, "expected a value"),
             ("g.cpu.some.avg10 > )", 19, "expected a value"),
             ("g.cpu.some.avg10 > 10", 19, "a percentage"),

@@ -73,6 +73,8 @@ impl Partition {
 #[derive(Clone, Debug, Default)]
 pub struct CpusetSpec {
     pub cpus: Option<CpuList>,
+    /// Where `cpus` is written, for the subset check's error.
+    pub cpus_pos: Option<Pos>,
     pub mems: Option<CpuList>,
     pub partition: Option<Partition>,
 }

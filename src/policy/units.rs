@@ -360,9 +360,18 @@ impl Duration {
         if !text.ends_with(|c: char| c.is_ascii_alphabetic()) {
             return Err(UnitError::new("duration", text, DURATION_REASON));
         }
-        humantime::parse_duration(text)
-            .map(Duration)
-            .map_err(|e| UnitError::new("duration", text, format!("{DURATION_REASON} ({e})")))
+        humantime::parse_duration(text).map(Duration).map_err(|e| {
+            // Only the unit and overflow errors say something a policy author
+            // can act on; character positions inside the value do not.
+            let reason = match e {
+                humantime::DurationError::UnknownUnit { unit, .. } => {
+                    format!("unknown unit `{unit}`; {DURATION_REASON}")
+                }
+                humantime::DurationError::NumberOverflow => "the duration is too long".to_string(),
+                _ => DURATION_REASON.to_string(),
+            };
+            UnitError::new("duration", text, reason)
+        })
     }
 
     pub fn get(&self) -> std::time::Duration {

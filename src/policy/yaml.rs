@@ -52,15 +52,34 @@ pub struct Key {
 }
 
 /// A value and where it starts. `text_pos` is where the scalar's text starts
-/// (after an opening quote), so columns inside a string can be reported.
+/// (after an opening quote, or on the line after a `|`/`>` header), so
+/// columns inside a string can be reported with [`Node::pos_at`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     pub value: Value,
     pub pos: Pos,
     pub text_pos: Pos,
+    /// A scalar's source text as written (`1.0`, not the parsed `1`).
+    pub raw: Option<String>,
+    /// For a scalar spanning several lines: where each source line's text
+    /// starts, as (character offset in the value, position in the file).
+    pub breaks: Vec<(usize, Pos)>,
 }
 
 impl Node {
+    /// The file position of character `offset` of a string scalar's value,
+    /// following the scalar across folded lines.
+    pub fn pos_at(&self, offset: usize) -> Pos {
+        let (start, pos) = self
+            .breaks
+            .iter()
+            .rev()
+            .find(|(k, _)| *k <= offset)
+            .copied()
+            .unwrap_or((0, self.text_pos));
+        pos.shifted(offset - start)
+    }
+
     /// The node's kind in words, for "expected a mapping, found a list".
     pub fn kind(&self) -> &'static str {
         match self.value {
@@ -132,10 +151,7 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
                 .location()
                 .map(|l| Pos::new(clamp_u32(l.line()), clamp_u32(l.column())))
                 .unwrap_or(Pos::new(1, 1));
-            return Err(SyntaxError {
-                pos,
-                message: format!("not valid YAML: {}", first_line(&e.to_string())),
-            });
+            return Err(explain(text, pos, &first_line(&e.to_string())));
         }
     };
     Ok(convert(raw, text))
@@ -147,10 +163,97 @@ fn first_line(msg: &str) -> String {
     let line = msg.lines().next().unwrap_or(msg).trim();
     let line = line.strip_prefix("error: ").unwrap_or(line);
     // Drop its own "line N column M: " prefix: the position is ours to print.
-    match line.find(": ") {
-        Some(i) if line.starts_with("line ") => line[i + 2..].to_string(),
+    let line = match line.find(": ") {
+        Some(i) if line.starts_with("line ") => &line[i + 2..],
+        _ => line,
+    };
+    match line.rfind(" at line ") {
+        Some(i) if line[i..].contains("column") => line[..i].to_string(),
         _ => line.to_string(),
     }
+}
+
+/// The parser's message in a policy author's words, at the position that
+/// shows the cause: the tab itself, the bracket that was never closed.
+fn explain(text: &str, pos: Pos, msg: &str) -> SyntaxError {
+    let at = |pos: Pos, message: String| SyntaxError { pos, message };
+    if let Some(rest) = msg.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return at(pos, format!("duplicate key `{key}`"));
+    }
+    if msg.starts_with("budget breached") {
+        return at(
+            pos,
+            format!("the document is too large or nested too deeply for a policy ({msg}); anchors and aliases may be expanding"),
+        );
+    }
+    if msg.starts_with("multiple YAML documents") {
+        return at(
+            pos,
+            "a policy is one YAML document; a second one starts here".into(),
+        );
+    }
+    if msg.contains("tabs disallowed") {
+        let line = text
+            .lines()
+            .nth(pos.line.saturating_sub(1) as usize)
+            .unwrap_or("");
+        if let Some(i) = line.chars().position(|c| c == '\t') {
+            return at(
+                Pos::new(pos.line, u32::try_from(i + 1).unwrap_or(u32::MAX)),
+                format!("not valid YAML: {msg}; indent with spaces"),
+            );
+        }
+    }
+    if msg.contains("flow mapping") || msg.contains("flow sequence") || msg.contains("unclosed") {
+        if let Some((open, c)) = unclosed_bracket(text) {
+            return at(
+                open,
+                format!("not valid YAML: `{c}` is never closed ({msg})"),
+            );
+        }
+    }
+    at(pos, format!("not valid YAML: {msg}"))
+}
+
+/// The first `[` or `{` without its closing bracket, outside quotes and
+/// comments: where the author has to look when a flow collection runs on.
+fn unclosed_bracket(text: &str) -> Option<(Pos, char)> {
+    let mut stack: Vec<(Pos, char)> = Vec::new();
+    for (li, line) in text.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for (ci, c) in line.chars().enumerate() {
+            let here = Pos::new(
+                u32::try_from(li + 1).unwrap_or(u32::MAX),
+                u32::try_from(ci + 1).unwrap_or(u32::MAX),
+            );
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    '"' | '\'' => quote = Some(c),
+                    '#' if prev.is_whitespace() => break,
+                    '[' | '{' => stack.push((here, c)),
+                    ']' | '}' => {
+                        let want = if c == ']' { '[' } else { '{' };
+                        match stack.last() {
+                            Some((_, o)) if *o == want => {
+                                stack.pop();
+                            }
+                            _ => return stack.pop(),
+                        }
+                    }
+                    _ => {}
+                },
+            }
+            prev = c;
+        }
+    }
+    stack.first().copied()
 }
 
 fn clamp_u32(v: u64) -> u32 {
@@ -174,13 +277,25 @@ fn end_pos(text: &str) -> Pos {
 fn convert(raw: Spanned<Raw>, text: &str) -> Node {
     let loc = raw.referenced;
     let pos = Pos::new(clamp_u32(loc.line()), clamp_u32(loc.column()));
-    let quoted = loc
-        .span()
+    let span = loc.span();
+    let source = span
         .byte_offset()
-        .and_then(|off| text.get(usize::try_from(off).ok()?..))
-        .map(|rest| rest.starts_with('"') || rest.starts_with('\''))
-        .unwrap_or(false);
-    let text_pos = if quoted { pos.shifted(1) } else { pos };
+        .zip(span.byte_len())
+        .and_then(|(off, len)| {
+            let off = usize::try_from(off).ok()?;
+            let end = off.checked_add(usize::try_from(len).ok()?)?;
+            text.get(off..end)
+        });
+    let is_scalar = !matches!(raw.value, Raw::Seq(_) | Raw::Map(_));
+    let (text_pos, breaks) = match source {
+        Some(src) if is_scalar => scalar_layout(src, pos),
+        _ => (pos, Vec::new()),
+    };
+    let raw_text = if is_scalar {
+        source.map(|s| s.trim().to_string())
+    } else {
+        None
+    };
     let value = match raw.value {
         Raw::Null => Value::Null,
         Raw::Bool(b) => Value::Bool(b),
@@ -206,7 +321,90 @@ fn convert(raw: Spanned<Raw>, text: &str) -> Node {
         value,
         pos,
         text_pos,
+        raw: raw_text,
+        breaks,
     }
+}
+
+/// Where a scalar's text starts and where each of its source lines begins,
+/// in terms of the parsed value: YAML folds a line break (and the next
+/// line's indentation) into one space, a run of n > 1 breaks into n - 1
+/// newlines; a literal block (`|`) keeps every break.
+fn scalar_layout(src: &str, pos: Pos) -> (Pos, Vec<(usize, Pos)>) {
+    let mut chars = src.chars().peekable();
+    let mut cur = pos;
+    let first = chars.peek().copied();
+    let double = first == Some('"');
+    let mut literal = false;
+    match first {
+        Some('"') | Some('\'') => {
+            chars.next();
+            cur = cur.shifted(1);
+        }
+        Some('|') | Some('>') => {
+            literal = first == Some('|');
+            // The header line (`|-`, `>+2`, a comment) carries no text.
+            for c in chars.by_ref() {
+                if c == '\n' {
+                    break;
+                }
+            }
+            cur = Pos::new(cur.line.saturating_add(1), 1);
+            while let Some(' ') = chars.peek() {
+                chars.next();
+                cur = cur.shifted(1);
+            }
+        }
+        _ => {}
+    }
+    let text_pos = cur;
+    let mut breaks = vec![(0usize, cur)];
+    let mut k = 0usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => {
+                let mut newlines = 1usize;
+                cur = Pos::new(cur.line.saturating_add(1), 1);
+                loop {
+                    match chars.peek() {
+                        Some(' ') | Some('\t') => {
+                            chars.next();
+                            cur = cur.shifted(1);
+                        }
+                        Some('\r') => {
+                            chars.next();
+                        }
+                        Some('\n') => {
+                            chars.next();
+                            newlines += 1;
+                            cur = Pos::new(cur.line.saturating_add(1), 1);
+                        }
+                        _ => break,
+                    }
+                }
+                k += if literal {
+                    newlines
+                } else {
+                    newlines.saturating_sub(1).max(1)
+                };
+                breaks.push((k, cur));
+            }
+            '\r' => {}
+            '\\' if double => {
+                chars.next();
+                k += 1;
+                cur = cur.shifted(2);
+            }
+            _ => {
+                k += 1;
+                cur = cur.shifted(1);
+            }
+        }
+    }
+    if breaks.len() == 1 {
+        breaks.clear();
+    }
+    (text_pos, breaks)
 }
 
 /// What serde-saphyr hands us; converted to [`Node`] right after parsing.
