@@ -1,0 +1,122 @@
+# Helpers sourced by every guest scenario (busybox sh). $SCENARIO is the scenario's
+# name; check names are reported as SCENARIO/NAME.
+#
+#   check NAME DESCRIPTION CMD...        PASS when CMD exits 0
+#   check_eq NAME EXPECTED CMD...        PASS when CMD's stdout (trailing newlines dropped) is EXPECTED
+#   check_file NAME FILE EXPECTED        PASS when FILE's content is EXPECTED
+#   check_exit NAME STATUS CMD...        PASS when CMD exits with STATUS
+#   pass NAME DETAIL / fail NAME DETAIL  report directly
+#   cgw ARGS...                          run cgwarden; stdout/stderr/status in $OUT $ERR $RC, echoed indented
+#   wait_for SECS CMD...                 poll CMD every 0.2 s until it succeeds (1) or SECS pass (0)
+#
+# Never assert timings here: TCG time is not real time.
+
+export CG=/sys/fs/cgroup
+export T=/run/cgw-test                 # state shared between scenarios (recorded originals, PIDs)
+export POL=/cgw/policies
+export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
+
+_report() { # PASS|FAIL NAME DETAIL
+    line="RESULT $1 $SCENARIO/$2 $(printf '%s' "$3" | tr '\n' '|' | cut -c1-400)"
+    echo "$line"
+    echo "$line" >>"$T/results"
+}
+pass() { _report PASS "$1" "$2"; }
+fail() { _report FAIL "$1" "$2"; }
+
+check() {
+    _n=$1 _d=$2
+    shift 2
+    _o=$("$@" 2>&1)
+    _rc=$?
+    if [ "$_rc" = 0 ]; then
+        pass "$_n" "$_d"
+    else
+        fail "$_n" "$_d: exit $_rc: $(printf '%s' "$_o" | tail -n 3)"
+    fi
+}
+
+check_eq() {
+    _n=$1 _e=$2
+    shift 2
+    _o=$("$@" 2>/dev/null)
+    if [ "$_o" = "$_e" ]; then
+        pass "$_n" "$* = '$_e'"
+    else
+        fail "$_n" "$*: expected '$_e', got '$_o'"
+    fi
+}
+
+check_file() {
+    if [ ! -e "$2" ]; then
+        fail "$1" "$2 missing (expected '$3')"
+        return
+    fi
+    _o=$(cat "$2" 2>&1)
+    if [ "$_o" = "$3" ]; then
+        pass "$1" "$2 = '$3'"
+    else
+        fail "$1" "$2: expected '$3', got '$_o'"
+    fi
+}
+
+check_exit() {
+    _n=$1 _e=$2
+    shift 2
+    _o=$("$@" 2>&1)
+    _rc=$?
+    if [ "$_rc" = "$_e" ]; then
+        pass "$_n" "$* exited $_e"
+    else
+        fail "$_n" "$*: expected exit $_e, got $_rc: $(printf '%s' "$_o" | tail -n 3)"
+    fi
+}
+
+# Run cgwarden, keep its output for later checks, and show it (indented) in the log.
+cgw() {
+    echo "+ cgwarden $*"
+    cgwarden "$@" >/tmp/cgw.out 2>/tmp/cgw.err
+    RC=$?
+    OUT=$(cat /tmp/cgw.out)
+    ERR=$(cat /tmp/cgw.err)
+    sed 's/^/  out| /' /tmp/cgw.out | head -n 80
+    sed 's/^/  err| /' /tmp/cgw.err | head -n 40
+    echo "  rc=$RC"
+    return 0
+}
+
+wait_for() {
+    _t=$1
+    shift
+    _i=0
+    while [ "$_i" -lt $((_t * 5)) ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2
+        _i=$((_i + 1))
+    done
+    return 1
+}
+
+# `sysctl_path vm.swappiness` -> /proc/sys/vm/swappiness
+sysctl_path() { echo "/proc/sys/$(echo "$1" | tr . /)"; }
+
+# The sysctls the vision-cell policy sets, with the values it sets.
+export SYSCTLS="vm.swappiness=30 vm.min_free_kbytes=22528 vm.watermark_scale_factor=150 vm.dirty_ratio=5 vm.dirty_background_ratio=2"
+
+# The group a PID is in ("/" for the root), from /proc/PID/cgroup ("0::/PATH").
+cgroup_of() { sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null; }
+
+# Field N (1-based, as in proc(5)) of /proc/PID/stat; comm (field 2) must have no spaces.
+stat_field() { cut -d' ' -f"$2" "/proc/$1/stat" 2>/dev/null; }
+
+# Scenarios after 30-apply call this first: without an effective apply their checks
+# could pass vacuously (e.g. "reset removed the groups" when none were created).
+require_applied() {
+    if [ -e "$T/applied" ]; then
+        pass precondition "30-apply took effect"
+    else
+        fail precondition "30-apply did not take effect (exit status or groups missing); checks below may pass vacuously"
+    fi
+}
+
+alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
