@@ -6,6 +6,7 @@
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`.
 
 pub mod converge;
+pub mod daemon;
 pub mod engine;
 pub mod kernel;
 pub mod policy;

@@ -198,10 +198,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             println!("{} changes", done.changes);
             Ok(if done.failures.is_empty() { 0 } else { 1 })
         }
-        Command::Run { .. } => {
-            eprintln!("cgwarden: run: not built yet");
-            Ok(2)
-        }
+        Command::Run {
+            policy,
+            root,
+            dry_run,
+            tick,
+        } => Ok(cgwarden::daemon::run(cgwarden::daemon::Options {
+            policy_path: policy,
+            root: root.root(),
+            dry_run,
+            tick,
+        })),
         Command::Reset { policy, root } => {
             // reset must work even when the policy has since become invalid or
             // was removed: fall back to the default locations then.

@@ -13,12 +13,15 @@ pub mod cgroupfs;
 pub mod cpufreq;
 pub mod error;
 pub mod fake_tree;
+pub mod meminfo;
 pub mod procfs;
 pub mod psi;
+pub mod psi_trigger;
 pub mod realtime;
 pub mod root;
 pub mod sched;
 pub mod sysctl;
+pub mod thermal;
 pub mod zram;
 
 pub use error::{Error, Result};

@@ -1,0 +1,1461 @@
+//! Alert hooks: running the policy's `hooks:` programs when a rule fires or
+//! clears (SPEC §2 `hooks:`, §3 "Hooks run without a shell…").
+//!
+//! [`HookRunner::fire`] never blocks rule evaluation: it checks the rate
+//! limit and the concurrency cap, spawns the program and hands it to a tokio
+//! task that supervises it (output logging, timeout, reaping). It must be
+//! called from within a tokio runtime (with the time and I/O drivers on);
+//! outside one it reports [`Fired::Failed`].
+//!
+//! How a hook runs:
+//! - `exec[0]` is executed directly: no shell, no `PATH` search (a hook whose
+//!   program is not an absolute path is disabled at construction, like one
+//!   with an unknown `user`). The placeholders `{rule}`, `{event}`,
+//!   `{metric}`, `{value}`, `{threshold}`, `{group}`, `{product}`, `{time}`
+//!   are substituted in every argument after `exec[0]` in one pass (a value
+//!   containing `{rule}` is not expanded again); any other `{…}` text stays
+//!   literal; an unknown value (empty field of [`HookContext`]) becomes "".
+//! - The environment is cleared; the hook gets exactly the eight
+//!   `CGWARDEN_*` variables and [`HOOK_PATH`]. stdin is `/dev/null`, the
+//!   working directory `/`.
+//! - stdout and stderr are logged line by line (`info` / `warn`, fields
+//!   `hook`, `rule`, `pid`, `stream`); at most [`OUTPUT_CAP`] bytes per
+//!   stream per run are logged, the rest is read and discarded (so the hook
+//!   never blocks on a full pipe) after one "output truncated" warning.
+//! - The hook runs in its own process group. A run lasts until its program
+//!   has exited, its output pipes are closed and no other process is left in
+//!   its group, or until `timeout`: then the whole group gets SIGKILL (counted
+//!   as timed out). Leftover background processes of a hook thus get the
+//!   hook's remaining time, never more. The program is always reaped.
+//! - `user`: resolved to uid and primary gid from `ROOT/etc/passwd` once, at
+//!   construction. The child drops supplementary groups, then sets gid, then
+//!   uid before `exec`; when the daemon may not do that (not root) the spawn
+//!   fails and `fire` reports [`Fired::Failed`].
+//!
+//! Rate limit: a hook with `min_interval` starts at most once per interval,
+//! measured from its last successful start. Calls inside the interval are
+//! dropped, not queued ([`Fired::RateLimited`]); failed spawns and calls
+//! refused for capacity do not arm the limit.
+//!
+//! Concurrency: at most `max_concurrent` hook processes (all hooks together)
+//! are alive at once; a call beyond that is dropped ([`Fired::AtCapacity`]).
+//!
+//! Dropping a [`HookRunner`] does not kill running hooks: their supervising
+//! tasks keep running (timeouts still apply) as long as the runtime lives.
+//! Use [`HookRunner::shutdown`] on daemon stop.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::kernel::Root;
+use crate::policy::model::Hook;
+
+/// Default cap on hook processes alive at once.
+pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
+/// Bytes of output logged per stream per run; the rest is discarded.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// The `PATH` a hook gets.
+pub const HOOK_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// After the process group was killed, how long to wait for the output pipes
+/// to close (a process that left the group may still hold them) before
+/// abandoning them.
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// How often a run whose program has exited checks whether other processes
+/// are left in its group.
+const GROUP_POLL: Duration = Duration::from_millis(100);
+
+/// Placeholder name and environment variable of each context field.
+const FIELDS: [(&str, &str); 8] = [
+    ("rule", "CGWARDEN_RULE"),
+    ("event", "CGWARDEN_EVENT"),
+    ("metric", "CGWARDEN_METRIC"),
+    ("value", "CGWARDEN_VALUE"),
+    ("threshold", "CGWARDEN_THRESHOLD"),
+    ("group", "CGWARDEN_GROUP"),
+    ("product", "CGWARDEN_PRODUCT"),
+    ("time", "CGWARDEN_TIME"),
+];
+
+/// Why a hook runs: the rule activated or was released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookEvent {
+    Fired,
+    Cleared,
+}
+
+impl HookEvent {
+    /// `fired` / `cleared`, as in `CGWARDEN_EVENT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::Fired => "fired",
+            HookEvent::Cleared => "cleared",
+        }
+    }
+}
+
+/// What a hook is told about the firing. Empty strings mean "unknown for
+/// this firing" (e.g. `group` for a thermal rule).
+#[derive(Clone, Debug)]
+pub struct HookContext {
+    pub rule: String,
+    pub event: HookEvent,
+    pub metric: String,
+    pub value: String,
+    pub threshold: String,
+    /// Empty when the rule is not about one group.
+    pub group: String,
+    pub product: String,
+    pub time: SystemTime,
+}
+
+impl HookContext {
+    /// The values of [`FIELDS`], in that order.
+    fn values(&self) -> [String; 8] {
+        [
+            self.rule.clone(),
+            self.event.as_str().to_string(),
+            self.metric.clone(),
+            self.value.clone(),
+            self.threshold.clone(),
+            self.group.clone(),
+            self.product.clone(),
+            rfc3339(self.time),
+        ]
+    }
+}
+
+/// Runner limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookLimits {
+    /// Hook processes alive at once, all hooks together (0 is taken as 1).
+    pub max_concurrent: usize,
+}
+
+impl Default for HookLimits {
+    fn default() -> Self {
+        HookLimits {
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
+
+/// The outcome of [`HookRunner::fire`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fired {
+    /// The program runs as `pid` (also its process group id).
+    Started { pid: u32 },
+    /// Dropped: the hook started less than `min_interval` ago.
+    RateLimited { next_allowed_in: Duration },
+    /// Dropped: `max_concurrent` hook processes are alive.
+    AtCapacity,
+    /// No hook of that name in the policy.
+    Unknown,
+    /// Not started: disabled hook (unknown user, …), spawn error (missing
+    /// program, privilege drop refused), runner shut down.
+    Failed(String),
+}
+
+/// Per-hook counters since the runner was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HookStats {
+    /// Processes started.
+    pub started: u64,
+    /// Calls dropped by `min_interval`.
+    pub rate_limited: u64,
+    /// Calls dropped by `max_concurrent`.
+    pub at_capacity: u64,
+    /// Calls that could not start a process ([`Fired::Failed`]).
+    pub failed: u64,
+    /// Runs whose process group was killed at `timeout`.
+    pub timed_out: u64,
+    /// Runs whose program exited non-zero or by a signal (timeouts included).
+    pub exited_nonzero: u64,
+    /// Runs with at least one output stream over [`OUTPUT_CAP`].
+    pub output_truncated: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    started: AtomicU64,
+    rate_limited: AtomicU64,
+    at_capacity: AtomicU64,
+    failed: AtomicU64,
+    timed_out: AtomicU64,
+    exited_nonzero: AtomicU64,
+    output_truncated: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    fn snapshot(&self) -> HookStats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        HookStats {
+            started: g(&self.started),
+            rate_limited: g(&self.rate_limited),
+            at_capacity: g(&self.at_capacity),
+            failed: g(&self.failed),
+            timed_out: g(&self.timed_out),
+            exited_nonzero: g(&self.exited_nonzero),
+            output_truncated: g(&self.output_truncated),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Creds {
+    uid: u32,
+    gid: u32,
+}
+
+struct Entry {
+    hook: Hook,
+    name: Arc<str>,
+    creds: Option<Creds>,
+    /// Why the hook cannot run (set at construction).
+    disabled: Option<String>,
+    last_start: Option<Instant>,
+    counters: Arc<Counters>,
+}
+
+/// Runs the policy's hooks; see the module documentation.
+pub struct HookRunner {
+    hooks: BTreeMap<String, Entry>,
+    max_concurrent: usize,
+    slots: Arc<Semaphore>,
+    tasks: JoinSet<()>,
+    /// `true` tells every supervising task to kill its process group.
+    kill: watch::Sender<bool>,
+    closed: bool,
+}
+
+impl HookRunner {
+    /// Builds the runner. Users are looked up in `ROOT/etc/passwd` now; a
+    /// hook whose user is unknown (or whose program is not an absolute path)
+    /// is disabled with a logged error, and firing it reports
+    /// [`Fired::Failed`].
+    pub fn new(hooks: &[Hook], root: &Root, limits: HookLimits) -> HookRunner {
+        let mut passwd: Option<Result<String, String>> = None;
+        let mut map = BTreeMap::new();
+        for h in hooks {
+            let mut creds = None;
+            let mut disabled = None;
+            match h.exec.first() {
+                None => disabled = Some("exec is empty".to_string()),
+                Some(p) if !Path::new(p).is_absolute() => {
+                    disabled = Some(format!("program {p:?} is not an absolute path"))
+                }
+                Some(_) => {}
+            }
+            if let (None, Some(user)) = (&disabled, &h.user) {
+                let text = passwd.get_or_insert_with(|| {
+                    root.read(Path::new("/etc/passwd"))
+                        .map_err(|e| e.to_string())
+                });
+                match text {
+                    Err(e) => disabled = Some(format!("cannot look up user {user:?}: {e}")),
+                    Ok(t) => match passwd_ids(t, user) {
+                        Some((uid, gid)) => creds = Some(Creds { uid, gid }),
+                        None => disabled = Some(format!("user {user:?} is not in /etc/passwd")),
+                    },
+                }
+            }
+            if let Some(why) = &disabled {
+                tracing::error!(hook = %h.name, "hook disabled: {why}");
+            }
+            map.insert(
+                h.name.clone(),
+                Entry {
+                    hook: h.clone(),
+                    name: Arc::from(h.name.as_str()),
+                    creds,
+                    disabled,
+                    last_start: None,
+                    counters: Arc::default(),
+                },
+            );
+        }
+        let max_concurrent = limits.max_concurrent.max(1);
+        HookRunner {
+            hooks: map,
+            max_concurrent,
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            tasks: JoinSet::new(),
+            kill: watch::Sender::new(false),
+            closed: false,
+        }
+    }
+
+    /// Starts hook `name` for `ctx` unless rate-limited or at capacity;
+    /// never waits for the hook. `now` is the caller's clock for the rate
+    /// limit.
+    pub fn fire(&mut self, name: &str, ctx: &HookContext, now: Instant) -> Fired {
+        self.collect_finished();
+        let Some(e) = self.hooks.get_mut(name) else {
+            tracing::error!(hook = %name, rule = %ctx.rule, "no such hook");
+            return Fired::Unknown;
+        };
+        let fail = |e: &Entry, msg: String| {
+            bump(&e.counters.failed);
+            tracing::error!(hook = %e.name, rule = %ctx.rule, "hook not run: {msg}");
+            Fired::Failed(msg)
+        };
+        if let Some(why) = &e.disabled {
+            let msg = format!("hook disabled: {why}");
+            return fail(e, msg);
+        }
+        if self.closed {
+            return fail(e, "hook runner is shut down".to_string());
+        }
+        if let (Some(min), Some(last)) = (e.hook.min_interval, e.last_start) {
+            let since = now.saturating_duration_since(last);
+            if since < min {
+                bump(&e.counters.rate_limited);
+                let next_allowed_in = min - since;
+                tracing::debug!(hook = %e.name, rule = %ctx.rule, ?next_allowed_in, "hook rate-limited, dropped");
+                return Fired::RateLimited { next_allowed_in };
+            }
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return fail(e, "not inside a tokio runtime".to_string());
+        }
+        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            bump(&e.counters.at_capacity);
+            tracing::warn!(hook = %e.name, rule = %ctx.rule, max = self.max_concurrent,
+                "too many hooks running, dropped");
+            return Fired::AtCapacity;
+        };
+        let mut cmd = command(&e.hook, e.creds, ctx);
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(err) => {
+                let mut msg = format!("{}: {}", e.hook.exec[0], errno_text(&err));
+                if let (Some(user), Some(libc::EPERM)) = (&e.hook.user, err.raw_os_error()) {
+                    msg.push_str(&format!(" (running as user {user:?} needs root)"));
+                }
+                return fail(e, msg);
+            }
+        };
+        let Some(pid) = child.id() else {
+            return fail(e, "spawned process has no pid".to_string());
+        };
+        e.last_start = Some(now);
+        bump(&e.counters.started);
+        tracing::info!(hook = %e.name, rule = %ctx.rule, event = ctx.event.as_str(), pid,
+            "hook started");
+        let run = Run {
+            name: e.name.clone(),
+            rule: ctx.rule.clone(),
+            pid,
+            timeout: e.hook.timeout,
+            counters: e.counters.clone(),
+        };
+        self.tasks
+            .spawn(supervise(child, run, self.kill.subscribe(), permit));
+        Fired::Started { pid }
+    }
+
+    /// Hook processes alive now (started and not yet reaped).
+    pub fn running(&self) -> usize {
+        self.max_concurrent - self.slots.available_permits()
+    }
+
+    /// Counters per hook name.
+    pub fn stats(&self) -> BTreeMap<String, HookStats> {
+        self.hooks
+            .iter()
+            .map(|(n, e)| (n.clone(), e.counters.snapshot()))
+            .collect()
+    }
+
+    /// Stops the runner: no new hooks start; running hooks get up to
+    /// `grace` to finish, then their process groups are killed; returns once
+    /// every hook process is reaped.
+    pub async fn shutdown(&mut self, grace: Duration) {
+        self.closed = true;
+        let tasks = &mut self.tasks;
+        let finished = tokio::time::timeout(grace, async {
+            while let Some(r) = tasks.join_next().await {
+                log_join(r);
+            }
+        })
+        .await
+        .is_ok();
+        if !finished {
+            tracing::warn!(
+                running = self.running(),
+                "killing hooks still running at shutdown"
+            );
+            self.kill.send_replace(true);
+            while let Some(r) = self.tasks.join_next().await {
+                log_join(r);
+            }
+        }
+    }
+
+    /// Drops the results of finished supervising tasks.
+    fn collect_finished(&mut self) {
+        while let Some(r) = self.tasks.try_join_next() {
+            log_join(r);
+        }
+    }
+}
+
+impl Drop for HookRunner {
+    fn drop(&mut self) {
+        // Let running hooks finish under their own timeouts instead of
+        // aborting their supervisors (which would leave grandchildren alive).
+        self.tasks.detach_all();
+    }
+}
+
+fn log_join(r: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = r {
+        if e.is_panic() {
+            tracing::error!("hook supervisor panicked: {e}");
+        }
+    }
+}
+
+/// The error text without Rust's " (os error N)" suffix.
+fn errno_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => Errno::from_raw(n).desc().to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// uid and primary gid of `name` in passwd-format `text`.
+fn passwd_ids(text: &str, name: &str) -> Option<(u32, u32)> {
+    if name.is_empty() {
+        return None;
+    }
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        if f.next()? != name {
+            return None;
+        }
+        let _password = f.next()?;
+        let uid = f.next()?.trim().parse().ok()?;
+        let gid = f.next()?.trim().parse().ok()?;
+        Some((uid, gid))
+    })
+}
+
+/// Replaces the known placeholders in `arg` (one pass, left to right).
+fn substitute(arg: &str, values: &[String; 8]) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        let hit = FIELDS
+            .iter()
+            .zip(values)
+            .find(|((key, _), _)| tail.starts_with(key) && tail[key.len()..].starts_with('}'));
+        match hit {
+            Some(((key, _), v)) => {
+                out.push_str(v);
+                rest = &tail[key.len() + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn command(hook: &Hook, creds: Option<Creds>, ctx: &HookContext) -> Command {
+    let values = ctx.values();
+    let mut cmd = Command::new(&hook.exec[0]);
+    cmd.args(hook.exec[1..].iter().map(|a| substitute(a, &values)))
+        .env_clear()
+        .envs(FIELDS.iter().zip(&values).map(|((_, var), v)| (*var, v)))
+        .env("PATH", HOOK_PATH)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(c) = creds {
+        // Not `Command::uid/gid`: std runs `pre_exec` closures *after* its
+        // own setuid, when setgroups would no longer be permitted, and std
+        // ignores EPERM from its own setgroups. Doing all three here, in the
+        // right order, makes every failure fail the spawn.
+        //
+        // SAFETY: the closure runs in the forked child before exec. It only
+        // calls setgroups/setgid/setuid (async-signal-safe syscall wrappers)
+        // and reads errno; it does not allocate, lock, or touch state shared
+        // with other threads of the parent.
+        unsafe {
+            cmd.pre_exec(move || drop_privileges(c));
+        }
+    }
+    cmd
+}
+
+/// Runs in the forked child: no supplementary groups, then gid, then uid.
+fn drop_privileges(c: Creds) -> io::Result<()> {
+    // SAFETY: plain syscalls with valid arguments (a null list of length 0).
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(c.gid) != 0
+            || libc::setuid(c.uid) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// One running hook process, as its supervisor sees it.
+struct Run {
+    name: Arc<str>,
+    rule: String,
+    pid: u32,
+    timeout: Duration,
+    counters: Arc<Counters>,
+}
+
+impl Run {
+    fn pgid(&self) -> Pid {
+        Pid::from_raw(self.pid as i32)
+    }
+
+    /// SIGKILL to the run's process group. Only called while the group is
+    /// known to exist: the leader is not reaped yet, or a probe just found
+    /// members (a live group pins its id, so it cannot be reused).
+    fn kill_group(&self) {
+        match killpg(self.pgid(), Signal::SIGKILL) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(e) => tracing::error!(hook = %self.name, rule = %self.rule, pid = self.pid,
+                "cannot kill hook process group: {e}"),
+        }
+    }
+
+    /// True while some process (possibly a zombie) is in the group.
+    fn group_alive(&self) -> bool {
+        killpg(self.pgid(), None).is_ok()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Drained {
+    /// Bytes read from the pipe.
+    read: u64,
+    /// Bytes logged (≤ OUTPUT_CAP).
+    logged: usize,
+    truncated: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Killed {
+    Timeout,
+    Shutdown,
+}
+
+/// Owns one hook process until it is reaped; holds its concurrency slot.
+async fn supervise(
+    mut child: Child,
+    run: Run,
+    mut kill: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
+) {
+    let start = tokio::time::Instant::now();
+    let deadline = start + run.timeout;
+    let mut out = pin!(drain_opt(child.stdout.take(), Stream::Stdout, &run));
+    let mut err = pin!(drain_opt(child.stderr.take(), Stream::Stderr, &run));
+    let timer = tokio::time::sleep_until(deadline);
+    let mut timer = pin!(timer);
+    let mut status: Option<io::Result<ExitStatus>> = None;
+    let mut out_res: Option<Drained> = None;
+    let mut err_res: Option<Drained> = None;
+    let mut killed: Option<Killed> = None;
+    let mut pipes_abandoned = false;
+    let mut kill_gone = false;
+    let mut probing = false;
+
+    loop {
+        let pipes_done = pipes_abandoned || (out_res.is_some() && err_res.is_some());
+        if status.is_some() && pipes_done {
+            if killed.is_some() {
+                break;
+            }
+            // Leftovers in the group get the rest of the timeout: probe the
+            // group now and then every GROUP_POLL.
+            if !probing {
+                if !run.group_alive() {
+                    break;
+                }
+                probing = true;
+            }
+        }
+        tokio::select! {
+            s = child.wait(), if status.is_none() => status = Some(s),
+            d = &mut out, if out_res.is_none() && !pipes_abandoned => out_res = Some(d),
+            d = &mut err, if err_res.is_none() && !pipes_abandoned => err_res = Some(d),
+            _ = &mut timer, if !(killed.is_some() && pipes_abandoned) => {
+                if killed.is_none() {
+                    killed = Some(Killed::Timeout);
+                    bump(&run.counters.timed_out);
+                    tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid,
+                        timeout = ?run.timeout, "hook timed out, killing its process group");
+                    run.kill_group();
+                    timer.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE);
+                } else {
+                    pipes_abandoned = true;
+                    tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid,
+                        "hook output pipes still open after kill, abandoning them");
+                }
+            }
+            r = kill.wait_for(|k| *k), if killed.is_none() && !kill_gone => match r {
+                Ok(_) => {
+                    killed = Some(Killed::Shutdown);
+                    tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid,
+                        "shutting down, killing hook process group");
+                    run.kill_group();
+                    timer.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE);
+                }
+                Err(_) => kill_gone = true,
+            },
+            _ = tokio::time::sleep(GROUP_POLL), if probing && killed.is_none() => {
+                if !run.group_alive() {
+                    break;
+                }
+            }
+        }
+    }
+
+    let took = start.elapsed();
+    for d in [out_res, err_res].into_iter().flatten() {
+        if d.truncated {
+            bump(&run.counters.output_truncated);
+            break;
+        }
+    }
+    match status {
+        Some(Ok(s)) if s.success() && killed.is_none() => {
+            tracing::info!(hook = %run.name, rule = %run.rule, pid = run.pid, status = %s,
+                duration = ?took, "hook exited");
+        }
+        Some(Ok(s)) => {
+            if !s.success() {
+                bump(&run.counters.exited_nonzero);
+            }
+            tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid, status = %s,
+                duration = ?took, killed = ?killed, "hook exited");
+        }
+        Some(Err(e)) => {
+            tracing::error!(hook = %run.name, rule = %run.rule, pid = run.pid,
+                "waiting for hook: {e}");
+        }
+        None => {} // the loop only ends once the program is reaped
+    }
+}
+
+async fn drain_opt<R: AsyncRead + Unpin>(r: Option<R>, stream: Stream, run: &Run) -> Drained {
+    match r {
+        Some(r) => drain(r, stream, run).await,
+        None => Drained::default(),
+    }
+}
+
+/// Logs `r` line by line up to [`OUTPUT_CAP`] bytes, then reads to EOF
+/// discarding the rest.
+async fn drain<R: AsyncRead + Unpin>(mut r: R, stream: Stream, run: &Run) -> Drained {
+    let mut buf = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    let mut d = Drained::default();
+    loop {
+        let n = match r.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::debug!(hook = %run.name, stream = stream.as_str(),
+                    "reading hook output: {e}");
+                break;
+            }
+        };
+        d.read += n as u64;
+        if d.truncated {
+            continue;
+        }
+        let take = n.min(OUTPUT_CAP - d.logged);
+        d.logged += take;
+        for &b in &buf[..take] {
+            if b == b'\n' {
+                emit(&mut line, stream, run);
+            } else {
+                line.push(b);
+            }
+        }
+        if take < n {
+            d.truncated = true;
+            emit(&mut line, stream, run);
+            tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid,
+                stream = stream.as_str(),
+                "hook output truncated after {OUTPUT_CAP} bytes, discarding the rest");
+        }
+    }
+    if !line.is_empty() {
+        emit(&mut line, stream, run);
+    }
+    d
+}
+
+/// Logs one line (without its newline) and clears the buffer.
+fn emit(line: &mut Vec<u8>, stream: Stream, run: &Run) {
+    let bytes = line.strip_suffix(b"\r").unwrap_or(line);
+    let text = String::from_utf8_lossy(bytes);
+    match stream {
+        Stream::Stdout => tracing::info!(hook = %run.name, rule = %run.rule, pid = run.pid,
+            stream = "stdout", "{text}"),
+        Stream::Stderr => tracing::warn!(hook = %run.name, rule = %run.rule, pid = run.pid,
+            stream = "stderr", "{text}"),
+    }
+    line.clear();
+}
+
+/// `t` as RFC 3339 UTC with whole seconds, e.g. `2026-11-30T10:15:00Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs: i64 = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => {
+            let d = e.duration();
+            let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+            // Round down: 0.5 s before the epoch is 1969-12-31T23:59:59Z.
+            -s - i64::from(d.subsec_nanos() > 0)
+        }
+    };
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
+/// calendar (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m as u32, d as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::Mutex;
+    use tempfile::TempDir;
+
+    /// The process-spawning tests count our children and fds: one at a time.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    fn hook(name: &str, exec: &[&str], timeout: Duration) -> Hook {
+        Hook {
+            name: name.to_string(),
+            exec: exec.iter().map(|s| s.to_string()).collect(),
+            timeout,
+            min_interval: None,
+            user: None,
+        }
+    }
+
+    fn ctx() -> HookContext {
+        HookContext {
+            rule: "mem-pressure".into(),
+            event: HookEvent::Fired,
+            metric: "inference.memory.some.avg10".into(),
+            value: "12.5%".into(),
+            threshold: "10%".into(),
+            group: String::new(),
+            product: "edge-box".into(),
+            // 2026-11-30T10:15:00Z
+            time: UNIX_EPOCH + Duration::from_secs(1_796_033_700),
+        }
+    }
+
+    fn runner(hooks: &[Hook], max: usize) -> HookRunner {
+        HookRunner::new(
+            hooks,
+            &Root::real(),
+            HookLimits {
+                max_concurrent: max,
+            },
+        )
+    }
+
+    /// Waits (bounded) until no hook process is alive.
+    async fn settle(r: &HookRunner) {
+        let t = Instant::now();
+        while r.running() > 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "hooks never finished"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn started(f: Fired) -> u32 {
+        match f {
+            Fired::Started { pid } => pid,
+            other => panic!("expected Started, got {other:?}"),
+        }
+    }
+
+    fn nul_split(bytes: &[u8]) -> Vec<String> {
+        bytes
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
+
+    fn proc_state(pid: i32) -> Option<String> {
+        let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &text[text.rfind(')')? + 1..];
+        rest.split_whitespace().next().map(str::to_string)
+    }
+
+    fn zombie_children() -> Vec<i32> {
+        let me = std::process::id().to_string();
+        let mut z = Vec::new();
+        for e in fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(close) = text.rfind(')') else {
+                continue;
+            };
+            let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
+            if f.len() > 1 && f[0] == "Z" && f[1] == me {
+                z.push(pid);
+            }
+        }
+        z
+    }
+
+    fn fd_count() -> usize {
+        fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    #[test]
+    fn time_format_known_dates() {
+        let at = |s: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(1_796_033_700), "2026-11-30T10:15:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z"); // leap century
+        assert_eq!(at(951_868_799), "2000-02-29T23:59:59Z");
+        assert_eq!(at(951_868_800), "2000-03-01T00:00:00Z");
+        assert_eq!(at(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(at(1_735_689_599), "2024-12-31T23:59:59Z"); // day 366
+        assert_eq!(at(4_107_456_000), "2100-02-28T00:00:00Z");
+        assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z"); // 2100 not leap
+        assert_eq!(at(2_147_483_647), "2038-01-19T03:14:07Z");
+        // Sub-second parts are dropped, before the epoch rounded down.
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_millis(1_999)),
+            "1970-01-01T00:00:01Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_secs(2_203_891_200)),
+            "1900-03-01T00:00:00Z"
+        );
+    }
+
+    /// Every day from 1600 to 2400 against a naive calendar walk.
+    #[test]
+    fn civil_from_days_matches_a_calendar_walk() {
+        let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let len = |y: i64, m: u32| match m {
+            2 if leap(y) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        // 1600-01-01 is day -135140.
+        let (mut y, mut m, mut d) = (1600i64, 1u32, 1u32);
+        for days in -135_140i64..160_000 {
+            assert_eq!(civil_from_days(days), (y, m, d), "day {days}");
+            d += 1;
+            if d > len(y, m) {
+                d = 1;
+                m += 1;
+                if m > 12 {
+                    m = 1;
+                    y += 1;
+                }
+            }
+        }
+        assert!(y > 2400);
+    }
+
+    #[test]
+    fn placeholders() {
+        let v = ctx().values();
+        assert_eq!(
+            substitute("{rule}: {metric}={value}", &v),
+            "mem-pressure: inference.memory.some.avg10=12.5%"
+        );
+        assert_eq!(substitute("[{group}]", &v), "[]");
+        assert_eq!(
+            substitute("{nope} {rule {{rule}} {", &v),
+            "{nope} {rule {mem-pressure} {"
+        );
+        assert_eq!(substitute("{time}{event}", &v), "2026-11-30T10:15:00Zfired");
+        let mut c = ctx();
+        c.rule = "{value}".into();
+        assert_eq!(
+            substitute("{rule}", &c.values()),
+            "{value}",
+            "no second expansion"
+        );
+        assert_eq!(substitute("ünï{product}çødé", &v), "ünïedge-boxçødé");
+    }
+
+    #[test]
+    fn passwd_parsing() {
+        let t =
+            "root:x:0:0:root:/root:/bin/sh\n# c\njunk\nnobody:x:65534:65533::/:/x\nbad:x:1:zz\n";
+        assert_eq!(passwd_ids(t, "root"), Some((0, 0)));
+        assert_eq!(passwd_ids(t, "nobody"), Some((65534, 65533)));
+        assert_eq!(passwd_ids(t, "bad"), None);
+        assert_eq!(passwd_ids(t, "junk"), None);
+        assert_eq!(passwd_ids(t, ""), None);
+        assert_eq!(passwd_ids(t, "ghost"), None);
+    }
+
+    #[tokio::test]
+    async fn environment_and_arguments() {
+        let _s = SERIAL.lock().await;
+        std::env::set_var("CGWARDEN_TEST_LEAK_MARKER", "leaked");
+        let dir = TempDir::new().unwrap();
+        let d = dir.path().display();
+        let script = format!("cat /proc/$$/environ > {d}/env; cat /proc/$$/cmdline > {d}/argv");
+        let h = hook(
+            "dump",
+            &[
+                "/bin/sh",
+                "-c",
+                &script,
+                "sh",
+                "{rule}",
+                "{event}",
+                "{metric}",
+                "{value}",
+                "{threshold}",
+                "[{group}]",
+                "{product}",
+                "{time}",
+                "{other} {rule",
+                "x{value}y",
+            ],
+            Duration::from_secs(10),
+        );
+        let mut r = runner(&[h], 8);
+        started(r.fire("dump", &ctx(), Instant::now()));
+        settle(&r).await;
+
+        let mut env = nul_split(&fs::read(dir.path().join("env")).unwrap());
+        env.sort();
+        let mut want = vec![
+            "CGWARDEN_EVENT=fired".to_string(),
+            "CGWARDEN_GROUP=".into(),
+            "CGWARDEN_METRIC=inference.memory.some.avg10".into(),
+            "CGWARDEN_PRODUCT=edge-box".into(),
+            "CGWARDEN_RULE=mem-pressure".into(),
+            "CGWARDEN_THRESHOLD=10%".into(),
+            "CGWARDEN_TIME=2026-11-30T10:15:00Z".into(),
+            "CGWARDEN_VALUE=12.5%".into(),
+            format!("PATH={HOOK_PATH}"),
+        ];
+        want.sort();
+        assert_eq!(env, want);
+        assert!(std::env::var("CGWARDEN_TEST_LEAK_MARKER").is_ok());
+        assert!(!env.iter().any(|e| e.contains("LEAK_MARKER")));
+
+        let raw = fs::read(dir.path().join("argv")).unwrap();
+        let argv: Vec<String> = raw
+            .strip_suffix(&[0])
+            .unwrap()
+            .split(|&b| b == 0)
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect();
+        assert_eq!(
+            argv[4..],
+            [
+                "mem-pressure",
+                "fired",
+                "inference.memory.some.avg10",
+                "12.5%",
+                "10%",
+                "[]",
+                "edge-box",
+                "2026-11-30T10:15:00Z",
+                "{other} {rule",
+                "x12.5%y",
+            ]
+        );
+        let s = r.stats()["dump"];
+        assert_eq!(
+            (s.started, s.failed, s.timed_out, s.exited_nonzero),
+            (1, 0, 0, 0)
+        );
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let _s = SERIAL.lock().await;
+        let dir = TempDir::new().unwrap();
+        let gc = dir.path().join("gc");
+        let script = format!("sleep 60 & echo $! > {}; sleep 60", gc.display());
+        let h = hook(
+            "slow",
+            &["/bin/sh", "-c", &script],
+            Duration::from_millis(300),
+        );
+        let mut r = runner(&[h], 8);
+        let t = Instant::now();
+        let pid = started(r.fire("slow", &ctx(), t)) as i32;
+        // The grandchild's pid, once the hook wrote it.
+        let gpid: i32 = loop {
+            if let Ok(s) = fs::read_to_string(&gc) {
+                if s.ends_with('\n') {
+                    break s.trim().parse().unwrap();
+                }
+            }
+            assert!(t.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!(proc_state(gpid).as_deref().map(|s| s != "Z"), Some(true));
+        settle(&r).await;
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
+        assert!(proc_state(pid).is_none(), "hook process not reaped");
+        // Killed: gone, or a zombie waiting for init to reap it.
+        let t2 = Instant::now();
+        while let Some(st) = proc_state(gpid) {
+            if st == "Z" {
+                break;
+            }
+            assert!(
+                t2.elapsed() < Duration::from_secs(2),
+                "grandchild alive ({st})"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let s = r.stats()["slow"];
+        assert_eq!((s.started, s.timed_out, s.exited_nonzero), (1, 1, 1));
+    }
+
+    #[tokio::test]
+    async fn leftovers_are_killed_at_the_timeout() {
+        let _s = SERIAL.lock().await;
+        let dir = TempDir::new().unwrap();
+        let gc = dir.path().join("gc");
+        // The program exits at once; its background child closed the pipes.
+        let script = format!("sleep 60 >/dev/null 2>&1 & echo $! > {}", gc.display());
+        let h = hook(
+            "bg",
+            &["/bin/sh", "-c", &script],
+            Duration::from_millis(400),
+        );
+        let mut r = runner(&[h], 8);
+        let t = Instant::now();
+        started(r.fire("bg", &ctx(), t));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(r.running(), 1, "run lasts while its group lives");
+        settle(&r).await;
+        assert!(t.elapsed() >= Duration::from_millis(400));
+        let gpid: i32 = fs::read_to_string(&gc).unwrap().trim().parse().unwrap();
+        let t2 = Instant::now();
+        while let Some(st) = proc_state(gpid) {
+            if st == "Z" {
+                break;
+            }
+            assert!(
+                t2.elapsed() < Duration::from_secs(2),
+                "leftover alive ({st})"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let s = r.stats()["bg"];
+        assert_eq!((s.timed_out, s.exited_nonzero), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn rate_limit_drops_calls_within_min_interval() {
+        let _s = SERIAL.lock().await;
+        let mut h = hook("rl", &["/bin/true"], Duration::from_secs(5));
+        h.min_interval = Some(Duration::from_millis(200));
+        let mut r = runner(&[h], 8);
+        let t0 = Instant::now();
+        started(r.fire("rl", &ctx(), t0));
+        assert_eq!(
+            r.fire("rl", &ctx(), t0 + Duration::from_millis(50)),
+            Fired::RateLimited {
+                next_allowed_in: Duration::from_millis(150)
+            }
+        );
+        started(r.fire("rl", &ctx(), t0 + Duration::from_millis(200)));
+        assert!(matches!(
+            r.fire("rl", &ctx(), t0 + Duration::from_millis(399)),
+            Fired::RateLimited { .. }
+        ));
+        assert_eq!(r.fire("nope", &ctx(), t0), Fired::Unknown);
+        settle(&r).await;
+        let s = r.stats()["rl"];
+        assert_eq!((s.started, s.rate_limited), (2, 2));
+    }
+
+    #[tokio::test]
+    async fn cap_and_shutdown() {
+        let _s = SERIAL.lock().await;
+        let a = hook("a", &["/bin/sleep", "30"], Duration::from_secs(60));
+        let b = hook("b", &["/bin/sleep", "30"], Duration::from_secs(60));
+        let mut r = runner(&[a, b], 2);
+        let now = Instant::now();
+        let p1 = started(r.fire("a", &ctx(), now)) as i32;
+        let p2 = started(r.fire("b", &ctx(), now)) as i32;
+        assert_eq!(r.fire("a", &ctx(), now), Fired::AtCapacity);
+        assert_eq!(r.fire("b", &ctx(), now), Fired::AtCapacity);
+        assert_eq!(r.running(), 2);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(r.running(), 2);
+        let t = Instant::now();
+        r.shutdown(Duration::from_millis(200)).await;
+        assert!(t.elapsed() < Duration::from_secs(3));
+        assert!(t.elapsed() >= Duration::from_millis(200));
+        assert_eq!(r.running(), 0);
+        assert!(proc_state(p1).is_none() && proc_state(p2).is_none());
+        assert!(matches!(
+            r.fire("a", &ctx(), Instant::now()),
+            Fired::Failed(_)
+        ));
+        let s = r.stats();
+        assert_eq!(
+            (s["a"].started, s["a"].at_capacity, s["b"].at_capacity),
+            (1, 1, 1)
+        );
+        assert_eq!(s["a"].timed_out, 0);
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_quick_hooks() {
+        let _s = SERIAL.lock().await;
+        let a = hook("a", &["/bin/sleep", "0.2"], Duration::from_secs(60));
+        let mut r = runner(&[a], 2);
+        started(r.fire("a", &ctx(), Instant::now()));
+        r.shutdown(Duration::from_secs(10)).await;
+        assert_eq!(r.running(), 0);
+        let s = r.stats()["a"];
+        assert_eq!((s.exited_nonzero, s.timed_out), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn missing_program_fails_and_runner_stays_usable() {
+        let _s = SERIAL.lock().await;
+        let bad = hook(
+            "bad",
+            &["/nonexistent/cgwarden-hook"],
+            Duration::from_secs(5),
+        );
+        let rel = hook("rel", &["true"], Duration::from_secs(5));
+        let ok = hook("ok", &["/bin/true"], Duration::from_secs(5));
+        let mut r = runner(&[bad, rel, ok], 1);
+        let now = Instant::now();
+        match r.fire("bad", &ctx(), now) {
+            Fired::Failed(m) => {
+                assert_eq!(m, "/nonexistent/cgwarden-hook: No such file or directory")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(r.fire("rel", &ctx(), now), Fired::Failed(m) if m.contains("absolute")));
+        // The failure released its slot (cap 1).
+        started(r.fire("ok", &ctx(), now));
+        settle(&r).await;
+        let s = r.stats();
+        assert_eq!((s["bad"].failed, s["bad"].started), (1, 0));
+        assert_eq!((s["rel"].failed, s["ok"].started), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn unknown_user_disables_the_hook() {
+        let _s = SERIAL.lock().await;
+        let t = TempDir::new().unwrap();
+        fs::create_dir_all(t.path().join("etc")).unwrap();
+        fs::write(t.path().join("etc/passwd"), "root:x:0:0::/:/bin/sh\n").unwrap();
+        let mut h = hook("u", &["/bin/true"], Duration::from_secs(5));
+        h.user = Some("ghost".into());
+        let ok = hook("ok", &["/bin/true"], Duration::from_secs(5));
+        let mut r = HookRunner::new(
+            &[h.clone(), ok],
+            &Root::fake(t.path()),
+            HookLimits::default(),
+        );
+        assert!(
+            matches!(r.fire("u", &ctx(), Instant::now()), Fired::Failed(m) if m.contains("ghost"))
+        );
+        started(r.fire("ok", &ctx(), Instant::now()));
+        settle(&r).await;
+        assert_eq!(r.stats()["u"].failed, 1);
+        // Unreadable passwd: disabled too.
+        let mut r = HookRunner::new(
+            &[h],
+            &Root::fake(t.path().join("none")),
+            HookLimits::default(),
+        );
+        assert!(matches!(
+            r.fire("u", &ctx(), Instant::now()),
+            Fired::Failed(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn runs_as_the_hook_user() {
+        let _s = SERIAL.lock().await;
+        let passwd = fs::read_to_string("/etc/passwd").unwrap();
+        let Some((uid, gid)) = passwd_ids(&passwd, "nobody") else {
+            eprintln!("no user nobody here; skipped");
+            return;
+        };
+        let dir = TempDir::new().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let out = dir.path().join("ids");
+        let script = format!(
+            "grep -E '^(Uid|Gid|Groups):' /proc/self/status > {}",
+            out.display()
+        );
+        let mut h = hook(
+            "as-nobody",
+            &["/bin/sh", "-c", &script],
+            Duration::from_secs(10),
+        );
+        h.user = Some("nobody".into());
+        let mut r = runner(&[h], 8);
+        let f = r.fire("as-nobody", &ctx(), Instant::now());
+        if !nix::unistd::geteuid().is_root() {
+            assert!(matches!(f, Fired::Failed(m) if m.contains("Operation not permitted")));
+            return;
+        }
+        started(f);
+        settle(&r).await;
+        let text = fs::read_to_string(&out).unwrap();
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(field("Uid:"), vec![uid.to_string(); 4]);
+        assert_eq!(field("Gid:"), vec![gid.to_string(); 4]);
+        assert!(field("Groups:").is_empty(), "{text}");
+    }
+
+    #[tokio::test]
+    async fn many_runs_leave_no_zombies_or_fds() {
+        let _s = SERIAL.lock().await;
+        let h = hook("t", &["/bin/true"], Duration::from_secs(10));
+        let mut r = runner(&[h], 8);
+        // Warm-up: the runtime's child-reaping machinery opens its fds once.
+        started(r.fire("t", &ctx(), Instant::now()));
+        settle(&r).await;
+        // The zombie scan does see an unreaped child of ours.
+        let mut c = std::process::Command::new("/bin/true").spawn().unwrap();
+        let zpid = c.id() as i32;
+        let t = Instant::now();
+        while !zombie_children().contains(&zpid) {
+            assert!(t.elapsed() < Duration::from_secs(5), "scan misses zombies");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        c.wait().unwrap();
+        let fds = fd_count();
+        let mut waits = 0u64;
+        for _ in 0..2000 {
+            loop {
+                match r.fire("t", &ctx(), Instant::now()) {
+                    Fired::Started { .. } => break,
+                    Fired::AtCapacity => {
+                        waits += 1;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    other => panic!("{other:?}"),
+                }
+                assert!(r.running() <= 8);
+            }
+        }
+        settle(&r).await;
+        let t = Instant::now();
+        loop {
+            let z = zombie_children();
+            let n = fd_count();
+            if z.is_empty() && n.abs_diff(fds) <= 2 {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "zombies {z:?}, fds {n} (were {fds})"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let s = r.stats()["t"];
+        assert_eq!(s.started, 2001);
+        assert_eq!(s.at_capacity, waits);
+        assert_eq!((s.failed, s.exited_nonzero, s.timed_out), (0, 0, 0));
+    }
+
+    /// Collects formatted log output.
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn chatty_hook_output_is_capped() {
+        let _s = SERIAL.lock().await;
+        let cap = Capture::default();
+        let w = cap.clone();
+        let sub = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .finish();
+        let _g = tracing::subscriber::set_default(sub);
+        let h = hook(
+            "chatty",
+            &["/bin/sh", "-c", "yes | head -c 1048576; echo oops >&2"],
+            Duration::from_secs(20),
+        );
+        let mut r = runner(&[h], 8);
+        let t = Instant::now();
+        started(r.fire("chatty", &ctx(), t));
+        settle(&r).await;
+        assert!(t.elapsed() < Duration::from_secs(10));
+        let s = r.stats()["chatty"];
+        assert_eq!(
+            (s.output_truncated, s.timed_out, s.exited_nonzero),
+            (1, 0, 0)
+        );
+        let log = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+        let y_lines = log
+            .lines()
+            .filter(|l| l.contains("INFO") && l.contains(": y hook=chatty"))
+            .count();
+        assert_eq!(y_lines, OUTPUT_CAP / 2, "one logged line per 2 bytes");
+        assert_eq!(log.matches("output truncated").count(), 1);
+        assert!(log
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains(": oops hook=chatty")));
+        assert!(log.contains("hook=chatty") && log.contains("rule=mem-pressure"));
+        assert!(log.contains("hook exited"));
+    }
+
+    #[tokio::test]
+    async fn drain_caps_one_huge_line() {
+        // Serialized too: tracing's per-callsite interest cache races with
+        // the scoped subscriber of `chatty_hook_output_is_capped`.
+        let _s = SERIAL.lock().await;
+        let run = Run {
+            name: Arc::from("x"),
+            rule: "r".into(),
+            pid: 1,
+            timeout: Duration::from_secs(1),
+            counters: Arc::default(),
+        };
+        let data = vec![b'a'; 1 << 20];
+        let d = drain(&data[..], Stream::Stdout, &run).await;
+        assert_eq!(
+            d,
+            Drained {
+                read: 1 << 20,
+                logged: OUTPUT_CAP,
+                truncated: true
+            }
+        );
+        let small = b"one\r\ntwo\nthree".to_vec();
+        let d = drain(&small[..], Stream::Stderr, &run).await;
+        assert_eq!(
+            d,
+            Drained {
+                read: 14,
+                logged: 14,
+                truncated: false
+            }
+        );
+        let exact = vec![b'\n'; OUTPUT_CAP];
+        let d = drain(&exact[..], Stream::Stdout, &run).await;
+        assert!(!d.truncated);
+    }
+}

@@ -1,0 +1,256 @@
+//! Sampling what the rules read, and only that (the engine's `Needs`): PSI
+//! files, memory.current / swap / events, pids, populated, MemAvailable,
+//! thermal zones, live process names. A sample is a plain snapshot; the
+//! engine evaluates conditions against it through [`View`], which also holds
+//! the PSI stall history kept across samples.
+
+use crate::engine::condition::{Metrics, Needs};
+use crate::engine::rule_state::Time;
+use crate::engine::stall::{StallHistory, StallKey};
+use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::psi::{parse_psi, Psi};
+use crate::kernel::{meminfo, procfs, thermal, Root};
+use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One sample of everything the rules need.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    psi: HashMap<(Target, Resource), Psi>,
+    memory_current: HashMap<String, u64>,
+    swap_current: HashMap<String, u64>,
+    events: HashMap<String, BTreeMap<String, u64>>,
+    pids: HashMap<String, u64>,
+    populated: HashMap<String, bool>,
+    available: Option<u64>,
+    thermal: HashMap<String, i64>,
+    comms: Vec<String>,
+    existing: HashMap<String, bool>,
+}
+
+/// Reads samples for a fixed set of needs.
+pub struct Sampler {
+    root: Root,
+    cg: CgroupFs,
+    groups: HashMap<String, String>,
+    needs: Needs,
+    pub stall: StallHistory,
+}
+
+pub fn resource_name(r: Resource) -> &'static str {
+    match r {
+        Resource::Cpu => "cpu",
+        Resource::Memory => "memory",
+        Resource::Io => "io",
+    }
+}
+
+impl Sampler {
+    pub fn new(root: Root, cg: CgroupFs, groups: HashMap<String, String>, needs: Needs) -> Self {
+        let mut stall = StallHistory::new();
+        stall.configure(needs.psi_stall.iter());
+        Sampler {
+            root,
+            cg,
+            groups,
+            needs,
+            stall,
+        }
+    }
+
+    pub fn needs(&self) -> &Needs {
+        &self.needs
+    }
+
+    /// The pressure file of a PSI target (device path).
+    pub fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
+        match target {
+            Target::System => Some(PathBuf::from(format!(
+                "/proc/pressure/{}",
+                resource_name(res)
+            ))),
+            Target::Group(g) => {
+                let path = self.groups.get(g)?;
+                Some(
+                    self.cg
+                        .file(path, &format!("{}.pressure", resource_name(res))),
+                )
+            }
+        }
+    }
+
+    fn read_psi(&self, target: &Target, res: Resource) -> Option<Psi> {
+        let path = self.pressure_path(target, res)?;
+        self.root.read(&path).ok().map(|t| parse_psi(&t))
+    }
+
+    fn group_u64(&self, group: &str, file: &str) -> Option<u64> {
+        let path = self.groups.get(group)?;
+        let text = self.cg.read(path, file).ok()?;
+        text.trim().parse().ok()
+    }
+
+    /// Reads everything the rules need now, and records PSI totals for the
+    /// stall-time conditions.
+    pub fn sample(&mut self, now: Time) -> Snapshot {
+        let mut s = Snapshot::default();
+        for (target, res) in &self.needs.psi_avg {
+            if let Some(p) = self.read_psi(target, *res) {
+                s.psi.insert((target.clone(), *res), p);
+            }
+        }
+        let keys: Vec<StallKey> = self.needs.psi_stall.keys().cloned().collect();
+        for key in keys {
+            let psi = match s.psi.get(&(key.target.clone(), key.resource)) {
+                Some(p) => Some(*p),
+                None => self.read_psi(&key.target, key.resource),
+            };
+            let line = psi.and_then(|p| match key.stall {
+                Stall::Some => p.some,
+                Stall::Full => p.full,
+            });
+            if let Some(l) = line {
+                self.stall.record(&key, now, l.total_us);
+            }
+            if let Some(p) = psi {
+                s.psi.entry((key.target.clone(), key.resource)).or_insert(p);
+            }
+        }
+        for g in &self.needs.memory_current {
+            if let Some(v) = self.group_u64(g, "memory.current") {
+                s.memory_current.insert(g.clone(), v);
+            }
+        }
+        for g in &self.needs.swap_current {
+            if let Some(v) = self.group_u64(g, "memory.swap.current") {
+                s.swap_current.insert(g.clone(), v);
+            }
+        }
+        for g in &self.needs.pids_current {
+            if let Some(v) = self.group_u64(g, "pids.current") {
+                s.pids.insert(g.clone(), v);
+            }
+        }
+        for g in &self.needs.memory_events {
+            if let Some(path) = self.groups.get(g) {
+                if let Ok(ev) = self.cg.memory_events(path) {
+                    s.events.insert(g.clone(), ev);
+                }
+            }
+        }
+        for g in &self.needs.populated {
+            if let Some(path) = self.groups.get(g) {
+                if let Ok(ev) = self.cg.events(path) {
+                    if let Some(p) = ev.get("populated") {
+                        s.populated.insert(g.clone(), *p != 0);
+                    }
+                }
+            }
+        }
+        for g in &self.needs.exists {
+            let present = self.groups.get(g).is_some_and(|p| self.cg.exists(p));
+            s.existing.insert(g.clone(), present);
+        }
+        if self.needs.memory_available {
+            s.available = meminfo::mem_available(&self.root).ok().flatten();
+        }
+        if !self.needs.thermal_zones.is_empty() {
+            if let Ok(zones) = thermal::zones(&self.root) {
+                for z in zones {
+                    if self.needs.thermal_zones.contains(&z.kind) {
+                        if let Ok(t) = thermal::temp_millic(&self.root, &z) {
+                            s.thermal.insert(z.kind.clone(), t);
+                        }
+                    }
+                }
+            }
+        }
+        if !self.needs.running.is_empty() {
+            // Until exec events drive presence, a scan of comm names.
+            if let Ok(pids) = procfs::pids(&self.root) {
+                s.comms = pids
+                    .into_iter()
+                    .filter_map(|p| procfs::comm(&self.root, p).ok().flatten())
+                    .collect();
+            }
+        }
+        s
+    }
+}
+
+/// A snapshot plus the stall history, as the engine's metrics source.
+pub struct View<'a> {
+    pub snap: &'a Snapshot,
+    pub stall: &'a StallHistory,
+    pub now: Time,
+}
+
+impl Metrics for View<'_> {
+    fn psi_avg(&self, target: &Target, res: Resource, stall: Stall, avg: Avg) -> Option<f64> {
+        let p = self.snap.psi.get(&(target.clone(), res))?;
+        let line = match stall {
+            Stall::Some => p.some?,
+            Stall::Full => p.full?,
+        };
+        Some(match avg {
+            Avg::Avg10 => line.avg10,
+            Avg::Avg60 => line.avg60,
+            Avg::Avg300 => line.avg300,
+        })
+    }
+    fn psi_stall(
+        &self,
+        target: &Target,
+        res: Resource,
+        stall: Stall,
+        window: Duration,
+    ) -> Option<Duration> {
+        let key = StallKey {
+            target: target.clone(),
+            resource: res,
+            stall,
+        };
+        self.stall.stall_in_window(&key, self.now, window)
+    }
+    fn memory_current(&self, group: &str) -> Option<u64> {
+        self.snap.memory_current.get(group).copied()
+    }
+    fn swap_current(&self, group: &str) -> Option<u64> {
+        self.snap.swap_current.get(group).copied()
+    }
+    fn memory_event(&self, group: &str, ev: MemEvent) -> Option<u64> {
+        let key = match ev {
+            MemEvent::High => "high",
+            MemEvent::Max => "max",
+            MemEvent::Oom => "oom",
+            MemEvent::OomKill => "oom_kill",
+            MemEvent::OomGroupKill => "oom_group_kill",
+        };
+        let events = self.snap.events.get(group)?;
+        // Kernels before 5.16 have no oom_group_kill line: that is 0 events, not unknown.
+        Some(events.get(key).copied().unwrap_or(0))
+    }
+    fn pids_current(&self, group: &str) -> Option<u64> {
+        self.snap.pids.get(group).copied()
+    }
+    fn populated(&self, group: &str) -> Option<bool> {
+        self.snap.populated.get(group).copied()
+    }
+    fn memory_available(&self) -> Option<u64> {
+        self.snap.available
+    }
+    fn thermal_millic(&self, zone: &str) -> Option<i64> {
+        self.snap.thermal.get(zone).copied()
+    }
+    fn running(&self, pattern: &str) -> bool {
+        match glob::Pattern::new(pattern) {
+            Ok(p) => self.snap.comms.iter().any(|c| p.matches(c)),
+            Err(_) => self.snap.comms.iter().any(|c| c == pattern),
+        }
+    }
+    fn exists(&self, group: &str) -> bool {
+        self.snap.existing.get(group).copied().unwrap_or(false)
+    }
+}

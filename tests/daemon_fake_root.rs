@@ -1,0 +1,305 @@
+//! The daemon end to end on a fake tree: `cgwarden run --root DIR --tick
+//! 100ms` against plain files that the test rewrites as the kernel would
+//! (PSI averages, memory.events counters), asserting that knob files change
+//! and change back, hooks run with the SPEC's environment, SIGTERM returns
+//! claimed knobs to their baselines, and `--dry-run` changes nothing.
+
+use cgwarden::kernel::fake_tree::FakeTree;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(policy: &Path, root: &Path, extra: &[&str]) -> Daemon {
+        let log = root.join("daemon.log");
+        let f = std::fs::File::create(&log).unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg(policy)
+            .arg("--root")
+            .arg(root)
+            .args(["--tick", "100ms"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(f)
+            .spawn()
+            .expect("start cgwarden run");
+        let d = Daemon { child, log };
+        d.wait_log("cgwarden running", Duration::from_secs(20));
+        d
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_log(&self, needle: &str, limit: Duration) {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if self.log().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("daemon log never showed {needle:?}:\n{}", self.log());
+    }
+
+    fn stop(mut self) -> (i32, String) {
+        // SIGTERM, as systemd stops it.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        (status.code().unwrap_or(-1), self.log())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool, log: impl Fn() -> String) {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}; daemon log:\n{}", log());
+}
+
+fn read(root: &Path, rel: &str) -> String {
+    std::fs::read_to_string(root.join(rel))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn setup(dir: &Path) -> (FakeTree, PathBuf) {
+    let root = dir.join("root");
+    let t = FakeTree::standard(&root).unwrap();
+    let hook_out = dir.join("hook.env");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"version: 1
+product: test-cell
+groups:
+  inference:
+    memory: {{ high: 8G, max: 10G }}
+system:
+  sysctl: {{ vm.swappiness: 30 }}
+hooks:
+  alert:
+    exec: ["/bin/sh", "-c", "env > {out}.tmp && mv {out}.tmp {out}; echo ran {{rule}} {{event}}", "hook-arg0"]
+    timeout: 5s
+rules:
+  - name: inference-pressure
+    when: inference.memory.some.avg10 > 10%
+    then:
+      - raise inference.memory.high by 512M up to 10G
+      - hook alert
+    cooldown: 1h
+  - name: oom-seen
+    when: inference.memory.events.oom_kill > 0
+    while:
+      - set sysctl.vm.swappiness = 90
+    hold: 300ms
+"#,
+            out = hook_out.display()
+        ),
+    )
+    .unwrap();
+    // Converge first so the group exists, then lay out what the kernel
+    // would show in it.
+    let out = Command::new(BIN)
+        .arg("apply")
+        .arg(&policy)
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    psi(&root, 0.0);
+    events(&root, 0);
+    (t, policy)
+}
+
+fn psi(root: &Path, avg10: f64) {
+    std::fs::write(
+        root.join("sys/fs/cgroup/inference/memory.pressure"),
+        format!("some avg10={avg10:.2} avg60=0.00 avg300=0.00 total=100\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=50\n"),
+    )
+    .unwrap();
+}
+
+fn events(root: &Path, oom_kill: u64) {
+    std::fs::write(
+        root.join("sys/fs/cgroup/inference/memory.events"),
+        format!("low 0\nhigh 0\nmax 0\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy) = setup(dir.path());
+    let root = dir.path().join("root");
+    let d = Daemon::start(&policy, &root, &[]);
+    let log = || std::fs::read_to_string(root.join("daemon.log")).unwrap_or_default();
+
+    // Memory pressure: the `then` step raises memory.high once, and the hook runs.
+    assert_eq!(
+        read(&root, "sys/fs/cgroup/inference/memory.high"),
+        (8u64 << 30).to_string()
+    );
+    psi(&root, 42.5);
+    wait_for(
+        "memory.high raised",
+        Duration::from_secs(10),
+        || {
+            read(&root, "sys/fs/cgroup/inference/memory.high")
+                == ((8u64 << 30) + (512u64 << 20)).to_string()
+        },
+        log,
+    );
+    let hook_env = dir.path().join("hook.env");
+    wait_for(
+        "the hook's environment file",
+        Duration::from_secs(10),
+        || hook_env.exists(),
+        log,
+    );
+    let env = std::fs::read_to_string(&hook_env).unwrap();
+    for want in [
+        "CGWARDEN_RULE=inference-pressure",
+        "CGWARDEN_EVENT=fired",
+        "CGWARDEN_METRIC=inference.memory.some.avg10",
+        "CGWARDEN_VALUE=42.5",
+        "CGWARDEN_THRESHOLD=10%",
+        "CGWARDEN_GROUP=inference",
+        "CGWARDEN_PRODUCT=test-cell",
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ] {
+        assert!(
+            env.lines().any(|l| l.starts_with(want)),
+            "hook env lacks {want}:\n{env}"
+        );
+    }
+    assert!(
+        env.lines().any(|l| l.starts_with("CGWARDEN_TIME=20")),
+        "{env}"
+    );
+    assert!(
+        !env.contains("CARGO"),
+        "the daemon's environment leaked into the hook:\n{env}"
+    );
+    wait_for(
+        "hook output in the log",
+        Duration::from_secs(5),
+        || log().contains("ran inference-pressure fired"),
+        log,
+    );
+
+    // An OOM kill: the while-claim holds swappiness at 90 and releases it after `hold`.
+    assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
+    events(&root, 1);
+    wait_for(
+        "swappiness claimed",
+        Duration::from_secs(10),
+        || read(&root, "proc/sys/vm/swappiness") == "90",
+        log,
+    );
+    wait_for(
+        "swappiness released after hold",
+        Duration::from_secs(10),
+        || read(&root, "proc/sys/vm/swappiness") == "30",
+        log,
+    );
+    // The step's value is the new baseline: it stays after pressure is gone.
+    psi(&root, 0.0);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        read(&root, "sys/fs/cgroup/inference/memory.high"),
+        ((8u64 << 30) + (512u64 << 20)).to_string()
+    );
+
+    // A claim still held at SIGTERM is released: the knob goes back to baseline.
+    events(&root, 2);
+    wait_for(
+        "swappiness claimed again",
+        Duration::from_secs(10),
+        || read(&root, "proc/sys/vm/swappiness") == "90",
+        log,
+    );
+    let (code, log_text) = d.stop();
+    assert_eq!(code, 0, "{log_text}");
+    assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30", "{log_text}");
+    assert!(
+        log_text.contains("rule oom-seen"),
+        "writes name their cause:\n{log_text}"
+    );
+}
+
+#[test]
+fn group_deleted_from_outside_is_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy) = setup(dir.path());
+    let root = dir.path().join("root");
+    let d = Daemon::start(&policy, &root, &[]);
+    let group = root.join("sys/fs/cgroup/inference");
+    std::fs::remove_dir_all(&group).unwrap();
+    wait_for(
+        "group recreated",
+        Duration::from_secs(10),
+        || read(&root, "sys/fs/cgroup/inference/memory.high") == (8u64 << 30).to_string(),
+        || std::fs::read_to_string(root.join("daemon.log")).unwrap_or_default(),
+    );
+    let (code, _) = d.stop();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy) = setup(dir.path());
+    let root = dir.path().join("root");
+    std::fs::write(root.join("proc/sys/vm/swappiness"), "60\n").unwrap();
+    let before_high = read(&root, "sys/fs/cgroup/inference/memory.high");
+    let d = Daemon::start(&policy, &root, &["--dry-run"]);
+    psi(&root, 80.0);
+    events(&root, 3);
+    d.wait_log("would write (dry run)", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        read(&root, "sys/fs/cgroup/inference/memory.high"),
+        before_high
+    );
+    assert_eq!(
+        read(&root, "proc/sys/vm/swappiness"),
+        "60",
+        "not even the baseline is written in a dry run"
+    );
+    assert!(
+        !dir.path().join("hook.env").exists(),
+        "hooks do not run in a dry run"
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(read(&root, "proc/sys/vm/swappiness"), "60");
+}
