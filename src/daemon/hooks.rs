@@ -94,22 +94,8 @@ const FIELDS: [(&str, &str); 8] = [
     ("time", "CGWARDEN_TIME"),
 ];
 
-/// Why a hook runs: the rule activated or was released.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HookEvent {
-    Fired,
-    Cleared,
-}
-
-impl HookEvent {
-    /// `fired` / `cleared`, as in `CGWARDEN_EVENT`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookEvent::Fired => "fired",
-            HookEvent::Cleared => "cleared",
-        }
-    }
-}
+/// Why a hook runs (the engine decides it): the rule fired or cleared.
+pub use crate::engine::supervisor::HookEvent;
 
 /// What a hook is told about the firing. Empty strings mean "unknown for
 /// this firing" (e.g. `group` for a thermal rule).

@@ -349,12 +349,7 @@ impl Daemon {
                 } => {
                     let ctx = HookContext {
                         rule,
-                        event: match event {
-                            crate::engine::supervisor::HookEvent::Fired => hooks::HookEvent::Fired,
-                            crate::engine::supervisor::HookEvent::Cleared => {
-                                hooks::HookEvent::Cleared
-                            }
-                        },
+                        event,
                         metric,
                         value,
                         threshold,
