@@ -6,6 +6,7 @@
 //! writes nothing.
 
 use crate::engine::knobs::Write;
+use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{cpufreq, sysctl, zram, Root};
 use crate::policy::knob::{GroupKnob, Knob, KnobValue, ZramAttr};
@@ -152,6 +153,53 @@ impl Actuator {
     }
 }
 
+/// Puts a cpufreq policy's `scaling_max_freq` write before its
+/// `scaling_min_freq` write when the new floor is above the old ceiling: the
+/// kernel rejects a min above the current max. (Knob order writes min first,
+/// which is right when the ceiling comes down.)
+pub fn order_writes(effects: &mut [Effect]) {
+    use crate::policy::knob::CpufreqAttr;
+    let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
+        effects.iter().position(|e| {
+            matches!(e, Effect::Write(w) if matches!(&w.knob, Knob::Cpufreq { policy: p, attr: a } if p == policy && *a == attr))
+        })
+    };
+    let policies: Vec<String> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Write(Write {
+                knob:
+                    Knob::Cpufreq {
+                        policy,
+                        attr: CpufreqAttr::Min,
+                    },
+                ..
+            }) => Some(policy.clone()),
+            _ => None,
+        })
+        .collect();
+    for policy in policies {
+        let (Some(min), Some(max)) = (
+            find(effects, &policy, CpufreqAttr::Min),
+            find(effects, &policy, CpufreqAttr::Max),
+        ) else {
+            continue;
+        };
+        let (Effect::Write(wmin), Effect::Write(wmax)) = (&effects[min], &effects[max]) else {
+            continue;
+        };
+        let raises_past_ceiling = match (&wmin.new, &wmax.old) {
+            (KnobValue::Frequency(new_min), Some(KnobValue::Frequency(old_max))) => {
+                new_min.khz() > old_max.khz()
+            }
+            _ => false,
+        };
+        if raises_past_ceiling && min < max {
+            effects.swap(min, max);
+        }
+    }
+}
+
 /// Group name → path below the cgroup root, for every group in the policy.
 pub fn group_paths(policy: &Policy) -> HashMap<String, String> {
     policy
@@ -159,4 +207,56 @@ pub fn group_paths(policy: &Policy) -> HashMap<String, String> {
         .into_iter()
         .map(|g| (g.name.clone(), g.path.clone()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::knobs::Cause;
+    use crate::policy::knob::CpufreqAttr;
+    use crate::policy::units::Frequency;
+
+    fn w(attr: CpufreqAttr, old: u64, new: u64) -> Effect {
+        Effect::Write(Write {
+            knob: Knob::Cpufreq {
+                policy: "policy4".into(),
+                attr,
+            },
+            old: Some(KnobValue::Frequency(Frequency { khz: old })),
+            new: KnobValue::Frequency(Frequency { khz: new }),
+            cause: Cause::Baseline,
+        })
+    }
+
+    fn attrs(e: &[Effect]) -> Vec<CpufreqAttr> {
+        e.iter()
+            .filter_map(|e| match e {
+                Effect::Write(Write {
+                    knob: Knob::Cpufreq { attr, .. },
+                    ..
+                }) => Some(*attr),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ceiling_goes_up_before_a_floor_above_it() {
+        let mut e = vec![
+            w(CpufreqAttr::Min, 300_000, 2_000_000),
+            w(CpufreqAttr::Max, 1_500_000, 2_400_000),
+        ];
+        order_writes(&mut e);
+        assert_eq!(attrs(&e), vec![CpufreqAttr::Max, CpufreqAttr::Min]);
+    }
+
+    #[test]
+    fn floor_comes_down_before_a_lower_ceiling() {
+        let mut e = vec![
+            w(CpufreqAttr::Min, 1_800_000, 300_000),
+            w(CpufreqAttr::Max, 2_400_000, 1_000_000),
+        ];
+        order_writes(&mut e);
+        assert_eq!(attrs(&e), vec![CpufreqAttr::Min, CpufreqAttr::Max]);
+    }
 }

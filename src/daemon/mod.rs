@@ -332,7 +332,8 @@ impl Daemon {
         self.carry_out(effects);
     }
 
-    fn carry_out(&mut self, effects: Vec<Effect>) {
+    fn carry_out(&mut self, mut effects: Vec<Effect>) {
+        actuator::order_writes(&mut effects);
         for e in effects {
             match e {
                 Effect::Write(w) => {
