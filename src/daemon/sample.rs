@@ -212,7 +212,13 @@ impl Metrics for View<'_> {
             resource: res,
             stall,
         };
-        self.stall.stall_in_window(&key, self.now, window)
+        match self.stall.stall_in_window(&key, self.now, window) {
+            Some(d) => Some(d),
+            // The file is being read, but one sample is not a window yet:
+            // no stall has been observed, which is not "unavailable".
+            None if self.stall.series(&key).is_some_and(|s| !s.is_empty()) => Some(Duration::ZERO),
+            None => None,
+        }
     }
     fn memory_current(&self, group: &str) -> Option<u64> {
         self.snap.memory_current.get(group).copied()
