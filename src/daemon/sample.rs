@@ -216,7 +216,7 @@ impl Metrics for View<'_> {
             Some(d) => Some(d),
             // The file is being read, but one sample is not a window yet:
             // no stall has been observed, which is not "unavailable".
-            None if self.stall.series(&key).is_some_and(|s| !s.is_empty()) => Some(Duration::ZERO),
+            None if self.stall.series(&key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
             None => None,
         }
     }
