@@ -36,7 +36,7 @@ use super::claims::{Claim, Claims, Owner};
 use super::rule_state::Time;
 use crate::policy::expr::Action;
 use crate::policy::knob::{Knob, KnobValue};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Why a knob changes, for the write log and `status`.
@@ -114,6 +114,9 @@ struct Entry {
 pub struct KnobTable {
     entries: BTreeMap<Knob, Entry>,
     claims: Claims,
+    /// Knobs touched since the last `pending_writes`: only these can have a
+    /// new effective value, so a quiet tick does not walk every baseline.
+    dirty: BTreeSet<Knob>,
 }
 
 /// Whether two values of one knob mean the same to the kernel.
@@ -126,7 +129,12 @@ impl KnobTable {
         KnobTable::default()
     }
 
+    /// The entry of `knob`, marked for the next `pending_writes`: every
+    /// change to a baseline, a claim or a written value goes through here.
     fn entry(&mut self, knob: &Knob) -> &mut Entry {
+        if !self.dirty.contains(knob) {
+            self.dirty.insert(knob.clone());
+        }
         self.entries.entry(knob.clone()).or_default()
     }
 
@@ -167,6 +175,7 @@ impl KnobTable {
     pub fn invalidate(&mut self, knob: &Knob) {
         if let Some(e) = self.entries.get_mut(knob) {
             e.written = None;
+            self.dirty.insert(knob.clone());
         }
     }
 
@@ -175,6 +184,7 @@ impl KnobTable {
         for (k, e) in self.entries.iter_mut() {
             if k.group() == Some(group) {
                 e.written = None;
+                self.dirty.insert(k.clone());
             }
         }
     }
@@ -311,8 +321,12 @@ impl KnobTable {
         self.expire(now);
         let mut out = Vec::new();
         let claims = &self.claims;
+        let dirty = std::mem::take(&mut self.dirty);
         // Claimed knobs always have an entry (add/set create one).
-        for (knob, e) in self.entries.iter_mut() {
+        for knob in &dirty {
+            let Some(e) = self.entries.get_mut(knob) else {
+                continue;
+            };
             let last_event = e.last_event.take();
             let (new, owner) = match claims.effective(knob) {
                 Some((v, o)) => (v, Some(o)),

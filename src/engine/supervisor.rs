@@ -289,11 +289,18 @@ impl Supervisor {
             }
             let before = rt.state.phase();
             let transitions = rt.state.update(now, eval.value, &rt.timing);
-            let owner = Owner::Rule {
-                index,
-                name: rule.name.clone(),
+            // The owner (and its name string) is only built when something happens.
+            let owner = match transitions.is_empty() {
+                true => None,
+                false => Some(Owner::Rule {
+                    index,
+                    name: rule.name.clone(),
+                }),
             };
-            for t in transitions.iter() {
+            for (t, owner) in transitions
+                .iter()
+                .filter_map(|t| Some((t, owner.as_ref()?)))
+            {
                 match t {
                     Transition::Fired => {
                         run_then(
