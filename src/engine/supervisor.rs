@@ -307,7 +307,7 @@ impl Supervisor {
                             &mut self.table,
                             rule,
                             &rt.fired,
-                            &owner,
+                            owner,
                             current,
                             &mut effects,
                         );
@@ -319,7 +319,7 @@ impl Supervisor {
                                 _ => None,
                             })
                             .collect();
-                        self.table.set_claims(&owner, claims, None);
+                        self.table.set_claims(owner, claims, None);
                         hooks(
                             rule.while_.iter(),
                             rule,
@@ -333,13 +333,13 @@ impl Supervisor {
                             &mut self.table,
                             rule,
                             &rt.fired,
-                            &owner,
+                            owner,
                             current,
                             &mut effects,
                         );
                     }
                     Transition::Cleared => {
-                        self.table.release(&owner);
+                        self.table.release(owner);
                         hooks(
                             rule.while_.iter(),
                             rule,
