@@ -3,50 +3,6 @@
 # rule's `while` claim sets vm.swappiness from the policy baseline 33 to 91, and after
 # `hold` (4s) releases it back to 33; its hook runs with CGWARDEN_EVENT=fired on
 # activation and =cleared on release. Ends with `cgwarden reset`.
-# --- daemon helpers (the same block in every 8x-daemon-* scenario) ---------------
-# The daemon runs in the background with stderr in $DLOG; its own environment carries
-# CGW_LEAK_MARKER so hook environments can be checked for leaks.
-DLOG=$T/daemon-$SCENARIO.log
-DPID=
-start_daemon() { # ARGS... : cgwarden run ARGS... &, wait for "cgwarden running", report daemon-started
-    # (Not through check(): that runs its command in a subshell, and $DPID must be ours.)
-    : >"$DLOG"
-    echo "+ cgwarden run $* &  (stderr in $DLOG)"
-    CGW_LEAK_MARKER=leaked cgwarden run "$@" >/dev/null 2>>"$DLOG" &
-    DPID=$!
-    if wait_for 60 grep -q 'cgwarden running' "$DLOG"; then
-        pass daemon-started "PID $DPID, log shows 'cgwarden running'"
-    else
-        fail daemon-started "no 'cgwarden running' in the log: $(tail -n 5 "$DLOG")"
-    fi
-}
-gone() { ! alive "$1"; }
-stop_daemon() { # SIGTERM, reap; exit status in $DRC ("hung" if it did not exit)
-    DRC=none
-    [ -n "$DPID" ] || return 0
-    kill -TERM "$DPID" 2>/dev/null
-    if wait_for 30 gone "$DPID"; then
-        wait "$DPID"
-        DRC=$?
-    else
-        kill -KILL "$DPID" 2>/dev/null
-        wait "$DPID" 2>/dev/null
-        DRC=hung
-    fi
-    DPID=
-}
-show_log() { # the daemon log, less lines matching $DLOG_FILTER, into the console
-    echo "daemon log ($DLOG):"
-    grep -v -e "${DLOG_FILTER:-^@@@}" "$DLOG" | sed 's/^/  dlog| /' | head -n "${1:-150}"
-}
-in_group() { # GROUP CMD... : run CMD inside $CG/GROUP (same PID)
-    _g=$1
-    shift
-    sh -c 'echo $$ >"$0" && exec "$@"' "$CG/$_g/cgroup.procs" "$@"
-}
-knob_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
-event_count() { awk -v k="$2" '$1 == k { print $2 }' "$CG/$1/memory.events" 2>/dev/null; }
-# ----------------------------------------------------------------------------------
 
 P=$POL/daemon-oom.yaml
 SW=/proc/sys/vm/swappiness
