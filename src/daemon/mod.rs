@@ -11,6 +11,7 @@
 //! get a grace period, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
+pub mod exec; // issue #5: exec events, placement, presence
 pub mod hooks;
 pub mod sample;
 pub mod watch;
@@ -73,6 +74,8 @@ struct Daemon {
     /// PSI trigger id → the stall key it watches (for logs).
     triggers: Vec<String>,
     watcher: Option<FileWatcher>,
+    /// Exec-event placement and `running()` presence (issue #5).
+    exec: Option<exec::ExecWatch>,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -157,7 +160,12 @@ async fn run_async(opts: Options) -> u8 {
     loop {
         let deadline = d.next_deadline();
         tokio::select! {
-            _ = ticker.tick() => d.evaluate(),
+            _ = ticker.tick() => {
+                if let Some(x) = &d.exec {
+                    x.on_tick(); // issue #5: without exec events, scan each tick
+                }
+                d.evaluate()
+            }
             Some(wake) = rx.recv() => {
                 d.on_wake(wake);
                 // Coalesce a burst of wake-ups into one evaluation.
@@ -228,6 +236,7 @@ impl Daemon {
             cg,
             triggers: Vec::new(),
             watcher: None,
+            exec: None,
         }
     }
 
@@ -292,6 +301,19 @@ impl Daemon {
             }
             Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
         }
+        // ---- issue #5: exec events drive placement and running() presence ----
+        let presence =
+            crate::engine::presence::Presence::new(&self.sampler.needs().running.clone());
+        let shared = exec::Shared::new(presence);
+        self.sampler.set_exec(shared.clone());
+        self.exec = Some(exec::ExecWatch::start(
+            &root,
+            &self.policy,
+            shared,
+            !self.opts.dry_run,
+            tx.clone(),
+        ));
+        // ---- end issue #5 ----
     }
 
     fn on_wake(&mut self, wake: Wake) {
@@ -308,6 +330,7 @@ impl Daemon {
             }
             Wake::FileModified { path } => tracing::debug!(path = %path.display(), "modified"),
             Wake::WatchError { what } => tracing::warn!("watcher: {what}"),
+            Wake::Presence => tracing::debug!("running() presence changed"),
         }
     }
 
@@ -433,6 +456,12 @@ impl Daemon {
 
     /// The safety-net /proc scan: places processes that exec events missed.
     fn rescan(&mut self) {
+        // issue #5: the placement thread runs the scan, off the event loop.
+        if let Some(x) = &self.exec {
+            x.rescan();
+            tracing::debug!("placement: {}", x.counters().summary());
+            return;
+        }
         if self.opts.dry_run || self.policy.placement.is_empty() {
             return;
         }
@@ -461,6 +490,9 @@ impl Daemon {
         let now = self.now();
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
+        if let Some(x) = &self.exec {
+            tracing::info!("placement: {}", x.counters().summary()); // issue #5
+        }
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
         tracing::info!("stopped");

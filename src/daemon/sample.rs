@@ -28,6 +28,8 @@ pub struct Snapshot {
     thermal: HashMap<String, i64>,
     comms: Vec<String>,
     existing: HashMap<String, bool>,
+    /// `running(NAME)` answers from presence (issue #5).
+    running: HashMap<String, bool>,
 }
 
 /// Reads samples for a fixed set of needs.
@@ -37,6 +39,8 @@ pub struct Sampler {
     groups: HashMap<String, String>,
     needs: Needs,
     pub stall: StallHistory,
+    /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
+    exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
 }
 
 pub fn resource_name(r: Resource) -> &'static str {
@@ -57,7 +61,13 @@ impl Sampler {
             groups,
             needs,
             stall,
+            exec: None,
         }
+    }
+
+    /// `running()` answers from this presence from now on (issue #5).
+    pub fn set_exec(&mut self, shared: std::sync::Arc<crate::daemon::exec::Shared>) {
+        self.exec = Some(shared);
     }
 
     pub fn needs(&self) -> &Needs {
@@ -167,7 +177,19 @@ impl Sampler {
                 }
             }
         }
-        if !self.needs.running.is_empty() {
+        if let (false, Some(sh)) = (self.needs.running.is_empty(), &self.exec) {
+            // Exec/exit events keep presence; without them this tick's scan does.
+            if !sh.events_live() {
+                crate::daemon::exec::scan_presence(sh, &self.root);
+            }
+            let pr = sh.presence();
+            s.running = self
+                .needs
+                .running
+                .iter()
+                .map(|p| (p.clone(), pr.running(p)))
+                .collect();
+        } else if !self.needs.running.is_empty() {
             // Until exec events drive presence, a scan of comm names.
             if let Ok(pids) = procfs::pids(&self.root) {
                 s.comms = pids
@@ -251,6 +273,9 @@ impl Metrics for View<'_> {
         self.snap.thermal.get(zone).copied()
     }
     fn running(&self, pattern: &str) -> bool {
+        if let Some(v) = self.snap.running.get(pattern) {
+            return *v;
+        }
         match glob::Pattern::new(pattern) {
             Ok(p) => self.snap.comms.iter().any(|c| p.matches(c)),
             Err(_) => self.snap.comms.iter().any(|c| c == pattern),

@@ -45,6 +45,8 @@ pub enum Wake {
     FileModified { path: PathBuf },
     /// A source failed and stopped; `what` says which and why.
     WatchError { what: String },
+    /// Exec/exit events changed some `running()` answer (issue #5).
+    Presence,
 }
 
 /// Sends a wake; if the channel is full, waits for room (the caller's

@@ -3,6 +3,7 @@
 
 pub mod normalize;
 pub mod placement;
+pub mod presence;
 
 pub mod claims;
 pub mod condition;

@@ -88,6 +88,14 @@ impl Placer {
 /// A comm pattern longer than the kernel keeps is cut to 15 bytes when it is
 /// a plain name (validation already rejects that; this keeps matching sane).
 fn comm_pattern(s: &str) -> Option<Pattern> {
+    let plain = !s.contains(['*', '?', '[', ']']);
+    if plain && s.len() > COMM_LEN {
+        let mut cut = COMM_LEN;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return Pattern::new(&Pattern::escape(&s[..cut])).ok();
+    }
     Pattern::new(s).ok()
 }
 
@@ -115,6 +123,181 @@ impl Matcher {
             }
         }
         true
+    }
+}
+
+// ---- Per-process placement (issue #5), shared by the exec path and scans ----
+
+/// What placement needs to know about a process, owned (read from /proc).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedFacts {
+    pub comm: String,
+    pub exe: Option<String>,
+    /// The arguments joined by single spaces.
+    pub cmdline: String,
+    pub uid: Option<u32>,
+}
+
+impl OwnedFacts {
+    pub fn as_facts(&self) -> ProcessFacts<'_> {
+        ProcessFacts {
+            comm: &self.comm,
+            exe: self.exe.as_deref(),
+            cmdline: &self.cmdline,
+            uid: self.uid,
+        }
+    }
+}
+
+/// Why a kernel operation on a process did not happen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpError {
+    /// The process (or thread) exited: not an error.
+    Gone,
+    /// The kernel refused; the text names the file or call and the reason.
+    Refused(String),
+}
+
+/// The kernel side of placement: the engine decides, these do.
+pub trait PlaceOps {
+    /// The facts of a user process; `None` when it is gone or a kernel thread.
+    fn facts(&mut self, pid: i32) -> Option<OwnedFacts>;
+    /// The process's cgroup as `/proc/PID/cgroup` shows it (`/a/b`); `None` when gone.
+    fn cgroup_of(&mut self, pid: i32) -> Option<String>;
+    /// Group `name`'s cgroup as `/proc/PID/cgroup` would show it.
+    fn group_cgroup(&self, group: &str) -> Option<String>;
+    /// Writes `pid` to group `name`'s `cgroup.procs` (the whole process).
+    fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError>;
+    /// Whether the process already has this scheduling.
+    fn sched_is(&mut self, pid: i32, sched: &Sched) -> bool;
+    /// Applies `sched` to every thread of `pid`.
+    fn set_sched(&mut self, pid: i32, sched: &Sched) -> Result<(), OpError>;
+    /// Direct children of `pid` (`/proc/PID/task/*/children`).
+    fn children(&mut self, pid: i32) -> Vec<i32>;
+}
+
+/// What placing one process did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placed {
+    /// The group of the matching rule; `None`: no rule matched (or gone).
+    pub group: Option<String>,
+    /// The process was moved (it was elsewhere).
+    pub moved: bool,
+    /// Scheduling was applied (it differed).
+    pub sched: bool,
+    /// Descendants left behind by the exec race and moved along.
+    pub descendants: Vec<i32>,
+    /// Refusals, each naming what was refused and why.
+    pub errors: Vec<String>,
+}
+
+/// How deep and how many descendants are followed after a move.
+const MAX_DESCENDANTS: usize = 4096;
+
+impl Placer {
+    /// Index of the first rule matching `p`.
+    pub fn find_index(&self, p: &ProcessFacts) -> Option<usize> {
+        self.matchers.iter().position(|m| m.matches(p))
+    }
+
+    /// Places one process: match → move if not already there → sched on
+    /// every thread → descendants that stayed behind in the old group and
+    /// match no other rule. A process that exits mid-way is not an error.
+    /// Processes in groups cgwarden does not manage are moved only when a
+    /// rule matches them (never as someone's descendant unless they are in
+    /// the very group the matched parent left).
+    pub fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
+        let mut out = Placed::default();
+        let Some(facts) = ops.facts(pid) else {
+            return out;
+        };
+        let Some(idx) = self.find_index(&facts.as_facts()) else {
+            return out;
+        };
+        let m = &self.matchers[idx];
+        out.group = Some(m.group.clone());
+        let Some(target) = ops.group_cgroup(&m.group) else {
+            out.errors.push(format!(
+                "pid {pid} ({}): group {} unknown",
+                facts.comm, m.group
+            ));
+            return out;
+        };
+        let Some(was) = ops.cgroup_of(pid) else {
+            return out;
+        };
+        if was != target {
+            match ops.move_pid(&m.group, pid) {
+                Ok(()) => out.moved = true,
+                Err(OpError::Gone) => return out,
+                Err(OpError::Refused(why)) => out.errors.push(format!(
+                    "pid {pid} ({}) into {}: {why}",
+                    facts.comm, m.group
+                )),
+            }
+        }
+        if let Some(s) = &m.sched {
+            if !ops.sched_is(pid, s) {
+                match ops.set_sched(pid, s) {
+                    Ok(()) => out.sched = true,
+                    Err(OpError::Gone) => return out,
+                    Err(OpError::Refused(why)) => out.errors.push(format!(
+                        "pid {pid} ({}) sched {}: {why}",
+                        facts.comm,
+                        s.policy.as_str()
+                    )),
+                }
+            }
+        }
+        if out.moved {
+            self.move_left_behind(pid, idx, &was, &target, ops, &mut out);
+        }
+        out
+    }
+
+    /// The exec race: children forked before the move stay in `was`.
+    fn move_left_behind(
+        &self,
+        pid: i32,
+        idx: usize,
+        was: &str,
+        target: &str,
+        ops: &mut dyn PlaceOps,
+        out: &mut Placed,
+    ) {
+        let group = &self.matchers[idx].group;
+        let mut stack = ops.children(pid);
+        let mut seen = 0;
+        while let Some(c) = stack.pop() {
+            seen += 1;
+            if seen > MAX_DESCENDANTS {
+                break;
+            }
+            let Some(f) = ops.facts(c) else {
+                continue;
+            };
+            // A descendant matching another rule is that rule's business.
+            if let Some(j) = self.find_index(&f.as_facts()) {
+                if j != idx {
+                    continue;
+                }
+            }
+            match ops.cgroup_of(c) {
+                Some(cur) if cur == was => match ops.move_pid(group, c) {
+                    Ok(()) => out.descendants.push(c),
+                    Err(OpError::Gone) => continue,
+                    Err(OpError::Refused(why)) => {
+                        out.errors
+                            .push(format!("pid {c} (child of {pid}) into {group}: {why}"));
+                        continue;
+                    }
+                },
+                Some(cur) if cur == target => {}
+                // Elsewhere (a group someone else manages) or gone: leave it.
+                _ => continue,
+            }
+            stack.extend(ops.children(c));
+        }
     }
 }
 
@@ -257,5 +440,221 @@ mod tests {
         let p = Placer::new(&rules, |_| None);
         assert!(p.find(&facts("camera_pipeline", None, "", 0)).is_some());
         assert!(p.find(&facts("camera_pipelin", None, "", 0)).is_none());
+    }
+}
+
+// ---- Tests of matcher forms and per-process placement (issue #5) ----
+#[cfg(test)]
+mod place_tests {
+    use super::*;
+    use crate::policy::model::{Match, SchedPolicy};
+    use crate::policy::yaml::Pos;
+    use std::collections::HashMap;
+
+    fn rule(m: Match, group: &str, sched: Option<Sched>) -> Placement {
+        Placement {
+            matcher: m,
+            group: group.into(),
+            sched,
+            pos: Pos::default(),
+        }
+    }
+    fn comm(c: &str) -> Match {
+        Match {
+            comm: Some(c.into()),
+            ..Default::default()
+        }
+    }
+    fn f(comm: &str) -> OwnedFacts {
+        OwnedFacts {
+            comm: comm.into(),
+            exe: Some(format!("/usr/bin/{comm}")),
+            cmdline: comm.into(),
+            uid: Some(0),
+        }
+    }
+
+    #[test]
+    fn comm_forms_truncation_and_globs() {
+        let rules = vec![
+            rule(comm("camera_pipeline_main"), "trunc", None),
+            rule(comm("motion_?ontrol"), "q", None),
+            rule(comm("[xy]worker"), "class", None),
+            rule(comm("exact"), "exact", None),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        let g = |c: &str| p.find(&f(c).as_facts()).map(|m| m.group.clone());
+        // The kernel keeps 15 bytes: `camera_pipeline_main` shows as `camera_pipeline`.
+        assert_eq!(g("camera_pipeline").as_deref(), Some("trunc"));
+        assert_eq!(g("camera_pipelin"), None);
+        assert_eq!(g("motion_control").as_deref(), Some("q"));
+        assert_eq!(g("yworker").as_deref(), Some("class"));
+        assert_eq!(g("zworker"), None);
+        assert_eq!(g("exact").as_deref(), Some("exact"));
+        assert_eq!(g("exactly"), None);
+        assert_eq!(g("xexact"), None);
+    }
+
+    #[test]
+    fn exe_cmdline_and_uid_forms() {
+        let rules = vec![
+            rule(
+                Match {
+                    exe: Some("/opt/*/bin/infer?".into()),
+                    ..Default::default()
+                },
+                "exe",
+                None,
+            ),
+            rule(
+                Match {
+                    cmdline: Some("python3 * --cam [0-9]".into()),
+                    ..Default::default()
+                },
+                "cmd",
+                None,
+            ),
+            rule(
+                Match {
+                    user: Some(UserSpec::Uid(1234)),
+                    ..Default::default()
+                },
+                "uid",
+                None,
+            ),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        let mut x = f("a");
+        x.exe = Some("/opt/npu/bin/infer2".into());
+        assert_eq!(p.find_index(&x.as_facts()), Some(0));
+        x.exe = None;
+        x.cmdline = "python3 /srv/pipe.py --cam 3".into();
+        assert_eq!(p.find_index(&x.as_facts()), Some(1));
+        x.cmdline = "python3 /srv/pipe.py --cam x".into();
+        assert_eq!(p.find_index(&x.as_facts()), None);
+        x.uid = Some(1234);
+        assert_eq!(p.find_index(&x.as_facts()), Some(2));
+        x.uid = None;
+        assert_eq!(p.find_index(&x.as_facts()), None);
+    }
+
+    /// A fake kernel: processes with facts, cgroups, children and sched.
+    #[derive(Default)]
+    struct Fake {
+        procs: HashMap<i32, OwnedFacts>,
+        cg: HashMap<i32, String>,
+        kids: HashMap<i32, Vec<i32>>,
+        sched: HashMap<i32, SchedPolicy>,
+        refuse: Option<String>,
+        moves: Vec<(i32, String)>,
+    }
+    impl PlaceOps for Fake {
+        fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
+            self.procs.get(&pid).cloned()
+        }
+        fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+            self.cg.get(&pid).cloned()
+        }
+        fn group_cgroup(&self, group: &str) -> Option<String> {
+            Some(format!("/{group}"))
+        }
+        fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+            if !self.procs.contains_key(&pid) {
+                return Err(OpError::Gone);
+            }
+            if let Some(r) = &self.refuse {
+                return Err(OpError::Refused(r.clone()));
+            }
+            self.cg.insert(pid, format!("/{group}"));
+            self.moves.push((pid, group.into()));
+            Ok(())
+        }
+        fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+            self.sched.get(&pid) == Some(&s.policy)
+        }
+        fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+            self.sched.insert(pid, s.policy);
+            Ok(())
+        }
+        fn children(&mut self, pid: i32) -> Vec<i32> {
+            self.kids.get(&pid).cloned().unwrap_or_default()
+        }
+    }
+
+    fn fifo() -> Sched {
+        Sched {
+            policy: SchedPolicy::Fifo,
+            priority: Some(50),
+            nice: None,
+            deadline: None,
+        }
+    }
+
+    #[test]
+    fn moves_scheds_and_leaves_placed_alone() {
+        let rules = vec![rule(comm("rt*"), "realtime", Some(fifo()))];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        k.procs.insert(10, f("rtloop"));
+        k.cg.insert(10, "/".into());
+        let r = p.place(10, &mut k);
+        assert!(r.moved && r.sched, "{r:?}");
+        assert_eq!(k.cg[&10], "/realtime");
+        assert_eq!(k.sched[&10], SchedPolicy::Fifo);
+        // Already there, already FIFO: nothing happens.
+        let r = p.place(10, &mut k);
+        assert!(!r.moved && !r.sched && r.errors.is_empty(), "{r:?}");
+        assert_eq!(k.moves.len(), 1);
+        // Gone mid-way, unmatched: not errors.
+        assert_eq!(p.place(99, &mut k), Placed::default());
+        k.procs.insert(11, f("bash"));
+        k.cg.insert(11, "/".into());
+        assert_eq!(p.place(11, &mut k).group, None);
+    }
+
+    #[test]
+    fn refusal_is_reported_with_reason() {
+        let rules = vec![rule(comm("rt*"), "realtime", None)];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake {
+            refuse: Some("write /sys/fs/cgroup/realtime/cgroup.procs: EINVAL".into()),
+            ..Default::default()
+        };
+        k.procs.insert(10, f("rtloop"));
+        k.cg.insert(10, "/".into());
+        let r = p.place(10, &mut k);
+        assert!(!r.moved);
+        assert_eq!(r.errors.len(), 1);
+        assert!(r.errors[0].contains("EINVAL") && r.errors[0].contains("realtime"));
+    }
+
+    #[test]
+    fn descendants_left_behind_follow_unless_another_rule_or_group() {
+        let rules = vec![
+            rule(comm("parent"), "a", None),
+            rule(comm("other"), "b", None),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        for (pid, c, cg) in [
+            (1, "parent", "/"),
+            (2, "child", "/"),           // left behind: follows
+            (3, "other", "/"),           // matches another rule: left to it
+            (4, "grandkid", "/"),        // under 2: follows
+            (5, "svc", "/system.slice"), // someone else's group: stays
+            (6, "sub", "/system.slice"), // under 5: not visited
+        ] {
+            k.procs.insert(pid, f(c));
+            k.cg.insert(pid, cg.into());
+        }
+        k.kids.insert(1, vec![2, 3, 5]);
+        k.kids.insert(2, vec![4]);
+        k.kids.insert(5, vec![6]);
+        let mut r = p.place(1, &mut k);
+        r.descendants.sort_unstable();
+        assert_eq!(r.descendants, [2, 4]);
+        assert_eq!(k.cg[&3], "/");
+        assert_eq!(k.cg[&5], "/system.slice");
+        assert_eq!(k.cg[&6], "/system.slice");
     }
 }

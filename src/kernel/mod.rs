@@ -14,6 +14,7 @@ pub mod cpufreq;
 pub mod error;
 pub mod fake_tree;
 pub mod meminfo;
+pub mod proc_events;
 pub mod procfs;
 pub mod psi;
 pub mod psi_trigger;

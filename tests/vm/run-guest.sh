@@ -14,6 +14,7 @@
 #   CGWARDEN_VM_CACHE    cache made by tests/vm/setup.sh (default ~/.cache/cgwarden-vm)
 #   CGWARDEN_VM_TIMEOUT  hard limit for QEMU in seconds (default 300)
 #   CGWARDEN_VM_FOOTPRINT_SECS  how long 85-daemon-footprint measures (default 20)
+#   CGWARDEN_VM_DEBUG_BUILD=1    the binaries are a debug build (footprint limit doubled)
 #   CGWARDEN_VM_SMP      guest CPUs (default 4; the policies assume 4)
 #   CGWARDEN_VM_MEM      guest memory (default 2G)
 #   CGWARDEN_VM_ONLY     space-separated scenario names to run (default: all)
@@ -73,6 +74,7 @@ printf 'root:x:0:0:root:/root:/bin/sh\nvision:x:1000:1000:vision:/tmp:/bin/sh\nn
 printf 'root:x:0:\nvision:x:1000:\nnogroup:x:65534:\n' >"$r/etc/group"
 echo "${CGWARDEN_VM_ONLY:-}" >"$r/cgw/only"
 [[ -n ${CGWARDEN_VM_FOOTPRINT_SECS:-} ]] && echo "$CGWARDEN_VM_FOOTPRINT_SECS" >"$r/cgw/footprint_secs"
+[[ -n ${CGWARDEN_VM_DEBUG_BUILD:-} ]] && : >"$r/cgw/debug_build"
 
 (cd "$r" && find . -print0 | cpio --null -o -H newc --quiet) >"$stage/initramfs.cpio"
 t1=$(now)

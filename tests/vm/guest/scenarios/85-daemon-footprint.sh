@@ -24,7 +24,10 @@ detail=$(awk -v t0="$t0" -v t1="$t1" -v u0="$up0" -v u1="$up1" -v hz="$hz" -v r0
     'BEGIN { cpu = (t1 - t0) / hz; wall = u1 - u0; printf "wall=%.0fs cpu=%.2fs (%.3f%% of one core) rss_start=%dKiB rss_end=%dKiB hwm=%dKiB", wall, cpu, 100 * cpu / wall, r0, r1, hwm }')
 echo "FOOTPRINT $detail"
 pass measured "$detail"
-check rss-under-8mib "RSS after ${secs}s is under 8 MiB (${r1} KiB)" test "${r1:-999999}" -lt 8192
+# The target is for a release build; a debug build (cargo test without --release) is larger.
+limit=8192
+[ -e /cgw/debug_build ] && limit=16384
+check rss-under-limit "RSS after ${secs}s is under $((limit / 1024)) MiB (${r1} KiB)" test "${r1:-999999}" -lt "$limit"
 stop_daemon
 check_eq daemon-exit-0 0 echo "$DRC"
 cgw reset --policy "$P"

@@ -1,0 +1,671 @@
+//! Real-time placement (issue #5): exec events from the process-events
+//! connector drive placement and `running()` presence.
+//!
+//! - The connector task (on the daemon's current-thread runtime) waits for
+//!   the netlink socket with `AsyncFd`, drains it, and for each event:
+//!   EXEC / COMM (of a main thread) → queue the pid for placement and
+//!   update presence; EXIT (of a process) → update presence; ENOBUFS or a
+//!   sequence gap → count it and queue a full /proc rescan. It sends
+//!   [`Wake::Presence`] only when some `running()` answer changed.
+//! - Placement runs on one dedicated thread fed by a queue: a migration
+//!   write to `cgroup.procs` can take 5–20 ms, which must never stall rule
+//!   evaluation or the draining of the socket (an undrained socket overruns).
+//!   The thread places with [`Placer::place`] (shared with the scans) and
+//!   runs the full scans: at startup, every `settings.rescan`, after a loss,
+//!   and — when the connector cannot be opened or under `--root` — every tick.
+//! - [`Counters`] keep placements per group, misses found by rescans,
+//!   overruns and gaps for `status`/metrics.
+//!
+//! Placement moves a process only when a placement rule matches it, wherever
+//! it is — including groups cgwarden does not manage (a systemd service's
+//! slice): the match is the explicit request. Descendants of a matched
+//! process are moved along only when they are still in the group the parent
+//! left (the fork-before-move race) and match no other rule.
+
+use crate::daemon::watch::Wake;
+use crate::engine::placement::{OpError, OwnedFacts, PlaceOps, Placer};
+use crate::engine::presence::Presence;
+use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
+use crate::kernel::proc_events::{self, Connector, ProcEvent};
+use crate::kernel::{procfs, sched, Root};
+use crate::policy::model::{Policy, Sched, SchedPolicy};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::thread::JoinHandle as ThreadHandle;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Counters for status and metrics.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Processes moved, per group (exec path and scans; descendants included).
+    pub placed: Mutex<BTreeMap<String, u64>>,
+    /// Processes a safety-net rescan had to move (exec events missed them).
+    pub misses: AtomicU64,
+    /// Socket overruns (ENOBUFS / NLMSG_OVERRUN).
+    pub overruns: AtomicU64,
+    /// Per-CPU sequence gaps seen (events lost without an overrun).
+    pub gaps: AtomicU64,
+    /// EXEC and COMM events handled.
+    pub events: AtomicU64,
+    /// Moves or sched changes the kernel refused.
+    pub refused: AtomicU64,
+    /// Full /proc scans done.
+    pub scans: AtomicU64,
+}
+
+impl Counters {
+    fn placed_in(&self, group: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let mut m = self.placed.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(group.to_string()).or_default() += n;
+    }
+
+    /// One line for logs.
+    pub fn summary(&self) -> String {
+        let placed = self.placed.lock().unwrap_or_else(|e| e.into_inner());
+        format!(
+            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}",
+            *placed,
+            self.misses.load(Ordering::Relaxed),
+            self.overruns.load(Ordering::Relaxed),
+            self.gaps.load(Ordering::Relaxed),
+            self.events.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+            self.scans.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// State shared by the connector task, the placement thread and the sampler.
+#[derive(Debug)]
+pub struct Shared {
+    pub presence: Mutex<Presence>,
+    /// True while exec events drive presence and placement; false: scan each tick.
+    pub events_live: AtomicBool,
+    pub counters: Counters,
+}
+
+impl Shared {
+    pub fn new(presence: Presence) -> Arc<Shared> {
+        Arc::new(Shared {
+            presence: Mutex::new(presence),
+            events_live: AtomicBool::new(false),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
+        self.presence.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn events_live(&self) -> bool {
+        self.events_live.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a full scan runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanKind {
+    /// Startup reconcile (after the connector subscribed).
+    Startup,
+    /// The `settings.rescan` safety net.
+    Rescan,
+    /// The socket lost events.
+    Loss,
+    /// No connector: the scan is the detection (every tick).
+    Tick,
+}
+
+enum Job {
+    Place(i32),
+    Scan(ScanKind),
+}
+
+/// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
+pub struct KernelOps {
+    root: Root,
+    cg: CgroupFs,
+    /// group name → (path below cgroup_root, cgroup as /proc/PID/cgroup shows it)
+    groups: HashMap<String, (String, String)>,
+    me: i32,
+}
+
+impl KernelOps {
+    pub fn new(root: Root, policy: &Policy) -> KernelOps {
+        let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
+        let mount = cg.mount();
+        let prefix = match cg.base().strip_prefix(&mount) {
+            Ok(p) if p.as_os_str().is_empty() => String::new(),
+            Ok(p) => format!("/{}", p.display()),
+            Err(_) => String::new(),
+        };
+        let groups = policy
+            .all_groups()
+            .into_iter()
+            .map(|g| {
+                (
+                    g.name.clone(),
+                    (g.path.clone(), format!("{prefix}/{}", g.path)),
+                )
+            })
+            .collect();
+        KernelOps {
+            me: if root.is_fake() {
+                -1
+            } else {
+                std::process::id() as i32
+            },
+            root,
+            cg,
+            groups,
+        }
+    }
+}
+
+fn to_spec(s: &Sched) -> sched::SchedSpec {
+    let policy = match s.policy {
+        SchedPolicy::Other => sched::Policy::Other,
+        SchedPolicy::Batch => sched::Policy::Batch,
+        SchedPolicy::Idle => sched::Policy::Idle,
+        SchedPolicy::Fifo => sched::Policy::Fifo,
+        SchedPolicy::Rr => sched::Policy::Rr,
+        SchedPolicy::Deadline => sched::Policy::Deadline,
+    };
+    let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    sched::SchedSpec {
+        policy,
+        priority: s.priority,
+        nice: s.nice,
+        deadline: s
+            .deadline
+            .map(|d| (ns(d.runtime), ns(d.deadline), ns(d.period))),
+    }
+}
+
+impl PlaceOps for KernelOps {
+    fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
+        if pid == self.me {
+            return None;
+        }
+        let info = procfs::process(&self.root, pid).ok().flatten()?;
+        if info.is_kernel_thread {
+            return None;
+        }
+        Some(OwnedFacts {
+            comm: info.comm,
+            exe: info.exe.map(|p| p.to_string_lossy().into_owned()),
+            cmdline: info.cmdline.join(" "),
+            uid: info.uid,
+        })
+    }
+    fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+        pid_cgroup(&self.root, pid).ok().flatten()
+    }
+    fn group_cgroup(&self, group: &str) -> Option<String> {
+        self.groups.get(group).map(|(_, shown)| shown.clone())
+    }
+    fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+        let Some((rel, _)) = self.groups.get(group) else {
+            return Err(OpError::Refused(format!("no group {group}")));
+        };
+        match self.cg.move_pid(rel, pid) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_gone() || e.errno() == Some(libc::ESRCH) => Err(OpError::Gone),
+            Err(e) => Err(OpError::Refused(e.to_string())),
+        }
+    }
+    fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+        if self.root.is_fake() {
+            return true; // no kernel behind a fake tree: sched is not attempted
+        }
+        let want = to_spec(s);
+        match sched::current_policy(&self.root, pid) {
+            Ok(Some((policy, prio))) => {
+                policy == want.policy
+                    && prio == s.priority.unwrap_or(0)
+                    && s.nice.is_none()
+                    && s.deadline.is_none()
+            }
+            _ => false,
+        }
+    }
+    fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+        let spec = to_spec(s);
+        let mut any = false;
+        for tid in procfs::threads(&self.root, pid) {
+            match sched::apply(tid, &spec) {
+                Ok(()) => any = true,
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(OpError::Refused(e.to_string())),
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(OpError::Gone)
+        }
+    }
+    fn children(&mut self, pid: i32) -> Vec<i32> {
+        procfs::children(&self.root, pid)
+    }
+}
+
+/// The placement thread's handle.
+pub struct Placement {
+    tx: std_mpsc::Sender<Job>,
+    scan_pending: Arc<AtomicBool>,
+    /// Detached: dropping the queue's sender ends the thread after its
+    /// current write; shutdown never waits on a slow migration.
+    _thread: Option<ThreadHandle<()>>,
+}
+
+impl Placement {
+    /// Queues `pid` for placement (never blocks).
+    pub fn place(&self, pid: i32) {
+        let _ = self.tx.send(Job::Place(pid));
+    }
+
+    /// Queues a full scan; scans already queued and not started absorb it.
+    pub fn scan(&self, kind: ScanKind) {
+        if !self.scan_pending.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Job::Scan(kind));
+        }
+    }
+}
+
+/// What the thread needs.
+struct Worker {
+    placer: Placer,
+    ops: KernelOps,
+    root: Root,
+    shared: Arc<Shared>,
+    wake: mpsc::Sender<Wake>,
+    /// False under `--dry-run`: scans only keep presence.
+    act: bool,
+    scan_pending: Arc<AtomicBool>,
+}
+
+impl Worker {
+    fn run(mut self, rx: std_mpsc::Receiver<Job>) {
+        let mut pids = Vec::new();
+        let mut seen = HashSet::new();
+        while let Ok(first) = rx.recv() {
+            let mut scan = None;
+            pids.clear();
+            seen.clear();
+            let mut take = |j: Job, scan: &mut Option<ScanKind>| match j {
+                Job::Place(p) => {
+                    if seen.insert(p) {
+                        pids.push(p);
+                    }
+                }
+                Job::Scan(k) => {
+                    // The most telling reason wins for counting misses.
+                    if scan.is_none() || k == ScanKind::Loss || k == ScanKind::Rescan {
+                        *scan = Some(k);
+                    }
+                }
+            };
+            take(first, &mut scan);
+            while let Ok(j) = rx.try_recv() {
+                take(j, &mut scan);
+            }
+            for &pid in &pids {
+                self.place(pid, None);
+            }
+            if let Some(kind) = scan {
+                self.scan_pending.store(false, Ordering::Release);
+                self.full_scan(kind);
+            }
+        }
+    }
+
+    fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
+        if !self.act {
+            return false;
+        }
+        let r = self.placer.place(pid, &mut self.ops);
+        let c = &self.shared.counters;
+        for e in &r.errors {
+            c.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("placement refused: {e}");
+        }
+        let Some(group) = &r.group else {
+            return false;
+        };
+        let n = u64::from(r.moved) + r.descendants.len() as u64;
+        c.placed_in(group, n);
+        if n > 0 {
+            match scan {
+                Some(ScanKind::Rescan | ScanKind::Loss) => {
+                    c.misses.fetch_add(n, Ordering::Relaxed);
+                    tracing::info!(pid, group = %group, descendants = ?r.descendants, "rescan placed a process the exec events missed");
+                }
+                Some(_) => {
+                    tracing::info!(pid, group = %group, descendants = ?r.descendants, "placed (scan)")
+                }
+                None => {
+                    tracing::debug!(pid, group = %group, descendants = ?r.descendants, sched = r.sched, "placed on exec")
+                }
+            }
+        }
+        r.moved || !r.descendants.is_empty()
+    }
+
+    fn full_scan(&mut self, kind: ScanKind) {
+        self.shared.counters.scans.fetch_add(1, Ordering::Relaxed);
+        let Ok(pids) = procfs::pids(&self.root) else {
+            return;
+        };
+        let track = !self.shared.presence().is_empty();
+        let mut comms = Vec::new();
+        for &pid in &pids {
+            if !self.placer.is_empty() {
+                self.place(pid, Some(kind));
+            }
+            if track {
+                if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
+                    comms.push((pid, c));
+                }
+            }
+        }
+        if track {
+            let changed = reconcile(&self.shared, &self.root, comms);
+            if changed {
+                let _ = self.wake.try_send(Wake::Presence);
+            }
+        }
+    }
+}
+
+/// Brings presence in line with a scan without undoing events that raced it:
+/// seen processes are (re)recorded, tracked ones not seen are dropped only
+/// if their /proc entry is gone now.
+fn reconcile(shared: &Shared, root: &Root, comms: Vec<(i32, String)>) -> bool {
+    let seen: HashSet<i32> = comms.iter().map(|(p, _)| *p).collect();
+    let mut pr = shared.presence();
+    let mut changed = false;
+    for (pid, c) in comms {
+        changed |= pr.update(pid, &c);
+    }
+    for pid in pr.pids() {
+        if !seen.contains(&pid) && !root.is_dir(std::path::Path::new(&format!("/proc/{pid}"))) {
+            changed |= pr.exit(pid);
+        }
+    }
+    changed
+}
+
+/// Fills presence from a comm scan (synchronously; a few ms).
+pub fn scan_presence(shared: &Shared, root: &Root) -> bool {
+    let Ok(pids) = procfs::pids(root) else {
+        return false;
+    };
+    let comms: Vec<(i32, String)> = pids
+        .into_iter()
+        .filter_map(|p| procfs::comm(root, p).ok().flatten().map(|c| (p, c)))
+        .collect();
+    shared.presence().replace_all(comms)
+}
+
+/// The running exec machinery.
+pub struct ExecWatch {
+    pub shared: Arc<Shared>,
+    placement: Option<Arc<Placement>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ExecWatch {
+    /// Starts what the policy needs: the placement thread when there are
+    /// placement rules (or presence to keep), and the connector unless the
+    /// root is fake. Logs once why the connector is not used.
+    pub fn start(
+        root: &Root,
+        policy: &Policy,
+        shared: Arc<Shared>,
+        act: bool,
+        wake: mpsc::Sender<Wake>,
+    ) -> ExecWatch {
+        let placer = Placer::new(&policy.placement, |name| {
+            procfs::user_uid(root, name).ok().flatten()
+        });
+        let tracking = !shared.presence().is_empty();
+        let placing = act && !placer.is_empty();
+        if !tracking && !placing {
+            return ExecWatch {
+                shared,
+                placement: None,
+                task: None,
+            };
+        }
+        let scan_pending = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std_mpsc::channel();
+        let worker = Worker {
+            placer,
+            ops: KernelOps::new(root.clone(), policy),
+            root: root.clone(),
+            shared: shared.clone(),
+            wake: wake.clone(),
+            act,
+            scan_pending: scan_pending.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("cgw-place".into())
+            .spawn(move || worker.run(rx))
+            .ok();
+        if thread.is_none() {
+            tracing::error!("cannot start the placement thread; placement runs at rescans only");
+        }
+        let placement = Arc::new(Placement {
+            tx,
+            scan_pending,
+            _thread: thread,
+        });
+        let mut task = None;
+        if root.is_fake() {
+            tracing::info!(
+                "--root: exec events do not exist on a fake tree; scanning /proc every tick"
+            );
+        } else if std::env::var_os("CGWARDEN_NO_PROC_EVENTS").is_some() {
+            // Benchmarks and tests of the fallback on a real kernel.
+            tracing::warn!(
+                "CGWARDEN_NO_PROC_EVENTS is set: process-events connector not used; scanning /proc every tick"
+            );
+        } else {
+            match Connector::open() {
+                Ok(conn) => {
+                    tracing::info!(
+                        filtered = conn.filtered(),
+                        rcvbuf = conn.rcvbuf(),
+                        "process-events connector: placing on exec"
+                    );
+                    match spawn_connector(
+                        conn,
+                        placement.clone(),
+                        shared.clone(),
+                        root.clone(),
+                        wake,
+                    ) {
+                        Ok(t) => {
+                            shared.events_live.store(true, Ordering::Relaxed);
+                            task = Some(t);
+                        }
+                        Err(e) => tracing::warn!(
+                            "process-events connector not watched ({e}); scanning /proc every tick"
+                        ),
+                    }
+                }
+                Err(e) => tracing::warn!(
+                    "process-events connector unavailable ({}); scanning /proc every tick",
+                    proc_events::describe_open_error(&e)
+                ),
+            }
+        }
+        // Subscribed first, then scanned: nothing falls between the two.
+        if tracking {
+            scan_presence(&shared, root);
+        }
+        placement.scan(ScanKind::Startup);
+        ExecWatch {
+            shared,
+            placement: Some(placement),
+            task,
+        }
+    }
+
+    /// Each tick: without live events, the scan is the detection.
+    pub fn on_tick(&self) {
+        if !self.shared.events_live() {
+            if let Some(p) = &self.placement {
+                p.scan(ScanKind::Tick);
+            }
+        }
+    }
+
+    /// The `settings.rescan` safety net.
+    pub fn rescan(&self) {
+        if let Some(p) = &self.placement {
+            p.scan(ScanKind::Rescan);
+        }
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+}
+
+impl Drop for ExecWatch {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+fn spawn_connector(
+    conn: Connector,
+    placement: Arc<Placement>,
+    shared: Arc<Shared>,
+    root: Root,
+    wake: mpsc::Sender<Wake>,
+) -> std::io::Result<JoinHandle<()>> {
+    // SAFETY: `register_with_interest` requires the fd to stay open and name
+    // the same socket for the AsyncFd's whole life. `Connector` owns it (an
+    // `OwnedFd` inside `ProcConnector`, never replaced or closed while the
+    // value lives) and `as_raw_fd` always returns it; the AsyncFd owns the
+    // connector, so the fd closes only when the AsyncFd is dropped, after
+    // it was deregistered from epoll.
+    let afd = unsafe { AsyncFd::register_with_interest(conn, Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)?;
+    Ok(tokio::spawn(connector_loop(
+        afd, placement, shared, root, wake,
+    )))
+}
+
+async fn connector_loop(
+    mut afd: AsyncFd<Connector>,
+    placement: Arc<Placement>,
+    shared: Arc<Shared>,
+    root: Root,
+    wake: mpsc::Sender<Wake>,
+) {
+    let mut events = Vec::with_capacity(512);
+    let tracking = !shared.presence().is_empty();
+    loop {
+        let mut guard = match afd.readable_mut().await {
+            Ok(g) => g,
+            Err(e) => {
+                fail(&shared, &wake, format!("process-events connector: {e}"));
+                return;
+            }
+        };
+        events.clear();
+        let drained = match guard.get_inner_mut().drain(&mut events, 64) {
+            Ok(d) => d,
+            Err(e) => {
+                fail(
+                    &shared,
+                    &wake,
+                    format!("process-events connector: recv: {e}"),
+                );
+                return;
+            }
+        };
+        if drained {
+            guard.clear_ready();
+        }
+        drop(guard);
+        let mut presence_changed = false;
+        let mut loss = false;
+        for ev in &events {
+            match *ev {
+                ProcEvent::Exec { tgid, .. } => {
+                    shared.counters.events.fetch_add(1, Ordering::Relaxed);
+                    placement.place(tgid);
+                    if tracking {
+                        presence_changed |= note_comm(&shared, &root, tgid);
+                    }
+                }
+                ProcEvent::Comm { pid, tgid } if pid == tgid => {
+                    shared.counters.events.fetch_add(1, Ordering::Relaxed);
+                    placement.place(tgid);
+                    if tracking {
+                        presence_changed |= note_comm(&shared, &root, tgid);
+                    }
+                }
+                ProcEvent::Comm { .. } => {}
+                ProcEvent::Exit { pid, tgid } if pid == tgid => {
+                    if tracking {
+                        presence_changed |= shared.presence().exit(tgid);
+                    }
+                }
+                ProcEvent::Exit { .. } => {}
+                ProcEvent::Overrun => {
+                    shared.counters.overruns.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("process-events socket overran (ENOBUFS)");
+                    loss = true;
+                }
+                ProcEvent::Gap { cpu, missed } => {
+                    shared.counters.gaps.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(cpu, missed, "process events lost (sequence gap)");
+                    loss = true;
+                }
+            }
+        }
+        if loss {
+            tracing::warn!(
+                "process events were lost (socket overrun or sequence gap); rescanning /proc"
+            );
+            placement.scan(ScanKind::Loss);
+            if tracking {
+                presence_changed |= scan_presence(&shared, &root);
+            }
+        }
+        if presence_changed {
+            let _ = wake.try_send(Wake::Presence);
+        }
+        if !drained {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+fn note_comm(shared: &Shared, root: &Root, pid: i32) -> bool {
+    match procfs::comm(root, pid) {
+        Ok(Some(c)) => shared.presence().update(pid, &c),
+        _ => shared.presence().exit(pid),
+    }
+}
+
+fn fail(shared: &Shared, wake: &mpsc::Sender<Wake>, what: String) {
+    shared.events_live.store(false, Ordering::Relaxed);
+    let _ = wake.try_send(Wake::WatchError {
+        what: format!("{what}; scanning /proc every tick from now on"),
+    });
+}
