@@ -871,7 +871,7 @@ impl<'p> Converger<'p> {
                 Ok(true)
             }
             Step::Sched { pid, sched: s, .. } => {
-                let spec = to_sched_spec(s);
+                let spec = sched_spec(s);
                 let mut any = false;
                 for tid in procfs::threads(&self.root, *pid) {
                     match sched::apply(tid, &spec) {
@@ -897,7 +897,8 @@ fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
     }
 }
 
-fn to_sched_spec(s: &Sched) -> sched::SchedSpec {
+/// A placement rule's `sched:` in the kernel layer's terms.
+pub fn sched_spec(s: &Sched) -> sched::SchedSpec {
     sched::SchedSpec {
         policy: to_kernel_policy(s.policy),
         priority: s.priority,

@@ -28,7 +28,7 @@ use crate::engine::presence::Presence;
 use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::{procfs, sched, Root};
-use crate::policy::model::{Policy, Sched, SchedPolicy};
+use crate::policy::model::{Policy, Sched};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
@@ -168,26 +168,6 @@ impl KernelOps {
     }
 }
 
-fn to_spec(s: &Sched) -> sched::SchedSpec {
-    let policy = match s.policy {
-        SchedPolicy::Other => sched::Policy::Other,
-        SchedPolicy::Batch => sched::Policy::Batch,
-        SchedPolicy::Idle => sched::Policy::Idle,
-        SchedPolicy::Fifo => sched::Policy::Fifo,
-        SchedPolicy::Rr => sched::Policy::Rr,
-        SchedPolicy::Deadline => sched::Policy::Deadline,
-    };
-    let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    sched::SchedSpec {
-        policy,
-        priority: s.priority,
-        nice: s.nice,
-        deadline: s
-            .deadline
-            .map(|d| (ns(d.runtime), ns(d.deadline), ns(d.period))),
-    }
-}
-
 impl PlaceOps for KernelOps {
     fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
         if pid == self.me {
@@ -224,7 +204,7 @@ impl PlaceOps for KernelOps {
         if self.root.is_fake() {
             return true; // no kernel behind a fake tree: sched is not attempted
         }
-        let want = to_spec(s);
+        let want = crate::converge::sched_spec(s);
         match sched::current_policy(&self.root, pid) {
             Ok(Some((policy, prio))) => {
                 policy == want.policy
@@ -236,7 +216,7 @@ impl PlaceOps for KernelOps {
         }
     }
     fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
-        let spec = to_spec(s);
+        let spec = crate::converge::sched_spec(s);
         let mut any = false;
         for tid in procfs::threads(&self.root, pid) {
             match sched::apply(tid, &spec) {
