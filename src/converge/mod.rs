@@ -9,11 +9,12 @@
 //! from `min` up to `max`, processes moved only after their group is ready.
 
 pub mod journal;
+pub mod placement;
 pub mod reset;
 
 use crate::engine::normalize::{self, Form};
-use crate::engine::placement::{Placer, ProcessFacts};
-use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
+use crate::engine::placement::Placer;
+use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
 use crate::policy::model::{Group, OnMissing, PidsMax, Policy, Sched, SchedPolicy};
 use journal::{Entry, Journal};
@@ -647,12 +648,6 @@ impl<'p> Converger<'p> {
         let placer = Placer::new(&self.policy.placement, |name| {
             procfs::user_uid(&self.root, name).ok().flatten()
         });
-        let mount = self.cg.mount();
-        let prefix = match self.cg.base().strip_prefix(&mount) {
-            Ok(p) if p.as_os_str().is_empty() => String::new(),
-            Ok(p) => format!("/{}", p.display()),
-            Err(_) => String::new(),
-        };
         let pids = match procfs::pids(&self.root) {
             Ok(p) => p,
             Err(e) => {
@@ -660,71 +655,15 @@ impl<'p> Converger<'p> {
                 return;
             }
         };
-        let me = std::process::id() as i32;
+        // The same placement as the daemon's exec path (match, move, sched,
+        // descendants left behind), recorded as steps. A process that
+        // vanished mid-scan simply yields nothing.
+        let mut ops = placement::PlanOps::new(self.root.clone(), self.policy);
         for pid in pids {
-            if pid == me && !self.root.is_fake() {
-                continue;
-            }
-            // A process that vanished mid-scan is simply gone: not an error.
-            let Ok(Some(info)) = procfs::process(&self.root, pid) else {
-                continue;
-            };
-            if info.is_kernel_thread {
-                continue;
-            }
-            let exe = info.exe.as_ref().map(|p| p.to_string_lossy().into_owned());
-            let cmdline = info.cmdline.join(" ");
-            let facts = ProcessFacts {
-                comm: &info.comm,
-                exe: exe.as_deref(),
-                cmdline: &cmdline,
-                uid: info.uid,
-            };
-            let Some(m) = placer.find(&facts) else {
-                continue;
-            };
-            let Some(group) = self.policy.group(&m.group) else {
-                continue;
-            };
-            let target = format!("{prefix}/{}", group.path);
-            let current = pid_cgroup(&self.root, pid)
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            if current != target {
-                plan.steps.push(Step::Move {
-                    pid,
-                    comm: info.comm.clone(),
-                    procs: self.cg.file(&group.path, "cgroup.procs"),
-                    was: if current.is_empty() {
-                        "-".into()
-                    } else {
-                        current
-                    },
-                });
-            }
-            if let Some(s) = &m.sched {
-                if !self.sched_matches(pid, s) {
-                    plan.steps.push(Step::Sched {
-                        pid,
-                        comm: info.comm.clone(),
-                        sched: s.clone(),
-                    });
-                }
-            }
+            let placed = placer.place(pid, &mut ops);
+            plan.warnings.extend(placed.errors);
         }
-    }
-
-    fn sched_matches(&self, pid: i32, s: &Sched) -> bool {
-        match sched::current_policy(&self.root, pid) {
-            Ok(Some((policy, prio))) => {
-                policy == to_kernel_policy(s.policy)
-                    && prio == s.priority.unwrap_or(0)
-                    && s.nice.is_none()
-                    && s.deadline.is_none()
-            }
-            _ => false,
-        }
+        plan.steps.append(&mut ops.steps);
     }
 
     /// Whether a step is only reported, not taken: on a fake root there is no
@@ -894,6 +833,21 @@ fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
         SchedPolicy::Fifo => sched::Policy::Fifo,
         SchedPolicy::Rr => sched::Policy::Rr,
         SchedPolicy::Deadline => sched::Policy::Deadline,
+    }
+}
+
+/// Whether a process already runs with a rule's policy and priority, as
+/// `/proc/PID/stat` shows it. (nice and deadline parameters are not read
+/// back, so a rule with them is applied again at each scan.)
+pub fn sched_matches(root: &Root, pid: i32, s: &Sched) -> bool {
+    match sched::current_policy(root, pid) {
+        Ok(Some((policy, prio))) => {
+            policy == to_kernel_policy(s.policy)
+                && prio == s.priority.unwrap_or(0)
+                && s.nice.is_none()
+                && s.deadline.is_none()
+        }
+        _ => false,
     }
 }
 

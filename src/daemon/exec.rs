@@ -22,14 +22,14 @@
 //! process are moved along only when they are still in the group the parent
 //! left (the fork-before-move race) and match no other rule.
 
+use crate::converge::placement::KernelOps;
 use crate::daemon::watch::Wake;
-use crate::engine::placement::{OpError, OwnedFacts, PlaceOps, Placer};
+use crate::engine::placement::Placer;
 use crate::engine::presence::Presence;
-use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
-use crate::kernel::{procfs, sched, Root};
-use crate::policy::model::{Policy, Sched};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::kernel::{procfs, Root};
+use crate::policy::model::Policy;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle as ThreadHandle;
@@ -125,115 +125,6 @@ pub enum ScanKind {
 enum Job {
     Place(i32),
     Scan(ScanKind),
-}
-
-/// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
-pub struct KernelOps {
-    root: Root,
-    cg: CgroupFs,
-    /// group name → (path below cgroup_root, cgroup as /proc/PID/cgroup shows it)
-    groups: HashMap<String, (String, String)>,
-    me: i32,
-}
-
-impl KernelOps {
-    pub fn new(root: Root, policy: &Policy) -> KernelOps {
-        let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
-        let mount = cg.mount();
-        let prefix = match cg.base().strip_prefix(&mount) {
-            Ok(p) if p.as_os_str().is_empty() => String::new(),
-            Ok(p) => format!("/{}", p.display()),
-            Err(_) => String::new(),
-        };
-        let groups = policy
-            .all_groups()
-            .into_iter()
-            .map(|g| {
-                (
-                    g.name.clone(),
-                    (g.path.clone(), format!("{prefix}/{}", g.path)),
-                )
-            })
-            .collect();
-        KernelOps {
-            me: if root.is_fake() {
-                -1
-            } else {
-                std::process::id() as i32
-            },
-            root,
-            cg,
-            groups,
-        }
-    }
-}
-
-impl PlaceOps for KernelOps {
-    fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
-        if pid == self.me {
-            return None;
-        }
-        let info = procfs::process(&self.root, pid).ok().flatten()?;
-        if info.is_kernel_thread {
-            return None;
-        }
-        Some(OwnedFacts {
-            comm: info.comm,
-            exe: info.exe.map(|p| p.to_string_lossy().into_owned()),
-            cmdline: info.cmdline.join(" "),
-            uid: info.uid,
-        })
-    }
-    fn cgroup_of(&mut self, pid: i32) -> Option<String> {
-        pid_cgroup(&self.root, pid).ok().flatten()
-    }
-    fn group_cgroup(&self, group: &str) -> Option<String> {
-        self.groups.get(group).map(|(_, shown)| shown.clone())
-    }
-    fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
-        let Some((rel, _)) = self.groups.get(group) else {
-            return Err(OpError::Refused(format!("no group {group}")));
-        };
-        match self.cg.move_pid(rel, pid) {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_gone() || e.errno() == Some(libc::ESRCH) => Err(OpError::Gone),
-            Err(e) => Err(OpError::Refused(e.to_string())),
-        }
-    }
-    fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
-        if self.root.is_fake() {
-            return true; // no kernel behind a fake tree: sched is not attempted
-        }
-        let want = crate::converge::sched_spec(s);
-        match sched::current_policy(&self.root, pid) {
-            Ok(Some((policy, prio))) => {
-                policy == want.policy
-                    && prio == s.priority.unwrap_or(0)
-                    && s.nice.is_none()
-                    && s.deadline.is_none()
-            }
-            _ => false,
-        }
-    }
-    fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
-        let spec = crate::converge::sched_spec(s);
-        let mut any = false;
-        for tid in procfs::threads(&self.root, pid) {
-            match sched::apply(tid, &spec) {
-                Ok(()) => any = true,
-                Err(e) if e.errno() == Some(libc::ESRCH) => {}
-                Err(e) => return Err(OpError::Refused(e.to_string())),
-            }
-        }
-        if any {
-            Ok(())
-        } else {
-            Err(OpError::Gone)
-        }
-    }
-    fn children(&mut self, pid: i32) -> Vec<i32> {
-        procfs::children(&self.root, pid)
-    }
 }
 
 /// The placement thread's handle.
