@@ -456,33 +456,11 @@ impl Daemon {
 
     /// The safety-net /proc scan: places processes that exec events missed.
     fn rescan(&mut self) {
-        // issue #5: the placement thread runs the scan, off the event loop.
+        // The placement thread runs the scan, off the event loop (it also
+        // covers --root and a missing connector; start_watchers always sets it).
         if let Some(x) = &self.exec {
             x.rescan();
             tracing::debug!("placement: {}", x.counters().summary());
-            return;
-        }
-        if self.opts.dry_run || self.policy.placement.is_empty() {
-            return;
-        }
-        let conv = Converger::new(self.opts.root.clone(), &self.policy);
-        let mut plan = conv.plan();
-        plan.steps.retain(|s| {
-            matches!(
-                s,
-                crate::converge::Step::Move { .. } | crate::converge::Step::Sched { .. }
-            )
-        });
-        if plan.steps.is_empty() {
-            return;
-        }
-        match conv.apply(&plan, &mut |line| tracing::info!("rescan: {line}")) {
-            Ok(done) => {
-                for f in &done.failures {
-                    tracing::warn!("rescan: {f}");
-                }
-            }
-            Err(e) => tracing::error!("rescan: {e}"),
         }
     }
 
