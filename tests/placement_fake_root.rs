@@ -89,9 +89,12 @@ fn matching_against_200_rules_allocates_nothing() {
     ARMED.with(|a| a.set(true));
     let miss = p.find(&facts).is_none();
     let hit = p.find(&last).map(|m| m.index);
+    // The comm pre-filter that decides what else to read allocates nothing either.
+    let needs = p.needs_for("svc199");
     ARMED.with(|a| a.set(false));
     assert!(miss);
     assert_eq!(hit, Some(199));
+    assert!(needs.is_some_and(|n| n.exe && n.cmdline && n.uid));
     assert_eq!(ALLOCS.with(|n| n.get()), 0, "matching allocated");
 }
 

@@ -4,7 +4,7 @@
 //! steps instead of acting) and the daemon's exec path and rescans.
 
 use super::Step;
-use crate::engine::placement::{OpError, OwnedFacts, PlaceOps};
+use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, PlaceOps};
 use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
 use crate::kernel::{procfs, sched, Root};
 use crate::policy::model::{Policy, Sched};
@@ -52,16 +52,21 @@ impl KernelOps {
 }
 
 impl PlaceOps for KernelOps {
-    fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
-        if pid == self.me {
+    fn comm(&mut self, pid: i32) -> Option<String> {
+        if pid == self.me || pid <= 0 {
             return None;
         }
-        let info = procfs::process(&self.root, pid).ok().flatten()?;
-        if info.is_kernel_thread {
-            return None;
-        }
+        procfs::comm(&self.root, pid).ok().flatten()
+    }
+    fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+        let want = procfs::Fields {
+            exe: needs.exe,
+            cmdline: needs.cmdline,
+            uid: needs.uid,
+        };
+        let info = procfs::user_process(&self.root, pid, want).ok().flatten()?;
         Some(OwnedFacts {
-            comm: info.comm,
+            comm,
             exe: info.exe.map(|p| p.to_string_lossy().into_owned()),
             cmdline: info.cmdline.join(" "),
             uid: info.uid,
@@ -148,8 +153,11 @@ impl PlanOps {
 }
 
 impl PlaceOps for PlanOps {
-    fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
-        let f = self.kernel.facts(pid)?;
+    fn comm(&mut self, pid: i32) -> Option<String> {
+        self.kernel.comm(pid)
+    }
+    fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+        let f = self.kernel.facts(pid, comm, needs)?;
         self.comms.insert(pid, f.comm.clone());
         Some(f)
     }

@@ -3,6 +3,10 @@
 //!
 //! Globs are compiled at policy load, user names resolved to uids once, so
 //! matching a process allocates nothing per rule.
+//!
+//! Facts are read in stages: the comm first (one small read), and only when
+//! some rule can still match it the fields those rules look at (exe,
+//! cmdline, uid). Most execs on a board match no rule and cost one read.
 
 use crate::policy::model::{Placement, Sched, UserSpec};
 use glob::{MatchOptions, Pattern};
@@ -73,6 +77,24 @@ impl Placer {
             })
             .collect();
         Placer { matchers }
+    }
+
+    /// What else must be read about a process with this comm for the rules
+    /// that still can match it; `None` when no rule can (allocates nothing).
+    pub fn needs_for(&self, comm: &str) -> Option<FactNeeds> {
+        let mut needs: Option<FactNeeds> = None;
+        for m in &self.matchers {
+            if let Some(c) = &m.comm {
+                if !c.matches_with(comm, OPTS) {
+                    continue;
+                }
+            }
+            let n = needs.get_or_insert_with(FactNeeds::default);
+            n.exe |= m.exe.is_some();
+            n.cmdline |= m.cmdline.is_some();
+            n.uid |= m.uid.is_some();
+        }
+        needs
     }
 
     /// The first rule matching the process, if any.
@@ -149,6 +171,23 @@ impl OwnedFacts {
     }
 }
 
+/// Which facts beyond the comm a match needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FactNeeds {
+    pub exe: bool,
+    pub cmdline: bool,
+    pub uid: bool,
+}
+
+impl FactNeeds {
+    /// Everything (plan output and tests that want the whole picture).
+    pub const ALL: FactNeeds = FactNeeds {
+        exe: true,
+        cmdline: true,
+        uid: true,
+    };
+}
+
 /// Why a kernel operation on a process did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OpError {
@@ -160,8 +199,11 @@ pub enum OpError {
 
 /// The kernel side of placement: the engine decides, these do.
 pub trait PlaceOps {
-    /// The facts of a user process; `None` when it is gone or a kernel thread.
-    fn facts(&mut self, pid: i32) -> Option<OwnedFacts>;
+    /// The comm of a process; `None` when it is gone.
+    fn comm(&mut self, pid: i32) -> Option<String>;
+    /// The facts of a user process: `comm` as read, plus the fields `needs`
+    /// asks for (others left empty); `None` when it is gone or a kernel thread.
+    fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts>;
     /// The process's cgroup as `/proc/PID/cgroup` shows it (`/a/b`); `None` when gone.
     fn cgroup_of(&mut self, pid: i32) -> Option<String>;
     /// Group `name`'s cgroup as `/proc/PID/cgroup` would show it.
@@ -208,10 +250,7 @@ impl Placer {
     /// the very group the matched parent left).
     pub fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
         let mut out = Placed::default();
-        let Some(facts) = ops.facts(pid) else {
-            return out;
-        };
-        let Some(idx) = self.find_index(&facts.as_facts()) else {
+        let Some((idx, facts)) = self.identify(pid, ops) else {
             return out;
         };
         let m = &self.matchers[idx];
@@ -255,6 +294,16 @@ impl Placer {
         out
     }
 
+    /// The first rule matching `pid` and what was read about it, reading
+    /// past the comm only when some rule can still match.
+    fn identify(&self, pid: i32, ops: &mut dyn PlaceOps) -> Option<(usize, OwnedFacts)> {
+        let comm = ops.comm(pid)?;
+        let needs = self.needs_for(&comm)?;
+        let facts = ops.facts(pid, comm, needs)?;
+        let idx = self.find_index(&facts.as_facts())?;
+        Some((idx, facts))
+    }
+
     /// The exec race: children forked before the move stay in `was`.
     fn move_left_behind(
         &self,
@@ -273,13 +322,18 @@ impl Placer {
             if seen > MAX_DESCENDANTS {
                 break;
             }
-            let Some(f) = ops.facts(c) else {
+            let Some(comm) = ops.comm(c) else {
                 continue;
             };
             // A descendant matching another rule is that rule's business.
-            if let Some(j) = self.find_index(&f.as_facts()) {
-                if j != idx {
+            if let Some(needs) = self.needs_for(&comm) {
+                let Some(f) = ops.facts(c, comm, needs) else {
                     continue;
+                };
+                if let Some(j) = self.find_index(&f.as_facts()) {
+                    if j != idx {
+                        continue;
+                    }
                 }
             }
             match ops.cgroup_of(c) {
@@ -547,10 +601,35 @@ mod place_tests {
         sched: HashMap<i32, SchedPolicy>,
         refuse: Option<String>,
         moves: Vec<(i32, String)>,
+        /// (pid, what) for every /proc read placement asked for.
+        reads: Vec<(i32, &'static str)>,
     }
     impl PlaceOps for Fake {
-        fn facts(&mut self, pid: i32) -> Option<OwnedFacts> {
-            self.procs.get(&pid).cloned()
+        fn comm(&mut self, pid: i32) -> Option<String> {
+            self.reads.push((pid, "comm"));
+            self.procs.get(&pid).map(|f| f.comm.clone())
+        }
+        fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+            let f = self.procs.get(&pid)?;
+            if needs.exe {
+                self.reads.push((pid, "exe"));
+            }
+            if needs.cmdline {
+                self.reads.push((pid, "cmdline"));
+            }
+            if needs.uid {
+                self.reads.push((pid, "uid"));
+            }
+            Some(OwnedFacts {
+                comm,
+                exe: if needs.exe { f.exe.clone() } else { None },
+                cmdline: if needs.cmdline {
+                    f.cmdline.clone()
+                } else {
+                    String::new()
+                },
+                uid: if needs.uid { f.uid } else { None },
+            })
         }
         fn cgroup_of(&mut self, pid: i32) -> Option<String> {
             self.cg.get(&pid).cloned()
@@ -656,5 +735,80 @@ mod place_tests {
         assert_eq!(k.cg[&3], "/");
         assert_eq!(k.cg[&5], "/system.slice");
         assert_eq!(k.cg[&6], "/system.slice");
+    }
+
+    #[test]
+    fn only_comm_is_read_when_no_rule_can_match_it() {
+        let rules = vec![
+            rule(comm("rt*"), "realtime", None),
+            rule(
+                Match {
+                    comm: Some("cam*".into()),
+                    cmdline: Some("* --cam *".into()),
+                    ..Default::default()
+                },
+                "vision",
+                None,
+            ),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        assert_eq!(p.needs_for("bash"), None);
+        assert_eq!(p.needs_for("rtloop"), Some(FactNeeds::default()));
+        assert_eq!(
+            p.needs_for("camd"),
+            Some(FactNeeds {
+                cmdline: true,
+                ..Default::default()
+            })
+        );
+        let mut k = Fake::default();
+        k.procs.insert(10, f("bash"));
+        k.cg.insert(10, "/".into());
+        k.procs.insert(11, f("camd"));
+        k.cg.insert(11, "/".into());
+        assert_eq!(p.place(10, &mut k).group, None);
+        assert_eq!(k.reads, [(10, "comm")]);
+        k.reads.clear();
+        // cmdline read because a candidate needs it; it does not match.
+        assert_eq!(p.place(11, &mut k).group, None);
+        assert_eq!(k.reads, [(11, "comm"), (11, "cmdline")]);
+    }
+
+    #[test]
+    fn a_rule_without_comm_makes_every_process_a_candidate() {
+        let rules = vec![
+            rule(comm("rt*"), "realtime", None),
+            rule(
+                Match {
+                    exe: Some("/opt/npu/bin/*".into()),
+                    ..Default::default()
+                },
+                "inference",
+                None,
+            ),
+            rule(
+                Match {
+                    user: Some(UserSpec::Uid(7)),
+                    ..Default::default()
+                },
+                "vision",
+                None,
+            ),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        assert_eq!(
+            p.needs_for("anything"),
+            Some(FactNeeds {
+                exe: true,
+                uid: true,
+                cmdline: false
+            })
+        );
+        let mut k = Fake::default();
+        let mut x = f("infer");
+        x.exe = Some("/opt/npu/bin/infer".into());
+        k.procs.insert(12, x);
+        k.cg.insert(12, "/".into());
+        assert_eq!(p.place(12, &mut k).group.as_deref(), Some("inference"));
     }
 }

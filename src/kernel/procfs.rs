@@ -241,6 +241,81 @@ pub fn process(root: &Root, pid: i32) -> Result<Option<ProcessInfo>> {
     }))
 }
 
+/// Which optional fields [`user_process`] reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    pub exe: bool,
+    pub cmdline: bool,
+    pub uid: bool,
+}
+
+/// What placement reads after the comm: only the fields asked for, plus
+/// `stat` to tell kernel threads apart. `Ok(None)` if the process vanished
+/// or is a kernel thread; fields not asked for are empty/`None`, and so is
+/// `comm` (the caller has it). The exec path reads one to four files here
+/// instead of [`process`]'s six.
+pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
+    if pid <= 0 {
+        return Ok(None);
+    }
+    let dir = proc_dir(pid);
+    let stat = match got(root, pid, root.read(&dir.join("stat")))? {
+        Got::Val(s) => parse_stat(&s),
+        Got::Missing => None,
+        Got::Vanished => return Ok(None),
+    };
+    let kthread = stat.as_ref().and_then(Stat::is_kernel_thread);
+    if kthread == Some(true) {
+        return Ok(None);
+    }
+    // Without a usable stat (sparse fake trees) the fallback needs both.
+    let want_cmdline = want.cmdline || kthread.is_none();
+    let want_status = want.uid || kthread.is_none();
+    let cmdline = if want_cmdline {
+        match got(root, pid, root.read_bytes(&dir.join("cmdline")))? {
+            Got::Val(b) => parse_cmdline(&b),
+            Got::Missing => Vec::new(),
+            Got::Vanished => return Ok(None),
+        }
+    } else {
+        Vec::new()
+    };
+    let (uid, mut ppid) = if want_status {
+        match got(root, pid, root.read(&dir.join("status")))? {
+            Got::Val(s) => parse_status(&s),
+            Got::Missing => (None, None),
+            Got::Vanished => return Ok(None),
+        }
+    } else {
+        (None, None)
+    };
+    if ppid.is_none() {
+        ppid = stat.as_ref().and_then(|s| s.num(4));
+    }
+    if kthread.is_none() && (pid == 2 || (ppid == Some(2) && cmdline.is_empty())) {
+        return Ok(None);
+    }
+    let exe = if want.exe {
+        // ENOENT for zombies, EACCES without ptrace rights.
+        match root.read_link(&dir.join("exe")) {
+            Ok(p) => Some(p),
+            Err(e) if e.errno() == Some(libc::ESRCH) => return Ok(None),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    Ok(Some(ProcessInfo {
+        pid,
+        comm: String::new(),
+        exe,
+        cmdline,
+        uid: if want.uid { uid } else { None },
+        ppid,
+        is_kernel_thread: false,
+    }))
+}
+
 /// Thread ids of `pid` (`/proc/PID/task`), sorted; empty if missing.
 pub fn threads(root: &Root, pid: i32) -> Vec<i32> {
     root.list_dir(&proc_dir(pid).join("task"))
