@@ -6,6 +6,8 @@
 #
 #   sudo bash tests/bench-placement.sh CGWARDEN [N=10000] [LIFE_MS=30] [TICK=100ms]
 #
+# (cgwarden-workload is taken from beside CGWARDEN: cargo build --release builds both.)
+#
 # Runs on the host's cgroup2 mount as DEVELOPERS.md allows: only groups named
 # cgwarden-bench-* under /sys/fs/cgroup/unified (no controllers), a policy whose
 # only placement rule matches the benchmark's own child program, state in /tmp;
@@ -13,10 +15,13 @@
 #
 # Latency: each child records, from its own start, when /proc/self/cgroup first
 # names the target (polled every 100 us; same membership cgroup.procs lists);
-# the driver subtracts the time its posix_spawn returned (the exec happened).
+# the driver subtracts the time its spawn returned (the exec happened).
 # A child that never sees itself placed within its LIFE_MS is "never placed".
+# See src/bin/cgwarden-workload/storm.rs.
 set -euo pipefail
 BIN=$(readlink -f "${1:?usage: bench-placement.sh CGWARDEN [N] [LIFE_MS] [TICK]}")
+WL=$(dirname "$BIN")/cgwarden-workload
+[ -x "$WL" ] || { echo "no $WL (cargo build --release)" >&2; exit 2; }
 N=${2:-10000}
 LIFE=${3:-30}
 TICK=${4:-100ms}
@@ -28,71 +33,11 @@ DPID=
 
 [ -e "$MNT/cgroup.procs" ] || { echo "no cgroup2 mount at $MNT" >&2; exit 2; }
 
-cat >"$W/bench.c" <<'EOF'
-#define _GNU_SOURCE
-#include <spawn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <pthread.h>
-extern char **environ;
-static long long now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1000000000LL+t.tv_nsec;}
-struct rec{int pid;long long seen;};
-/* child: poll /proc/self/cgroup until it names the target, report, live out LIFE ms */
-static int child(const char*target,int life_ms){
-  long long t0=now(),end=t0+life_ms*1000000LL,seen=0;char buf[512];
-  while(now()<end){
-    int fd=open("/proc/self/cgroup",O_RDONLY);int n=read(fd,buf,sizeof buf-1);close(fd);
-    if(n>0){buf[n]=0;if(strstr(buf,target)){seen=now();break;}}
-    usleep(100);
-  }
-  struct rec r={getpid(),seen};write(3,&r,sizeof r);
-  long long left=end-now(); if(left>0) usleep(left/1000);
-  return 0;
-}
-static int n_total; static long long *spawned; static int *pids;
-static struct rec *recs; static int nrec;
-static void *reader(void*a){int fd=*(int*)a;struct rec r;while(read(fd,&r,sizeof r)==sizeof r)recs[nrec++]=r;return 0;}
-static int cmp(const void*a,const void*b){long long x=*(long long*)a,y=*(long long*)b;return x<y?-1:x>y;}
-int main(int argc,char**argv){
-  if(argc>=4&&!strcmp(argv[1],"child"))return child(argv[2],atoi(argv[3]));
-  /* driver: bench CHILD_PATH TARGET N LIFE_MS PARALLEL */
-  const char*path=argv[1],*target=argv[2];n_total=atoi(argv[3]);int life=atoi(argv[4]);int par=atoi(argv[5]);
-  spawned=calloc(n_total,sizeof *spawned);pids=calloc(n_total,sizeof *pids);recs=calloc(n_total,sizeof *recs);
-  int p[2];pipe(p);pthread_t th;pthread_create(&th,0,reader,&p[0]);
-  posix_spawn_file_actions_t fa;posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa,p[1],3);
-  char lifes[16];snprintf(lifes,sizeof lifes,"%d",life);
-  char*cargv[]={(char*)"cgwbench-child",(char*)"child",(char*)target,lifes,0};
-  int running=0;long long t0=now();
-  for(int i=0;i<n_total;i++){
-    while(running>=par){if(waitpid(-1,0,0)>0)running--;}
-    int pid;if(posix_spawn(&pid,path,&fa,0,cargv,environ)!=0){perror("spawn");return 1;}
-    spawned[i]=now();pids[i]=pid;running++;
-  }
-  while(running>0){if(waitpid(-1,0,0)>0)running--;}
-  long long t1=now();close(p[1]);pthread_join(th,0);
-  long long*lat=calloc(n_total,sizeof *lat);int nl=0,never=0;
-  for(int j=0;j<nrec;j++){int i;for(i=0;i<n_total&&pids[i]!=recs[j].pid;i++);
-    /* pids can be reused; take the latest spawn with this pid before `seen` */
-    int best=-1;for(int k=0;k<n_total;k++)if(pids[k]==recs[j].pid)best=k; i=best;
-    if(i<0)continue; if(!recs[j].seen){never++;continue;}
-    long long d=recs[j].seen-spawned[i]; lat[nl++]=d<0?0:d;}
-  qsort(lat,nl,sizeof *lat,cmp);
-  #define MS(x) ((x)/1e6)
-  printf("execs %d in %.2fs (%.0f/s), reports %d, placed %d, never placed %d (alive %d ms each)\n",
-    n_total,(t1-t0)/1e9,n_total/((t1-t0)/1e9),nrec,nl,never,life);
-  if(nl)printf("latency ms: p50 %.3f p90 %.3f p99 %.3f max %.3f\n",MS(lat[nl/2]),MS(lat[nl*9/10]),MS(lat[nl*99/100]),MS(lat[nl-1]));
-  return 0;
-}
-EOF
-cc -O2 -pthread -o "$W/cgwbench-child" "$W/bench.c"
-# The driver must not match the rule itself (its children would inherit the group).
-cp "$W/cgwbench-child" "$W/cgwbench-drive"
+# The storm (cgwarden-workload storm): the same program runs in the guest.
+# The child is a copy named as the rule matches; the driver must not match
+# the rule itself (its children would inherit the group).
+cp "$WL" "$W/cgwbench-child"
+cp "$WL" "$W/cgwbench-drive"
 
 cat >"$W/policy.yaml" <<EOF
 version: 1
@@ -118,7 +63,7 @@ run() { # LABEL ENV...
     local c0 c1
     c0=$(awk '{print $14+$15}' /proc/$DPID/stat)
     echo "== $label"
-    "$W/cgwbench-drive" "$W/cgwbench-child" "/$GROUP" "$N" "$LIFE" 8
+    "$W/cgwbench-drive" storm "$W/cgwbench-child" "/$GROUP" "$N" "$LIFE" 8
     sleep 0.3
     c1=$(awk '{print $14+$15}' /proc/$DPID/stat)
     local hz

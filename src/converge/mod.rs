@@ -836,17 +836,12 @@ fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
     }
 }
 
-/// Whether a process already runs with a rule's policy and priority, as
-/// `/proc/PID/stat` shows it. (nice and deadline parameters are not read
-/// back, so a rule with them is applied again at each scan.)
+/// Whether a process already runs with a rule's scheduling (policy and the
+/// parameters that go with it: nice, rt priority or deadline runtime/
+/// deadline/period), so rescans do not apply it again.
 pub fn sched_matches(root: &Root, pid: i32, s: &Sched) -> bool {
-    match sched::current_policy(root, pid) {
-        Ok(Some((policy, prio))) => {
-            policy == to_kernel_policy(s.policy)
-                && prio == s.priority.unwrap_or(0)
-                && s.nice.is_none()
-                && s.deadline.is_none()
-        }
+    match sched::current_attr(root, pid) {
+        Ok(Some(cur)) => sched::attr_matches(&cur, &sched_spec(s)),
         _ => false,
     }
 }

@@ -92,16 +92,7 @@ impl PlaceOps for KernelOps {
         if self.root.is_fake() {
             return true; // no kernel behind a fake tree: sched is not attempted
         }
-        let want = super::sched_spec(s);
-        match sched::current_policy(&self.root, pid) {
-            Ok(Some((policy, prio))) => {
-                policy == want.policy
-                    && prio == s.priority.unwrap_or(0)
-                    && s.nice.is_none()
-                    && s.deadline.is_none()
-            }
-            _ => false,
-        }
+        super::sched_matches(&self.root, pid, s)
     }
     fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
         let spec = super::sched_spec(s);

@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle as ThreadHandle;
+use std::time::Instant;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::mpsc;
@@ -55,6 +56,76 @@ pub struct Counters {
     pub refused: AtomicU64,
     /// Full /proc scans done.
     pub scans: AtomicU64,
+    /// Exec event received → process moved (exec path only).
+    pub to_placed: Latency,
+    /// Of that, the placement itself: /proc reads, the `cgroup.procs`
+    /// write (where the kernel may wait for an RCU grace period), sched.
+    pub placing: Latency,
+}
+
+/// Upper bounds of the latency buckets, in µs (the last is open).
+const BUCKETS_US: [u64; 17] = [
+    50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 7_500, 10_000, 15_000, 20_000,
+    30_000, 50_000,
+];
+
+/// A fixed-bucket latency histogram: lock-free, no allocation.
+#[derive(Debug, Default)]
+pub struct Latency {
+    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+    max_us: AtomicU64,
+}
+
+impl Latency {
+    pub fn record(&self, d: std::time::Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let i = BUCKETS_US
+            .iter()
+            .position(|&b| us <= b)
+            .unwrap_or(BUCKETS_US.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.max_us.fetch_max(us, Ordering::Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The bucket bound at or under which `q` (0..1) of the samples fall,
+    /// in µs; `None` without samples; the max for the open bucket.
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let want = ((n as f64) * q).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            acc += b.load(Ordering::Relaxed);
+            if acc >= want {
+                return Some(
+                    BUCKETS_US
+                        .get(i)
+                        .copied()
+                        .unwrap_or_else(|| self.max_us.load(Ordering::Relaxed)),
+                );
+            }
+        }
+        Some(self.max_us.load(Ordering::Relaxed))
+    }
+
+    /// `n=…, p50≤…ms p90≤…ms p99≤…ms max …ms`.
+    pub fn summary(&self) -> String {
+        let ms = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1000.0);
+        format!(
+            "n={} p50≤{}ms p90≤{}ms p99≤{}ms max {}ms",
+            self.count(),
+            ms(self.quantile_us(0.5)),
+            ms(self.quantile_us(0.9)),
+            ms(self.quantile_us(0.99)),
+            ms(Some(self.max_us.load(Ordering::Relaxed)))
+        )
+    }
 }
 
 impl Counters {
@@ -70,7 +141,8 @@ impl Counters {
     pub fn summary(&self) -> String {
         let placed = self.placed.lock().unwrap_or_else(|e| e.into_inner());
         format!(
-            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}",
+            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}; \
+             exec→placed {}; placing {}",
             *placed,
             self.misses.load(Ordering::Relaxed),
             self.overruns.load(Ordering::Relaxed),
@@ -78,6 +150,8 @@ impl Counters {
             self.events.load(Ordering::Relaxed),
             self.refused.load(Ordering::Relaxed),
             self.scans.load(Ordering::Relaxed),
+            self.to_placed.summary(),
+            self.placing.summary(),
         )
     }
 }
@@ -123,7 +197,8 @@ pub enum ScanKind {
 }
 
 enum Job {
-    Place(i32),
+    /// A pid from an exec/comm event, and when the event was read.
+    Place(i32, Instant),
     Scan(ScanKind),
 }
 
@@ -139,7 +214,7 @@ pub struct Placement {
 impl Placement {
     /// Queues `pid` for placement (never blocks).
     pub fn place(&self, pid: i32) {
-        let _ = self.tx.send(Job::Place(pid));
+        let _ = self.tx.send(Job::Place(pid, Instant::now()));
     }
 
     /// Queues a full scan; scans already queued and not started absorb it.
@@ -171,9 +246,9 @@ impl Worker {
             pids.clear();
             seen.clear();
             let mut take = |j: Job, scan: &mut Option<ScanKind>| match j {
-                Job::Place(p) => {
+                Job::Place(p, at) => {
                     if seen.insert(p) {
-                        pids.push(p);
+                        pids.push((p, at));
                     }
                 }
                 Job::Scan(k) => {
@@ -187,8 +262,13 @@ impl Worker {
             while let Ok(j) = rx.try_recv() {
                 take(j, &mut scan);
             }
-            for &pid in &pids {
-                self.place(pid, None);
+            for &(pid, at) in &pids {
+                let start = Instant::now();
+                if self.place(pid, None) {
+                    let c = &self.shared.counters;
+                    c.placing.record(start.elapsed());
+                    c.to_placed.record(at.elapsed());
+                }
             }
             if let Some(kind) = scan {
                 self.scan_pending.store(false, Ordering::Release);
@@ -338,6 +418,9 @@ impl ExecWatch {
             scan_pending,
             _thread: thread,
         });
+        if placing {
+            advise_favordynmods(root, policy);
+        }
         let mut task = None;
         if root.is_fake() {
             tracing::info!(
@@ -415,6 +498,25 @@ impl Drop for ExecWatch {
     fn drop(&mut self) {
         if let Some(t) = self.task.take() {
             t.abort();
+        }
+    }
+}
+
+/// Without `favordynmods`, the kernel write-locks a global percpu rwsem for
+/// each migration and the first one after a quiet spell waits for an RCU
+/// grace period (5–20 ms measured): placement latency then has that floor.
+/// Said once at startup; changing the mount is the integrator's call.
+fn advise_favordynmods(root: &Root, policy: &Policy) {
+    let cg = crate::kernel::cgroupfs::CgroupFs::new(root.clone(), &policy.settings.cgroup_root);
+    if let Some(opts) = cg.mount_options() {
+        if !opts.iter().any(|o| o == "favordynmods") {
+            tracing::info!(
+                mount = %cg.mount().display(),
+                "cgroup2 is mounted without favordynmods: a placement after a quiet spell waits \
+                 for an RCU grace period (typically 5-20 ms); for sub-millisecond placement mount \
+                 it with favordynmods (mount -o remount,favordynmods none MOUNT, the kernel \
+                 option cgroup_favordynmods=true, or CONFIG_CGROUP_FAVOR_DYNMODS=y)"
+            );
         }
     }
 }
@@ -539,4 +641,32 @@ fn fail(shared: &Shared, wake: &mpsc::Sender<Wake>, what: String) {
     let _ = wake.try_send(Wake::WatchError {
         what: format!("{what}; scanning /proc every tick from now on"),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn latency_quantiles_come_from_the_buckets() {
+        let l = Latency::default();
+        assert_eq!(l.quantile_us(0.5), None);
+        for _ in 0..98 {
+            l.record(Duration::from_micros(80));
+        }
+        l.record(Duration::from_millis(4));
+        l.record(Duration::from_millis(90));
+        assert_eq!(l.count(), 100);
+        assert_eq!(l.quantile_us(0.5), Some(100));
+        assert_eq!(l.quantile_us(0.98), Some(100));
+        assert_eq!(l.quantile_us(0.99), Some(5_000));
+        // The open bucket reports the max seen.
+        assert_eq!(l.quantile_us(1.0), Some(90_000));
+        assert!(
+            l.summary().starts_with("n=100 p50≤0.1ms"),
+            "{}",
+            l.summary()
+        );
+    }
 }

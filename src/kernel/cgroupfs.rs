@@ -382,6 +382,14 @@ impl CgroupFs {
         }
     }
 
+    /// Super-block options of the cgroup2 mount the base lives in (from
+    /// `/proc/self/mountinfo`: `nsdelegate`, `favordynmods`, ...); `None`
+    /// when it cannot be told (a fake tree without mountinfo).
+    pub fn mount_options(&self) -> Option<Vec<String>> {
+        let text = self.root.read(Path::new("/proc/self/mountinfo")).ok()?;
+        parse_cgroup2_options(&text, &self.mount())
+    }
+
     /// A flat-keyed file of group `rel` (`memory.events`, `cpu.stat`, ...).
     pub fn flat_keyed(&self, rel: &str, knob: &str) -> Result<BTreeMap<String, u64>> {
         Ok(parse_flat_keyed(&self.root.read(&self.file(rel, knob))?))
@@ -415,6 +423,25 @@ pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
     Ok(parse_pid_cgroup(&text))
 }
 
+/// The super options of the cgroup2 mount at `mount_point` in a
+/// `/proc/PID/mountinfo` text (proc(5): `... MOUNTPOINT OPTS [TAGS] - TYPE
+/// SOURCE SUPEROPTS`).
+pub fn parse_cgroup2_options(mountinfo: &str, mount_point: &Path) -> Option<Vec<String>> {
+    mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let mut r = right.split_whitespace();
+        if r.next()? != "cgroup2" {
+            return None;
+        }
+        let point = left.split_whitespace().nth(4)?;
+        if Path::new(point) != mount_point {
+            return None;
+        }
+        let opts = r.nth(1).unwrap_or("");
+        Some(opts.split(',').map(str::to_string).collect())
+    })
+}
+
 /// Parses the content of `/proc/PID/cgroup` (see [`pid_cgroup`]).
 pub fn parse_pid_cgroup(text: &str) -> Option<String> {
     text.lines()
@@ -428,6 +455,23 @@ mod tests {
     use super::*;
     use std::fs;
     use tempfile::TempDir;
+
+    #[test]
+    fn cgroup2_mount_options_from_mountinfo() {
+        let mi = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+                  41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n\
+                  50 1 0:40 / /mnt/cg rw - cgroup2 none rw,favordynmods,memory_recursiveprot\n";
+        let o = parse_cgroup2_options(mi, Path::new("/sys/fs/cgroup/unified")).unwrap();
+        assert_eq!(o, ["rw", "nsdelegate"]);
+        let o = parse_cgroup2_options(mi, Path::new("/mnt/cg")).unwrap();
+        assert!(o.iter().any(|x| x == "favordynmods"));
+        // A tmpfs at the path is not a cgroup2 mount; an unknown path is none.
+        assert_eq!(parse_cgroup2_options(mi, Path::new("/sys/fs/cgroup")), None);
+        assert_eq!(
+            parse_cgroup2_options("garbage\n - \n", Path::new("/x")),
+            None
+        );
+    }
 
     /// Fake tree with a cgroup2 mount at /sys/fs/cgroup offering cpu/memory/io.
     fn tree() -> (TempDir, CgroupFs) {

@@ -249,6 +249,70 @@ pub fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u32)>> {
     Ok(Some((policy, prio)))
 }
 
+/// The scheduling of `pid` as [`sched_attr`] would express it: from
+/// `sched_getattr(2)` on a real kernel (exact, deadline parameters too), from
+/// `/proc/PID/stat` on a fake tree (policy, rt priority, nice in field 19;
+/// no deadline parameters). `Ok(None)` if the process vanished.
+pub fn current_attr(root: &Root, pid: i32) -> Result<Option<SchedAttr>> {
+    if !root.is_fake() {
+        let mut a = SchedAttr::default();
+        // SAFETY: `a` is a writable `struct sched_attr` of the size passed
+        // (version 0, 48 bytes); the kernel writes at most that many bytes.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_sched_getattr,
+                pid as libc::c_long,
+                &mut a as *mut SchedAttr,
+                SCHED_ATTR_SIZE_VER0 as libc::c_uint,
+                0 as libc::c_uint,
+            )
+        };
+        if rc == 0 {
+            return Ok(Some(a));
+        }
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        if errno == libc::ESRCH {
+            return Ok(None);
+        }
+        return Err(Error::os(
+            "sched_getattr",
+            format!("/proc/{pid}"),
+            errno,
+            String::new(),
+        ));
+    }
+    let Some((policy, prio)) = current_policy(root, pid)? else {
+        return Ok(None);
+    };
+    let nice = procfs::stat(root, pid)?
+        .and_then(|st| st.num::<i32>(19))
+        .unwrap_or(0);
+    Ok(Some(SchedAttr {
+        size: SCHED_ATTR_SIZE_VER0,
+        sched_policy: policy.to_kernel(),
+        sched_nice: nice,
+        sched_priority: prio,
+        ..SchedAttr::default()
+    }))
+}
+
+/// Whether a thread whose scheduling reads `cur` already has `spec`: the
+/// fields [`sched_attr`] sets for the policy (flags are not compared).
+pub fn attr_matches(cur: &SchedAttr, spec: &SchedSpec) -> bool {
+    let want = sched_attr(spec);
+    cur.sched_policy == want.sched_policy
+        && match spec.policy {
+            Policy::Other | Policy::Batch | Policy::Idle => cur.sched_nice == want.sched_nice,
+            Policy::Fifo | Policy::Rr => cur.sched_priority == want.sched_priority,
+            Policy::Deadline => {
+                (cur.sched_runtime, cur.sched_deadline, cur.sched_period)
+                    == (want.sched_runtime, want.sched_deadline, want.sched_period)
+            }
+        }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,5 +484,54 @@ mod tests {
         ));
         fs::write(d.join("stat"), "junk").unwrap();
         assert!(current_policy(&r, 9).is_err());
+    }
+
+    #[test]
+    fn attr_matches_compares_what_the_policy_uses() {
+        let mut cur = sched_attr(&spec(Policy::Other));
+        let mut want = spec(Policy::Other);
+        assert!(attr_matches(&cur, &want));
+        want.nice = Some(5);
+        assert!(!attr_matches(&cur, &want), "nice differs");
+        cur.sched_nice = 5;
+        assert!(attr_matches(&cur, &want));
+        let fifo = SchedSpec {
+            policy: Policy::Fifo,
+            priority: Some(50),
+            nice: None,
+            deadline: None,
+        };
+        assert!(!attr_matches(&cur, &fifo));
+        let mut c = sched_attr(&fifo);
+        c.sched_nice = 3; // ignored for an rt policy
+        assert!(attr_matches(&c, &fifo));
+        c.sched_priority = 49;
+        assert!(!attr_matches(&c, &fifo));
+        let dl = SchedSpec {
+            policy: Policy::Deadline,
+            priority: None,
+            nice: None,
+            deadline: Some((1_000_000, 5_000_000, 10_000_000)),
+        };
+        let mut c = sched_attr(&dl);
+        assert!(attr_matches(&c, &dl));
+        c.sched_period = 20_000_000;
+        assert!(!attr_matches(&c, &dl));
+    }
+
+    #[test]
+    fn current_attr_on_a_fake_tree_reads_stat() {
+        let t = TempDir::new().unwrap();
+        let d = t.path().join("proc/42");
+        fs::create_dir_all(&d).unwrap();
+        // Fields: 19 nice = -5, 40 rt_priority = 0, 41 policy = 0 (other).
+        let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+        f[0] = "S".into();
+        f[19 - 3] = "-5".into();
+        fs::write(d.join("stat"), format!("42 (x y) {}\n", f.join(" "))).unwrap();
+        let root = Root::fake(t.path());
+        let a = current_attr(&root, 42).unwrap().unwrap();
+        assert_eq!((a.sched_policy, a.sched_nice, a.sched_priority), (0, -5, 0));
+        assert_eq!(current_attr(&root, 43).unwrap(), None);
     }
 }

@@ -19,6 +19,8 @@
 #   CGWARDEN_VM_MEM      guest memory (default 2G)
 #   CGWARDEN_VM_ONLY     space-separated scenario names to run (default: all)
 #   CGWARDEN_VM_KEEP=1   keep the initramfs staging dir and print its path
+#   CGWARDEN_VM_SUITE    guest directory to run: scenarios (default) or bench
+#   CGWARDEN_VM_EXTRA    a directory copied over the image root last (benchmarks' extras)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -73,6 +75,8 @@ chmod +x "$r/init"
 printf 'root:x:0:0:root:/root:/bin/sh\nvision:x:1000:1000:vision:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$r/etc/passwd"
 printf 'root:x:0:\nvision:x:1000:\nnogroup:x:65534:\n' >"$r/etc/group"
 echo "${CGWARDEN_VM_ONLY:-}" >"$r/cgw/only"
+echo "${CGWARDEN_VM_SUITE:-scenarios}" >"$r/cgw/suite"
+[[ -n ${CGWARDEN_VM_EXTRA:-} ]] && cp -a "$CGWARDEN_VM_EXTRA/." "$r/"
 [[ -n ${CGWARDEN_VM_FOOTPRINT_SECS:-} ]] && echo "$CGWARDEN_VM_FOOTPRINT_SECS" >"$r/cgw/footprint_secs"
 [[ -n ${CGWARDEN_VM_DEBUG_BUILD:-} ]] && : >"$r/cgw/debug_build"
 

@@ -15,6 +15,7 @@
 //! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
 //! cgwarden-workload swapoff DEV               swapoff(2)
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
+//! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR   the placement benchmark's exec storm
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -32,6 +33,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod storm;
+
 const SELF_NAME: &str = "cgwarden-workload";
 
 const USAGE: &str = "\
@@ -45,6 +48,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   swapon DEV PRIO            swapon(2) with priority PRIO
   swapoff DEV                swapoff(2)
   setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
+  storm CHILD TARGET N LIFE_MS PAR
+                             spawn N copies of CHILD (this program renamed), PAR at a
+                             time, each living LIFE_MS; print how long until each saw
+                             itself in cgroup TARGET (e.g. /cgwarden-bench-a)
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -257,6 +264,21 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
+        ("storm", [child, target, n, life, par]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (target.to_str(), num(n), num(life), num(par)) {
+                (Some(t), Some(n), Some(l), Some(p)) if t.starts_with('/') && p > 0 => {
+                    storm::drive(child, t, n as usize, l, p as usize)
+                }
+                _ => usage("storm: TARGET must be a /path; N, LIFE_MS, PAR whole numbers"),
+            }
+        }
+        ("storm-child", [target, life]) => {
+            match (target.to_str(), life.to_str().and_then(|s| s.parse().ok())) {
+                (Some(t), Some(l)) => storm::child(t, l),
+                _ => usage("storm-child: TARGET LIFE_MS"),
+            }
+        }
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -272,7 +294,11 @@ fn main() -> ExitCode {
     }
     let argv0 = all.remove(0);
     if let Some(base) = Path::new(&argv0).file_name() {
-        if base != OsStr::new(SELF_NAME) {
+        // Renaming fires a COMM process event; skip it when exec already
+        // gave the right name (the storm's children must exec only).
+        let cut = &base.as_bytes()[..base.len().min(15)];
+        let current = std::fs::read("/proc/self/comm").unwrap_or_default();
+        if base != OsStr::new(SELF_NAME) && current.strip_suffix(b"\n") != Some(cut) {
             set_comm(base);
         }
     }

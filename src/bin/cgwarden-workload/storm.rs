@@ -1,0 +1,177 @@
+//! The exec storm of the placement benchmark (issue #5): the same program on
+//! the host (`tests/bench-placement.sh`) and in the guest, so the numbers
+//! compare.
+//!
+//! The driver spawns N children, at most PAR alive at once, each the moment
+//! another exits, and notes when each spawn returned (the exec happened).
+//! Each child polls `/proc/self/cgroup` every 100 µs until it names TARGET
+//! (the same membership `cgroup.procs` lists), reports `(pid, when)` through
+//! its stdout (a pipe shared by all; 16-byte writes are atomic), and lives
+//! out LIFE_MS. Placement latency = seen − spawned, on CLOCK_MONOTONIC. A
+//! child that never sees itself placed within its life is "never placed".
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+fn now_ns() -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write to.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+/// `storm-child TARGET LIFE_MS`
+pub fn child(target: &str, life_ms: u64) -> ExitCode {
+    let t0 = now_ns();
+    let end = t0 + (life_ms as i64) * 1_000_000;
+    let mut seen = 0i64;
+    let mut buf = Vec::with_capacity(512);
+    // "0::/a/b\n": the target must be the whole path, not a prefix of it.
+    let want = format!("::{target}\n");
+    while now_ns() < end {
+        buf.clear();
+        if let Ok(mut f) = std::fs::File::open("/proc/self/cgroup") {
+            let _ = f.read_to_end(&mut buf);
+        }
+        if buf.windows(want.len()).any(|w| w == want.as_bytes()) {
+            seen = now_ns();
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let mut rec = [0u8; 16];
+    rec[..8].copy_from_slice(&(std::process::id() as i64).to_le_bytes());
+    rec[8..].copy_from_slice(&seen.to_le_bytes());
+    // One write(2) (std's stdout is line-buffered and would split the record
+    // at a 0x0a byte, interleaving it with other children's).
+    // SAFETY: `rec` is 16 valid bytes for the duration of the call.
+    let _ = unsafe { libc::write(1, rec.as_ptr().cast(), rec.len()) };
+    let left = end - now_ns();
+    if left > 0 {
+        std::thread::sleep(Duration::from_nanos(left as u64));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `storm CHILD TARGET N LIFE_MS PAR`: CHILD is the program to spawn (a
+/// copy of this binary under the name the placement rule matches).
+pub fn drive(child: &OsStr, target: &str, n: usize, life_ms: u64, par: usize) -> ExitCode {
+    let (mut rd, wr) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("storm: pipe: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let wr: OwnedFd = wr.into();
+    let reader = std::thread::spawn(move || {
+        let mut recs = Vec::new();
+        let mut b = [0u8; 16];
+        while rd.read_exact(&mut b).is_ok() {
+            let pid = i64::from_le_bytes(b[..8].try_into().unwrap_or_default());
+            let seen = i64::from_le_bytes(b[8..].try_into().unwrap_or_default());
+            recs.push((pid as i32, seen));
+        }
+        recs
+    });
+    let life = life_ms.to_string();
+    let mut spawned: Vec<(i32, i64)> = Vec::with_capacity(n);
+    let mut running = 0usize;
+    let t0 = now_ns();
+    for _ in 0..n {
+        while running >= par.max(1) {
+            if reap() {
+                running -= 1;
+            } else {
+                break;
+            }
+        }
+        let out = match wr.try_clone() {
+            Ok(fd) => Stdio::from(fd),
+            Err(e) => {
+                eprintln!("storm: dup: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        match Command::new(child)
+            .args(["storm-child", target, &life])
+            .stdout(out)
+            .spawn()
+        {
+            Ok(c) => {
+                spawned.push((c.id() as i32, now_ns()));
+                running += 1;
+            }
+            Err(e) => {
+                eprintln!("storm: spawn {}: {e}", child.to_string_lossy());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    while running > 0 && reap() {
+        running -= 1;
+    }
+    let t1 = now_ns();
+    drop(wr);
+    let recs = reader.join().unwrap_or_default();
+    report(&spawned, &recs, n, life_ms, (t1 - t0) as f64 / 1e9);
+    ExitCode::SUCCESS
+}
+
+/// Waits for any child; false when there is none left.
+fn reap() -> bool {
+    let mut status = 0;
+    // SAFETY: plain waitpid on any child; `status` is a valid int to write.
+    loop {
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r > 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+fn report(spawned: &[(i32, i64)], recs: &[(i32, i64)], n: usize, life_ms: u64, secs: f64) {
+    let mut lat = Vec::with_capacity(recs.len());
+    let mut never = 0;
+    for &(pid, seen) in recs {
+        // Pids are not reused within one storm (pid_max ≥ 32768 > N + the
+        // rest of the system; the latest spawn is taken all the same). A
+        // child can see itself placed before its parent's spawn returned
+        // (the parent was not scheduled): latency 0.
+        let Some(&(_, at)) = spawned.iter().rev().find(|(p, _)| *p == pid) else {
+            continue;
+        };
+        if seen == 0 {
+            never += 1;
+        } else {
+            lat.push((seen - at).max(0));
+        }
+    }
+    lat.sort_unstable();
+    println!(
+        "execs {n} in {secs:.2}s ({:.0}/s), reports {}, placed {}, never placed {never} (alive {life_ms} ms each)",
+        n as f64 / secs,
+        recs.len(),
+        lat.len()
+    );
+    if !lat.is_empty() {
+        let ms = |i: usize| lat[i.min(lat.len() - 1)] as f64 / 1e6;
+        let l = lat.len();
+        println!(
+            "latency ms: p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
+            ms(l / 2),
+            ms(l * 9 / 10),
+            ms(l * 99 / 100),
+            ms(l - 1)
+        );
+    }
+}
