@@ -28,7 +28,7 @@ TICK=${4:-100ms}
 MNT=${CGWARDEN_BENCH_MOUNT:-/sys/fs/cgroup/unified}
 GROUP=cgwarden-bench-a
 W=$(mktemp -d /tmp/cgwarden-bench.XXXXXX)
-trap 'kill $DPID 2>/dev/null || true; wait 2>/dev/null || true; rmdir "$MNT/$GROUP" 2>/dev/null || true; rm -rf "$W"' EXIT
+trap 'kill $DPID 2>/dev/null || true; wait 2>/dev/null || true; rmdir "$MNT/$GROUP" "$MNT/cgwarden-bench-x" "$MNT/cgwarden-bench-y" 2>/dev/null || true; rm -rf "$W"' EXIT
 DPID=
 
 [ -e "$MNT/cgroup.procs" ] || { echo "no cgroup2 mount at $MNT" >&2; exit 2; }
@@ -77,3 +77,10 @@ run() { # LABEL ENV...
 
 run "process-events connector" CGWARDEN_LOG=info
 run "/proc-scan fallback (tick $TICK)" CGWARDEN_LOG=info CGWARDEN_NO_PROC_EVENTS=1
+
+# The kernel's part: a migration write's cost against the time since the
+# previous migration (no daemon involved).
+echo "== kernel: one cgroup.procs write vs. the gap since the last migration"
+mkdir -p "$MNT/cgwarden-bench-x" "$MNT/cgwarden-bench-y"
+"$WL" migrate-cost "$MNT/cgwarden-bench-x" "$MNT/cgwarden-bench-y" 200
+sleep 0.2

@@ -1,20 +1,22 @@
 //! Real-time placement (issue #5): exec events from the process-events
 //! connector drive placement and `running()` presence.
 //!
-//! - The connector task (on the daemon's current-thread runtime) waits for
-//!   the netlink socket with `AsyncFd`, drains it, and for each event:
-//!   EXEC / COMM (of a main thread) → queue the pid for placement and
-//!   update presence; EXIT (of a process) → update presence; ENOBUFS or a
-//!   sequence gap → count it and queue a full /proc rescan. It sends
-//!   [`Wake::Presence`] only when some `running()` answer changed.
-//! - Placement runs on one dedicated thread fed by a queue: a migration
-//!   write to `cgroup.procs` can take 5–20 ms, which must never stall rule
-//!   evaluation or the draining of the socket (an undrained socket overruns).
-//!   The thread places with [`Placer::place`] (shared with the scans) and
-//!   runs the full scans: at startup, every `settings.rescan`, after a loss,
-//!   and — when the connector cannot be opened or under `--root` — every tick.
-//! - [`Counters`] keep placements per group, misses found by rescans,
-//!   overruns and gaps for `status`/metrics.
+//! One thread (`cgw-exec`) owns the connector socket. It waits in poll(2)
+//! on the socket and on an eventfd (scan requests, shutdown), drains the
+//! socket, and for each batch: EXEC / COMM (of a main thread) → update
+//! presence and place the pid right there; EXIT (of a process) → update
+//! presence; ENOBUFS or a sequence gap → count it and run a full /proc
+//! scan. It sends [`Wake::Presence`] to the event loop only when some
+//! `running()` answer changed. Placing in the thread that reads the events
+//! saves a thread hand-off (a wake-up) per exec; a migration write that
+//! waits 5–20 ms for the kernel stalls only this thread, never rule
+//! evaluation, and the socket's 4 MiB buffer holds what arrives meanwhile.
+//! The same thread runs the full scans ([`Placer::place`] is shared): at
+//! startup, every `settings.rescan`, after a loss, and every tick when the
+//! connector cannot be opened or the root is fake.
+//!
+//! [`Counters`] keep placements per group, misses found by rescans,
+//! overruns, gaps and latency histograms for `status`/metrics.
 //!
 //! Placement moves a process only when a placement rule matches it, wherever
 //! it is — including groups cgwarden does not manage (a systemd service's
@@ -30,14 +32,12 @@ use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::{procfs, Root};
 use crate::policy::model::Policy;
 use std::collections::{BTreeMap, HashSet};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle as ThreadHandle;
-use std::time::Instant;
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 /// Counters for status and metrics.
 #[derive(Debug, Default)]
@@ -197,77 +197,139 @@ pub enum ScanKind {
 }
 
 enum Job {
-    /// A pid from an exec/comm event, and when the event was read.
-    Place(i32, Instant),
     Scan(ScanKind),
 }
 
-/// The placement thread's handle.
+/// The exec thread's handle: queues scans and wakes the thread through an
+/// eventfd it polls beside the socket.
 pub struct Placement {
     tx: std_mpsc::Sender<Job>,
+    wake_fd: Arc<OwnedFd>,
     scan_pending: Arc<AtomicBool>,
-    /// Detached: dropping the queue's sender ends the thread after its
-    /// current write; shutdown never waits on a slow migration.
+    /// Detached: dropping the handle ends the thread after its current
+    /// write; shutdown never waits on a slow migration.
     _thread: Option<ThreadHandle<()>>,
 }
 
 impl Placement {
-    /// Queues `pid` for placement (never blocks).
-    pub fn place(&self, pid: i32) {
-        let _ = self.tx.send(Job::Place(pid, Instant::now()));
-    }
-
     /// Queues a full scan; scans already queued and not started absorb it.
     pub fn scan(&self, kind: ScanKind) {
         if !self.scan_pending.swap(true, Ordering::AcqRel) {
             let _ = self.tx.send(Job::Scan(kind));
+            poke(&self.wake_fd);
         }
     }
 }
 
-/// What the thread needs.
+impl Drop for Placement {
+    fn drop(&mut self) {
+        // The thread sees the queue closed on its next look; make that now.
+        let (tx, _) = std_mpsc::channel();
+        drop(std::mem::replace(&mut self.tx, tx));
+        poke(&self.wake_fd);
+    }
+}
+
+/// Makes the eventfd readable (never blocks: a full counter is readable too).
+fn poke(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own.
+    let _ = unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
+/// Clears the eventfd.
+fn unpoke(fd: &OwnedFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a valid u64 from a non-blocking eventfd we own.
+    let _ = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+}
+
+/// What the exec thread owns.
 struct Worker {
     placer: Placer,
     ops: KernelOps,
     root: Root,
     shared: Arc<Shared>,
     wake: mpsc::Sender<Wake>,
-    /// False under `--dry-run`: scans only keep presence.
+    /// False under `--dry-run`: only presence is kept.
     act: bool,
     scan_pending: Arc<AtomicBool>,
+    /// Whether `running()` rules need the pid → comm table.
+    tracking: bool,
 }
 
 impl Worker {
-    fn run(mut self, rx: std_mpsc::Receiver<Job>) {
-        let mut pids = Vec::new();
+    /// The exec thread: waits on the connector socket and the eventfd with
+    /// poll(2); places each exec'd pid as its event is read (no hand-off to
+    /// another thread: one wake-up per burst), keeps presence, runs scans.
+    /// Without a connector it only runs the scans it is asked for.
+    fn run(
+        mut self,
+        rx: std_mpsc::Receiver<Job>,
+        wake_fd: Arc<OwnedFd>,
+        mut conn: Option<Connector>,
+    ) {
+        let mut events = Vec::with_capacity(512);
+        let mut pids: Vec<i32> = Vec::new();
         let mut seen = HashSet::new();
-        while let Ok(first) = rx.recv() {
-            let mut scan = None;
-            pids.clear();
-            seen.clear();
-            let mut take = |j: Job, scan: &mut Option<ScanKind>| match j {
-                Job::Place(p, at) => {
-                    if seen.insert(p) {
-                        pids.push((p, at));
+        let mut more = false;
+        loop {
+            if !more {
+                let mut fds = [
+                    libc::pollfd {
+                        fd: wake_fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: conn.as_ref().map_or(-1, |c| c.as_raw_fd()),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                ];
+                // SAFETY: `fds` is a valid array of 2 pollfds for the call.
+                let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+                if r < 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        tracing::error!("exec thread: poll: {e}");
+                        std::thread::sleep(Duration::from_millis(100));
                     }
+                    continue;
                 }
-                Job::Scan(k) => {
-                    // The most telling reason wins for counting misses.
-                    if scan.is_none() || k == ScanKind::Loss || k == ScanKind::Rescan {
-                        *scan = Some(k);
-                    }
+                if fds[0].revents != 0 {
+                    unpoke(&wake_fd);
                 }
-            };
-            take(first, &mut scan);
-            while let Ok(j) = rx.try_recv() {
-                take(j, &mut scan);
             }
-            for &(pid, at) in &pids {
-                let start = Instant::now();
-                if self.place(pid, None) {
-                    let c = &self.shared.counters;
-                    c.placing.record(start.elapsed());
-                    c.to_placed.record(at.elapsed());
+            let mut scan = None;
+            loop {
+                match rx.try_recv() {
+                    Ok(Job::Scan(k)) => {
+                        // The most telling reason wins for counting misses.
+                        if scan.is_none() || k == ScanKind::Loss || k == ScanKind::Rescan {
+                            scan = Some(k);
+                        }
+                    }
+                    Err(std_mpsc::TryRecvError::Empty) => break,
+                    Err(std_mpsc::TryRecvError::Disconnected) => return,
+                }
+            }
+            more = false;
+            if let Some(c) = conn.as_mut() {
+                events.clear();
+                match c.drain(&mut events, 64) {
+                    Ok(drained) => more = !drained,
+                    Err(e) => {
+                        fail(
+                            &self.shared,
+                            &self.wake,
+                            format!("process-events connector: recv: {e}"),
+                        );
+                        conn = None;
+                    }
+                }
+                if self.handle(&events, &mut pids, &mut seen) {
+                    scan = Some(ScanKind::Loss);
                 }
             }
             if let Some(kind) = scan {
@@ -275,6 +337,70 @@ impl Worker {
                 self.full_scan(kind);
             }
         }
+    }
+
+    /// One batch of events: places each exec'd/renamed process once, keeps
+    /// presence. True when events were lost (a full scan must follow).
+    fn handle(
+        &mut self,
+        events: &[ProcEvent],
+        pids: &mut Vec<i32>,
+        seen: &mut HashSet<i32>,
+    ) -> bool {
+        let read_at = Instant::now();
+        let mut presence_changed = false;
+        let mut loss = false;
+        pids.clear();
+        seen.clear();
+        for ev in events {
+            match *ev {
+                // A main thread's COMM is a rename that may now match a rule.
+                ProcEvent::Exec { tgid, .. } | ProcEvent::Comm { tgid, .. } if !matches!(*ev, ProcEvent::Comm { pid, tgid } if pid != tgid) =>
+                {
+                    self.shared.counters.events.fetch_add(1, Ordering::Relaxed);
+                    if seen.insert(tgid) {
+                        pids.push(tgid);
+                    }
+                    if self.tracking {
+                        presence_changed |= note_comm(&self.shared, &self.root, tgid);
+                    }
+                }
+                ProcEvent::Exit { pid, tgid } if pid == tgid && self.tracking => {
+                    presence_changed |= self.shared.presence().exit(tgid);
+                }
+                ProcEvent::Overrun => {
+                    self.shared
+                        .counters
+                        .overruns
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("process-events socket overran (ENOBUFS)");
+                    loss = true;
+                }
+                ProcEvent::Gap { cpu, missed } => {
+                    self.shared.counters.gaps.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(cpu, missed, "process events lost (sequence gap)");
+                    loss = true;
+                }
+                _ => {}
+            }
+        }
+        if presence_changed {
+            let _ = self.wake.try_send(Wake::Presence);
+        }
+        for &pid in pids.iter() {
+            let start = Instant::now();
+            if self.place(pid, None) {
+                let c = &self.shared.counters;
+                c.placing.record(start.elapsed());
+                c.to_placed.record(read_at.elapsed());
+            }
+        }
+        if loss {
+            tracing::warn!(
+                "process events were lost (socket overrun or sequence gap); rescanning /proc"
+            );
+        }
+        loss
     }
 
     fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
@@ -294,6 +420,11 @@ impl Worker {
         c.placed_in(group, n);
         if n > 0 {
             match scan {
+                // A process younger than its exec event's usual delay was
+                // not missed: the scan only got there first.
+                Some(ScanKind::Rescan) if self.events_may_be_pending(pid) => {
+                    tracing::debug!(pid, group = %group, "rescan placed a process whose exec event was still on its way");
+                }
                 Some(ScanKind::Rescan | ScanKind::Loss) => {
                     c.misses.fetch_add(n, Ordering::Relaxed);
                     tracing::info!(pid, group = %group, descendants = ?r.descendants, "rescan placed a process the exec events missed");
@@ -307,6 +438,13 @@ impl Worker {
             }
         }
         r.moved || !r.descendants.is_empty()
+    }
+
+    /// Whether `pid` started so recently that its exec event may not have
+    /// been handled yet (2 s covers a loaded or emulated machine).
+    fn events_may_be_pending(&self, pid: i32) -> bool {
+        self.shared.events_live()
+            && procfs::age(&self.root, pid).is_some_and(|a| a < Duration::from_secs(2))
     }
 
     fn full_scan(&mut self, kind: ScanKind) {
@@ -368,13 +506,12 @@ pub fn scan_presence(shared: &Shared, root: &Root) -> bool {
 /// The running exec machinery.
 pub struct ExecWatch {
     pub shared: Arc<Shared>,
-    placement: Option<Arc<Placement>>,
-    task: Option<JoinHandle<()>>,
+    placement: Option<Placement>,
 }
 
 impl ExecWatch {
-    /// Starts what the policy needs: the placement thread when there are
-    /// placement rules (or presence to keep), and the connector unless the
+    /// Starts what the policy needs: the exec thread when there are
+    /// placement rules (or presence to keep), with the connector unless the
     /// root is fake. Logs once why the connector is not used.
     pub fn start(
         root: &Root,
@@ -392,9 +529,28 @@ impl ExecWatch {
             return ExecWatch {
                 shared,
                 placement: None,
-                task: None,
             };
         }
+        if placing {
+            advise_favordynmods(root, policy);
+        }
+        let conn = open_connector(root);
+        shared.events_live.store(conn.is_some(), Ordering::Relaxed);
+        // SAFETY: plain eventfd(2); the returned fd is checked and owned below.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if efd < 0 {
+            tracing::error!(
+                "cannot create the exec thread's eventfd ({}); placement and presence are off",
+                std::io::Error::last_os_error()
+            );
+            shared.events_live.store(false, Ordering::Relaxed);
+            return ExecWatch {
+                shared,
+                placement: None,
+            };
+        }
+        // SAFETY: `efd` is a fresh, valid fd that nothing else owns.
+        let wake_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
         let scan_pending = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std_mpsc::channel();
         let worker = Worker {
@@ -402,65 +558,31 @@ impl ExecWatch {
             ops: KernelOps::new(root.clone(), policy),
             root: root.clone(),
             shared: shared.clone(),
-            wake: wake.clone(),
+            wake,
             act,
             scan_pending: scan_pending.clone(),
+            tracking,
         };
+        let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()
-            .name("cgw-place".into())
-            .spawn(move || worker.run(rx))
-            .ok();
-        if thread.is_none() {
-            tracing::error!("cannot start the placement thread; placement runs at rescans only");
-        }
-        let placement = Arc::new(Placement {
+            .name("cgw-exec".into())
+            .spawn(move || worker.run(rx, thread_fd, conn));
+        let thread = match thread {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(
+                    "cannot start the exec thread ({e}); placement and presence are off"
+                );
+                shared.events_live.store(false, Ordering::Relaxed);
+                None
+            }
+        };
+        let placement = Placement {
             tx,
+            wake_fd,
             scan_pending,
             _thread: thread,
-        });
-        if placing {
-            advise_favordynmods(root, policy);
-        }
-        let mut task = None;
-        if root.is_fake() {
-            tracing::info!(
-                "--root: exec events do not exist on a fake tree; scanning /proc every tick"
-            );
-        } else if std::env::var_os("CGWARDEN_NO_PROC_EVENTS").is_some() {
-            // Benchmarks and tests of the fallback on a real kernel.
-            tracing::warn!(
-                "CGWARDEN_NO_PROC_EVENTS is set: process-events connector not used; scanning /proc every tick"
-            );
-        } else {
-            match Connector::open() {
-                Ok(conn) => {
-                    tracing::info!(
-                        filtered = conn.filtered(),
-                        rcvbuf = conn.rcvbuf(),
-                        "process-events connector: placing on exec"
-                    );
-                    match spawn_connector(
-                        conn,
-                        placement.clone(),
-                        shared.clone(),
-                        root.clone(),
-                        wake,
-                    ) {
-                        Ok(t) => {
-                            shared.events_live.store(true, Ordering::Relaxed);
-                            task = Some(t);
-                        }
-                        Err(e) => tracing::warn!(
-                            "process-events connector not watched ({e}); scanning /proc every tick"
-                        ),
-                    }
-                }
-                Err(e) => tracing::warn!(
-                    "process-events connector unavailable ({}); scanning /proc every tick",
-                    proc_events::describe_open_error(&e)
-                ),
-            }
-        }
+        };
         // Subscribed first, then scanned: nothing falls between the two.
         if tracking {
             scan_presence(&shared, root);
@@ -469,7 +591,6 @@ impl ExecWatch {
         ExecWatch {
             shared,
             placement: Some(placement),
-            task,
         }
     }
 
@@ -494,10 +615,37 @@ impl ExecWatch {
     }
 }
 
-impl Drop for ExecWatch {
-    fn drop(&mut self) {
-        if let Some(t) = self.task.take() {
-            t.abort();
+/// The process-events connector, unless the root is fake or it cannot be
+/// opened (said once, with the reason; scanning every tick takes over).
+fn open_connector(root: &Root) -> Option<Connector> {
+    if root.is_fake() {
+        tracing::info!(
+            "--root: exec events do not exist on a fake tree; scanning /proc every tick"
+        );
+        return None;
+    }
+    if std::env::var_os("CGWARDEN_NO_PROC_EVENTS").is_some() {
+        // Benchmarks and tests of the fallback on a real kernel.
+        tracing::warn!(
+            "CGWARDEN_NO_PROC_EVENTS is set: process-events connector not used; scanning /proc every tick"
+        );
+        return None;
+    }
+    match Connector::open() {
+        Ok(conn) => {
+            tracing::info!(
+                filtered = conn.filtered(),
+                rcvbuf = conn.rcvbuf(),
+                "process-events connector: placing on exec"
+            );
+            Some(conn)
+        }
+        Err(e) => {
+            tracing::warn!(
+                "process-events connector unavailable ({}); scanning /proc every tick",
+                proc_events::describe_open_error(&e)
+            );
+            None
         }
     }
 }
@@ -521,114 +669,6 @@ fn advise_favordynmods(root: &Root, policy: &Policy) {
     }
 }
 
-fn spawn_connector(
-    conn: Connector,
-    placement: Arc<Placement>,
-    shared: Arc<Shared>,
-    root: Root,
-    wake: mpsc::Sender<Wake>,
-) -> std::io::Result<JoinHandle<()>> {
-    // SAFETY: `register_with_interest` requires the fd to stay open and name
-    // the same socket for the AsyncFd's whole life. `Connector` owns it (an
-    // `OwnedFd` inside `ProcConnector`, never replaced or closed while the
-    // value lives) and `as_raw_fd` always returns it; the AsyncFd owns the
-    // connector, so the fd closes only when the AsyncFd is dropped, after
-    // it was deregistered from epoll.
-    let afd = unsafe { AsyncFd::register_with_interest(conn, Interest::READABLE) }
-        .map_err(|e| e.into_parts().1)?;
-    Ok(tokio::spawn(connector_loop(
-        afd, placement, shared, root, wake,
-    )))
-}
-
-async fn connector_loop(
-    mut afd: AsyncFd<Connector>,
-    placement: Arc<Placement>,
-    shared: Arc<Shared>,
-    root: Root,
-    wake: mpsc::Sender<Wake>,
-) {
-    let mut events = Vec::with_capacity(512);
-    let tracking = !shared.presence().is_empty();
-    loop {
-        let mut guard = match afd.readable_mut().await {
-            Ok(g) => g,
-            Err(e) => {
-                fail(&shared, &wake, format!("process-events connector: {e}"));
-                return;
-            }
-        };
-        events.clear();
-        let drained = match guard.get_inner_mut().drain(&mut events, 64) {
-            Ok(d) => d,
-            Err(e) => {
-                fail(
-                    &shared,
-                    &wake,
-                    format!("process-events connector: recv: {e}"),
-                );
-                return;
-            }
-        };
-        if drained {
-            guard.clear_ready();
-        }
-        drop(guard);
-        let mut presence_changed = false;
-        let mut loss = false;
-        for ev in &events {
-            match *ev {
-                ProcEvent::Exec { tgid, .. } => {
-                    shared.counters.events.fetch_add(1, Ordering::Relaxed);
-                    placement.place(tgid);
-                    if tracking {
-                        presence_changed |= note_comm(&shared, &root, tgid);
-                    }
-                }
-                ProcEvent::Comm { pid, tgid } if pid == tgid => {
-                    shared.counters.events.fetch_add(1, Ordering::Relaxed);
-                    placement.place(tgid);
-                    if tracking {
-                        presence_changed |= note_comm(&shared, &root, tgid);
-                    }
-                }
-                ProcEvent::Comm { .. } => {}
-                ProcEvent::Exit { pid, tgid } if pid == tgid => {
-                    if tracking {
-                        presence_changed |= shared.presence().exit(tgid);
-                    }
-                }
-                ProcEvent::Exit { .. } => {}
-                ProcEvent::Overrun => {
-                    shared.counters.overruns.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("process-events socket overran (ENOBUFS)");
-                    loss = true;
-                }
-                ProcEvent::Gap { cpu, missed } => {
-                    shared.counters.gaps.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(cpu, missed, "process events lost (sequence gap)");
-                    loss = true;
-                }
-            }
-        }
-        if loss {
-            tracing::warn!(
-                "process events were lost (socket overrun or sequence gap); rescanning /proc"
-            );
-            placement.scan(ScanKind::Loss);
-            if tracking {
-                presence_changed |= scan_presence(&shared, &root);
-            }
-        }
-        if presence_changed {
-            let _ = wake.try_send(Wake::Presence);
-        }
-        if !drained {
-            tokio::task::yield_now().await;
-        }
-    }
-}
-
 fn note_comm(shared: &Shared, root: &Root, pid: i32) -> bool {
     match procfs::comm(root, pid) {
         Ok(Some(c)) => shared.presence().update(pid, &c),
@@ -646,7 +686,6 @@ fn fail(shared: &Shared, wake: &mpsc::Sender<Wake>, what: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn latency_quantiles_come_from_the_buckets() {

@@ -241,6 +241,27 @@ pub fn process(root: &Root, pid: i32) -> Result<Option<ProcessInfo>> {
     }))
 }
 
+/// How long ago `pid` was started (`/proc/PID/stat` field 22 against
+/// CLOCK_BOOTTIME); `None` when it cannot be told (vanished, a fake tree
+/// without it). Only meaningful on the real kernel.
+pub fn age(root: &Root, pid: i32) -> Option<std::time::Duration> {
+    let start_ticks: u64 = stat(root, pid).ok()??.num(22)?;
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write to.
+    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t) } != 0 {
+        return None;
+    }
+    let now = std::time::Duration::new(u64::try_from(t.tv_sec).ok()?, t.tv_nsec as u32);
+    let started = std::time::Duration::from_millis(start_ticks.checked_mul(1000)? / hz);
+    now.checked_sub(started)
+}
+
 /// Which optional fields [`user_process`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
@@ -372,6 +393,24 @@ mod tests {
     use super::*;
     use std::fs;
     use tempfile::TempDir;
+
+    #[test]
+    fn age_of_a_fresh_child_is_small_and_of_a_missing_pid_none() {
+        // Reads the host's own /proc (read-only).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let a = age(&Root::real(), pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let a = a.expect("age of a live child");
+        assert!(a < std::time::Duration::from_secs(3), "{a:?}");
+        let init = age(&Root::real(), 1).expect("age of pid 1");
+        assert!(init > a, "pid 1 is older than a fresh child");
+        assert_eq!(age(&Root::real(), i32::MAX), None);
+    }
 
     fn add(t: &TempDir, pid: i32, files: &[(&str, &[u8])]) {
         let d = t.path().join(format!("proc/{pid}"));

@@ -17,7 +17,7 @@ out=$2
 mkdir -p "$cache"
 x=$cache/x
 if [[ ! -x $x/usr/sbin/cgrulesengd ]]; then
-    (cd "$cache" && rm -f ./*.deb && apt-get download cgroup-tools libcgroup2 >/dev/null)
+    (cd "$cache" && rm -f ./*.deb && apt-get download cgroup-tools libcgroup2 >/dev/null 2>&1)
     rm -rf "$x"
     mkdir -p "$x"
     for d in "$cache"/*.deb; do dpkg-deb -x "$d" "$x"; done

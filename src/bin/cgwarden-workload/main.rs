@@ -15,7 +15,8 @@
 //! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
 //! cgwarden-workload swapoff DEV               swapoff(2)
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
-//! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR   the placement benchmark's exec storm
+//! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
+//! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -48,10 +49,13 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   swapon DEV PRIO            swapon(2) with priority PRIO
   swapoff DEV                swapoff(2)
   setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
-  storm CHILD TARGET N LIFE_MS PAR
+  storm CHILD TARGET N LIFE_MS PAR [POLL_US]
                              spawn N copies of CHILD (this program renamed), PAR at a
                              time, each living LIFE_MS; print how long until each saw
-                             itself in cgroup TARGET (e.g. /cgwarden-bench-a)
+                             itself in cgroup TARGET (e.g. /cgwarden-bench-a), looking
+                             every POLL_US (default 100)
+  migrate-cost A B N         move a child between cgroup dirs A and B, N times per gap
+                             (0..50 ms since the last move); print the write's cost
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -264,19 +268,42 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
-        ("storm", [child, target, n, life, par]) => {
+        ("storm", [child, target, n, life, par, poll @ ..]) if poll.len() <= 1 => {
             let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
-            match (target.to_str(), num(n), num(life), num(par)) {
-                (Some(t), Some(n), Some(l), Some(p)) if t.starts_with('/') && p > 0 => {
-                    storm::drive(child, t, n as usize, l, p as usize)
+            let poll_us = match poll.first() {
+                Some(p) => num(p),
+                None => Some(100),
+            };
+            match (target.to_str(), num(n), num(life), num(par), poll_us) {
+                (Some(t), Some(n), Some(l), Some(p), Some(poll_us))
+                    if t.starts_with('/') && p > 0 =>
+                {
+                    let st = storm::Storm {
+                        n: n as usize,
+                        life_ms: l,
+                        par: p as usize,
+                        poll_us,
+                    };
+                    storm::drive(child, t, &st)
                 }
-                _ => usage("storm: TARGET must be a /path; N, LIFE_MS, PAR whole numbers"),
+                _ => usage("storm: TARGET must be a /path; N, LIFE_MS, PAR, POLL_US whole numbers"),
             }
         }
-        ("storm-child", [target, life]) => {
-            match (target.to_str(), life.to_str().and_then(|s| s.parse().ok())) {
-                (Some(t), Some(l)) => storm::child(t, l),
-                _ => usage("storm-child: TARGET LIFE_MS"),
+        ("migrate-cost", [a, b, n]) => {
+            match (
+                a.to_str(),
+                b.to_str(),
+                n.to_str().and_then(|s| s.parse::<usize>().ok()),
+            ) {
+                (Some(a), Some(b), Some(n)) if n > 0 => storm::migrate_cost(a, b, n),
+                _ => usage("migrate-cost: A B N (two cgroup directories, N > 0)"),
+            }
+        }
+        ("storm-child", [target, life, poll]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (target.to_str(), num(life), num(poll)) {
+                (Some(t), Some(l), Some(p)) => storm::child(t, l, p),
+                _ => usage("storm-child: TARGET LIFE_MS POLL_US"),
             }
         }
         ("help" | "-h" | "--help", _) => {

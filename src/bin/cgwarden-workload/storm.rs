@@ -4,7 +4,7 @@
 //!
 //! The driver spawns N children, at most PAR alive at once, each the moment
 //! another exits, and notes when each spawn returned (the exec happened).
-//! Each child polls `/proc/self/cgroup` every 100 µs until it names TARGET
+//! Each child polls `/proc/self/cgroup` every POLL_US (100 µs) until it names TARGET
 //! (the same membership `cgroup.procs` lists), reports `(pid, when)` through
 //! its stdout (a pipe shared by all; 16-byte writes are atomic), and lives
 //! out LIFE_MS. Placement latency = seen − spawned, on CLOCK_MONOTONIC. A
@@ -26,8 +26,8 @@ fn now_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
-/// `storm-child TARGET LIFE_MS`
-pub fn child(target: &str, life_ms: u64) -> ExitCode {
+/// `storm-child TARGET LIFE_MS POLL_US`
+pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let t0 = now_ns();
     let end = t0 + (life_ms as i64) * 1_000_000;
     let mut seen = 0i64;
@@ -43,7 +43,7 @@ pub fn child(target: &str, life_ms: u64) -> ExitCode {
             seen = now_ns();
             break;
         }
-        std::thread::sleep(Duration::from_micros(100));
+        std::thread::sleep(Duration::from_micros(poll_us));
     }
     let mut rec = [0u8; 16];
     rec[..8].copy_from_slice(&(std::process::id() as i64).to_le_bytes());
@@ -59,9 +59,28 @@ pub fn child(target: &str, life_ms: u64) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `storm CHILD TARGET N LIFE_MS PAR`: CHILD is the program to spawn (a
-/// copy of this binary under the name the placement rule matches).
-pub fn drive(child: &OsStr, target: &str, n: usize, life_ms: u64, par: usize) -> ExitCode {
+/// How the storm runs.
+pub struct Storm {
+    /// Processes to spawn.
+    pub n: usize,
+    /// How long each lives, from its own start.
+    pub life_ms: u64,
+    /// How many are alive at once.
+    pub par: usize,
+    /// How often each child looks at its cgroup (100 µs on the host; an
+    /// emulated guest needs longer or the polling starves everything else).
+    pub poll_us: u64,
+}
+
+/// `storm CHILD TARGET N LIFE_MS PAR [POLL_US]`: CHILD is the program to
+/// spawn (a copy of this binary under the name the placement rule matches).
+pub fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
+    let Storm {
+        n,
+        life_ms,
+        par,
+        poll_us,
+    } = *st;
     let (mut rd, wr) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => {
@@ -81,6 +100,7 @@ pub fn drive(child: &OsStr, target: &str, n: usize, life_ms: u64, par: usize) ->
         recs
     });
     let life = life_ms.to_string();
+    let poll = poll_us.to_string();
     let mut spawned: Vec<(i32, i64)> = Vec::with_capacity(n);
     let mut running = 0usize;
     let t0 = now_ns();
@@ -100,7 +120,7 @@ pub fn drive(child: &OsStr, target: &str, n: usize, life_ms: u64, par: usize) ->
             }
         };
         match Command::new(child)
-            .args(["storm-child", target, &life])
+            .args(["storm-child", target, &life, &poll])
             .stdout(out)
             .spawn()
         {
@@ -174,4 +194,61 @@ fn report(spawned: &[(i32, i64)], recs: &[(i32, i64)], n: usize, life_ms: u64, s
             ms(l - 1)
         );
     }
+}
+
+/// `migrate-cost A B N`: what one migration write costs the writer,
+/// depending on how long the kernel had no migration before it. Moves a
+/// sleeping child of its own between cgroup directories A and B, N times
+/// for each gap, and prints the write's duration quantiles. Without
+/// `favordynmods`, writes after a gap longer than an RCU grace period wait
+/// for a new one.
+pub fn migrate_cost(a: &str, b: &str, n: usize) -> ExitCode {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
+    let mut child = match Command::new(exe).args(["sleep", "100000"]).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("migrate-cost: spawn: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let pid = child.id().to_string();
+    let procs = [format!("{a}/cgroup.procs"), format!("{b}/cgroup.procs")];
+    let mut rc = ExitCode::SUCCESS;
+    'gaps: for gap_ms in [0u64, 1, 2, 5, 10, 20, 50] {
+        let mut d = Vec::with_capacity(n);
+        for i in 0..n {
+            if gap_ms > 0 {
+                std::thread::sleep(Duration::from_millis(gap_ms));
+            }
+            let path = &procs[i % 2];
+            let mut f = match std::fs::OpenOptions::new().write(true).open(path) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("migrate-cost: {path}: {e}");
+                    rc = ExitCode::from(1);
+                    break 'gaps;
+                }
+            };
+            let t = now_ns();
+            if let Err(e) = std::io::Write::write_all(&mut f, pid.as_bytes()) {
+                eprintln!("migrate-cost: write {pid} to {path}: {e}");
+                rc = ExitCode::from(1);
+                break 'gaps;
+            }
+            d.push(now_ns() - t);
+        }
+        d.sort_unstable();
+        let ms = |i: usize| d[i.min(n - 1)] as f64 / 1e6;
+        let slow = d.iter().filter(|&&x| x > 2_000_000).count();
+        println!(
+            "gap {gap_ms:2} ms: write p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} ms, > 2 ms: {slow}/{n}",
+            ms(n / 2),
+            ms(n * 9 / 10),
+            ms(n * 99 / 100),
+            ms(n - 1)
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    rc
 }

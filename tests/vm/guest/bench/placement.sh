@@ -6,9 +6,12 @@
 # tick, cgrulesengd (Debian's cgroup-tools) when the image has it, and the
 # connector again after remounting cgroup2 with favordynmods. TCG makes
 # absolute numbers meaningless; compare the rows with each other.
-N=$(cat /cgw/bench_n 2>/dev/null || echo 2000)
-LIFE=$(cat /cgw/bench_life 2>/dev/null || echo 100)
-PAR=8
+N=$(cat /cgw/bench_n 2>/dev/null || echo 1000)
+LIFE=$(cat /cgw/bench_life 2>/dev/null || echo 150)
+# Gentler than the host's storm (8 at a time, polling every 100 us): under
+# TCG that much polling starves the daemons being measured.
+PAR=$(cat /cgw/bench_par 2>/dev/null || echo 2)
+POLL_US=1000
 WL=$(command -v cgwarden-workload)
 D=/tmp/cgwbench
 GROUP=cgwarden-bench-a
@@ -35,9 +38,9 @@ hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 storm() { # LABEL DAEMON_PID
-    echo "BENCH == $1 (N=$N, alive ${LIFE} ms, $PAR at a time)"
+    echo "BENCH == $1 (N=$N, alive ${LIFE} ms, $PAR at a time, polling every $POLL_US us)"
     c0=$(cpu_ticks "$2")
-    "$D/cgwbench-drive" storm "$D/cgwbench-child" "/$GROUP" "$N" "$LIFE" "$PAR" | sed 's/^/BENCH /'
+    "$D/cgwbench-drive" storm "$D/cgwbench-child" "/$GROUP" "$N" "$LIFE" "$PAR" "$POLL_US" | sed 's/^/BENCH /'
     sleep 1
     c1=$(cpu_ticks "$2")
     awk -v c=$((c1 - c0)) -v hz="$hz" -v n="$N" \
@@ -57,7 +60,16 @@ cgwarden_run() { # LABEL ENV...
     grep -E "placement: placed|favordynmods" "$D/daemon.log" | sed 's/^/BENCH   log| /'
 }
 
+migrate_cost() {
+    mkdir -p "$CG/cgwarden-bench-x" "$CG/cgwarden-bench-y"
+    echo "BENCH == kernel: one cgroup.procs write vs. the gap since the last migration"
+    "$WL" migrate-cost "$CG/cgwarden-bench-x" "$CG/cgwarden-bench-y" 100 | sed 's/^/BENCH /'
+    sleep 0.5
+    rmdir "$CG/cgwarden-bench-x" "$CG/cgwarden-bench-y"
+}
+
 echo "BENCH cgroup2 options: $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
+migrate_cost
 cgwarden_run "cgwarden, process-events connector"
 cgwarden_run "cgwarden, /proc scan every 100 ms tick" CGWARDEN_NO_PROC_EVENTS=1
 
@@ -76,6 +88,7 @@ fi
 
 if mount -o remount,favordynmods none "$CG"; then
     echo "BENCH cgroup2 options: $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
+    migrate_cost
     cgwarden_run "cgwarden, process-events connector, favordynmods"
     cgwarden_run "cgwarden, /proc scan every 100 ms tick, favordynmods" CGWARDEN_NO_PROC_EVENTS=1
 else

@@ -26,6 +26,8 @@ stop_daemon() { kill -TERM "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; }
 
 start_daemon /tmp/cgwx-d1.log
 check connector-open "daemon uses the process-events connector" grep -q "process-events connector: placing on exec" /tmp/cgwx-d1.log
+# /init mounts cgroup2 without favordynmods: the daemon says what that costs.
+check favordynmods-advice "startup names the favordynmods mount option" grep -q "mounted without favordynmods" /tmp/cgwx-d1.log
 sleep 1 # past the startup scan: what follows is placed by exec events
 
 "$D/cgwx-copy" sleep 60 & P_COPY=$!
