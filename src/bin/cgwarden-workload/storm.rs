@@ -6,7 +6,7 @@
 //! another exits, and notes when each spawn returned (the exec happened).
 //! Each child polls `/proc/self/cgroup` every POLL_US (100 µs) until it names TARGET
 //! (the same membership `cgroup.procs` lists), reports `(pid, when)` through
-//! its stdout (a pipe shared by all; 16-byte writes are atomic), and lives
+//! its stdout (a pipe shared by all; 24-byte writes are atomic), and lives
 //! out LIFE_MS. Placement latency = seen − spawned, on CLOCK_MONOTONIC. A
 //! child that never sees itself placed within its life is "never placed".
 
@@ -15,6 +15,10 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
+
+/// A child's report: pid, when it saw itself placed (0: never), when it
+/// first looked (the measurement's floor: placement cannot be seen earlier).
+const REC: usize = 24;
 
 fn now_ns() -> i64 {
     let mut t = libc::timespec {
@@ -31,10 +35,14 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let t0 = now_ns();
     let end = t0 + (life_ms as i64) * 1_000_000;
     let mut seen = 0i64;
+    let mut first_look = 0i64;
     let mut buf = Vec::with_capacity(512);
     // "0::/a/b\n": the target must be the whole path, not a prefix of it.
     let want = format!("::{target}\n");
     while now_ns() < end {
+        if first_look == 0 {
+            first_look = now_ns();
+        }
         buf.clear();
         if let Ok(mut f) = std::fs::File::open("/proc/self/cgroup") {
             let _ = f.read_to_end(&mut buf);
@@ -45,12 +53,13 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
         }
         std::thread::sleep(Duration::from_micros(poll_us));
     }
-    let mut rec = [0u8; 16];
+    let mut rec = [0u8; REC];
     rec[..8].copy_from_slice(&(std::process::id() as i64).to_le_bytes());
-    rec[8..].copy_from_slice(&seen.to_le_bytes());
+    rec[8..16].copy_from_slice(&seen.to_le_bytes());
+    rec[16..].copy_from_slice(&first_look.to_le_bytes());
     // One write(2) (std's stdout is line-buffered and would split the record
     // at a 0x0a byte, interleaving it with other children's).
-    // SAFETY: `rec` is 16 valid bytes for the duration of the call.
+    // SAFETY: `rec` is REC valid bytes for the duration of the call.
     let _ = unsafe { libc::write(1, rec.as_ptr().cast(), rec.len()) };
     let left = end - now_ns();
     if left > 0 {
@@ -91,11 +100,12 @@ pub fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
     let wr: OwnedFd = wr.into();
     let reader = std::thread::spawn(move || {
         let mut recs = Vec::new();
-        let mut b = [0u8; 16];
+        let mut b = [0u8; REC];
+        let field = |b: &[u8; REC], i: usize| {
+            i64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default())
+        };
         while rd.read_exact(&mut b).is_ok() {
-            let pid = i64::from_le_bytes(b[..8].try_into().unwrap_or_default());
-            let seen = i64::from_le_bytes(b[8..].try_into().unwrap_or_default());
-            recs.push((pid as i32, seen));
+            recs.push((field(&b, 0) as i32, field(&b, 8), field(&b, 16)));
         }
         recs
     });
@@ -159,10 +169,11 @@ fn reap() -> bool {
     }
 }
 
-fn report(spawned: &[(i32, i64)], recs: &[(i32, i64)], n: usize, life_ms: u64, secs: f64) {
+fn report(spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], n: usize, life_ms: u64, secs: f64) {
     let mut lat = Vec::with_capacity(recs.len());
+    let mut floor = Vec::with_capacity(recs.len());
     let mut never = 0;
-    for &(pid, seen) in recs {
+    for &(pid, seen, first) in recs {
         // Pids are not reused within one storm (pid_max ≥ 32768 > N + the
         // rest of the system; the latest spawn is taken all the same). A
         // child can see itself placed before its parent's spawn returned
@@ -170,6 +181,9 @@ fn report(spawned: &[(i32, i64)], recs: &[(i32, i64)], n: usize, life_ms: u64, s
         let Some(&(_, at)) = spawned.iter().rev().find(|(p, _)| *p == pid) else {
             continue;
         };
+        if first > 0 {
+            floor.push((first - at).max(0));
+        }
         if seen == 0 {
             never += 1;
         } else {
@@ -177,21 +191,31 @@ fn report(spawned: &[(i32, i64)], recs: &[(i32, i64)], n: usize, life_ms: u64, s
         }
     }
     lat.sort_unstable();
+    floor.sort_unstable();
     println!(
         "execs {n} in {secs:.2}s ({:.0}/s), reports {}, placed {}, never placed {never} (alive {life_ms} ms each)",
         n as f64 / secs,
         recs.len(),
         lat.len()
     );
-    if !lat.is_empty() {
-        let ms = |i: usize| lat[i.min(lat.len() - 1)] as f64 / 1e6;
-        let l = lat.len();
-        println!(
-            "latency ms: p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
+    let quantiles = |v: &[i64]| {
+        let ms = |i: usize| v[i.min(v.len() - 1)] as f64 / 1e6;
+        let l = v.len();
+        format!(
+            "p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
             ms(l / 2),
             ms(l * 9 / 10),
             ms(l * 99 / 100),
             ms(l - 1)
+        )
+    };
+    if !lat.is_empty() {
+        println!("latency ms: {}", quantiles(&lat));
+    }
+    if !floor.is_empty() {
+        println!(
+            "floor ms (spawn returned -> the child's first look; nothing can be seen sooner): {}",
+            quantiles(&floor)
         );
     }
 }
