@@ -17,8 +17,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 /// A child's report: pid, when it saw itself placed (0: never), when it
-/// first looked (the measurement's floor: placement cannot be seen earlier).
-const REC: usize = 24;
+/// first looked (the measurement's floor: placement cannot be seen earlier),
+/// how many looks it took.
+const REC: usize = 32;
 
 fn now_ns() -> i64 {
     let mut t = libc::timespec {
@@ -36,6 +37,7 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let end = t0 + (life_ms as i64) * 1_000_000;
     let mut seen = 0i64;
     let mut first_look = 0i64;
+    let mut looks = 0i64;
     let mut buf = Vec::with_capacity(512);
     // "0::/a/b\n": the target must be the whole path, not a prefix of it.
     let want = format!("::{target}\n");
@@ -43,6 +45,7 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
         if first_look == 0 {
             first_look = now_ns();
         }
+        looks += 1;
         buf.clear();
         if let Ok(mut f) = std::fs::File::open("/proc/self/cgroup") {
             let _ = f.read_to_end(&mut buf);
@@ -56,7 +59,8 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let mut rec = [0u8; REC];
     rec[..8].copy_from_slice(&(std::process::id() as i64).to_le_bytes());
     rec[8..16].copy_from_slice(&seen.to_le_bytes());
-    rec[16..].copy_from_slice(&first_look.to_le_bytes());
+    rec[16..24].copy_from_slice(&first_look.to_le_bytes());
+    rec[24..].copy_from_slice(&looks.to_le_bytes());
     // One write(2) (std's stdout is line-buffered and would split the record
     // at a 0x0a byte, interleaving it with other children's).
     // SAFETY: `rec` is REC valid bytes for the duration of the call.
@@ -105,7 +109,12 @@ pub fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
             i64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default())
         };
         while rd.read_exact(&mut b).is_ok() {
-            recs.push((field(&b, 0) as i32, field(&b, 8), field(&b, 16)));
+            recs.push((
+                field(&b, 0) as i32,
+                field(&b, 8),
+                field(&b, 16),
+                field(&b, 24),
+            ));
         }
         recs
     });
@@ -169,11 +178,18 @@ fn reap() -> bool {
     }
 }
 
-fn report(spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], n: usize, life_ms: u64, secs: f64) {
+/// One child's report, as read: (pid, seen, first look, looks).
+type Rec = (i32, i64, i64, i64);
+
+fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f64) {
     let mut lat = Vec::with_capacity(recs.len());
     let mut floor = Vec::with_capacity(recs.len());
+    // How long after its first look a child still waited, and how many
+    // were not placed when they first looked.
+    let mut beyond = Vec::with_capacity(recs.len());
+    let mut late = 0;
     let mut never = 0;
-    for &(pid, seen, first) in recs {
+    for &(pid, seen, first, looks) in recs {
         // Pids are not reused within one storm (pid_max ≥ 32768 > N + the
         // rest of the system; the latest spawn is taken all the same). A
         // child can see itself placed before its parent's spawn returned
@@ -188,10 +204,17 @@ fn report(spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], n: usize, life_ms: u
             never += 1;
         } else {
             lat.push((seen - at).max(0));
+            if looks > 1 {
+                late += 1;
+                beyond.push((seen - first).max(0));
+            } else {
+                beyond.push(0);
+            }
         }
     }
     lat.sort_unstable();
     floor.sort_unstable();
+    beyond.sort_unstable();
     println!(
         "execs {n} in {secs:.2}s ({:.0}/s), reports {}, placed {}, never placed {never} (alive {life_ms} ms each)",
         n as f64 / secs,
@@ -216,6 +239,13 @@ fn report(spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], n: usize, life_ms: u
         println!(
             "floor ms (spawn returned -> the child's first look; nothing can be seen sooner): {}",
             quantiles(&floor)
+        );
+    }
+    if !beyond.is_empty() {
+        println!(
+            "beyond the floor: {late} of {} not yet placed at their first look; wait after it, ms: {}",
+            beyond.len(),
+            quantiles(&beyond)
         );
     }
 }
