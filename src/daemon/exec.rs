@@ -256,6 +256,8 @@ struct Worker {
     scan_pending: Arc<AtomicBool>,
     /// Whether `running()` rules need the pid → comm table.
     tracking: bool,
+    /// Refusals already logged (they name pid, comm, group and reason).
+    refusals: HashSet<String>,
 }
 
 impl Worker {
@@ -411,7 +413,15 @@ impl Worker {
         let c = &self.shared.counters;
         for e in &r.errors {
             c.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!("placement refused: {e}");
+            // Each rescan tries again; the same refusal is said once.
+            if self.refusals.len() >= 4096 {
+                self.refusals.clear();
+            }
+            if self.refusals.insert(e.clone()) {
+                tracing::warn!("placement refused: {e}");
+            } else {
+                tracing::debug!("placement refused again: {e}");
+            }
         }
         let Some(group) = &r.group else {
             return false;
@@ -562,6 +572,7 @@ impl ExecWatch {
             act,
             scan_pending: scan_pending.clone(),
             tracking,
+            refusals: HashSet::new(),
         };
         let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()

@@ -10,6 +10,7 @@ mkdir -p "$D"
 cp "$WL" "$D/cgwx-copy"
 cp "$WL" "$D/cgwx-fifo"
 cp "$WL" "$D/cgwx-cyclic"
+cp "$WL" "$D/cgwx-dl"
 for i in 1 2 3 4 5; do cp "$WL" "$D/cgwx-flood$i"; done
 printf '#!/bin/sh\nsleep 60\n: done\n' >"$D/job.sh"
 chmod +x "$D/job.sh"
@@ -55,6 +56,18 @@ else
     pass by-events "no rescan miss"
 fi
 
+# A refusal is reported with its reason; the move itself still happened.
+"$D/cgwx-dl" sleep 60 & P_DL=$!
+check dl-placed "cgwx-dl in /ex-dl" wait_for 20 in_group "$P_DL" /ex-dl
+dl_refused() { grep "placement refused" /tmp/cgwx-d1.log | grep "cgwx-dl" | grep -q "sched deadline.*sched_setattr"; }
+check dl-refused "the kernel's deadline refusal is logged with the call and reason" wait_for 20 dl_refused
+grep "placement refused" /tmp/cgwx-d1.log | head -n 1 | sed 's/^/  log| /'
+# Rescans (every 3 s here) try again, but the same refusal is warned once.
+sleep 4
+n_warn=$(grep -c "WARN placement refused: .*cgwx-dl" /tmp/cgwx-d1.log)
+check_eq dl-warned-once 1 echo "$n_warn"
+kill "$P_DL" 2>/dev/null
+
 # running(): on while cgwx-cyclic lives, off once it exits.
 "$D/cgwx-cyclic" sleep 4 & P_CYC=$!
 sw_is() { [ "$(cat /proc/sys/vm/swappiness)" = "$1" ]; }
@@ -81,5 +94,6 @@ kill $FL 2>/dev/null
 stop_daemon
 grep "placement:" /tmp/cgwx-d1.log /tmp/cgwx-d2.log | sed 's/^/  log| /'
 # Leave no groups behind for later scenarios.
-for g in ex-copy ex-renamed ex-script ex-rt ex-flood; do rmdir "$CG/$g" 2>/dev/null; done
+sleep 0.5
+for g in ex-copy ex-renamed ex-script ex-rt ex-flood ex-dl; do rmdir "$CG/$g" 2>/dev/null; done
 rm -rf /run/cgwarden-exec
