@@ -41,11 +41,13 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{Daemon, Start, BIN};
 
 const POLICY: &str = r#"version: 1
 product: latency-bench
@@ -67,55 +69,6 @@ rules:
 fn events_text(n: u64) -> String {
     // Fixed width: every rewrite is the same length, one write(2), no truncation.
     format!("low 0\nhigh 0\nmax 0\noom {n:09}\noom_kill {n:09}\noom_group_kill 0\n")
-}
-
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(policy: &Path, root: &Path, log: PathBuf, debug: bool) -> Daemon {
-        let f = fs::File::create(&log).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.arg("run")
-            .arg(policy)
-            .arg("--root")
-            .arg(root)
-            .args(["--tick", "1h"])
-            .stdout(Stdio::null())
-            .stderr(f);
-        cmd.env("CGWARDEN_LOG", if debug { "debug" } else { "info" });
-        let child = cmd.spawn().expect("start cgwarden run");
-        let d = Daemon { child, log };
-        let t0 = Instant::now();
-        while !d.log_text().contains("cgwarden running") {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "daemon did not start:\n{}",
-                d.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // Let it reach its first idle wait.
-        std::thread::sleep(Duration::from_millis(200));
-        d
-    }
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-    fn stop(mut self) -> String {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-        self.log_text()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Waits (inotify IN_MODIFY on `knob`) until it reads `want`; the instant it did.
@@ -222,24 +175,24 @@ fn run_fake(events: u64, debug: bool) {
     FakeTree::standard(&root).unwrap();
     let policy = dir.path().join("policy.yaml");
     fs::write(&policy, POLICY).unwrap();
-    let out = Command::new(BIN)
-        .arg("apply")
-        .arg(&policy)
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::apply(&policy, &root);
     let ev_path = root.join("sys/fs/cgroup/vision/memory.events");
     fs::write(&ev_path, events_text(0)).unwrap();
     let knob = root.join("proc/sys/vm/swappiness");
     assert_eq!(fs::read_to_string(&knob).unwrap().trim(), "30");
 
-    let d = Daemon::start(&policy, &root, dir.path().join("daemon.log"), debug);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            tick: "1h",
+            log_level: if debug { "debug" } else { "info" },
+            log: Some(dir.path().join("daemon.log")),
+            ..Start::default()
+        },
+    );
+    // Let it reach its first idle wait.
+    std::thread::sleep(Duration::from_millis(200));
     let ev_file = fs::OpenOptions::new().write(true).open(&ev_path).unwrap();
     let mut ino = Inotify::init().unwrap();
     ino.watches().add(&knob, WatchMask::MODIFY).unwrap();
@@ -285,7 +238,7 @@ fn run_fake(events: u64, debug: bool) {
             None => missed += 1,
         }
     }
-    let log = d.stop();
+    let (_, log) = d.stop();
     let level = if debug {
         "CGWARDEN_LOG=debug"
     } else {

@@ -6,65 +6,10 @@
 
 use cgwarden::kernel::fake_tree::FakeTree;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
-
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(policy: &Path, root: &Path, extra: &[&str]) -> Daemon {
-        let log = root.join("daemon.log");
-        let f = std::fs::File::create(&log).unwrap();
-        let child = Command::new(BIN)
-            .arg("run")
-            .arg(policy)
-            .arg("--root")
-            .arg(root)
-            .args(["--tick", "100ms"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(f)
-            .spawn()
-            .expect("start cgwarden run");
-        let d = Daemon { child, log };
-        d.wait_log("cgwarden running", Duration::from_secs(20));
-        d
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_log(&self, needle: &str, limit: Duration) {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            if self.log().contains(needle) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("daemon log never showed {needle:?}:\n{}", self.log());
-    }
-
-    fn stop(mut self) -> (i32, String) {
-        // SIGTERM, as systemd stops it.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        (status.code().unwrap_or(-1), self.log())
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod support;
+use support::{Daemon, Start};
 
 fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool, log: impl Fn() -> String) {
     let t0 = Instant::now();
@@ -122,18 +67,7 @@ rules:
     .unwrap();
     // Converge first so the group exists, then lay out what the kernel
     // would show in it.
-    let out = Command::new(BIN)
-        .arg("apply")
-        .arg(&policy)
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::apply(&policy, &root);
     psi(&root, 0.0);
     events(&root, 0);
     (t, policy)
@@ -160,7 +94,7 @@ fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, policy) = setup(dir.path());
     let root = dir.path().join("root");
-    let d = Daemon::start(&policy, &root, &[]);
+    let d = Daemon::start(&policy, &root, Start::default());
     let log = || std::fs::read_to_string(root.join("daemon.log")).unwrap_or_default();
 
     // Memory pressure: the `then` step raises memory.high once, and the hook runs.
@@ -261,7 +195,7 @@ fn group_deleted_from_outside_is_recreated() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, policy) = setup(dir.path());
     let root = dir.path().join("root");
-    let d = Daemon::start(&policy, &root, &[]);
+    let d = Daemon::start(&policy, &root, Start::default());
     let group = root.join("sys/fs/cgroup/inference");
     std::fs::remove_dir_all(&group).unwrap();
     wait_for(
@@ -281,7 +215,14 @@ fn dry_run_changes_nothing() {
     let root = dir.path().join("root");
     std::fs::write(root.join("proc/sys/vm/swappiness"), "60\n").unwrap();
     let before_high = read(&root, "sys/fs/cgroup/inference/memory.high");
-    let d = Daemon::start(&policy, &root, &["--dry-run"]);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            extra: &["--dry-run"],
+            ..Start::default()
+        },
+    );
     psi(&root, 80.0);
     events(&root, 3);
     d.wait_log("would write (dry run)", Duration::from_secs(10));

@@ -10,10 +10,10 @@ use cgwarden::policy::model::{Match, Placement};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+mod support;
+use support::{Daemon, Start};
 
 // ---- allocation counting (this thread only, while armed) ----
 struct Counting;
@@ -178,19 +178,7 @@ fn apply_places_proc_entries() {
     let dir = tempfile::tempdir().unwrap();
     let (t, root, policy) = setup(dir.path());
     layout(&t);
-    let out = Command::new(BIN)
-        .arg("apply")
-        .arg(&policy)
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    let so = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{so}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let so = support::apply(&policy, &root);
     assert_eq!(cgroup_of(&root, 400), "0::/realtime");
     assert_eq!(cgroup_of(&root, 500), "0::/inference");
     assert_eq!(cgroup_of(&root, 600), "0::/vision");
@@ -205,58 +193,19 @@ fn apply_places_proc_entries() {
     );
 }
 
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(policy: &Path, root: &Path) -> Daemon {
-        let log = root.join("daemon.log");
-        let f = std::fs::File::create(&log).unwrap();
-        let child = Command::new(BIN)
-            .arg("run")
-            .arg(policy)
-            .arg("--root")
-            .arg(root)
-            .args(["--tick", "100ms"])
-            .env("CGWARDEN_LOG", "debug")
-            .stdout(Stdio::null())
-            .stderr(f)
-            .spawn()
-            .unwrap();
-        let d = Daemon { child, log };
-        d.wait("daemon running", || d.text().contains("cgwarden running"));
-        d
-    }
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-    fn wait(&self, what: &str, mut f: impl FnMut() -> bool) {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(20) {
-            if f() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("timed out waiting for {what}; daemon log:\n{}", self.text());
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn daemon_scan_places_new_processes_and_tracks_running() {
     let dir = tempfile::tempdir().unwrap();
     let (t, root, policy) = setup(dir.path());
     layout(&t);
-    let d = Daemon::start(&policy, &root);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            log_level: "debug",
+            ..Start::default()
+        },
+    );
     let swappiness = || {
         std::fs::read_to_string(root.join("proc/sys/vm/swappiness"))
             .unwrap_or_default()
@@ -264,11 +213,13 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
             .to_string()
     };
     // Existing processes were placed at startup.
-    d.wait("startup placement", || {
+    d.wait_for("startup placement", Duration::from_secs(20), || {
         cgroup_of(&root, 400) == "0::/realtime"
     });
     assert_eq!(cgroup_of(&root, 601), "0::/");
-    d.wait("baseline swappiness", || swappiness() == "30");
+    d.wait_for("baseline swappiness", Duration::from_secs(20), || {
+        swappiness() == "30"
+    });
 
     // A process that appears later is found by the next tick's scan.
     t.add_process(&FakeProcess::new(800, "motion_planner"))
@@ -278,7 +229,7 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
         ..FakeProcess::new(801, "detect")
     })
     .unwrap();
-    d.wait("late processes placed", || {
+    d.wait_for("late processes placed", Duration::from_secs(20), || {
         cgroup_of(&root, 800) == "0::/realtime" && cgroup_of(&root, 801) == "0::/inference"
     });
     assert!(procs(&root, "realtime").contains(&800));
@@ -288,17 +239,25 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
     std::fs::create_dir_all(root.join("proc/900/task/900")).unwrap();
     t.add_process(&FakeProcess::new(900, "motion_cam")).unwrap();
     std::fs::write(root.join("proc/900/task/900/children"), "901\n").unwrap();
-    d.wait("descendant moved along", || {
+    d.wait_for("descendant moved along", Duration::from_secs(20), || {
         cgroup_of(&root, 900) == "0::/realtime" && cgroup_of(&root, 901) == "0::/realtime"
     });
 
     // running(cyclictest): on when it appears, off when it is gone.
     t.add_process(&FakeProcess::new(1000, "cyclictest"))
         .unwrap();
-    d.wait("rule on while cyclictest runs", || swappiness() == "90");
+    d.wait_for(
+        "rule on while cyclictest runs",
+        Duration::from_secs(20),
+        || swappiness() == "90",
+    );
     std::fs::remove_dir_all(root.join("proc/1000")).unwrap();
-    d.wait("rule off after cyclictest exits", || swappiness() == "30");
-    let log = d.text();
+    d.wait_for(
+        "rule off after cyclictest exits",
+        Duration::from_secs(20),
+        || swappiness() == "30",
+    );
+    let log = d.log();
     assert!(
         log.contains("scanning /proc every tick"),
         "the fallback is announced once:\n{log}"
