@@ -356,16 +356,12 @@ impl Worker {
         seen.clear();
         for ev in events {
             match *ev {
-                // A main thread's COMM is a rename that may now match a rule.
-                ProcEvent::Exec { tgid, .. } | ProcEvent::Comm { tgid, .. } if !matches!(*ev, ProcEvent::Comm { pid, tgid } if pid != tgid) =>
-                {
-                    self.shared.counters.events.fetch_add(1, Ordering::Relaxed);
-                    if seen.insert(tgid) {
-                        pids.push(tgid);
-                    }
-                    if self.tracking {
-                        presence_changed |= note_comm(&self.shared, &self.root, tgid);
-                    }
+                // An exec, or a main thread's rename (COMM), may now match a rule.
+                ProcEvent::Exec { tgid, .. } => {
+                    self.note_exec(tgid, pids, seen, &mut presence_changed)
+                }
+                ProcEvent::Comm { pid, tgid } if pid == tgid => {
+                    self.note_exec(tgid, pids, seen, &mut presence_changed)
                 }
                 ProcEvent::Exit { pid, tgid } if pid == tgid && self.tracking => {
                     presence_changed |= self.shared.presence().exit(tgid);
@@ -403,6 +399,23 @@ impl Worker {
             );
         }
         loss
+    }
+
+    /// Queues `tgid` for this batch's placement (once) and updates presence.
+    fn note_exec(
+        &mut self,
+        tgid: i32,
+        pids: &mut Vec<i32>,
+        seen: &mut HashSet<i32>,
+        presence_changed: &mut bool,
+    ) {
+        self.shared.counters.events.fetch_add(1, Ordering::Relaxed);
+        if seen.insert(tgid) {
+            pids.push(tgid);
+        }
+        if self.tracking {
+            *presence_changed |= note_comm(&self.shared, &self.root, tgid);
+        }
     }
 
     fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
@@ -718,5 +731,97 @@ mod tests {
             "{}",
             l.summary()
         );
+    }
+
+    /// The exec thread's batch handling on a fake tree: each exec'd pid is
+    /// placed once however many events name it, a renamed main thread is
+    /// placed, a thread's rename is not, exits update presence, and a lost
+    /// batch asks for a full scan.
+    #[test]
+    fn a_batch_places_each_exec_once_and_reports_loss() {
+        use crate::kernel::fake_tree::{FakeProcess, FakeTree};
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/rt")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/rt/cgroup.procs"), "").unwrap();
+        for (pid, comm) in [(400, "rtloop"), (401, "rtloop2"), (500, "bash")] {
+            tree.add_process(&FakeProcess::new(pid, comm)).unwrap();
+        }
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\" }\n    group: rt\nrules:\n  - name: r\n    when: running(bash)\n    while:\n      - set sysctl.vm.swappiness = 1\n",
+        )
+        .unwrap();
+        let root = Root::fake(t.path());
+        let shared = Shared::new(Presence::new(&["bash".to_string()]));
+        let (wake, mut wake_rx) = mpsc::channel(8);
+        let mut w = Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), &policy),
+            root: root.clone(),
+            shared: shared.clone(),
+            wake,
+            act: true,
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking: true,
+            refusals: HashSet::new(),
+        };
+        let (mut pids, mut seen) = (Vec::new(), HashSet::new());
+        let batch = [
+            ProcEvent::Exec {
+                pid: 400,
+                tgid: 400,
+            },
+            ProcEvent::Comm {
+                pid: 400,
+                tgid: 400,
+            },
+            ProcEvent::Comm {
+                pid: 402,
+                tgid: 401,
+            }, // a thread's rename: not placed
+            ProcEvent::Exec {
+                pid: 500,
+                tgid: 500,
+            },
+        ];
+        assert!(!w.handle(&batch, &mut pids, &mut seen));
+        assert_eq!(pids, [400, 500], "each exec'd process once, threads not");
+        let cg = |pid: i32| {
+            std::fs::read_to_string(t.path().join(format!("proc/{pid}/cgroup"))).unwrap()
+        };
+        assert!(cg(400).contains("0::/rt"), "{}", cg(400));
+        assert!(
+            !cg(401).contains("0::/rt"),
+            "a thread's rename placed its process"
+        );
+        assert!(shared.presence().running("bash"));
+        assert!(matches!(wake_rx.try_recv(), Ok(Wake::Presence)));
+        let c = &shared.counters;
+        assert_eq!(c.placed.lock().unwrap().get("rt"), Some(&1));
+        assert_eq!(c.to_placed.count(), 1);
+        // A main thread's rename is placed; an exit ends presence.
+        let batch = [
+            ProcEvent::Comm {
+                pid: 401,
+                tgid: 401,
+            },
+            ProcEvent::Exit {
+                pid: 500,
+                tgid: 500,
+            },
+        ];
+        assert!(!w.handle(&batch, &mut pids, &mut seen));
+        assert!(cg(401).contains("0::/rt"));
+        assert!(!shared.presence().running("bash"));
+        // Lost events: the caller must scan.
+        assert!(w.handle(&[ProcEvent::Overrun], &mut pids, &mut seen));
+        assert!(w.handle(
+            &[ProcEvent::Gap { cpu: 1, missed: 3 }],
+            &mut pids,
+            &mut seen
+        ));
+        assert_eq!(c.overruns.load(Ordering::Relaxed), 1);
+        assert_eq!(c.gaps.load(Ordering::Relaxed), 1);
     }
 }
