@@ -156,7 +156,7 @@ impl Counters {
     }
 }
 
-/// State shared by the connector task, the placement thread and the sampler.
+/// State shared by the exec thread, the event loop and the sampler.
 #[derive(Debug)]
 pub struct Shared {
     pub presence: Mutex<Presence>,
@@ -182,6 +182,10 @@ impl Shared {
         self.events_live.load(Ordering::Relaxed)
     }
 }
+
+/// Exit status when the exec thread dies of a bug (EX_SOFTWARE): not one of
+/// the SPEC's statuses that systemd/cgwarden.service keeps from restarting.
+const EXIT_INTERNAL: i32 = 70;
 
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -590,7 +594,15 @@ impl ExecWatch {
         let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()
             .name("cgw-exec".into())
-            .spawn(move || worker.run(rx, thread_fd, conn));
+            .spawn(move || {
+                let run = std::panic::AssertUnwindSafe(|| worker.run(rx, thread_fd, conn));
+                if std::panic::catch_unwind(run).is_err() {
+                    // A bug: better a restart by the service manager (which
+                    // re-converges) than a daemon that silently stopped placing.
+                    tracing::error!("the exec thread panicked; exiting so cgwarden is restarted");
+                    std::process::exit(EXIT_INTERNAL);
+                }
+            });
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {

@@ -456,7 +456,7 @@ impl Daemon {
 
     /// The safety-net /proc scan: places processes that exec events missed.
     fn rescan(&mut self) {
-        // The placement thread runs the scan, off the event loop (it also
+        // The exec thread runs the scan, off the event loop (it also
         // covers --root and a missing connector; start_watchers always sets it).
         if let Some(x) = &self.exec {
             x.rescan();
