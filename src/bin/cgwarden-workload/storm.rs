@@ -11,7 +11,7 @@
 //! child that never sees itself placed within its life is "never placed".
 
 use std::ffi::OsStr;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -178,6 +178,19 @@ fn reap() -> bool {
     }
 }
 
+/// `p50 … p90 … p99 … max …` in ms of sorted, non-empty nanoseconds.
+fn quantiles(v: &[i64]) -> String {
+    let ms = |i: usize| v[i.min(v.len() - 1)] as f64 / 1e6;
+    let l = v.len();
+    format!(
+        "p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
+        ms(l / 2),
+        ms(l * 9 / 10),
+        ms(l * 99 / 100),
+        ms(l - 1)
+    )
+}
+
 /// One child's report, as read: (pid, seen, first look, looks).
 type Rec = (i32, i64, i64, i64);
 
@@ -221,17 +234,6 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
         recs.len(),
         lat.len()
     );
-    let quantiles = |v: &[i64]| {
-        let ms = |i: usize| v[i.min(v.len() - 1)] as f64 / 1e6;
-        let l = v.len();
-        format!(
-            "p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
-            ms(l / 2),
-            ms(l * 9 / 10),
-            ms(l * 99 / 100),
-            ms(l - 1)
-        )
-    };
     if !lat.is_empty() {
         println!("latency ms: {}", quantiles(&lat));
     }
@@ -258,14 +260,16 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
 /// for a new one.
 pub fn migrate_cost(a: &str, b: &str, n: usize) -> ExitCode {
     let exe = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
-    let mut child = match Command::new(exe).args(["sleep", "100000"]).spawn() {
-        Ok(c) => c,
+    // Killed and reaped however this function ends (a closed stdout too).
+    let child = match Command::new(exe).args(["sleep", "100000"]).spawn() {
+        Ok(c) => KillOnDrop(c),
         Err(e) => {
             eprintln!("migrate-cost: spawn: {e}");
             return ExitCode::from(1);
         }
     };
-    let pid = child.id().to_string();
+    let pid = child.0.id().to_string();
+    let mut out = std::io::stdout();
     let procs = [format!("{a}/cgroup.procs"), format!("{b}/cgroup.procs")];
     let mut rc = ExitCode::SUCCESS;
     'gaps: for gap_ms in [0u64, 1, 2, 5, 10, 20, 50] {
@@ -292,17 +296,25 @@ pub fn migrate_cost(a: &str, b: &str, n: usize) -> ExitCode {
             d.push(now_ns() - t);
         }
         d.sort_unstable();
-        let ms = |i: usize| d[i.min(n - 1)] as f64 / 1e6;
         let slow = d.iter().filter(|&&x| x > 2_000_000).count();
-        println!(
-            "gap {gap_ms:2} ms: write p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} ms, > 2 ms: {slow}/{n}",
-            ms(n / 2),
-            ms(n * 9 / 10),
-            ms(n * 99 / 100),
-            ms(n - 1)
+        let line = format!(
+            "gap {gap_ms:2} ms: write {} ms, > 2 ms: {slow}/{n}",
+            quantiles(&d)
         );
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     rc
+}
+
+/// A child process that is killed and reaped when this goes out of scope.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
