@@ -479,19 +479,18 @@ impl Worker {
         let Ok(pids) = procfs::pids(&self.root) else {
             return;
         };
-        let track = !self.shared.presence().is_empty();
         let mut comms = Vec::new();
         for &pid in &pids {
             if !self.placer.is_empty() {
                 self.place(pid, Some(kind));
             }
-            if track {
+            if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
                     comms.push((pid, c));
                 }
             }
         }
-        if track {
+        if self.tracking {
             let changed = reconcile(&self.shared, &self.root, comms);
             if changed {
                 let _ = self.wake.try_send(Wake::Presence);

@@ -179,15 +179,6 @@ pub struct FactNeeds {
     pub uid: bool,
 }
 
-impl FactNeeds {
-    /// Everything (plan output and tests that want the whole picture).
-    pub const ALL: FactNeeds = FactNeeds {
-        exe: true,
-        cmdline: true,
-        uid: true,
-    };
-}
-
 /// Why a kernel operation on a process did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OpError {
@@ -233,6 +224,16 @@ pub struct Placed {
     pub errors: Vec<String>,
 }
 
+/// What [`Placer::identify`] found out about a process.
+enum Identity {
+    /// Gone, or a kernel thread.
+    Gone,
+    /// No placement rule matches it.
+    NoRule,
+    /// The first matching rule's index, and the facts read.
+    Rule(usize, OwnedFacts),
+}
+
 /// How deep and how many descendants are followed after a move.
 const MAX_DESCENDANTS: usize = 4096;
 
@@ -250,7 +251,7 @@ impl Placer {
     /// the very group the matched parent left).
     pub fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
         let mut out = Placed::default();
-        let Some((idx, facts)) = self.identify(pid, ops) else {
+        let Identity::Rule(idx, facts) = self.identify(pid, ops) else {
             return out;
         };
         let m = &self.matchers[idx];
@@ -294,14 +295,22 @@ impl Placer {
         out
     }
 
-    /// The first rule matching `pid` and what was read about it, reading
-    /// past the comm only when some rule can still match.
-    fn identify(&self, pid: i32, ops: &mut dyn PlaceOps) -> Option<(usize, OwnedFacts)> {
-        let comm = ops.comm(pid)?;
-        let needs = self.needs_for(&comm)?;
-        let facts = ops.facts(pid, comm, needs)?;
-        let idx = self.find_index(&facts.as_facts())?;
-        Some((idx, facts))
+    /// Which rule `pid` falls under, reading past the comm only when some
+    /// rule can still match.
+    fn identify(&self, pid: i32, ops: &mut dyn PlaceOps) -> Identity {
+        let Some(comm) = ops.comm(pid) else {
+            return Identity::Gone;
+        };
+        let Some(needs) = self.needs_for(&comm) else {
+            return Identity::NoRule;
+        };
+        let Some(facts) = ops.facts(pid, comm, needs) else {
+            return Identity::Gone;
+        };
+        match self.find_index(&facts.as_facts()) {
+            Some(idx) => Identity::Rule(idx, facts),
+            None => Identity::NoRule,
+        }
     }
 
     /// The exec race: children forked before the move stay in `was`.
@@ -322,19 +331,11 @@ impl Placer {
             if seen > MAX_DESCENDANTS {
                 break;
             }
-            let Some(comm) = ops.comm(c) else {
-                continue;
-            };
-            // A descendant matching another rule is that rule's business.
-            if let Some(needs) = self.needs_for(&comm) {
-                let Some(f) = ops.facts(c, comm, needs) else {
-                    continue;
-                };
-                if let Some(j) = self.find_index(&f.as_facts()) {
-                    if j != idx {
-                        continue;
-                    }
-                }
+            match self.identify(c, ops) {
+                Identity::Gone => continue,
+                // A descendant matching another rule is that rule's business.
+                Identity::Rule(j, _) if j != idx => continue,
+                Identity::Rule(..) | Identity::NoRule => {}
             }
             match ops.cgroup_of(c) {
                 Some(cur) if cur == was => match ops.move_pid(group, c) {

@@ -8,7 +8,7 @@
 //! is awkward for that and would bring a second error model.
 //!
 //! A process that vanishes while it is being read is never an error:
-//! [`process`] returns `Ok(None)`. A file missing while `/proc/PID` still
+//! [`comm`] and [`user_process`] return `Ok(None)`. A file missing while `/proc/PID` still
 //! exists (a sparse fake tree) leaves that field empty/`None`.
 //!
 //! Kernel threads are detected by the `PF_KTHREAD` flag (0x00200000) in
@@ -25,14 +25,13 @@ use super::root::Root;
 /// `PF_KTHREAD` from include/linux/sched.h.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
-/// What cgwarden knows about a process.
+/// What placement reads about a user process beyond its comm ([`comm`]);
+/// a field not asked for in [`Fields`] is empty/`None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessInfo {
     pub pid: i32,
-    /// Kernel comm (≤ 15 bytes), trailing newline removed.
-    pub comm: String,
-    /// Resolved executable (`/proc/PID/exe`); `None` for kernel threads,
-    /// exited zombies, or without permission.
+    /// Resolved executable (`/proc/PID/exe`); `None` for exited zombies,
+    /// or without permission.
     pub exe: Option<PathBuf>,
     /// Arguments split at NUL (one element if the process rewrote its
     /// command line without NULs).
@@ -40,7 +39,6 @@ pub struct ProcessInfo {
     /// Real uid (first field of `Uid:` in `/proc/PID/status`).
     pub uid: Option<u32>,
     pub ppid: Option<i32>,
-    pub is_kernel_thread: bool,
 }
 
 /// `/proc/PID/stat`, split safely: `comm` may contain spaces and `)`, so
@@ -187,60 +185,6 @@ pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
     }
 }
 
-/// Reads what cgwarden needs about `pid`; `Ok(None)` if it vanished
-/// (ENOENT/ESRCH at any step).
-pub fn process(root: &Root, pid: i32) -> Result<Option<ProcessInfo>> {
-    if pid <= 0 {
-        return Ok(None);
-    }
-    let dir = proc_dir(pid);
-    if !root.is_dir(&dir) {
-        return Ok(None);
-    }
-    let comm = match got(root, pid, root.read(&dir.join("comm")))? {
-        Got::Val(s) => s.strip_suffix('\n').unwrap_or(&s).to_string(),
-        Got::Missing => String::new(),
-        Got::Vanished => return Ok(None),
-    };
-    let cmdline = match got(root, pid, root.read_bytes(&dir.join("cmdline")))? {
-        Got::Val(b) => parse_cmdline(&b),
-        Got::Missing => Vec::new(),
-        Got::Vanished => return Ok(None),
-    };
-    let (uid, mut ppid) = match got(root, pid, root.read(&dir.join("status")))? {
-        Got::Val(s) => parse_status(&s),
-        Got::Missing => (None, None),
-        Got::Vanished => return Ok(None),
-    };
-    let stat = match got(root, pid, root.read(&dir.join("stat")))? {
-        Got::Val(s) => parse_stat(&s),
-        Got::Missing => None,
-        Got::Vanished => return Ok(None),
-    };
-    if ppid.is_none() {
-        ppid = stat.as_ref().and_then(|s| s.num(4));
-    }
-    // ENOENT for kernel threads and zombies, EACCES without ptrace rights.
-    let exe = root.read_link(&dir.join("exe")).ok();
-    let is_kernel_thread = stat
-        .as_ref()
-        .and_then(Stat::is_kernel_thread)
-        .unwrap_or(pid == 2 || (ppid == Some(2) && cmdline.is_empty()));
-    // A process that exited during the reads: its directory is gone now.
-    if !root.is_dir(&dir) {
-        return Ok(None);
-    }
-    Ok(Some(ProcessInfo {
-        pid,
-        comm,
-        exe,
-        cmdline,
-        uid,
-        ppid,
-        is_kernel_thread,
-    }))
-}
-
 /// How long ago `pid` was started (`/proc/PID/stat` field 22 against
 /// CLOCK_BOOTTIME); `None` when it cannot be told (vanished, a fake tree
 /// without it). Only meaningful on the real kernel.
@@ -270,11 +214,19 @@ pub struct Fields {
     pub uid: bool,
 }
 
+impl Fields {
+    pub const ALL: Fields = Fields {
+        exe: true,
+        cmdline: true,
+        uid: true,
+    };
+}
+
 /// What placement reads after the comm: only the fields asked for, plus
 /// `stat` to tell kernel threads apart. `Ok(None)` if the process vanished
-/// or is a kernel thread; fields not asked for are empty/`None`, and so is
-/// `comm` (the caller has it). The exec path reads one to four files here
-/// instead of [`process`]'s six.
+/// (ENOENT/ESRCH at any step) or is a kernel thread; fields not asked for
+/// are empty/`None`. One to four files, so an exec only matched by comm
+/// costs little.
 pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
     if pid <= 0 {
         return Ok(None);
@@ -328,12 +280,10 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
     };
     Ok(Some(ProcessInfo {
         pid,
-        comm: String::new(),
         exe,
         cmdline,
         uid: if want.uid { uid } else { None },
         ppid,
-        is_kernel_thread: false,
     }))
 }
 
@@ -453,8 +403,7 @@ mod tests {
         );
         std::os::unix::fs::symlink("/usr/bin/camera_pipeline", t.path().join("proc/100/exe"))
             .unwrap();
-        let p = process(&r, 100).unwrap().unwrap();
-        assert_eq!(p.comm, "camera_pipe");
+        let p = user_process(&r, 100, Fields::ALL).unwrap().unwrap();
         assert_eq!(
             p.exe.as_deref(),
             Some(Path::new("/usr/bin/camera_pipeline"))
@@ -462,7 +411,9 @@ mod tests {
         assert_eq!(p.cmdline, ["/usr/bin/camera_pipeline", "--fast"]);
         assert_eq!(p.uid, Some(1000));
         assert_eq!(p.ppid, Some(1));
-        assert!(!p.is_kernel_thread);
+        // Only what is asked for is read.
+        let q = user_process(&r, 100, Fields::default()).unwrap().unwrap();
+        assert_eq!((q.exe, q.cmdline.len(), q.uid), (None, 0, None));
         assert_eq!(comm(&r, 100).unwrap().as_deref(), Some("camera_pipe"));
         assert_eq!(comm(&r, 101).unwrap(), None);
         let s = stat_fn(&r, 100);
@@ -480,17 +431,16 @@ mod tests {
     fn sparse_and_vanished() {
         let t = TempDir::new().unwrap();
         let r = Root::fake(t.path());
-        assert_eq!(process(&r, 5).unwrap(), None);
-        assert_eq!(process(&r, -1).unwrap(), None);
+        assert_eq!(user_process(&r, 5, Fields::ALL).unwrap(), None);
+        assert_eq!(user_process(&r, -1, Fields::ALL).unwrap(), None);
         assert_eq!(stat(&r, 5).unwrap(), None);
         // only comm: other fields empty
         add(&t, 6, &[("comm", b"motion_control\n")]);
-        let p = process(&r, 6).unwrap().unwrap();
-        assert_eq!(p.comm, "motion_control");
+        assert_eq!(comm(&r, 6).unwrap().as_deref(), Some("motion_control"));
+        let p = user_process(&r, 6, Fields::ALL).unwrap().unwrap();
         assert_eq!(p.exe, None);
         assert!(p.cmdline.is_empty());
         assert_eq!(p.uid, None);
-        assert!(!p.is_kernel_thread);
         // garbage content is tolerated
         add(
             &t,
@@ -502,7 +452,7 @@ mod tests {
                 ("cmdline", b"no nuls here"),
             ],
         );
-        let p = process(&r, 7).unwrap().unwrap();
+        let p = user_process(&r, 7, Fields::ALL).unwrap().unwrap();
         assert_eq!(p.uid, None);
         assert_eq!(p.ppid, None);
         assert_eq!(p.cmdline, ["no nuls here"]);
@@ -524,17 +474,23 @@ mod tests {
                 ("stat", st.as_bytes()),
             ],
         );
-        assert!(process(&r, 30).unwrap().unwrap().is_kernel_thread);
-        assert_eq!(process(&r, 30).unwrap().unwrap().ppid, Some(2));
+        assert_eq!(user_process(&r, 30, Fields::ALL).unwrap(), None);
+        // ppid comes from stat where status lacks it
+        let st = stat_line(33, "worker", 2, 0x400100);
+        add(&t, 33, &[("comm", b"worker\n"), ("stat", st.as_bytes())]);
+        assert_eq!(
+            user_process(&r, 33, Fields::ALL).unwrap().unwrap().ppid,
+            Some(2)
+        );
         // fallback heuristic without stat
         add(&t, 2, &[("comm", b"kthreadd\n")]);
-        assert!(process(&r, 2).unwrap().unwrap().is_kernel_thread);
+        assert_eq!(user_process(&r, 2, Fields::ALL).unwrap(), None);
         add(
             &t,
             31,
             &[("comm", b"ksoftirqd/0\n"), ("status", b"PPid:\t2\n")],
         );
-        assert!(process(&r, 31).unwrap().unwrap().is_kernel_thread);
+        assert_eq!(user_process(&r, 31, Fields::ALL).unwrap(), None);
         add(
             &t,
             32,
@@ -544,7 +500,7 @@ mod tests {
                 ("cmdline", b"sh\0"),
             ],
         );
-        assert!(!process(&r, 32).unwrap().unwrap().is_kernel_thread);
+        assert!(user_process(&r, 32, Fields::ALL).unwrap().is_some());
     }
 
     #[test]
