@@ -16,7 +16,8 @@ use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
-use crate::policy::model::{Group, OnMissing, PidsMax, Policy, Sched, SchedPolicy};
+use crate::policy::knob::{group_baseline, Knob};
+use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
 use journal::{Entry, Journal};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -161,65 +162,19 @@ fn controller_of(file: &str) -> &'static str {
     }
 }
 
-/// A group's baseline knobs in the order they are written.
+/// A group's baseline knobs in the order they are written: the policy's
+/// [`group_baseline`] as file, kernel text and comparison form.
 pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
-    let mut v = Vec::new();
-    let size = |s: &crate::policy::units::Size| s.kernel();
-    if let Some(m) = &g.cpuset.mems {
-        v.push(("cpuset.mems", m.to_string(), Form::CpuList));
-    }
-    if let Some(c) = &g.cpuset.cpus {
-        v.push(("cpuset.cpus", c.to_string(), Form::CpuList));
-    }
-    if let Some(p) = g.cpuset.partition {
-        v.push((
-            "cpuset.cpus.partition",
-            p.as_str().to_string(),
-            Form::FirstWord,
-        ));
-    }
-    if let Some(w) = g.cpu.weight {
-        v.push(("cpu.weight", w.to_string(), Form::Text));
-    }
-    if let Some(m) = &g.cpu.max {
-        v.push(("cpu.max", m.kernel(), Form::CpuMax));
-    }
-    if let Some(p) = &g.uclamp.min {
-        v.push(("cpu.uclamp.min", format!("{:.2}", p.value()), Form::Percent));
-    }
-    if let Some(p) = &g.uclamp.max {
-        v.push(("cpu.uclamp.max", format!("{:.2}", p.value()), Form::Percent));
-    }
-    let m = &g.memory;
-    for (file, val) in [
-        ("memory.min", &m.min),
-        ("memory.low", &m.low),
-        ("memory.high", &m.high),
-        ("memory.max", &m.max),
-        ("memory.swap.max", &m.swap_max),
-    ] {
-        if let Some(s) = val {
-            v.push((file, size(s), Form::Size));
-        }
-    }
-    if let Some(o) = m.oom_group {
-        v.push((
-            "memory.oom.group",
-            if o { "1" } else { "0" }.to_string(),
-            Form::Text,
-        ));
-    }
-    if let Some(w) = g.io.weight {
-        v.push(("io.weight", format!("default {w}"), Form::IoWeight));
-    }
-    if let Some(p) = g.pids.max {
-        let val = match p {
-            PidsMax::Count(n) => n.to_string(),
-            PidsMax::Max => "max".to_string(),
-        };
-        v.push(("pids.max", val, Form::Text));
-    }
-    v
+    group_baseline(g)
+        .into_iter()
+        .map(|(gk, v)| {
+            let knob = Knob::Group {
+                group: g.name.clone(),
+                knob: gk,
+            };
+            (gk.file_name(), knob.render(&v), normalize::form_of(gk))
+        })
+        .collect()
 }
 
 /// Controllers a group itself needs: those of its knobs, plus those the
@@ -233,6 +188,15 @@ fn own_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
         set.insert(c);
     }
     set
+}
+
+/// Controllers `g`'s children need enabled in its `cgroup.subtree_control`
+/// (a repair of `g` enables exactly these).
+pub fn children_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
+    g.children
+        .iter()
+        .flat_map(|c| subtree_controllers(policy, c))
+        .collect()
 }
 
 fn subtree_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {

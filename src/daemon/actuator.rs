@@ -4,12 +4,22 @@
 //! kernel rejects once per path and value (SPEC §4: it is retried only when
 //! the effective value changes again). `--dry-run` logs the same lines and
 //! writes nothing.
+//!
+//! The actuator is the daemon's only writer of knobs, so it also owns their
+//! originals: before the first write to any file — a claim, a `then` value,
+//! a baseline restored after a crash — the file's content is appended to the
+//! originals journal and synced (SPEC §4). A file whose original cannot be
+//! journalled is not written. Files inside groups cgwarden created are
+//! journalled too: `reset` removes those groups rather than restoring them,
+//! but the daemon needs their originals after a crash (a claimed value left
+//! in a created group must not become the baseline).
 
+use crate::converge::journal::{Entry, Journal};
 use crate::engine::knobs::Write;
 use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{cpufreq, sysctl, zram, Root};
-use crate::policy::knob::{GroupKnob, Knob, KnobValue, ZramAttr};
+use crate::policy::knob::{Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -33,18 +43,31 @@ pub struct Actuator {
     dry_run: bool,
     rejected: HashSet<(PathBuf, String)>,
     pub written: u64,
+    /// The originals journal; `None` in a dry run (nothing is written).
+    journal: Option<Journal>,
 }
 
 impl Actuator {
-    pub fn new(root: Root, policy: &Policy, dry_run: bool) -> Self {
+    pub fn new(root: Root, policy: &Policy, journal: Option<Journal>) -> Self {
         Actuator {
             cg: CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone()),
             root,
             groups: group_paths(policy),
-            dry_run,
+            dry_run: journal.is_none(),
             rejected: HashSet::new(),
             written: 0,
+            journal,
         }
+    }
+
+    /// The journal, for recording groups a repair creates.
+    pub fn journal(&mut self) -> Option<&mut Journal> {
+        self.journal.as_mut()
+    }
+
+    /// The file a knob lives in.
+    fn path_of(&self, knob: &Knob) -> Result<PathBuf, String> {
+        self.target(knob, &KnobValue::Int(0)).map(|(p, _)| p)
     }
 
     /// The file a knob lives in and the text to write for `value`.
@@ -52,11 +75,7 @@ impl Actuator {
         match knob {
             Knob::Group { group, knob: gk } => {
                 let path = self.groups.get(group).ok_or_else(|| format!("group `{group}` is not in the policy"))?;
-                let text = match gk {
-                    GroupKnob::IoWeight => format!("default {}", value.kernel()),
-                    _ => value.kernel(),
-                };
-                Ok((self.cg.file(path, gk.file_name()), text))
+                Ok((self.cg.file(path, gk.file_name()), knob.render(value)))
             }
             Knob::Cpufreq { policy, attr } => Ok((cpufreq::attr_path(policy, attr.file_name()), value.kernel())),
             Knob::Sysctl(name) => sysctl::path(name).map(|p| (p, value.kernel())).map_err(|e| e.to_string()),
@@ -69,33 +88,53 @@ impl Actuator {
         }
     }
 
-    /// Reads a knob's current value from the kernel, for `raise`/`lower` of a
-    /// knob with no baseline and for seeding.
+    /// Reads a knob's current value from the kernel, in the kernel's
+    /// rendering (for `raise`/`lower` of a knob with no baseline).
     pub fn read(&self, knob: &Knob) -> Option<KnobValue> {
-        let probe = KnobValue::Int(0);
-        let (path, _) = self.target(knob, &probe).ok()?;
-        let text = self.root.read_trimmed(&path).ok()?;
-        let text = match knob {
-            Knob::Group {
-                knob: GroupKnob::IoWeight,
-                ..
-            } => text
-                .lines()
-                .find_map(|l| l.strip_prefix("default "))
-                .unwrap_or(&text)
-                .trim()
-                .to_string(),
-            Knob::Group {
-                knob: GroupKnob::CpuMax,
-                ..
-            } => {
-                return crate::policy::knob::CpuMax::parse_kernel(&text)
-                    .ok()
-                    .map(KnobValue::CpuMax)
-            }
-            _ => text,
+        let path = self.path_of(knob).ok()?;
+        let text = self.root.read(&path).ok()?;
+        knob.parse_kernel(&text).ok()
+    }
+
+    /// What the knob held before cgwarden first wrote it, from the journal:
+    /// the baseline of a knob the policy leaves alone (never the live value a
+    /// crashed predecessor may have left behind).
+    pub fn original(&self, knob: &Knob) -> Option<KnobValue> {
+        let path = self.path_of(knob).ok()?;
+        let journal = self.journal.as_ref()?;
+        journal.entries().iter().find_map(|e| match e {
+            Entry::File { path: p, content } if *p == path => knob.parse_kernel(content).ok(),
+            _ => None,
+        })
+    }
+
+    /// Journals a file's original before its first write. Write-only or
+    /// absent files have nothing to restore and are written as they are.
+    fn journal_original(&mut self, path: &std::path::Path) -> Result<(), String> {
+        let Some(journal) = self.journal.as_mut() else {
+            return Ok(());
         };
-        knob.parse_value(&text).ok()
+        if journal.has_file(path) {
+            return Ok(());
+        }
+        let entry = match self.root.read(path) {
+            Ok(content) => Entry::File {
+                path: path.to_path_buf(),
+                content,
+            },
+            Err(e) if e.is_not_found() => Entry::Absent {
+                path: path.to_path_buf(),
+            },
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the original of {}: {e}",
+                    path.display()
+                ))
+            }
+        };
+        journal
+            .record(entry)
+            .map_err(|e| format!("cannot journal the original of {}: {e}", path.display()))
     }
 
     /// Carries out one write.
@@ -115,6 +154,11 @@ impl Actuator {
         if self.dry_run {
             tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %w.new, cause = %w.cause, "would write (dry run)");
             return Outcome::DryRun;
+        }
+        if let Err(reason) = self.journal_original(&path) {
+            let msg = format!("write {} {text:?} not made: {reason}", path.display());
+            tracing::error!(knob = %w.knob, cause = %w.cause, "{msg}");
+            return Outcome::Rejected(msg);
         }
         match self.root.write(&path, &text) {
             Ok(()) => {

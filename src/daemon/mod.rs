@@ -13,18 +13,23 @@
 pub mod actuator;
 pub mod exec; // issue #5: exec events, placement, presence
 pub mod hooks;
+pub mod repair;
 pub mod sample;
 pub mod watch;
 
+use crate::converge::journal::{Entry, Journal};
 use crate::converge::Converger;
 use crate::engine::condition::sampled_needs;
+use crate::engine::knobs::{Cause, Write};
+use crate::engine::stall::StallKey;
 use crate::engine::supervisor::{rule_knobs, Effect, Supervisor};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{psi_trigger, Root};
 use crate::policy::expr::Target;
-use crate::policy::model::Policy;
+use crate::policy::model::{Group, Policy};
 use actuator::Actuator;
 use hooks::{HookContext, HookLimits, HookRunner};
+use repair::RepairSchedule;
 use sample::{Sampler, View};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -46,6 +51,9 @@ pub struct Options {
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_MISSING: u8 = 3;
+/// A runtime failure that may pass (the journal's file, the runtime): the
+/// service manager restarts the daemon (EX_TEMPFAIL).
+pub const EXIT_TEMPFAIL: u8 = 75;
 
 /// Runs the daemon until SIGTERM/SIGINT; returns the process exit code.
 pub fn run(opts: Options) -> u8 {
@@ -56,7 +64,7 @@ pub fn run(opts: Options) -> u8 {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
-            return EXIT_INVALID;
+            return EXIT_TEMPFAIL;
         }
     };
     rt.block_on(run_async(opts))
@@ -71,9 +79,13 @@ struct Daemon {
     actuator: Actuator,
     hooks: HookRunner,
     cg: CgroupFs,
-    /// PSI trigger id → the stall key it watches (for logs).
-    triggers: Vec<String>,
+    /// Kernel PSI triggers, indexed by the id their wake-ups carry.
+    triggers: Vec<TriggerSpec>,
+    /// Retry schedule of groups a repair could not recreate.
+    repairs: RepairSchedule,
     watcher: Option<FileWatcher>,
+    /// For re-arming PSI triggers after a repair.
+    tx: Option<mpsc::Sender<Wake>>,
     /// Exec-event placement and `running()` presence (issue #5).
     exec: Option<exec::ExecWatch>,
 }
@@ -114,13 +126,26 @@ async fn run_async(opts: Options) -> u8 {
             }
             Err(e) => {
                 tracing::error!("cannot open the originals journal: {e}");
-                return EXIT_INVALID;
+                return EXIT_TEMPFAIL;
             }
         }
     }
+    // The actuator journals every file it writes at runtime (claims, `then`
+    // values, restored baselines), in the same journal `apply` wrote.
+    let journal = if opts.dry_run {
+        None
+    } else {
+        match Journal::open(&opts.root, &policy.settings.state_dir) {
+            Ok(j) => Some(j),
+            Err(e) => {
+                tracing::error!("cannot open the originals journal: {e}");
+                return EXIT_TEMPFAIL;
+            }
+        }
+    };
 
     let (tx, mut rx) = mpsc::channel::<Wake>(256);
-    let mut d = Daemon::new(opts, policy, tx.clone());
+    let mut d = Daemon::new(opts, policy, journal, tx.clone());
     d.start_watchers(&tx);
 
     let (mut term, mut int, mut hup) = match (
@@ -143,7 +168,7 @@ async fn run_async(opts: Options) -> u8 {
         product = %d.policy.product,
         rules = d.policy.rules.len(),
         groups = d.policy.all_groups().len(),
-        psi_triggers = d.triggers.len(),
+        psi_triggers = d.triggers.iter().filter(|t| t.state == TriggerState::Armed).count(),
         dry_run = d.opts.dry_run,
         "cgwarden running"
     );
@@ -187,6 +212,38 @@ async fn run_async(opts: Options) -> u8 {
     EXIT_OK
 }
 
+/// One kernel PSI trigger the rules need.
+struct TriggerSpec {
+    key: StallKey,
+    path: PathBuf,
+    amount: Duration,
+    window: Duration,
+    state: TriggerState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TriggerState {
+    /// Registered; wake-ups arrive.
+    Armed,
+    /// Its pressure file is absent (group not created yet, or deleted):
+    /// re-registered when the group is back.
+    Gone,
+    /// The kernel or the root does not offer triggers: polled for good.
+    Unarmed,
+}
+
+impl TriggerSpec {
+    fn label(&self) -> String {
+        format!(
+            "{} {:?} {:?}/{:?}",
+            self.path.display(),
+            self.key.stall,
+            self.amount,
+            self.window
+        )
+    }
+}
+
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
@@ -209,19 +266,37 @@ fn watchdog_interval() -> Option<Duration> {
 }
 
 impl Daemon {
-    fn new(opts: Options, policy: Policy, _tx: mpsc::Sender<Wake>) -> Daemon {
+    fn new(
+        opts: Options,
+        policy: Policy,
+        journal: Option<Journal>,
+        _tx: mpsc::Sender<Wake>,
+    ) -> Daemon {
         let root = opts.root.clone();
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
         let groups = actuator::group_paths(&policy);
         let needs = sampled_needs(&policy.rules);
         let sampler = Sampler::new(root.clone(), cg.clone(), groups, needs);
-        let actuator = Actuator::new(root.clone(), &policy, opts.dry_run);
+        let actuator = Actuator::new(root.clone(), &policy, journal);
         let mut supervisor = Supervisor::new(&policy);
-        // Knobs the rules touch but the policy leaves alone return to what
-        // the kernel held when we started.
+        // Knobs the rules touch but the policy leaves alone return to their
+        // original: the journal's, else what the kernel holds now (nothing
+        // was ever written to it). Never the live value alone: after a crash
+        // it may be a claim whose cause is gone; the first step writes the
+        // original back then.
         for knob in rule_knobs(&policy) {
-            if let Some(v) = actuator.read(&knob) {
-                supervisor.seed(&knob, v);
+            let live = actuator.read(&knob);
+            match actuator.original(&knob).or_else(|| live.clone()) {
+                Some(baseline) => {
+                    if live
+                        .as_ref()
+                        .is_some_and(|l| l.kernel() != baseline.kernel())
+                    {
+                        tracing::warn!(knob = %knob, live = %live.as_ref().map(|v| v.to_string()).unwrap_or_default(), original = %baseline, "knob differs from its journalled original (left by a previous run); restoring it unless a rule claims it");
+                    }
+                    supervisor.seed(&knob, baseline, live);
+                }
+                None => tracing::debug!(knob = %knob, "knob unreadable; it has no baseline"),
             }
         }
         let hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
@@ -235,7 +310,9 @@ impl Daemon {
             hooks,
             cg,
             triggers: Vec::new(),
+            repairs: RepairSchedule::new(),
             watcher: None,
+            tx: None,
             exec: None,
         }
     }
@@ -262,27 +339,18 @@ impl Daemon {
                 );
                 continue;
             }
-            let stall = match key.stall {
-                crate::policy::expr::Stall::Some => "some",
-                crate::policy::expr::Stall::Full => "full",
-            };
-            match psi_trigger::open(&root, &path, stall, amount, window) {
-                Ok(trigger) => {
-                    let id = self.triggers.len();
-                    match watch::spawn_psi_trigger(trigger, id, tx.clone()) {
-                        Ok(_) => self
-                            .triggers
-                            .push(format!("{} {stall} {amount:?}/{window:?}", path.display())),
-                        Err(e) => {
-                            tracing::warn!(path = %path.display(), "PSI trigger not watched ({e}); polling total= each tick")
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::info!(path = %path.display(), "PSI trigger unavailable ({e}); polling total= each tick")
-                }
-            }
+            self.triggers.push(TriggerSpec {
+                key,
+                path,
+                amount,
+                window,
+                state: TriggerState::Unarmed,
+            });
         }
+        for id in 0..self.triggers.len() {
+            self.arm_trigger(id, tx);
+        }
+        self.tx = Some(tx.clone());
         // memory.events and cgroup.events of every group: oom/high events
         // are seen when they happen, and a group deleted from outside is noticed.
         match FileWatcher::new(&root, tx.clone()) {
@@ -319,14 +387,17 @@ impl Daemon {
     fn on_wake(&mut self, wake: Wake) {
         match wake {
             Wake::Psi { id } => tracing::debug!(
-                trigger = self.triggers.get(id).map(String::as_str).unwrap_or("?"),
+                trigger = %self.triggers.get(id).map(TriggerSpec::label).unwrap_or_default(),
                 "PSI trigger"
             ),
             Wake::PsiGone { id } => {
-                tracing::warn!(
-                    trigger = self.triggers.get(id).map(String::as_str).unwrap_or("?"),
-                    "PSI trigger's group is gone; polling until it is recreated"
-                )
+                if let Some(t) = self.triggers.get_mut(id) {
+                    t.state = TriggerState::Gone;
+                    tracing::warn!(
+                        trigger = %t.label(),
+                        "PSI trigger's group is gone; polling until it is recreated"
+                    );
+                }
             }
             Wake::FileModified { path } => tracing::debug!(path = %path.display(), "modified"),
             Wake::WatchError { what } => tracing::warn!("watcher: {what}"),
@@ -335,7 +406,11 @@ impl Daemon {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.supervisor.next_deadline().map(|t| self.start + t)
+        let engine = self.supervisor.next_deadline().map(|t| self.start + t);
+        [engine, self.repairs.next_due()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Sample, evaluate, act.
@@ -410,48 +485,133 @@ impl Daemon {
         }
     }
 
-    /// A group deleted from outside is recreated (with its baseline) and its
-    /// claimed knobs are written again.
+    /// Repairs groups deleted from outside (SPEC §4): each is recreated
+    /// alone — the directory, the controllers its children need, its knobs'
+    /// baselines, then their effective values (live claims) through the next
+    /// step — and its watches and PSI triggers are re-armed. Nothing else is
+    /// rewritten. A group that cannot be recreated is retried with a backoff.
     fn check_groups(&mut self) {
-        let missing: Vec<String> = self
+        if self.opts.dry_run {
+            return;
+        }
+        // all_groups lists parents before their children.
+        let missing: Vec<Group> = self
             .policy
             .all_groups()
             .into_iter()
             .filter(|g| !self.cg.exists(&g.path))
-            .map(|g| g.name.clone())
+            .cloned()
             .collect();
-        if missing.is_empty() || self.opts.dry_run {
-            return;
-        }
-        tracing::warn!(groups = ?missing, "groups deleted from outside; recreating");
-        let conv = Converger::new(self.opts.root.clone(), &self.policy);
-        let plan = conv.plan();
-        match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
-            Ok(done) => {
-                for f in &done.failures {
-                    tracing::error!("{f}");
-                }
-            }
-            Err(e) => tracing::error!("recreating groups: {e}"),
-        }
+        let now = Instant::now();
         for g in &missing {
-            self.supervisor.invalidate_group(g);
-        }
-        if let Some(w) = &mut self.watcher {
-            for g in self
-                .policy
-                .all_groups()
-                .into_iter()
-                .filter(|g| missing.contains(&g.name))
-            {
-                for file in ["memory.events", "cgroup.events"] {
-                    let path = self.cg.file(&g.path, file);
-                    if self.opts.root.exists(&path) {
-                        let _ = w.watch(&path);
+            if !self.repairs.due(&g.name, now) {
+                continue;
+            }
+            match self.recreate(g) {
+                Ok(()) => {
+                    self.repairs.succeeded(&g.name);
+                    tracing::warn!(group = %g.name, path = %self.cg.dir(&g.path).display(), "group was deleted from outside; recreated with its baseline and live claims");
+                    self.rearm_group(g);
+                }
+                Err(e) => {
+                    let (retry, failures) = self.repairs.failed(&g.name, now);
+                    if failures == 1 || retry >= Duration::from_secs(60) {
+                        tracing::error!(group = %g.name, "cannot recreate group deleted from outside: {e}; retrying in {retry:?}");
                     }
                 }
             }
         }
+        self.rearm_triggers();
+    }
+
+    /// Recreates one group: journal, mkdir, controllers, baselines.
+    fn recreate(&mut self, g: &Group) -> Result<(), String> {
+        let dir = self.cg.dir(&g.path);
+        if let Some(j) = self.actuator.journal() {
+            // Recorded before the mkdir so `reset` removes it even if we die now.
+            j.record(Entry::Mkdir { path: dir.clone() })
+                .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
+        }
+        self.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
+        let offered = self.cg.controllers(&g.path).unwrap_or_default();
+        let need: Vec<&str> = crate::converge::children_controllers(&self.policy, g)
+            .into_iter()
+            .filter(|c| offered.iter().any(|o| o == c))
+            .collect();
+        self.cg
+            .enable_controllers(&g.path, &need)
+            .map_err(|e| e.to_string())?;
+        for (knob, value) in self.supervisor.group_baselines(&g.name) {
+            let w = Write {
+                knob: knob.clone(),
+                old: None,
+                new: value.clone(),
+                cause: Cause::Baseline,
+            };
+            // A knob the kernel refuses is logged by the actuator and retried
+            // when its effective value changes, as any other write.
+            self.actuator.apply(&w);
+            self.supervisor.mark_written(&knob, value);
+        }
+        Ok(())
+    }
+
+    /// Watches a recreated group's event files again.
+    fn rearm_group(&mut self, g: &Group) {
+        if let Some(w) = &mut self.watcher {
+            for file in ["memory.events", "cgroup.events"] {
+                let path = self.cg.file(&g.path, file);
+                if self.opts.root.exists(&path) {
+                    if let Err(e) = w.watch(&path) {
+                        tracing::debug!("inotify {}: {e}", path.display());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Registers again the PSI triggers whose group is back (recreated by a
+    /// repair, or created after the daemon started).
+    fn rearm_triggers(&mut self) {
+        let Some(tx) = self.tx.clone() else { return };
+        for id in 0..self.triggers.len() {
+            if self.triggers[id].state == TriggerState::Gone
+                && self.opts.root.exists(&self.triggers[id].path)
+            {
+                self.arm_trigger(id, &tx);
+            }
+        }
+    }
+
+    fn arm_trigger(&mut self, id: usize, tx: &mpsc::Sender<Wake>) {
+        let root = self.opts.root.clone();
+        let Some(t) = self.triggers.get_mut(id) else {
+            return;
+        };
+        let stall = match t.key.stall {
+            crate::policy::expr::Stall::Some => "some",
+            crate::policy::expr::Stall::Full => "full",
+        };
+        t.state = match psi_trigger::open(&root, &t.path, stall, t.amount, t.window) {
+            Ok(trigger) => match watch::spawn_psi_trigger(trigger, id, tx.clone()) {
+                Ok(_) => {
+                    tracing::debug!(trigger = %t.label(), "PSI trigger registered");
+                    TriggerState::Armed
+                }
+                Err(e) => {
+                    tracing::warn!(path = %t.path.display(), "PSI trigger not watched ({e}); polling total= each tick");
+                    TriggerState::Unarmed
+                }
+            },
+            Err(psi_trigger::TriggerError::Gone { .. }) => {
+                tracing::info!(path = %t.path.display(), "PSI trigger waits for its group; polling total= each tick meanwhile");
+                TriggerState::Gone
+            }
+            Err(e) => {
+                tracing::info!(path = %t.path.display(), "PSI trigger unavailable ({e}); polling total= each tick");
+                TriggerState::Unarmed
+            }
+        };
     }
 
     /// The safety-net /proc scan: places processes that exec events missed.

@@ -6,6 +6,7 @@
 //! its own form so that `apply` twice writes nothing the second time, on a
 //! real kernel and on a fake tree alike.
 
+use crate::policy::knob::GroupKnob;
 use crate::policy::units::{CpuList, Size};
 
 /// How a knob's value is read back, and so how it is compared.
@@ -34,6 +35,23 @@ pub enum Form {
 }
 
 const PAGE: u64 = 4096;
+
+/// How a group knob's file is compared with a desired value.
+pub fn form_of(knob: GroupKnob) -> Form {
+    match knob {
+        GroupKnob::CpusetMems | GroupKnob::CpusetCpus => Form::CpuList,
+        GroupKnob::CpusetPartition => Form::FirstWord,
+        GroupKnob::CpuMax => Form::CpuMax,
+        GroupKnob::UclampMin | GroupKnob::UclampMax => Form::Percent,
+        GroupKnob::MemoryMin
+        | GroupKnob::MemoryLow
+        | GroupKnob::MemoryHigh
+        | GroupKnob::MemoryMax
+        | GroupKnob::MemorySwapMax => Form::Size,
+        GroupKnob::IoWeight => Form::IoWeight,
+        GroupKnob::CpuWeight | GroupKnob::MemoryOomGroup | GroupKnob::PidsMax => Form::Text,
+    }
+}
 
 /// True when `current` (as read from the file) already has the effect of `desired`.
 pub fn same(form: Form, current: &str, desired: &str) -> bool {

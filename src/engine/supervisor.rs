@@ -11,9 +11,8 @@ use super::condition::{Evaluator, Metrics, Subject};
 use super::knobs::{Cause, KnobTable, Write};
 use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
 use crate::policy::expr::Action;
-use crate::policy::knob::{CpufreqAttr, GroupKnob, Knob, KnobValue, ZramAttr};
-use crate::policy::model::{PidsMax, Policy};
-use crate::policy::units::{Percent, Size};
+use crate::policy::knob::{group_baseline, CpufreqAttr, Knob, KnobValue, ZramAttr};
+use crate::policy::model::Policy;
 use std::collections::HashSet;
 
 /// Whether a hook runs because its rule fired or cleared.
@@ -96,53 +95,14 @@ pub struct Supervisor {
 pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
     let mut out = Vec::new();
     for g in p.all_groups() {
-        let mut put = |knob: GroupKnob, v: KnobValue| {
+        for (knob, value) in group_baseline(g) {
             out.push((
                 Knob::Group {
                     group: g.name.clone(),
                     knob,
                 },
-                v,
-            ))
-        };
-        if let Some(c) = &g.cpuset.cpus {
-            put(GroupKnob::CpusetCpus, KnobValue::CpuList(c.clone()));
-        }
-        if let Some(w) = g.cpu.weight {
-            put(GroupKnob::CpuWeight, KnobValue::Weight(w));
-        }
-        if let Some(m) = &g.cpu.max {
-            put(GroupKnob::CpuMax, KnobValue::CpuMax(*m));
-        }
-        let pct = |p: &Percent| KnobValue::Percent(*p);
-        if let Some(v) = &g.uclamp.min {
-            put(GroupKnob::UclampMin, pct(v));
-        }
-        if let Some(v) = &g.uclamp.max {
-            put(GroupKnob::UclampMax, pct(v));
-        }
-        let m = &g.memory;
-        let sizes: [(GroupKnob, &Option<Size>); 5] = [
-            (GroupKnob::MemoryMin, &m.min),
-            (GroupKnob::MemoryLow, &m.low),
-            (GroupKnob::MemoryHigh, &m.high),
-            (GroupKnob::MemoryMax, &m.max),
-            (GroupKnob::MemorySwapMax, &m.swap_max),
-        ];
-        for (k, v) in sizes {
-            if let Some(s) = v {
-                put(k, KnobValue::Size(*s));
-            }
-        }
-        if let Some(w) = g.io.weight {
-            put(GroupKnob::IoWeight, KnobValue::Weight(w));
-        }
-        if let Some(pm) = g.pids.max {
-            let v = match pm {
-                PidsMax::Count(n) => Some(n),
-                PidsMax::Max => None,
-            };
-            put(GroupKnob::PidsMax, KnobValue::Count(v));
+                value,
+            ));
         }
     }
     for c in &p.system.cpufreq {
@@ -227,13 +187,31 @@ impl Supervisor {
         }
     }
 
-    /// Records what the kernel holds for a knob the policy does not set (the
-    /// baseline a released claim returns to), as already written.
-    pub fn seed(&mut self, knob: &Knob, current: KnobValue) {
+    /// Sets the baseline of a knob the policy does not set (the value a
+    /// released claim returns to): its original from the journal, or what the
+    /// kernel held when cgwarden first saw it. `live` is what the kernel holds
+    /// now; when it differs (a crashed predecessor left a claim behind), the
+    /// next step writes the baseline back.
+    pub fn seed(&mut self, knob: &Knob, baseline: KnobValue, live: Option<KnobValue>) {
         if self.table.baseline(knob).is_none() {
-            self.table.seed(knob, current.clone());
-            self.table.mark_written(knob, current);
+            self.table.seed(knob, baseline.clone());
+            self.table.mark_written(knob, live.unwrap_or(baseline));
         }
+    }
+
+    /// Records that `value` was written to `knob` outside a step (a repair
+    /// rewrote a recreated group's baseline).
+    pub fn mark_written(&mut self, knob: &Knob, value: KnobValue) {
+        self.table.mark_written(knob, value);
+    }
+
+    /// The baselines of `group`'s knobs, in write order.
+    pub fn group_baselines(&self, group: &str) -> Vec<(Knob, KnobValue)> {
+        self.table
+            .knobs()
+            .filter(|k| k.group() == Some(group))
+            .filter_map(|k| Some((k.clone(), self.table.baseline(k)?.clone())))
+            .collect()
     }
 
     pub fn table(&self) -> &KnobTable {
@@ -465,6 +443,7 @@ fn hook_effect(
 mod tests {
     use super::*;
     use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
+    use crate::policy::units::Size;
     use std::collections::HashMap;
     use std::time::Duration;
 

@@ -103,9 +103,19 @@ fn did_you_mean(candidate: Option<String>) -> Option<String> {
     candidate.map(|c| format!("did you mean `{c}`?"))
 }
 
-/// A knob of one cgroup.
+/// A knob of one cgroup, in the order a group's baseline is written:
+/// `cpuset.mems` before `cpuset.cpus` before the partition, memory limits from
+/// `min` up to `max`. The derived order is that write order (the knob table
+/// and repairs iterate in it).
+///
+/// [`GroupKnob::ALL`] are the knobs rules and boosts may name (SPEC §3); the
+/// three baseline-only settings (`cpuset.mems`, the partition, `oom.group`)
+/// come from the policy's group section and are never claimed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GroupKnob {
+    CpusetMems,
+    CpusetCpus,
+    CpusetPartition,
     CpuWeight,
     CpuMax,
     UclampMin,
@@ -115,12 +125,13 @@ pub enum GroupKnob {
     MemoryHigh,
     MemoryMax,
     MemorySwapMax,
+    MemoryOomGroup,
     IoWeight,
     PidsMax,
-    CpusetCpus,
 }
 
 impl GroupKnob {
+    /// The knobs a rule or boost may name.
     pub const ALL: [GroupKnob; 12] = [
         GroupKnob::CpuWeight,
         GroupKnob::CpuMax,
@@ -139,6 +150,9 @@ impl GroupKnob {
     /// The policy spelling after `G.` (`memory.swap_max`).
     pub fn name(self) -> &'static str {
         match self {
+            GroupKnob::CpusetMems => "cpuset.mems",
+            GroupKnob::CpusetCpus => "cpuset.cpus",
+            GroupKnob::CpusetPartition => "cpuset.partition",
             GroupKnob::CpuWeight => "cpu.weight",
             GroupKnob::CpuMax => "cpu.max",
             GroupKnob::UclampMin => "uclamp.min",
@@ -148,18 +162,20 @@ impl GroupKnob {
             GroupKnob::MemoryHigh => "memory.high",
             GroupKnob::MemoryMax => "memory.max",
             GroupKnob::MemorySwapMax => "memory.swap_max",
+            GroupKnob::MemoryOomGroup => "memory.oom_group",
             GroupKnob::IoWeight => "io.weight",
             GroupKnob::PidsMax => "pids.max",
-            GroupKnob::CpusetCpus => "cpuset.cpus",
         }
     }
 
     /// The cgroup interface file the knob lives in (`memory.swap.max`).
     pub fn file_name(self) -> &'static str {
         match self {
+            GroupKnob::CpusetPartition => "cpuset.cpus.partition",
             GroupKnob::UclampMin => "cpu.uclamp.min",
             GroupKnob::UclampMax => "cpu.uclamp.max",
             GroupKnob::MemorySwapMax => "memory.swap.max",
+            GroupKnob::MemoryOomGroup => "memory.oom.group",
             other => other.name(),
         }
     }
@@ -175,12 +191,71 @@ impl GroupKnob {
             | GroupKnob::MemoryLow
             | GroupKnob::MemoryHigh
             | GroupKnob::MemoryMax
-            | GroupKnob::MemorySwapMax => "memory",
+            | GroupKnob::MemorySwapMax
+            | GroupKnob::MemoryOomGroup => "memory",
             GroupKnob::IoWeight => "io",
             GroupKnob::PidsMax => "pids",
-            GroupKnob::CpusetCpus => "cpuset",
+            GroupKnob::CpusetCpus | GroupKnob::CpusetMems | GroupKnob::CpusetPartition => "cpuset",
         }
     }
+}
+
+/// A group's baseline as the policy sets it, in write order: the one list of
+/// which group files cgwarden manages and with what value. `apply` writes it,
+/// the daemon's knob table starts from it and a repair rewrites it.
+pub fn group_baseline(g: &super::model::Group) -> Vec<(GroupKnob, KnobValue)> {
+    use super::model::PidsMax;
+    let mut out = Vec::new();
+    if let Some(m) = &g.cpuset.mems {
+        out.push((GroupKnob::CpusetMems, KnobValue::CpuList(m.clone())));
+    }
+    if let Some(c) = &g.cpuset.cpus {
+        out.push((GroupKnob::CpusetCpus, KnobValue::CpuList(c.clone())));
+    }
+    if let Some(p) = g.cpuset.partition {
+        out.push((
+            GroupKnob::CpusetPartition,
+            KnobValue::Word(p.as_str().to_string()),
+        ));
+    }
+    if let Some(w) = g.cpu.weight {
+        out.push((GroupKnob::CpuWeight, KnobValue::Weight(w)));
+    }
+    if let Some(m) = &g.cpu.max {
+        out.push((GroupKnob::CpuMax, KnobValue::CpuMax(*m)));
+    }
+    if let Some(v) = &g.uclamp.min {
+        out.push((GroupKnob::UclampMin, KnobValue::Percent(*v)));
+    }
+    if let Some(v) = &g.uclamp.max {
+        out.push((GroupKnob::UclampMax, KnobValue::Percent(*v)));
+    }
+    let m = &g.memory;
+    for (k, v) in [
+        (GroupKnob::MemoryMin, &m.min),
+        (GroupKnob::MemoryLow, &m.low),
+        (GroupKnob::MemoryHigh, &m.high),
+        (GroupKnob::MemoryMax, &m.max),
+        (GroupKnob::MemorySwapMax, &m.swap_max),
+    ] {
+        if let Some(s) = v {
+            out.push((k, KnobValue::Size(*s)));
+        }
+    }
+    if let Some(o) = m.oom_group {
+        out.push((GroupKnob::MemoryOomGroup, KnobValue::Int(i64::from(o))));
+    }
+    if let Some(w) = g.io.weight {
+        out.push((GroupKnob::IoWeight, KnobValue::Weight(w)));
+    }
+    if let Some(p) = g.pids.max {
+        let v = match p {
+            PidsMax::Count(n) => Some(n),
+            PidsMax::Max => None,
+        };
+        out.push((GroupKnob::PidsMax, KnobValue::Count(v)));
+    }
+    out
 }
 
 /// A cpufreq policy attribute.
@@ -260,15 +335,22 @@ pub enum MergePolicy {
 /// [`Knob::parse_value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ValueKind {
-    Size { allow_max: bool },
+    Size {
+        allow_max: bool,
+    },
     Frequency,
     Weight,
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     Count,
     CpuMax,
     Uclamp,
     CpuList,
     Governor,
+    /// `cpuset.cpus.partition`: member, root or isolated.
+    Partition,
 }
 
 /// Family attributes, for "did you mean" on a misspelled last part.
@@ -317,7 +399,10 @@ impl Knob {
                 | GroupKnob::MemorySwapMax
                 | GroupKnob::IoWeight
                 | GroupKnob::PidsMax => LargestWins,
-                GroupKnob::CpusetCpus => FirstWins,
+                GroupKnob::CpusetCpus
+                | GroupKnob::CpusetMems
+                | GroupKnob::CpusetPartition
+                | GroupKnob::MemoryOomGroup => FirstWins,
             },
             Knob::Cpufreq { attr, .. } => match attr {
                 CpufreqAttr::Min | CpufreqAttr::Max => LargestWins,
@@ -340,7 +425,9 @@ impl Knob {
                 | GroupKnob::MemoryMax
                 | GroupKnob::MemorySwapMax => ValueKind::Size { allow_max: true },
                 GroupKnob::PidsMax => ValueKind::Count,
-                GroupKnob::CpusetCpus => ValueKind::CpuList,
+                GroupKnob::CpusetCpus | GroupKnob::CpusetMems => ValueKind::CpuList,
+                GroupKnob::CpusetPartition => ValueKind::Partition,
+                GroupKnob::MemoryOomGroup => ValueKind::Int { min: 0, max: 1 },
             },
             Knob::Cpufreq { attr, .. } => match attr {
                 CpufreqAttr::Min | CpufreqAttr::Max => ValueKind::Frequency,
@@ -364,7 +451,7 @@ impl Knob {
     pub fn is_numeric(&self) -> bool {
         !matches!(
             self.value_kind(),
-            ValueKind::CpuMax | ValueKind::CpuList | ValueKind::Governor
+            ValueKind::CpuMax | ValueKind::CpuList | ValueKind::Governor | ValueKind::Partition
         )
     }
 
@@ -390,7 +477,99 @@ impl Knob {
             ValueKind::Uclamp => parse_uclamp(text).map(KnobValue::Percent),
             ValueKind::CpuList => CpuList::parse(text).map(KnobValue::CpuList),
             ValueKind::Governor => parse_governor(text).map(KnobValue::Word),
+            ValueKind::Partition => parse_partition(text).map(KnobValue::Word),
         }
+    }
+
+    /// The exact text written to the knob's kernel file for `value`
+    /// (`io.weight` takes `default N`; everything else its kernel form).
+    pub fn render(&self, value: &KnobValue) -> String {
+        match (self, value) {
+            (
+                Knob::Group {
+                    knob: GroupKnob::IoWeight,
+                    ..
+                },
+                KnobValue::Weight(w),
+            ) => format!("default {w}"),
+            _ => value.kernel(),
+        }
+    }
+
+    /// Parses what the knob's kernel file holds, in the kernel's rendering
+    /// (not the policy's spelling): `max` for a full uclamp, `80.00`, an
+    /// empty cpu list, `default 100` for io.weight, `max 100000` for cpu.max,
+    /// sizes and frequencies as plain numbers. [`Knob::render`] of a value
+    /// parses back to the same value. An invalid partition
+    /// (`isolated invalid (reason)`) is an error carrying the kernel's reason.
+    pub fn parse_kernel(&self, text: &str) -> Result<KnobValue, UnitError> {
+        let t = text.trim();
+        let number = |kind: &'static str| {
+            t.parse::<u64>()
+                .map_err(|_| UnitError::new(kind, t, "expected the kernel's decimal number"))
+        };
+        match self.value_kind() {
+            ValueKind::Size { .. } => match t {
+                "max" => Ok(KnobValue::Size(Size::Max)),
+                _ => number("size").map(|b| KnobValue::Size(Size::Bytes(b))),
+            },
+            ValueKind::Frequency => {
+                number("frequency").map(|khz| KnobValue::Frequency(Frequency { khz }))
+            }
+            ValueKind::Weight => {
+                // io.weight: `default N` first, then per-device lines.
+                let w = t
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("default "))
+                    .unwrap_or(t)
+                    .trim();
+                w.parse::<u64>()
+                    .map(KnobValue::Weight)
+                    .map_err(|_| UnitError::new("weight", t, "expected `N` or `default N`"))
+            }
+            ValueKind::Int { .. } => t
+                .parse::<i64>()
+                .map(KnobValue::Int)
+                .map_err(|_| UnitError::new("integer", t, "expected one whole number")),
+            ValueKind::Count => parse_count(t).map(KnobValue::Count),
+            ValueKind::CpuMax => CpuMax::parse_kernel(t).map(KnobValue::CpuMax),
+            ValueKind::Uclamp => match t {
+                "max" => Ok(KnobValue::Percent(Percent(100.0))),
+                _ => t
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(Percent::new)
+                    .map(KnobValue::Percent)
+                    .ok_or_else(|| {
+                        UnitError::new("percent", t, "expected `max` or a percentage like `80.00`")
+                    }),
+            },
+            ValueKind::CpuList => CpuList::parse_kernel(t).map(KnobValue::CpuList),
+            ValueKind::Governor => Ok(KnobValue::Word(t.to_string())),
+            ValueKind::Partition => {
+                let mut words = t.splitn(2, ' ');
+                let mode = words.next().unwrap_or("");
+                match words.next() {
+                    None => parse_partition(mode).map(KnobValue::Word),
+                    Some(rest) => Err(UnitError::new(
+                        "partition",
+                        t,
+                        format!("the kernel reports the partition {mode} as {rest}"),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+fn parse_partition(text: &str) -> Result<String, UnitError> {
+    match text {
+        "member" | "root" | "isolated" => Ok(text.to_string()),
+        _ => Err(UnitError::new(
+            "partition",
+            text,
+            "expected member, root or isolated",
+        )),
     }
 }
 
@@ -1372,6 +1551,76 @@ mod tests {
         );
     }
 
+    /// Every knob family with a sample name, for the kernel-form tests.
+    const KERNEL_FORM_KNOBS: [&str; 17] = [
+        "g.cpu.weight",
+        "g.cpu.max",
+        "g.uclamp.min",
+        "g.uclamp.max",
+        "g.memory.min",
+        "g.memory.high",
+        "g.memory.swap_max",
+        "g.io.weight",
+        "g.pids.max",
+        "g.cpuset.cpus",
+        "cpufreq.policy4.min",
+        "cpufreq.policy4.max",
+        "cpufreq.policy4.governor",
+        "sysctl.vm.swappiness",
+        "sysctl.kernel.sched_rt_runtime_us",
+        "zram.zram0.mem_limit",
+        "zram.zram0.swap_priority",
+    ];
+
+    /// What kernel files really hold, as the guest kernel (Debian 6.1) and
+    /// the kernel's own rendering code print them. Each must read as a value
+    /// (never `None`), or a claim on the knob could never be released.
+    #[test]
+    fn kernel_renderings_parse() {
+        let cases: [(&str, &str, &str); 16] = [
+            ("g.uclamp.min", "0.00\n", "0.00"),
+            ("g.uclamp.max", "max\n", "100.00"),
+            ("g.uclamp.min", "80.00\n", "80.00"),
+            ("g.cpuset.cpus", "\n", ""),
+            ("g.cpuset.cpus", "0-1,3\n", "0-1,3"),
+            ("g.io.weight", "default 100\n", "100"),
+            ("g.io.weight", "default 300\n8:0 50\n", "300"),
+            ("g.cpu.weight", "100\n", "100"),
+            ("g.cpu.max", "max 100000\n", "max 100000"),
+            ("g.cpu.max", "50000 100000\n", "50000 100000"),
+            ("g.memory.high", "max\n", "max"),
+            ("g.memory.high", "167772160\n", "167772160"),
+            ("g.pids.max", "max\n", "max"),
+            ("cpufreq.policy4.min", "691200\n", "691200"),
+            ("sysctl.kernel.sched_rt_runtime_us", "-1\n", "-1"),
+            ("zram.zram0.mem_limit", "0\n", "0"),
+        ];
+        for (k, text, want) in cases {
+            let knob = knob(k);
+            match knob.parse_kernel(text) {
+                Ok(v) => assert_eq!(
+                    knob.render(&v).replace("default ", ""),
+                    want,
+                    "{k} {text:?}"
+                ),
+                Err(e) => panic!("{k}: {text:?} does not read: {e}"),
+            }
+        }
+        // An invalid partition never reads as the mode it names.
+        let part = Knob::Group {
+            group: "rt".into(),
+            knob: GroupKnob::CpusetPartition,
+        };
+        assert_eq!(
+            part.parse_kernel("isolated\n"),
+            Ok(KnobValue::Word("isolated".into()))
+        );
+        let e = part
+            .parse_kernel("isolated invalid (Cpu list in cpuset.cpus not exclusive)\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("not exclusive"), "{e}");
+    }
+
     proptest! {
         #[test]
         fn knob_parse_never_panics(s in "\\PC{0,40}") {
@@ -1388,6 +1637,22 @@ mod tests {
                         let _ = v.kernel();
                         prop_assert_eq!(knob.parse_value(&v.to_string()), Ok(v));
                     }
+                }
+            }
+        }
+
+        /// A value written to a knob reads back, from the kernel's rendering,
+        /// as the same value.
+        #[test]
+        fn kernel_rendering_round_trips(i in 0usize..17, text in "[0-9]{1,12}(\\.[0-9]{1,2})?%?|max|[0-9]{1,2}(-[0-9]{1,2})?(,[0-9]{1,2})*|[0-9]{1,6}(ms|s|us)/[0-9]{1,3}ms|[0-9]{1,4}[KMG]|schedutil|-?[0-9]{1,9}") {
+            let knob = knob(KERNEL_FORM_KNOBS[i]);
+            if let Ok(v) = knob.parse_value(&text) {
+                let rendered = knob.render(&v);
+                let back = knob.parse_kernel(&format!("{rendered}\n"));
+                prop_assert!(back.is_ok(), "{} {:?} rendered {:?}: {:?}", knob, text, rendered, back);
+                if let Ok(back) = back {
+                    prop_assert_eq!(knob.render(&back), rendered.clone(), "{} {:?}", knob, text);
+                    prop_assert_eq!(v.cmp_resource(&back).unwrap_or(Ordering::Equal), Ordering::Equal);
                 }
             }
         }
