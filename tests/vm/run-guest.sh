@@ -12,7 +12,7 @@
 #
 # Environment:
 #   CGWARDEN_VM_CACHE    cache made by tests/vm/setup.sh (default ~/.cache/cgwarden-vm)
-#   CGWARDEN_VM_TIMEOUT  hard limit for QEMU in seconds (default 300)
+#   CGWARDEN_VM_TIMEOUT  hard limit for QEMU in seconds (default 1200)
 #   CGWARDEN_VM_FOOTPRINT_SECS  how long 85-daemon-footprint measures (default 20)
 #   CGWARDEN_VM_DEBUG_BUILD=1    the binaries are a debug build (footprint limit doubled)
 #   CGWARDEN_VM_SMP      guest CPUs (default 4; the policies assume 4)
@@ -89,7 +89,7 @@ kernel=$CACHE/vmlinux
 mkdir -p "$(dirname "$log")"
 : >"$log"
 rc=0
-timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-300}" qemu-system-x86_64 \
+timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
     -accel tcg,thread=multi -cpu max -machine q35 \
     -m "${CGWARDEN_VM_MEM:-2G}" -smp "${CGWARDEN_VM_SMP:-4}" \
     -nodefaults -no-user-config -display none -vga none -no-reboot -monitor none \
