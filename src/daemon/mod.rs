@@ -348,7 +348,7 @@ impl Daemon {
             });
         }
         for id in 0..self.triggers.len() {
-            self.arm_trigger(id, tx);
+            self.arm_trigger(id, tx, false);
         }
         self.tx = Some(tx.clone());
         // memory.events and cgroup.events of every group: oom/high events
@@ -578,12 +578,13 @@ impl Daemon {
             if self.triggers[id].state == TriggerState::Gone
                 && self.opts.root.exists(&self.triggers[id].path)
             {
-                self.arm_trigger(id, &tx);
+                self.arm_trigger(id, &tx, true);
             }
         }
     }
 
-    fn arm_trigger(&mut self, id: usize, tx: &mpsc::Sender<Wake>) {
+    /// Registers trigger `id`; `again` after its group came back.
+    fn arm_trigger(&mut self, id: usize, tx: &mpsc::Sender<Wake>, again: bool) {
         let root = self.opts.root.clone();
         let Some(t) = self.triggers.get_mut(id) else {
             return;
@@ -595,7 +596,11 @@ impl Daemon {
         t.state = match psi_trigger::open(&root, &t.path, stall, t.amount, t.window) {
             Ok(trigger) => match watch::spawn_psi_trigger(trigger, id, tx.clone()) {
                 Ok(_) => {
-                    tracing::debug!(trigger = %t.label(), "PSI trigger registered");
+                    if again {
+                        tracing::info!(trigger = %t.label(), "PSI trigger registered again");
+                    } else {
+                        tracing::debug!(trigger = %t.label(), "PSI trigger registered");
+                    }
                     TriggerState::Armed
                 }
                 Err(e) => {
