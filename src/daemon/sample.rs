@@ -6,7 +6,7 @@
 
 use crate::engine::condition::{Metrics, Needs};
 use crate::engine::rule_state::Time;
-use crate::engine::stall::{StallHistory, StallKey};
+use crate::engine::stall::{Recorded, StallHistory, StallKey};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::psi::{parse_psi, Psi};
 use crate::kernel::{meminfo, procfs, thermal, Root};
@@ -39,6 +39,8 @@ pub struct Sampler {
     groups: HashMap<String, String>,
     needs: Needs,
     pub stall: StallHistory,
+    /// PSI lines already reported for an implausible `total=`.
+    implausible: std::collections::HashSet<StallKey>,
     /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
 }
@@ -61,6 +63,7 @@ impl Sampler {
             groups,
             needs,
             stall,
+            implausible: Default::default(),
             exec: None,
         }
     }
@@ -122,7 +125,14 @@ impl Sampler {
                 Stall::Full => p.full,
             });
             if let Some(l) = line {
-                self.stall.record(&key, now, l.total_us);
+                let r = self.stall.record(&key, now, l.total_us);
+                if r == Recorded::Implausible && self.implausible.insert(key.clone()) {
+                    tracing::warn!(
+                        file = %self.pressure_path(&key.target, key.resource).map(|p| p.display().to_string()).unwrap_or_default(),
+                        total_us = l.total_us,
+                        "PSI total= grew by more than the elapsed time; ignored as implausible (said once per line)"
+                    );
+                }
             }
             if let Some(p) = psi {
                 s.psi.entry((key.target.clone(), key.resource)).or_insert(p);

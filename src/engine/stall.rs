@@ -25,6 +25,11 @@
 //!   the window (sampling stopped): `None`, the metric is unavailable.
 //! - A `total` lower than the previous sample means the counter restarted
 //!   (group deleted and recreated): the series restarts from that sample.
+//! - A `total` that grew by more than the time between the two samples can
+//!   allow (stall time cannot exceed wall time; [`plausible_growth`] leaves
+//!   slack for read jitter) is implausible — a corrupt read, a wrapped or
+//!   injected counter. It is never acted on: like a reset, the series
+//!   restarts from it, so no window ever spans the jump (SPEC §4 "Trust").
 //! - A sample with a time before the newest one is ignored (the clock is
 //!   monotonic, so that is a caller bug); one at the same time replaces it.
 //! - Memory is bounded: samples older than the longest window in use (plus
@@ -53,6 +58,18 @@ pub enum Recorded {
     Reset,
     /// The sample was older than the newest one and was dropped.
     Ignored,
+    /// The counter grew by more than the elapsed time allows: the series
+    /// restarted from this sample, and the jump counts for nothing.
+    Implausible,
+}
+
+/// The most a PSI `total=` may grow between samples `elapsed` apart: the
+/// elapsed time itself (a line cannot stall longer than the wall clock),
+/// doubled, plus a second, for the time between taking `now` and reading
+/// the file on a loaded machine.
+pub fn plausible_growth(elapsed: Duration) -> u64 {
+    let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    us.saturating_mul(2).saturating_add(1_000_000)
 }
 
 /// The `(time, total_us)` history of one PSI line.
@@ -100,6 +117,13 @@ impl StallSeries {
                 Recorded::Reset
             }
             Some((last_time, _)) if now < *last_time => Recorded::Ignored,
+            Some((last_time, last_total))
+                if total_us - *last_total > plausible_growth(now.saturating_sub(*last_time)) =>
+            {
+                self.samples.clear();
+                self.samples.push_back((now, total_us));
+                Recorded::Implausible
+            }
             Some((last_time, last_total)) if now == *last_time => {
                 *last_total = total_us;
                 Recorded::Replaced
@@ -363,6 +387,31 @@ mod tests {
         assert_eq!(ser.stall_in_window(s(3), s(1)), None);
         ser.record(s(4), 201_000);
         assert_eq!(ser.stall_in_window(s(4), s(1)), Some(ms(200)));
+    }
+
+    /// A `total=` that jumps to 2^64-1 (seen with a corrupt or injected
+    /// file) once fired a stall rule; it must count for nothing.
+    #[test]
+    fn implausible_jumps_are_never_acted_on() {
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(1), 5_000_000);
+        ser.record(s(2), 5_100_000);
+        assert_eq!(ser.record(s(3), u64::MAX), Recorded::Implausible);
+        assert_eq!(
+            ser.stall_in_window(s(3), s(1)),
+            None,
+            "no window spans the jump"
+        );
+        // Growth within wall time from the new value counts again.
+        assert_eq!(ser.record(s(4), u64::MAX), Recorded::Appended);
+        assert_eq!(ser.stall_in_window(s(4), s(1)), Some(ms(0)));
+        // A big but possible stall (900 ms in 1 s) is plausible.
+        let mut ser = StallSeries::new(s(10));
+        ser.record(s(1), 0);
+        assert_eq!(ser.record(s(2), 900_000), Recorded::Appended);
+        assert_eq!(ser.stall_in_window(s(2), s(1)), Some(ms(900)));
+        // 10 s of stall in 1 s is not.
+        assert_eq!(ser.record(s(3), 10_900_000), Recorded::Implausible);
     }
 
     #[test]
