@@ -3,10 +3,12 @@
 //! - [`policy`]: the YAML model, units, rule language and validation (pure);
 //! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
 //! - [`engine`]: pure decisions (value comparison, placement matching);
-//! - [`converge`]: the one-shot `plan` / `apply` / `reset`.
+//! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
+//! - [`exit`]: the command's exit statuses.
 
 pub mod converge;
 pub mod daemon;
 pub mod engine;
+pub mod exit;
 pub mod kernel;
 pub mod policy;

@@ -1,7 +1,11 @@
-//! The `cgwarden` command line (SPEC §1).
+//! The `cgwarden` command line (SPEC §1): argument parsing, the `--root`
+//! check, the state_dir lock around `run`/`apply`/`reset`, and the mapping of
+//! outcomes to exit statuses ([`cgwarden::exit`]).
 
 use anyhow::Context;
-use cgwarden::converge::{reset, Converger, EXIT_MISSING};
+use cgwarden::converge::lock::StateLock;
+use cgwarden::converge::{reset, Converger};
+use cgwarden::exit;
 use cgwarden::kernel::Root;
 use cgwarden::policy;
 use clap::{Parser, Subcommand};
@@ -29,12 +33,44 @@ struct RootArg {
 }
 
 impl RootArg {
-    fn root(&self) -> Root {
-        match &self.root {
-            Some(dir) => Root::fake(dir),
-            None => Root::real(),
+    /// The root to resolve kernel paths under. `--root DIR` must exist and
+    /// hold `sys/fs/cgroup` (SPEC §4), else it is a usage error: a typo must
+    /// not make cgwarden create a tree somewhere.
+    fn root(&self) -> Result<Root, Exit> {
+        let Some(dir) = &self.root else {
+            return Ok(Root::real());
+        };
+        let cg = dir.join("sys/fs/cgroup");
+        if !dir.is_dir() {
+            eprintln!(
+                "cgwarden: error: --root {}: no such directory",
+                dir.display()
+            );
+            return Err(Exit(exit::USAGE));
         }
+        if !cg.is_dir() {
+            eprintln!(
+                "cgwarden: error: --root {}: it holds no sys/fs/cgroup directory, so it is not a \
+                 device tree",
+                dir.display()
+            );
+            return Err(Exit(exit::USAGE));
+        }
+        Ok(Root::fake(dir))
     }
+}
+
+/// An exit status decided on the way, its message already printed.
+struct Exit(u8);
+
+/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), or says
+/// why not and gives the exit status.
+fn lock(root: &Root, state_dir: &Path, what: &str, policy: &Path) -> Result<StateLock, Exit> {
+    let cmd = format!("cgwarden {what} {}", policy.display());
+    StateLock::acquire(root, state_dir, &cmd).map_err(|e| {
+        eprintln!("cgwarden: error: {what}: {e}");
+        Exit(e.exit_code())
+    })
 }
 
 #[derive(Subcommand)]
@@ -95,7 +131,13 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("cgwarden: error: {e:#}");
-            ExitCode::from(1)
+            // A kernel-layer error says whether it may pass (I/O) or not
+            // (damaged journal, refusal); anything else here is a runtime failure.
+            let code = match e.downcast_ref::<cgwarden::kernel::Error>() {
+                Some(k) => exit::for_kernel_error(k),
+                None => exit::TEMPFAIL,
+            };
+            ExitCode::from(code)
         }
     }
 }
@@ -140,7 +182,7 @@ fn init_logging() {
 fn load(path: &Path) -> Result<policy::Policy, u8> {
     policy::load(path).map_err(|d| {
         eprint!("{d}");
-        1
+        exit::REFUSED
     })
 }
 
@@ -154,11 +196,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Err(code) => Ok(code),
         },
         Command::Plan { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
             let p = match load(&policy) {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
             };
-            let conv = Converger::new(root.root(), &p);
+            let conv = Converger::new(root, &p);
             let plan = conv.plan();
             report_missing(&plan);
             let mut changes = 0;
@@ -172,22 +218,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             println!("{changes} changes");
             Ok(if conv.refuse_missing(&plan) {
-                EXIT_MISSING as u8
+                exit::MISSING
             } else {
-                0
+                exit::OK
             })
         }
         Command::Apply { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
             let p = match load(&policy) {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
             };
-            let conv = Converger::new(root.root(), &p);
+            // Held until apply returns: the plan is read and carried out alone.
+            let _lock = match lock(&root, &p.settings.state_dir, "apply", &policy) {
+                Ok(l) => l,
+                Err(Exit(code)) => return Ok(code),
+            };
+            let conv = Converger::new(root, &p);
             let plan = conv.plan();
             report_missing(&plan);
             if conv.refuse_missing(&plan) {
                 eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
-                return Ok(EXIT_MISSING as u8);
+                return Ok(exit::MISSING);
             }
             let done = conv
                 .apply(&plan, &mut |line| println!("{line}"))
@@ -196,20 +251,45 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 eprintln!("cgwarden: error: {f}");
             }
             println!("{} changes", done.changes);
-            Ok(if done.failures.is_empty() { 0 } else { 1 })
+            Ok(if done.failures.is_empty() {
+                exit::OK
+            } else {
+                exit::REFUSED
+            })
         }
         Command::Run {
             policy,
             root,
             dry_run,
             tick,
-        } => Ok(cgwarden::daemon::run(cgwarden::daemon::Options {
-            policy_path: policy,
-            root: root.root(),
-            dry_run,
-            tick,
-        })),
+        } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
+            // The daemon loads the policy again; this load only finds state_dir.
+            let p = match load(&policy) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            // Held until the daemon returns (a reload that moves state_dir
+            // keeps the lock where it was taken).
+            let _lock = match lock(&root, &p.settings.state_dir, "run", &policy) {
+                Ok(l) => l,
+                Err(Exit(code)) => return Ok(code),
+            };
+            Ok(cgwarden::daemon::run(cgwarden::daemon::Options {
+                policy_path: policy,
+                root,
+                dry_run,
+                tick,
+            }))
+        }
         Command::Reset { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
             // reset must work even when the policy has since become invalid or
             // was removed: fall back to the default locations then.
             let settings = match policy::load(&policy) {
@@ -222,29 +302,44 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     policy::model::Settings::default()
                 }
             };
-            let rep = reset::reset(&root.root(), &settings.state_dir, &settings.cgroup_root)
-                .context("cannot read the originals journal")?;
+            let _lock = match lock(&root, &settings.state_dir, "reset", &policy) {
+                Ok(l) => l,
+                Err(Exit(code)) => return Ok(code),
+            };
+            let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
+                .context("cannot use the originals journal")?;
+            for w in &rep.warnings {
+                eprintln!("cgwarden: warning: {w}");
+            }
             if !rep.had_journal {
                 println!(
                     "nothing to reset: no journal at {}",
                     settings.state_dir.join("originals").display()
                 );
-                return Ok(0);
+                return Ok(exit::OK);
+            }
+            if Root::normalize(&rep.cgroup_root) != Root::normalize(&settings.cgroup_root) {
+                eprintln!(
+                    "cgwarden: note: using cgroup_root {} recorded in the journal (the policy names {})",
+                    rep.cgroup_root.display(),
+                    settings.cgroup_root.display()
+                );
             }
             for l in &rep.lines {
                 println!("{l}");
             }
             for f in &rep.failures {
-                eprintln!("cgwarden: error: {f}");
+                eprintln!("cgwarden: error: could not restore: {f}");
             }
+            println!("{}", rep.summary());
             if rep.failures.is_empty() {
-                println!("reset complete");
-                Ok(0)
+                println!("reset complete; journal removed");
+                Ok(exit::OK)
             } else {
                 eprintln!(
                     "cgwarden: reset incomplete; the journal is kept so reset can be run again"
                 );
-                Ok(1)
+                Ok(exit::REFUSED)
             }
         }
     }

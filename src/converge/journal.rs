@@ -2,12 +2,53 @@
 //! what was there is appended to `state_dir/originals` and synced, so `reset`
 //! can put it back even after a crash or a power cut.
 //!
-//! One entry a line, tab-separated, append-only. An entry is recorded once:
-//! a journal left by a crashed run keeps its originals, and later runs only
-//! add entries for things they touch for the first time.
+//! This module owns the journal's format, its check and its file I/O.
+//!
+//! # Format (v2)
+//!
+//! ```text
+//! # cgwarden originals journal v2
+//! ROOT<TAB>/sys/fs/cgroup
+//! FILE<TAB>/proc/sys/vm/swappiness<TAB>60\n
+//! MKDIR<TAB>/sys/fs/cgroup/realtime
+//! ```
+//!
+//! Line 1 is the header (it says the file is cgwarden's), line 2 records
+//! `settings.cgroup_root` of the run that created it (`reset` uses that, not
+//! the current policy's). Then one entry a line, append-only, fields
+//! separated by a tab (`<TAB>` above); `\\`, tab, newline and carriage return
+//! are escaped as `\\`, `\t`, `\n`, `\r`. A line must be exactly what
+//! [`Entry`] renders (canonical form), so a damaged line is never
+//! half-understood.
+//!
+//! The journal is created atomically (header, root and first entry written to
+//! `originals.new`, synced, renamed, directory synced), so cgwarden never
+//! leaves an empty or header-less journal. An entry is recorded once: a
+//! journal left by a crashed run keeps its originals, and later runs only add
+//! entries for things they touch for the first time.
+//!
+//! # Check
+//!
+//! A journal is checked before it is trusted ([`Journal::open`] for writers,
+//! [`Journal::load`] for `reset`): an empty file, a bad header, a missing
+//! `ROOT` line or any damaged complete line is an error naming the file and
+//! the line. A last line without its newline is a record whose write was
+//! interrupted (a power cut mid-`write`): since a record is synced before the
+//! knob is written, that knob was never changed, so the line is ignored with
+//! a warning — even if it happens to parse, as a cut `FILE` line may carry a
+//! truncated value. A writer cuts such a torn tail off before its first append.
+//!
+//! A v1 journal (header `# cgwarden originals journal v1: reset restores
+//! these`, no `ROOT` line) is still accepted: `reset` uses the policy's
+//! `cgroup_root` for it with a warning; writers keep appending to it as is.
+//!
+//! The journal file and its directory are opened without following symlinks.
 
-use crate::kernel::{Result, Root};
-use std::collections::BTreeSet;
+use crate::kernel::{Error, Result, Root};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// One thing to undo.
@@ -30,11 +71,11 @@ pub enum Entry {
 impl Entry {
     fn key(&self) -> String {
         match self {
-            Entry::File { path, .. } | Entry::Absent { path } => format!("file {}", path.display()),
-            Entry::Mkdir { path } => format!("mkdir {}", path.display()),
+            Entry::File { path, .. } | Entry::Absent { path } => file_key(path),
+            Entry::Mkdir { path } => format!("mkdir {}", Root::normalize(path).display()),
             Entry::ZramHotAdd { device } => format!("hotadd {device}"),
             Entry::ZramInit { device } => format!("init {device}"),
-            Entry::Swapon { path } => format!("swapon {}", path.display()),
+            Entry::Swapon { path } => format!("swapon {}", Root::normalize(path).display()),
         }
     }
 
@@ -53,12 +94,18 @@ impl Entry {
         }
     }
 
+    /// Parses one entry line; `None` unless the line is exactly what
+    /// [`Entry::render`] makes of the entry (no extra fields, no stray
+    /// escapes, an absolute path).
     fn parse(line: &str) -> Option<Entry> {
         let mut f = line.split('\t');
         let tag = f.next()?;
-        let a = unescape(f.next()?);
-        let b = f.next().map(unescape);
-        Some(match (tag, b) {
+        let a = unescape(f.next()?)?;
+        let b = match f.next() {
+            Some(s) => Some(unescape(s)?),
+            None => None,
+        };
+        let e = match (tag, b) {
             ("FILE", Some(content)) => Entry::File {
                 path: a.into(),
                 content,
@@ -69,62 +116,332 @@ impl Entry {
             ("ZRAM_INIT", None) => Entry::ZramInit { device: a },
             ("SWAPON", None) => Entry::Swapon { path: a.into() },
             _ => return None,
-        })
+        };
+        let absolute = match &e {
+            Entry::File { path, .. }
+            | Entry::Absent { path }
+            | Entry::Mkdir { path }
+            | Entry::Swapon { path } => path.is_absolute(),
+            Entry::ZramHotAdd { device } | Entry::ZramInit { device } => !device.is_empty(),
+        };
+        (absolute && e.render() == line).then_some(e)
     }
 }
 
-const HEADER: &str = "# cgwarden originals journal v1: reset restores these";
+fn file_key(path: &Path) -> String {
+    format!("file {}", Root::normalize(path).display())
+}
+
+/// The first line of a journal this version writes.
+pub const HEADER: &str = "# cgwarden originals journal v2";
+/// The first line of a journal written before the header recorded `cgroup_root`.
+const HEADER_V1: &str = "# cgwarden originals journal v1: reset restores these";
+const ROOT_TAG: &str = "ROOT\t";
+
+/// Which format a journal on disk has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// No `ROOT` line: the policy's `cgroup_root` has to be trusted.
+    V1,
+    /// Records `cgroup_root`.
+    V2,
+}
+
+/// What [`parse`] makes of a journal's bytes.
+#[derive(Debug, PartialEq, Eq)]
+struct Parsed {
+    version: Version,
+    cgroup_root: Option<PathBuf>,
+    /// Every entry line in file order (an entry recorded twice appears twice).
+    entries: Vec<Entry>,
+    warnings: Vec<String>,
+    /// Length of the complete lines; bytes after it are a torn last line.
+    valid_len: usize,
+}
+
+/// Renders a new journal's header lines (header and `ROOT`).
+fn render_header(cgroup_root: &Path) -> String {
+    format!(
+        "{HEADER}\n{ROOT_TAG}{}\n",
+        escape(&Root::normalize(cgroup_root).to_string_lossy())
+    )
+}
+
+/// Checks and parses a journal's bytes; `path` (device path) names it in errors.
+fn parse(bytes: &[u8], path: &Path) -> Result<Parsed> {
+    let damaged = |line: usize, what: String| {
+        Error::other(
+            path,
+            format!("line {line}: {what}; this journal is not trusted and was left untouched"),
+        )
+    };
+    if bytes.is_empty() {
+        return Err(Error::other(
+            path,
+            "empty file: not a cgwarden originals journal (it has no header); left untouched",
+        ));
+    }
+    // Complete lines end with '\n'; whatever follows the last one is torn.
+    let valid_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..valid_len]
+        .split(|&b| b == b'\n')
+        .collect::<Vec<_>>();
+    lines.pop(); // the empty piece after the final '\n'
+    let text = |n: usize, raw: &[u8]| -> Result<String> {
+        String::from_utf8(raw.to_vec())
+            .map_err(|_| damaged(n, format!("not UTF-8: {}", snippet(raw))))
+    };
+    let Some(first) = lines.first() else {
+        return Err(damaged(
+            1,
+            format!(
+                "not a cgwarden originals journal: no complete header line, found {}",
+                snippet(bytes)
+            ),
+        ));
+    };
+    let version = match *first {
+        h if h == HEADER.as_bytes() => Version::V2,
+        h if h == HEADER_V1.as_bytes() => Version::V1,
+        _ => {
+            return Err(damaged(
+                1,
+                format!(
+                    "not a cgwarden originals journal: header {} (expected {HEADER:?})",
+                    snippet(first)
+                ),
+            ))
+        }
+    };
+    let mut next = 1;
+    let cgroup_root = match version {
+        Version::V1 => None,
+        Version::V2 => {
+            let Some(raw) = lines.get(1) else {
+                return Err(damaged(2, "no complete ROOT line after the header".into()));
+            };
+            let line = text(2, raw)?;
+            let root = line
+                .strip_prefix(ROOT_TAG)
+                .and_then(unescape)
+                .map(PathBuf::from)
+                .filter(|p| {
+                    p.is_absolute() && render_header(p).lines().nth(1) == Some(line.as_str())
+                });
+            match root {
+                Some(r) => {
+                    next = 2;
+                    Some(r)
+                }
+                None => {
+                    return Err(damaged(
+                        2,
+                        format!(
+                            "expected `ROOT<TAB>absolute cgroup_root`, found {}",
+                            snippet(raw)
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    let mut entries = Vec::new();
+    for (i, raw) in lines.iter().enumerate().skip(next) {
+        let n = i + 1;
+        let line = text(n, raw)?;
+        match Entry::parse(&line) {
+            Some(e) => entries.push(e),
+            None => return Err(damaged(n, format!("damaged entry {}", snippet(raw)))),
+        }
+    }
+    let mut warnings = Vec::new();
+    if valid_len < bytes.len() {
+        warnings.push(format!(
+            "{}: line {} is torn (no newline at its end: a record was interrupted, so its knob \
+             was never written) and is ignored: {}",
+            path.display(),
+            lines.len() + 1,
+            snippet(&bytes[valid_len..])
+        ));
+    }
+    Ok(Parsed {
+        version,
+        cgroup_root,
+        entries,
+        warnings,
+        valid_len,
+    })
+}
+
+/// A short, quoted, printable rendering of raw bytes for messages.
+fn snippet(raw: &[u8]) -> String {
+    const MAX: usize = 80;
+    let s = String::from_utf8_lossy(&raw[..raw.len().min(MAX)]);
+    let more = if raw.len() > MAX { "..." } else { "" };
+    format!("{s:?}{more}")
+}
 
 /// The journal at `state_dir/originals`, resolved under the root.
 pub struct Journal {
     root: Root,
+    /// Device path of the journal file.
     path: PathBuf,
+    /// What the header records (`None` for v1 or a journal not yet created).
+    recorded_root: Option<PathBuf>,
+    /// What a writer records when it creates the journal.
+    new_root: PathBuf,
+    /// `None` while no journal exists on disk.
+    version: Option<Version>,
     entries: Vec<Entry>,
     keys: BTreeSet<String>,
+    /// File path (normalized) → index of its `FILE`/`ABSENT` entry.
+    files: BTreeMap<PathBuf, usize>,
+    warnings: Vec<String>,
+    /// Bytes of complete lines on disk; a torn tail beyond it is cut before the next append.
+    valid_len: usize,
+    torn: bool,
 }
 
 impl Journal {
     pub fn path_in(state_dir: &Path) -> PathBuf {
-        state_dir.join("originals")
+        Root::normalize(state_dir).join("originals")
     }
 
-    /// Opens the journal, reading any entries a previous run left.
-    /// Lines that cannot be read (a torn last line after a power cut) are skipped.
-    pub fn open(root: &Root, state_dir: &Path) -> Result<Journal> {
-        let path = Self::path_in(state_dir);
-        let mut j = Journal {
-            root: root.clone(),
-            path,
-            entries: Vec::new(),
-            keys: BTreeSet::new(),
+    /// For writers (`apply`, `run`): reads and checks the journal a previous
+    /// run left, if any. A damaged journal, or one recorded for another
+    /// `cgroup_root`, is an error (nothing is written then). Creates nothing
+    /// until the first [`Journal::record`].
+    pub fn open(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<Journal> {
+        let mut j = match Self::load(root, state_dir)? {
+            Some(j) => j,
+            None => Journal::empty(root, state_dir),
         };
-        if root.exists(&j.path) {
-            let text = root.read(&j.path)?;
-            for line in text
-                .lines()
-                .filter(|l| !l.starts_with('#') && !l.is_empty())
-            {
-                if let Some(e) = Entry::parse(line) {
-                    if j.keys.insert(e.key()) {
-                        j.entries.push(e);
-                    }
-                }
+        j.new_root = Root::normalize(cgroup_root);
+        if let Some(recorded) = &j.recorded_root {
+            if *recorded != j.new_root {
+                return Err(Error::other(
+                    &j.path,
+                    format!(
+                        "the journal was recorded for cgroup_root {} but the policy names {}; \
+                         run `cgwarden reset` first (it uses {}) or restore the old cgroup_root",
+                        recorded.display(),
+                        j.new_root.display(),
+                        recorded.display()
+                    ),
+                ));
             }
         }
         Ok(j)
+    }
+
+    /// For `reset`: the checked journal, or `None` when there is none.
+    /// Reading never changes the file.
+    pub fn load(root: &Root, state_dir: &Path) -> Result<Option<Journal>> {
+        let mut j = Journal::empty(root, state_dir);
+        let Some(bytes) = j.read_file()? else {
+            return Ok(None);
+        };
+        let p = parse(&bytes, &j.path)?;
+        j.version = Some(p.version);
+        j.recorded_root = p.cgroup_root;
+        j.warnings = p.warnings;
+        j.valid_len = p.valid_len;
+        j.torn = p.valid_len < bytes.len();
+        for e in p.entries {
+            if j.keys.insert(e.key()) {
+                j.index(e);
+            }
+        }
+        Ok(Some(j))
+    }
+
+    fn empty(root: &Root, state_dir: &Path) -> Journal {
+        Journal {
+            root: root.clone(),
+            path: Self::path_in(state_dir),
+            recorded_root: None,
+            new_root: PathBuf::from("/"),
+            version: None,
+            entries: Vec::new(),
+            keys: BTreeSet::new(),
+            files: BTreeMap::new(),
+            warnings: Vec::new(),
+            valid_len: 0,
+            torn: false,
+        }
+    }
+
+    fn index(&mut self, e: Entry) {
+        if let Entry::File { path, .. } | Entry::Absent { path } = &e {
+            self.files.insert(Root::normalize(path), self.entries.len());
+        }
+        self.entries.push(e);
+    }
+
+    /// The file's bytes, `None` if absent; a symlink or non-regular file is refused.
+    fn read_file(&self) -> Result<Option<Vec<u8>>> {
+        let host = self.root.host_path(&self.path);
+        match fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_file() => {}
+            Ok(_) => return Err(Error::other(
+                &self.path,
+                "not a regular file (a symlink or directory); refusing to use it as the journal",
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("stat", &self.path, e)),
+        }
+        let mut f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&host)
+            .map_err(|e| Error::io("open", &self.path, e))?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        Ok(Some(buf))
+    }
+
+    /// The journal file's device path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     pub fn exists(&self) -> bool {
         self.root.exists(&self.path)
     }
 
+    /// The format on disk, `None` while no journal exists.
+    pub fn version(&self) -> Option<Version> {
+        self.version
+    }
+
+    /// The `cgroup_root` the journal records (`None` for a v1 journal or
+    /// one not yet created).
+    pub fn cgroup_root(&self) -> Option<&Path> {
+        self.recorded_root.as_deref()
+    }
+
+    /// What the check found and forgave (a torn last line).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
-    /// Whether a file already has its original recorded.
+    /// Whether a file already has its original recorded (content or absence).
     pub fn has_file(&self, path: &Path) -> bool {
-        self.keys.contains(&format!("file {}", path.display()))
+        self.keys.contains(&file_key(path))
+    }
+
+    /// The recorded original content of a file (its `FILE` entry); `None`
+    /// if none is recorded or the file did not exist before (`ABSENT`).
+    pub fn original(&self, path: &Path) -> Option<&str> {
+        match self.entries.get(*self.files.get(&Root::normalize(path))?)? {
+            Entry::File { content, .. } => Some(content),
+            _ => None,
+        }
     }
 
     pub fn has(&self, e: &Entry) -> bool {
@@ -132,28 +449,101 @@ impl Journal {
     }
 
     /// Appends and syncs an entry unless one for the same thing is recorded.
+    /// The first record creates the journal (atomically, with its header).
     pub fn record(&mut self, e: Entry) -> Result<()> {
         if self.keys.contains(&e.key()) {
             return Ok(());
         }
-        if !self.root.exists(&self.path) {
-            if let Some(dir) = self.path.parent() {
-                self.root.mkdir_all(dir)?;
-            }
-            self.root.append_synced(&self.path, HEADER)?;
+        let line = format!("{}\n", e.render());
+        if self.version.is_none() {
+            self.create(&line)?;
+        } else {
+            self.append(&line)?;
         }
-        self.root.append_synced(&self.path, &e.render())?;
         self.keys.insert(e.key());
-        self.entries.push(e);
+        self.index(e);
         Ok(())
     }
 
-    pub fn remove(self) -> Result<()> {
-        if self.root.exists(&self.path) {
-            self.root.remove_file(&self.path)?;
+    /// Writes header, root and first line to `originals.new`, syncs it and
+    /// renames it into place, then syncs the directory.
+    fn create(&mut self, first: &str) -> Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        super::lock::prepare_state_dir(&self.root, &dir)?;
+        let tmp_dev = self.path.with_file_name("originals.new");
+        let tmp = self.root.host_path(&tmp_dev);
+        let data = format!("{}{first}", render_header(&self.new_root));
+        // A leftover from an interrupted create is ours and incomplete.
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("unlink", &tmp_dev, e)),
         }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+            .map_err(|e| Error::io("open", &tmp_dev, e))?;
+        f.write_all(data.as_bytes())
+            .map_err(|e| Error::io("write", &tmp_dev, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", &tmp_dev, e))?;
+        drop(f);
+        let host = self.root.host_path(&self.path);
+        // rename(2) replaces a journal that appeared meanwhile only if none
+        // did: writers hold the state_dir lock, so none can.
+        fs::rename(&tmp, &host).map_err(|e| Error::io("rename", &self.path, e))?;
+        sync_dir(&self.root, &dir)?;
+        self.version = Some(Version::V2);
+        self.recorded_root = Some(self.new_root.clone());
+        self.valid_len = data.len();
         Ok(())
     }
+
+    /// Appends one line and syncs; a torn tail left by a crash is cut first
+    /// so the new line does not glue onto it.
+    fn append(&mut self, line: &str) -> Result<()> {
+        let host = self.root.host_path(&self.path);
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&host)
+            .map_err(|e| Error::io("open", &self.path, e))?;
+        if self.torn {
+            f.set_len(self.valid_len as u64)
+                .map_err(|e| Error::io("truncate", &self.path, e))?;
+            self.torn = false;
+        }
+        f.write_all(line.as_bytes())
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        f.sync_all()
+            .map_err(|e| Error::io("fsync", &self.path, e))?;
+        self.valid_len += line.len();
+        Ok(())
+    }
+
+    /// Deletes the journal (after a complete reset) and syncs its directory.
+    pub fn remove(self) -> Result<()> {
+        let host = self.root.host_path(&self.path);
+        match fs::remove_file(&host) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io("unlink", &self.path, e)),
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("/"));
+        sync_dir(&self.root, dir)
+    }
+}
+
+/// fsyncs a directory so a created, renamed or removed entry survives a power cut.
+fn sync_dir(root: &Root, dir: &Path) -> Result<()> {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(root.host_path(dir))
+        .map_err(|e| Error::io("open", dir, e))?;
+    f.sync_all().map_err(|e| Error::io("fsync", dir, e))
 }
 
 fn escape(s: &str) -> String {
@@ -170,23 +560,24 @@ fn escape(s: &str) -> String {
     out
 }
 
-fn unescape(s: &str) -> String {
+/// The inverse of [`escape`]; `None` for an escape `escape` never makes.
+fn unescape(s: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars();
     while let Some(c) = it.next() {
         if c == '\\' {
-            match it.next() {
-                Some('t') => out.push('\t'),
-                Some('n') => out.push('\n'),
-                Some('r') => out.push('\r'),
-                Some(other) => out.push(other),
-                None => out.push('\\'),
+            match it.next()? {
+                't' => out.push('\t'),
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                '\\' => out.push('\\'),
+                _ => return None,
             }
         } else {
             out.push(c);
         }
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -194,13 +585,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const CG: &str = "/sys/fs/cgroup";
+
+    fn journal_host(root: &Root, state: &str) -> PathBuf {
+        root.host_path(&Path::new(state).join("originals"))
+    }
+
     #[test]
     fn records_once_and_survives_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::fake(dir.path());
         let state = Path::new("/run/cgwarden");
-        let mut j = Journal::open(&root, state).unwrap();
-        assert!(!j.exists());
+        let mut j = Journal::open(&root, state, Path::new(CG)).unwrap();
+        assert!(!j.exists(), "nothing is created before the first record");
+        assert!(!root.exists(state));
         let swappiness = PathBuf::from("/proc/sys/vm/swappiness");
         j.record(Entry::File {
             path: swappiness.clone(),
@@ -217,7 +615,20 @@ mod tests {
             path: "/sys/fs/cgroup/rt".into(),
         })
         .unwrap();
-        let j2 = Journal::open(&root, state).unwrap();
+        let text = std::fs::read_to_string(journal_host(&root, "/run/cgwarden")).unwrap();
+        assert!(
+            text.starts_with("# cgwarden originals journal v2\nROOT\t/sys/fs/cgroup\nFILE\t"),
+            "{text}"
+        );
+        let j2 = Journal::open(&root, state, Path::new("/sys/fs/cgroup/")).unwrap();
+        assert_eq!(j2.cgroup_root(), Some(Path::new(CG)));
+        assert_eq!(j2.original(&swappiness), Some("60\n"));
+        assert_eq!(
+            j2.original(Path::new("/proc/sys/vm/../vm/swappiness")),
+            Some("60\n")
+        );
+        assert!(j2.has_file(&swappiness));
+        assert_eq!(j2.original(Path::new("/proc/sys/vm/dirty_ratio")), None);
         assert_eq!(
             j2.entries(),
             &[
@@ -230,30 +641,254 @@ mod tests {
                 }
             ]
         );
+        assert!(j2.warnings().is_empty());
     }
 
     #[test]
-    fn torn_last_line_is_skipped() {
+    fn state_dir_is_created_0700_whatever_the_umask() {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::fake(dir.path());
-        let mut j = Journal::open(&root, Path::new("/run/x")).unwrap();
+        let mut j = Journal::open(&root, Path::new("/run/cgw"), Path::new(CG)).unwrap();
         j.record(Entry::ZramInit {
             device: "zram0".into(),
         })
         .unwrap();
-        let host = root.host_path(Path::new("/run/x/originals"));
-        let mut text = std::fs::read_to_string(&host).unwrap();
-        text.push_str("FIL");
-        std::fs::write(&host, text).unwrap();
-        let j2 = Journal::open(&root, Path::new("/run/x")).unwrap();
-        assert_eq!(j2.entries().len(), 1);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("run/cgw"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let mode = std::fs::metadata(journal_host(&root, "/run/cgw"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn original_of_an_absent_file_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::fake(dir.path());
+        let mut j = Journal::open(&root, Path::new("/run/x"), Path::new(CG)).unwrap();
+        let p = Path::new("/sys/fs/cgroup/a/cpu.weight");
+        j.record(Entry::Absent { path: p.into() }).unwrap();
+        assert!(j.has_file(p));
+        assert_eq!(j.original(p), None);
+    }
+
+    #[test]
+    fn other_cgroup_root_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::fake(dir.path());
+        let mut j = Journal::open(&root, Path::new("/run/x"), Path::new(CG)).unwrap();
+        j.record(Entry::Mkdir {
+            path: "/sys/fs/cgroup/a".into(),
+        })
+        .unwrap();
+        let e = Journal::open(&root, Path::new("/run/x"), Path::new("/sys/fs/cgroup/sub"))
+            .err()
+            .expect("refused");
+        let msg = e.to_string();
+        assert!(msg.contains("/run/x/originals"), "{msg}");
+        assert!(msg.contains("cgroup_root /sys/fs/cgroup but"), "{msg}");
+        assert!(msg.contains("/sys/fs/cgroup/sub"), "{msg}");
+        assert!(e.errno().is_none(), "a refusal, not an I/O error");
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_with_a_warning_and_cut_before_appending() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::fake(dir.path());
+        let state = Path::new("/run/x");
+        let mut j = Journal::open(&root, state, Path::new(CG)).unwrap();
+        j.record(Entry::ZramInit {
+            device: "zram0".into(),
+        })
+        .unwrap();
+        let host = journal_host(&root, "/run/x");
+        let good = std::fs::read(&host).unwrap();
+        // Even a torn line that parses is ignored: it may carry a cut value.
+        let mut text = good.clone();
+        text.extend_from_slice(b"FILE\t/proc/sys/vm/swappiness\t6");
+        std::fs::write(&host, &text).unwrap();
+        let loaded = Journal::load(&root, state).unwrap().unwrap();
+        assert_eq!(loaded.entries().len(), 1);
+        assert_eq!(loaded.warnings().len(), 1);
+        assert!(
+            loaded.warnings()[0].contains("line 4 is torn"),
+            "{:?}",
+            loaded.warnings()
+        );
+        assert_eq!(std::fs::read(&host).unwrap(), text, "load changes nothing");
+
+        let mut w = Journal::open(&root, state, Path::new(CG)).unwrap();
+        w.record(Entry::Mkdir {
+            path: "/sys/fs/cgroup/a".into(),
+        })
+        .unwrap();
+        let mut expect = good;
+        expect.extend_from_slice(b"MKDIR\t/sys/fs/cgroup/a\n");
+        assert_eq!(std::fs::read(&host).unwrap(), expect);
+        assert!(Journal::load(&root, state)
+            .unwrap()
+            .unwrap()
+            .warnings()
+            .is_empty());
+    }
+
+    fn parse_err(bytes: &[u8]) -> String {
+        parse(bytes, Path::new("/run/cgwarden/originals"))
+            .expect_err("must be refused")
+            .to_string()
+    }
+
+    #[test]
+    fn damaged_journals_are_errors_naming_file_and_line() {
+        let head = render_header(Path::new(CG));
+        let e = parse_err(b"");
+        assert!(
+            e.contains("/run/cgwarden/originals") && e.contains("empty"),
+            "{e}"
+        );
+        let e = parse_err(b"\x89PNG\r\n\x1a\n\0\0");
+        assert!(e.contains("line 1") && e.contains("not a cgwarden"), "{e}");
+        let e = parse_err(b"# cgwarden originals journal v2");
+        assert!(e.contains("line 1"), "{e}");
+        let e = parse_err(format!("{HEADER}\nFILE\t/a\tb\n").as_bytes());
+        assert!(e.contains("line 2") && e.contains("ROOT"), "{e}");
+        let e = parse_err(
+            format!(
+                "{head}MKDIR\t/sys/fs/cgroup/a\nFILE\t/proc/sys/vm/swa\nMKDIR\t/sys/fs/cgroup/b\n"
+            )
+            .as_bytes(),
+        );
+        assert!(
+            e.contains("/run/cgwarden/originals: line 4: damaged entry"),
+            "{e}"
+        );
+        let e = parse_err(format!("{head}MKDIR\trelative\n").as_bytes());
+        assert!(e.contains("line 3"), "{e}");
+        let e = parse_err(format!("{head}FILE\t/a\tb\\q\n").as_bytes());
+        assert!(e.contains("line 3"), "{e}");
+        let e = parse_err(format!("{head}MKDIR\t/a\textra\n").as_bytes());
+        assert!(e.contains("line 3"), "{e}");
+        let e = parse_err(format!("{head}\n").as_bytes());
+        assert!(e.contains("line 3"), "an empty line is damage: {e}");
+        let mut bad = head.into_bytes();
+        bad.extend_from_slice(b"FILE\t/a\t\xff\xfe\n");
+        assert!(parse_err(&bad).contains("line 3: not UTF-8"));
+    }
+
+    #[test]
+    fn v1_journal_is_accepted_without_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::fake(dir.path());
+        let host = journal_host(&root, "/run/x");
+        std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+        let v1 = format!("{HEADER_V1}\nFILE\t/proc/sys/vm/swappiness\t60\\n\n");
+        std::fs::write(&host, &v1).unwrap();
+        let j = Journal::load(&root, Path::new("/run/x")).unwrap().unwrap();
+        assert_eq!(j.version(), Some(Version::V1));
+        assert_eq!(j.cgroup_root(), None);
+        assert_eq!(
+            j.original(Path::new("/proc/sys/vm/swappiness")),
+            Some("60\n")
+        );
+        // A writer keeps appending to it as is.
+        let mut w = Journal::open(&root, Path::new("/run/x"), Path::new(CG)).unwrap();
+        w.record(Entry::Mkdir {
+            path: "/sys/fs/cgroup/a".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&host).unwrap(),
+            format!("{v1}MKDIR\t/sys/fs/cgroup/a\n")
+        );
+    }
+
+    #[test]
+    fn symlinked_journal_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::fake(dir.path());
+        let host = journal_host(&root, "/run/x");
+        std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join("elsewhere"), render_header(Path::new(CG))).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &host).unwrap();
+        let e = Journal::load(&root, Path::new("/run/x"))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+
+    fn arb_entry() -> impl Strategy<Value = Entry> {
+        let path = "/[a-z/._\\\\\t\n-]{1,30}";
+        prop_oneof![
+            (path, "\\PC*").prop_map(|(p, c)| Entry::File {
+                path: p.into(),
+                content: c
+            }),
+            path.prop_map(|p| Entry::Absent { path: p.into() }),
+            path.prop_map(|p| Entry::Mkdir { path: p.into() }),
+            "zram[0-9]{1,2}".prop_map(|d| Entry::ZramInit { device: d }),
+            "zram[0-9]{1,2}".prop_map(|d| Entry::ZramHotAdd { device: d }),
+            "/dev/[a-z0-9]{1,8}".prop_map(|p| Entry::Swapon { path: p.into() }),
+        ]
     }
 
     proptest! {
         #[test]
-        fn entries_round_trip(path in "/[a-z/._-]{1,40}", content in "\\PC*") {
-            let e = Entry::File { path: path.clone().into(), content: content.clone() };
+        fn entries_round_trip(e in arb_entry()) {
             prop_assert_eq!(Entry::parse(&e.render()), Some(e));
+        }
+
+        #[test]
+        fn header_round_trips_any_cgroup_root(
+            rel in proptest::collection::vec("[^/\\x00]{1,12}", 0..5),
+            entries in proptest::collection::vec(arb_entry(), 0..6),
+        ) {
+            let mut cg = PathBuf::from("/");
+            for c in &rel {
+                cg.push(c);
+            }
+            let cg = Root::normalize(&cg);
+            let mut text = render_header(&cg);
+            for e in &entries {
+                text.push_str(&e.render());
+                text.push('\n');
+            }
+            let p = parse(text.as_bytes(), Path::new("/j")).unwrap();
+            prop_assert_eq!(p.version, Version::V2);
+            prop_assert_eq!(p.cgroup_root, Some(cg));
+            prop_assert_eq!(p.entries, entries);
+            prop_assert!(p.warnings.is_empty());
+        }
+
+        /// Random bytes never panic, and load only if they are a journal:
+        /// then every complete line is exactly what the parse renders back.
+        #[test]
+        fn random_bytes_never_panic_nor_pass_for_a_journal(
+            with_header in any::<bool>(),
+            tail in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut bytes = if with_header {
+                render_header(Path::new(CG)).into_bytes()
+            } else {
+                Vec::new()
+            };
+            bytes.extend_from_slice(&tail);
+            if let Ok(p) = parse(&bytes, Path::new("/j")) {
+                let mut again = match p.version {
+                    Version::V2 => render_header(p.cgroup_root.as_deref().unwrap_or(Path::new("/"))),
+                    Version::V1 => format!("{HEADER_V1}\n"),
+                };
+                for e in &p.entries {
+                    again.push_str(&e.render());
+                    again.push('\n');
+                }
+                prop_assert_eq!(again.as_bytes(), &bytes[..p.valid_len]);
+                prop_assert_eq!(p.warnings.len(), usize::from(p.valid_len < bytes.len()));
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
 //! from `min` up to `max`, processes moved only after their group is ready.
 
 pub mod journal;
+pub mod lock;
 pub mod placement;
 pub mod reset;
 
@@ -649,7 +650,11 @@ impl<'p> Converger<'p> {
         plan: &Plan,
         out: &mut dyn FnMut(&str),
     ) -> Result<Applied, crate::kernel::Error> {
-        let mut journal = Journal::open(&self.root, &self.policy.settings.state_dir)?;
+        let mut journal = Journal::open(
+            &self.root,
+            &self.policy.settings.state_dir,
+            &self.policy.settings.cgroup_root,
+        )?;
         let mut done = Applied::default();
         let mut created: Vec<PathBuf> = journal
             .entries()

@@ -1,5 +1,12 @@
 //! `reset`: undo everything the journal records, newest first.
 //!
+//! The journal is checked first ([`Journal::load`]): a damaged one is an
+//! error and nothing is touched. Its recorded `cgroup_root` is used, not the
+//! current policy's (a v1 journal has none: the policy's is used, with a
+//! warning). Every path it names must lie under a kernel interface cgwarden
+//! manages (`/sys`, `/proc/sys`, `/proc/irq`, `/dev` for swap, the cgroup
+//! root), zram devices must be named `zramN`; otherwise nothing is touched.
+//!
 //! Groups cgwarden created are emptied (their processes moved to the nearest
 //! ancestor it did not create) and removed deepest-first; zram devices it set
 //! up are swapped off and reset; every other file gets its original content
@@ -14,21 +21,67 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]
 pub struct ResetReport {
+    /// What was done, one line each (`WRITE`, `RMDIR`, `REMOVE`, `SWAPOFF`,
+    /// or `# skipped on a fake root: ...`).
     pub lines: Vec<String>,
+    /// What could not be done, with the error.
     pub failures: Vec<String>,
+    /// What the journal check forgave (a torn last line, a v1 journal).
+    pub warnings: Vec<String>,
     /// False when there was no journal: nothing had been changed.
     pub had_journal: bool,
+    /// The cgroup root used (the journal's, else the policy's).
+    pub cgroup_root: PathBuf,
 }
 
-pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetReport, Error> {
-    let journal = Journal::open(root, state_dir)?;
+impl ResetReport {
+    /// How many things were restored (lines that are not skip notes).
+    pub fn restored(&self) -> usize {
+        self.lines.iter().filter(|l| !l.starts_with('#')).count()
+    }
+
+    /// The summary line, e.g. `reset: 35 restored, 0 failed`.
+    pub fn summary(&self) -> String {
+        format!(
+            "reset: {} restored, {} failed",
+            self.restored(),
+            self.failures.len()
+        )
+    }
+}
+
+/// Restores what the journal in `state_dir` records. `policy_cgroup_root`
+/// is used only for a v1 journal, which does not record its own.
+pub fn reset(
+    root: &Root,
+    state_dir: &Path,
+    policy_cgroup_root: &Path,
+) -> Result<ResetReport, Error> {
+    let Some(journal) = Journal::load(root, state_dir)? else {
+        return Ok(ResetReport {
+            cgroup_root: policy_cgroup_root.to_path_buf(),
+            ..Default::default()
+        });
+    };
     let mut rep = ResetReport {
-        had_journal: journal.exists(),
+        had_journal: true,
+        warnings: journal.warnings().to_vec(),
         ..Default::default()
     };
-    if !rep.had_journal {
-        return Ok(rep);
-    }
+    let cgroup_root = match journal.cgroup_root() {
+        Some(r) => r.to_path_buf(),
+        None => {
+            rep.warnings.push(format!(
+                "{}: a v1 journal does not record cgroup_root; using the policy's {}",
+                journal.path().display(),
+                policy_cgroup_root.display()
+            ));
+            Root::normalize(policy_cgroup_root)
+        }
+    };
+    let cgroup_root = cgroup_root.as_path();
+    rep.cgroup_root = cgroup_root.to_path_buf();
+    check_managed(&journal, cgroup_root)?;
     let entries: Vec<Entry> = journal.entries().to_vec();
     let created: Vec<PathBuf> = entries
         .iter()
@@ -165,6 +218,44 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
         journal.remove()?;
     }
     Ok(rep)
+}
+
+/// Refuses a journal naming anything outside the kernel interfaces cgwarden
+/// manages (SPEC §4), before anything is touched.
+fn check_managed(journal: &Journal, cgroup_root: &Path) -> Result<(), Error> {
+    let managed = |p: &Path, dev_ok: bool| {
+        let p = Root::normalize(p);
+        p.starts_with("/sys")
+            || p.starts_with("/proc/sys")
+            || p.starts_with("/proc/irq")
+            || p.starts_with(cgroup_root)
+            || (dev_ok && p.starts_with("/dev"))
+    };
+    let zram_name = |d: &str| {
+        d.strip_prefix("zram")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    for e in journal.entries() {
+        let bad = match e {
+            Entry::File { path, .. } | Entry::Absent { path } | Entry::Mkdir { path } => {
+                (!managed(path, false)).then(|| path.display().to_string())
+            }
+            Entry::Swapon { path } => (!managed(path, true)).then(|| path.display().to_string()),
+            Entry::ZramHotAdd { device } | Entry::ZramInit { device } => {
+                (!zram_name(device)).then(|| format!("zram device {device:?}"))
+            }
+        };
+        if let Some(what) = bad {
+            return Err(Error::other(
+                journal.path(),
+                format!(
+                    "names {what}, which is not a kernel interface cgwarden manages; \
+                     nothing was restored and the journal was left untouched"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn zram_device_of(path: &Path, devices: &[String]) -> Option<String> {
