@@ -9,7 +9,7 @@
 use super::journal::{Entry, Journal};
 use crate::engine::normalize::{self, Form};
 use crate::kernel::cgroupfs::CgroupFs;
-use crate::kernel::{zram, Error, Root};
+use crate::kernel::{zram, Error, Op, Root};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]
@@ -89,7 +89,7 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
     for e in entries.iter().rev() {
         match e {
             Entry::Swapon { path } => {
-                if root.is_fake() {
+                if !root.supports(Op::Swap) {
                     rep.lines.push(format!(
                         "# skipped on a fake root: SWAPOFF {}",
                         path.display()
@@ -110,12 +110,12 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 }
             }
             Entry::ZramInit { device } => {
-                if !root.is_fake() {
+                if root.supports(Op::ZramControl) {
                     reset_zram(root, device, &mut rep, &mut zram_done);
                 }
             }
             Entry::ZramHotAdd { device } => {
-                if root.is_fake() {
+                if !root.supports(Op::ZramControl) {
                     continue;
                 }
                 let id = device.trim_start_matches("zram");
@@ -131,7 +131,7 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 if created.iter().any(|d| path.starts_with(d)) {
                     continue;
                 }
-                if !root.is_fake() {
+                if root.supports(Op::ZramControl) {
                     if let Some(dev) = zram_device_of(path, &zram_reset) {
                         // The kernel's zram `reset` zeroes disksize and mem_limit but
                         // keeps the chosen algorithm, which can only be written while
@@ -149,7 +149,7 @@ pub fn reset(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<ResetR
                 restore_file(root, path, content, &mut rep);
             }
             Entry::Absent { path } => {
-                if created.iter().any(|d| path.starts_with(d)) || !root.is_fake() {
+                if created.iter().any(|d| path.starts_with(d)) || !root.supports(Op::CreateFile) {
                     continue;
                 }
                 match root.remove_file(path) {
@@ -223,12 +223,7 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
         if ops.is_empty() {
             return;
         }
-        if root.is_fake() {
-            // A fake file has no kernel to apply the toggles: write the result.
-            original.trim().to_string()
-        } else {
-            ops.join(" ")
-        }
+        ops.join(" ")
     } else {
         if normalize::same(Form::Text, &current, original) {
             return;
@@ -278,9 +273,6 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
                 Err(e) if e.errno() == Some(libc::ESRCH) => {}
                 Err(e) => return Err(e),
             }
-        }
-        if cg.root().is_fake() {
-            return Ok(());
         }
     }
     Ok(())
