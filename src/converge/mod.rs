@@ -117,11 +117,13 @@ impl fmt::Display for Step {
 }
 
 /// Steps that cannot be taken on a fake tree (no kernel behind the files).
-fn needs_kernel(step: &Step) -> bool {
-    matches!(
-        step,
-        Step::Mkswap { .. } | Step::Swapon { .. } | Step::Sched { .. } | Step::ZramHotAdd { .. }
-    )
+fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
+    match step {
+        Step::Mkswap { .. } | Step::Swapon { .. } => Some(crate::kernel::Op::Swap),
+        Step::Sched { .. } => Some(crate::kernel::Op::Sched),
+        Step::ZramHotAdd { .. } => Some(crate::kernel::Op::ZramControl),
+        _ => None,
+    }
 }
 
 /// What the converger found: the steps, and what the system lacks.
@@ -342,7 +344,7 @@ impl<'p> Converger<'p> {
             // On a real kernel a knob file of an existing group whose controller
             // is already enabled must exist; if not, the kernel lacks it.
             let enabled = parent_enabled.iter().any(|c| c == ctrl);
-            if exists && enabled && !self.root.is_fake() && !self.root.exists(&path) {
+            if exists && enabled && !self.cg.knob_exists(&g.path, file) {
                 plan.missing.push(format!(
                     "{}: the kernel does not offer this knob",
                     path.display()
@@ -634,7 +636,7 @@ impl<'p> Converger<'p> {
     /// Whether a step is only reported, not taken: on a fake root there is no
     /// kernel to swapon, mkswap or set scheduling policies (SPEC §1).
     pub fn skips(&self, step: &Step) -> bool {
-        self.root.is_fake() && needs_kernel(step)
+        needs_kernel(step).is_some_and(|op| !self.root.supports(op))
     }
 
     /// Which knobs are missing, for `on_missing: fail`: checked before any write.
@@ -726,7 +728,6 @@ impl<'p> Converger<'p> {
                     }
                 }
                 let inside_created = created.iter().any(|d| path.starts_with(d));
-                let absent = current.is_none();
                 if !inside_created {
                     match current {
                         Some(content) => journal.record(Entry::File {
@@ -736,11 +737,7 @@ impl<'p> Converger<'p> {
                         None => journal.record(Entry::Absent { path: path.clone() })?,
                     }
                 }
-                if absent && self.root.is_fake() {
-                    self.root.write_new(path, value)?;
-                } else {
-                    self.root.write(path, value)?;
-                }
+                self.root.write(path, value)?;
                 Ok(true)
             }
             Step::ZramHotAdd { device } => {

@@ -6,7 +6,7 @@
 use super::Step;
 use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, PlaceOps};
 use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
-use crate::kernel::{procfs, sched, Root};
+use crate::kernel::{procfs, sched, Op, Root};
 use crate::policy::model::{Policy, Sched};
 use std::collections::HashMap;
 
@@ -39,11 +39,7 @@ impl KernelOps {
             })
             .collect();
         KernelOps {
-            me: if root.is_fake() {
-                -1
-            } else {
-                std::process::id() as i32
-            },
+            me: root.own_pid().unwrap_or(-1),
             root,
             cg,
             groups,
@@ -89,7 +85,7 @@ impl PlaceOps for KernelOps {
         }
     }
     fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
-        if self.root.is_fake() {
+        if !self.root.supports(Op::Sched) {
             return true; // no kernel behind a fake tree: sched is not attempted
         }
         super::sched_matches(&self.root, pid, s)

@@ -16,7 +16,7 @@
 use super::journal::{Entry, Journal};
 use crate::engine::normalize::{self, Form};
 use crate::kernel::cgroupfs::CgroupFs;
-use crate::kernel::{zram, Error, Root};
+use crate::kernel::{zram, Error, Op, Root};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]
@@ -142,7 +142,7 @@ pub fn reset(
     for e in entries.iter().rev() {
         match e {
             Entry::Swapon { path } => {
-                if root.is_fake() {
+                if !root.supports(Op::Swap) {
                     rep.lines.push(format!(
                         "# skipped on a fake root: SWAPOFF {}",
                         path.display()
@@ -163,12 +163,12 @@ pub fn reset(
                 }
             }
             Entry::ZramInit { device } => {
-                if !root.is_fake() {
+                if root.supports(Op::ZramControl) {
                     reset_zram(root, device, &mut rep, &mut zram_done);
                 }
             }
             Entry::ZramHotAdd { device } => {
-                if root.is_fake() {
+                if !root.supports(Op::ZramControl) {
                     continue;
                 }
                 let id = device.trim_start_matches("zram");
@@ -184,7 +184,7 @@ pub fn reset(
                 if created.iter().any(|d| path.starts_with(d)) {
                     continue;
                 }
-                if !root.is_fake() {
+                if root.supports(Op::ZramControl) {
                     if let Some(dev) = zram_device_of(path, &zram_reset) {
                         // The kernel's zram `reset` zeroes disksize and mem_limit but
                         // keeps the chosen algorithm, which can only be written while
@@ -202,7 +202,7 @@ pub fn reset(
                 restore_file(root, path, content, &mut rep);
             }
             Entry::Absent { path } => {
-                if created.iter().any(|d| path.starts_with(d)) || !root.is_fake() {
+                if created.iter().any(|d| path.starts_with(d)) || !root.supports(Op::CreateFile) {
                     continue;
                 }
                 match root.remove_file(path) {
@@ -314,12 +314,7 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
         if ops.is_empty() {
             return;
         }
-        if root.is_fake() {
-            // A fake file has no kernel to apply the toggles: write the result.
-            original.trim().to_string()
-        } else {
-            ops.join(" ")
-        }
+        ops.join(" ")
     } else {
         if normalize::same(Form::Text, &current, original) {
             return;
@@ -369,9 +364,6 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
                 Err(e) if e.errno() == Some(libc::ESRCH) => {}
                 Err(e) => return Err(e),
             }
-        }
-        if cg.root().is_fake() {
-            return Ok(());
         }
     }
     Ok(())

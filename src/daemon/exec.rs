@@ -653,7 +653,7 @@ impl ExecWatch {
 /// The process-events connector, unless the root is fake or it cannot be
 /// opened (said once, with the reason; scanning every tick takes over).
 fn open_connector(root: &Root) -> Option<Connector> {
-    if root.is_fake() {
+    if !root.supports(crate::kernel::Op::ProcConnector) {
         tracing::info!(
             "--root: exec events do not exist on a fake tree; scanning /proc every tick"
         );

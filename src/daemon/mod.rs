@@ -332,7 +332,7 @@ impl Daemon {
             };
             if key.target == Target::System
                 && !root.exists(std::path::Path::new("/proc/pressure"))
-                && !root.is_fake()
+                && root.supports(crate::kernel::Op::PsiTrigger)
             {
                 tracing::warn!(
                     "/proc/pressure is absent: the kernel has PSI disabled; boot with psi=1"

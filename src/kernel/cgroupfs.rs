@@ -13,24 +13,11 @@
 //! access is all cgroup v2 needs.
 //!
 //! # Fake trees (SPEC §1)
-//! With [`Root::is_fake`] there is no kernel, so this module emulates the
-//! kernel's side where cgwarden depends on it:
-//! - [`CgroupFs::mkdir`] also creates empty `cgroup.procs` and
-//!   `cgroup.subtree_control` and a `cgroup.events` of `populated 0` /
-//!   `frozen 0` in the new group, as the kernel would.
-//! - [`CgroupFs::controllers`] of a group without a `cgroup.controllers` file
-//!   is its parent's `cgroup.subtree_control` (the kernel derives it the same
-//!   way); the base group must have its own `cgroup.controllers`.
-//! - [`CgroupFs::knob_exists`] is true if the file exists *or* the knob's
-//!   controller (the part before the first `.`) is enabled for the group.
-//! - [`CgroupFs::enable_controllers`] merges into `cgroup.subtree_control`
-//!   (the kernel's `+ctrl` writes are additive) and stores the resulting
-//!   names without `+`.
-//! - [`CgroupFs::move_pid`] fails with ESRCH if `/proc/PID` does not exist;
-//!   otherwise it appends the pid to the target group's `cgroup.procs`,
-//!   removes it from the old group's `cgroup.procs` (the old group is found
-//!   through `/proc/PID/cgroup`), and rewrites the `0::` line of
-//!   `/proc/PID/cgroup` to `0::/<path relative to the cgroup2 mount>`.
+//! On a fake root there is no kernel; where cgwarden depends on the
+//! kernel's side (a new group's core files, controllers derived from the
+//! parent, knobs present when their controller is enabled, additive
+//! `subtree_control` writes, moves through `cgroup.procs`, rmdir refusal)
+//! the methods here hand over to [`super::fake`], which owns that emulation.
 //!
 //! # The cgroup2 mount
 //! [`CgroupFs::mount`] walks up from the base while the parent directory
@@ -45,7 +32,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::error::{Error, Result};
+use super::error::Result;
 use super::psi::{parse_psi, Psi};
 use super::root::Root;
 
@@ -63,7 +50,7 @@ const EVENTS: &str = "cgroup.events";
 
 /// Joins `rel` (slash-separated) onto `base`; `.`/empty segments are
 /// skipped and `..` never climbs above `base`.
-fn join_clamped(base: &Path, rel: &str) -> PathBuf {
+pub(super) fn join_clamped(base: &Path, rel: &str) -> PathBuf {
     let mut segs: Vec<&str> = Vec::new();
     for s in rel.split('/') {
         match s {
@@ -152,7 +139,7 @@ impl CgroupFs {
         self.root.is_dir(&self.dir(rel))
     }
 
-    fn parent_rel(rel: &str) -> Option<String> {
+    pub(super) fn parent_rel(rel: &str) -> Option<String> {
         let segs: Vec<&str> = rel
             .split('/')
             .filter(|s| !s.is_empty() && *s != ".")
@@ -168,12 +155,10 @@ impl CgroupFs {
     pub fn controllers(&self, rel: &str) -> Result<Vec<String>> {
         match self.root.read(&self.file(rel, CONTROLLERS)) {
             Ok(t) => Ok(parse_tokens(&t)),
-            Err(e) if e.is_not_found() && self.root.is_fake() && self.exists(rel) => {
-                match Self::parent_rel(rel) {
-                    Some(parent) => self.subtree_control(&parent),
-                    None => Err(e),
-                }
-            }
+            Err(e) if e.is_not_found() => match self.root.emulation() {
+                Some(fake) => fake.controllers(self, rel, e),
+                None => Err(e),
+            },
             Err(e) => Err(e),
         }
     }
@@ -187,26 +172,13 @@ impl CgroupFs {
     }
 
     /// Enables controllers for the children of `rel`: writes `+a +b` to
-    /// `cgroup.subtree_control` in one write. Empty list: no write.
+    /// `cgroup.subtree_control` in one write (additive, on a fake root too).
+    /// Empty list: no write.
     pub fn enable_controllers(&self, rel: &str, ctrls: &[&str]) -> Result<()> {
         if ctrls.is_empty() {
             return Ok(());
         }
         let path = self.file(rel, SUBTREE_CONTROL);
-        if self.root.is_fake() {
-            let mut cur = match self.root.read(&path) {
-                Ok(t) => parse_tokens(&t),
-                Err(e) if e.is_not_found() => Vec::new(),
-                Err(e) => return Err(e),
-            };
-            for c in ctrls {
-                let c = c.trim_start_matches('+');
-                if !c.is_empty() && !cur.iter().any(|x| x == c) {
-                    cur.push(c.to_string());
-                }
-            }
-            return self.root.write(&path, &cur.join(" "));
-        }
         let value = ctrls
             .iter()
             .map(|c| format!("+{}", c.trim_start_matches('+')))
@@ -219,11 +191,8 @@ impl CgroupFs {
     /// On a fake root the core files are created too (see module docs).
     pub fn mkdir(&self, rel: &str) -> Result<bool> {
         let created = self.root.mkdir(&self.dir(rel))?;
-        if created && self.root.is_fake() {
-            self.root.write_new(&self.file(rel, PROCS), "")?;
-            self.root.write_new(&self.file(rel, SUBTREE_CONTROL), "")?;
-            self.root
-                .write_new(&self.file(rel, EVENTS), "populated 0\nfrozen 0")?;
+        if let Some(fake) = self.root.emulation().filter(|_| created) {
+            fake.populate_group(self, rel)?;
         }
         Ok(created)
     }
@@ -247,21 +216,11 @@ impl CgroupFs {
     /// True if knob `knob` exists in group `rel`. On a fake root also true
     /// when the knob's controller is enabled for the group (module docs).
     pub fn knob_exists(&self, rel: &str, knob: &str) -> bool {
-        if self.root.exists(&self.file(rel, knob)) {
-            return true;
-        }
-        if !self.root.is_fake() || !self.exists(rel) {
-            return false;
-        }
-        let Some((ctrl, _)) = knob.split_once('.') else {
-            return false;
-        };
-        if ctrl == "cgroup" {
-            return false;
-        }
-        self.controllers(rel)
-            .map(|cs| cs.iter().any(|c| c == ctrl))
-            .unwrap_or(false)
+        self.root.exists(&self.file(rel, knob))
+            || self
+                .root
+                .emulation()
+                .is_some_and(|fake| fake.knob_enabled(self, rel, knob))
     }
 
     /// Pids in group `rel` (`cgroup.procs`); junk lines are skipped.
@@ -273,89 +232,10 @@ impl CgroupFs {
     /// On a fake root the kernel's side is emulated (module docs). A vanished
     /// process gives an error with [`Error::is_gone`] (ESRCH).
     pub fn move_pid(&self, rel: &str, pid: i32) -> Result<()> {
-        let procs_path = self.file(rel, PROCS);
-        if !self.root.is_fake() {
-            return self.root.write(&procs_path, &pid.to_string());
+        match self.root.emulation() {
+            Some(fake) => fake.move_pid(self, rel, pid),
+            None => self.root.write(&self.file(rel, PROCS), &pid.to_string()),
         }
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        if pid <= 0 || !self.root.is_dir(&proc_dir) {
-            return Err(Error::io(
-                "write",
-                procs_path,
-                std::io::Error::from_raw_os_error(libc::ESRCH),
-            ));
-        }
-        let target = self.dir(rel);
-        if !self.root.is_dir(&target) {
-            return Err(Error::io(
-                "write",
-                procs_path,
-                std::io::Error::from_raw_os_error(libc::ENOENT),
-            ));
-        }
-        let mount = self.mount();
-        // Remove from the old group, if /proc/PID/cgroup names one we can find.
-        match pid_cgroup(&self.root, pid) {
-            Ok(Some(old)) => {
-                let old_dir = join_clamped(&mount, &old);
-                if old_dir != target {
-                    let old_procs = old_dir.join(PROCS);
-                    if let Ok(text) = self.root.read(&old_procs) {
-                        let pids = parse_pids(&text);
-                        if pids.contains(&pid) {
-                            let rest: Vec<String> = pids
-                                .iter()
-                                .filter(|&&p| p != pid)
-                                .map(|p| p.to_string())
-                                .collect();
-                            self.root.write(&old_procs, &rest.join("\n"))?;
-                        }
-                    }
-                }
-            }
-            Ok(None) => {}
-            Err(e) => tracing::debug!(pid, error = %e, "fake move: no old cgroup"),
-        }
-        // Append to the new group.
-        let mut pids = match self.root.read(&procs_path) {
-            Ok(t) => parse_pids(&t),
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        if !pids.contains(&pid) {
-            pids.push(pid);
-        }
-        let text: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
-        self.root.write_new(&procs_path, &text.join("\n"))?;
-        // Rewrite the v2 line of /proc/PID/cgroup.
-        let rel_to_mount = match target.strip_prefix(&mount) {
-            Ok(r) if r.as_os_str().is_empty() => "/".to_string(),
-            Ok(r) => format!("/{}", r.display()),
-            Err(_) => target.display().to_string(),
-        };
-        let cg_path = proc_dir.join("cgroup");
-        let old_text = match self.root.read(&cg_path) {
-            Ok(t) => t,
-            Err(e) if e.is_not_found() => String::new(),
-            Err(e) => return Err(e),
-        };
-        let new_line = format!("0::{rel_to_mount}");
-        let mut replaced = false;
-        let mut lines: Vec<String> = Vec::new();
-        for l in old_text.lines() {
-            if l.starts_with("0::") {
-                if !replaced {
-                    lines.push(new_line.clone());
-                    replaced = true;
-                }
-            } else if !l.trim().is_empty() {
-                lines.push(l.to_string());
-            }
-        }
-        if !replaced {
-            lines.push(new_line);
-        }
-        self.root.write_new(&cg_path, &lines.join("\n"))
     }
 
     /// Device path of the cgroup2 mount the base lives in (module docs).
@@ -525,9 +405,10 @@ mod tests {
         assert_eq!(c.subtree_control("").unwrap(), ["cpu", "memory"]);
         c.enable_controllers("", &["memory", "+cpuset"]).unwrap();
         assert_eq!(c.subtree_control("").unwrap(), ["cpu", "memory", "cpuset"]);
+        // merged like the kernel's toggles; tokens keep their spelling
         assert_eq!(
             c.read("", "cgroup.subtree_control").unwrap(),
-            "cpu memory cpuset"
+            "+cpu +memory +cpuset"
         );
         c.enable_controllers("", &[]).unwrap();
         // a new group inherits the parent's subtree_control as its controllers

@@ -151,8 +151,51 @@ impl FakeTree {
         fs::read_to_string(self.dir.join(rel))
     }
 
-    /// Adds a process under `proc/PID` (comm, exe link, cmdline, status, cgroup, stat, task/).
+    /// Adds a process under `proc/PID` (comm, exe link, cmdline, status, cgroup, stat, task/)
+    /// and lists it in its cgroup's `cgroup.procs`.
     pub fn add_process(&self, p: &FakeProcess) -> io::Result<()> {
+        self.add_processes(std::slice::from_ref(p))
+    }
+
+    /// Adds many processes; each group's `cgroup.procs` is rewritten once
+    /// (laying out a thousand processes one by one is quadratic).
+    pub fn add_processes(&self, ps: &[FakeProcess]) -> io::Result<()> {
+        let mut by_group: Vec<(&str, Vec<i32>)> = Vec::new();
+        for p in ps {
+            self.proc_files(p)?;
+            match by_group.iter_mut().find(|(g, _)| *g == p.cgroup) {
+                Some((_, pids)) => pids.push(p.pid),
+                None => by_group.push((&p.cgroup, vec![p.pid])),
+            }
+        }
+        // The kernel lists every member in its cgroup's cgroup.procs.
+        for (group, pids) in by_group {
+            let procs = self
+                .dir
+                .join("sys/fs/cgroup")
+                .join(group.trim_start_matches('/'))
+                .join("cgroup.procs");
+            if !procs.exists() {
+                continue;
+            }
+            let mut members = fs::read_to_string(&procs)?;
+            members.truncate(members.trim_end().len());
+            for pid in pids {
+                if members.lines().any(|l| l.trim() == pid.to_string()) {
+                    continue;
+                }
+                if !members.is_empty() {
+                    members.push('\n');
+                }
+                members.push_str(&pid.to_string());
+            }
+            members.push('\n');
+            fs::write(&procs, members)?;
+        }
+        Ok(())
+    }
+
+    fn proc_files(&self, p: &FakeProcess) -> io::Result<()> {
         let d = format!("proc/{}", p.pid);
         self.file(&format!("{d}/comm"), &p.comm)?;
         let mut cmd = Vec::new();
@@ -182,23 +225,6 @@ impl FakeTree {
         }
         for t in &p.threads {
             fs::create_dir_all(self.dir.join(&d).join("task").join(t.to_string()))?;
-        }
-        // The kernel lists every member in its cgroup's cgroup.procs.
-        let procs = self
-            .dir
-            .join("sys/fs/cgroup")
-            .join(p.cgroup.trim_start_matches('/'))
-            .join("cgroup.procs");
-        if procs.exists() {
-            let mut members = fs::read_to_string(&procs)?;
-            if !members.lines().any(|l| l.trim() == p.pid.to_string()) {
-                members = members.trim_end().to_string();
-                if !members.is_empty() {
-                    members.push('\n');
-                }
-                members.push_str(&format!("{}\n", p.pid));
-                fs::write(&procs, members)?;
-            }
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 pub mod cgroupfs;
 pub mod cpufreq;
 pub mod error;
+mod fake;
 pub mod fake_tree;
 pub mod meminfo;
 pub mod proc_events;
@@ -26,4 +27,4 @@ pub mod thermal;
 pub mod zram;
 
 pub use error::{Error, Result};
-pub use root::Root;
+pub use root::{Op, Root};

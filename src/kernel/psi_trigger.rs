@@ -39,7 +39,7 @@ use std::time::Duration;
 use nix::sys::statfs::{fstatfs, CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, PROC_SUPER_MAGIC};
 
 use super::error::Error;
-use super::root::Root;
+use super::root::{Op, Root};
 
 /// Shortest window the kernel accepts.
 pub const WINDOW_MIN: Duration = Duration::from_millis(500);
@@ -197,7 +197,7 @@ pub fn open(
     if let Err(reason) = validate(stall, amount, window) {
         return Err(TriggerError::Invalid { path, spec, reason });
     }
-    if root.is_fake() {
+    if !root.supports(Op::PsiTrigger) {
         return Err(TriggerError::NotKernel { path });
     }
     let unsupported = |reason: String| TriggerError::Unsupported {

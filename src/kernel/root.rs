@@ -8,14 +8,19 @@
 //! resolves `/..` to `/`. (Symlinks inside a fake tree are followed by the OS;
 //! fake trees are trusted test data.)
 //!
-//! Write semantics differ on purpose:
+//! `Root` is also the seam between the two backends:
 //! - real: [`Root::write`] opens an *existing* file `O_WRONLY` (never
 //!   `O_CREAT`, so a typo can never create a file in sysfs/cgroupfs) and
 //!   hands the value to the kernel in one `write(2)` call, because kernel knobs
 //!   parse per write.
-//! - fake: there is no kernel, so a write creates or truncates the file and
-//!   stores `value` plus a newline (like sysfs shows it); a read returns what
-//!   was last written.
+//! - fake: there is no kernel; its side (atomic writes that create or
+//!   replace the file, `subtree_control` merging, group creation, moves,
+//!   rmdir refusal) is emulated by [`super::fake`], to which `Root` and
+//!   [`CgroupFs`](super::cgroupfs::CgroupFs) dispatch.
+//!
+//! What has no emulation at all (swap, scheduling syscalls, zram control,
+//! PSI triggers, the proc connector) is asked with [`Root::supports`]; callers
+//! never ask which backend they have.
 //!
 //! Errors always report the device path, never the host path.
 
@@ -23,14 +28,44 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{Error, Result};
+use super::fake::Fake;
 
 /// Maps absolute device paths under a base directory (see module docs).
 #[derive(Clone, Debug)]
 pub struct Root {
     base: PathBuf,
-    fake: bool,
+    backend: Backend,
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    /// A kernel behind the files.
+    Kernel,
+    /// Plain files; the kernel's side is emulated.
+    Fake(Arc<Fake>),
+}
+
+/// Something only a kernel does (or only plain files do), for
+/// [`Root::supports`]: steps that need it are reported as skipped where it
+/// is not supported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `mkswap` (the swap header on a block device), `swapon(2)`, `swapoff(2)`.
+    Swap,
+    /// `sched_setattr(2)` / `sched_getattr(2)`.
+    Sched,
+    /// zram-control `hot_add`/`hot_remove` and a device's `reset`.
+    ZramControl,
+    /// PSI triggers (a threshold written to a pressure file, then `poll`).
+    PsiTrigger,
+    /// The process-events connector (netlink).
+    ProcConnector,
+    /// A write may create the file it names (plain files only: a kernel
+    /// interface file is never created by a write).
+    CreateFile,
 }
 
 impl Root {
@@ -38,7 +73,7 @@ impl Root {
     pub fn real() -> Root {
         Root {
             base: PathBuf::from("/"),
-            fake: false,
+            backend: Backend::Kernel,
         }
     }
 
@@ -46,7 +81,7 @@ impl Root {
     pub fn fake(dir: impl Into<PathBuf>) -> Root {
         Root {
             base: dir.into(),
-            fake: true,
+            backend: Backend::Fake(Arc::new(Fake::default())),
         }
     }
 
@@ -56,13 +91,42 @@ impl Root {
     pub(crate) fn real_at(dir: impl Into<PathBuf>) -> Root {
         Root {
             base: dir.into(),
-            fake: false,
+            backend: Backend::Kernel,
         }
     }
 
     /// True for a fake tree (no kernel behind the files).
+    #[deprecated(
+        note = "ask `root.supports(Op::...)` for what needs a kernel; the fake \
+                         tree's side lives in kernel::fake"
+    )]
     pub fn is_fake(&self) -> bool {
-        self.fake
+        self.emulation().is_some()
+    }
+
+    /// Whether `op` can be carried out on this root (see [`Op`]).
+    pub fn supports(&self, op: Op) -> bool {
+        match self.backend {
+            Backend::Kernel => op != Op::CreateFile,
+            Backend::Fake(_) => op == Op::CreateFile,
+        }
+    }
+
+    /// The pid this process has in the root's `/proc` (none on a fake tree,
+    /// whose processes are files).
+    pub fn own_pid(&self) -> Option<i32> {
+        match self.backend {
+            Backend::Kernel => i32::try_from(std::process::id()).ok(),
+            Backend::Fake(_) => None,
+        }
+    }
+
+    /// The emulated kernel of a fake tree, for dispatch inside `kernel::`.
+    pub(super) fn emulation(&self) -> Option<&Fake> {
+        match &self.backend {
+            Backend::Kernel => None,
+            Backend::Fake(f) => Some(f),
+        }
     }
 
     /// The base directory (`/` for the real system).
@@ -154,7 +218,7 @@ impl Root {
         let host = self.host_path(p);
         match fs::read_link(&host) {
             Ok(t) => Ok(t),
-            Err(e) if self.fake && e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(e) if self.emulation().is_some() && e.raw_os_error() == Some(libc::EINVAL) => {
                 let s = self.read_trimmed(p)?;
                 if s.is_empty() {
                     Err(Error::io("readlink", Self::dev(p), e))
@@ -168,8 +232,8 @@ impl Root {
 
     /// Writes a knob (see module docs for real vs fake semantics).
     pub fn write(&self, p: &Path, value: &str) -> Result<()> {
-        if self.fake {
-            return self.write_fake(p, value);
+        if let Some(fake) = self.emulation() {
+            return fake.write(self, p, value);
         }
         let host = self.host_path(p);
         let mut f = fs::OpenOptions::new()
@@ -197,7 +261,8 @@ impl Root {
         Ok(())
     }
 
-    fn write_fake(&self, p: &Path, value: &str) -> Result<()> {
+    /// Creates or truncates and writes (`write_new` on a real root).
+    pub(super) fn write_plain(&self, p: &Path, value: &str) -> Result<()> {
         let host = self.host_path(p);
         let mut data = value.to_string();
         if !data.ends_with('\n') {
@@ -213,16 +278,20 @@ impl Root {
             .map_err(|e| Error::io("write", Self::dev(p), e))
     }
 
-    /// Writes a file that may be created (knob files inside fake groups we
-    /// created; state files). Creates or truncates; a trailing newline is
-    /// added if missing, on real and fake roots alike.
+    /// Writes a file that may be created (state files). Creates or
+    /// replaces it; a trailing newline is added if missing, on real and fake
+    /// roots alike (on a fake root atomically, like every fake write).
     pub fn write_new(&self, p: &Path, value: &str) -> Result<()> {
-        self.write_fake(p, value)
+        match self.emulation() {
+            Some(fake) => fake.replace(self, p, value),
+            None => self.write_plain(p, value),
+        }
     }
 
     /// Appends `line` (plus a newline if missing) to a file, creating it, and
     /// fsyncs it (journals). Works the same on real and fake roots.
     pub fn append_synced(&self, p: &Path, line: &str) -> Result<()> {
+        self.settle();
         let host = self.host_path(p);
         let mut data = line.to_string();
         if !data.ends_with('\n') {
@@ -241,11 +310,13 @@ impl Root {
 
     /// Removes a plain file (state files). Missing file is an error (ENOENT).
     pub fn remove_file(&self, p: &Path) -> Result<()> {
+        self.settle();
         fs::remove_file(self.host_path(p)).map_err(|e| Error::io("unlink", Self::dev(p), e))
     }
 
     /// Creates one directory level. `Ok(false)` if it already exists as a directory.
     pub fn mkdir(&self, p: &Path) -> Result<bool> {
+        self.settle();
         let host = self.host_path(p);
         match fs::create_dir(&host) {
             Ok(()) => Ok(true),
@@ -262,6 +333,7 @@ impl Root {
 
     /// Creates a directory and its missing parents (state_dir). Not for cgroups.
     pub fn mkdir_all(&self, p: &Path) -> Result<()> {
+        self.settle();
         fs::create_dir_all(self.host_path(p)).map_err(|e| Error::io("mkdir", Self::dev(p), e))
     }
 
@@ -270,59 +342,24 @@ impl Root {
     /// Real: `rmdir(2)` only — a cgroup directory holds pseudo-files, and
     /// the kernel refuses (EBUSY) while it has children or processes.
     ///
-    /// Fake: a fake group holds plain files, so the directory is removed
-    /// recursively, but only if it looks like a cgroup (contains
-    /// `cgroup.procs`, or is empty); otherwise an error. The kernel's refusal
-    /// is emulated: EBUSY if the directory has subdirectories (child groups)
-    /// or its `cgroup.procs` lists a process.
+    /// Fake: the directory holds plain files, so it is removed recursively,
+    /// but only if it looks like a cgroup, and with the kernel's refusal
+    /// emulated (see [`super::fake`]).
     pub fn rmdir(&self, p: &Path) -> Result<()> {
-        let host = self.host_path(p);
-        if !self.fake {
-            return fs::remove_dir(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e));
-        }
-        let meta = fs::symlink_metadata(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
-        if !meta.is_dir() {
-            return Err(Error::io(
-                "rmdir",
-                Self::dev(p),
-                io::Error::from_raw_os_error(libc::ENOTDIR),
-            ));
-        }
-        let entries = fs::read_dir(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
-        let mut empty = true;
-        let mut has_procs = false;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("rmdir", Self::dev(p), e))?;
-            empty = false;
-            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if is_dir {
-                return Err(Error::io(
-                    "rmdir",
-                    Self::dev(p),
-                    io::Error::from_raw_os_error(libc::EBUSY),
-                ));
-            }
-            if entry.file_name() == "cgroup.procs" {
-                has_procs = true;
+        match self.emulation() {
+            Some(fake) => fake.rmdir(self, p),
+            None => {
+                fs::remove_dir(self.host_path(p)).map_err(|e| Error::io("rmdir", Self::dev(p), e))
             }
         }
-        if !empty && !has_procs {
-            return Err(Error::other(
-                Self::dev(p),
-                "refusing to remove a directory that is not a cgroup (no cgroup.procs)",
-            ));
+    }
+
+    /// On a fake tree, before the first mutation: clears what killed
+    /// writers left (see [`super::fake`]). Nothing on a real root.
+    fn settle(&self) {
+        if let Some(fake) = self.emulation() {
+            fake.settle(self);
         }
-        if has_procs {
-            let procs = self.read(&p.join("cgroup.procs"))?;
-            if procs.split_whitespace().next().is_some() {
-                return Err(Error::io(
-                    "rmdir",
-                    Self::dev(p),
-                    io::Error::from_raw_os_error(libc::EBUSY),
-                ));
-            }
-        }
-        fs::remove_dir_all(&host).map_err(|e| Error::io("rmdir", Self::dev(p), e))
     }
 
     /// Entry names of a directory, sorted. Names that are not UTF-8 are skipped.
@@ -374,8 +411,13 @@ mod tests {
             Root::real().host_path(Path::new("/proc/1/../self")),
             PathBuf::from("/proc/self")
         );
-        assert!(!Root::real().is_fake());
-        assert!(r.is_fake());
+        assert!(Root::real().supports(Op::Swap) && !Root::real().supports(Op::CreateFile));
+        assert!(!r.supports(Op::Sched) && r.supports(Op::CreateFile));
+        assert_eq!(r.own_pid(), None);
+        assert_eq!(
+            Root::real().own_pid(),
+            i32::try_from(std::process::id()).ok()
+        );
     }
 
     #[test]
@@ -468,13 +510,22 @@ mod tests {
         let e = r.rmdir(Path::new("/d")).unwrap_err();
         assert_eq!(e.path(), Path::new("/d"));
         assert!(t.path().join("d/important").exists());
-        // populated: EBUSY
+        // populated: EBUSY while a listed pid is a member
         fs::create_dir(t.path().join("p")).unwrap();
-        fs::write(t.path().join("p/cgroup.procs"), "12\n").unwrap();
+        fs::write(t.path().join("p/cgroup.procs"), "12\n13\n").unwrap();
+        fs::create_dir_all(t.path().join("proc/12")).unwrap();
+        fs::write(t.path().join("proc/12/cgroup"), "0::/p\n").unwrap();
         assert_eq!(
             r.rmdir(Path::new("/p")).unwrap_err().errno(),
             Some(libc::EBUSY)
         );
+        // a listed pid that has moved on (an interrupted move) or is gone
+        // (13) is not a member
+        fs::write(t.path().join("proc/12/cgroup"), "0::/\n").unwrap();
+        r.rmdir(Path::new("/p")).unwrap();
+        assert!(!t.path().join("p").exists());
+        fs::create_dir(t.path().join("p")).unwrap();
+        fs::write(t.path().join("p/cgroup.procs"), "12\n").unwrap();
         // has child group: EBUSY
         fs::create_dir_all(t.path().join("c/child")).unwrap();
         fs::write(t.path().join("c/cgroup.procs"), "").unwrap();

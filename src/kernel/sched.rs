@@ -13,7 +13,7 @@ use std::fmt;
 
 use super::error::{Error, Result};
 use super::procfs;
-use super::root::Root;
+use super::root::{Op, Root};
 
 /// A scheduling policy (`SCHED_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -254,7 +254,7 @@ pub fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u32)>> {
 /// `/proc/PID/stat` on a fake tree (policy, rt priority, nice in field 19;
 /// no deadline parameters). `Ok(None)` if the process vanished.
 pub fn current_attr(root: &Root, pid: i32) -> Result<Option<SchedAttr>> {
-    if !root.is_fake() {
+    if root.supports(Op::Sched) {
         let mut a = SchedAttr::default();
         // SAFETY: `a` is a writable `struct sched_attr` of the size passed
         // (version 0, 48 bytes); the kernel writes at most that many bytes.

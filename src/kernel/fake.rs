@@ -1,0 +1,456 @@
+//! The kernel's side of a fake tree (`--root DIR`, SPEC §1): everything a
+//! kernel would do behind cgroupfs, procfs and sysfs files, emulated on
+//! plain files. [`Root`] and [`CgroupFs`] dispatch here when their root is
+//! fake; nothing outside `kernel::` knows this module exists (callers ask
+//! [`Root::supports`](super::Root::supports) for what cannot be emulated).
+//!
+//! This module owns:
+//! - **writes**: a knob write replaces the file's content (creating it if
+//!   absent) with `value` plus a newline, as sysfs shows it. Every write is
+//!   *atomic*: the data goes to a temp file `.cgw-tmp.<pid>.<seq>` in the
+//!   same directory, which is then renamed over the target. A process killed
+//!   at any moment leaves the old or the new content, never a torn file — a
+//!   kernel knob cannot tear either. A temp file left by a killed writer
+//!   (its pid no longer alive) is removed by the first mutation a later
+//!   `cgwarden` makes on the tree ([`Fake::settle`]). No fsync: the
+//!   guarantee is against kills, not power cuts (the journal has its own).
+//!   Exception: event files only the kernel writes (`*.events`,
+//!   `*.events.local`) are written in place, as the kernel updates them, so
+//!   inotify watches on them keep working when a test plays the kernel.
+//! - **`cgroup.subtree_control`**: a write is merged the way the kernel
+//!   toggles controllers: `+ctrl` (or a bare name) enables, `-ctrl`
+//!   disables, the others stay. Tokens keep the spelling they were written
+//!   with; cgwarden compares them normalized.
+//! - **group creation**: a new group gets an empty `cgroup.procs` (first:
+//!   a group directory with it is recognisably a cgroup), an empty
+//!   `cgroup.subtree_control` and `cgroup.events` (`populated 0`, `frozen 0`).
+//! - **controller derivation**: a group without its own `cgroup.controllers`
+//!   has its parent's `subtree_control`; a knob is present if its controller
+//!   is enabled for the group.
+//! - **moves**: see [`Fake::move_pid`] for the order of the three files and
+//!   why every interrupted move is recoverable by another move.
+//! - **rmdir**: refused (EBUSY) while the group has a child group or a
+//!   *member*: a pid listed in its `cgroup.procs` whose `/proc/PID/cgroup`
+//!   names the group (or cannot be read). A listed pid that is gone, or
+//!   whose `/proc/PID/cgroup` names another group, is a leftover of an
+//!   interrupted move, not a member: the kernel would not list it. A
+//!   directory that does not look like a cgroup (files but no
+//!   `cgroup.procs`) is never removed.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use super::cgroupfs::{join_clamped, parse_pid_cgroup, parse_pids, pid_cgroup, CgroupFs};
+use super::error::{Error, Result};
+use super::root::Root;
+
+const PROCS: &str = "cgroup.procs";
+const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
+const EVENTS: &str = "cgroup.events";
+const TMP_PREFIX: &str = ".cgw-tmp.";
+
+/// The emulated kernel of one fake tree (shared by the clones of its [`Root`]).
+#[derive(Debug, Default)]
+pub struct Fake {
+    /// Makes temp file names unique within this process.
+    seq: AtomicU64,
+    /// The sweep of temp files left by killed writers runs once.
+    settled: OnceLock<()>,
+}
+
+impl Fake {
+    /// A knob write (see module docs: atomic; `cgroup.subtree_control` merges).
+    pub(super) fn write(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+        if kernel_written(p) {
+            self.settle(root);
+            return root.write_plain(p, value);
+        }
+        if p.file_name().is_some_and(|n| n == SUBTREE_CONTROL) {
+            let current = match root.read(p) {
+                Ok(t) => t,
+                Err(e) if e.is_not_found() => String::new(),
+                Err(e) => return Err(e),
+            };
+            return self.replace(root, p, &merge_toggles(&current, value));
+        }
+        self.replace(root, p, value)
+    }
+
+    /// Replaces the content of `p` with `value` plus a newline if missing,
+    /// atomically (temp file + rename); creates `p` if absent.
+    pub(super) fn replace(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+        self.settle(root);
+        let dev = Root::normalize(p);
+        let mut target = root.host_path(p);
+        // Renaming over a symlink would replace the link: write its target.
+        if fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+            target = fs::canonicalize(&target).map_err(|e| Error::io("open", &dev, e))?;
+        }
+        let Some(dir) = target.parent() else {
+            return Err(Error::io(
+                "open",
+                &dev,
+                io::Error::from_raw_os_error(libc::EISDIR),
+            ));
+        };
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!("{TMP_PREFIX}{}.{seq}", std::process::id()));
+        let mut data = value.to_string();
+        if !data.ends_with('\n') {
+            data.push('\n');
+        }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&tmp)
+            .map_err(|e| Error::io("open", &dev, e))?;
+        if let Ok(m) = fs::metadata(&target) {
+            // Best effort: a fixture's mode is kept; the content is what matters.
+            let _ = f.set_permissions(m.permissions());
+        }
+        let done = f
+            .write_all(data.as_bytes())
+            .map_err(|e| Error::io("write", &dev, e))
+            .and_then(|()| fs::rename(&tmp, &target).map_err(|e| Error::io("rename", &dev, e)));
+        if done.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        done
+    }
+
+    /// Removes temp files whose writer was killed, once per tree and
+    /// process, before the first mutation (module docs). Never on `/`.
+    pub(super) fn settle(&self, root: &Root) {
+        self.settled.get_or_init(|| {
+            if root
+                .base()
+                .canonicalize()
+                .is_ok_and(|b| b != Path::new("/"))
+            {
+                sweep(root.base());
+            }
+        });
+    }
+
+    /// The fake side of [`Root::rmdir`] (module docs: membership, EBUSY).
+    pub(super) fn rmdir(&self, root: &Root, p: &Path) -> Result<()> {
+        self.settle(root);
+        let dev = Root::normalize(p);
+        let host = root.host_path(p);
+        let busy = || Error::io("rmdir", &dev, io::Error::from_raw_os_error(libc::EBUSY));
+        let meta = fs::symlink_metadata(&host).map_err(|e| Error::io("rmdir", &dev, e))?;
+        if !meta.is_dir() {
+            return Err(Error::io(
+                "rmdir",
+                &dev,
+                io::Error::from_raw_os_error(libc::ENOTDIR),
+            ));
+        }
+        let entries = fs::read_dir(&host).map_err(|e| Error::io("rmdir", &dev, e))?;
+        let mut empty = true;
+        let mut has_procs = false;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("rmdir", &dev, e))?;
+            empty = false;
+            if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                return Err(busy());
+            }
+            if entry.file_name() == PROCS {
+                has_procs = true;
+            }
+        }
+        if !empty && !has_procs {
+            return Err(Error::other(
+                &dev,
+                "refusing to remove a directory that is not a cgroup (no cgroup.procs)",
+            ));
+        }
+        if has_procs {
+            let listed = parse_pids(&root.read(&dev.join(PROCS))?);
+            if listed.into_iter().any(|pid| is_member(root, &dev, pid)) {
+                return Err(busy());
+            }
+        }
+        fs::remove_dir_all(&host).map_err(|e| Error::io("rmdir", &dev, e))
+    }
+
+    /// The core files of a group [`CgroupFs::mkdir`] just created.
+    pub(super) fn populate_group(&self, cg: &CgroupFs, rel: &str) -> Result<()> {
+        let root = cg.root();
+        self.replace(root, &cg.file(rel, PROCS), "")?;
+        self.replace(root, &cg.file(rel, SUBTREE_CONTROL), "")?;
+        self.replace(root, &cg.file(rel, EVENTS), "populated 0\nfrozen 0")
+    }
+
+    /// `cgroup.controllers` of a group that has no such file: its parent's
+    /// `subtree_control`. `missing` (the read error) for the base or a group
+    /// that does not exist.
+    pub(super) fn controllers(
+        &self,
+        cg: &CgroupFs,
+        rel: &str,
+        missing: Error,
+    ) -> Result<Vec<String>> {
+        match CgroupFs::parent_rel(rel) {
+            Some(parent) if cg.exists(rel) => cg.subtree_control(&parent),
+            _ => Err(missing),
+        }
+    }
+
+    /// Whether the knob's controller (the part before the first `.`) is
+    /// enabled for an existing group; `cgroup.*` files are not controller knobs.
+    pub(super) fn knob_enabled(&self, cg: &CgroupFs, rel: &str, knob: &str) -> bool {
+        let Some((ctrl, _)) = knob.split_once('.') else {
+            return false;
+        };
+        if ctrl == "cgroup" || !cg.exists(rel) {
+            return false;
+        }
+        cg.controllers(rel)
+            .map(|cs| cs.iter().any(|c| c == ctrl))
+            .unwrap_or(false)
+    }
+
+    /// Moves `pid` into group `rel`: ESRCH if `/proc/PID` does not exist,
+    /// ENOENT if the group does not. Three atomic file writes, in this order:
+    ///
+    /// 1. the pid is appended to the new group's `cgroup.procs`;
+    /// 2. the `0::` line of `/proc/PID/cgroup` names the new group — the
+    ///    commit point: from here on the process *is* in the new group;
+    /// 3. the pid is removed from the old group's `cgroup.procs` (the old
+    ///    group is what `/proc/PID/cgroup` named before step 2).
+    ///
+    /// Killed after 1, the pid is listed in both groups and `/proc` names the
+    /// old one: the new group may be removed (the pid is not its member) and
+    /// a move anywhere works. Killed after 2, it is listed in both and `/proc`
+    /// names the new one: the next move out of it takes it off the new
+    /// group's list in step 3. Either way no process is listed nowhere, and
+    /// `/proc/PID/cgroup` never names a group that does not list it — which
+    /// is what `reset` needs to empty and remove every group it created.
+    pub(super) fn move_pid(&self, cg: &CgroupFs, rel: &str, pid: i32) -> Result<()> {
+        let root = cg.root();
+        let procs_path = cg.file(rel, PROCS);
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        if pid <= 0 || !root.is_dir(&proc_dir) {
+            return Err(Error::io(
+                "write",
+                procs_path,
+                io::Error::from_raw_os_error(libc::ESRCH),
+            ));
+        }
+        let target = cg.dir(rel);
+        if !root.is_dir(&target) {
+            return Err(Error::io(
+                "write",
+                procs_path,
+                io::Error::from_raw_os_error(libc::ENOENT),
+            ));
+        }
+        let mount = cg.mount();
+        let old = match pid_cgroup(root, pid) {
+            Ok(old) => old.map(|o| join_clamped(&mount, &o)),
+            Err(e) => {
+                tracing::debug!(pid, error = %e, "fake move: no old cgroup");
+                None
+            }
+        };
+
+        // 1. Listed in the new group.
+        let mut pids = match root.read(&procs_path) {
+            Ok(t) => parse_pids(&t),
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if !pids.contains(&pid) {
+            pids.push(pid);
+            self.replace(root, &procs_path, &join_pids(&pids))?;
+        }
+
+        // 2. /proc/PID/cgroup names it (hybrid v1 lines are kept).
+        let rel_to_mount = match target.strip_prefix(&mount) {
+            Ok(r) if r.as_os_str().is_empty() => "/".to_string(),
+            Ok(r) => format!("/{}", r.display()),
+            Err(_) => target.display().to_string(),
+        };
+        let cg_path = proc_dir.join("cgroup");
+        let old_text = match root.read(&cg_path) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => String::new(),
+            Err(e) => return Err(e),
+        };
+        let new_line = format!("0::{rel_to_mount}");
+        let mut replaced = false;
+        let mut lines: Vec<&str> = Vec::new();
+        for l in old_text.lines() {
+            if l.starts_with("0::") {
+                if !replaced {
+                    lines.push(&new_line);
+                    replaced = true;
+                }
+            } else if !l.trim().is_empty() {
+                lines.push(l);
+            }
+        }
+        if !replaced {
+            lines.push(&new_line);
+        }
+        let new_text = lines.join("\n");
+        if new_text.trim_end() != old_text.trim_end() {
+            self.replace(root, &cg_path, &new_text)?;
+        }
+
+        // 3. Off the old group's list.
+        if let Some(old_dir) = old.filter(|d| *d != target) {
+            let old_procs = old_dir.join(PROCS);
+            if let Ok(text) = root.read(&old_procs) {
+                let pids = parse_pids(&text);
+                if pids.contains(&pid) {
+                    let rest: Vec<i32> = pids.into_iter().filter(|&p| p != pid).collect();
+                    self.replace(root, &old_procs, &join_pids(&rest))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Event files (`cgroup.events`, `memory.events`, `memory.events.local`):
+/// read-only on a kernel, which updates them in place and raises IN_MODIFY
+/// on the same inode. On a fake tree only a test playing the kernel writes
+/// them, so they are written in place (a rename would leave a daemon's
+/// inotify watch on the old inode).
+fn kernel_written(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".events") || n.ends_with(".events.local"))
+}
+
+fn join_pids(pids: &[i32]) -> String {
+    pids.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Applies a `cgroup.subtree_control` write to the current content the way
+/// the kernel does (module docs).
+fn merge_toggles(current: &str, write: &str) -> String {
+    let name = |t: &str| t.trim_start_matches(['+', '-']).to_string();
+    let mut out: Vec<&str> = current
+        .split_whitespace()
+        .filter(|t| !t.starts_with('-'))
+        .collect();
+    for t in write.split_whitespace() {
+        let n = name(t);
+        if n.is_empty() {
+            continue;
+        }
+        if t.starts_with('-') {
+            out.retain(|c| name(c) != n);
+        } else if !out.iter().any(|c| name(c) == n) {
+            out.push(t);
+        }
+    }
+    out.join(" ")
+}
+
+/// Whether `pid`, listed in group `dir`'s `cgroup.procs`, is its member
+/// (module docs). `/proc/PID/cgroup` shows the path relative to the cgroup2
+/// mount, which is a suffix of `dir`'s device path.
+fn is_member(root: &Root, dir: &Path, pid: i32) -> bool {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    if !root.is_dir(&proc_dir) {
+        return false;
+    }
+    let Ok(text) = root.read(&proc_dir.join("cgroup")) else {
+        return true;
+    };
+    match parse_pid_cgroup(&text) {
+        Some(cg) => {
+            let rel = cg.trim_start_matches('/');
+            !rel.is_empty() && dir.ends_with(rel)
+        }
+        None => true,
+    }
+}
+
+/// Removes `.cgw-tmp.<pid>.<seq>` files below `dir` whose writer is gone.
+fn sweep(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            sweep(&e.path());
+            continue;
+        }
+        let name = e.file_name();
+        let Some(writer) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TMP_PREFIX))
+            .and_then(|n| n.split('.').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !alive(writer) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toggles_merge_like_the_kernel() {
+        assert_eq!(merge_toggles("", "+cpu +memory"), "+cpu +memory");
+        assert_eq!(merge_toggles("cpu io\n", "+memory +cpu"), "cpu io +memory");
+        assert_eq!(merge_toggles("+cpu +memory -io", "-cpu"), "+memory");
+        assert_eq!(merge_toggles("cpu memory", "-cpu -memory"), "");
+        assert_eq!(merge_toggles("cpu", "pids + -"), "cpu pids");
+    }
+
+    #[test]
+    fn stray_temp_files_of_dead_writers_are_swept() {
+        let t = tempfile::TempDir::new().expect("tempdir");
+        let d = t.path().join("proc/5");
+        fs::create_dir_all(&d).expect("mkdir");
+        // A pid that cannot exist (above pid_max) and our own, live one.
+        let dead = d.join(format!("{TMP_PREFIX}{}.3", i32::MAX));
+        let live = d.join(format!("{TMP_PREFIX}{}.4", std::process::id()));
+        fs::write(&dead, "x").expect("write");
+        fs::write(&live, "x").expect("write");
+        fs::write(d.join("cgroup"), "0::/\n").expect("write");
+        let r = Root::fake(t.path());
+        r.write(Path::new("/proc/5/cgroup"), "0::/a")
+            .expect("fake write");
+        assert!(!dead.exists(), "a dead writer's temp file is removed");
+        assert!(live.exists(), "a live writer's temp file is kept");
+        assert_eq!(
+            fs::read_to_string(d.join("cgroup")).expect("read"),
+            "0::/a\n"
+        );
+        // The write itself left no temp file behind.
+        let left: Vec<_> = fs::read_dir(&d)
+            .expect("readdir")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+    }
+}
