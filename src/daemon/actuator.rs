@@ -101,11 +101,8 @@ impl Actuator {
     /// crashed predecessor may have left behind).
     pub fn original(&self, knob: &Knob) -> Option<KnobValue> {
         let path = self.path_of(knob).ok()?;
-        let journal = self.journal.as_ref()?;
-        journal.entries().iter().find_map(|e| match e {
-            Entry::File { path: p, content } if *p == path => knob.parse_kernel(content).ok(),
-            _ => None,
-        })
+        let original = self.journal.as_ref()?.original(&path)?;
+        knob.parse_kernel(original).ok()
     }
 
     /// Journals a file's original before its first write. Write-only or

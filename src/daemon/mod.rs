@@ -53,7 +53,7 @@ pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_MISSING: u8 = 3;
 /// A runtime failure that may pass (the journal's file, the runtime): the
 /// service manager restarts the daemon (EX_TEMPFAIL).
-pub const EXIT_TEMPFAIL: u8 = 75;
+pub const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
 
 /// Runs the daemon until SIGTERM/SIGINT; returns the process exit code.
 pub fn run(opts: Options) -> u8 {
@@ -126,7 +126,7 @@ async fn run_async(opts: Options) -> u8 {
             }
             Err(e) => {
                 tracing::error!("cannot open the originals journal: {e}");
-                return EXIT_TEMPFAIL;
+                return crate::exit::for_kernel_error(&e);
             }
         }
     }
@@ -135,11 +135,15 @@ async fn run_async(opts: Options) -> u8 {
     let journal = if opts.dry_run {
         None
     } else {
-        match Journal::open(&opts.root, &policy.settings.state_dir) {
+        match Journal::open(
+            &opts.root,
+            &policy.settings.state_dir,
+            &policy.settings.cgroup_root,
+        ) {
             Ok(j) => Some(j),
             Err(e) => {
                 tracing::error!("cannot open the originals journal: {e}");
-                return EXIT_TEMPFAIL;
+                return crate::exit::for_kernel_error(&e);
             }
         }
     };
@@ -156,7 +160,7 @@ async fn run_async(opts: Options) -> u8 {
         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
         _ => {
             tracing::error!("cannot install signal handlers");
-            return EXIT_INVALID;
+            return EXIT_TEMPFAIL;
         }
     };
     notify(&[
