@@ -1045,3 +1045,64 @@ pub fn sched_spec(s: &Sched) -> sched::SchedSpec {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_read_back_fails_with_the_kernels_reason() {
+        let t = tempfile::TempDir::new().expect("tempdir");
+        let root = Root::fake(t.path());
+        let p = Path::new("/sys/fs/cgroup/rt/cpuset.cpus.partition");
+        root.mkdir_all(Path::new("/sys/fs/cgroup/rt"))
+            .expect("mkdir");
+        // What the 6.1 guest read back after `echo isolated` with an overlapping sibling.
+        root.write_new(
+            p,
+            "isolated invalid (Cpu list in cpuset.cpus not exclusive)",
+        )
+        .expect("write");
+        let e = check_partition(&root, p, "isolated").expect_err("invalid must fail");
+        let msg = e.to_string();
+        assert!(msg.contains("cpuset.cpus.partition"), "{msg}");
+        assert!(
+            msg.contains("partition `isolated` invalid: Cpu list in cpuset.cpus not exclusive"),
+            "{msg}"
+        );
+        root.write_new(p, "root invalid").expect("write");
+        let msg = check_partition(&root, p, "root")
+            .expect_err("invalid")
+            .to_string();
+        assert!(msg.contains("no reason given"), "{msg}");
+        root.write_new(p, "isolated").expect("write");
+        assert!(check_partition(&root, p, "isolated").is_ok());
+    }
+
+    #[test]
+    fn zram_steps_are_recognised() {
+        let w = |p: &str| Step::Write {
+            path: p.into(),
+            value: "1".into(),
+            form: Form::Text,
+            was: None,
+        };
+        assert!(is_zram_step(&w("/sys/block/zram0/disksize")));
+        assert!(!is_zram_step(&w("/sys/block/sda/queue/scheduler")));
+        assert!(!is_zram_step(&w("/proc/sys/vm/swappiness")));
+        assert!(is_zram_step(&Step::Mkswap {
+            device: "zram0".into(),
+            size: 1 << 20
+        }));
+        assert!(!is_zram_step(&Step::Modprobe {
+            module: "zram".into()
+        }));
+        let trig = Step::Trigger {
+            path: "/sys/block/zram0/reset".into(),
+            value: "1".into(),
+            saves: vec![],
+        };
+        assert!(is_zram_step(&trig));
+        assert_eq!(trig.to_string(), "WRITE /sys/block/zram0/reset 1");
+    }
+}
