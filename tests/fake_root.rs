@@ -538,3 +538,138 @@ fn usage_errors_exit_2() {
     assert_eq!(cgwarden(&["frobnicate"]).code, 2);
     assert_eq!(cgwarden(&["plan", "--bogus"]).code, 2);
 }
+
+/// A zram-only policy in its own file (state_dir under the fake root).
+fn zram_policy(dir: &Path, on_missing: &str) -> String {
+    let p = dir.join("zram.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "version: 1\nsettings:\n  state_dir: /run/cgwarden\n  on_missing: {on_missing}\n\
+             system:\n  zram:\n    zram0: {{ algorithm: lz4, size: 128M, mem_limit: 32M, swap_priority: 42 }}\n"
+        ),
+    )
+    .unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn zram_initialised_by_someone_else_is_reset_and_reconfigured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pol_dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::standard(tmp.path()).unwrap();
+    // Someone else's configuration, as the 6.1 guest shows it.
+    t.file(
+        "sys/block/zram0/comp_algorithm",
+        "[lzo] lzo-rle lz4 lz4hc zstd ",
+    )
+    .unwrap();
+    t.file("sys/block/zram0/disksize", "67108864").unwrap();
+    t.file("sys/block/zram0/initstate", "1").unwrap();
+    t.file(
+        "sys/block/zram0/mm_stat",
+        "       0        0        0 16777216        0        0        0        0        0",
+    )
+    .unwrap();
+    let policy = zram_policy(pol_dir.path(), "warn");
+    let root = tmp.path().to_str().unwrap();
+    let plan = cgwarden(&["plan", &policy, "--root", root]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let lines: Vec<&str> = plan.stdout.lines().collect();
+    assert_eq!(
+        lines[..4],
+        [
+            // A write-only trigger: no `(was …)`, never read.
+            "WRITE /sys/block/zram0/reset 1",
+            "WRITE /sys/block/zram0/comp_algorithm lz4 (was lzo)",
+            "WRITE /sys/block/zram0/disksize 134217728 (was 67108864)",
+            "WRITE /sys/block/zram0/mem_limit 33554432 (was 16777216)",
+        ],
+        "{}",
+        plan.stdout
+    );
+    let r = cgwarden(&["apply", &policy, "--root", root]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read(&t, "sys/block/zram0/comp_algorithm"), "lz4");
+    assert_eq!(read(&t, "sys/block/zram0/disksize"), "134217728");
+    assert_eq!(read(&t, "sys/block/zram0/mem_limit"), "33554432");
+    let journal = read(&t, "run/cgwarden/originals");
+    for want in [
+        "FILE\t/sys/block/zram0/comp_algorithm\t[lzo] lzo-rle lz4 lz4hc zstd ",
+        "FILE\t/sys/block/zram0/disksize\t67108864",
+        "FILE\t/sys/block/zram0/mem_limit\t16777216",
+    ] {
+        assert!(journal.contains(want), "{want:?} not in\n{journal}");
+    }
+    assert!(!journal.contains("zram0/reset"), "{journal}");
+}
+
+#[test]
+fn zram_module_absent_on_a_fake_root_is_missing_not_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pol_dir = tempfile::tempdir().unwrap();
+    let _t = FakeTree::standard(tmp.path()).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("sys/block/zram0")).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("sys/class/zram-control")).unwrap();
+    let root = tmp.path().to_str().unwrap();
+    let warn = zram_policy(pol_dir.path(), "warn");
+    let plan = cgwarden(&["plan", &warn, "--root", root]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert_eq!(
+        plan.stdout,
+        "# skipped on a fake root: MODPROBE zram\n0 changes\n"
+    );
+    assert!(
+        plan.stderr.contains(
+            "missing: zram zram0: /sys/block/zram0 and /sys/class/zram-control are absent"
+        ),
+        "{}",
+        plan.stderr
+    );
+    let fail = zram_policy(pol_dir.path(), "fail");
+    let r = cgwarden(&["apply", &fail, "--root", root]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(!tmp.path().join("run/cgwarden/originals").exists());
+}
+
+#[test]
+fn invalid_partition_is_a_change_not_converged() {
+    let (tmp, t) = board_with_processes();
+    let policy = repo("policies/iq9100-vision.yaml");
+    let root = tmp.path().to_str().unwrap();
+    assert_eq!(cgwarden(&["apply", &policy, "--root", root]).code, 0);
+    // What 6.1 shows once a sibling outside the policy takes the partition's CPUs.
+    let invalid = "isolated invalid (Cpu list in cpuset.cpus not exclusive)";
+    t.file("sys/fs/cgroup/realtime/cpuset.cpus.partition", invalid)
+        .unwrap();
+    let plan = cgwarden(&["plan", &policy, "--root", root]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(
+        plan.stdout.lines().any(|l| l
+            == format!(
+                "WRITE /sys/fs/cgroup/realtime/cpuset.cpus.partition isolated (was {invalid})"
+            )),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        !plan.stdout.lines().any(|l| l == "0 changes"),
+        "{}",
+        plan.stdout
+    );
+    // A plain file reads back what was written, so here apply succeeds; the
+    // kernel keeping it invalid (apply exit 1 with the reason) is the guest's
+    // scenario 55-partition-invalid, and the read-back check's unit test.
+    let r = cgwarden(&["apply", &policy, "--root", root]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        read(&t, "sys/fs/cgroup/realtime/cpuset.cpus.partition"),
+        "isolated"
+    );
+    let again = cgwarden(&["plan", &policy, "--root", root]);
+    assert!(
+        again.stdout.lines().any(|l| l == "0 changes"),
+        "{}",
+        again.stdout
+    );
+}

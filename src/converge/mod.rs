@@ -37,6 +37,18 @@ pub enum Step {
         /// The current content as shown to a person; `None` when absent.
         was: Option<String>,
     },
+    /// A write to a write-only trigger file (zram `reset`): there is no
+    /// content to show, read or journal. `saves` are the files whose content
+    /// the trigger destroys; their originals are journalled before it fires.
+    Trigger {
+        path: PathBuf,
+        value: String,
+        saves: Vec<PathBuf>,
+    },
+    /// Load a kernel module with the system's modprobe.
+    Modprobe {
+        module: String,
+    },
     /// Read `/sys/class/zram-control/hot_add` to create a zram device.
     ZramHotAdd {
         device: String,
@@ -78,6 +90,8 @@ impl fmt::Display for Step {
                     .map(|w| if w.is_empty() { "\"\"" } else { w })
                     .unwrap_or("-")
             ),
+            Step::Trigger { path, value, .. } => write!(f, "WRITE {} {value}", path.display()),
+            Step::Modprobe { module } => write!(f, "MODPROBE {module}"),
             Step::ZramHotAdd { device } => write!(f, "HOTADD {} ({device})", zram::HOT_ADD),
             Step::Mkswap { device, size } => {
                 write!(f, "MKSWAP {} {size}", zram::dev_node(device).display())
@@ -121,7 +135,7 @@ fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
     match step {
         Step::Mkswap { .. } | Step::Swapon { .. } => Some(crate::kernel::Op::Swap),
         Step::Sched { .. } => Some(crate::kernel::Op::Sched),
-        Step::ZramHotAdd { .. } => Some(crate::kernel::Op::ZramControl),
+        Step::ZramHotAdd { .. } | Step::Modprobe { .. } => Some(crate::kernel::Op::ZramControl),
         _ => None,
     }
 }
@@ -390,20 +404,55 @@ impl<'p> Converger<'p> {
     }
 
     fn plan_zram(&self, plan: &mut Plan) {
-        for z in &self.policy.system.zram {
+        let wanted = &self.policy.system.zram;
+        if wanted.is_empty() {
+            return;
+        }
+        // The module: loaded when its control class or any wanted device
+        // exists. Otherwise `apply` loads it first of all (as zram-generator
+        // does), so that `on_missing: fail` can still stop before any write.
+        let module_absent = !zram::module_loaded(&self.root)
+            && !wanted.iter().any(|z| zram::exists(&self.root, &z.device));
+        if module_absent {
+            plan.steps.insert(
+                0,
+                Step::Modprobe {
+                    module: zram::MODULE.to_string(),
+                },
+            );
+            if !self.root.supports(crate::kernel::Op::ZramControl) {
+                // No module loading without a kernel: what is absent is missing.
+                for z in wanted {
+                    plan.missing.push(format!(
+                        "zram {}: {} and {} are absent, and no module is loaded on a fake root",
+                        z.device,
+                        zram::device_dir(&z.device).display(),
+                        zram::CONTROL_DIR
+                    ));
+                }
+                return;
+            }
+        }
+        for z in wanted {
             let dev = &z.device;
             if !zram::exists(&self.root, dev) {
-                if self.root.exists(Path::new(zram::HOT_ADD)) {
-                    plan.steps.push(Step::ZramHotAdd {
-                        device: dev.clone(),
-                    });
-                } else {
-                    plan.missing.push(format!(
-                        "zram {dev}: {} and {} are absent (zram module not loaded?)",
-                        zram::device_dir(dev).display(),
-                        zram::HOT_ADD
-                    ));
-                    continue;
+                // After `modprobe zram` the module creates zram0 itself
+                // (num_devices defaults to 1); further devices need hot_add,
+                // which is a no-op for a device that exists by then.
+                let made_by_modprobe = module_absent && dev == "zram0";
+                if !made_by_modprobe {
+                    if module_absent || self.root.exists(Path::new(zram::HOT_ADD)) {
+                        plan.steps.push(Step::ZramHotAdd {
+                            device: dev.clone(),
+                        });
+                    } else {
+                        plan.missing.push(format!(
+                            "zram {dev}: {} and {} are absent (a kernel without zram-control?)",
+                            zram::device_dir(dev).display(),
+                            zram::HOT_ADD
+                        ));
+                        continue;
+                    }
                 }
             }
             let present = zram::exists(&self.root, dev);
@@ -432,7 +481,15 @@ impl<'p> Converger<'p> {
             } else {
                 0
             };
+            // mem_limit is write-only (0200); its value comes from mm_stat.
+            let limit_path = zram::attr_path(dev, "mem_limit");
+            let cur_limit = if present {
+                zram::current(&self.root, &limit_path).ok().flatten()
+            } else {
+                None
+            };
             let alg_ok = z.algorithm.as_ref().is_none_or(|a| *a == active);
+            let mut reset = false;
             if let Some(swap) = &in_swap {
                 // Never swapoff a live swap device behind the operator's back.
                 if !alg_ok || cur_size != size {
@@ -449,17 +506,24 @@ impl<'p> Converger<'p> {
                     }
                 }
             } else {
+                // Initialised by someone else (or an earlier run) and not
+                // swapping: algorithm and size can only change after the
+                // kernel's `reset`, which zeroes disksize and mem_limit and
+                // keeps the algorithm. Their originals are journalled before
+                // the trigger, so `cgwarden reset` can put them back.
                 let initialised = cur_size != 0;
-                if initialised && (!alg_ok || cur_size != size) {
-                    self.write_step(
-                        plan,
-                        zram::attr_path(dev, "reset"),
-                        "1".into(),
-                        Form::Text,
-                        false,
-                    );
+                reset = initialised && (!alg_ok || cur_size != size);
+                if reset {
+                    plan.steps.push(Step::Trigger {
+                        path: zram::attr_path(dev, "reset"),
+                        value: "1".into(),
+                        saves: ["comp_algorithm", "disksize", "mem_limit"]
+                            .iter()
+                            .map(|a| zram::attr_path(dev, a))
+                            .collect(),
+                    });
                 }
-                let fresh = !initialised || !alg_ok || cur_size != size;
+                let fresh = !initialised || reset;
                 if let Some(alg) = &z.algorithm {
                     if fresh && (!alg_ok || !present) {
                         plan.steps.push(Step::Write {
@@ -480,13 +544,19 @@ impl<'p> Converger<'p> {
                 }
             }
             if let Some(limit) = &z.mem_limit {
-                self.write_step(
-                    plan,
-                    zram::attr_path(dev, "mem_limit"),
-                    limit.kernel().replace("max", "0"),
-                    Form::Size,
-                    present,
-                );
+                let value = limit.kernel().replace("max", "0");
+                // The reset zeroes mem_limit: then it is written even if it matched.
+                let same = cur_limit
+                    .as_deref()
+                    .is_some_and(|c| normalize::same(Form::Size, c, &value));
+                if reset || !same {
+                    plan.steps.push(Step::Write {
+                        path: limit_path,
+                        value,
+                        form: Form::Size,
+                        was: cur_limit.map(|c| normalize::display(Form::Size, &c)),
+                    });
+                }
             }
             if in_swap.is_none() {
                 plan.steps.push(Step::Mkswap {
@@ -666,10 +736,36 @@ impl<'p> Converger<'p> {
                 _ => None,
             })
             .collect();
+        let mut zram_unavailable = false;
         for step in &plan.steps {
             if self.skips(step) {
                 out(&format!("# skipped on a fake root: {step}"));
                 done.skipped += 1;
+                continue;
+            }
+            if zram_unavailable && is_zram_step(step) {
+                done.skipped += 1;
+                continue;
+            }
+            if let Step::Modprobe { module } = step {
+                if let Err(e) = self.apply_step(step, &mut journal, &mut created) {
+                    // "missing" only when loading failed (SPEC §4); with
+                    // on_missing: fail nothing has been written yet: the
+                    // module is loaded before anything else.
+                    zram_unavailable = true;
+                    done.failures.push(format!(
+                        "{step}: {e}; {module} is missing, its steps are skipped"
+                    ));
+                    if self.policy.settings.on_missing == OnMissing::Fail {
+                        done.failures.push(
+                            "on_missing: fail: the system lacks what the policy needs; nothing was written".into(),
+                        );
+                        return Ok(done);
+                    }
+                } else {
+                    out(&step.to_string());
+                    done.changes += 1;
+                }
                 continue;
             }
             match self.apply_step(step, &mut journal, &mut created) {
@@ -717,7 +813,10 @@ impl<'p> Converger<'p> {
             Step::Write {
                 path, value, form, ..
             } => {
-                let current = if self.root.exists(path) {
+                let current = if zram::device_of(path).is_some() {
+                    // zram's write-only mem_limit is read through mm_stat.
+                    zram::current(&self.root, path)?
+                } else if self.root.exists(path) {
                     Some(self.root.read(path)?)
                 } else {
                     None
@@ -728,6 +827,11 @@ impl<'p> Converger<'p> {
                     }
                 }
                 let inside_created = created.iter().any(|d| path.starts_with(d));
+                let was_invalid = *form == Form::Partition
+                    && current
+                        .as_deref()
+                        .and_then(normalize::partition_invalid)
+                        .is_some();
                 if !inside_created {
                     match current {
                         Some(content) => journal.record(Entry::File {
@@ -737,10 +841,50 @@ impl<'p> Converger<'p> {
                         None => journal.record(Entry::Absent { path: path.clone() })?,
                     }
                 }
+                if was_invalid && value.trim() != "member" {
+                    // 6.1 keeps an invalid partition invalid when its own type is
+                    // written again, even once the conflict is gone; only a pass
+                    // through `member` makes the kernel check it anew.
+                    self.root.write(path, "member")?;
+                }
+                self.root.write(path, value)?;
+                if *form == Form::Partition {
+                    check_partition(&self.root, path, value)?;
+                }
+                Ok(true)
+            }
+            Step::Trigger { path, value, saves } => {
+                // Never read the trigger itself (EACCES: mode 0200); journal
+                // what it destroys, then fire it.
+                for p in saves {
+                    if let Some(content) = zram::current(&self.root, p)? {
+                        journal.record(Entry::File {
+                            path: p.clone(),
+                            content,
+                        })?;
+                    }
+                }
                 self.root.write(path, value)?;
                 Ok(true)
             }
+            Step::Modprobe { module } => {
+                zram::modprobe(module)?;
+                if module == zram::MODULE && !zram::module_loaded(&self.root) {
+                    return Err(crate::kernel::Error::other(
+                        zram::CONTROL_DIR,
+                        format!(
+                            "`modprobe {module}` succeeded but {} did not appear",
+                            zram::CONTROL_DIR
+                        ),
+                    ));
+                }
+                Ok(true)
+            }
             Step::ZramHotAdd { device } => {
+                if zram::exists(&self.root, device) {
+                    // Created meanwhile (by modprobe with num_devices > 1).
+                    return Ok(false);
+                }
                 let got = zram::hot_add(&self.root)?;
                 journal.record(Entry::ZramHotAdd {
                     device: got.clone(),
@@ -791,6 +935,38 @@ impl<'p> Converger<'p> {
     }
 }
 
+/// The kernel accepts a partition write it cannot honour and keeps the
+/// group as `isolated invalid (REASON)`: read it back, and fail with the
+/// kernel's reason when the partition is not in force.
+fn check_partition(root: &Root, path: &Path, value: &str) -> Result<(), crate::kernel::Error> {
+    let now = root.read(path)?;
+    match normalize::partition_invalid(&now) {
+        Some(reason) => Err(crate::kernel::Error::other(
+            path,
+            format!(
+                "the kernel holds partition `{value}` invalid: {}",
+                if reason.is_empty() {
+                    "no reason given"
+                } else {
+                    reason
+                }
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Steps that act on zram devices (skipped when the module could not be loaded).
+fn is_zram_step(step: &Step) -> bool {
+    match step {
+        Step::Trigger { path, .. } | Step::Write { path, .. } => {
+            path.starts_with("/sys/block") && path.to_string_lossy().contains("/zram")
+        }
+        Step::ZramHotAdd { .. } | Step::Mkswap { .. } | Step::Swapon { .. } => true,
+        _ => false,
+    }
+}
+
 fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
     match p {
         SchedPolicy::Other => sched::Policy::Other,
@@ -825,5 +1001,66 @@ pub fn sched_spec(s: &Sched) -> sched::SchedSpec {
                 u64::try_from(d.period.as_nanos()).unwrap_or(u64::MAX),
             )
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_read_back_fails_with_the_kernels_reason() {
+        let t = tempfile::TempDir::new().expect("tempdir");
+        let root = Root::fake(t.path());
+        let p = Path::new("/sys/fs/cgroup/rt/cpuset.cpus.partition");
+        root.mkdir_all(Path::new("/sys/fs/cgroup/rt"))
+            .expect("mkdir");
+        // What the 6.1 guest read back after `echo isolated` with an overlapping sibling.
+        root.write_new(
+            p,
+            "isolated invalid (Cpu list in cpuset.cpus not exclusive)",
+        )
+        .expect("write");
+        let e = check_partition(&root, p, "isolated").expect_err("invalid must fail");
+        let msg = e.to_string();
+        assert!(msg.contains("cpuset.cpus.partition"), "{msg}");
+        assert!(
+            msg.contains("partition `isolated` invalid: Cpu list in cpuset.cpus not exclusive"),
+            "{msg}"
+        );
+        root.write_new(p, "root invalid").expect("write");
+        let msg = check_partition(&root, p, "root")
+            .expect_err("invalid")
+            .to_string();
+        assert!(msg.contains("no reason given"), "{msg}");
+        root.write_new(p, "isolated").expect("write");
+        assert!(check_partition(&root, p, "isolated").is_ok());
+    }
+
+    #[test]
+    fn zram_steps_are_recognised() {
+        let w = |p: &str| Step::Write {
+            path: p.into(),
+            value: "1".into(),
+            form: Form::Text,
+            was: None,
+        };
+        assert!(is_zram_step(&w("/sys/block/zram0/disksize")));
+        assert!(!is_zram_step(&w("/sys/block/sda/queue/scheduler")));
+        assert!(!is_zram_step(&w("/proc/sys/vm/swappiness")));
+        assert!(is_zram_step(&Step::Mkswap {
+            device: "zram0".into(),
+            size: 1 << 20
+        }));
+        assert!(!is_zram_step(&Step::Modprobe {
+            module: "zram".into()
+        }));
+        let trig = Step::Trigger {
+            path: "/sys/block/zram0/reset".into(),
+            value: "1".into(),
+            saves: vec![],
+        };
+        assert!(is_zram_step(&trig));
+        assert_eq!(trig.to_string(), "WRITE /sys/block/zram0/reset 1");
     }
 }

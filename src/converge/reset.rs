@@ -139,6 +139,7 @@ pub fn reset(
     zram_reset.sort();
     zram_reset.dedup();
     let mut zram_done: Vec<String> = Vec::new();
+    let mut zram_restored: Vec<String> = Vec::new();
     for e in entries.iter().rev() {
         match e {
             Entry::Swapon { path } => {
@@ -188,16 +189,18 @@ pub fn reset(
                     if let Some(dev) = zram_device_of(path, &zram_reset) {
                         // The kernel's zram `reset` zeroes disksize and mem_limit but
                         // keeps the chosen algorithm, which can only be written while
-                        // the device is reset: restore that one by hand.
+                        // the device is reset. After the reset the device's journalled
+                        // originals go back in the order the kernel accepts:
+                        // algorithm, then a non-zero disksize (a device someone else
+                        // had initialised), then mem_limit.
                         reset_zram(root, &dev, &mut rep, &mut zram_done);
-                        if path.file_name().is_some_and(|n| n == "comp_algorithm") {
-                            let original = normalize::display(Form::Bracketed, content);
-                            if !original.is_empty() {
-                                restore_file(root, path, &original, &mut rep);
-                            }
-                        }
+                        restore_zram_config(root, &dev, &entries, &mut rep, &mut zram_restored);
                         continue;
                     }
+                }
+                if root.supports(Op::ZramControl) && zram::is_write_only(path) {
+                    write_blind(root, path, content.trim(), &mut rep);
+                    continue;
                 }
                 restore_file(root, path, content, &mut rep);
             }
@@ -263,6 +266,57 @@ fn zram_device_of(path: &Path, devices: &[String]) -> Option<String> {
         .iter()
         .find(|d| path.starts_with(zram::device_dir(d)))
         .cloned()
+}
+
+/// Writes back, once per device, the journalled originals of a reset zram
+/// device: `comp_algorithm` (its active choice), then `disksize` and
+/// `mem_limit` when they were non-zero.
+fn restore_zram_config(
+    root: &Root,
+    dev: &str,
+    entries: &[Entry],
+    rep: &mut ResetReport,
+    done: &mut Vec<String>,
+) {
+    if done.iter().any(|d| d == dev) {
+        return;
+    }
+    done.push(dev.to_string());
+    let original = |attr: &str| {
+        let p = zram::attr_path(dev, attr);
+        entries.iter().find_map(|e| match e {
+            Entry::File { path, content } if *path == p => Some((p.clone(), content.clone())),
+            _ => None,
+        })
+    };
+    if let Some((p, content)) = original("comp_algorithm") {
+        let alg = normalize::display(Form::Bracketed, &content);
+        if !alg.is_empty() {
+            restore_file(root, &p, &alg, rep);
+        }
+    }
+    if let Some((p, content)) = original("disksize") {
+        let v = content.trim();
+        if !v.is_empty() && v != "0" {
+            restore_file(root, &p, v, rep);
+        }
+    }
+    if let Some((p, content)) = original("mem_limit") {
+        let v = content.trim();
+        if !v.is_empty() && v != "0" {
+            write_blind(root, &p, v, rep);
+        }
+    }
+}
+
+/// Writes a file that cannot be read back (zram's `mem_limit`, mode 0200).
+fn write_blind(root: &Root, path: &Path, value: &str, rep: &mut ResetReport) {
+    match root.write(path, value) {
+        Ok(()) => rep.lines.push(format!("WRITE {} {value}", path.display())),
+        Err(e) => rep
+            .failures
+            .push(format!("WRITE {} {value}: {e}", path.display())),
+    }
 }
 
 /// Writes the zram device's `reset` once (after its swap is off).

@@ -24,8 +24,10 @@ pub enum Form {
     IoWeight,
     /// `cpu.uclamp.*`: a percentage with two decimals, or `max`.
     Percent,
-    /// `cpuset.cpus.partition`: the first word (`isolated invalid (…)` is not `isolated`).
-    FirstWord,
+    /// `cpuset.cpus.partition`: the state word, valid only. The kernel keeps
+    /// a partition it cannot honour as `isolated invalid (REASON)` (6.1;
+    /// older kernels: `root invalid`), which is never the desired `isolated`.
+    Partition,
     /// `cgroup.subtree_control`: the wanted controllers are all enabled.
     ControllerSet,
     /// A hex cpumask, possibly with comma-separated 32-bit words.
@@ -40,7 +42,7 @@ const PAGE: u64 = 4096;
 pub fn form_of(knob: GroupKnob) -> Form {
     match knob {
         GroupKnob::CpusetMems | GroupKnob::CpusetCpus => Form::CpuList,
-        GroupKnob::CpusetPartition => Form::FirstWord,
+        GroupKnob::CpusetPartition => Form::Partition,
         GroupKnob::CpuMax => Form::CpuMax,
         GroupKnob::UclampMin | GroupKnob::UclampMax => Form::Percent,
         GroupKnob::MemoryMin
@@ -74,7 +76,11 @@ pub fn same(form: Form, current: &str, desired: &str) -> bool {
             (Some(a), Some(b)) => (a - b).abs() < 0.006,
             _ => false,
         },
-        Form::FirstWord => cur.split_whitespace().next() == want.split_whitespace().next(),
+        Form::Partition => {
+            partition_invalid(cur).is_none()
+                && partition_invalid(want).is_none()
+                && cur.split_whitespace().next() == want.split_whitespace().next()
+        }
         Form::ControllerSet => {
             let have = controllers(cur);
             controllers(want).iter().all(|c| have.contains(c))
@@ -94,6 +100,26 @@ pub fn display(form: Form, current: &str) -> String {
         Form::Bracketed => active_choice(current).to_string(),
         _ => words(current.trim()).join(" "),
     }
+}
+
+/// Why the kernel holds a partition invalid: `Some(reason)` for
+/// `isolated invalid (Cpu list in cpuset.cpus not exclusive)` (the reason in
+/// brackets; empty when the kernel gives none, as before 6.1), `None` for a
+/// valid state such as `isolated`, `root` or `member`.
+pub fn partition_invalid(text: &str) -> Option<&str> {
+    let t = text.trim();
+    let mut it = t.split_whitespace();
+    let _state = it.next()?;
+    if it.next() != Some("invalid") {
+        return None;
+    }
+    let rest = t.split_once("invalid").map(|(_, r)| r.trim()).unwrap_or("");
+    Some(
+        rest.strip_prefix('(')
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or(rest)
+            .trim(),
+    )
 }
 
 fn words(s: &str) -> Vec<&str> {
@@ -217,15 +243,39 @@ mod tests {
         assert!(!same(Form::Percent, "0.00", "80.00"));
     }
 
+    /// What Debian's 6.1 kernel printed in the guest when a sibling created
+    /// outside the policy took the partition's CPU (tests/vm scenario
+    /// `partition-invalid`).
+    const INVALID_6_1: &str = "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n";
+
     #[test]
-    fn partition_first_word() {
-        assert!(same(Form::FirstWord, "isolated\n", "isolated"));
-        assert!(!same(
-            Form::FirstWord,
-            "isolated invalid (Cpu list in cpuset.cpus not exclusive)",
-            "root"
-        ));
-        assert!(!same(Form::FirstWord, "member", "isolated"));
+    fn partition_state_valid_only() {
+        assert!(same(Form::Partition, "isolated\n", "isolated"));
+        assert!(same(Form::Partition, "member\n", "member"));
+        assert!(same(Form::Partition, "root", "root"));
+        // An invalid partition never counts as converged.
+        assert!(!same(Form::Partition, INVALID_6_1, "isolated"));
+        assert!(!same(Form::Partition, "root invalid\n", "root"));
+        assert!(!same(Form::Partition, INVALID_6_1, "root"));
+        assert!(!same(Form::Partition, "member", "isolated"));
+        assert!(!same(Form::Partition, "", "isolated"));
+        assert_eq!(
+            display(Form::Partition, INVALID_6_1),
+            "isolated invalid (Cpu list in cpuset.cpus not exclusive)"
+        );
+    }
+
+    #[test]
+    fn partition_invalid_reason() {
+        assert_eq!(
+            partition_invalid(INVALID_6_1),
+            Some("Cpu list in cpuset.cpus not exclusive")
+        );
+        assert_eq!(partition_invalid("root invalid\n"), Some(""));
+        assert_eq!(partition_invalid("isolated\n"), None);
+        assert_eq!(partition_invalid("member"), None);
+        assert_eq!(partition_invalid(""), None);
+        assert_eq!(partition_invalid("invalid"), None);
     }
 
     #[test]

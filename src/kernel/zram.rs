@@ -11,18 +11,40 @@
 //! Device setup order on a real kernel: `comp_algorithm` must be written
 //! while `initstate` is 0 (before `disksize`); a configured device must be
 //! swapped off and `reset` (write `1`) before algorithm or size can change.
+//! `reset` and `mem_limit` (mode 0200) and `hot_remove` are write-only:
+//! reading them fails with EACCES even for root (seen on 6.1). `reset` and
+//! `hot_remove` are triggers, written and never read; the current
+//! `mem_limit` is the 4th field of `mm_stat` ([`mem_limit`]).
+//!
+//! Loading the module ([`modprobe`]) runs the system's `modprobe` — the one
+//! the kernel itself runs for `request_module` (`/proc/sys/kernel/modprobe`)
+//! — as zram-generator and zram-tools do, rather than calling
+//! `finit_module(2)` directly: modprobe resolves dependencies (zram needs
+//! zsmalloc), reads the board's options from `/etc/modprobe.d` (e.g.
+//! `num_devices`), handles compressed and signed modules and blacklists.
+//! Reimplementing that would be a second, worse modprobe.
 
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
 use super::root::Root;
 
 /// Device path of `/sys/class/zram-control/hot_add`.
 pub const HOT_ADD: &str = "/sys/class/zram-control/hot_add";
+/// Device path of the directory that exists while the zram module is loaded.
+pub const CONTROL_DIR: &str = "/sys/class/zram-control";
+/// The kernel module that provides zram devices.
+pub const MODULE: &str = "zram";
+/// Where the kernel names the modprobe it runs itself.
+pub const KERNEL_MODPROBE: &str = "/proc/sys/kernel/modprobe";
+/// How long `modprobe` may take before it is killed.
+const MODPROBE_DEADLINE: Duration = Duration::from_secs(30);
 /// Device path of `/proc/swaps`.
 pub const PROC_SWAPS: &str = "/proc/swaps";
 
@@ -50,6 +72,94 @@ pub fn dev_node(dev: &str) -> PathBuf {
 /// True if `dev` exists.
 pub fn exists(root: &Root, dev: &str) -> bool {
     root.is_dir(&device_dir(dev))
+}
+
+/// True while the zram module is loaded (or built in): the control class
+/// directory exists.
+pub fn module_loaded(root: &Root) -> bool {
+    root.is_dir(Path::new(CONTROL_DIR))
+}
+
+/// The modprobe program to run: the kernel's own choice from
+/// `/proc/sys/kernel/modprobe` when it names an existing file, else the
+/// usual locations. Host paths: only meaningful on the real root.
+fn modprobe_program() -> Option<PathBuf> {
+    let from_kernel = fs::read_to_string(KERNEL_MODPROBE)
+        .ok()
+        .map(|s| PathBuf::from(s.trim()))
+        .filter(|p| p.is_absolute() && p.is_file());
+    from_kernel.or_else(|| {
+        ["/sbin/modprobe", "/usr/sbin/modprobe", "/bin/modprobe"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    })
+}
+
+/// Loads `module` with `modprobe MODULE`, run with an empty environment
+/// (plus a fixed PATH), no stdin, and a deadline. The error names the
+/// program and carries modprobe's stderr. Only for the real root.
+pub fn modprobe(module: &str) -> Result<()> {
+    let Some(prog) = modprobe_program() else {
+        return Err(Error::other(
+            KERNEL_MODPROBE,
+            format!("cannot load `{module}`: no modprobe program (none named here, none in /sbin, /usr/sbin or /bin)"),
+        ));
+    };
+    let mut child = Command::new(&prog)
+        .arg(module)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("run", &prog, e))?;
+    // Drain stderr on a thread so a chatty modprobe cannot block on the pipe.
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr {
+            let _ = s.take(16 * 1024).read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).trim().to_string()
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if start.elapsed() > MODPROBE_DEADLINE => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(Error::io("wait for", &prog, e)),
+        }
+    };
+    let err_text = reader.join().unwrap_or_default();
+    let cmd = format!("{} {module}", prog.display());
+    match status {
+        Some(st) if st.success() => Ok(()),
+        Some(st) => Err(Error::other(
+            &prog,
+            format!(
+                "`{cmd}` failed ({st}){}",
+                if err_text.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {err_text}")
+                }
+            ),
+        )),
+        None => Err(Error::other(
+            &prog,
+            format!(
+                "`{cmd}` did not finish within {}s and was killed",
+                MODPROBE_DEADLINE.as_secs()
+            ),
+        )),
+    }
 }
 
 /// Creates a new zram device by reading `hot_add`; returns its name (`zram1`).
@@ -109,9 +219,60 @@ pub fn disksize(root: &Root, dev: &str) -> Result<u64> {
     read_u64(root, &attr_path(dev, "disksize"), "disksize (bytes)")
 }
 
-/// `mem_limit` of `dev` in bytes (0 = no limit).
+/// `mem_limit` of `dev` in bytes (0 = no limit). The attribute itself is
+/// write-only on a real kernel; its value is the 4th field of `mm_stat`
+/// (`orig_data_size compr_data_size mem_used_total mem_limit …`, bytes),
+/// printed whether or not the device is initialised. A tree without
+/// `mm_stat` (a fake one) is read from `mem_limit` itself.
 pub fn mem_limit(root: &Root, dev: &str) -> Result<u64> {
-    read_u64(root, &attr_path(dev, "mem_limit"), "mem_limit (bytes)")
+    let stat = attr_path(dev, "mm_stat");
+    if !root.exists(&stat) {
+        return read_u64(root, &attr_path(dev, "mem_limit"), "mem_limit (bytes)");
+    }
+    let s = root.read_trimmed(&stat)?;
+    s.split_whitespace()
+        .nth(3)
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| Error::parse(&stat, "mm_stat with mem_limit as 4th field", &s))
+}
+
+/// Whether `path` is a zram attribute that cannot be read (mode 0200):
+/// `reset`, `mem_limit`, and the control class's `hot_remove`.
+pub fn is_write_only(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    match name {
+        "hot_remove" => path.starts_with(CONTROL_DIR),
+        "reset" | "mem_limit" => path.starts_with("/sys/block") && device_of(path).is_some(),
+        _ => false,
+    }
+}
+
+/// The zram device an attribute path belongs to: `/sys/block/zram0/x` → `zram0`.
+pub fn device_of(path: &Path) -> Option<String> {
+    let rel = path.strip_prefix("/sys/block").ok()?;
+    let dev = rel.components().next()?.as_os_str().to_str()?;
+    (dev.starts_with("zram") && rel.components().count() == 2).then(|| dev.to_string())
+}
+
+/// The current content of a zram attribute as cgwarden journals it: the
+/// file itself, except for write-only `mem_limit`, read through `mm_stat`.
+/// `Ok(None)` when absent.
+pub fn current(root: &Root, path: &Path) -> Result<Option<String>> {
+    if path.file_name().is_some_and(|n| n == "mem_limit") {
+        if let Some(dev) = device_of(path) {
+            if !exists(root, &dev) {
+                return Ok(None);
+            }
+            return mem_limit(root, &dev).map(|v| Some(v.to_string()));
+        }
+    }
+    match root.read(path) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// One line of `/proc/swaps`.
@@ -357,6 +518,37 @@ mod tests {
             mem_limit(&r, "zram0").unwrap_err(),
             Error::Parse { .. }
         ));
+        // A real kernel: mem_limit is write-only, its value is in mm_stat
+        // (6.1 in the guest, after `echo 16M > mem_limit`).
+        fs::write(
+            t.path().join("sys/block/zram0/mm_stat"),
+            "       0        0        0 16777216        0        0        0        0        0\n",
+        )
+        .unwrap();
+        assert_eq!(mem_limit(&r, "zram0").unwrap(), 16 << 20);
+        let ml = attr_path("zram0", "mem_limit");
+        assert_eq!(current(&r, &ml).unwrap().as_deref(), Some("16777216"));
+        assert_eq!(current(&r, &attr_path("zram1", "mem_limit")).unwrap(), None);
+        assert_eq!(
+            current(&r, &attr_path("zram0", "disksize"))
+                .unwrap()
+                .as_deref(),
+            Some("4294967296\n")
+        );
+        fs::write(t.path().join("sys/block/zram0/mm_stat"), "0 0 0\n").unwrap();
+        assert!(matches!(
+            mem_limit(&r, "zram0").unwrap_err(),
+            Error::Parse { .. }
+        ));
+        assert!(is_write_only(&ml));
+        assert!(is_write_only(&attr_path("zram0", "reset")));
+        assert!(is_write_only(Path::new(
+            "/sys/class/zram-control/hot_remove"
+        )));
+        assert!(!is_write_only(&attr_path("zram0", "disksize")));
+        assert!(!is_write_only(Path::new("/sys/fs/cgroup/reset")));
+        assert_eq!(device_of(&ml).as_deref(), Some("zram0"));
+        assert_eq!(device_of(Path::new("/sys/block/sda/reset")), None);
         assert!(disksize(&r, "zram1").unwrap_err().is_not_found());
         // fake write then read-back normalizes
         r.write(&attr_path("zram0", "comp_algorithm"), "zstd")

@@ -632,6 +632,46 @@ impl<'a> Decoder<'a> {
         for g in groups {
             self.check_cpuset_subsets(g, None);
         }
+        self.check_exclusive_siblings(groups);
+    }
+
+    /// A partition (`root` or `isolated`) owns its CPUs exclusively among its
+    /// siblings: the kernel accepts an overlapping sibling's `cpuset.cpus` and
+    /// turns the partition `isolated invalid (Cpu list in cpuset.cpus not
+    /// exclusive)` — the RT core silently loses its isolation. Reported at the
+    /// later group's `cpus`.
+    fn check_exclusive_siblings(&mut self, siblings: &[Group]) {
+        let is_part = |g: &Group| g.cpuset.partition.is_some_and(|p| p != Partition::Member);
+        for (i, b) in siblings.iter().enumerate() {
+            let Some(bc) = &b.cpuset.cpus else { continue };
+            for a in &siblings[..i] {
+                let Some(ac) = &a.cpuset.cpus else { continue };
+                if !is_part(a) && !is_part(b) {
+                    continue;
+                }
+                let common = CpuList(ac.0.intersection(&bc.0).copied().collect());
+                if common.0.is_empty() {
+                    continue;
+                }
+                let what = |g: &Group| match g.cpuset.partition {
+                    Some(p) if p != Partition::Member => {
+                        format!("the {} partition `{}`", p.as_str(), g.name)
+                    }
+                    _ => format!("group `{}`", g.name),
+                };
+                self.err(
+                    b.cpuset.cpus_pos.unwrap_or(b.pos),
+                    format!(
+                        "cpuset.cpus `{bc}` of {} overlaps sibling {} (`{ac}`) on CPUs {common}; a partition's CPUs must be exclusive among its siblings, or the kernel makes it invalid (Cpu list in cpuset.cpus not exclusive)",
+                        what(b),
+                        what(a)
+                    ),
+                );
+            }
+        }
+        for g in siblings {
+            self.check_exclusive_siblings(&g.children);
+        }
     }
 
     fn check_cpuset_subsets(&mut self, g: &Group, parent: Option<(&str, &CpuList)>) {

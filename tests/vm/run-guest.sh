@@ -59,14 +59,23 @@ copy_with_libs() {
 copy_with_libs "$cgw" cgwarden
 copy_with_libs "$wl" cgwarden-workload
 
-# Kernel modules, in dependency order (the guest insmods the list top to bottom).
+# Kernel modules, in dependency order (the guest insmods the list top to bottom), at
+# their usual place /lib/modules/KVER/kernel/... with a modules.dep made by depmod, so
+# that a real `modprobe zram` works in the guest too (busybox modprobe reads
+# modules.dep; cgwarden runs the kernel's modprobe when zram is not loaded).
 : >"$r/lib/modules/load-order"
 for m in zram lz4 lz4hc zstd; do
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
-    cp "$ko" "$r/lib/modules/"
-    basename "$ko" >>"$r/lib/modules/load-order"
+    rel=${ko#"$kroot/lib/modules/"}
+    mkdir -p "$r/lib/modules/$(dirname "$rel")"
+    cp "$ko" "$r/lib/modules/$rel"
+    echo "$rel" >>"$r/lib/modules/load-order"
+    echo "${rel#"$kver/"}" >>"$r/lib/modules/$kver/modules.order"
 done
+cp "$kroot/lib/modules/$kver/modules.builtin" "$kroot/lib/modules/$kver/modules.builtin.modinfo" \
+    "$r/lib/modules/$kver/"
+depmod -b "$r" "$kver"
 
 # Guest side of the suite.
 cp -r "$here/guest/." "$r/cgw/"
