@@ -246,7 +246,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             let done = conv
                 .apply(&plan, &mut |line| println!("{line}"))
-                .context("cannot open the originals journal")?;
+                .context("the originals journal")?;
+            for m in &done.missing {
+                eprintln!("cgwarden: missing: {m}");
+            }
+            if done.refused_missing {
+                eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
+                return Ok(exit::MISSING);
+            }
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }

@@ -156,6 +156,24 @@ pub struct Applied {
     pub changes: usize,
     pub skipped: usize,
     pub failures: Vec<String>,
+    /// What turned out missing while applying (a module that would not load).
+    pub missing: Vec<String>,
+    /// `on_missing: fail` and something was missing: stopped before any write.
+    pub refused_missing: bool,
+}
+
+/// Why a step failed: the journal (the whole apply stops — nothing may be
+/// written whose original is not safe) or the kernel (this step only).
+#[derive(Debug)]
+enum StepError {
+    Journal(crate::kernel::Error),
+    Kernel(crate::kernel::Error),
+}
+
+impl From<crate::kernel::Error> for StepError {
+    fn from(e: crate::kernel::Error) -> Self {
+        StepError::Kernel(e)
+    }
 }
 
 /// Exit code when the system lacks what the policy needs and `on_missing: fail`.
@@ -748,23 +766,25 @@ impl<'p> Converger<'p> {
                 continue;
             }
             if let Step::Modprobe { module } = step {
-                if let Err(e) = self.apply_step(step, &mut journal, &mut created) {
-                    // "missing" only when loading failed (SPEC §4); with
-                    // on_missing: fail nothing has been written yet: the
-                    // module is loaded before anything else.
-                    zram_unavailable = true;
-                    done.failures.push(format!(
-                        "{step}: {e}; {module} is missing, its steps are skipped"
-                    ));
-                    if self.policy.settings.on_missing == OnMissing::Fail {
-                        done.failures.push(
-                            "on_missing: fail: the system lacks what the policy needs; nothing was written".into(),
-                        );
-                        return Ok(done);
+                match self.apply_step(step, &mut journal, &mut created) {
+                    Err(StepError::Journal(e)) => return Err(e),
+                    Err(StepError::Kernel(e)) => {
+                        // "missing" only when loading failed (SPEC §4); with
+                        // on_missing: fail nothing has been written yet: the
+                        // module is loaded before anything else.
+                        zram_unavailable = true;
+                        done.missing.push(format!(
+                            "{step}: {e}; {module} is missing, its steps are skipped"
+                        ));
+                        if self.policy.settings.on_missing == OnMissing::Fail {
+                            done.refused_missing = true;
+                            return Ok(done);
+                        }
                     }
-                } else {
-                    out(&step.to_string());
-                    done.changes += 1;
+                    Ok(_) => {
+                        out(&step.to_string());
+                        done.changes += 1;
+                    }
                 }
                 continue;
             }
@@ -774,7 +794,9 @@ impl<'p> Converger<'p> {
                     done.changes += 1;
                 }
                 Ok(false) => {}
-                Err(e) => {
+                // Without a safe original nothing more is written.
+                Err(StepError::Journal(e)) => return Err(e),
+                Err(StepError::Kernel(e)) => {
                     // A process that exited between scan and move is not an error.
                     if matches!(step, Step::Move { .. } | Step::Sched { .. })
                         && e.errno() == Some(libc::ESRCH)
@@ -793,13 +815,15 @@ impl<'p> Converger<'p> {
         step: &Step,
         journal: &mut Journal,
         created: &mut Vec<PathBuf>,
-    ) -> Result<bool, crate::kernel::Error> {
+    ) -> Result<bool, StepError> {
         match step {
             Step::Mkdir { path } => {
                 if self.root.is_dir(path) {
                     return Ok(false);
                 }
-                journal.record(Entry::Mkdir { path: path.clone() })?;
+                journal
+                    .record(Entry::Mkdir { path: path.clone() })
+                    .map_err(StepError::Journal)?;
                 let rel = path
                     .strip_prefix(self.cg.base())
                     .map(|p| p.to_string_lossy().into_owned())
@@ -834,11 +858,15 @@ impl<'p> Converger<'p> {
                         .is_some();
                 if !inside_created {
                     match current {
-                        Some(content) => journal.record(Entry::File {
-                            path: path.clone(),
-                            content,
-                        })?,
-                        None => journal.record(Entry::Absent { path: path.clone() })?,
+                        Some(content) => journal
+                            .record(Entry::File {
+                                path: path.clone(),
+                                content,
+                            })
+                            .map_err(StepError::Journal)?,
+                        None => journal
+                            .record(Entry::Absent { path: path.clone() })
+                            .map_err(StepError::Journal)?,
                     }
                 }
                 if was_invalid && value.trim() != "member" {
@@ -858,10 +886,12 @@ impl<'p> Converger<'p> {
                 // what it destroys, then fire it.
                 for p in saves {
                     if let Some(content) = zram::current(&self.root, p)? {
-                        journal.record(Entry::File {
-                            path: p.clone(),
-                            content,
-                        })?;
+                        journal
+                            .record(Entry::File {
+                                path: p.clone(),
+                                content,
+                            })
+                            .map_err(StepError::Journal)?;
                     }
                 }
                 self.root.write(path, value)?;
@@ -870,13 +900,13 @@ impl<'p> Converger<'p> {
             Step::Modprobe { module } => {
                 zram::modprobe(module)?;
                 if module == zram::MODULE && !zram::module_loaded(&self.root) {
-                    return Err(crate::kernel::Error::other(
+                    return Err(StepError::Kernel(crate::kernel::Error::other(
                         zram::CONTROL_DIR,
                         format!(
                             "`modprobe {module}` succeeded but {} did not appear",
                             zram::CONTROL_DIR
                         ),
-                    ));
+                    )));
                 }
                 Ok(true)
             }
@@ -886,27 +916,33 @@ impl<'p> Converger<'p> {
                     return Ok(false);
                 }
                 let got = zram::hot_add(&self.root)?;
-                journal.record(Entry::ZramHotAdd {
-                    device: got.clone(),
-                })?;
+                journal
+                    .record(Entry::ZramHotAdd {
+                        device: got.clone(),
+                    })
+                    .map_err(StepError::Journal)?;
                 if &got != device {
-                    return Err(crate::kernel::Error::other(
+                    return Err(StepError::Kernel(crate::kernel::Error::other(
                         zram::HOT_ADD,
                         format!("hot_add created {got}, not {device}; name the device {got} in the policy"),
-                    ));
+                    )));
                 }
                 Ok(true)
             }
             Step::Mkswap { device, size } => {
-                journal.record(Entry::ZramInit {
-                    device: device.clone(),
-                })?;
+                journal
+                    .record(Entry::ZramInit {
+                        device: device.clone(),
+                    })
+                    .map_err(StepError::Journal)?;
                 zram::write_swap_header(&zram::dev_node(device), *size)?;
                 Ok(true)
             }
             Step::Swapon { device, priority } => {
                 let node = zram::dev_node(device);
-                journal.record(Entry::Swapon { path: node.clone() })?;
+                journal
+                    .record(Entry::Swapon { path: node.clone() })
+                    .map_err(StepError::Journal)?;
                 zram::swapon(&node, *priority)?;
                 Ok(true)
             }
@@ -926,7 +962,7 @@ impl<'p> Converger<'p> {
                     match sched::apply(tid, &spec) {
                         Ok(()) => any = true,
                         Err(e) if e.errno() == Some(libc::ESRCH) => {}
-                        Err(e) => return Err(e),
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 Ok(any)

@@ -120,12 +120,21 @@ async fn run_async(opts: Options) -> u8 {
     } else {
         match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
             Ok(done) => {
+                for m in &done.missing {
+                    tracing::warn!("missing: {m}");
+                }
+                if done.refused_missing {
+                    tracing::error!(
+                        "on_missing: fail: the system lacks what the policy needs; nothing was written"
+                    );
+                    return EXIT_MISSING;
+                }
                 for f in &done.failures {
                     tracing::error!("{f}");
                 }
             }
             Err(e) => {
-                tracing::error!("cannot open the originals journal: {e}");
+                tracing::error!("the originals journal: {e}");
                 return crate::exit::for_kernel_error(&e);
             }
         }

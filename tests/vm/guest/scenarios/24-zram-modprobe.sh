@@ -39,12 +39,18 @@ check_eq reset-algorithm "$(cat "$T/orig.zram_algorithm")" active_alg
 # modprobe fails (the module file is gone): zram is missing, with modprobe's message.
 rmmod zram
 mv "$ZKO" /tmp/zram.ko.away
+# With on_missing: fail, apply stops with exit 3 before writing anything.
+sed 's/on_missing: warn/on_missing: fail/' "$P" >/tmp/zram-fail.yaml
+cgw apply /tmp/zram-fail.yaml
+check_eq fail-exit-3 3 echo "$RC"
+check fail-no-journal "on_missing: fail: nothing journalled" test ! -e /run/cgw-zram/originals
+# With on_missing: warn, zram is reported missing and the rest goes on (exit 0).
 cgw apply "$P"
-check_eq fail-exit 1 echo "$RC"
-check fail-reported "the failed MODPROBE is reported as missing" grep -q "MODPROBE zram: .*zram is missing" /tmp/cgw.err
+check_eq warn-exit 0 echo "$RC"
+check fail-reported "the failed MODPROBE is reported as missing" grep -q "missing: MODPROBE zram: .*zram is missing" /tmp/cgw.err
 check fail-stderr "modprobe's own message is passed on" grep -q "modprobe.*zram.ko" /tmp/cgw.err
-check fail-one-error "the zram steps are skipped, not failed one by one" sh -c '[ "$(grep -c error: /tmp/cgw.err)" = 1 ]'
-check fail-no-journal "nothing journalled" test ! -e /run/cgw-zram/originals
+check fail-one-line "the zram steps are skipped, not failed one by one" sh -c '[ "$(grep -c "error:\|missing:" /tmp/cgw.err)" = 1 ]'
+cgw reset --policy "$P"
 
 # Back to the boot state: module loaded, zram0 idle.
 mv /tmp/zram.ko.away "$ZKO"
