@@ -476,7 +476,7 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                 let v = m.memory_available().ok_or(UNAVAILABLE)?;
                 (Size::Bytes(v).cmp_limit(t), Measured::Bytes(v))
             }
-            (Metric::MemoryEvent { group, event }, Threshold::Count(n)) => {
+            (Metric::MemoryEvent { group, event }, Threshold::Events { count: n, .. }) => {
                 let v = self
                     .counters
                     .and_then(|rc| rc.delta(&group.value, *event))
@@ -931,7 +931,7 @@ mod tests {
     fn same_counter_twice_in_a_rule_sees_one_delta() {
         let mut m = Fake::default();
         m.events.insert(("g".into(), MemEvent::High), 0);
-        let e = expr("g.memory.events.high > 2 and g.memory.events.high < 10");
+        let e = expr("g.memory.events.high > 2 and not g.memory.events.high > 10");
         let mut ev = Evaluator::new();
         ev.evaluate("r", &e, &m);
         m.events.insert(("g".into(), MemEvent::High), 5);
