@@ -59,7 +59,8 @@
 //! - Byte metrics compare with `max` as larger than every byte count;
 //!   `cgroup.populated` is 0 or 1; temperatures compare in millidegrees.
 //! - Evaluation allocates nothing in the common path (no unavailable metric,
-//!   no new event counter); trees nested deeper than [`MAX_EVAL_DEPTH`]
+//!   no group's events read for the first time, no history growing past
+//!   its capacity, which is bounded as above); trees nested deeper than [`MAX_EVAL_DEPTH`]
 //!   (never produced by the parser, which limits an expression to 4096
 //!   characters) evaluate to false rather than overflow the stack.
 
