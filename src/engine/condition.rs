@@ -8,15 +8,40 @@
 //! which metrics the rules use, so it samples only those.
 //!
 //! Semantics:
-//! - `G.memory.events.E` is the number of new events since the rule was last
-//!   evaluated. The first value the rule sees is its baseline (0 new events):
-//!   events from before the daemon started watching never fire a rule. A
-//!   counter that goes down (group recreated) takes the new value as its
-//!   baseline; so does a counter that was unavailable (group missing) and
+//! - `G.memory.events.E > N/W` holds when more than N new events arrived
+//!   within the sliding window W; the bare form `> N` uses `settings.tick`
+//!   as W (the evaluator is given the tick with each evaluation). The count
+//!   is computed from a short history of `(time, counter)` samples, one per
+//!   counter per evaluation time, shared by every rule that reads the
+//!   counter: the count at `now` is the counter now minus its value at the
+//!   latest sample taken at or before `now - W` (no interpolation: events
+//!   are discrete). The window is thus half-open, `(now - W, now]`: an
+//!   event seen by the evaluation at `t` counts for evaluations in
+//!   `[t, t + W)`. It does not depend on how often rules are evaluated —
+//!   only on when each change of the counter was first seen (the daemon
+//!   wakes on every `memory.events` modification, so that is when it
+//!   happened).
+//! - Why shared per group+event and not per rule: the history is a
+//!   property of the counter, so two rules with different windows on one
+//!   counter agree exactly, a thousand rules on one counter keep one
+//!   history, and a counter is read once per evaluation time. It also
+//!   matches SPEC §3: counters count "from the value seen when the daemon
+//!   started watching the group" — a rule added later sees the group's
+//!   recent events too.
+//! - The first observation of a counter is its baseline: events from before
+//!   the daemon started watching never fire a rule (while the history is
+//!   younger than W, the count is the growth since the baseline). A counter
+//!   that goes down (group recreated) restarts the history at its new
+//!   value; so does a counter that was unavailable (group missing) and
 //!   comes back. Every event counter a rule uses is read at each evaluation
-//!   of that rule, even where `and`/`or` do not need the comparison, so
-//!   "since last evaluated" holds whatever the other operands did. Two
-//!   comparisons of one rule on the same counter see the same number.
+//!   of that rule, even where `and`/`or` do not need the comparison.
+//! - Memory is bounded: samples older than the longest window any rule
+//!   asked of the counter are dropped (keeping the latest one at or before
+//!   that horizon, the reference for the longest window), and changes that
+//!   fall in the same `1/256` of that window are merged into the later
+//!   sample, so a history holds at most [`MAX_SAMPLES`] samples. A merge
+//!   can only make an event count a little longer (at most W/256 later),
+//!   never shorter or not at all.
 //! - A metric that is unavailable (`None`: the group is missing, the file is
 //!   absent, not enough stall history, a PSI average that is NaN) makes its
 //!   comparison false, and is listed in [`Evaluation::unavailable`] with the
@@ -34,22 +59,31 @@
 //! - Byte metrics compare with `max` as larger than every byte count;
 //!   `cgroup.populated` is 0 or 1; temperatures compare in millidegrees.
 //! - Evaluation allocates nothing in the common path (no unavailable metric,
-//!   no new event counter); trees nested deeper than [`MAX_EVAL_DEPTH`]
+//!   no group's events read for the first time, no history growing past
+//!   its capacity, which is bounded as above); trees nested deeper than [`MAX_EVAL_DEPTH`]
 //!   (never produced by the parser, which limits an expression to 4096
 //!   characters) evaluate to false rather than overflow the stack.
 
+use super::rule_state::Time;
 use super::stall::StallKey;
 use crate::policy::expr::{
     Avg, Compare, Expr, ExprKind, MemEvent, Metric, Resource, Stall, Target, Threshold,
 };
 use crate::policy::model::Rule;
 use crate::policy::units::{Size, Temperature};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
 /// Deepest expression tree evaluated; deeper subtrees are false.
 pub const MAX_EVAL_DEPTH: usize = 1024;
+
+/// Buckets per retention window: changes within one bucket are merged.
+const BUCKETS: u32 = 256;
+/// Most samples one counter's history holds: the baseline or reference
+/// sample, one per bucket of the retention window, and the bucket `now`
+/// is in.
+pub const MAX_SAMPLES: usize = BUCKETS as usize + 2;
 
 /// The metrics snapshot a condition is evaluated against. `None` means the
 /// value is unavailable right now.
@@ -190,40 +224,112 @@ pub struct Evaluation<'e> {
     pub unavailable: Vec<Unavailable<'e>>,
 }
 
-/// One `memory.events` counter of one rule.
-#[derive(Debug, Clone)]
-struct Counter {
-    group: String,
-    event: MemEvent,
-    /// The value at the rule's previous evaluation; `None` before the first
-    /// observation (or after the counter was unavailable).
-    base: Option<u64>,
-    /// New events at the current evaluation; `None` if unavailable.
-    delta: Option<u64>,
-    /// The evaluation `delta` belongs to.
-    generation: u64,
-}
-
+/// The samples of one `memory.events` counter (see the module docs).
 #[derive(Debug, Clone, Default)]
-struct RuleCounters {
-    generation: u64,
-    counters: Vec<Counter>,
+struct History {
+    /// `(time, value)`, oldest first: the baseline (or, once pruned, the
+    /// reference for the longest window), then one sample per change of
+    /// the value, at most one per bucket. Values never decrease: a decrease
+    /// restarts the history.
+    samples: VecDeque<(Time, u64)>,
+    /// When the counter was last read: it is read once per evaluation time.
+    read_at: Option<Time>,
+    /// The longest window asked of this counter: how far back samples are
+    /// needed. Only grows (until [`Evaluator::retain`] drops the history).
+    retention: Duration,
 }
 
-impl RuleCounters {
-    fn delta(&self, group: &str, event: MemEvent) -> Option<u64> {
-        self.counters
-            .iter()
-            .find(|c| c.event == event && c.group == group)?
-            .delta
+impl History {
+    /// Records the counter's value at `now`; `None`: unavailable.
+    fn observe(&mut self, now: Time, value: Option<u64>) {
+        self.read_at = Some(now);
+        let Some(v) = value else {
+            self.samples.clear();
+            return;
+        };
+        // Time never goes backwards here, even if a caller's clock did.
+        let now = match self.samples.back() {
+            Some(&(t, _)) if now < t => t,
+            _ => now,
+        };
+        let bucket = |t: Time| {
+            let width = (self.retention.as_nanos() / u128::from(BUCKETS)).max(1);
+            t.as_nanos() / width
+        };
+        match self.samples.back().copied() {
+            Some((_, last)) if v == last => {}
+            Some((t, last)) if v > last && self.samples.len() >= 2 && bucket(t) == bucket(now) => {
+                // Same bucket as the previous change: the earlier change
+                // is attributed to `now` (it may count up to a bucket
+                // longer), so the history stays bounded in an event storm.
+                if let Some(back) = self.samples.back_mut() {
+                    *back = (now, v);
+                }
+            }
+            Some((_, last)) if v > last => self.samples.push_back((now, v)),
+            // First observation, or the counter went down: a new baseline.
+            _ => {
+                self.samples.clear();
+                self.samples.push_back((now, v));
+            }
+        }
+        // Drop what no window reaches: keep the latest sample at or before
+        // `now - retention`, the reference for the longest window.
+        if let Some(horizon) = now.checked_sub(self.retention) {
+            while self.samples.get(1).is_some_and(|&(t, _)| t <= horizon) {
+                self.samples.pop_front();
+            }
+        }
+    }
+
+    /// New events within `(now - window, now]`; `None` while unavailable.
+    fn count(&self, now: Time, window: Duration) -> Option<u64> {
+        let &(_, current) = self.samples.back()?;
+        // The latest sample at or before the window's start; before the
+        // history is that old, the baseline.
+        let reference = now
+            .checked_sub(window)
+            .map(|start| self.samples.partition_point(|&(t, _)| t <= start))
+            .and_then(|after| after.checked_sub(1))
+            .and_then(|i| self.samples.get(i))
+            .or(self.samples.front());
+        reference.map(|&(_, base)| current.saturating_sub(base))
     }
 }
 
-/// Evaluates conditions and keeps each rule's event-counter baselines.
+/// The five `memory.events` counters of one group, by [`slot`].
+type GroupHistories = [History; 5];
+
+fn slot(event: MemEvent) -> usize {
+    match event {
+        MemEvent::High => 0,
+        MemEvent::Max => 1,
+        MemEvent::Oom => 2,
+        MemEvent::OomKill => 3,
+        MemEvent::OomGroupKill => 4,
+    }
+}
+
+/// The window of an event comparison: its own, or the tick for the bare form.
+fn event_window(threshold: &Threshold, tick: Duration) -> Option<Duration> {
+    match threshold {
+        Threshold::Events { window, .. } => Some(window.map_or(tick, |w| w.get())),
+        _ => None,
+    }
+}
+
+/// When an evaluation happens, and the window of the bare event form.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    now: Time,
+    tick: Duration,
+}
+
+/// Evaluates conditions and keeps the `memory.events` histories they need.
 #[derive(Debug, Clone, Default)]
 pub struct Evaluator {
-    /// Keyed by rule name, so a reload that reorders rules keeps baselines.
-    rules: HashMap<String, RuleCounters>,
+    /// Keyed by group name; shared by every rule (see the module docs).
+    events: HashMap<String, GroupHistories>,
 }
 
 impl Evaluator {
@@ -231,37 +337,34 @@ impl Evaluator {
         Evaluator::default()
     }
 
-    /// Evaluates a policy rule's `when:`.
+    /// Evaluates a policy rule's `when:` at `now`; `tick` is
+    /// `settings.tick`, the window of the bare `memory.events` form.
     pub fn evaluate_rule<'e, M: Metrics + ?Sized>(
         &mut self,
         rule: &'e Rule,
+        now: Time,
+        tick: Duration,
         metrics: &M,
     ) -> Evaluation<'e> {
-        self.evaluate(&rule.name, &rule.when, metrics)
+        self.evaluate(&rule.when, now, tick, metrics)
     }
 
-    /// Evaluates `expr` as the condition of the rule called `rule`.
+    /// Evaluates `expr` at `now`; `tick` is the bare event form's window.
     pub fn evaluate<'e, M: Metrics + ?Sized>(
         &mut self,
-        rule: &str,
         expr: &'e Expr,
+        now: Time,
+        tick: Duration,
         metrics: &M,
     ) -> Evaluation<'e> {
-        let counters = if has_events(expr, 0) {
-            if !self.rules.contains_key(rule) {
-                self.rules.insert(rule.to_string(), RuleCounters::default());
-            }
-            self.rules.get_mut(rule).map(|rc| {
-                rc.generation = rc.generation.wrapping_add(1);
-                refresh(expr, rc, metrics, 0);
-                &*rc
-            })
-        } else {
-            None
-        };
+        let at = At { now, tick };
+        if has_events(expr, 0) {
+            refresh(expr, &mut self.events, at, metrics, 0);
+        }
         let mut ctx = Ctx {
             metrics,
-            counters,
+            events: &self.events,
+            at,
             unavailable: Vec::new(),
         };
         let (value, trigger) = ctx.eval(expr, 0);
@@ -272,14 +375,30 @@ impl Evaluator {
         }
     }
 
-    /// Forgets the counters of rules `keep` rejects (after a reload).
-    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.rules.retain(|name, _| keep(name));
+    /// Forgets the histories of counters `keep` rejects (after a reload,
+    /// those no rule reads any more): if read again, they re-baseline.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, MemEvent) -> bool) {
+        for (group, histories) in &mut self.events {
+            for event in MemEvent::ALL {
+                if !keep(group, *event) {
+                    if let Some(h) = histories.get_mut(slot(*event)) {
+                        *h = History::default();
+                    }
+                }
+            }
+        }
+        self.events
+            .retain(|_, hs| hs.iter().any(|h| h.read_at.is_some()));
     }
 
-    /// Forgets one rule's counters: its next evaluation re-baselines.
-    pub fn forget(&mut self, rule: &str) {
-        self.rules.remove(rule);
+    /// Samples held over all counters (diagnostics; bounded by
+    /// [`MAX_SAMPLES`] per counter).
+    pub fn samples_held(&self) -> usize {
+        self.events
+            .values()
+            .flat_map(|hs| hs.iter())
+            .map(|h| h.samples.len())
+            .sum()
     }
 }
 
@@ -298,59 +417,44 @@ fn has_events(expr: &Expr, depth: usize) -> bool {
     }
 }
 
-/// Reads every event counter of the tree once for this evaluation.
-fn refresh<M: Metrics + ?Sized>(expr: &Expr, rc: &mut RuleCounters, m: &M, depth: usize) {
+/// Samples every event counter of the tree at `at.now` (once per counter
+/// and evaluation time) and widens its retention to the windows used.
+fn refresh<M: Metrics + ?Sized>(
+    expr: &Expr,
+    events: &mut HashMap<String, GroupHistories>,
+    at: At,
+    m: &M,
+    depth: usize,
+) {
     if depth > MAX_EVAL_DEPTH {
         return;
     }
     match &expr.kind {
         ExprKind::Or(a, b) | ExprKind::And(a, b) => {
-            refresh(a, rc, m, depth + 1);
-            refresh(b, rc, m, depth + 1);
+            refresh(a, events, at, m, depth + 1);
+            refresh(b, events, at, m, depth + 1);
         }
-        ExprKind::Not(a) => refresh(a, rc, m, depth + 1),
+        ExprKind::Not(a) => refresh(a, events, at, m, depth + 1),
         ExprKind::Compare(Compare {
             metric: Metric::MemoryEvent { group, event },
+            value,
             ..
         }) => {
-            let generation = rc.generation;
-            let idx = match rc
-                .counters
-                .iter()
-                .position(|c| c.event == *event && c.group == group.value)
-            {
-                Some(i) => i,
-                None => {
-                    rc.counters.push(Counter {
-                        group: group.value.clone(),
-                        event: *event,
-                        base: None,
-                        delta: None,
-                        generation: generation.wrapping_sub(1),
-                    });
-                    rc.counters.len() - 1
-                }
+            let Some(window) = event_window(value, at.tick) else {
+                return; // a mismatched threshold; the comparison says so
             };
-            let Some(c) = rc.counters.get_mut(idx) else {
-                return;
-            };
-            if c.generation == generation {
-                return;
+            if !events.contains_key(&group.value) {
+                events.insert(group.value.clone(), GroupHistories::default());
             }
-            c.generation = generation;
-            match m.memory_event(&group.value, *event) {
-                None => {
-                    c.base = None;
-                    c.delta = None;
-                }
-                Some(v) => {
-                    c.delta = Some(match c.base {
-                        Some(b) if v >= b => v - b,
-                        // First observation, or the counter went down.
-                        _ => 0,
-                    });
-                    c.base = Some(v);
-                }
+            let Some(h) = events
+                .get_mut(&group.value)
+                .and_then(|hs| hs.get_mut(slot(*event)))
+            else {
+                return;
+            };
+            h.retention = h.retention.max(window);
+            if h.read_at != Some(at.now) {
+                h.observe(at.now, m.memory_event(&group.value, *event));
             }
         }
         ExprKind::Compare(_) | ExprKind::Running(_) | ExprKind::Exists(_) => {}
@@ -359,7 +463,8 @@ fn refresh<M: Metrics + ?Sized>(expr: &Expr, rc: &mut RuleCounters, m: &M, depth
 
 struct Ctx<'m, 'e, M: Metrics + ?Sized> {
     metrics: &'m M,
-    counters: Option<&'m RuleCounters>,
+    events: &'m HashMap<String, GroupHistories>,
+    at: At,
     unavailable: Vec<Unavailable<'e>>,
 }
 
@@ -476,10 +581,13 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                 let v = m.memory_available().ok_or(UNAVAILABLE)?;
                 (Size::Bytes(v).cmp_limit(t), Measured::Bytes(v))
             }
-            (Metric::MemoryEvent { group, event }, Threshold::Count(n)) => {
+            (Metric::MemoryEvent { group, event }, t @ Threshold::Events { count: n, .. }) => {
+                let window = event_window(t, self.at.tick).ok_or(MISMATCH)?;
                 let v = self
-                    .counters
-                    .and_then(|rc| rc.delta(&group.value, *event))
+                    .events
+                    .get(&group.value)
+                    .and_then(|hs| hs.get(slot(*event)))
+                    .and_then(|h| h.count(self.at.now, window))
                     .ok_or(UNAVAILABLE)?;
                 (v.cmp(n), Measured::Count(v))
             }
@@ -678,10 +786,28 @@ mod tests {
 
     fn eval(m: &Fake, text: &str) -> bool {
         let e = expr(text);
-        Evaluator::new().evaluate("r", &e, m).value
+        Evaluator::new().evaluate(&e, T0, TICK, m).value
     }
 
     const G: u64 = 1 << 30;
+    const T0: Time = Duration::ZERO;
+    const TICK: Duration = Duration::from_secs(1);
+
+    fn secs(s: f64) -> Time {
+        Duration::from_secs_f64(s)
+    }
+
+    fn ms(n: u64) -> Time {
+        Duration::from_millis(n)
+    }
+
+    /// The count a `memory.events` comparison measured, if available.
+    fn count(r: &Evaluation<'_>) -> Option<u64> {
+        match r.trigger.map(|t| t.value) {
+            Some(Measured::Count(n)) if r.unavailable.is_empty() => Some(n),
+            _ => None,
+        }
+    }
 
     #[test]
     fn psi_average() {
@@ -715,7 +841,7 @@ mod tests {
             f64::NAN,
         );
         let e = expr("g.io.some.avg60 != 5%");
-        let ev = Evaluator::new().evaluate("r", &e, &m);
+        let ev = Evaluator::new().evaluate(&e, T0, TICK, &m);
         assert!(!ev.value);
         assert_eq!(ev.unavailable.len(), 1);
         assert_eq!(ev.unavailable[0].reason, NOT_A_NUMBER);
@@ -775,7 +901,7 @@ mod tests {
     fn unavailable_is_false_and_reported_once_per_evaluated_comparison() {
         let m = Fake::default();
         let e = expr("ghost.memory.current > 1G or thermal.x.temp > 50C");
-        let ev = Evaluator::new().evaluate("r", &e, &m);
+        let ev = Evaluator::new().evaluate(&e, T0, TICK, &m);
         assert!(!ev.value);
         let got: Vec<String> = ev.unavailable.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -787,7 +913,7 @@ mod tests {
         );
         // Guarded by exists(): nothing to report.
         let e = expr("exists(ghost) and ghost.memory.current > 1G");
-        let ev = Evaluator::new().evaluate("r", &e, &m);
+        let ev = Evaluator::new().evaluate(&e, T0, TICK, &m);
         assert!(!ev.value && ev.unavailable.is_empty());
     }
 
@@ -802,7 +928,7 @@ mod tests {
         );
         let mut ev = Evaluator::new();
         let e = expr("a.memory.current > 6G or b.memory.current > 6G or a.memory.current > 1G");
-        let r = ev.evaluate("r", &e, &m);
+        let r = ev.evaluate(&e, T0, TICK, &m);
         let t = r.trigger.expect("trigger");
         assert!(r.value);
         assert_eq!(
@@ -812,14 +938,14 @@ mod tests {
         assert_eq!(t.group(), Some("b"));
 
         let e = expr("a.memory.some.avg10 > 10% and b.memory.current > 6G");
-        let t = ev.evaluate("r", &e, &m).trigger.expect("trigger");
+        let t = ev.evaluate(&e, T0, TICK, &m).trigger.expect("trigger");
         assert_eq!(
             (t.metric(), t.value(), t.threshold()),
             ("a.memory.some.avg10".into(), "42.00%".into(), "10%".into())
         );
 
         let e = expr("not (a.memory.current > 6G)");
-        let r = ev.evaluate("r", &e, &m);
+        let r = ev.evaluate(&e, T0, TICK, &m);
         assert!(r.value);
         assert_eq!(
             r.trigger.map(|t| t.metric()),
@@ -828,7 +954,7 @@ mod tests {
 
         m.running.push("cyclictest".into());
         let e = expr("running(cyclictest)");
-        let t = ev.evaluate("r", &e, &m).trigger.expect("trigger");
+        let t = ev.evaluate(&e, T0, TICK, &m).trigger.expect("trigger");
         assert_eq!(
             (t.metric(), t.value(), t.threshold()),
             ("running(cyclictest)".into(), "1".into(), String::new())
@@ -847,68 +973,199 @@ mod tests {
         assert_eq!(Measured::Percent(12.3456).to_string(), "12.35%");
     }
 
+    /// Evaluates `text` at each time of `evals` (in order), with the `high`
+    /// counter of `g` at `base` plus the number of `events` at or before
+    /// that time. Returns `(time, count, value)` per evaluation.
+    fn simulate(
+        text: &str,
+        tick: Duration,
+        base: u64,
+        events: &[Time],
+        evals: &[Time],
+    ) -> Vec<(Time, Option<u64>, bool)> {
+        let e = expr(text);
+        let mut ev = Evaluator::new();
+        let mut m = Fake::default();
+        evals
+            .iter()
+            .map(|&now| {
+                let seen = events.iter().filter(|&&t| t <= now).count() as u64;
+                m.events.insert(("g".into(), MemEvent::High), base + seen);
+                let r = ev.evaluate(&e, now, tick, &m);
+                (now, count(&r), r.value)
+            })
+            .collect()
+    }
+
+    /// Every evaluation of `evals` at time `at`.
+    fn at(results: &[(Time, Option<u64>, bool)], at: Time) -> (Option<u64>, bool) {
+        results
+            .iter()
+            .find(|(t, ..)| *t == at)
+            .map(|&(_, c, v)| (c, v))
+            .unwrap_or_else(|| panic!("no evaluation at {at:?}"))
+    }
+
+    #[test]
+    fn six_events_in_three_seconds_fire_however_often_evaluated() {
+        let rule = "g.memory.events.high > 5/10s";
+        // Six events, one every 500 ms from 0.5 s to 3 s.
+        let events: Vec<Time> = (1..=6).map(|i| ms(500 * i)).collect();
+        // Once: a baseline at 0 and one look at 3 s.
+        let once = simulate(rule, TICK, 7, &events, &[T0, secs(3.0), secs(13.5)]);
+        // A hundred times over the same 3 s (every 30 ms), then on.
+        let mut dense: Vec<Time> = (0..=100).map(|i| ms(30 * i)).collect();
+        dense.push(secs(13.5));
+        let many = simulate(rule, TICK, 7, &events, &dense);
+        assert_eq!(at(&once, secs(3.0)), (Some(6), true));
+        assert_eq!(at(&many, secs(3.0)), (Some(6), true));
+        // Never before the sixth event.
+        assert!(many.iter().filter(|(t, ..)| *t < secs(3.0)).all(|r| !r.2));
+        // Both clear once the window has passed over the last event.
+        assert_eq!(at(&once, secs(13.5)), (Some(0), false));
+        assert_eq!(at(&many, secs(13.5)), (Some(0), false));
+    }
+
+    #[test]
+    fn events_older_than_the_window_stop_counting() {
+        let rule = "g.memory.events.high > 1/10s";
+        let events: Vec<Time> = (1..=6).map(|i| ms(500 * i)).collect();
+        // The daemon wakes on each event (inotify), and ticks every second.
+        let mut evals: Vec<Time> = (0..=20).map(|i| secs(f64::from(i))).collect();
+        evals.extend(&events);
+        evals.sort();
+        evals.dedup();
+        let r = simulate(rule, TICK, 0, &events, &evals);
+        assert_eq!(at(&r, secs(3.0)), (Some(6), true));
+        assert_eq!(at(&r, secs(10.0)), (Some(6), true));
+        // Events seen at 0.5 s and 1 s are out of (1 s, 11 s]...
+        assert_eq!(at(&r, secs(11.0)), (Some(4), true));
+        // ...those up to 2.5 s out of (2.5 s, 12.5 s]: one left, the rule clears.
+        assert_eq!(at(&r, secs(12.0)), (Some(2), true));
+        assert_eq!(at(&r, secs(13.0)), (Some(0), false));
+        assert_eq!(at(&r, secs(20.0)), (Some(0), false));
+    }
+
+    #[test]
+    fn window_boundary_is_half_open() {
+        // An event seen at 5 s counts in [5 s, 15 s): the sample taken at
+        // exactly now - window is the reference, so it no longer counts.
+        let events = [secs(5.0)];
+        let evals = [
+            T0,
+            secs(5.0),
+            secs(15.0) - Duration::from_nanos(1),
+            secs(15.0),
+        ];
+        let r = simulate("g.memory.events.high > 0/10s", TICK, 0, &events, &evals);
+        let counts: Vec<Option<u64>> = r.iter().map(|x| x.1).collect();
+        assert_eq!(counts, [Some(0), Some(1), Some(1), Some(0)]);
+    }
+
+    #[test]
+    fn history_reference_is_the_latest_sample_at_or_before_the_window_start() {
+        let mut h = History {
+            retention: Duration::from_secs(60),
+            ..History::default()
+        };
+        h.observe(secs(0.0), Some(10));
+        h.observe(secs(5.0), Some(11));
+        h.observe(secs(7.0), Some(14));
+        let w = Duration::from_secs(10);
+        // Before the history is 10 s old: growth since the baseline.
+        assert_eq!(h.count(secs(9.0), w), Some(4));
+        // The sample at exactly now - 10 s is the reference: its events no
+        // longer count; a nanosecond earlier they still do.
+        assert_eq!(h.count(secs(15.0) - Duration::from_nanos(1), w), Some(4));
+        assert_eq!(h.count(secs(15.0), w), Some(3));
+        assert_eq!(h.count(secs(17.0), w), Some(0));
+        assert_eq!(h.count(secs(100.0), w), Some(0));
+        assert_eq!(History::default().count(secs(1.0), w), None);
+    }
+
+    #[test]
+    fn bare_form_uses_the_tick_as_its_window() {
+        let events = [secs(5.0)];
+        let evals: Vec<Time> = (0..=80).map(|i| ms(100 * i)).collect();
+        let r = simulate("g.memory.events.high > 0", TICK, 3, &events, &evals);
+        for &(t, c, v) in &r {
+            let want = t >= secs(5.0) && t < secs(6.0);
+            assert_eq!((c, v), (Some(u64::from(want)), want), "at {t:?}");
+        }
+        // The same condition under a 3 s tick holds three times as long.
+        let r = simulate(
+            "g.memory.events.high > 0",
+            Duration::from_secs(3),
+            3,
+            &events,
+            &evals,
+        );
+        assert_eq!(at(&r, secs(7.9)), (Some(1), true));
+        assert_eq!(at(&r, secs(8.0)), (Some(0), false));
+        // An explicit window ignores the tick.
+        let r = simulate("g.memory.events.high > 0/2s", TICK, 3, &events, &evals);
+        assert_eq!(at(&r, secs(6.5)), (Some(1), true));
+        assert_eq!(at(&r, secs(7.0)), (Some(0), false));
+    }
+
     #[test]
     fn events_count_from_first_observation() {
         let mut m = Fake::default();
         m.events.insert(("g".into(), MemEvent::High), 1000);
-        let e = expr("g.memory.events.high > 0");
+        let e = expr("g.memory.events.high > 0/1m");
         let mut ev = Evaluator::new();
         // Events from before the daemon started never fire.
-        assert!(!ev.evaluate("r", &e, &m).value);
-        assert!(!ev.evaluate("r", &e, &m).value);
+        assert!(!ev.evaluate(&e, secs(100.0), TICK, &m).value);
+        assert!(!ev.evaluate(&e, secs(101.0), TICK, &m).value);
         m.events.insert(("g".into(), MemEvent::High), 1003);
-        let r = ev.evaluate("r", &e, &m);
+        let r = ev.evaluate(&e, secs(102.0), TICK, &m);
         assert!(r.value);
         assert_eq!(r.trigger.map(|t| t.value()), Some("3".into()));
-        // Only new events since the previous evaluation.
-        assert!(!ev.evaluate("r", &e, &m).value);
+        assert_eq!(r.trigger.map(|t| t.threshold()), Some("0/1m".into()));
+        // Still within the minute, whatever the evaluation rate.
+        assert_eq!(count(&ev.evaluate(&e, secs(102.5), TICK, &m)), Some(3));
+        assert_eq!(count(&ev.evaluate(&e, secs(161.9), TICK, &m)), Some(3));
+        assert_eq!(count(&ev.evaluate(&e, secs(162.0), TICK, &m)), Some(0));
     }
 
     #[test]
-    fn events_are_per_rule() {
+    fn event_counter_going_down_restarts_the_count() {
         let mut m = Fake::default();
-        m.events.insert(("g".into(), MemEvent::OomKill), 0);
-        let e = expr("g.memory.events.oom_kill >= 1");
+        let e = expr("g.memory.events.max > 0/10s");
         let mut ev = Evaluator::new();
-        ev.evaluate("a", &e, &m);
-        ev.evaluate("b", &e, &m);
-        m.events.insert(("g".into(), MemEvent::OomKill), 2);
-        // Both rules see the new events, each once.
-        assert!(ev.evaluate("a", &e, &m).value);
-        assert!(ev.evaluate("b", &e, &m).value);
-        assert!(!ev.evaluate("a", &e, &m).value);
-        // A rule first evaluated now starts from the current value.
-        assert!(!ev.evaluate("c", &e, &m).value);
-    }
-
-    #[test]
-    fn event_counter_going_down_rebaselines() {
-        let mut m = Fake::default();
-        m.events.insert(("g".into(), MemEvent::Max), 50);
-        let e = expr("g.memory.events.max > 0");
-        let mut ev = Evaluator::new();
-        ev.evaluate("r", &e, &m);
+        let mut set = |v| m.events.insert(("g".into(), MemEvent::Max), v);
+        set(50);
+        let _ = ev.evaluate(&e, secs(1.0), TICK, &m);
+        m.events.insert(("g".into(), MemEvent::Max), 53);
+        assert_eq!(count(&ev.evaluate(&e, secs(2.0), TICK, &m)), Some(3));
+        // Group recreated: the counter starts again below the old value.
         m.events.insert(("g".into(), MemEvent::Max), 2);
-        assert!(!ev.evaluate("r", &e, &m).value);
+        assert_eq!(count(&ev.evaluate(&e, secs(3.0), TICK, &m)), Some(0));
         m.events.insert(("g".into(), MemEvent::Max), 3);
-        assert!(ev.evaluate("r", &e, &m).value);
+        assert_eq!(count(&ev.evaluate(&e, secs(4.0), TICK, &m)), Some(1));
+        // The three old events are not counted again within the window.
+        assert_eq!(count(&ev.evaluate(&e, secs(5.0), TICK, &m)), Some(1));
     }
 
     #[test]
     fn event_counter_unavailable_then_back_rebaselines() {
         let mut m = Fake::default();
         m.events.insert(("g".into(), MemEvent::Oom), 5);
-        let e = expr("g.memory.events.oom > 0");
+        let e = expr("g.memory.events.oom > 0/10s");
         let mut ev = Evaluator::new();
-        ev.evaluate("r", &e, &m);
+        let _ = ev.evaluate(&e, secs(1.0), TICK, &m);
+        m.events.insert(("g".into(), MemEvent::Oom), 7);
+        assert!(ev.evaluate(&e, secs(2.0), TICK, &m).value);
         m.events.clear();
-        let r = ev.evaluate("r", &e, &m);
+        let r = ev.evaluate(&e, secs(3.0), TICK, &m);
         assert!(!r.value);
         assert_eq!(r.unavailable.len(), 1);
+        assert_eq!(r.unavailable[0].reason, UNAVAILABLE);
+        // Back (recreated with a higher count, even): a new baseline.
         m.events.insert(("g".into(), MemEvent::Oom), 9);
-        assert!(!ev.evaluate("r", &e, &m).value);
+        assert_eq!(count(&ev.evaluate(&e, secs(4.0), TICK, &m)), Some(0));
         m.events.insert(("g".into(), MemEvent::Oom), 10);
-        assert!(ev.evaluate("r", &e, &m).value);
+        assert_eq!(count(&ev.evaluate(&e, secs(5.0), TICK, &m)), Some(1));
     }
 
     #[test]
@@ -916,45 +1173,132 @@ mod tests {
         let mut m = Fake::default();
         m.running.push("x".into());
         m.events.insert(("g".into(), MemEvent::High), 0);
-        let e = expr("running(x) or g.memory.events.high > 0");
+        let e = expr("running(x) or g.memory.events.high > 0/1s");
         let mut ev = Evaluator::new();
-        ev.evaluate("r", &e, &m);
+        let _ = ev.evaluate(&e, secs(0.0), TICK, &m);
         m.events.insert(("g".into(), MemEvent::High), 4);
-        // `or` short-circuits, but the counter is still read now...
-        assert!(ev.evaluate("r", &e, &m).value);
+        // `or` short-circuits, but the counter is still sampled now...
+        assert!(ev.evaluate(&e, secs(1.0), TICK, &m).value);
         m.running.clear();
-        // ...so these 4 events were consumed at that evaluation.
-        assert!(!ev.evaluate("r", &e, &m).value);
+        // ...so these 4 events are known to be 1.5 s old: out of the window.
+        assert!(!ev.evaluate(&e, secs(2.5), TICK, &m).value);
     }
 
     #[test]
-    fn same_counter_twice_in_a_rule_sees_one_delta() {
+    fn a_counter_is_read_once_per_evaluation_time_and_shared_by_rules() {
         let mut m = Fake::default();
         m.events.insert(("g".into(), MemEvent::High), 0);
-        let e = expr("g.memory.events.high > 2 and g.memory.events.high < 10");
+        let short = expr("g.memory.events.high > 2/1s and not g.memory.events.high > 10/1s");
+        let long = expr("g.memory.events.high > 2/1m");
         let mut ev = Evaluator::new();
-        ev.evaluate("r", &e, &m);
+        let _ = ev.evaluate(&short, secs(1.0), TICK, &m);
+        let _ = ev.evaluate(&long, secs(1.0), TICK, &m);
         m.events.insert(("g".into(), MemEvent::High), 5);
         m.event_reads.set(0);
-        assert!(ev.evaluate("r", &e, &m).value);
+        assert!(ev.evaluate(&short, secs(2.0), TICK, &m).value);
+        assert!(ev.evaluate(&long, secs(2.0), TICK, &m).value);
         assert_eq!(m.event_reads.get(), 1);
+        // Both windows over one history: at 3 s the short one has cleared.
+        assert!(!ev.evaluate(&short, secs(3.0), TICK, &m).value);
+        assert!(ev.evaluate(&long, secs(3.0), TICK, &m).value);
+        // A rule evaluated for the first time (added by a reload) sees the
+        // group's recent events: the count is from when the daemon started
+        // watching the group (SPEC §3), not from the rule's first look.
+        let other = expr("g.memory.events.high >= 5/1m");
+        assert!(ev.evaluate(&other, secs(4.0), TICK, &m).value);
     }
 
     #[test]
-    fn retain_and_forget_reset_baselines() {
+    fn retain_forgets_histories() {
         let mut m = Fake::default();
         m.events.insert(("g".into(), MemEvent::High), 0);
-        let e = expr("g.memory.events.high > 0");
+        m.events.insert(("h".into(), MemEvent::High), 0);
+        let e = expr("g.memory.events.high > 0/10s or h.memory.events.high > 0/10s");
         let mut ev = Evaluator::new();
-        ev.evaluate("keep", &e, &m);
-        ev.evaluate("drop", &e, &m);
-        ev.retain(|name| name == "keep");
+        let _ = ev.evaluate(&e, secs(1.0), TICK, &m);
         m.events.insert(("g".into(), MemEvent::High), 1);
-        assert!(ev.evaluate("keep", &e, &m).value);
-        assert!(!ev.evaluate("drop", &e, &m).value);
-        ev.forget("keep");
+        m.events.insert(("h".into(), MemEvent::High), 1);
+        let _ = ev.evaluate(&e, secs(2.0), TICK, &m);
+        assert_eq!(ev.samples_held(), 4);
+        ev.retain(|group, _| group == "g");
+        assert_eq!(ev.samples_held(), 2);
+        // h starts over from its current value; g keeps its event.
+        let g = expr("g.memory.events.high > 0/10s");
+        let h = expr("h.memory.events.high > 0/10s");
+        assert_eq!(count(&ev.evaluate(&g, secs(3.0), TICK, &m)), Some(1));
+        assert_eq!(count(&ev.evaluate(&h, secs(3.0), TICK, &m)), Some(0));
+    }
+
+    #[test]
+    fn history_stays_bounded_over_an_event_storm() {
+        // 10^5 evaluations, the counter rising at every one (one event per
+        // millisecond), for a 10 s window and for a 1 h one.
+        for (window, step) in [("10s", ms(1)), ("1h", ms(50))] {
+            let e = expr(&format!("g.memory.events.high > 0/{window}"));
+            let w = crate::policy::units::Duration::parse(window)
+                .map(|d| d.get())
+                .unwrap_or_default();
+            let bucket = w / BUCKETS;
+            let mut ev = Evaluator::new();
+            let mut m = Fake::default();
+            let mut most = 0;
+            for i in 0..100_000u32 {
+                let now = step * i;
+                m.events.insert(("g".into(), MemEvent::High), u64::from(i));
+                let r = ev.evaluate(&e, now, TICK, &m);
+                most = most.max(ev.samples_held());
+                // Merging may count an event up to one bucket longer, never
+                // shorter: between the events of (now - w, now] and those
+                // of (now - w - bucket, now].
+                let c = count(&r).unwrap_or(u64::MAX);
+                let exact = |w: Duration| {
+                    let first = now.saturating_sub(w).as_nanos() / step.as_nanos();
+                    let within = if now < w {
+                        u128::from(i)
+                    } else {
+                        u128::from(i) - first
+                    };
+                    u64::try_from(within).unwrap_or(u64::MAX)
+                };
+                assert!(
+                    exact(w) <= c && c <= exact(w + bucket),
+                    "{window} at {now:?}: {c} not in {}..={}",
+                    exact(w),
+                    exact(w + bucket)
+                );
+            }
+            assert!(most <= MAX_SAMPLES, "{window}: {most} samples");
+            assert!(
+                most > MAX_SAMPLES / 2,
+                "{window}: {most}: the bound is not vacuous"
+            );
+        }
+    }
+
+    #[test]
+    fn quiet_counter_keeps_few_samples() {
+        // A counter that does not change keeps only its baseline.
+        let mut m = Fake::default();
+        m.events.insert(("g".into(), MemEvent::OomKill), 3);
+        let e = expr("g.memory.events.oom_kill > 0");
+        let mut ev = Evaluator::new();
+        for i in 0..10_000u64 {
+            let _ = ev.evaluate(&e, ms(10 * i), TICK, &m);
+        }
+        assert_eq!(ev.samples_held(), 1);
+    }
+
+    #[test]
+    fn clock_going_backwards_does_not_panic_or_uncount() {
+        let mut m = Fake::default();
+        m.events.insert(("g".into(), MemEvent::High), 0);
+        let e = expr("g.memory.events.high > 0/10s");
+        let mut ev = Evaluator::new();
+        let _ = ev.evaluate(&e, secs(20.0), TICK, &m);
         m.events.insert(("g".into(), MemEvent::High), 2);
-        assert!(!ev.evaluate("keep", &e, &m).value);
+        assert_eq!(count(&ev.evaluate(&e, secs(5.0), TICK, &m)), Some(2));
+        assert_eq!(count(&ev.evaluate(&e, secs(29.9), TICK, &m)), Some(2));
+        assert_eq!(count(&ev.evaluate(&e, secs(30.0), TICK, &m)), Some(0));
     }
 
     #[test]
@@ -967,7 +1311,7 @@ mod tests {
             };
         }
         let m = Fake::default();
-        let r = Evaluator::new().evaluate("r", &e, &m);
+        let r = Evaluator::new().evaluate(&e, T0, TICK, &m);
         assert_eq!(r.unavailable.first().map(|u| u.reason), Some(TOO_DEEP));
         let mut needs = Needs::default();
         needs.add_expr(&e);
@@ -984,9 +1328,9 @@ mod tests {
         let text = vec!["running(a)"; 290].join(" or ");
         let e = expr(&text);
         let mut m = Fake::default();
-        assert!(!Evaluator::new().evaluate("r", &e, &m).value);
+        assert!(!Evaluator::new().evaluate(&e, T0, TICK, &m).value);
         m.running.push("a".into());
-        assert!(Evaluator::new().evaluate("r", &e, &m).value);
+        assert!(Evaluator::new().evaluate(&e, T0, TICK, &m).value);
     }
 
     #[test]
@@ -1081,14 +1425,14 @@ mod tests {
         let e = expr(
             "g.memory.some.avg10 > 10% or (g.memory.current > 2G and g.memory.events.high > 0)",
         );
-        let names: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        // A thousand rules on one counter: one history, one read per step.
         let mut ev = Evaluator::new();
-        for n in &names {
-            ev.evaluate(n, &e, &m);
+        for _ in 0..1000 {
+            ev.evaluate(&e, T0, TICK, &m);
         }
         let start = std::time::Instant::now();
-        for n in &names {
-            assert!(!ev.evaluate(n, &e, &m).value);
+        for _ in 0..1000 {
+            assert!(!ev.evaluate(&e, secs(0.5), TICK, &m).value);
         }
         // Generous: the release target is < 1ms; this guards regressions
         // by orders of magnitude only.
@@ -1113,7 +1457,7 @@ mod tests {
             prop_assert_eq!(eval(&m, "not (a.pids.current > 1 or b.pids.current > 1)"), !(pa || pb));
             prop_assert_eq!(eval(&m, "not a.pids.current > 1 and b.pids.current > 1"), !pa && pb);
             let e = expr("a.pids.current > 1 or b.pids.current > 1");
-            let r = Evaluator::new().evaluate("r", &e, &m);
+            let r = Evaluator::new().evaluate(&e, T0, TICK, &m);
             if r.value {
                 let t = r.trigger.expect("a true `or` has a trigger");
                 let want = if pa { "a.pids.current" } else { "b.pids.current" };
@@ -1121,20 +1465,78 @@ mod tests {
             }
         }
 
-        /// The delta reported is exactly the growth since the previous
-        /// evaluation; decreases re-baseline.
+        /// With the daemon evaluating at every change of the counter (its
+        /// inotify wake-up), the count is exactly the events within
+        /// `(now - W, now]`, whatever other evaluations happen in between:
+        /// two schedules agree at every time both evaluate.
         #[test]
-        fn event_deltas(values in proptest::collection::vec(0u64..100, 1..30)) {
-            let e = expr("g.memory.events.high >= 0");
+        fn event_count_is_independent_of_evaluation_rate(
+            // Event times on a 50 ms grid (wider than a 10 s window's
+            // bucket, so no merge blurs the count), several per instant.
+            event_slots in proptest::collection::vec(0u64..600, 0..40),
+            extra_a in proptest::collection::vec(0u64..30_000, 0..60),
+            extra_b in proptest::collection::vec(0u64..30_000, 0..300),
+            checks in proptest::collection::vec(0u64..30_000, 1..20),
+            base in 0u64..1_000_000,
+        ) {
+            let events: Vec<Time> = event_slots.iter().map(|s| ms(50 * s + 1)).collect();
+            let schedule = |extra: &[u64]| {
+                let mut v: Vec<Time> = vec![T0];
+                v.extend(&events);
+                v.extend(extra.iter().map(|&x| ms(x)));
+                v.extend(checks.iter().map(|&x| ms(x)));
+                v.sort();
+                v.dedup();
+                v
+            };
+            let rule = "g.memory.events.high > 3/10s";
+            let a = simulate(rule, TICK, base, &events, &schedule(&extra_a));
+            let b = simulate(rule, TICK, base, &events, &schedule(&extra_b));
+            for &c in &checks {
+                let now = ms(c);
+                let exact = events
+                    .iter()
+                    .filter(|&&t| t <= now && now.checked_sub(Duration::from_secs(10)).is_none_or(|s| t > s))
+                    .count() as u64;
+                prop_assert_eq!(at(&a, now), (Some(exact), exact > 3));
+                prop_assert_eq!(at(&b, now), (Some(exact), exact > 3));
+            }
+        }
+
+        /// Whatever the counter does (rises, falls, disappears), nothing
+        /// panics, the history stays bounded and a count is never more than
+        /// the growth since the last restart.
+        #[test]
+        fn arbitrary_counter_sequences(
+            // Time advances at each evaluation: a counter is read once per instant.
+            steps in proptest::collection::vec((1u64..5_000, prop::option::of(0u64..50)), 1..200),
+        ) {
+            let e = expr("g.memory.events.oom > 0/1s or g.memory.events.oom > 0");
             let mut ev = Evaluator::new();
             let mut m = Fake::default();
-            let mut prev: Option<u64> = None;
-            for v in values {
-                m.events.insert(("g".into(), MemEvent::High), v);
-                let r = ev.evaluate("r", &e, &m);
-                let want = match prev { Some(p) if v >= p => v - p, _ => 0 };
-                prop_assert_eq!(r.trigger.map(|t| t.value), Some(Measured::Count(want)));
-                prev = Some(v);
+            let mut now = T0;
+            let mut since_restart: Option<(u64, u64)> = None; // (baseline, last)
+            for (dt, v) in steps {
+                now += ms(dt);
+                match v {
+                    Some(v) => { m.events.insert(("g".into(), MemEvent::Oom), v); }
+                    None => { m.events.clear(); }
+                }
+                since_restart = match (since_restart, v) {
+                    (Some((b, last)), Some(v)) if v >= last => Some((b, v)),
+                    (_, Some(v)) => Some((v, v)),
+                    (_, None) => None,
+                };
+                let r = ev.evaluate(&e, now, TICK, &m);
+                let c = match r.trigger.map(|t| t.value) {
+                    Some(Measured::Count(c)) => Some(c),
+                    _ => None,
+                };
+                prop_assert_eq!(c.is_some(), v.is_some());
+                if let (Some(c), Some((b, last))) = (c, since_restart) {
+                    prop_assert!(c <= last - b);
+                }
+                prop_assert!(ev.samples_held() <= MAX_SAMPLES);
             }
         }
     }

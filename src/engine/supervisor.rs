@@ -238,7 +238,9 @@ impl Supervisor {
             let Some(rt) = self.rules.get_mut(index) else {
                 continue;
             };
-            let eval = self.evaluator.evaluate_rule(rule, metrics);
+            let eval = self
+                .evaluator
+                .evaluate_rule(rule, now, policy.settings.tick, metrics);
             for u in &eval.unavailable {
                 let metric = match u.subject {
                     Subject::Metric(m) => m.to_string(),

@@ -16,6 +16,10 @@
 //! call    := running(NAME) | exists(GROUP)
 //! ```
 //!
+//! `VALUE` is typed by the metric; two metrics take a `/WINDOW`: stall time
+//! (`G.memory.some > 150ms/1s`) and event counts
+//! (`G.memory.events.high > 5/10s`, or bare `> 5`).
+//!
 //! Positions ([`Span`], [`ParseError::pos`]) are character offsets (not
 //! bytes) into the parsed string, so callers can turn them into columns.
 //! Equality (`==`) on syntax nodes ignores spans: two trees are equal when
@@ -32,8 +36,23 @@
 //!   "stall exceeded the amount". Write `not (...)` for the opposite. Amount
 //!   and window must be whole microseconds, 0 < amount <= window, and the
 //!   window within 500ms..=10s, as the kernel requires.
-//! - Byte thresholds must be byte counts (`max` is rejected); event and pid
-//!   counts are whole numbers; `cgroup.populated` compares with 0 or 1.
+//! - An event-count condition (`G.memory.events.E > N/WINDOW`, "more than N
+//!   new events within the sliding WINDOW") accepts only `>` and `>=`, bare
+//!   or windowed alike: a count of events in a window is evidence that
+//!   something happened, and its opposite (`<`, `<=`: "hardly anything
+//!   happened") is written `not (G.memory.events.E > N/WINDOW)`; `==`/`!=`
+//!   on a count that rises and decays as the window slides would hold for
+//!   moments that depend on when the daemon happens to look. N is a whole
+//!   number; WINDOW uses the duration syntax of stall windows, is a whole
+//!   number of milliseconds and lies within 1s..=1h (a window shorter than
+//!   the sampling would count nothing reliably; longer than an hour keeps
+//!   history a supervisor has no use for). The bare form `> N` keeps no
+//!   window in the tree ([`Threshold::Events`] with `window: None`): it
+//!   means `settings.tick`, which the evaluator is given, and it prints
+//!   bare, so print/parse round-trips. A `/WINDOW` on any other metric is
+//!   an error pointing at the `/`.
+//! - Byte thresholds must be byte counts (`max` is rejected); pid counts
+//!   are whole numbers; `cgroup.populated` compares with 0 or 1.
 //! - `running(NAME)` takes a glob, bare or quoted with `'` or `"` (no
 //!   escapes). The kernel truncates comm to 15 characters, so a name without
 //!   wildcards longer than that could never match and is rejected; patterns
@@ -272,7 +291,8 @@ pub enum Metric {
     MemoryCurrent { group: Spanned<String> },
     /// `G.memory.swap.current`, bytes.
     SwapCurrent { group: Spanned<String> },
-    /// `G.memory.events.EVENT`: new events since the last evaluation.
+    /// `G.memory.events.EVENT`: new events within a sliding window (the
+    /// threshold is [`Threshold::Events`]).
     MemoryEvent {
         group: Spanned<String>,
         event: MemEvent,
@@ -345,6 +365,13 @@ pub enum Threshold {
         amount: Duration,
         window: Duration,
     },
+    /// `N/WINDOW` of a `memory.events` condition: more than `count` new
+    /// events within `window`; `None` is the bare form `N`, whose window is
+    /// `settings.tick`.
+    Events {
+        count: u64,
+        window: Option<Duration>,
+    },
     Temperature(Temperature),
 }
 
@@ -355,6 +382,14 @@ impl fmt::Display for Threshold {
             Threshold::Size(s) => write!(f, "{s}"),
             Threshold::Count(n) => write!(f, "{n}"),
             Threshold::StallTime { amount, window } => write!(f, "{amount}/{window}"),
+            Threshold::Events {
+                count,
+                window: None,
+            } => write!(f, "{count}"),
+            Threshold::Events {
+                count,
+                window: Some(window),
+            } => write!(f, "{count}/{window}"),
             Threshold::Temperature(t) => write!(f, "{t}"),
         }
     }
@@ -1021,6 +1056,17 @@ fn parse_threshold(
             format!("`{metric_text}` compares with {expected}, found `{value}`"),
         )
     };
+    if let Some(slash) = value.find('/') {
+        if !matches!(metric, Metric::PsiStall { .. } | Metric::MemoryEvent { .. }) {
+            let (before, window) = value.split_at(slash);
+            return Err(error(
+                value_pos.saturating_add(before.chars().count()),
+                format!(
+                    "a window `{window}` only applies to event counts (`G.memory.events.high > 5/10s`) and stall time (`G.memory.some > 150ms/1s`); `{metric_text}` compares with a plain value"
+                ),
+            ));
+        }
+    }
     match metric {
         Metric::PsiAvg { .. } => Percent::parse(value)
             .map(Threshold::Percent)
@@ -1043,7 +1089,19 @@ fn parse_threshold(
                 _ => Err(wrong("a byte size like `512M` (not `max`)")),
             }
         }
-        Metric::MemoryEvent { .. } | Metric::PidsCurrent { .. } => parse_count(value)
+        Metric::MemoryEvent { .. } => {
+            if !matches!(op, CmpOp::Gt | CmpOp::Ge) {
+                return Err(error(
+                    op_pos,
+                    format!(
+                        "an event-count condition only supports `>` or `>=` (more than N new events within a window), found `{}`; use `not (...)` for the opposite",
+                        op.symbol()
+                    ),
+                ));
+            }
+            parse_events(metric_text, value, value_pos)
+        }
+        Metric::PidsCurrent { .. } => parse_count(value)
             .map(Threshold::Count)
             .ok_or_else(|| wrong("a whole number")),
         Metric::Populated { .. } => match parse_count(value) {
@@ -1061,6 +1119,56 @@ fn parse_count(text: &str) -> Option<u64> {
         return None;
     }
     text.parse().ok()
+}
+
+/// Shortest and longest event-count window.
+pub const EVENT_WINDOW: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(3600),
+);
+
+/// `N` or `N/WINDOW` of an event-count condition.
+fn parse_events(metric_text: &str, value: &str, value_pos: usize) -> Result<Threshold, ParseError> {
+    let (count_text, window_text) = match value.split_once('/') {
+        Some((c, w)) => (c, Some(w)),
+        None => (value, None),
+    };
+    let Some(count) = parse_count(count_text) else {
+        return Err(error(
+            value_pos,
+            format!(
+                "`{metric_text}` compares with a whole number of events, optionally within a window like `5/10s`, found `{count_text}`"
+            ),
+        ));
+    };
+    let Some(window_text) = window_text else {
+        return Ok(Threshold::Events {
+            count,
+            window: None,
+        });
+    };
+    let window_pos = value_pos
+        .saturating_add(count_text.chars().count())
+        .saturating_add(1);
+    let window = Duration::parse(window_text)
+        .map_err(|e| error(window_pos, format!("event window: {e}")))?;
+    let (min, max) = EVENT_WINDOW;
+    if !(min..=max).contains(&window.get()) {
+        return Err(error(
+            window_pos,
+            format!("the event window `{window_text}` must be between 1s and 1h"),
+        ));
+    }
+    if window.get().subsec_nanos() % 1_000_000 != 0 {
+        return Err(error(
+            window_pos,
+            format!("the event window `{window_text}` must be a whole number of milliseconds"),
+        ));
+    }
+    Ok(Threshold::Events {
+        count,
+        window: Some(window),
+    })
 }
 
 /// `AMOUNT/WINDOW` of a stall-time condition, within the kernel's limits.
@@ -1519,7 +1627,38 @@ mod tests {
                     event
                 }
             );
-            assert_eq!(c.value, Threshold::Count(0));
+            assert_eq!(
+                c.value,
+                Threshold::Events {
+                    count: 0,
+                    window: None
+                }
+            );
+        }
+        let c = compare("rt.memory.events.high > 5/10s");
+        assert_eq!(
+            c.value,
+            Threshold::Events {
+                count: 5,
+                window: Some(ms(10_000))
+            }
+        );
+        assert_eq!(c.value_span, Span::new(24, 29));
+        assert_eq!(c.value.to_string(), "5/10s");
+        let c = compare("rt.memory.events.oom_kill >= 0/1h");
+        assert_eq!(c.op, CmpOp::Ge);
+        assert_eq!(
+            c.value,
+            Threshold::Events {
+                count: 0,
+                window: Some(ms(3_600_000))
+            }
+        );
+        for ok in ["1s", "1500ms", "1m30s", "59m59s999ms", "1h"] {
+            assert!(
+                parse_expr(&format!("g.memory.events.max > 1/{ok}")).is_ok(),
+                "{ok}"
+            );
         }
         let c = compare("rt.pids.current > 400");
         assert_eq!(c.metric, Metric::PidsCurrent { group: group("rt") });
@@ -1747,7 +1886,50 @@ mod tests {
             ("g.memory.current > 10%", 19, "byte size"),
             ("system.memory.available > 1.5", 26, "byte size"),
             ("g.pids.current > -1", 17, "whole number"),
-            ("g.memory.events.oom > 1.5", 22, "whole number"),
+            ("g.memory.events.oom > 1.5", 22, "whole number of events"),
+            (
+                "g.memory.events.oom > 1.5/10s",
+                22,
+                "whole number of events",
+            ),
+            ("g.memory.events.oom > /10s", 22, "whole number of events"),
+            ("g.memory.events.high > 5/0s", 25, "between 1s and 1h"),
+            ("g.memory.events.high > 5/999ms", 25, "between 1s and 1h"),
+            ("g.memory.events.high > 5/2h", 25, "between 1s and 1h"),
+            ("g.memory.events.high > 5/1h1ms", 25, "between 1s and 1h"),
+            ("g.memory.events.high > 5/10", 25, "invalid duration `10`"),
+            ("g.memory.events.high > 5/", 25, "invalid duration"),
+            ("g.memory.events.high > 5/10s/1s", 25, "invalid duration"),
+            (
+                "g.memory.events.high > 5/1s1us",
+                25,
+                "whole number of milliseconds",
+            ),
+            ("g.memory.events.high > 12345/10parsecs", 29, "unknown unit"),
+            (
+                "g.memory.events.high < 5/10s",
+                21,
+                "only supports `>` or `>=`",
+            ),
+            ("g.memory.events.high <= 5", 21, "only supports `>` or `>=`"),
+            ("g.memory.events.high == 0", 21, "use `not (...)`"),
+            ("g.memory.events.high != 0/1s", 21, "only supports"),
+            (
+                "g.memory.current > 5/10s",
+                20,
+                "a window `/10s` only applies to event counts",
+            ),
+            (
+                "g.pids.current >= 5/10s",
+                19,
+                "a window `/10s` only applies",
+            ),
+            (
+                "g.cpu.some.avg10 > 10%/10s",
+                22,
+                "a window `/10s` only applies",
+            ),
+            ("thermal.x.temp > 85C/1s", 20, "a window"),
             ("g.cgroup.populated == 2", 22, "0 or 1"),
             ("thermal.x.temp > 85", 17, "temperature"),
             ("running(a) and", 14, "found the end of the condition"),
@@ -2037,21 +2219,32 @@ mod tests {
             };
             (m, op, v)
         });
-        let counts = (
+        let pids = (arb_group(), op.clone(), any::<u64>()).prop_map(|(g, op, n)| {
+            (
+                Metric::PidsCurrent { group: sp(g) },
+                op,
+                Threshold::Count(n),
+            )
+        });
+        let events = (
             arb_group(),
-            prop::option::of(prop::sample::select(MemEvent::ALL)),
-            op.clone(),
+            prop::sample::select(MemEvent::ALL),
+            prop_oneof![Just(CmpOp::Gt), Just(CmpOp::Ge)],
             any::<u64>(),
+            prop::option::of(1_000u64..=3_600_000),
         )
-            .prop_map(|(g, event, op, n)| {
-                let m = match event {
-                    Some(event) => Metric::MemoryEvent {
+            .prop_map(|(g, event, op, count, window_ms)| {
+                (
+                    Metric::MemoryEvent {
                         group: sp(g),
                         event,
                     },
-                    None => Metric::PidsCurrent { group: sp(g) },
-                };
-                (m, op, Threshold::Count(n))
+                    op,
+                    Threshold::Events {
+                        count,
+                        window: window_ms.map(ms),
+                    },
+                )
             });
         let populated = (arb_group(), op.clone(), 0u64..=1)
             .prop_map(|(g, op, n)| (Metric::Populated { group: sp(g) }, op, Threshold::Count(n)));
@@ -2067,7 +2260,7 @@ mod tests {
                     Threshold::Temperature(Temperature { millidegrees: md }),
                 )
             });
-        prop_oneof![psi_avg, psi_stall, bytes, counts, populated, thermal].prop_map(
+        prop_oneof![psi_avg, psi_stall, bytes, pids, events, populated, thermal].prop_map(
             |(metric, op, value)| {
                 ExprKind::Compare(Compare {
                     metric,
@@ -2138,6 +2331,7 @@ mod tests {
             parts in prop::collection::vec(prop_oneof![
                 Just("g.cpu.some.avg10"), Just("g.memory.some"), Just("thermal.x.temp"),
                 Just(">"), Just(">="), Just("=="), Just("10%"), Just("1s/2s"), Just("85C"),
+                Just("g.memory.events.high"), Just("5/10s"), Just("5/"), Just("/"),
                 Just("and"), Just("or"), Just("not"), Just("("), Just(")"), Just("running("),
                 Just("exists("), Just("'"), Just("4G"), Just("."), Just("-"),
             ], 0..12)
