@@ -237,6 +237,9 @@ struct History {
     /// The longest window asked of this counter: how far back samples are
     /// needed. Only grows (until [`Evaluator::retain`] drops the history).
     retention: Duration,
+    /// Every window asked of this counter (a handful: one per distinct
+    /// window in the policy), for [`History::next_expiry`].
+    windows: std::collections::BTreeSet<Duration>,
 }
 
 impl History {
@@ -280,6 +283,22 @@ impl History {
                 self.samples.pop_front();
             }
         }
+    }
+
+    /// The earliest time after `now` at which an event counted now leaves
+    /// one of the windows in use (a count drops then, with no new input).
+    fn next_expiry(&self, now: Time) -> Option<Time> {
+        self.windows
+            .iter()
+            .filter_map(|&w| {
+                let start = now.checked_sub(w).unwrap_or(Duration::ZERO);
+                // The oldest change inside the window (the baseline is not
+                // an event) leaves it at its time + w.
+                let first = self.samples.partition_point(|&(t, _)| t <= start).max(1);
+                self.samples.get(first).map(|&(t, _)| t + w)
+            })
+            .filter(|&t| t > now)
+            .min()
     }
 
     /// New events within `(now - window, now]`; `None` while unavailable.
@@ -391,6 +410,17 @@ impl Evaluator {
             .retain(|_, hs| hs.iter().any(|h| h.read_at.is_some()));
     }
 
+    /// The earliest time a `memory.events` count drops with no new input
+    /// (an event leaves its window), so the daemon can wake then and a rule
+    /// clears on time even when nothing else wakes it.
+    pub fn next_expiry(&self, now: Time) -> Option<Time> {
+        self.events
+            .values()
+            .flat_map(|hs| hs.iter())
+            .filter_map(|h| h.next_expiry(now))
+            .min()
+    }
+
     /// Samples held over all counters (diagnostics; bounded by
     /// [`MAX_SAMPLES`] per counter).
     pub fn samples_held(&self) -> usize {
@@ -453,6 +483,9 @@ fn refresh<M: Metrics + ?Sized>(
                 return;
             };
             h.retention = h.retention.max(window);
+            if !h.windows.contains(&window) {
+                h.windows.insert(window);
+            }
             if h.read_at != Some(at.now) {
                 h.observe(at.now, m.memory_event(&group.value, *event));
             }

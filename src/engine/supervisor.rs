@@ -89,6 +89,8 @@ pub struct Supervisor {
     table: KnobTable,
     /// (rule, metric) pairs already reported unavailable.
     reported: HashSet<(String, String)>,
+    /// The time of the last step (event windows expire relative to it).
+    last_step: Time,
 }
 
 /// The knobs a policy sets as baseline, in the closed knob set's terms.
@@ -184,6 +186,7 @@ impl Supervisor {
             evaluator: Evaluator::new(),
             table,
             reported: HashSet::new(),
+            last_step: Time::ZERO,
         }
     }
 
@@ -234,6 +237,7 @@ impl Supervisor {
         current: &dyn Fn(&Knob) -> Option<KnobValue>,
     ) -> Vec<Effect> {
         let mut effects = Vec::new();
+        self.last_step = now;
         for (index, rule) in policy.rules.iter().enumerate() {
             let Some(rt) = self.rules.get_mut(index) else {
                 continue;
@@ -365,13 +369,17 @@ impl Supervisor {
     }
 
     /// The earliest time a rule or claim changes state with no new input
-    /// (end of a `for`, `hold` or `cooldown`), so the daemon can wake then.
+    /// (end of a `for`, `hold` or `cooldown`, an event leaving its
+    /// `memory.events` window), so the daemon can wake then.
     pub fn next_deadline(&self) -> Option<Time> {
         let rules = self
             .rules
             .iter()
             .filter_map(|r| r.state.next_deadline(&r.timing));
-        rules.chain(self.table.claims().next_expiry()).min()
+        rules
+            .chain(self.table.claims().next_expiry())
+            .chain(self.evaluator.next_expiry(self.last_step))
+            .min()
     }
 
     /// Phase and since-when of each rule, in policy order.
@@ -658,6 +666,27 @@ mod tests {
         let w = writes(&sup.release_all(&p, s(2)));
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].1, "30");
+    }
+
+    /// A rule on an event window clears when the event leaves the window,
+    /// so the daemon must wake then even if nothing else happens.
+    #[test]
+    fn an_event_leaving_its_window_is_a_deadline() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: oom\n    when: inference.memory.events.oom_kill > 0/5s\n    while: [\"set sysctl.vm.swappiness = 90\"]\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let mut m = Snap::default();
+        m.events.insert("inference".into(), 0);
+        assert!(writes(&sup.step(&p, s(0), &m, &no_current)).is_empty());
+        assert_eq!(sup.next_deadline(), None, "no event, nothing to expire");
+        m.events.insert("inference".into(), 1);
+        assert_eq!(writes(&sup.step(&p, s(1), &m, &no_current))[0].1, "90");
+        assert_eq!(sup.next_deadline(), Some(s(6)));
+        let w = writes(&sup.step(&p, s(6), &m, &no_current));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].1, "30");
+        assert_eq!(sup.next_deadline(), None);
     }
 
     #[test]
