@@ -8,9 +8,9 @@
 //! knobs are written, `cpuset.mems` before `cpuset.cpus`, memory limits
 //! from `min` up to `max`, processes moved only after their group is ready.
 
-pub mod journal;
+pub(crate) mod journal;
 pub mod lock;
-pub mod placement;
+pub(crate) mod placement;
 pub mod reset;
 
 use crate::engine::normalize::{self, Form};

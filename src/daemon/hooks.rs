@@ -159,7 +159,9 @@ pub enum Fired {
     Failed(String),
 }
 
-/// Per-hook counters since the runner was built.
+/// Per-hook counters since the runner was built. Only the tests read them
+/// for now; the control socket will expose them.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HookStats {
     /// Processes started.
@@ -194,6 +196,7 @@ fn bump(c: &AtomicU64) {
 }
 
 impl Counters {
+    #[cfg(test)]
     fn snapshot(&self) -> HookStats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         HookStats {
@@ -367,6 +370,7 @@ impl HookRunner {
     }
 
     /// Counters per hook name.
+    #[cfg(test)]
     pub fn stats(&self) -> BTreeMap<String, HookStats> {
         self.hooks
             .iter()

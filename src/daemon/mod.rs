@@ -11,9 +11,9 @@
 //! get a grace period, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
-pub mod exec; // issue #5: exec events, placement, presence
-pub mod hooks;
-pub mod repair;
+pub(crate) mod exec; // issue #5: exec events, placement, presence
+pub(crate) mod hooks;
+pub(crate) mod repair;
 pub mod sample;
 pub mod watch;
 

@@ -1,13 +1,13 @@
 //! Pure, deterministic decisions: what a knob should hold, whether the kernel
 //! already holds it, which group a process belongs in. No I/O here.
 
-pub mod normalize;
+pub(crate) mod normalize;
 pub mod placement;
-pub mod presence;
+pub(crate) mod presence;
 
-pub mod claims;
+pub(crate) mod claims;
 pub mod condition;
-pub mod knobs;
-pub mod rule_state;
-pub mod stall;
+pub(crate) mod knobs;
+pub(crate) mod rule_state;
+pub(crate) mod stall;
 pub mod supervisor;

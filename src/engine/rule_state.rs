@@ -143,16 +143,14 @@ impl Transitions {
         self.items[0].is_none()
     }
 
-    pub fn len(&self) -> usize {
-        self.items.iter().flatten().count()
-    }
-
+    #[cfg(test)]
     pub fn contains(&self, t: Transition) -> bool {
         self.iter().any(|x| x == t)
     }
 
-    /// The transitions as a `Vec`, mostly for tests and logs.
-    pub fn to_vec(&self) -> Vec<Transition> {
+    /// The transitions as a `Vec` (tests).
+    #[cfg(test)]
+    pub fn to_vec(self) -> Vec<Transition> {
         self.iter().collect()
     }
 }
@@ -270,20 +268,6 @@ impl RuleState {
         }
     }
 
-    /// Forces the rule back to idle (rule removed on reload, daemon
-    /// stopping); reports `Cleared` if it was active so the caller releases
-    /// its claims, `Cancelled` if it was pending.
-    pub fn reset(&mut self, now: Time) -> Transitions {
-        let mut out = Transitions::default();
-        match self.state {
-            State::Idle { .. } => return out,
-            State::Pending { .. } => out.push(Transition::Cancelled),
-            State::Active { .. } => out.push(Transition::Cleared),
-        }
-        self.state = State::Idle { since: Some(now) };
-        out
-    }
-
     pub fn phase(&self) -> Phase {
         match self.state {
             State::Idle { .. } => Phase::Idle,
@@ -296,10 +280,6 @@ impl RuleState {
                 ..
             } => Phase::Clearing,
         }
-    }
-
-    pub fn is_active(&self) -> bool {
-        self.phase().is_active()
     }
 
     /// When the current phase began (for `Clearing`: when the condition
@@ -315,6 +295,7 @@ impl RuleState {
     }
 
     /// When the rule activated, while it is active or clearing.
+    #[cfg(test)]
     pub fn active_since(&self) -> Option<Time> {
         match self.state {
             State::Active { since, .. } => Some(since),
@@ -478,7 +459,7 @@ mod tests {
         step(&mut r, s(0), true, &t);
         assert_eq!(step(&mut r, s(5), false, &t), vec![]);
         assert_eq!(r.phase(), Phase::Clearing);
-        assert!(r.is_active());
+        assert!(r.phase().is_active());
         assert_eq!(r.since(), Some(s(5)));
         assert_eq!(r.active_since(), Some(s(0)));
         assert_eq!(r.next_deadline(&t), Some(s(15)));
@@ -581,7 +562,7 @@ mod tests {
         for i in 1..100 {
             let tr = step(&mut r, s(i), i % 3 != 0, &t);
             assert!(tr.is_empty(), "{tr:?} at {i}");
-            assert!(r.is_active());
+            assert!(r.phase().is_active());
         }
     }
 
@@ -593,19 +574,6 @@ mod tests {
             assert_eq!(step(&mut r, s(2 * i), true, &t), vec![Pending, Fired]);
             assert_eq!(step(&mut r, s(2 * i + 1), false, &t), vec![Cleared]);
         }
-    }
-
-    #[test]
-    fn reset_reports_what_to_undo() {
-        let t = timing(10, 0, None);
-        let mut r = RuleState::new();
-        assert!(r.reset(s(0)).is_empty());
-        step(&mut r, s(0), true, &t);
-        assert_eq!(r.reset(s(1)).to_vec(), vec![Cancelled]);
-        step(&mut r, s(2), true, &t);
-        step(&mut r, s(12), true, &t);
-        assert_eq!(r.reset(s(13)).to_vec(), vec![Cleared]);
-        assert_eq!(r.phase(), Phase::Idle);
     }
 
     #[test]
@@ -704,7 +672,7 @@ mod tests {
                 } else if active && false_since.is_some_and(|fs| now - fs >= hold) {
                     active = false;
                 }
-                prop_assert_eq!(r.is_active(), active);
+                prop_assert_eq!(r.phase().is_active(), active);
                 prop_assert_eq!(tr.contains(Fired), !was_active && active);
                 prop_assert_eq!(tr.contains(Cleared), was_active && !active);
                 prop_assert_eq!(tr.contains(Pending), !was_active && true_since == Some(now));

@@ -10,21 +10,21 @@
 //! the user would see it on the target) and the operation.
 
 pub mod cgroupfs;
-pub mod cpufreq;
+pub(crate) mod cpufreq;
 pub mod error;
 mod fake;
 pub mod fake_tree;
-pub mod meminfo;
-pub mod proc_events;
-pub mod procfs;
-pub mod psi;
+pub(crate) mod meminfo;
+pub(crate) mod proc_events;
+pub(crate) mod procfs;
+pub(crate) mod psi;
 pub mod psi_trigger;
-pub mod realtime;
+pub(crate) mod realtime;
 pub mod root;
-pub mod sched;
-pub mod sysctl;
-pub mod thermal;
-pub mod zram;
+pub(crate) mod sched;
+pub(crate) mod sysctl;
+pub(crate) mod thermal;
+pub(crate) mod zram;
 
 pub use error::{Error, Result};
 pub use root::{Op, Root};

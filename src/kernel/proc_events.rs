@@ -61,6 +61,7 @@ pub enum ProcEvent {
 
 impl ProcEvent {
     /// True for the events that mean "something may have been missed".
+    #[cfg(test)]
     pub fn is_loss(&self) -> bool {
         matches!(self, ProcEvent::Overrun | ProcEvent::Gap { .. })
     }
@@ -359,7 +360,8 @@ fn set_rcvbuf(fd: RawFd, bytes: usize) -> usize {
     }
 }
 
-/// Builds one connector datagram as the kernel sends it (tests, benches).
+/// Builds one connector datagram as the kernel sends it (test fixtures).
+#[cfg(test)]
 pub fn encode_event(what: u32, cpu: u32, seq: u32, pid: i32, tgid: i32) -> Vec<u8> {
     let data_len = match what {
         PROC_EVENT_EXEC => EV_HEADER + 8,

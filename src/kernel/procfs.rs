@@ -1,6 +1,6 @@
 //! Process scanning under a [`Root`]: `/proc/PID/{comm,exe,cmdline,status,
-//! stat,cgroup}`, `/proc/PID/task`, and the user database (`/etc/passwd`,
-//! `/etc/group`) for placement matches and hook users.
+//! stat,cgroup}`, `/proc/PID/task`, and the user database (`/etc/passwd`)
+//! for placement matches.
 //!
 //! Plain file reads are used instead of the `procfs` crate because every
 //! path must go through the injectable [`Root`] (`--root DIR` fake trees
@@ -214,6 +214,7 @@ pub struct Fields {
     pub uid: bool,
 }
 
+#[cfg(test)]
 impl Fields {
     pub const ALL: Fields = Fields {
         exe: true,
@@ -328,14 +329,6 @@ pub fn user_uid(root: &Root, name: &str) -> Result<Option<u32>> {
         return Ok(None);
     }
     Ok(db_id(&root.read(Path::new("/etc/passwd"))?, name))
-}
-
-/// The gid of group `name` from `ROOT/etc/group`; `None` if not listed.
-pub fn group_gid(root: &Root, name: &str) -> Result<Option<u32>> {
-    if name.is_empty() {
-        return Ok(None);
-    }
-    Ok(db_id(&root.read(Path::new("/etc/group"))?, name))
 }
 
 #[cfg(test)]
@@ -526,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn passwd_and_group() {
+    fn passwd() {
         let t = TempDir::new().unwrap();
         let r = Root::fake(t.path());
         assert!(user_uid(&r, "vision").unwrap_err().is_not_found());
@@ -536,17 +529,11 @@ mod tests {
             "root:x:0:0:root:/root:/bin/sh\n# comment\njunk\nvision:x:1001:1001::/home/v:/bin/sh\nbad:x:zz:1\n",
         )
         .unwrap();
-        fs::write(
-            t.path().join("etc/group"),
-            "root:x:0:\ncgwarden:x:990:alice\n",
-        )
-        .unwrap();
         assert_eq!(user_uid(&r, "vision").unwrap(), Some(1001));
         assert_eq!(user_uid(&r, "root").unwrap(), Some(0));
         assert_eq!(user_uid(&r, "nobody").unwrap(), None);
         assert_eq!(user_uid(&r, "bad").unwrap(), None);
         assert_eq!(user_uid(&r, "").unwrap(), None);
-        assert_eq!(group_gid(&r, "cgwarden").unwrap(), Some(990));
     }
 
     #[test]

@@ -71,11 +71,6 @@ pub fn temp_millic(root: &Root, zone: &Zone) -> Result<i64> {
         .map_err(|_| Error::parse(&zone.temp_path, "temperature (millidegrees C)", &s))
 }
 
-/// The first zone (lowest `N`) whose `type` is `kind`.
-pub fn find_by_type(root: &Root, kind: &str) -> Result<Option<Zone>> {
-    Ok(zones(root)?.into_iter().find(|z| z.kind == kind))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,7 +93,6 @@ mod tests {
         let t = TempDir::new().unwrap();
         let r = Root::fake(t.path());
         assert!(zones(&r).unwrap().is_empty());
-        assert_eq!(find_by_type(&r, "cpu").unwrap(), None);
     }
 
     #[test]
@@ -107,7 +101,7 @@ mod tests {
         let r = Root::fake(t.path());
         zone(&t, 10, Some("gpu-thermal"), Some("-2500"));
         zone(&t, 2, Some("cpu-0-0-usr"), Some("45000"));
-        zone(&t, 3, Some("cpu-0-0-usr"), Some("99000")); // duplicate type: first wins
+        zone(&t, 3, Some("cpu-0-0-usr"), Some("99000")); // duplicate type: both listed
         zone(&t, 4, None, Some("1")); // no type: skipped
         zone(&t, 5, Some("no-temp"), None); // temp missing
         zone(&t, 6, Some("garbage"), Some("hot"));
@@ -125,25 +119,28 @@ mod tests {
                 "thermal_zone10"
             ]
         );
-        let cpu = find_by_type(&r, "cpu-0-0-usr").unwrap().unwrap();
-        assert_eq!(cpu.name, "thermal_zone2");
+        let zone = |name: &str| zs.iter().find(|z| z.name == name).unwrap();
+        let cpu = zone("thermal_zone2");
+        assert_eq!(cpu.kind, "cpu-0-0-usr");
+        assert_eq!(zone("thermal_zone3").kind, "cpu-0-0-usr");
         assert_eq!(
             cpu.temp_path,
             Path::new("/sys/class/thermal/thermal_zone2/temp")
         );
-        assert_eq!(temp_millic(&r, &cpu).unwrap(), 45_000);
-        let gpu = find_by_type(&r, "gpu-thermal").unwrap().unwrap();
-        assert_eq!(temp_millic(&r, &gpu).unwrap(), -2_500);
+        assert_eq!(temp_millic(&r, cpu).unwrap(), 45_000);
+        let gpu = zone("thermal_zone10");
+        assert_eq!(gpu.kind, "gpu-thermal");
+        assert_eq!(temp_millic(&r, gpu).unwrap(), -2_500);
 
-        let nt = find_by_type(&r, "no-temp").unwrap().unwrap();
-        let e = temp_millic(&r, &nt).unwrap_err();
+        let nt = zone("thermal_zone5");
+        assert_eq!(nt.kind, "no-temp");
+        let e = temp_millic(&r, nt).unwrap_err();
         assert!(e.is_not_found());
         assert_eq!(e.path(), Path::new("/sys/class/thermal/thermal_zone5/temp"));
 
-        let g = find_by_type(&r, "garbage").unwrap().unwrap();
-        let e = temp_millic(&r, &g).unwrap_err();
+        let g = zone("thermal_zone6");
+        let e = temp_millic(&r, g).unwrap_err();
         assert!(matches!(e, Error::Parse { .. }), "{e}");
         assert!(e.to_string().contains("thermal_zone6/temp"), "{e}");
-        assert_eq!(find_by_type(&r, "nope").unwrap(), None);
     }
 }

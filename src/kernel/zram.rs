@@ -1,5 +1,5 @@
 //! zram devices and swap: `/sys/block/zramN/{comp_algorithm,disksize,
-//! mem_limit,initstate,reset}`, `/sys/class/zram-control/hot_add`,
+//! mem_limit,reset}`, `/sys/class/zram-control/hot_add`,
 //! `/proc/swaps`, and the swap syscalls (`mkswap` done in Rust, `swapon`,
 //! `swapoff`).
 //!
@@ -207,11 +207,6 @@ pub fn comp_algorithm(root: &Root, dev: &str) -> Result<(String, Vec<String>)> {
 fn read_u64(root: &Root, p: &Path, what: &'static str) -> Result<u64> {
     let s = root.read_trimmed(p)?;
     s.parse().map_err(|_| Error::parse(p, what, &s))
-}
-
-/// True if `dev` is initialized (has a disksize).
-pub fn initstate(root: &Root, dev: &str) -> Result<bool> {
-    Ok(read_u64(root, &attr_path(dev, "initstate"), "initstate (0/1)")? != 0)
 }
 
 /// Configured size of `dev` in bytes (0 when not initialized).
@@ -484,7 +479,6 @@ mod tests {
         let z = t.path().join("sys/block/zram0");
         fs::create_dir_all(&z).unwrap();
         fs::write(z.join("comp_algorithm"), "lzo lzo-rle [lz4] zstd \n").unwrap();
-        fs::write(z.join("initstate"), "1\n").unwrap();
         fs::write(z.join("disksize"), "4294967296\n").unwrap();
         fs::write(z.join("mem_limit"), "x\n").unwrap();
         fs::create_dir_all(t.path().join("sys/class/zram-control")).unwrap();
@@ -512,7 +506,6 @@ mod tests {
         let (a, all) = comp_algorithm(&r, "zram0").unwrap();
         assert_eq!(a, "lz4");
         assert_eq!(all, ["lzo", "lzo-rle", "lz4", "zstd"]);
-        assert!(initstate(&r, "zram0").unwrap());
         assert_eq!(disksize(&r, "zram0").unwrap(), 4 << 30);
         assert!(matches!(
             mem_limit(&r, "zram0").unwrap_err(),

@@ -2,12 +2,12 @@
 //! Pure: nothing here touches the system, so `check` runs anywhere.
 
 pub mod decode;
-pub mod diag;
+pub(crate) mod diag;
 pub mod expr;
 pub mod knob;
 pub mod model;
-pub mod units;
-pub mod yaml;
+pub(crate) mod units;
+pub(crate) mod yaml;
 
 pub use diag::Diagnostics;
 pub use model::Policy;
