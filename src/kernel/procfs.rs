@@ -294,21 +294,40 @@ pub fn pidfd_open(pid: i32) -> std::result::Result<PidFd, PidFdError> {
     Ok(PidFd(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
+impl From<PidFd> for OwnedFd {
+    fn from(p: PidFd) -> OwnedFd {
+        p.0
+    }
+}
+
+impl From<OwnedFd> for PidFd {
+    /// The caller vouches that `fd` is a pidfd.
+    fn from(fd: OwnedFd) -> PidFd {
+        PidFd(fd)
+    }
+}
+
 impl PidFd {
-    /// False once the process has exited (its pid may then be reused):
-    /// `pidfd_send_signal(fd, 0)` says ESRCH.
-    pub fn alive(&self) -> bool {
+    /// [`PidFd::alive`] on a borrowed pidfd.
+    pub fn alive_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
         // SAFETY: signal 0 with a null siginfo only checks the target.
         let r = unsafe {
             libc::syscall(
                 libc::SYS_pidfd_send_signal,
-                self.0.as_raw_fd(),
+                fd.as_raw_fd(),
                 0,
                 std::ptr::null::<libc::siginfo_t>(),
                 0,
             )
         };
         r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+
+    /// False once the process has exited (its pid may then be reused):
+    /// `pidfd_send_signal(fd, 0)` says ESRCH.
+    pub fn alive(&self) -> bool {
+        use std::os::fd::AsFd;
+        Self::alive_fd(self.0.as_fd())
     }
 }
 
