@@ -330,7 +330,7 @@ impl Placer {
         &self,
         pid: i32,
         ops: &mut dyn PlaceOps,
-        mut cache: Option<&mut FactCache>,
+        cache: Option<&mut FactCache>,
     ) -> Placed {
         let mut out = Placed::default();
         // Pinned before anything is read: what is read and what is done
@@ -338,7 +338,7 @@ impl Placer {
         let Some(pin) = ops.pin(pid) else {
             return out;
         };
-        let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache.as_deref_mut()) else {
+        let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache) else {
             return out;
         };
         let m = &self.matchers[idx];
@@ -1103,7 +1103,9 @@ mod place_tests {
         cache.forget(31);
         p.place_cached(31, &mut k, &mut cache);
         assert_eq!(cmdline_reads(&k), 3);
-        k.procs.get_mut(&31).map(|f| f.comm = "bash2".into());
+        if let Some(f) = k.procs.get_mut(&31) {
+            f.comm = "bash2".into();
+        }
         p.place_cached(31, &mut k, &mut cache);
         assert_eq!(cmdline_reads(&k), 4);
         k.start.insert(31, 99);

@@ -48,21 +48,6 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
     }
 }
 
-#[cfg(test)]
-mod warning_tests {
-    #[test]
-    fn rt_on_a_name_only_match_warns_and_exe_or_user_silences_it() {
-        let text = "version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: motion_control }\n    group: rt\n    sched: { policy: fifo, priority: 99 }\n  - match: { cmdline: \"*dl*\" }\n    group: rt\n    sched: { policy: rr, priority: 10 }\n  - match: { comm: a, exe: /opt/a }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: b, user: root }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: c }\n    group: rt\n    sched: { policy: other, nice: -5 }\n";
-        let p = super::load_bytes("p.yaml", text.as_bytes()).expect("valid");
-        let w = super::warnings(&p);
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert_eq!(w[0].pos.line, 6);
-        assert!(w[0].message.contains("fifo") && w[0].message.contains("exe:"));
-        assert_eq!(w[1].pos.line, 9);
-        assert!(w[1].message.contains("`rr`"));
-    }
-}
-
 /// True when placement `p` grants a real-time policy (fifo, rr, deadline)
 /// on a match any local user can fake: neither `exe:` nor `user:`, so only
 /// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
@@ -151,4 +136,19 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod warning_tests {
+    #[test]
+    fn rt_on_a_name_only_match_warns_and_exe_or_user_silences_it() {
+        let text = "version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: motion_control }\n    group: rt\n    sched: { policy: fifo, priority: 99 }\n  - match: { cmdline: \"*dl*\" }\n    group: rt\n    sched: { policy: rr, priority: 10 }\n  - match: { comm: a, exe: /opt/a }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: b, user: root }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: c }\n    group: rt\n    sched: { policy: other, nice: -5 }\n";
+        let p = super::load_bytes("p.yaml", text.as_bytes()).expect("valid");
+        let w = super::warnings(&p);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!(w[0].pos.line, 6);
+        assert!(w[0].message.contains("fifo") && w[0].message.contains("exe:"));
+        assert_eq!(w[1].pos.line, 9);
+        assert!(w[1].message.contains("`rr`"));
+    }
 }
