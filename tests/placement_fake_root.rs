@@ -331,3 +331,31 @@ fn dry_run_scans_log_each_move_and_move_nothing() {
         "dry run changed the cgroup tree"
     );
 }
+
+/// Dry run places (logs) even when no `running()` rule keeps the exec
+/// thread for presence.
+#[test]
+fn dry_run_places_without_presence_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, root, policy) = setup(dir.path());
+    let text = POLICY.split("rules:").next().unwrap_or(POLICY);
+    std::fs::write(&policy, text).unwrap();
+    layout(&t);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            extra: &["--dry-run"],
+            ..Start::default()
+        },
+    );
+    t.add_process(&FakeProcess::new(800, "motion_planner"))
+        .unwrap();
+    d.wait_log(
+        "would move 800 motion_planner to realtime (dry run)",
+        Duration::from_secs(20),
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(cgroup_of(&root, 800), "0::/", "{log}");
+}
