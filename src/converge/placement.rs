@@ -288,3 +288,117 @@ impl PlaceOps for PlanOps {
         self.kernel.children(pid)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::placement::Placer;
+    use crate::kernel::fake_tree::{FakeProcess, FakeTree};
+
+    /// [`KernelOps`] on a fake tree, where pid `reuse` exits right after its
+    /// facts are read and a new process takes the pid (a later start time).
+    struct Racing {
+        k: KernelOps,
+        dir: std::path::PathBuf,
+        reuse: Option<i32>,
+    }
+
+    impl PlaceOps for Racing {
+        fn pin(&mut self, pid: i32) -> Option<Pin> {
+            self.k.pin(pid)
+        }
+        fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+            self.k.same(pid, pin)
+        }
+        fn comm(&mut self, pid: i32) -> Option<String> {
+            self.k.comm(pid)
+        }
+        fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+            let f = self.k.facts(pid, comm, needs);
+            if self.reuse == Some(pid) {
+                let stat = self.dir.join(format!("proc/{pid}/stat"));
+                let text = std::fs::read_to_string(&stat).unwrap_or_default();
+                // Field 22 (start time) of the fake tree's stat is 100.
+                let text = text.replacen(" 0 100 ", " 0 5000 ", 1);
+                assert!(text.contains(" 5000 "), "{text}");
+                std::fs::write(&stat, text).unwrap_or_default();
+                std::fs::write(self.dir.join(format!("proc/{pid}/comm")), "bash\n")
+                    .unwrap_or_default();
+            }
+            f
+        }
+        fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+            self.k.cgroup_of(pid)
+        }
+        fn group_cgroup(&self, group: &str) -> Option<String> {
+            self.k.group_cgroup(group)
+        }
+        fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+            self.k.move_pid(group, pid)
+        }
+        fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+            self.k.sched_is(pid, s)
+        }
+        fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+            self.k.set_sched(pid, s)
+        }
+        fn children(&mut self, pid: i32) -> Vec<i32> {
+            self.k.children(pid)
+        }
+    }
+
+    #[test]
+    fn a_fake_pid_replaced_between_facts_and_move_is_not_moved() {
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/rt")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/rt/cgroup.procs"), "").unwrap();
+        tree.add_process(&FakeProcess::new(400, "rtloop")).unwrap();
+        tree.add_process(&FakeProcess::new(401, "rtloop")).unwrap();
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\" }\n    group: rt\n",
+        )
+        .unwrap();
+        let root = Root::fake(t.path());
+        let placer = Placer::new(&policy.placement, |_| None);
+        let mut ops = Racing {
+            k: KernelOps::new(root.clone(), &policy),
+            dir: t.path().to_path_buf(),
+            reuse: Some(400),
+        };
+        let r = placer.place(400, &mut ops);
+        assert_eq!((r.gone, r.moved), (1, false), "{r:?}");
+        let cg = |pid: i32| pid_cgroup(&root, pid).unwrap().unwrap_or_default();
+        assert_eq!(cg(400), "/", "the pid's new owner was moved");
+        // Unchanged: moved.
+        let r = placer.place(401, &mut ops);
+        assert_eq!((r.gone, r.moved), (0, true), "{r:?}");
+        assert_eq!(cg(401), "/rt");
+        // The pin itself: same start → same; another start or gone → not.
+        let pin = ops.k.pin(401).unwrap();
+        assert_eq!(pin.start, Some(100));
+        assert!(pin.fd.is_none(), "no pidfd on a fake tree");
+        assert!(ops.k.same(401, &pin));
+        std::fs::remove_dir_all(t.path().join("proc/401")).unwrap();
+        assert!(!ops.k.same(401, &pin));
+        assert!(ops.k.pin(401).is_none());
+    }
+
+    #[test]
+    fn a_real_process_is_pinned_by_pidfd_and_an_exited_one_is_not_same() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let policy = crate::policy::load_bytes("p.yaml", b"version: 1\nproduct: t\n").unwrap();
+        let mut k = KernelOps::new(Root::real(), &policy);
+        let pin = k.pin(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let pin = pin.expect("a live child is pinned");
+        assert!(pin.start.is_some());
+        assert!(!k.same(pid, &pin), "an exited process is still `same`");
+    }
+}
