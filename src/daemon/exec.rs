@@ -494,9 +494,16 @@ impl Worker {
             return;
         };
         let mut comms = Vec::new();
-        // Processes gone since the last scan leave the cache.
-        let live: HashSet<i32> = pids.iter().copied().collect();
-        self.cache.retain(|p| live.contains(&p));
+        // Lost events may have been execs (an exec keeps pid, start time
+        // and often the comm); without events the `settings.rescan` scan is
+        // the only time an exec is noticed. Otherwise processes gone since
+        // the last scan leave the cache.
+        if kind == ScanKind::Loss || (kind == ScanKind::Rescan && !self.shared.events_live()) {
+            self.cache = FactCache::default();
+        } else {
+            let live: HashSet<i32> = pids.iter().copied().collect();
+            self.cache.retain(|p| live.contains(&p));
+        }
         for &pid in &pids {
             if !self.placer.is_empty() {
                 self.place(pid, Some(kind));
@@ -854,5 +861,62 @@ mod tests {
         ));
         assert_eq!(c.overruns.load(Ordering::Relaxed), 1);
         assert_eq!(c.gaps.load(Ordering::Relaxed), 1);
+    }
+
+    /// The facts cache: a tick scan does not re-read a matched process (a
+    /// rewritten cmdline is not seen), a lost-events scan starts over.
+    #[test]
+    fn tick_scans_use_the_cache_and_a_loss_scan_drops_it() {
+        use crate::kernel::fake_tree::{FakeProcess, FakeTree};
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/v")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/v/cgroup.procs"), "").unwrap();
+        tree.add_process(&FakeProcess {
+            cmdline: vec!["python3".into(), "cam.py".into()],
+            ..FakeProcess::new(600, "python3")
+        })
+        .unwrap();
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  v: {}\nplacement:\n  - match: { cmdline: \"* cam.py\" }\n    group: v\n",
+        )
+        .unwrap();
+        let root = Root::fake(t.path());
+        let (wake, _wake_rx) = mpsc::channel(8);
+        let mut w = Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), &policy),
+            root: root.clone(),
+            shared: Shared::new(Presence::new(&[])),
+            wake,
+            act: true,
+            cache: FactCache::default(),
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking: false,
+            refusals: HashSet::new(),
+        };
+        let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
+        let move_out = || {
+            std::fs::write(t.path().join("proc/600/cgroup"), "0::/\n").unwrap();
+            std::fs::write(t.path().join("sys/fs/cgroup/v/cgroup.procs"), "").unwrap();
+        };
+        w.full_scan(ScanKind::Tick);
+        assert!(cg().contains("0::/v"), "{}", cg());
+        std::fs::write(t.path().join("proc/600/cmdline"), b"python3\0other.py\0").unwrap();
+        move_out();
+        w.full_scan(ScanKind::Tick);
+        assert!(
+            cg().contains("0::/v"),
+            "the tick re-read the cmdline: {}",
+            cg()
+        );
+        move_out();
+        w.full_scan(ScanKind::Loss);
+        assert!(
+            !cg().contains("0::/v"),
+            "a loss scan kept the cache: {}",
+            cg()
+        );
     }
 }
