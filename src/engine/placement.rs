@@ -333,8 +333,14 @@ impl Placer {
         cache: Option<&mut FactCache>,
     ) -> Placed {
         let mut out = Placed::default();
-        // Pinned before anything is read: what is read and what is done
-        // below are about this process, whatever happens to its pid.
+        // Most execs match no rule by their comm: one read, no pin.
+        match ops.comm(pid) {
+            Some(comm) if self.needs_for(&comm).is_some() => {}
+            _ => return out,
+        }
+        // Pinned before the facts are read (the comm again too): what is
+        // read and what is done below are about this process, whatever
+        // happens to its pid.
         let Some(pin) = ops.pin(pid) else {
             return out;
         };
@@ -950,7 +956,8 @@ mod place_tests {
         k.reads.clear();
         // cmdline read because a candidate needs it; it does not match.
         assert_eq!(p.place(11, &mut k).group, None);
-        assert_eq!(k.reads, [(11, "comm"), (11, "cmdline")]);
+        // (The comm is read again once the process is pinned.)
+        assert_eq!(k.reads, [(11, "comm"), (11, "comm"), (11, "cmdline")]);
     }
 
     #[test]
