@@ -190,6 +190,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
+                for w in policy::warnings(&p) {
+                    let (l, c) = (w.pos.line, w.pos.col);
+                    eprintln!("{}:{l}:{c}: warning: {}", policy.display(), w.message);
+                }
                 println!("{}: {}", policy.display(), policy::summary(&p));
                 Ok(0)
             }

@@ -264,3 +264,98 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
     );
     assert_eq!(log.matches("scanning /proc every tick").count(), 1, "{log}");
 }
+
+/// Issue 10 item 6 (SPEC §1 `--dry-run`): the daemon runs its placement
+/// scans in dry run and logs each move it would make, including processes
+/// that appear later, and moves nothing.
+#[test]
+fn dry_run_scans_log_each_move_and_move_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, root, policy) = setup(dir.path());
+    layout(&t);
+    let cgroups = root.join("sys/fs/cgroup");
+    let first = support::tree_snapshot(&cgroups);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            extra: &["--dry-run"],
+            ..Start::default()
+        },
+    );
+    d.wait_log(
+        "would move 400 motion_control to realtime (dry run)",
+        Duration::from_secs(20),
+    );
+    d.wait_log(
+        "would move 500 infer to inference (dry run)",
+        Duration::from_secs(20),
+    );
+    // A process appearing later is found by the tick scan.
+    t.add_process(&FakeProcess::new(800, "motion_planner"))
+        .unwrap();
+    // The new process is listed in the root cgroup by the fake tree itself.
+    let before = support::tree_snapshot(&cgroups);
+    assert_eq!(
+        support::tree_diff(&first, &before).len(),
+        1,
+        "only pid 800 added"
+    );
+    d.wait_log(
+        "would move 800 motion_planner to realtime (dry run)",
+        Duration::from_secs(20),
+    );
+    // Several more ticks: each would-be move is said once.
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(
+        log.matches("would move 800 motion_planner to realtime (dry run)")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        !log.contains("would move 700 "),
+        "sshd matches nothing:\n{log}"
+    );
+    assert!(!log.contains("would move 601 "), "wrong user:\n{log}");
+    for pid in [400, 500, 600, 800] {
+        assert_eq!(cgroup_of(&root, pid), "0::/", "pid {pid} moved in dry run");
+    }
+    assert!(procs(&root, "realtime").is_empty() && procs(&root, "inference").is_empty());
+    let after = support::tree_snapshot(&cgroups);
+    assert_eq!(
+        support::tree_diff(&before, &after),
+        Vec::<String>::new(),
+        "dry run changed the cgroup tree"
+    );
+}
+
+/// Dry run places (logs) even when no `running()` rule keeps the exec
+/// thread for presence.
+#[test]
+fn dry_run_places_without_presence_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, root, policy) = setup(dir.path());
+    let text = POLICY.split("rules:").next().unwrap_or(POLICY);
+    std::fs::write(&policy, text).unwrap();
+    layout(&t);
+    let d = Daemon::start(
+        &policy,
+        &root,
+        Start {
+            extra: &["--dry-run"],
+            ..Start::default()
+        },
+    );
+    t.add_process(&FakeProcess::new(800, "motion_planner"))
+        .unwrap();
+    d.wait_log(
+        "would move 800 motion_planner to realtime (dry run)",
+        Duration::from_secs(20),
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(cgroup_of(&root, 800), "0::/", "{log}");
+}

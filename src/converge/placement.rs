@@ -4,11 +4,12 @@
 //! steps instead of acting) and the daemon's exec path and rescans.
 
 use super::Step;
-use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, PlaceOps};
+use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, Pin, PlaceOps};
 use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
 use crate::kernel::{procfs, sched, Op, Root};
 use crate::policy::model::{Policy, Sched};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd};
 
 /// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
 pub struct KernelOps {
@@ -17,6 +18,13 @@ pub struct KernelOps {
     /// group name → (path below cgroup_root, cgroup as /proc/PID/cgroup shows it)
     groups: HashMap<String, (String, String)>,
     me: i32,
+    /// False once pidfd_open failed with something other than ESRCH (a
+    /// kernel before 5.3): the start time re-check alone pins then.
+    pidfd: bool,
+    /// `--dry-run`: moves and sched changes are logged, not made.
+    dry_run: bool,
+    /// What dry run already said (said once per pid and action).
+    said: HashSet<String>,
 }
 
 impl KernelOps {
@@ -40,14 +48,85 @@ impl KernelOps {
             .collect();
         KernelOps {
             me: root.own_pid().unwrap_or(-1),
+            // Processes behind /proc are the kernel's exactly where the
+            // process-events connector is (not on a fake tree).
+            pidfd: root.supports(Op::ProcConnector),
             root,
             cg,
             groups,
+            dry_run: false,
+            said: HashSet::new(),
         }
+    }
+
+    /// Under `--dry-run`: every move and sched change is logged
+    /// (`would move PID COMM to GROUP (dry run)`), none is made.
+    pub fn dry_run(mut self, dry: bool) -> KernelOps {
+        self.dry_run = dry;
+        self
+    }
+
+    /// Logs a dry-run action once (a fake root rescans every tick).
+    fn say(&mut self, line: String) {
+        if self.said.len() >= 4096 {
+            self.said.clear();
+        }
+        if self.said.insert(line.clone()) {
+            tracing::info!("{line}");
+        }
+    }
+
+    fn comm_or_dash(&self, pid: i32) -> String {
+        procfs::comm(&self.root, pid)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "-".into())
     }
 }
 
+/// Whether the pidfd still names a live process.
+fn pidfd_alive(fd: BorrowedFd<'_>) -> bool {
+    procfs::PidFd::alive_fd(fd)
+}
+
 impl PlaceOps for KernelOps {
+    fn pin(&mut self, pid: i32) -> Option<Pin> {
+        if pid == self.me || pid <= 0 {
+            return None;
+        }
+        // The pidfd first: then the start time read after it is the start
+        // of the process the pidfd holds (or the pid was reused before the
+        // open and the facts read below are that new process's own).
+        let fd = if self.pidfd {
+            match procfs::pidfd_open(pid) {
+                Ok(fd) => Some(fd.into()),
+                Err(procfs::PidFdError::Gone) => return None,
+                Err(procfs::PidFdError::Unavailable(errno)) => {
+                    tracing::info!(
+                        errno,
+                        "pidfd_open unavailable; placement pins processes by start time only"
+                    );
+                    self.pidfd = false;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let start = procfs::start_time(&self.root, pid).ok()??;
+        Some(Pin { start, fd })
+    }
+    fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+        if let Some(fd) = &pin.fd {
+            if !pidfd_alive(fd.as_fd()) {
+                return false;
+            }
+        }
+        match procfs::start_time(&self.root, pid) {
+            Ok(Some(now)) => pin.start.is_none() || now == pin.start,
+            _ => false,
+        }
+    }
     fn comm(&mut self, pid: i32) -> Option<String> {
         if pid == self.me || pid <= 0 {
             return None;
@@ -78,6 +157,11 @@ impl PlaceOps for KernelOps {
         let Some((rel, _)) = self.groups.get(group) else {
             return Err(OpError::Refused(format!("no group {group}")));
         };
+        if self.dry_run {
+            let comm = self.comm_or_dash(pid);
+            self.say(format!("would move {pid} {comm} to {group} (dry run)"));
+            return Ok(());
+        }
         match self.cg.move_pid(rel, pid) {
             Ok(()) => Ok(()),
             Err(e) if e.is_gone() || e.errno() == Some(libc::ESRCH) => Err(OpError::Gone),
@@ -92,6 +176,11 @@ impl PlaceOps for KernelOps {
     }
     fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
         let spec = super::sched_spec(s);
+        if self.dry_run {
+            let comm = self.comm_or_dash(pid);
+            self.say(format!("would set sched {spec} on {pid} {comm} (dry run)"));
+            return Ok(());
+        }
         let mut any = false;
         for tid in procfs::threads(&self.root, pid) {
             match sched::apply(tid, &spec) {
@@ -140,6 +229,12 @@ impl PlanOps {
 }
 
 impl PlaceOps for PlanOps {
+    fn pin(&mut self, pid: i32) -> Option<Pin> {
+        self.kernel.pin(pid)
+    }
+    fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+        self.kernel.same(pid, pin)
+    }
     fn comm(&mut self, pid: i32) -> Option<String> {
         self.kernel.comm(pid)
     }
@@ -191,5 +286,119 @@ impl PlaceOps for PlanOps {
     }
     fn children(&mut self, pid: i32) -> Vec<i32> {
         self.kernel.children(pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::placement::Placer;
+    use crate::kernel::fake_tree::{FakeProcess, FakeTree};
+
+    /// [`KernelOps`] on a fake tree, where pid `reuse` exits right after its
+    /// facts are read and a new process takes the pid (a later start time).
+    struct Racing {
+        k: KernelOps,
+        dir: std::path::PathBuf,
+        reuse: Option<i32>,
+    }
+
+    impl PlaceOps for Racing {
+        fn pin(&mut self, pid: i32) -> Option<Pin> {
+            self.k.pin(pid)
+        }
+        fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+            self.k.same(pid, pin)
+        }
+        fn comm(&mut self, pid: i32) -> Option<String> {
+            self.k.comm(pid)
+        }
+        fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+            let f = self.k.facts(pid, comm, needs);
+            if self.reuse == Some(pid) {
+                let stat = self.dir.join(format!("proc/{pid}/stat"));
+                let text = std::fs::read_to_string(&stat).unwrap_or_default();
+                // Field 22 (start time) of the fake tree's stat is 100.
+                let text = text.replacen(" 0 100 ", " 0 5000 ", 1);
+                assert!(text.contains(" 5000 "), "{text}");
+                std::fs::write(&stat, text).unwrap_or_default();
+                std::fs::write(self.dir.join(format!("proc/{pid}/comm")), "bash\n")
+                    .unwrap_or_default();
+            }
+            f
+        }
+        fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+            self.k.cgroup_of(pid)
+        }
+        fn group_cgroup(&self, group: &str) -> Option<String> {
+            self.k.group_cgroup(group)
+        }
+        fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+            self.k.move_pid(group, pid)
+        }
+        fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+            self.k.sched_is(pid, s)
+        }
+        fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+            self.k.set_sched(pid, s)
+        }
+        fn children(&mut self, pid: i32) -> Vec<i32> {
+            self.k.children(pid)
+        }
+    }
+
+    #[test]
+    fn a_fake_pid_replaced_between_facts_and_move_is_not_moved() {
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/rt")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/rt/cgroup.procs"), "").unwrap();
+        tree.add_process(&FakeProcess::new(400, "rtloop")).unwrap();
+        tree.add_process(&FakeProcess::new(401, "rtloop")).unwrap();
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\" }\n    group: rt\n",
+        )
+        .unwrap();
+        let root = Root::fake(t.path());
+        let placer = Placer::new(&policy.placement, |_| None);
+        let mut ops = Racing {
+            k: KernelOps::new(root.clone(), &policy),
+            dir: t.path().to_path_buf(),
+            reuse: Some(400),
+        };
+        let r = placer.place(400, &mut ops);
+        assert_eq!((r.gone, r.moved), (1, false), "{r:?}");
+        let cg = |pid: i32| pid_cgroup(&root, pid).unwrap().unwrap_or_default();
+        assert_eq!(cg(400), "/", "the pid's new owner was moved");
+        // Unchanged: moved.
+        let r = placer.place(401, &mut ops);
+        assert_eq!((r.gone, r.moved), (0, true), "{r:?}");
+        assert_eq!(cg(401), "/rt");
+        // The pin itself: same start → same; another start or gone → not.
+        let pin = ops.k.pin(401).unwrap();
+        assert_eq!(pin.start, Some(100));
+        assert!(pin.fd.is_none(), "no pidfd on a fake tree");
+        assert!(ops.k.same(401, &pin));
+        std::fs::remove_dir_all(t.path().join("proc/401")).unwrap();
+        assert!(!ops.k.same(401, &pin));
+        assert!(ops.k.pin(401).is_none());
+    }
+
+    #[test]
+    fn a_real_process_is_pinned_by_pidfd_and_an_exited_one_is_not_same() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let policy = crate::policy::load_bytes("p.yaml", b"version: 1\nproduct: t\n").unwrap();
+        let mut k = KernelOps::new(Root::real(), &policy);
+        let pin = k.pin(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let pin = pin.expect("a live child is pinned");
+        assert!(pin.start.is_some());
+        assert!(!k.same(pid, &pin), "an exited process is still `same`");
     }
 }

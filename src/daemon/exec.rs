@@ -26,7 +26,7 @@
 
 use crate::converge::placement::KernelOps;
 use crate::daemon::watch::Wake;
-use crate::engine::placement::Placer;
+use crate::engine::placement::{FactCache, Placer};
 use crate::engine::presence::Presence;
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::{procfs, Root};
@@ -56,6 +56,9 @@ pub struct Counters {
     pub refused: AtomicU64,
     /// Full /proc scans done.
     pub scans: AtomicU64,
+    /// Processes that exited (or whose pid was reused) between the /proc
+    /// reads and the move or sched change: nothing was done to them.
+    pub gone: AtomicU64,
     /// Exec event received → process moved (exec path only).
     pub to_placed: Latency,
     /// Of that, the placement itself: /proc reads, the `cgroup.procs`
@@ -141,8 +144,8 @@ impl Counters {
     pub fn summary(&self) -> String {
         let placed = self.placed.lock().unwrap_or_else(|e| e.into_inner());
         format!(
-            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}; \
-             exec→placed {}; placing {}",
+            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}, \
+             gone {}; exec→placed {}; placing {}",
             *placed,
             self.misses.load(Ordering::Relaxed),
             self.overruns.load(Ordering::Relaxed),
@@ -150,6 +153,7 @@ impl Counters {
             self.events.load(Ordering::Relaxed),
             self.refused.load(Ordering::Relaxed),
             self.scans.load(Ordering::Relaxed),
+            self.gone.load(Ordering::Relaxed),
             self.to_placed.summary(),
             self.placing.summary(),
         )
@@ -255,8 +259,12 @@ struct Worker {
     root: Root,
     shared: Arc<Shared>,
     wake: mpsc::Sender<Wake>,
-    /// False under `--dry-run`: only presence is kept.
+    /// False under `--dry-run`: placement runs with `ops` logging each
+    /// move and sched change it would make; nothing is counted.
     act: bool,
+    /// Which rule each seen process falls under (issue 10 item 4): a
+    /// rescan or tick re-reads only processes that exec'd or renamed.
+    cache: FactCache,
     scan_pending: Arc<AtomicBool>,
     /// Whether `running()` rules need the pid → comm table.
     tracking: bool,
@@ -414,6 +422,8 @@ impl Worker {
         presence_changed: &mut bool,
     ) {
         self.shared.counters.events.fetch_add(1, Ordering::Relaxed);
+        // New program or new name: what was matched before no longer holds.
+        self.cache.forget(tgid);
         if seen.insert(tgid) {
             pids.push(tgid);
         }
@@ -423,11 +433,11 @@ impl Worker {
     }
 
     fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
-        if !self.act {
-            return false;
-        }
-        let r = self.placer.place(pid, &mut self.ops);
+        let r = self
+            .placer
+            .place_cached(pid, &mut self.ops, &mut self.cache);
         let c = &self.shared.counters;
+        c.gone.fetch_add(u64::from(r.gone), Ordering::Relaxed);
         for e in &r.errors {
             c.refused.fetch_add(1, Ordering::Relaxed);
             // Each rescan tries again; the same refusal is said once.
@@ -443,6 +453,10 @@ impl Worker {
         let Some(group) = &r.group else {
             return false;
         };
+        if !self.act {
+            // Dry run: `ops` logged what it would do; nothing was placed.
+            return false;
+        }
         let n = u64::from(r.moved) + r.descendants.len() as u64;
         c.placed_in(group, n);
         if n > 0 {
@@ -480,6 +494,16 @@ impl Worker {
             return;
         };
         let mut comms = Vec::new();
+        // Lost events may have been execs (an exec keeps pid, start time
+        // and often the comm); without events the `settings.rescan` scan is
+        // the only time an exec is noticed. Otherwise processes gone since
+        // the last scan leave the cache.
+        if kind == ScanKind::Loss || (kind == ScanKind::Rescan && !self.shared.events_live()) {
+            self.cache = FactCache::default();
+        } else {
+            let live: HashSet<i32> = pids.iter().copied().collect();
+            self.cache.retain(|p| live.contains(&p));
+        }
         for &pid in &pids {
             if !self.placer.is_empty() {
                 self.place(pid, Some(kind));
@@ -550,14 +574,15 @@ impl ExecWatch {
             procfs::user_uid(root, name).ok().flatten()
         });
         let tracking = !shared.presence().is_empty();
-        let placing = act && !placer.is_empty();
+        // Under --dry-run placement runs too and logs each move it would make.
+        let placing = !placer.is_empty();
         if !tracking && !placing {
             return ExecWatch {
                 shared,
                 placement: None,
             };
         }
-        if placing {
+        if placing && act {
             advise_favordynmods(root, policy);
         }
         let conn = open_connector(root);
@@ -581,11 +606,12 @@ impl ExecWatch {
         let (tx, rx) = std_mpsc::channel();
         let worker = Worker {
             placer,
-            ops: KernelOps::new(root.clone(), policy),
+            ops: KernelOps::new(root.clone(), policy).dry_run(!act),
             root: root.clone(),
             shared: shared.clone(),
             wake,
             act,
+            cache: FactCache::default(),
             scan_pending: scan_pending.clone(),
             tracking,
             refusals: HashSet::new(),
@@ -773,6 +799,7 @@ mod tests {
             shared: shared.clone(),
             wake,
             act: true,
+            cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
             refusals: HashSet::new(),
@@ -834,5 +861,62 @@ mod tests {
         ));
         assert_eq!(c.overruns.load(Ordering::Relaxed), 1);
         assert_eq!(c.gaps.load(Ordering::Relaxed), 1);
+    }
+
+    /// The facts cache: a tick scan does not re-read a matched process (a
+    /// rewritten cmdline is not seen), a lost-events scan starts over.
+    #[test]
+    fn tick_scans_use_the_cache_and_a_loss_scan_drops_it() {
+        use crate::kernel::fake_tree::{FakeProcess, FakeTree};
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/v")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/v/cgroup.procs"), "").unwrap();
+        tree.add_process(&FakeProcess {
+            cmdline: vec!["python3".into(), "cam.py".into()],
+            ..FakeProcess::new(600, "python3")
+        })
+        .unwrap();
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  v: {}\nplacement:\n  - match: { cmdline: \"* cam.py\" }\n    group: v\n",
+        )
+        .unwrap();
+        let root = Root::fake(t.path());
+        let (wake, _wake_rx) = mpsc::channel(8);
+        let mut w = Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), &policy),
+            root: root.clone(),
+            shared: Shared::new(Presence::new(&[])),
+            wake,
+            act: true,
+            cache: FactCache::default(),
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking: false,
+            refusals: HashSet::new(),
+        };
+        let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
+        let move_out = || {
+            std::fs::write(t.path().join("proc/600/cgroup"), "0::/\n").unwrap();
+            std::fs::write(t.path().join("sys/fs/cgroup/v/cgroup.procs"), "").unwrap();
+        };
+        w.full_scan(ScanKind::Tick);
+        assert!(cg().contains("0::/v"), "{}", cg());
+        std::fs::write(t.path().join("proc/600/cmdline"), b"python3\0other.py\0").unwrap();
+        move_out();
+        w.full_scan(ScanKind::Tick);
+        assert!(
+            cg().contains("0::/v"),
+            "the tick re-read the cmdline: {}",
+            cg()
+        );
+        move_out();
+        w.full_scan(ScanKind::Loss);
+        assert!(
+            !cg().contains("0::/v"),
+            "a loss scan kept the cache: {}",
+            cg()
+        );
     }
 }

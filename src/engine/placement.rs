@@ -31,6 +31,9 @@ pub struct Matcher {
     uid: Option<Option<u32>>,
     pub group: String,
     pub sched: Option<Sched>,
+    /// An RT `sched` on a match any user can fake (no `exe:`/`user:`):
+    /// granted to root's processes only ([`crate::policy::rt_by_name`]).
+    pub rt_by_name: bool,
     /// Index of the rule in the policy, for logs.
     pub index: usize,
 }
@@ -73,6 +76,7 @@ impl Placer {
                 }),
                 group: p.group.clone(),
                 sched: p.sched.clone(),
+                rt_by_name: crate::policy::rt_by_name(p),
                 index,
             })
             .collect();
@@ -92,7 +96,8 @@ impl Placer {
             let n = needs.get_or_insert_with(FactNeeds::default);
             n.exe |= m.exe.is_some();
             n.cmdline |= m.cmdline.is_some();
-            n.uid |= m.uid.is_some();
+            // The uid decides whether a name-only RT grant is made.
+            n.uid |= m.uid.is_some() || m.rt_by_name;
         }
         needs
     }
@@ -188,8 +193,22 @@ pub enum OpError {
     Refused(String),
 }
 
+/// A process pinned before its facts are read, so the move and the sched
+/// change act on that process and not on one that reused its pid.
+#[derive(Debug, Default)]
+pub struct Pin {
+    /// `/proc/PID/stat` start time; `None` where it cannot be told.
+    pub start: Option<u64>,
+    /// A pidfd on it (real kernels from 5.3).
+    pub fd: Option<std::os::fd::OwnedFd>,
+}
+
 /// The kernel side of placement: the engine decides, these do.
 pub trait PlaceOps {
+    /// Pins `pid` (start time, pidfd); `None` when it is gone.
+    fn pin(&mut self, pid: i32) -> Option<Pin>;
+    /// Whether `pid` is still the pinned process (alive, same start time).
+    fn same(&mut self, pid: i32, pin: &Pin) -> bool;
     /// The comm of a process; `None` when it is gone.
     fn comm(&mut self, pid: i32) -> Option<String>;
     /// The facts of a user process: `comm` as read, plus the fields `needs`
@@ -222,6 +241,48 @@ pub struct Placed {
     pub descendants: Vec<i32>,
     /// Refusals, each naming what was refused and why.
     pub errors: Vec<String>,
+    /// Processes found gone (or their pid reused) between reading their
+    /// facts and acting on them: nothing was done to them. Not errors.
+    pub gone: u32,
+}
+
+/// What [`Placer::place_cached`] remembers per process: the rule it falls
+/// under, keyed by pid, start time and comm, so a rescan neither re-reads
+/// nor re-matches a process that did not change (issue 10 item 4). An
+/// exec or a rename must [`FactCache::forget`] it (exec keeps the start
+/// time; a comm change is also seen by the comm compare).
+#[derive(Debug, Default)]
+pub struct FactCache {
+    entries: std::collections::HashMap<i32, Cached>,
+}
+
+#[derive(Clone, Debug)]
+struct Cached {
+    start: u64,
+    comm: String,
+    rule: Option<usize>,
+    uid: Option<u32>,
+}
+
+/// Entries kept before the cache starts over (pid_max is 4M; a board has
+/// hundreds of processes).
+const CACHE_MAX: usize = 65_536;
+
+impl FactCache {
+    /// Drops what is known about `pid` (it exec'd or renamed itself).
+    pub fn forget(&mut self, pid: i32) {
+        self.entries.remove(&pid);
+    }
+    /// Keeps only the pids for which `keep` is true (after a full scan).
+    pub fn retain(&mut self, mut keep: impl FnMut(i32) -> bool) {
+        self.entries.retain(|&pid, _| keep(pid));
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// What [`Placer::identify`] found out about a process.
@@ -230,8 +291,14 @@ enum Identity {
     Gone,
     /// No placement rule matches it.
     NoRule,
-    /// The first matching rule's index, and the facts read.
-    Rule(usize, OwnedFacts),
+    /// The first matching rule's index, the comm and the uid (if read).
+    Rule(usize, Known),
+}
+
+/// What the actions need of the facts (a cache entry keeps just this).
+struct Known {
+    comm: String,
+    uid: Option<u32>,
 }
 
 /// How deep and how many descendants are followed after a move.
@@ -250,8 +317,34 @@ impl Placer {
     /// rule matches them (never as someone's descendant unless they are in
     /// the very group the matched parent left).
     pub fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
+        self.place_with(pid, ops, None)
+    }
+
+    /// [`Placer::place`], remembering per process which rule it falls under
+    /// (see [`FactCache`]).
+    pub fn place_cached(&self, pid: i32, ops: &mut dyn PlaceOps, cache: &mut FactCache) -> Placed {
+        self.place_with(pid, ops, Some(cache))
+    }
+
+    fn place_with(
+        &self,
+        pid: i32,
+        ops: &mut dyn PlaceOps,
+        cache: Option<&mut FactCache>,
+    ) -> Placed {
         let mut out = Placed::default();
-        let Identity::Rule(idx, facts) = self.identify(pid, ops) else {
+        // Most execs match no rule by their comm: one read, no pin.
+        match ops.comm(pid) {
+            Some(comm) if self.needs_for(&comm).is_some() => {}
+            _ => return out,
+        }
+        // Pinned before the facts are read (the comm again too): what is
+        // read and what is done below are about this process, whatever
+        // happens to its pid.
+        let Some(pin) = ops.pin(pid) else {
+            return out;
+        };
+        let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache) else {
             return out;
         };
         let m = &self.matchers[idx];
@@ -267,6 +360,10 @@ impl Placer {
             return out;
         };
         if was != target {
+            if !ops.same(pid, &pin) {
+                out.gone += 1;
+                return out;
+            }
             match ops.move_pid(&m.group, pid) {
                 Ok(()) => out.moved = true,
                 Err(OpError::Gone) => return out,
@@ -277,7 +374,22 @@ impl Placer {
             }
         }
         if let Some(s) = &m.sched {
-            if !ops.sched_is(pid, s) {
+            if m.rt_by_name && facts.uid != Some(0) {
+                // comm and cmdline are the process's to choose: a name-only
+                // match does not get an unprivileged process real-time.
+                let uid = facts.uid.map_or("unknown".to_string(), |u| u.to_string());
+                out.errors.push(format!(
+                    "pid {pid} ({}) sched {}: not granted: the match is by name only \
+                     (comm/cmdline can be set by any user) and the process's uid is {uid}, \
+                     not 0; add exe: or user: to the match",
+                    facts.comm,
+                    s.policy.as_str()
+                ));
+            } else if !ops.sched_is(pid, s) {
+                if !ops.same(pid, &pin) {
+                    out.gone += 1;
+                    return out;
+                }
                 match ops.set_sched(pid, s) {
                     Ok(()) => out.sched = true,
                     Err(OpError::Gone) => return out,
@@ -296,19 +408,55 @@ impl Placer {
     }
 
     /// Which rule `pid` falls under, reading past the comm only when some
-    /// rule can still match.
-    fn identify(&self, pid: i32, ops: &mut dyn PlaceOps) -> Identity {
+    /// rule can still match; from the cache when the process (pid, start
+    /// time, comm) is known there.
+    fn identify(
+        &self,
+        pid: i32,
+        pin: &Pin,
+        ops: &mut dyn PlaceOps,
+        cache: Option<&mut FactCache>,
+    ) -> Identity {
         let Some(comm) = ops.comm(pid) else {
             return Identity::Gone;
         };
-        let Some(needs) = self.needs_for(&comm) else {
-            return Identity::NoRule;
+        // Only a process with a known start time can be told from its
+        // pid's next owner, so only those are cached.
+        let cache = cache.filter(|_| pin.start.is_some());
+        let start = pin.start.unwrap_or_default();
+        if let Some(c) = cache.as_ref().and_then(|c| c.entries.get(&pid)) {
+            if c.start == start && c.comm == comm {
+                return match c.rule {
+                    Some(idx) => Identity::Rule(idx, Known { comm, uid: c.uid }),
+                    None => Identity::NoRule,
+                };
+            }
+        }
+        let (rule, uid) = match self.needs_for(&comm) {
+            None => (None, None),
+            Some(needs) => {
+                let Some(facts) = ops.facts(pid, comm.clone(), needs) else {
+                    return Identity::Gone;
+                };
+                (self.find_index(&facts.as_facts()), facts.uid)
+            }
         };
-        let Some(facts) = ops.facts(pid, comm, needs) else {
-            return Identity::Gone;
-        };
-        match self.find_index(&facts.as_facts()) {
-            Some(idx) => Identity::Rule(idx, facts),
+        if let Some(c) = cache {
+            if c.entries.len() >= CACHE_MAX {
+                c.entries.clear();
+            }
+            c.entries.insert(
+                pid,
+                Cached {
+                    start,
+                    comm: comm.clone(),
+                    rule,
+                    uid,
+                },
+            );
+        }
+        match rule {
+            Some(idx) => Identity::Rule(idx, Known { comm, uid }),
             None => Identity::NoRule,
         }
     }
@@ -331,13 +479,20 @@ impl Placer {
             if seen > MAX_DESCENDANTS {
                 break;
             }
-            match self.identify(c, ops) {
+            let Some(pin) = ops.pin(c) else {
+                continue;
+            };
+            match self.identify(c, &pin, ops, None) {
                 Identity::Gone => continue,
                 // A descendant matching another rule is that rule's business.
                 Identity::Rule(j, _) if j != idx => continue,
                 Identity::Rule(..) | Identity::NoRule => {}
             }
             match ops.cgroup_of(c) {
+                Some(cur) if cur == was && !ops.same(c, &pin) => {
+                    out.gone += 1;
+                    continue;
+                }
                 Some(cur) if cur == was => match ops.move_pid(group, c) {
                     Ok(()) => out.descendants.push(c),
                     Err(OpError::Gone) => continue,
@@ -604,14 +759,40 @@ mod place_tests {
         moves: Vec<(i32, String)>,
         /// (pid, what) for every /proc read placement asked for.
         reads: Vec<(i32, &'static str)>,
+        /// Start times (pids without one: 1).
+        start: HashMap<i32, u64>,
+        /// After this pid's facts are read, it exits and its pid is reused
+        /// by a process with these facts and a later start (the race).
+        reuse_after_facts: Option<(i32, OwnedFacts)>,
+    }
+    impl Fake {
+        fn start_of(&self, pid: i32) -> Option<u64> {
+            self.procs
+                .contains_key(&pid)
+                .then(|| self.start.get(&pid).copied().unwrap_or(1))
+        }
     }
     impl PlaceOps for Fake {
+        fn pin(&mut self, pid: i32) -> Option<Pin> {
+            Some(Pin {
+                start: Some(self.start_of(pid)?),
+                fd: None,
+            })
+        }
+        fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+            self.start_of(pid) == pin.start
+        }
         fn comm(&mut self, pid: i32) -> Option<String> {
             self.reads.push((pid, "comm"));
             self.procs.get(&pid).map(|f| f.comm.clone())
         }
         fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
-            let f = self.procs.get(&pid)?;
+            let f = self.procs.get(&pid)?.clone();
+            if let Some((p, other)) = self.reuse_after_facts.take_if(|(p, _)| *p == pid) {
+                let s = self.start_of(p).unwrap_or(1);
+                self.procs.insert(p, other);
+                self.start.insert(p, s + 1000);
+            }
             if needs.exe {
                 self.reads.push((pid, "exe"));
             }
@@ -653,6 +834,9 @@ mod place_tests {
             self.sched.get(&pid) == Some(&s.policy)
         }
         fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+            if !self.procs.contains_key(&pid) {
+                return Err(OpError::Gone);
+            }
             self.sched.insert(pid, s.policy);
             Ok(())
         }
@@ -772,7 +956,8 @@ mod place_tests {
         k.reads.clear();
         // cmdline read because a candidate needs it; it does not match.
         assert_eq!(p.place(11, &mut k).group, None);
-        assert_eq!(k.reads, [(11, "comm"), (11, "cmdline")]);
+        // (The comm is read again once the process is pinned.)
+        assert_eq!(k.reads, [(11, "comm"), (11, "comm"), (11, "cmdline")]);
     }
 
     #[test]
@@ -811,5 +996,130 @@ mod place_tests {
         k.procs.insert(12, x);
         k.cg.insert(12, "/".into());
         assert_eq!(p.place(12, &mut k).group.as_deref(), Some("inference"));
+    }
+
+    #[test]
+    fn a_pid_reused_after_its_facts_were_read_gets_no_move_and_no_sched() {
+        let rules = vec![rule(comm("rt*"), "realtime", Some(fifo()))];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        k.procs.insert(10, f("rtloop"));
+        k.cg.insert(10, "/".into());
+        k.reuse_after_facts = Some((10, f("bash")));
+        let r = p.place(10, &mut k);
+        assert_eq!(r.gone, 1, "{r:?}");
+        assert!(!r.moved && !r.sched && r.errors.is_empty(), "{r:?}");
+        assert!(k.moves.is_empty(), "the new owner of pid 10 was moved");
+        assert!(k.sched.is_empty(), "the new owner of pid 10 got FIFO");
+        // Already in the group, only the sched left: the same check holds.
+        let mut k = Fake::default();
+        k.procs.insert(11, f("rtloop"));
+        k.cg.insert(11, "/realtime".into());
+        k.reuse_after_facts = Some((11, f("bash")));
+        let r = p.place(11, &mut k);
+        assert_eq!((r.gone, r.sched), (1, false), "{r:?}");
+        assert!(k.sched.is_empty());
+        // Unchanged process: acted on.
+        k.cg.insert(11, "/".into());
+        let r = p.place(11, &mut k);
+        assert_eq!(r.group, None, "pid 11 is bash now");
+        k.procs.insert(12, f("rtloop"));
+        k.cg.insert(12, "/".into());
+        let r = p.place(12, &mut k);
+        assert!(r.moved && r.sched && r.gone == 0, "{r:?}");
+    }
+
+    #[test]
+    fn rt_by_name_only_is_granted_to_root_processes_only() {
+        let rules = vec![
+            rule(comm("motion_*"), "realtime", Some(fifo())),
+            rule(
+                Match {
+                    comm: Some("trusted*".into()),
+                    exe: Some("/usr/bin/*".into()),
+                    ..Default::default()
+                },
+                "realtime",
+                Some(fifo()),
+            ),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        // The uid is read for the name-only RT rule.
+        assert!(p.needs_for("motion_control").is_some_and(|n| n.uid));
+        let mut k = Fake::default();
+        let mut user = f("motion_control");
+        user.uid = Some(1000);
+        k.procs.insert(20, user.clone());
+        k.cg.insert(20, "/".into());
+        let r = p.place(20, &mut k);
+        assert!(r.moved, "the group placement itself stands: {r:?}");
+        assert!(!r.sched && !k.sched.contains_key(&20), "uid 1000 got FIFO");
+        assert_eq!(r.errors.len(), 1);
+        assert!(
+            r.errors[0].contains("pid 20") && r.errors[0].contains("uid is 1000"),
+            "{r:?}"
+        );
+        // An unknown uid is not root either.
+        user.uid = None;
+        k.procs.insert(21, user);
+        k.cg.insert(21, "/".into());
+        assert!(!p.place(21, &mut k).sched);
+        // Root's process with the same name gets it.
+        k.procs.insert(22, f("motion_control"));
+        k.cg.insert(22, "/".into());
+        let r = p.place(22, &mut k);
+        assert!(r.sched && r.errors.is_empty(), "{r:?}");
+        // A match that names the exe is not forgeable by renaming.
+        let mut t = f("trusted_rt");
+        t.uid = Some(1000);
+        k.procs.insert(23, t);
+        k.cg.insert(23, "/".into());
+        assert!(p.place(23, &mut k).sched);
+    }
+
+    #[test]
+    fn the_cache_skips_rereading_an_unchanged_process_until_exec_or_rename() {
+        let rules = vec![rule(
+            Match {
+                cmdline: Some("*--cam*".into()),
+                ..Default::default()
+            },
+            "vision",
+            None,
+        )];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        let mut x = f("camd");
+        x.cmdline = "camd --cam 1".into();
+        k.procs.insert(30, x);
+        k.cg.insert(30, "/".into());
+        k.procs.insert(31, f("bash"));
+        k.cg.insert(31, "/".into());
+        let mut cache = FactCache::default();
+        let cmdline_reads = |k: &Fake| k.reads.iter().filter(|r| r.1 == "cmdline").count();
+        assert!(p.place_cached(30, &mut k, &mut cache).moved);
+        p.place_cached(31, &mut k, &mut cache);
+        assert_eq!(cmdline_reads(&k), 2);
+        assert_eq!(cache.len(), 2);
+        // A rescan: nothing re-read, and a process moved out is moved back.
+        k.cg.insert(30, "/".into());
+        assert!(p.place_cached(30, &mut k, &mut cache).moved);
+        p.place_cached(31, &mut k, &mut cache);
+        assert_eq!(cmdline_reads(&k), 2, "{:?}", k.reads);
+        // An exec (forget) re-reads; so does a new comm or a reused pid.
+        cache.forget(31);
+        p.place_cached(31, &mut k, &mut cache);
+        assert_eq!(cmdline_reads(&k), 3);
+        if let Some(f) = k.procs.get_mut(&31) {
+            f.comm = "bash2".into();
+        }
+        p.place_cached(31, &mut k, &mut cache);
+        assert_eq!(cmdline_reads(&k), 4);
+        k.start.insert(31, 99);
+        p.place_cached(31, &mut k, &mut cache);
+        assert_eq!(cmdline_reads(&k), 5);
+        // Without a cache, every placement reads.
+        p.place(31, &mut k);
+        assert_eq!(cmdline_reads(&k), 6);
     }
 }

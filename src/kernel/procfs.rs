@@ -17,6 +17,8 @@
 //! command line.
 
 use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
@@ -24,6 +26,40 @@ use super::root::Root;
 
 /// `PF_KTHREAD` from include/linux/sched.h.
 const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// At most this much of `/proc/PID/cmdline` is read (issue 10 item 4): a
+/// process can make its command line megabytes long; placement matches on
+/// this prefix.
+pub const CMDLINE_MAX: usize = 64 * 1024;
+/// `/proc/PID/status` is ~1.5 KiB; a long `Groups:` line can grow it, but
+/// the fields read (`Uid:`, `PPid:`) come first.
+pub const STATUS_MAX: usize = 16 * 1024;
+/// `/proc/PID/stat` is one line of ~52 numbers and a 15-byte comm.
+pub const STAT_MAX: usize = 4 * 1024;
+/// `/proc/PID/comm` holds at most 15 bytes and a newline; a fake tree can
+/// hold anything.
+pub const COMM_MAX: usize = 256;
+
+/// Reads at most `cap` bytes of `p` (a longer file is cut, never an error):
+/// what a process controls never sizes the daemon's memory.
+pub fn read_capped(root: &Root, p: &Path, cap: usize) -> Result<Vec<u8>> {
+    let host = root.host_path(p);
+    let f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
+    let mut buf = Vec::with_capacity(cap.min(4096));
+    // `cap` fits u64 on every Linux target.
+    f.take(cap as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("read", p, e))?;
+    Ok(buf)
+}
+
+fn read_capped_text(root: &Root, p: &Path, cap: usize) -> Result<String> {
+    let bytes = read_capped(root, p, cap)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
 
 /// What placement reads about a user process beyond its comm ([`comm`]);
 /// a field not asked for in [`Fields`] is empty/`None`.
@@ -100,7 +136,7 @@ fn proc_dir(pid: i32) -> PathBuf {
 /// Reads `/proc/PID/stat`; `Ok(None)` if the process vanished.
 pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
     let p = proc_dir(pid).join("stat");
-    let text = match root.read(&p) {
+    let text = match read_capped_text(root, &p, STAT_MAX) {
         Ok(t) => t,
         Err(e) if e.is_gone() => return Ok(None),
         Err(e) => return Err(e),
@@ -178,7 +214,7 @@ pub fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
 
 /// The comm of `pid`; `Ok(None)` if the process vanished.
 pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
-    match root.read(&proc_dir(pid).join("comm")) {
+    match read_capped_text(root, &proc_dir(pid).join("comm"), COMM_MAX) {
         Ok(s) => Ok(Some(s.strip_suffix('\n').unwrap_or(&s).to_string())),
         Err(e) if e.is_gone() => Ok(None),
         Err(e) => Err(e),
@@ -204,6 +240,95 @@ pub fn age(root: &Root, pid: i32) -> Option<std::time::Duration> {
     let now = std::time::Duration::new(u64::try_from(t.tv_sec).ok()?, t.tv_nsec as u32);
     let started = std::time::Duration::from_millis(start_ticks.checked_mul(1000)? / hz);
     now.checked_sub(started)
+}
+
+/// When `pid` started (`/proc/PID/stat` field 22, clock ticks since boot):
+/// with the pid, it names one process for its whole life (a reused pid has
+/// a later start). `Ok(None)`: the process is gone; `Ok(Some(None))`: it is
+/// there but the start cannot be told (a sparse fake tree).
+pub fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
+    if pid <= 0 {
+        return Ok(None);
+    }
+    match got(
+        root,
+        pid,
+        read_capped_text(root, &proc_dir(pid).join("stat"), STAT_MAX),
+    )? {
+        Got::Val(s) => Ok(Some(parse_stat(&s).and_then(|s| s.num(22)))),
+        Got::Missing => Ok(Some(None)),
+        Got::Vanished => Ok(None),
+    }
+}
+
+/// A pidfd (`pidfd_open(2)`, Linux 5.3+): a handle on one process that a
+/// reused pid cannot take over.
+#[derive(Debug)]
+pub struct PidFd(OwnedFd);
+
+/// Why [`pidfd_open`] gave no handle.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PidFdError {
+    /// The process is gone.
+    Gone,
+    /// The kernel has no pidfd_open (before 5.3) or refused it otherwise.
+    Unavailable(i32),
+}
+
+/// Opens a pidfd on `pid` (never on a fake root: the caller decides).
+pub fn pidfd_open(pid: i32) -> std::result::Result<PidFd, PidFdError> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if r < 0 {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        return Err(if errno == libc::ESRCH {
+            PidFdError::Gone
+        } else {
+            PidFdError::Unavailable(errno)
+        });
+    }
+    let Ok(fd) = i32::try_from(r) else {
+        return Err(PidFdError::Unavailable(libc::EBADF));
+    };
+    // SAFETY: `fd` is a fresh pidfd that nothing else owns.
+    Ok(PidFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+impl From<PidFd> for OwnedFd {
+    fn from(p: PidFd) -> OwnedFd {
+        p.0
+    }
+}
+
+impl From<OwnedFd> for PidFd {
+    /// The caller vouches that `fd` is a pidfd.
+    fn from(fd: OwnedFd) -> PidFd {
+        PidFd(fd)
+    }
+}
+
+impl PidFd {
+    /// [`PidFd::alive`] on a borrowed pidfd.
+    pub fn alive_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+        // SAFETY: signal 0 with a null siginfo only checks the target.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                0,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+
+    /// False once the process has exited (its pid may then be reused):
+    /// `pidfd_send_signal(fd, 0)` says ESRCH.
+    pub fn alive(&self) -> bool {
+        use std::os::fd::AsFd;
+        Self::alive_fd(self.0.as_fd())
+    }
 }
 
 /// Which optional fields [`user_process`] reads.
@@ -233,7 +358,11 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
         return Ok(None);
     }
     let dir = proc_dir(pid);
-    let stat = match got(root, pid, root.read(&dir.join("stat")))? {
+    let stat = match got(
+        root,
+        pid,
+        read_capped_text(root, &dir.join("stat"), STAT_MAX),
+    )? {
         Got::Val(s) => parse_stat(&s),
         Got::Missing => None,
         Got::Vanished => return Ok(None),
@@ -246,7 +375,11 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
     let want_cmdline = want.cmdline || kthread.is_none();
     let want_status = want.uid || kthread.is_none();
     let cmdline = if want_cmdline {
-        match got(root, pid, root.read_bytes(&dir.join("cmdline")))? {
+        match got(
+            root,
+            pid,
+            read_capped(root, &dir.join("cmdline"), CMDLINE_MAX),
+        )? {
             Got::Val(b) => parse_cmdline(&b),
             Got::Missing => Vec::new(),
             Got::Vanished => return Ok(None),
@@ -255,7 +388,11 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
         Vec::new()
     };
     let (uid, mut ppid) = if want_status {
-        match got(root, pid, root.read(&dir.join("status")))? {
+        match got(
+            root,
+            pid,
+            read_capped_text(root, &dir.join("status"), STATUS_MAX),
+        )? {
             Got::Val(s) => parse_status(&s),
             Got::Missing => (None, None),
             Got::Vanished => return Ok(None),
@@ -534,6 +671,73 @@ mod tests {
         assert_eq!(user_uid(&r, "nobody").unwrap(), None);
         assert_eq!(user_uid(&r, "bad").unwrap(), None);
         assert_eq!(user_uid(&r, "").unwrap(), None);
+    }
+
+    #[test]
+    fn cmdline_read_is_capped_and_start_time_read() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        let mut big = b"/usr/bin/camera_pipeline\0--cam\0".to_vec();
+        big.resize(10 * 1024 * 1024, b'x');
+        let st = stat_line(40, "cam", 1, 0x400100);
+        add(
+            &t,
+            40,
+            &[
+                ("comm", b"cam\n"),
+                ("cmdline", &big),
+                ("stat", st.as_bytes()),
+            ],
+        );
+        let p = user_process(&r, 40, Fields::ALL).unwrap().unwrap();
+        let len: usize = p.cmdline.iter().map(|a| a.len() + 1).sum();
+        assert!(len <= CMDLINE_MAX + 1, "read {len} bytes");
+        assert_eq!(p.cmdline[..2], ["/usr/bin/camera_pipeline", "--cam"]);
+        assert_eq!(
+            read_capped(&r, Path::new("/proc/40/cmdline"), 10)
+                .unwrap()
+                .len(),
+            10
+        );
+        // field 22 of stat_line is 0; a real one is read as such
+        assert_eq!(start_time(&r, 40).unwrap(), Some(Some(0)));
+        let mut f: Vec<String> = (3..=41)
+            .map(|n| if n == 22 { "777".into() } else { "0".into() })
+            .collect();
+        f[0] = "S".into();
+        add(
+            &t,
+            41,
+            &[("stat", format!("41 (x) {}", f.join(" ")).as_bytes())],
+        );
+        assert_eq!(start_time(&r, 41).unwrap(), Some(Some(777)));
+        add(&t, 42, &[("comm", b"y")]);
+        assert_eq!(start_time(&r, 42).unwrap(), Some(None), "sparse: unknown");
+        assert_eq!(start_time(&r, 43).unwrap(), None, "gone");
+    }
+
+    #[test]
+    fn pidfd_tells_an_exited_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let fd = match pidfd_open(pid) {
+            Ok(fd) => fd,
+            // A kernel before 5.3 (or a seccomp filter): nothing to test here.
+            Err(PidFdError::Unavailable(_)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(fd.alive());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!fd.alive(), "a reaped child's pidfd says it is gone");
+        assert_eq!(pidfd_open(pid).unwrap_err(), PidFdError::Gone);
     }
 
     #[test]

@@ -48,6 +48,42 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
     }
 }
 
+/// True when placement `p` grants a real-time policy (fifo, rr, deadline)
+/// on a match any local user can fake: neither `exe:` nor `user:`, so only
+/// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
+/// `check` warns on it; the daemon grants such a policy only to root's
+/// processes (SPEC §4 "Trust", README "Decisions").
+pub fn rt_by_name(p: &model::Placement) -> bool {
+    use model::SchedPolicy::{Deadline, Fifo, Rr};
+    p.sched
+        .as_ref()
+        .is_some_and(|s| matches!(s.policy, Fifo | Rr | Deadline))
+        && p.matcher.exe.is_none()
+        && p.matcher.user.is_none()
+}
+
+/// Warnings on a valid policy (printed by `check` as
+/// `FILE:LINE:COL: warning: MESSAGE`; they never fail it), in file order.
+pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
+    let mut out = Vec::new();
+    for pl in &p.placement {
+        if rt_by_name(pl) {
+            let policy = pl.sched.as_ref().map_or("", |s| s.policy.as_str());
+            out.push(diag::Diagnostic {
+                pos: pl.pos,
+                message: format!(
+                    "placement into `{}` grants sched `{policy}` on a match by name only \
+                     (comm/cmdline can be set by any user); add `exe:` or `user:` to the match \
+                     (cgwarden grants it to root's processes only)",
+                    pl.group
+                ),
+            });
+        }
+    }
+    out.sort_by_key(|d| d.pos);
+    out
+}
+
 /// One-line summary printed by `check` for a valid policy.
 pub fn summary(p: &Policy) -> String {
     format!(
@@ -100,4 +136,19 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod warning_tests {
+    #[test]
+    fn rt_on_a_name_only_match_warns_and_exe_or_user_silences_it() {
+        let text = "version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: motion_control }\n    group: rt\n    sched: { policy: fifo, priority: 99 }\n  - match: { cmdline: \"*dl*\" }\n    group: rt\n    sched: { policy: rr, priority: 10 }\n  - match: { comm: a, exe: /opt/a }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: b, user: root }\n    group: rt\n    sched: { policy: fifo, priority: 9 }\n  - match: { comm: c }\n    group: rt\n    sched: { policy: other, nice: -5 }\n";
+        let p = super::load_bytes("p.yaml", text.as_bytes()).expect("valid");
+        let w = super::warnings(&p);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!(w[0].pos.line, 6);
+        assert!(w[0].message.contains("fifo") && w[0].message.contains("exe:"));
+        assert_eq!(w[1].pos.line, 9);
+        assert!(w[1].message.contains("`rr`"));
+    }
 }

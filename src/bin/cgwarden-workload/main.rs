@@ -12,6 +12,7 @@
 //! cgwarden-workload exec-as NAME SECS         sleep SECS under argv[0] and comm NAME
 //! cgwarden-workload exec-as NAME CMD [ARG..]  run CMD (one of these commands) under NAME
 //! cgwarden-workload delay SECS CMD [ARG..]    sleep SECS, then exec itself as CMD (a late exec)
+//! cgwarden-workload as-uid UID CMD [ARG..]    drop to uid/gid UID (no supplementary groups), then run CMD
 //! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
 //! cgwarden-workload swapoff DEV               swapoff(2)
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
@@ -46,6 +47,8 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   exec-as NAME SECS          sleep SECS under argv[0]/comm NAME
   exec-as NAME CMD [ARG...]  run CMD (one of these commands) under argv[0]/comm NAME
   delay SECS CMD [ARG...]    sleep SECS, then exec itself as CMD
+  as-uid UID CMD [ARG...]    drop to uid and gid UID (no supplementary groups), then
+                             run CMD (one of these commands; busybox may lack setpriv)
   swapon DEV PRIO            swapon(2) with priority PRIO
   swapoff DEV                swapoff(2)
   setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
@@ -115,6 +118,21 @@ fn reexec(argv0: &OsStr, args: &[OsString], tags: &[OsString]) -> ExitCode {
     let err = std::io::Error::last_os_error();
     let _ = writeln!(std::io::stderr(), "cgwarden-workload: exec failed: {err}");
     ExitCode::from(1)
+}
+
+/// Drops every group and sets gid and uid to `id` (real, effective, saved).
+fn drop_to(id: libc::uid_t) -> std::io::Result<()> {
+    // SAFETY: setgroups with a zero count reads no memory; setresgid and
+    // setresuid take plain integers.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(id, id, id) != 0
+            || libc::setresuid(id, id, id) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn alloc(mib: usize, hold: Duration) -> ExitCode {
@@ -265,6 +283,18 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             }
             None => usage("delay: SECS must be a number"),
         },
+        ("as-uid", [uid, tail @ ..]) if !tail.is_empty() => {
+            match uid.to_str().and_then(|u| u.parse::<libc::uid_t>().ok()) {
+                Some(uid) => match drop_to(uid) {
+                    Ok(()) => reexec(OsStr::new(SELF_NAME), tail, tags),
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: as-uid: {e}");
+                        ExitCode::from(1)
+                    }
+                },
+                None => usage("as-uid: UID must be a number"),
+            }
+        }
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
