@@ -16,7 +16,7 @@ mod fake;
 pub mod fake_tree;
 pub(crate) mod meminfo;
 pub(crate) mod proc_events;
-pub(crate) mod procfs;
+pub mod procfs;
 pub(crate) mod psi;
 pub mod psi_trigger;
 pub(crate) mod realtime;
