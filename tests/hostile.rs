@@ -67,3 +67,98 @@ fn psi_total_wraparound_is_never_acted_on() {
         "said once:\n{log}"
     );
 }
+
+// ---- wp-bounds: bounds, hooks and policy ownership (items 3, 4, 7, 8) ----
+
+/// Runs `cgwarden ARGS` with a time limit; gives the exit code (None when it
+/// had to be killed), stderr, the wall time and the child's peak RSS in KiB
+/// (`ru_maxrss` from `wait4`, which covers exactly this child).
+fn run_bounded(args: &[&str], limit: Duration) -> (Option<i32>, String, Duration, i64) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let start = std::time::Instant::now();
+    let mut child = Command::new(support::BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start cgwarden");
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut killed = false;
+    let (status, rusage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pid is our own unreaped child; both pointers are valid.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if r == pid {
+            break (status, ru);
+        }
+        if !killed && start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let stderr = reader.join().unwrap_or_default();
+    let code = (!killed && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status));
+    (code, stderr, elapsed, rusage.ru_maxrss)
+}
+
+/// Item 4: `check /dev/zero` grew to 5 GB RSS and never finished; a 50 MB
+/// file was read whole. Both are refused at once (exit 1) with a clear
+/// message, in bounded time and memory; `apply` reads the policy the same way.
+#[test]
+fn oversized_or_special_policy_is_refused_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+        let line = "# padding padding padding padding padding padding padding padding\n";
+        for _ in 0..(50 << 20) / line.len() {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let root_s = root.to_str().unwrap();
+    let big_s = big.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["check", "/dev/zero"], "not a regular file"),
+        (vec!["check", big_s], "larger than 4 MiB"),
+        (vec!["check", "/"], "not a regular file"),
+        (
+            vec!["apply", "/dev/zero", "--root", root_s],
+            "not a regular file",
+        ),
+        (vec!["apply", big_s, "--root", root_s], "larger than 4 MiB"),
+    ];
+    for (args, want) in cases {
+        let (code, stderr, took, rss_kib) = run_bounded(&args, Duration::from_secs(5));
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(stderr.contains(":1:1: error: "), "{args:?}: {stderr}");
+        assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+        assert!(rss_kib < 64 * 1024, "{args:?}: peak RSS {rss_kib} KiB");
+    }
+    // A FIFO with no writer must not hang the open.
+    let fifo = dir.path().join("fifo.yaml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, stderr, _, _) =
+        run_bounded(&["check", fifo.to_str().unwrap()], Duration::from_secs(5));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("a FIFO"), "{stderr}");
+}
