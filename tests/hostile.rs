@@ -77,6 +77,8 @@ fn run_bounded(args: &[&str], limit: Duration) -> (Option<i32>, String, Duration
     use std::io::Read;
     use std::process::{Command, Stdio};
     let start = std::time::Instant::now();
+    // Reaped below with wait4 (which gives the rusage), not Child::wait.
+    #[allow(clippy::zombie_processes)]
     let mut child = Command::new(support::BIN)
         .args(args)
         .stdin(Stdio::null())
