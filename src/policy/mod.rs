@@ -116,12 +116,21 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
 /// One-line summary printed by `check` for a valid policy.
 pub fn summary(p: &Policy) -> String {
     format!(
-        "ok: {} groups, {} rules, {} placements, {} hooks",
-        p.all_groups().len(),
-        p.rules.len(),
-        p.placement.len(),
-        p.hooks.len()
+        "ok: {}, {}, {}, {}",
+        count(p.all_groups().len(), "group"),
+        count(p.rules.len(), "rule"),
+        count(p.placement.len(), "placement"),
+        count(p.hooks.len(), "hook")
     )
+}
+
+/// `1 hook`, `2 hooks`, `0 hooks`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Controllers the rules need in group `group`: `memory` to read its
@@ -165,4 +174,62 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_counts_in_the_singular_and_plural() {
+        let one = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app: {}\nplacement:\n  - match: { comm: x }\n    group: app\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(summary(&one), "ok: 1 group, 0 rules, 1 placement, 0 hooks");
+        let two = load_bytes("p.yaml", b"version: 1\ngroups:\n  a: {}\n  b: {}\n")
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            summary(&two),
+            "ok: 2 groups, 0 rules, 0 placements, 0 hooks"
+        );
+    }
+
+    #[test]
+    fn numbers_are_quoted_as_written_never_through_a_float() {
+        let d = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app:\n    memory: { max: 18446744073709551616 }\n",
+        )
+        .expect_err("2^64 bytes is too large");
+        let text = d.to_string();
+        assert!(text.contains("`18446744073709551616`"), "{text}");
+        assert!(!text.contains("18446744073709552000"), "{text}");
+    }
+
+    #[test]
+    fn sysctls_take_the_kernel_range() {
+        for (line, ok) in [
+            ("vm.swappiness: -30", false),
+            ("vm.swappiness: 201", false),
+            ("vm.swappiness: 200", true),
+            ("vm.swappiness: 0", true),
+            ("vm.dirty_ratio: 101", false),
+            ("vm.watermark_scale_factor: 0", false),
+            ("vm.watermark_scale_factor: 3000", true),
+            ("vm.min_free_kbytes: -1", false),
+            ("vm.overcommit_memory: 3", false),
+            ("kernel.sched_rt_runtime_us: -1", true),
+            ("kernel.sched_rt_runtime_us: -2", false),
+            ("vm.swappiness: \"10 20\"", false),
+            ("vm.lowmem_reserve_ratio: \"256 256 32\"", true),
+        ] {
+            let text = format!("version: 1\nsystem:\n  sysctl:\n    {line}\n");
+            let r = load_bytes("p.yaml", text.as_bytes());
+            assert_eq!(r.is_ok(), ok, "{line}: {r:?}");
+        }
+        let rule = b"version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [\"set sysctl.vm.swappiness = -30\"]\n";
+        assert!(load_bytes("p.yaml", rule).is_err());
+    }
 }
