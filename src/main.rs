@@ -18,7 +18,10 @@ const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
 #[command(
     name = "cgwarden",
     version,
-    about = "cgroup v2 workload orchestrator for embedded Linux"
+    about = "cgroup v2 workload orchestrator for embedded Linux",
+    // clap's own `help` subcommand refuses `help --help`; ours is an
+    // ordinary subcommand, so every form works.
+    disable_help_subcommand = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -115,6 +118,11 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Print this message or the help of the given command.
+    Help {
+        /// The command to describe.
+        command: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -188,6 +196,23 @@ fn load(path: &Path) -> Result<policy::Policy, u8> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Help { command } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            cmd.build();
+            let target = match &command {
+                None => &mut cmd,
+                Some(name) => match cmd.find_subcommand_mut(name) {
+                    Some(sub) => sub,
+                    None => {
+                        eprintln!("cgwarden: error: help: no command `{name}`");
+                        return Ok(exit::USAGE);
+                    }
+                },
+            };
+            target.print_help()?;
+            Ok(exit::OK)
+        }
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
                 println!("{}: {}", policy.display(), policy::summary(&p));
