@@ -490,9 +490,10 @@ impl Daemon {
                 Effect::Unavailable {
                     rule,
                     metric,
+                    source,
                     reason,
                 } => {
-                    tracing::warn!(rule = %rule, metric = %metric, "metric unavailable: {reason}")
+                    tracing::warn!(rule = %rule, metric = %metric, file = %source, "metric unavailable: {metric} ({source}): {reason}")
                 }
             }
         }
