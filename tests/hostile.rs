@@ -164,3 +164,181 @@ fn oversized_or_special_policy_is_refused_in_bounded_time_and_memory() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("a FIFO"), "{stderr}");
 }
+
+/// `cgwarden ARGS` to completion: (exit code, stdout, stderr).
+fn cgwarden_out(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(support::BIN)
+        .args(args)
+        .output()
+        .expect("run cgwarden");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Item 3: a hook program with mode 0777 ran as root with no warning.
+/// Running as root, `apply` and `run` refuse it (exit 1), naming the hook,
+/// the file and why, and write nothing.
+#[test]
+fn world_writable_hook_program_is_refused_as_root() {
+    if !is_root() {
+        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let hook = dir.path().join("alert.sh");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\ngroups:\n  app:\n    pids: {{ max: 100 }}\nhooks:\n  alert: {{ exec: [\"{}\"] }}\nrules:\n  - name: r\n    when: app.pids.current > 50\n    then: [\"hook alert\"]\n",
+            hook.display()
+        ),
+    )
+    .unwrap();
+    for cmd in ["apply", "run"] {
+        let (code, _, err) = cgwarden_out(&[
+            cmd.as_ref(),
+            policy.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+        ]);
+        assert_eq!(code, Some(1), "{cmd}: {err}");
+        assert!(err.contains("hook `alert`"), "{cmd}: {err}");
+        assert!(err.contains(&hook.display().to_string()), "{cmd}: {err}");
+        assert!(
+            err.contains("writable by anyone (mode 0777)"),
+            "{cmd}: {err}"
+        );
+    }
+    assert_eq!(
+        read(&root, "sys/fs/cgroup/app/pids.max"),
+        "",
+        "nothing written"
+    );
+    // Mode 0755 (root-owned, in a root-owned 0700 directory) is accepted.
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::apply(&policy, &root);
+    assert_eq!(read(&root, "sys/fs/cgroup/app/pids.max"), "100");
+}
+
+/// Item 3: a policy file another user owns is refused by `apply` as root
+/// (its owner could change what root does); `check` still reads it.
+#[test]
+fn policy_not_owned_by_root_is_refused_as_root() {
+    if !is_root() {
+        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\ngroups:\n  app:\n    pids: { max: 100 }\n",
+    )
+    .unwrap();
+    std::os::unix::fs::chown(&policy, Some(65534), Some(65534)).unwrap();
+    let args = [
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ];
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("not owned by root"), "{err}");
+    assert!(err.contains(&policy.display().to_string()), "{err}");
+    let (code, _, err) = cgwarden_out(&["check".as_ref(), policy.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    // Root-owned but group-writable: refused too.
+    std::os::unix::fs::chown(&policy, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("writable by its group"), "{err}");
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// Item 8: `--tick 0ms` reached a zero-period timer (a panic). Below 10 ms
+/// it is a usage error (exit 2) before anything runs.
+#[test]
+fn tick_below_10ms_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "version: 1\ngroups:\n  app: {}\n").unwrap();
+    for tick in ["0ms", "0s", "9ms"] {
+        let (code, _, err) = cgwarden_out(&[
+            "run".as_ref(),
+            policy.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+            "--tick".as_ref(),
+            tick.as_ref(),
+        ]);
+        assert_eq!(code, Some(2), "--tick {tick}: {err}");
+        assert!(err.contains("at least 10ms"), "--tick {tick}: {err}");
+        assert!(!err.contains("panicked"), "--tick {tick}: {err}");
+    }
+}
+
+/// Item 8: cpu lists are validated against the CPUs present at apply time
+/// (SPEC §2). The fake tree has CPUs 0-7; `0-3,64` is missing (on_missing),
+/// not written; with `on_missing: fail` apply exits 3 having written nothing.
+#[test]
+fn cpuset_cpus_beyond_the_possible_cpus_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let body = "groups:\n  app:\n    cpuset: { cpus: \"0-3,64\" }\n    pids: { max: 100 }\n";
+    std::fs::write(&policy, format!("version: 1\n{body}")).unwrap();
+    let args = [
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ];
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("cpuset.cpus 0-3,64 names CPU 64"), "{err}");
+    assert_eq!(read(&root, "sys/fs/cgroup/app/pids.max"), "100");
+    assert_ne!(read(&root, "sys/fs/cgroup/app/cpuset.cpus"), "0-3,64");
+    let root2 = dir.path().join("root2");
+    let _t2 = FakeTree::standard(&root2).unwrap();
+    std::fs::write(
+        &policy,
+        format!("version: 1\nsettings: {{ on_missing: fail }}\n{body}"),
+    )
+    .unwrap();
+    let (code, _, err) = cgwarden_out(&[
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root2.as_os_str(),
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(
+        read(&root2, "sys/fs/cgroup/app/pids.max"),
+        "",
+        "nothing written"
+    );
+}
