@@ -18,7 +18,10 @@ const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
 #[command(
     name = "cgwarden",
     version,
-    about = "cgroup v2 workload orchestrator for embedded Linux"
+    about = "cgroup v2 workload orchestrator for embedded Linux",
+    // clap's own `help` subcommand refuses `help --help`; ours is an
+    // ordinary subcommand, so every form works.
+    disable_help_subcommand = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -104,7 +107,7 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
         /// Override settings.tick (e.g. 100ms), for tests and benchmarks.
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_tick)]
         tick: Option<std::time::Duration>,
     },
     /// Restore every knob to the value it had before cgwarden first wrote it.
@@ -114,6 +117,11 @@ enum Command {
         policy: PathBuf,
         #[command(flatten)]
         root: RootArg,
+    },
+    /// Print this message or the help of the given command.
+    Help {
+        /// The command to describe.
+        command: Option<String>,
     },
 }
 
@@ -142,8 +150,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    policy::decode::parse_duration(s).map_err(|e| e.to_string())
+/// `--tick`: at least 10 ms, as `settings.tick` (0 once reached a
+/// zero-period timer, which panics).
+fn parse_tick(s: &str) -> Result<std::time::Duration, String> {
+    let d = policy::decode::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < std::time::Duration::from_millis(10) {
+        return Err("the tick must be at least 10ms".to_string());
+    }
+    Ok(d)
 }
 
 /// Human-readable logs on a terminal; under systemd (JOURNAL_STREAM set)
@@ -179,6 +193,35 @@ fn init_logging() {
     };
 }
 
+/// SPEC §4 "Trust": running as root, `apply` and `run` refuse a policy
+/// file or hook program that is not root-owned or is group/other-writable
+/// (see [`cgwarden::daemon::untrusted`] for exactly what is checked).
+fn refuse_untrusted(path: &Path, p: &policy::Policy, what: &str) -> Result<(), Exit> {
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    let mut refused = false;
+    if let Some(why) = cgwarden::daemon::untrusted(path) {
+        eprintln!("cgwarden: error: {what}: refusing the policy {why}");
+        refused = true;
+    }
+    for h in &p.hooks {
+        // A hook whose program is not an absolute path is disabled anyway.
+        let Some(prog) = h.exec.first().map(Path::new).filter(|p| p.is_absolute()) else {
+            continue;
+        };
+        if let Some(why) = cgwarden::daemon::untrusted(prog) {
+            eprintln!("cgwarden: error: {what}: refusing hook `{}`: {why}", h.name);
+            refused = true;
+        }
+    }
+    if refused {
+        Err(Exit(exit::REFUSED))
+    } else {
+        Ok(())
+    }
+}
+
 fn load(path: &Path) -> Result<policy::Policy, u8> {
     policy::load(path).map_err(|d| {
         eprint!("{d}");
@@ -188,6 +231,23 @@ fn load(path: &Path) -> Result<policy::Policy, u8> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Help { command } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            cmd.build();
+            let target = match &command {
+                None => &mut cmd,
+                Some(name) => match cmd.find_subcommand_mut(name) {
+                    Some(sub) => sub,
+                    None => {
+                        eprintln!("cgwarden: error: help: no command `{name}`");
+                        return Ok(exit::USAGE);
+                    }
+                },
+            };
+            target.print_help()?;
+            Ok(exit::OK)
+        }
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
                 for w in policy::warnings(&p) {
@@ -237,6 +297,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Err(code) => return Ok(code),
             };
             // Held until apply returns: the plan is read and carried out alone.
+            if let Err(Exit(code)) = refuse_untrusted(&policy, &p, "apply") {
+                return Ok(code);
+            }
             let _lock = match lock(&root, &p.settings.state_dir, "apply", &policy) {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
@@ -285,6 +348,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             // Held until the daemon returns (a reload that moves state_dir
             // keeps the lock where it was taken).
+            if let Err(Exit(code)) = refuse_untrusted(&policy, &p, "run") {
+                return Ok(code);
+            }
             let _lock = match lock(&root, &p.settings.state_dir, "run", &policy) {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),

@@ -282,3 +282,29 @@ fn fuzz_regressions_do_not_panic() {
         failures.join("\n")
     );
 }
+
+/// `cgwarden help --help` once failed (clap's own help subcommand refuses
+/// flags); every form of help exits 0 and `help NOPE` is a usage error.
+#[test]
+fn help_in_every_form() {
+    for args in [
+        &["help", "--help"][..],
+        &["help"],
+        &["help", "check"],
+        &["--help"],
+        &["check", "--help"],
+    ] {
+        let out = cgwarden(args);
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stdout.contains("Usage: cgwarden"),
+            "{args:?}: {}",
+            out.stdout
+        );
+    }
+    assert!(cgwarden(&["help", "check"])
+        .stdout
+        .contains("cgwarden check"));
+    let out = cgwarden(&["help", "nope"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+}

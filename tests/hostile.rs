@@ -199,3 +199,278 @@ fn a_10mb_cmdline_is_read_capped_and_not_reread_by_scans() {
     assert_eq!(code, 0, "{log}");
     assert_eq!(read(&root, "proc/600/cgroup"), "0::/", "{log}");
 }
+
+// ---- wp-bounds: bounds, hooks and policy ownership (items 3, 4, 7, 8) ----
+
+/// Runs `cgwarden ARGS` with a time limit; gives the exit code (None when it
+/// had to be killed), stderr, the wall time and the child's peak RSS in KiB
+/// (`ru_maxrss` from `wait4`, which covers exactly this child).
+fn run_bounded(args: &[&str], limit: Duration) -> (Option<i32>, String, Duration, i64) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let start = std::time::Instant::now();
+    // Reaped below with wait4 (which gives the rusage), not Child::wait.
+    #[allow(clippy::zombie_processes)]
+    let mut child = Command::new(support::BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start cgwarden");
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut killed = false;
+    let (status, rusage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pid is our own unreaped child; both pointers are valid.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if r == pid {
+            break (status, ru);
+        }
+        if !killed && start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let stderr = reader.join().unwrap_or_default();
+    let code = (!killed && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status));
+    (code, stderr, elapsed, rusage.ru_maxrss)
+}
+
+/// Item 4: `check /dev/zero` grew to 5 GB RSS and never finished; a 50 MB
+/// file was read whole. Both are refused at once (exit 1) with a clear
+/// message, in bounded time and memory; `apply` reads the policy the same way.
+#[test]
+fn oversized_or_special_policy_is_refused_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+        let line = "# padding padding padding padding padding padding padding padding\n";
+        for _ in 0..(50 << 20) / line.len() {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let root_s = root.to_str().unwrap();
+    let big_s = big.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["check", "/dev/zero"], "not a regular file"),
+        (vec!["check", big_s], "larger than 4 MiB"),
+        (vec!["check", "/"], "not a regular file"),
+        (
+            vec!["apply", "/dev/zero", "--root", root_s],
+            "not a regular file",
+        ),
+        (vec!["apply", big_s, "--root", root_s], "larger than 4 MiB"),
+    ];
+    for (args, want) in cases {
+        let (code, stderr, took, rss_kib) = run_bounded(&args, Duration::from_secs(5));
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(stderr.contains(":1:1: error: "), "{args:?}: {stderr}");
+        assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+        assert!(rss_kib < 64 * 1024, "{args:?}: peak RSS {rss_kib} KiB");
+    }
+    // A FIFO with no writer must not hang the open.
+    let fifo = dir.path().join("fifo.yaml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, stderr, _, _) =
+        run_bounded(&["check", fifo.to_str().unwrap()], Duration::from_secs(5));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("a FIFO"), "{stderr}");
+}
+
+/// `cgwarden ARGS` to completion: (exit code, stdout, stderr).
+fn cgwarden_out(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(support::BIN)
+        .args(args)
+        .output()
+        .expect("run cgwarden");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Item 3: a hook program with mode 0777 ran as root with no warning.
+/// Running as root, `apply` and `run` refuse it (exit 1), naming the hook,
+/// the file and why, and write nothing.
+#[test]
+fn world_writable_hook_program_is_refused_as_root() {
+    if !is_root() {
+        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let hook = dir.path().join("alert.sh");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\ngroups:\n  app:\n    pids: {{ max: 100 }}\nhooks:\n  alert: {{ exec: [\"{}\"] }}\nrules:\n  - name: r\n    when: app.pids.current > 50\n    then: [\"hook alert\"]\n",
+            hook.display()
+        ),
+    )
+    .unwrap();
+    for cmd in ["apply", "run"] {
+        let (code, _, err) = cgwarden_out(&[
+            cmd.as_ref(),
+            policy.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+        ]);
+        assert_eq!(code, Some(1), "{cmd}: {err}");
+        assert!(err.contains("hook `alert`"), "{cmd}: {err}");
+        assert!(err.contains(&hook.display().to_string()), "{cmd}: {err}");
+        assert!(
+            err.contains("writable by anyone (mode 0777)"),
+            "{cmd}: {err}"
+        );
+    }
+    assert_eq!(
+        read(&root, "sys/fs/cgroup/app/pids.max"),
+        "",
+        "nothing written"
+    );
+    // Mode 0755 (root-owned, in a root-owned 0700 directory) is accepted.
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::apply(&policy, &root);
+    assert_eq!(read(&root, "sys/fs/cgroup/app/pids.max"), "100");
+}
+
+/// Item 3: a policy file another user owns is refused by `apply` as root
+/// (its owner could change what root does); `check` still reads it.
+#[test]
+fn policy_not_owned_by_root_is_refused_as_root() {
+    if !is_root() {
+        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\ngroups:\n  app:\n    pids: { max: 100 }\n",
+    )
+    .unwrap();
+    std::os::unix::fs::chown(&policy, Some(65534), Some(65534)).unwrap();
+    let args = [
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ];
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("not owned by root"), "{err}");
+    assert!(err.contains(&policy.display().to_string()), "{err}");
+    let (code, _, err) = cgwarden_out(&["check".as_ref(), policy.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    // Root-owned but group-writable: refused too.
+    std::os::unix::fs::chown(&policy, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("writable by its group"), "{err}");
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// Item 8: `--tick 0ms` reached a zero-period timer (a panic). Below 10 ms
+/// it is a usage error (exit 2) before anything runs.
+#[test]
+fn tick_below_10ms_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "version: 1\ngroups:\n  app: {}\n").unwrap();
+    for tick in ["0ms", "0s", "9ms"] {
+        let (code, _, err) = cgwarden_out(&[
+            "run".as_ref(),
+            policy.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+            "--tick".as_ref(),
+            tick.as_ref(),
+        ]);
+        assert_eq!(code, Some(2), "--tick {tick}: {err}");
+        assert!(err.contains("at least 10ms"), "--tick {tick}: {err}");
+        assert!(!err.contains("panicked"), "--tick {tick}: {err}");
+    }
+}
+
+/// Item 8: cpu lists are validated against the CPUs present at apply time
+/// (SPEC §2). The fake tree has CPUs 0-7; `0-3,64` is missing (on_missing),
+/// not written; with `on_missing: fail` apply exits 3 having written nothing.
+#[test]
+fn cpuset_cpus_beyond_the_possible_cpus_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let body = "groups:\n  app:\n    cpuset: { cpus: \"0-3,64\" }\n    pids: { max: 100 }\n";
+    std::fs::write(&policy, format!("version: 1\n{body}")).unwrap();
+    let args = [
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ];
+    let (code, _, err) = cgwarden_out(&args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("cpuset.cpus 0-3,64 names CPU 64"), "{err}");
+    assert_eq!(read(&root, "sys/fs/cgroup/app/pids.max"), "100");
+    assert_ne!(read(&root, "sys/fs/cgroup/app/cpuset.cpus"), "0-3,64");
+    let root2 = dir.path().join("root2");
+    let _t2 = FakeTree::standard(&root2).unwrap();
+    std::fs::write(
+        &policy,
+        format!("version: 1\nsettings: {{ on_missing: fail }}\n{body}"),
+    )
+    .unwrap();
+    let (code, _, err) = cgwarden_out(&[
+        "apply".as_ref(),
+        policy.as_os_str(),
+        "--root".as_ref(),
+        root2.as_os_str(),
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(
+        read(&root2, "sys/fs/cgroup/app/pids.max"),
+        "",
+        "nothing written"
+    );
+}

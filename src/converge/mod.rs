@@ -345,6 +345,29 @@ impl<'p> Converger<'p> {
         self.write_step(plan, path, tokens.join(" "), Form::ControllerSet, exists);
     }
 
+    /// SPEC §2: cpu lists are validated against the CPUs present at apply
+    /// time. A group's `cpuset.cpus` naming a CPU this machine cannot have
+    /// (not in `/sys/devices/system/cpu/possible`; an offline CPU may come
+    /// back, so `possible`, not `online`) is missing, with on_missing
+    /// semantics, and not written. `None` when the list is fine or
+    /// `possible` cannot be read (nothing to check against).
+    fn absent_cpus(&self, g: &Group) -> Option<String> {
+        let cpus = g.cpuset.cpus.as_ref()?;
+        let possible_path = Path::new("/sys/devices/system/cpu/possible");
+        let text = self.root.read_trimmed(possible_path).ok()?;
+        let possible = crate::policy::units::CpuList::parse_kernel(&text).ok()?;
+        let absent: BTreeSet<u32> = cpus.iter().filter(|&c| !possible.contains(c)).collect();
+        if absent.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{}: cpuset.cpus {cpus} names CPU {} that this machine does not have ({} is {text}); not written",
+            self.cg.file(&g.path, "cpuset.cpus").display(),
+            crate::policy::units::CpuList(absent),
+            possible_path.display()
+        ))
+    }
+
     fn plan_group(&self, plan: &mut Plan, g: &Group, offered: &[String], parent_exists: bool) {
         let exists = parent_exists && self.cg.exists(&g.path);
         if !exists {
@@ -382,6 +405,12 @@ impl<'p> Converger<'p> {
                     path.display()
                 ));
                 continue;
+            }
+            if file == "cpuset.cpus" {
+                if let Some(m) = self.absent_cpus(g) {
+                    plan.missing.push(m);
+                    continue;
+                }
             }
             self.write_step(plan, path, value, form, exists);
         }

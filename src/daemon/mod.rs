@@ -13,6 +13,8 @@
 pub mod actuator;
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
+/// Whether a policy file or hook program may be trusted when running as root.
+pub use hooks::untrusted;
 pub(crate) mod repair;
 pub mod sample;
 pub mod watch;
@@ -186,7 +188,13 @@ async fn run_async(opts: Options) -> u8 {
         "cgwarden running"
     );
 
-    let tick = d.opts.tick.unwrap_or(d.policy.settings.tick);
+    // The CLI and the policy both refuse a tick under 10 ms; a library
+    // caller must not reach a zero-period timer either.
+    let tick = d
+        .opts
+        .tick
+        .unwrap_or(d.policy.settings.tick)
+        .max(MIN_WATCHDOG);
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut rescan = tokio::time::interval(d.policy.settings.rescan);
@@ -274,8 +282,27 @@ fn notify(states: &[sd_notify::NotifyState]) {
 
 /// Half of systemd's WatchdogSec, when the unit sets one.
 fn watchdog_interval() -> Option<Duration> {
-    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
-    (usec > 0).then(|| Duration::from_micros(usec / 2))
+    watchdog_from(std::env::var("WATCHDOG_USEC").ok().as_deref())
+}
+
+/// The shortest watchdog ping period: `WATCHDOG_USEC=1` once asked for a
+/// ping every 0.5 µs (a zero-period timer panics); pinging more often than
+/// this would be all the daemon does.
+const MIN_WATCHDOG: Duration = Duration::from_millis(10);
+
+fn watchdog_from(usec: Option<&str>) -> Option<Duration> {
+    let usec: u64 = usec?.trim().parse().ok()?;
+    if usec == 0 {
+        return None;
+    }
+    let half = Duration::from_micros(usec / 2);
+    if half < MIN_WATCHDOG {
+        tracing::warn!(
+            "WATCHDOG_USEC={usec} asks for a ping every {half:?}; pinging every {MIN_WATCHDOG:?}"
+        );
+        return Some(MIN_WATCHDOG);
+    }
+    Some(half)
 }
 
 impl Daemon {
@@ -490,9 +517,10 @@ impl Daemon {
                 Effect::Unavailable {
                     rule,
                     metric,
+                    source,
                     reason,
                 } => {
-                    tracing::warn!(rule = %rule, metric = %metric, "metric unavailable: {reason}")
+                    tracing::warn!(rule = %rule, metric = %metric, file = %source, "metric unavailable: {metric} ({source}): {reason}")
                 }
             }
         }
@@ -652,5 +680,23 @@ impl Daemon {
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
         tracing::info!("stopped");
+    }
+}
+
+#[cfg(test)]
+mod watchdog_tests {
+    use super::*;
+
+    #[test]
+    fn watchdog_period_is_half_and_never_below_the_minimum() {
+        assert_eq!(watchdog_from(None), None);
+        assert_eq!(watchdog_from(Some("0")), None);
+        assert_eq!(watchdog_from(Some("junk")), None);
+        assert_eq!(watchdog_from(Some("1")), Some(MIN_WATCHDOG));
+        assert_eq!(watchdog_from(Some("19999")), Some(MIN_WATCHDOG));
+        assert_eq!(
+            watchdog_from(Some("30000000")),
+            Some(Duration::from_secs(15))
+        );
     }
 }

@@ -209,7 +209,7 @@ impl fmt::Display for Unavailable<'_> {
     }
 }
 
-const UNAVAILABLE: &str = "not available";
+const UNAVAILABLE: &str = "its file is missing or could not be read";
 const NOT_A_NUMBER: &str = "not a number";
 const MISMATCH: &str = "threshold does not fit the metric";
 const TOO_DEEP: &str = "expression nested too deeply";
@@ -940,8 +940,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                "ghost.memory.current: not available",
-                "thermal.x.temp: not available"
+                "ghost.memory.current: its file is missing or could not be read",
+                "thermal.x.temp: its file is missing or could not be read"
             ]
         );
         // Guarded by exists(): nothing to report.

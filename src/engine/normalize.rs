@@ -36,7 +36,18 @@ pub enum Form {
     Bracketed,
 }
 
-const PAGE: u64 = 4096;
+/// The running kernel's page size, read once: the kernel keeps memory.*
+/// limits in pages, so a written size reads back rounded down to a page.
+/// A hard-coded 4 KiB made 16K/64K-page kernels rewrite every size on every
+/// apply. 4 KiB if sysconf cannot say (it always can on Linux).
+pub fn page_size() -> u64 {
+    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(v).ok().filter(|&p| p > 0).unwrap_or(4096)
+    })
+}
 
 /// How a group knob's file is compared with a desired value.
 pub fn form_of(knob: GroupKnob) -> Form {
@@ -57,13 +68,18 @@ pub fn form_of(knob: GroupKnob) -> Form {
 
 /// True when `current` (as read from the file) already has the effect of `desired`.
 pub fn same(form: Form, current: &str, desired: &str) -> bool {
+    same_with_page(form, current, desired, page_size())
+}
+
+/// [`same`] for a kernel with pages of `page` bytes.
+fn same_with_page(form: Form, current: &str, desired: &str, page: u64) -> bool {
     let cur = current.trim();
     let want = desired.trim();
     match form {
         Form::Text => words(cur) == words(want),
         Form::Size => match (Size::parse(cur), Size::parse(want)) {
             (Ok(Size::Max), Ok(Size::Max)) => true,
-            (Ok(Size::Bytes(a)), Ok(Size::Bytes(b))) => a / PAGE == b / PAGE,
+            (Ok(Size::Bytes(a)), Ok(Size::Bytes(b))) => a / page == b / page,
             _ => false,
         },
         Form::CpuList => match (CpuList::parse_kernel(cur), CpuList::parse_kernel(want)) {
@@ -199,6 +215,18 @@ fn active_choice(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_compare_in_the_kernels_pages() {
+        // 16 KiB pages: 30000 bytes reads back as 16384 (4 KiB pages: 28672).
+        assert!(same_with_page(Form::Size, "16384", "30000", 16384));
+        assert!(!same_with_page(Form::Size, "16384", "30000", 4096));
+        // 64 KiB pages.
+        assert!(same_with_page(Form::Size, "65536", "100000", 65536));
+        assert!(!same_with_page(Form::Size, "65536", "131072", 65536));
+        let p = page_size();
+        assert!(p >= 4096 && p.is_power_of_two(), "{p}");
+    }
 
     #[test]
     fn sizes_compare_in_pages_and_max() {

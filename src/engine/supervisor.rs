@@ -13,7 +13,7 @@ use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
 use crate::policy::expr::Action;
 use crate::policy::knob::{group_baseline, CpufreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// Whether a hook runs because its rule fired or cleared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +56,14 @@ pub enum Effect {
         action: String,
         reason: String,
     },
-    /// A metric a rule reads is unavailable; reported once per rule and
-    /// metric until it becomes available again.
+    /// A metric a rule reads is unavailable; reported once per metric (the
+    /// first rule that reads it is named), again only after that rule has
+    /// evaluated with every metric available.
     Unavailable {
         rule: String,
         metric: String,
+        /// Where the metric is read from (`/sys/fs/cgroup/app/memory.current`).
+        source: String,
         reason: String,
     },
 }
@@ -87,10 +90,38 @@ pub struct Supervisor {
     rules: Vec<RuleRuntime>,
     evaluator: Evaluator,
     table: KnobTable,
-    /// (rule, metric) pairs already reported unavailable.
-    reported: HashSet<(String, String)>,
+    /// Metrics already reported unavailable, with the rule that reported
+    /// each (a 5,000-rule policy reading one missing file says so once).
+    reported: HashMap<String, String>,
     /// The time of the last step (event windows expire relative to it).
     last_step: Time,
+}
+
+/// Where `m` is read from, for the "metric unavailable" report.
+pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::Path) -> String {
+    use crate::policy::expr::{Metric, Target};
+    let group = |g: &str, file: &str| cgroup_root.join(g).join(file).display().to_string();
+    match m {
+        Metric::PsiAvg {
+            target, resource, ..
+        }
+        | Metric::PsiStall {
+            target, resource, ..
+        } => match &target.value {
+            Target::System => format!("/proc/pressure/{resource}"),
+            Target::Group(g) => group(g, &format!("{resource}.pressure")),
+        },
+        Metric::MemoryCurrent { group: g } => group(&g.value, "memory.current"),
+        Metric::SwapCurrent { group: g } => group(&g.value, "memory.swap.current"),
+        Metric::MemoryEvent { group: g, .. } => group(&g.value, "memory.events"),
+        Metric::PidsCurrent { group: g } => group(&g.value, "pids.current"),
+        Metric::Populated { group: g } => group(&g.value, "cgroup.events"),
+        Metric::MemoryAvailable => "/proc/meminfo (MemAvailable)".to_string(),
+        Metric::ThermalTemp { zone } => format!(
+            "/sys/class/thermal/thermal_zone*/temp (the zone whose type is `{}`)",
+            zone.value
+        ),
+    }
 }
 
 /// The knobs a policy sets as baseline, in the closed knob set's terms.
@@ -185,7 +216,7 @@ impl Supervisor {
                 .collect(),
             evaluator: Evaluator::new(),
             table,
-            reported: HashSet::new(),
+            reported: HashMap::new(),
             last_step: Time::ZERO,
         }
     }
@@ -246,20 +277,28 @@ impl Supervisor {
                 .evaluator
                 .evaluate_rule(rule, now, policy.settings.tick, metrics);
             for u in &eval.unavailable {
-                let metric = match u.subject {
-                    Subject::Metric(m) => m.to_string(),
-                    Subject::TooDeep => "expression".to_string(),
+                let (metric, source) = match u.subject {
+                    Subject::Metric(m) => (
+                        m.to_string(),
+                        metric_source(m, &policy.settings.cgroup_root),
+                    ),
+                    Subject::TooDeep => (
+                        format!("expression of rule `{}`", rule.name),
+                        "the rule's condition".to_string(),
+                    ),
                 };
-                if self.reported.insert((rule.name.clone(), metric.clone())) {
+                if !self.reported.contains_key(&metric) {
+                    self.reported.insert(metric.clone(), rule.name.clone());
                     effects.push(Effect::Unavailable {
                         rule: rule.name.clone(),
                         metric,
+                        source,
                         reason: u.reason.to_string(),
                     });
                 }
             }
             if eval.unavailable.is_empty() {
-                self.reported.retain(|(r, _)| r != &rule.name);
+                self.reported.retain(|_, r| r != &rule.name);
             }
             if let Some(t) = &eval.trigger {
                 if eval.value {
@@ -703,6 +742,33 @@ mod tests {
         };
         assert_eq!(count(&sup.step(&p, s(0), &m, &no_current)), 1);
         assert_eq!(count(&sup.step(&p, s(1), &m, &no_current)), 0);
+    }
+
+    #[test]
+    fn an_unavailable_metric_is_reported_once_for_all_rules_and_names_its_file() {
+        let mut text = format!("{BASE}rules:\n");
+        for i in 0..50 {
+            text.push_str(&format!(
+                "  - name: m{i}\n    when: inference.memory.current > 1G\n    then: [\"hook alert\"]\n"
+            ));
+        }
+        let p = policy(&text);
+        let mut sup = Supervisor::new(&p);
+        let m = Snap::default();
+        let eff = sup.step(&p, s(0), &m, &no_current);
+        let reports: Vec<_> = eff
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Unavailable { metric, source, .. } => Some((metric, source)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(reports[0].0, "inference.memory.current");
+        assert!(
+            reports[0].1.ends_with("/inference/memory.current"),
+            "{reports:?}"
+        );
     }
 
     #[test]

@@ -431,15 +431,20 @@ fn cpath(p: &Path) -> Result<std::ffi::CString> {
         .map_err(|_| Error::other(p, "path contains a NUL byte"))
 }
 
-/// The `swapflags` argument of swapon(2) for an optional priority.
+/// The `swapflags` argument of swapon(2) for an optional priority. A
+/// negative priority (`swap_priority: -1`) means the kernel's default: no
+/// `SWAP_FLAG_PREFER`, so the kernel assigns its own descending negative
+/// priority, as swapon(8) does without `-p` (it used to become priority 0
+/// with the prefer flag, ranking above every default-priority swap).
 pub fn swap_flags(priority: Option<i32>) -> i32 {
     match priority {
-        Some(p) => SWAP_FLAG_PREFER | (p.clamp(0, SWAP_FLAG_PRIO_MASK) & SWAP_FLAG_PRIO_MASK),
-        None => 0,
+        Some(p) if p >= 0 => SWAP_FLAG_PREFER | (p.min(SWAP_FLAG_PRIO_MASK) & SWAP_FLAG_PRIO_MASK),
+        Some(_) | None => 0,
     }
 }
 
-/// swapon(2) on `dev_node` with an optional priority (0..=32767).
+/// swapon(2) on `dev_node` with an optional priority (0..=32767; negative is
+/// the kernel default, see [`swap_flags`]).
 pub fn swapon(dev_node: &Path, priority: Option<i32>) -> Result<()> {
     let c = cpath(dev_node)?;
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
@@ -636,6 +641,11 @@ mod tests {
         assert_eq!(swap_flags(Some(100)), 0x8000 | 100);
         assert_eq!(swap_flags(Some(0)), 0x8000);
         assert_eq!(swap_flags(Some(40000)), 0x8000 | 0x7fff);
-        assert_eq!(swap_flags(Some(-5)), 0x8000);
+        assert_eq!(
+            swap_flags(Some(-1)),
+            0,
+            "-1 is the kernel default: no prefer flag"
+        );
+        assert_eq!(swap_flags(Some(-5)), 0);
     }
 }

@@ -974,6 +974,24 @@ impl<'a> Decoder<'a> {
                     }
                     _ => None,
                 };
+                // A sysctl with a kernel range takes one integer in it.
+                if let (Some(val), Some((min, max))) = (&value, super::knob::sysctl_range(&k.name))
+                {
+                    if val
+                        .parse::<i64>()
+                        .map_or(true, |n| !(min..=max).contains(&n))
+                    {
+                        self.err(
+                            v.pos,
+                            format!(
+                                "sysctl `{}` must be a whole number from {min} to {max}, found {}",
+                                k.name,
+                                describe(v)
+                            ),
+                        );
+                        continue;
+                    }
+                }
                 match value {
                     Some(val) => sys.sysctl.push((k.name.clone(), val)),
                     None => self.err(v.pos, format!("sysctl `{}` must be an integer (or integers separated by spaces), found {}", k.name, describe(v))),

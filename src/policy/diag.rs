@@ -47,15 +47,38 @@ impl Diagnostics {
 
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = escape_controls(&self.file);
         for d in &self.items {
             writeln!(
                 f,
-                "{}:{}:{}: error: {}",
-                self.file, d.pos.line, d.pos.col, d.message
+                "{file}:{}:{}: error: {}",
+                d.pos.line,
+                d.pos.col,
+                escape_controls(&d.message)
             )?;
         }
         Ok(())
     }
+}
+
+/// `s` with every control character escaped (`\n`, `\t`, `\r`, else
+/// `\u{..}`), so a value quoted in a message never breaks the one line per
+/// error rule, nor sends terminal escapes.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl std::error::Error for Diagnostics {}
@@ -97,6 +120,17 @@ mod tests {
             hint("placment", ["placement", "rules"]),
             ", did you mean `placement`?"
         );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_one_line_per_error() {
+        let mut d = Diagnostics::new("p\n.yaml");
+        d.error(Pos::new(2, 3), "bad `a\nb\tc\u{1b}[31m\u{7f}`");
+        assert_eq!(
+            d.to_string(),
+            "p\\n.yaml:2:3: error: bad `a\\nb\\tc\\u{1b}[31m\\u{7f}`\n"
+        );
+        assert_eq!(d.to_string().lines().count(), 1);
     }
 
     #[test]

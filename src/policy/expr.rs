@@ -2097,7 +2097,18 @@ mod tests {
             ("raise g.memory.high by 0 up to 2G", 23, "positive"),
             ("raise g.memory.high by max up to 2G", 23, "positive"),
             ("raise g.pids.max by max up to 2", 20, "positive"),
-            ("lower sysctl.vm.swappiness by -5 down to 0", 30, "positive"),
+            // vfs_cache_pressure has no range in the table: the step check speaks.
+            (
+                "lower sysctl.vm.vfs_cache_pressure by -5 down to 0",
+                38,
+                "positive",
+            ),
+            // swappiness has one, and -5 is outside it.
+            (
+                "lower sysctl.vm.swappiness by -5 down to 0",
+                30,
+                "from 0 to 200",
+            ),
             (
                 "raise g.memory.high by 1G up to 2Q",
                 32,

@@ -26,6 +26,25 @@
 //!   [`RESERVED_GROUP_NAMES`]) cannot be addressed by a knob.
 //! - `raise` never lowers a knob and `lower` never raises it: a current value
 //!   already past the limit is left alone.
+//! - Sysctls take the range the kernel enforces where it has one we are sure
+//!   of ([`sysctl_range`]); the newest kernel's range is used (an older kernel
+//!   that rejects, say, swappiness 150 says so at write time, like any
+//!   rejected write). Sysctls not in this table take any integer:
+//!
+//!   | sysctl                          | range            | kernel source of the bound            |
+//!   |---------------------------------|------------------|---------------------------------------|
+//!   | `vm.swappiness`                 | 0..=200          | 0..=100 before 5.8                    |
+//!   | `vm.dirty_ratio`                | 0..=100          | `SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`   |
+//!   | `vm.dirty_background_ratio`     | 0..=100          | `SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`   |
+//!   | `vm.compaction_proactiveness`   | 0..=100          | `SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`   |
+//!   | `vm.watermark_scale_factor`     | 1..=3000         | 1..=1000 on older kernels             |
+//!   | `vm.watermark_boost_factor`     | 0..=2^31-1       | `SYSCTL_ZERO`, an `int`               |
+//!   | `vm.min_free_kbytes`            | 0..=2^31-1       | `SYSCTL_ZERO`, an `int`               |
+//!   | `vm.overcommit_memory`          | 0..=2            | `SYSCTL_ZERO`..`SYSCTL_TWO`           |
+//!   | `vm.panic_on_oom`               | 0..=2            | `SYSCTL_ZERO`..`SYSCTL_TWO`           |
+//!   | `kernel.sched_rt_period_us`     | 1..=2^31-1       | `SYSCTL_ONE`..`INT_MAX`               |
+//!   | `kernel.sched_rt_runtime_us`    | -1..=2^31-1      | -1 = unlimited; ≤ the period at write |
+//!   | `kernel.timer_migration`        | 0..=1            | `SYSCTL_ZERO`..`SYSCTL_ONE`           |
 
 use super::units::{CpuList, Duration, Frequency, Percent, Size, UnitError};
 use std::cmp::Ordering;
@@ -433,10 +452,10 @@ impl Knob {
                 CpufreqAttr::Min | CpufreqAttr::Max => ValueKind::Frequency,
                 CpufreqAttr::Governor => ValueKind::Governor,
             },
-            Knob::Sysctl(_) => ValueKind::Int {
-                min: i64::MIN,
-                max: i64::MAX,
-            },
+            Knob::Sysctl(name) => {
+                let (min, max) = sysctl_range(name).unwrap_or((i64::MIN, i64::MAX));
+                ValueKind::Int { min, max }
+            }
             Knob::Zram { attr, .. } => match attr {
                 ZramAttr::MemLimit => ValueKind::Size { allow_max: false },
                 ZramAttr::SwapPriority => ValueKind::Int {
@@ -708,6 +727,23 @@ fn parse_weight(text: &str) -> Result<u64, UnitError> {
         Ok(w) if (1..=10_000).contains(&w) => Ok(w),
         _ => Err(err()),
     }
+}
+
+/// The range the kernel accepts for sysctl `name` (`vm.swappiness`), when it
+/// has one this crate is sure of; see the table in the module docs.
+pub fn sysctl_range(name: &str) -> Option<(i64, i64)> {
+    const INT_MAX: i64 = i32::MAX as i64;
+    Some(match name {
+        "vm.swappiness" => (0, 200),
+        "vm.dirty_ratio" | "vm.dirty_background_ratio" | "vm.compaction_proactiveness" => (0, 100),
+        "vm.watermark_scale_factor" => (1, 3000),
+        "vm.watermark_boost_factor" | "vm.min_free_kbytes" => (0, INT_MAX),
+        "vm.overcommit_memory" | "vm.panic_on_oom" => (0, 2),
+        "kernel.sched_rt_period_us" => (1, INT_MAX),
+        "kernel.sched_rt_runtime_us" => (-1, INT_MAX),
+        "kernel.timer_migration" => (0, 1),
+        _ => return None,
+    })
 }
 
 fn parse_int(text: &str, min: i64, max: i64) -> Result<i64, UnitError> {

@@ -14,16 +14,81 @@ pub use model::Policy;
 
 use std::path::Path;
 
+/// The largest policy file accepted (SPEC §4 "Trust"): far above any real
+/// policy, small enough that a careless path (`/dev/zero`, a log file) is
+/// refused before it costs memory or time.
+pub const MAX_POLICY_BYTES: u64 = 4 << 20;
+
 /// Reads, parses and validates a policy file; every problem is in the error.
+/// The file must be a regular file of at most [`MAX_POLICY_BYTES`]: it is
+/// opened non-blocking (a FIFO cannot hang the open), checked with `fstat`
+/// on the open descriptor, and read through a reader capped one byte past the
+/// limit, so no input makes this read more than 4 MiB + 1.
 pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
     let name = path.display().to_string();
-    match std::fs::read(path) {
+    match read_bounded(path) {
         Ok(bytes) => load_bytes(&name, &bytes),
-        Err(e) => {
+        Err(msg) => {
             let mut d = Diagnostics::new(name);
-            d.error(yaml::Pos::new(1, 1), format!("cannot read the policy: {e}"));
+            d.error(yaml::Pos::new(1, 1), msg);
             Err(d)
         }
+    }
+}
+
+/// The bytes of a policy file, or why it is refused.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("cannot read the policy: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read the policy: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "cannot read the policy: it is not a regular file ({})",
+            file_kind(&meta.file_type())
+        ));
+    }
+    let too_big = || {
+        format!(
+            "cannot read the policy: it is larger than {} MiB; a policy is a small text file",
+            MAX_POLICY_BYTES >> 20
+        )
+    };
+    if meta.len() > MAX_POLICY_BYTES {
+        return Err(too_big());
+    }
+    // The size may change between fstat and read (a file being written):
+    // the cap holds whatever the file does.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_POLICY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the policy: {e}"))?;
+    if bytes.len() as u64 > MAX_POLICY_BYTES {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
     }
 }
 
@@ -87,12 +152,21 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
 /// One-line summary printed by `check` for a valid policy.
 pub fn summary(p: &Policy) -> String {
     format!(
-        "ok: {} groups, {} rules, {} placements, {} hooks",
-        p.all_groups().len(),
-        p.rules.len(),
-        p.placement.len(),
-        p.hooks.len()
+        "ok: {}, {}, {}, {}",
+        count(p.all_groups().len(), "group"),
+        count(p.rules.len(), "rule"),
+        count(p.placement.len(), "placement"),
+        count(p.hooks.len(), "hook")
     )
+}
+
+/// `1 hook`, `2 hooks`, `0 hooks`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Controllers the rules need in group `group`: `memory` to read its
@@ -150,5 +224,63 @@ mod warning_tests {
         assert!(w[0].message.contains("fifo") && w[0].message.contains("exe:"));
         assert_eq!(w[1].pos.line, 9);
         assert!(w[1].message.contains("`rr`"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_counts_in_the_singular_and_plural() {
+        let one = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app: {}\nplacement:\n  - match: { comm: x }\n    group: app\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(summary(&one), "ok: 1 group, 0 rules, 1 placement, 0 hooks");
+        let two = load_bytes("p.yaml", b"version: 1\ngroups:\n  a: {}\n  b: {}\n")
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            summary(&two),
+            "ok: 2 groups, 0 rules, 0 placements, 0 hooks"
+        );
+    }
+
+    #[test]
+    fn numbers_are_quoted_as_written_never_through_a_float() {
+        let d = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app:\n    memory: { max: 18446744073709551616 }\n",
+        )
+        .expect_err("2^64 bytes is too large");
+        let text = d.to_string();
+        assert!(text.contains("`18446744073709551616`"), "{text}");
+        assert!(!text.contains("18446744073709552000"), "{text}");
+    }
+
+    #[test]
+    fn sysctls_take_the_kernel_range() {
+        for (line, ok) in [
+            ("vm.swappiness: -30", false),
+            ("vm.swappiness: 201", false),
+            ("vm.swappiness: 200", true),
+            ("vm.swappiness: 0", true),
+            ("vm.dirty_ratio: 101", false),
+            ("vm.watermark_scale_factor: 0", false),
+            ("vm.watermark_scale_factor: 3000", true),
+            ("vm.min_free_kbytes: -1", false),
+            ("vm.overcommit_memory: 3", false),
+            ("kernel.sched_rt_runtime_us: -1", true),
+            ("kernel.sched_rt_runtime_us: -2", false),
+            ("vm.swappiness: \"10 20\"", false),
+            ("vm.lowmem_reserve_ratio: \"256 256 32\"", true),
+        ] {
+            let text = format!("version: 1\nsystem:\n  sysctl:\n    {line}\n");
+            let r = load_bytes("p.yaml", text.as_bytes());
+            assert_eq!(r.is_ok(), ok, "{line}: {r:?}");
+        }
+        let rule = b"version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [\"set sysctl.vm.swappiness = -30\"]\n";
+        assert!(load_bytes("p.yaml", rule).is_err());
     }
 }

@@ -98,7 +98,9 @@ impl Node {
         match &self.value {
             Value::Str(s) => Some(s.clone()),
             Value::Int(i) => Some(i.to_string()),
-            Value::Float(f) => Some(f.to_string()),
+            // As written: `18446744073709551616` arrives as a float and
+            // would read back as `18446744073709552000`.
+            Value::Float(f) => Some(self.raw.clone().unwrap_or_else(|| f.to_string())),
             Value::Bool(b) => Some(b.to_string()),
             Value::Null | Value::Seq(_) | Value::Map(_) => None,
         }
@@ -442,6 +444,7 @@ impl<'de> Deserialize<'de> for RawKey {
                 Ok(RawKey(v.to_string()))
             }
             fn visit_f64<E>(self, v: f64) -> Result<RawKey, E> {
+                // Only a key like `1e30`; keys are checked as names, never numbers.
                 Ok(RawKey(v.to_string()))
             }
             fn visit_str<E>(self, v: &str) -> Result<RawKey, E> {
