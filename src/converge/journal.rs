@@ -443,6 +443,7 @@ impl Journal {
     /// `cgroup_root`, is an error (nothing is written then). Creates nothing
     /// until the first [`Journal::record`].
     pub fn open(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<Journal> {
+        super::lock::refuse_managed_group(state_dir, cgroup_root)?;
         let mut j = match Self::load(root, state_dir, cgroup_root)? {
             Some(j) => j,
             None => Journal::empty(root, state_dir),

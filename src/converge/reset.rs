@@ -60,6 +60,7 @@ pub fn reset(
     state_dir: &Path,
     policy_cgroup_root: &Path,
 ) -> Result<ResetReport, Error> {
+    super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
     let Some(journal) = Journal::load(root, state_dir, policy_cgroup_root)? else {
         return Ok(ResetReport {
             cgroup_root: policy_cgroup_root.to_path_buf(),
