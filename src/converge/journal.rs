@@ -1143,6 +1143,31 @@ mod tests {
             prop_assert!(p.warnings.is_empty());
         }
 
+        /// What the fuzz target (fuzz/fuzz_targets/journal.rs) checks, on
+        /// arbitrary bytes after a valid header: no panic, and an accepted
+        /// journal names only what cgwarden manages.
+        #[test]
+        fn parse_text_accepts_only_managed_entries(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    "(FILE|ABSENT|MKDIR|SWAPON|ZRAM_INIT)\t/[a-z./]{0,30}(\t[a-z0-9]{0,4})?",
+                    any::<Vec<u8>>().prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+                ],
+                0..8,
+            ),
+        ) {
+            let mut text = render_header(Path::new(CG));
+            for l in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            if let Ok(p) = Journal::parse_text(text.as_bytes(), Path::new(CG)) {
+                for e in &p.entries {
+                    prop_assert!(managed(e, Path::new(CG)).is_none(), "{:?}", e);
+                }
+            }
+        }
+
         /// Random bytes never panic, and load only if they are a journal:
         /// then every complete line is exactly what the parse renders back.
         #[test]
