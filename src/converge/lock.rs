@@ -4,8 +4,13 @@
 //! in the middle of an `apply` left groups no journal knew about).
 //!
 //! This module owns `state_dir` itself: it is created 0700 whatever the
-//! umask, and refused when it is `/`, under `/proc` or `/sys`, a symlink, not
-//! a directory, owned by another user, or writable by group or others.
+//! umask, and refused when it is `/`, under `/proc` or `/sys`, a symlink (or
+//! below one: no component under the root may be a symlink), not a
+//! directory, owned by another user, writable by group or others, or a
+//! cgroup (a directory holding `cgroup.procs`, or one created inside such a
+//! directory: that would create a group). [`refuse_managed_group`] adds the
+//! lexical check against `cgroup_root` where it is known (the journal's
+//! writers and `reset`). The lock file is created 0600, `O_NOFOLLOW`.
 //!
 //! The lock file holds the holder's `PID COMMAND` so the one refused can name
 //! it. The holder removes the file when it lets go (while still holding the
@@ -92,7 +97,13 @@ impl StateLock {
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&host)
-                .map_err(|e| LockError::from(Error::io("open", &path, e)))?;
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::ELOOP) => LockError::Refused(Error::other(
+                        &path,
+                        "the lock file is a symlink; refusing to follow it",
+                    )),
+                    _ => LockError::from(Error::io("open", &path, e)),
+                })?;
             let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(l) => l,
                 Err((mut file, errno)) if errno == nix::errno::Errno::EWOULDBLOCK => {
@@ -190,29 +201,87 @@ pub fn prepare_state_dir(root: &Root, state_dir: &Path) -> Result<PathBuf, Error
         ));
     }
     let host = root.host_path(&dev);
-    match fs::symlink_metadata(&host) {
-        Ok(m) => check_state_dir(&dev, &m)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = host.parent() {
-                fs::create_dir_all(parent)
-                    .map_err(|e| Error::io("mkdir", dev.parent().unwrap_or(Path::new("/")), e))?;
+    // Every component below the root: no symlink, missing ones created 0755
+    // (0700 for state_dir itself), never inside a cgroup.
+    let mut cur_dev = PathBuf::from("/");
+    let comps: Vec<_> = dev.components().skip(1).collect();
+    for (i, c) in comps.iter().enumerate() {
+        let parent_dev = cur_dev.clone();
+        cur_dev.push(c);
+        let last = i + 1 == comps.len();
+        let h = root.host_path(&cur_dev);
+        match fs::symlink_metadata(&h) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Error::other(
+                    &dev,
+                    format!(
+                        "state_dir {} a symlink ({}); refusing to follow it",
+                        if last { "is" } else { "lies below" },
+                        cur_dev.display()
+                    ),
+                ))
             }
-            match fs::DirBuilder::new().mode(0o700).create(&host) {
-                Ok(()) => {
-                    // The umask may have taken bits away; set exactly 0700.
-                    fs::set_permissions(&host, fs::Permissions::from_mode(0o700))
-                        .map_err(|e| Error::io("chmod", &dev, e))?;
+            Ok(m) if last => check_state_dir(&dev, &m)?,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if root.exists(&parent_dev.join("cgroup.procs")) {
+                    return Err(Error::other(
+                        &dev,
+                        format!(
+                            "state_dir may not be a cgroup: {} is one (creating it would \
+                             create a group)",
+                            parent_dev.display()
+                        ),
+                    ));
                 }
-                // Someone created it meanwhile: checked below like any other.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(Error::io("mkdir", &dev, e)),
+                let mode = if last { 0o700 } else { 0o755 };
+                match fs::DirBuilder::new().mode(mode).create(&h) {
+                    Ok(()) if last => {
+                        // The umask may have taken bits away; set exactly 0700.
+                        fs::set_permissions(&h, fs::Permissions::from_mode(0o700))
+                            .map_err(|e| Error::io("chmod", &dev, e))?;
+                    }
+                    Ok(()) => {}
+                    // Someone created it meanwhile: checked below like any other.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(Error::io("mkdir", &cur_dev, e)),
+                }
+                let m = fs::symlink_metadata(&h).map_err(|e| Error::io("stat", &cur_dev, e))?;
+                if m.file_type().is_symlink() {
+                    return Err(Error::other(
+                        &dev,
+                        "state_dir became a symlink; refusing it",
+                    ));
+                }
+                if last {
+                    check_state_dir(&dev, &m)?;
+                }
             }
-            let m = fs::symlink_metadata(&host).map_err(|e| Error::io("stat", &dev, e))?;
-            check_state_dir(&dev, &m)?;
+            Err(e) => return Err(Error::io("stat", &cur_dev, e)),
         }
-        Err(e) => return Err(Error::io("stat", &dev, e)),
+    }
+    if root.exists(&dev.join("cgroup.procs")) {
+        return Err(Error::other(
+            &dev,
+            "state_dir may not be a cgroup (it holds cgroup.procs)",
+        ));
     }
     Ok(host)
+}
+
+/// Refuses a `state_dir` at or below `cgroup_root` (a managed group).
+pub fn refuse_managed_group(state_dir: &Path, cgroup_root: &Path) -> Result<(), Error> {
+    let dev = Root::normalize(state_dir);
+    if dev.starts_with(Root::normalize(cgroup_root)) {
+        return Err(Error::other(
+            &dev,
+            format!(
+                "state_dir may not be a managed group (it is under cgroup_root {})",
+                cgroup_root.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_state_dir(dev: &Path, m: &fs::Metadata) -> Result<(), Error> {

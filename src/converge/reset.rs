@@ -3,9 +3,12 @@
 //! The journal is checked first ([`Journal::load`]): a damaged one is an
 //! error and nothing is touched. Its recorded `cgroup_root` is used, not the
 //! current policy's (a v1 journal has none: the policy's is used, with a
-//! warning). Every path it names must lie under a kernel interface cgwarden
-//! manages (`/sys`, `/proc/sys`, `/proc/irq`, `/dev` for swap, the cgroup
-//! root), zram devices must be named `zramN`; otherwise nothing is touched.
+//! warning). Every path it names must be canonical and lie under a kernel
+//! interface cgwarden manages ([`super::journal::managed`]), zram devices
+//! must be named `zramN`; otherwise the load fails naming the line and
+//! nothing is touched. Every write, removal and rmdir then goes through
+//! [`Root`], which refuses to follow a symlink out of the tree (see
+//! `kernel::root`): a path that does is reported as a failure (exit 1).
 //!
 //! Groups cgwarden created are emptied (their processes moved to the nearest
 //! ancestor it did not create) and removed deepest-first; zram devices it set
@@ -57,7 +60,8 @@ pub fn reset(
     state_dir: &Path,
     policy_cgroup_root: &Path,
 ) -> Result<ResetReport, Error> {
-    let Some(journal) = Journal::load(root, state_dir)? else {
+    super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
+    let Some(journal) = Journal::load(root, state_dir, policy_cgroup_root)? else {
         return Ok(ResetReport {
             cgroup_root: policy_cgroup_root.to_path_buf(),
             ..Default::default()
@@ -81,7 +85,6 @@ pub fn reset(
     };
     let cgroup_root = cgroup_root.as_path();
     rep.cgroup_root = cgroup_root.to_path_buf();
-    check_managed(&journal, cgroup_root)?;
     let entries: Vec<Entry> = journal.entries().to_vec();
     let created: Vec<PathBuf> = entries
         .iter()
@@ -221,44 +224,6 @@ pub fn reset(
         journal.remove()?;
     }
     Ok(rep)
-}
-
-/// Refuses a journal naming anything outside the kernel interfaces cgwarden
-/// manages (SPEC §4), before anything is touched.
-fn check_managed(journal: &Journal, cgroup_root: &Path) -> Result<(), Error> {
-    let managed = |p: &Path, dev_ok: bool| {
-        let p = Root::normalize(p);
-        p.starts_with("/sys")
-            || p.starts_with("/proc/sys")
-            || p.starts_with("/proc/irq")
-            || p.starts_with(cgroup_root)
-            || (dev_ok && p.starts_with("/dev"))
-    };
-    let zram_name = |d: &str| {
-        d.strip_prefix("zram")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    for e in journal.entries() {
-        let bad = match e {
-            Entry::File { path, .. } | Entry::Absent { path } | Entry::Mkdir { path } => {
-                (!managed(path, false)).then(|| path.display().to_string())
-            }
-            Entry::Swapon { path } => (!managed(path, true)).then(|| path.display().to_string()),
-            Entry::ZramHotAdd { device } | Entry::ZramInit { device } => {
-                (!zram_name(device)).then(|| format!("zram device {device:?}"))
-            }
-        };
-        if let Some(what) = bad {
-            return Err(Error::other(
-                journal.path(),
-                format!(
-                    "names {what}, which is not a kernel interface cgwarden manages; \
-                     nothing was restored and the journal was left untouched"
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn zram_device_of(path: &Path, devices: &[String]) -> Option<String> {

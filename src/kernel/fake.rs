@@ -39,7 +39,10 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt;
+
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -85,40 +88,44 @@ impl Fake {
     pub(super) fn replace(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
         self.settle(root);
         let dev = Root::normalize(p);
-        let mut target = root.host_path(p);
-        // Renaming over a symlink would replace the link: write its target.
-        if fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
-            target = fs::canonicalize(&target).map_err(|e| Error::io("open", &dev, e))?;
-        }
-        let Some(dir) = target.parent() else {
-            return Err(Error::io(
-                "open",
+        // Resolved beneath the tree without following symlinks (see
+        // `kernel::root`): a link planted in the tree never redirects a write.
+        let (dir, name) = root.parent_beneath("open", p)?;
+        let target = nix::sys::stat::fstatat(&dir, &name, AtFlags::AT_SYMLINK_NOFOLLOW).ok();
+        if target.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
+            return Err(Error::other(
                 &dev,
-                io::Error::from_raw_os_error(libc::EISDIR),
+                "open: the file is a symlink; refusing to follow it",
             ));
-        };
+        }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!("{TMP_PREFIX}{}.{seq}", std::process::id()));
+        let tmp = format!("{TMP_PREFIX}{}.{seq}", std::process::id());
         let mut data = value.to_string();
         if !data.ends_with('\n') {
             data.push('\n');
         }
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&tmp)
-            .map_err(|e| Error::io("open", &dev, e))?;
-        if let Ok(m) = fs::metadata(&target) {
-            // Best effort: a fixture's mode is kept; the content is what matters.
-            let _ = f.set_permissions(m.permissions());
-        }
+        // A fixture's mode is kept; a new file gets 0644.
+        let mode = target.map_or(0o644, |st| st.st_mode & 0o7777);
+        let fd = nix::fcntl::openat(
+            &dir,
+            tmp.as_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )
+        .map_err(|e| Error::io("open", &dev, io::Error::from(e)))?;
+        let mut f = fs::File::from(fd);
+        // Best effort: the umask may have taken bits of the fixture's mode.
+        let _ = f.set_permissions(fs::Permissions::from_mode(mode));
         let done = f
             .write_all(data.as_bytes())
             .map_err(|e| Error::io("write", &dev, e))
-            .and_then(|()| fs::rename(&tmp, &target).map_err(|e| Error::io("rename", &dev, e)));
+            .and_then(|()| {
+                nix::fcntl::renameat(&dir, tmp.as_str(), &dir, &name)
+                    .map_err(|e| Error::io("rename", &dev, io::Error::from(e)))
+            });
         if done.is_err() {
-            let _ = fs::remove_file(&tmp);
+            let _ =
+                nix::unistd::unlinkat(&dir, tmp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
         }
         done
     }
@@ -143,6 +150,9 @@ impl Fake {
         let dev = Root::normalize(p);
         let host = root.host_path(p);
         let busy = || Error::io("rmdir", &dev, io::Error::from_raw_os_error(libc::EBUSY));
+        // Refuses a path through a symlink (module docs of `kernel::root`);
+        // the checks below use the host path of what was just verified.
+        root.open_beneath("rmdir", p, OFlag::O_RDONLY | OFlag::O_DIRECTORY, 0)?;
         let meta = fs::symlink_metadata(&host).map_err(|e| Error::io("rmdir", &dev, e))?;
         if !meta.is_dir() {
             return Err(Error::io(

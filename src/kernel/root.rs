@@ -5,8 +5,25 @@
 //! maps it under a base directory: `/` for the real system, `DIR` for a fake
 //! tree (`--root DIR`, SPEC §1). Paths are normalized lexically and can never
 //! leave the base: `..` stops at the device root, exactly as the kernel
-//! resolves `/..` to `/`. (Symlinks inside a fake tree are followed by the OS;
-//! fake trees are trusted test data.)
+//! resolves `/..` to `/`.
+//!
+//! # Symlinks (SPEC §4 "Trust")
+//!
+//! Everything that *changes* the tree — knob writes, file creation, append,
+//! unlink, mkdir, rmdir — resolves its path beneath the base with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`
+//! ([`Root::open_beneath`], and the parent directory for the `*at` calls):
+//! a symlink anywhere below the base is refused (ELOOP, or EXDEV for an
+//! escape), so a link planted in a fake tree or in the state directory never
+//! redirects a write outside it. One exception, because the kernel itself
+//! puts links there: below `/sys/block` and `/sys/class` (`/sys/block/zram0`
+//! → `../devices/virtual/block/zram0`, `/sys/class/zram-control`) symlinks
+//! are followed — on the real root freely (everything is beneath `/`), on a
+//! fake root only with `RESOLVE_BENEATH` (no escape from `--root DIR`).
+//! Without `openat2` (ENOSYS, kernels before 5.6) the path is walked one
+//! component at a time with `O_NOFOLLOW`; that walk follows no symlink at all,
+//! except the `/sys/block` / `/sys/class` ones on the real root, which are
+//! opened as before. Reads are not restricted (they change nothing).
 //!
 //! `Root` is also the seam between the two backends:
 //! - real: [`Root::write`] opens an *existing* file `O_WRONLY` (never
@@ -26,9 +43,13 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::Mode;
 
 use super::error::{Error, Result};
 use super::fake::Fake;
@@ -66,6 +87,30 @@ pub enum Op {
     /// A write may create the file it names (plain files only: a kernel
     /// interface file is never created by a write).
     CreateFile,
+}
+
+/// Where the kernel itself puts symlinks above knobs cgwarden writes
+/// (see module docs): followed there, beneath the base.
+fn symlinks_expected(dev: &Path) -> bool {
+    dev.starts_with("/sys/block") || dev.starts_with("/sys/class")
+}
+
+/// An error for a path refused because it resolves through a symlink.
+fn symlink_refused(op: &'static str, dev: &Path, errno: Errno) -> Error {
+    match errno {
+        Errno::ELOOP | Errno::EXDEV => Error::other(
+            dev,
+            format!(
+                "{op}: the path goes through a symlink{}; refusing to follow it",
+                if errno == Errno::EXDEV {
+                    " out of the tree"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        e => Error::io(op, dev, io::Error::from(e)),
+    }
 }
 
 impl Root {
@@ -151,6 +196,119 @@ impl Root {
         out
     }
 
+    /// Opens `p` (a device path) beneath the base without following
+    /// symlinks (see module docs for the `/sys/block` / `/sys/class`
+    /// exception). `flags` are `open(2)` flags (`O_CLOEXEC` is added);
+    /// `mode` is used with `O_CREAT` only. `op` names the operation in errors.
+    pub(crate) fn open_beneath(
+        &self,
+        op: &'static str,
+        p: &Path,
+        flags: OFlag,
+        mode: u32,
+    ) -> Result<fs::File> {
+        let dev = Self::dev(p);
+        self.open_beneath_fd(&dev, flags, mode)
+            .map(fs::File::from)
+            .map_err(|e| symlink_refused(op, &dev, e))
+    }
+
+    /// The parent directory of `p` opened beneath the base (`O_PATH`), and
+    /// `p`'s last component, for the `*at` calls.
+    pub(crate) fn parent_beneath(&self, op: &'static str, p: &Path) -> Result<(OwnedFd, PathBuf)> {
+        let dev = Self::dev(p);
+        let (Some(parent), Some(name)) = (dev.parent(), dev.file_name()) else {
+            return Err(Error::io(
+                op,
+                &dev,
+                io::Error::from_raw_os_error(libc::EINVAL),
+            ));
+        };
+        let fd = self
+            .open_beneath_fd(parent, OFlag::O_PATH | OFlag::O_DIRECTORY, 0)
+            .map_err(|e| symlink_refused(op, &dev, e))?;
+        Ok((fd, PathBuf::from(name)))
+    }
+
+    fn open_beneath_fd(&self, dev: &Path, flags: OFlag, mode: u32) -> nix::Result<OwnedFd> {
+        let flags = flags | OFlag::O_CLOEXEC;
+        let mode = if flags.contains(OFlag::O_CREAT) {
+            Mode::from_bits_truncate(mode)
+        } else {
+            Mode::empty()
+        };
+        let follow = symlinks_expected(dev);
+        let on_real_root = self.base == Path::new("/");
+        if follow && on_real_root {
+            return nix::fcntl::open(dev, flags, mode);
+        }
+        let rel = dev.strip_prefix("/").unwrap_or(dev);
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        let base = nix::fcntl::open(
+            &self.base,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut resolve = ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS;
+        if !follow {
+            resolve |= ResolveFlag::RESOLVE_NO_SYMLINKS;
+        }
+        let how = OpenHow::new().flags(flags).mode(mode).resolve(resolve);
+        let mut tries = 0;
+        loop {
+            match nix::fcntl::openat2(&base, rel, how) {
+                // A rename raced the lookup: the kernel asks to try again.
+                Err(Errno::EAGAIN) if tries < 10 => tries += 1,
+                // No openat2 (or a seccomp filter that does not know it).
+                Err(Errno::ENOSYS | Errno::EPERM) => break,
+                r => return r,
+            }
+        }
+        walk_nofollow(base, rel, flags, mode)
+    }
+}
+
+/// `openat2`'s fallback: opens `rel` below the directory `base` one
+/// component at a time with `O_NOFOLLOW`, following no symlink at all.
+fn walk_nofollow(base: OwnedFd, rel: &Path, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
+    {
+        let mut dir = base;
+        let comps: Vec<_> = rel.components().collect();
+        for (i, c) in comps.iter().enumerate() {
+            let last = i + 1 == comps.len();
+            let (f, m) = if last {
+                (flags | OFlag::O_NOFOLLOW, mode)
+            } else {
+                (
+                    OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                )
+            };
+            let next = match nix::fcntl::openat(&dir, c.as_os_str(), f, m) {
+                // An O_PATH|O_NOFOLLOW open of a symlink with O_DIRECTORY.
+                Err(Errno::ENOTDIR)
+                    if nix::sys::stat::fstatat(
+                        &dir,
+                        c.as_os_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) =>
+                {
+                    return Err(Errno::ELOOP)
+                }
+                r => r?,
+            };
+            dir = next;
+        }
+        Ok(dir)
+    }
+}
+
+impl Root {
     /// The host path of a device path: base joined with the normalized path
     /// stripped of its leading `/`. Never escapes the base via `..`.
     pub fn host_path(&self, device_path: &Path) -> PathBuf {
@@ -235,12 +393,8 @@ impl Root {
         if let Some(fake) = self.emulation() {
             return fake.write(self, p, value);
         }
-        let host = self.host_path(p);
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&host)
-            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        // Never O_CREAT: a typo can never create a file in sysfs/cgroupfs.
+        let mut f = self.open_beneath("open", p, OFlag::O_WRONLY, 0)?;
         // Exactly one write(2): the kernel parses each write separately.
         let n = loop {
             match f.write(value.as_bytes()) {
@@ -263,17 +417,16 @@ impl Root {
 
     /// Creates or truncates and writes (`write_new` on a real root).
     pub(super) fn write_plain(&self, p: &Path, value: &str) -> Result<()> {
-        let host = self.host_path(p);
         let mut data = value.to_string();
         if !data.ends_with('\n') {
             data.push('\n');
         }
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&host)
-            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        let mut f = self.open_beneath(
+            "open",
+            p,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
+            0o644,
+        )?;
         f.write_all(data.as_bytes())
             .map_err(|e| Error::io("write", Self::dev(p), e))
     }
@@ -292,16 +445,16 @@ impl Root {
     /// fsyncs it (journals). Works the same on real and fake roots.
     pub fn append_synced(&self, p: &Path, line: &str) -> Result<()> {
         self.settle();
-        let host = self.host_path(p);
         let mut data = line.to_string();
         if !data.ends_with('\n') {
             data.push('\n');
         }
-        let mut f = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&host)
-            .map_err(|e| Error::io("open", Self::dev(p), e))?;
+        let mut f = self.open_beneath(
+            "open",
+            p,
+            OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT,
+            0o644,
+        )?;
         f.write_all(data.as_bytes())
             .map_err(|e| Error::io("write", Self::dev(p), e))?;
         f.sync_all()
@@ -311,23 +464,29 @@ impl Root {
     /// Removes a plain file (state files). Missing file is an error (ENOENT).
     pub fn remove_file(&self, p: &Path) -> Result<()> {
         self.settle();
-        fs::remove_file(self.host_path(p)).map_err(|e| Error::io("unlink", Self::dev(p), e))
+        let (dir, name) = self.parent_beneath("unlink", p)?;
+        nix::unistd::unlinkat(&dir, &name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| Error::io("unlink", Self::dev(p), io::Error::from(e)))
     }
 
     /// Creates one directory level. `Ok(false)` if it already exists as a directory.
     pub fn mkdir(&self, p: &Path) -> Result<bool> {
         self.settle();
-        let host = self.host_path(p);
-        match fs::create_dir(&host) {
+        let (dir, name) = self.parent_beneath("mkdir", p)?;
+        match nix::sys::stat::mkdirat(&dir, &name, Mode::from_bits_truncate(0o755)) {
             Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if host.is_dir() {
-                    Ok(false)
-                } else {
-                    Err(Error::io("mkdir", Self::dev(p), e))
+            Err(Errno::EEXIST) => {
+                match nix::sys::stat::fstatat(&dir, &name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                {
+                    Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Ok(false),
+                    _ => Err(Error::io(
+                        "mkdir",
+                        Self::dev(p),
+                        io::Error::from_raw_os_error(libc::EEXIST),
+                    )),
                 }
             }
-            Err(e) => Err(Error::io("mkdir", Self::dev(p), e)),
+            Err(e) => Err(Error::io("mkdir", Self::dev(p), io::Error::from(e))),
         }
     }
 
@@ -349,7 +508,9 @@ impl Root {
         match self.emulation() {
             Some(fake) => fake.rmdir(self, p),
             None => {
-                fs::remove_dir(self.host_path(p)).map_err(|e| Error::io("rmdir", Self::dev(p), e))
+                let (dir, name) = self.parent_beneath("rmdir", p)?;
+                nix::unistd::unlinkat(&dir, &name, nix::unistd::UnlinkatFlags::RemoveDir)
+                    .map_err(|e| Error::io("rmdir", Self::dev(p), io::Error::from(e)))
             }
         }
     }
@@ -466,6 +627,83 @@ mod tests {
         fs::create_dir(t.path().join("g")).unwrap();
         fs::write(t.path().join("g/cgroup.procs"), "").unwrap();
         assert!(r.rmdir(Path::new("/g")).is_err());
+    }
+
+    #[test]
+    fn writes_never_follow_a_symlink_out_of_the_tree() {
+        let outside = TempDir::new().unwrap();
+        let secret = outside.path().join("secret");
+        fs::write(&secret, "keep\n").unwrap();
+        for r in [fake(), {
+            let t = TempDir::new().unwrap();
+            let r = Root::real_at(t.path());
+            (t, r)
+        }] {
+            let (t, r) = r;
+            fs::create_dir_all(t.path().join("proc/sys/vm")).unwrap();
+            std::os::unix::fs::symlink(&secret, t.path().join("proc/sys/vm/swappiness")).unwrap();
+            let e = r
+                .write(Path::new("/proc/sys/vm/swappiness"), "1")
+                .unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{e}");
+            assert_eq!(e.path(), Path::new("/proc/sys/vm/swappiness"));
+            // A symlinked directory component.
+            fs::create_dir_all(t.path().join("sys/fs")).unwrap();
+            std::os::unix::fs::symlink(outside.path(), t.path().join("sys/fs/cgroup")).unwrap();
+            assert!(r.write(Path::new("/sys/fs/cgroup/secret"), "1").is_err());
+            assert!(r.mkdir(Path::new("/sys/fs/cgroup/g")).is_err());
+            assert!(r.remove_file(Path::new("/sys/fs/cgroup/secret")).is_err());
+            assert!(r.rmdir(Path::new("/sys/fs/cgroup/g")).is_err());
+            assert!(r
+                .append_synced(Path::new("/sys/fs/cgroup/secret"), "x")
+                .is_err());
+            assert!(r
+                .write_new(Path::new("/sys/fs/cgroup/secret"), "x")
+                .is_err());
+            assert_eq!(fs::read_to_string(&secret).unwrap(), "keep\n");
+            assert!(!outside.path().join("g").exists());
+            // sysfs class links are followed, but never out of the tree.
+            fs::create_dir_all(t.path().join("sys/devices/virtual/block/zram0")).unwrap();
+            fs::write(
+                t.path().join("sys/devices/virtual/block/zram0/disksize"),
+                "0\n",
+            )
+            .unwrap();
+            fs::create_dir_all(t.path().join("sys/block")).unwrap();
+            std::os::unix::fs::symlink(
+                "../devices/virtual/block/zram0",
+                t.path().join("sys/block/zram0"),
+            )
+            .unwrap();
+            r.write(Path::new("/sys/block/zram0/disksize"), "1")
+                .unwrap();
+            assert_eq!(
+                r.read_trimmed(Path::new("/sys/devices/virtual/block/zram0/disksize"))
+                    .unwrap(),
+                "1"
+            );
+            std::os::unix::fs::symlink(outside.path(), t.path().join("sys/block/zram1")).unwrap();
+            assert!(r.write(Path::new("/sys/block/zram1/secret"), "1").is_err());
+            assert_eq!(fs::read_to_string(&secret).unwrap(), "keep\n");
+        }
+    }
+
+    #[test]
+    fn fallback_walk_follows_no_symlink() {
+        let t = TempDir::new().unwrap();
+        fs::create_dir_all(t.path().join("a/b")).unwrap();
+        fs::write(t.path().join("a/b/f"), "x").unwrap();
+        std::os::unix::fs::symlink("b", t.path().join("a/l")).unwrap();
+        std::os::unix::fs::symlink("f", t.path().join("a/b/lf")).unwrap();
+        let base = || {
+            nix::fcntl::open(t.path(), OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty()).unwrap()
+        };
+        let open =
+            |rel: &str| walk_nofollow(base(), Path::new(rel), OFlag::O_RDONLY, Mode::empty());
+        assert!(open("a/b/f").is_ok());
+        assert_eq!(open("a/l/f").unwrap_err(), Errno::ELOOP);
+        assert_eq!(open("a/b/lf").unwrap_err(), Errno::ELOOP);
+        assert_eq!(open("a/b/nope").unwrap_err(), Errno::ENOENT);
     }
 
     #[test]
