@@ -545,7 +545,7 @@ impl<'p> Converger<'p> {
                     ));
                 }
                 if let Some(p) = z.swap_priority {
-                    if swap.priority != p {
+                    if p >= 0 && swap.priority != p {
                         plan.warnings.push(format!(
                             "zram {dev} swaps at priority {}; priority {p} applies after swapoff",
                             swap.priority

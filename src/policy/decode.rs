@@ -373,7 +373,30 @@ impl<'a> Decoder<'a> {
         }
         if let Some(n) = f.get("state_dir") {
             if let Some(p) = self.abs_path(n, "settings.state_dir") {
-                s.state_dir = p;
+                // The journal and lock live here: never the root, a kernel
+                // interface or a group cgwarden manages (SPEC §4 "Trust").
+                let forbidden = if p == Path::new("/") {
+                    Some("the root directory".to_string())
+                } else if p.starts_with("/proc") || p.starts_with("/sys") {
+                    Some("a kernel interface (/proc, /sys)".to_string())
+                } else if p.starts_with(&s.cgroup_root) {
+                    Some(format!(
+                        "inside the cgroup root {}",
+                        s.cgroup_root.display()
+                    ))
+                } else {
+                    None
+                };
+                match forbidden {
+                    Some(why) => self.err(
+                        n.pos,
+                        format!(
+                            "settings.state_dir `{}` is {why}; the journal needs a private directory such as /run/cgwarden or /var/lib/cgwarden",
+                            p.display()
+                        ),
+                    ),
+                    None => s.state_dir = p,
+                }
             }
         }
         if let Some(n) = f.get("tick") {

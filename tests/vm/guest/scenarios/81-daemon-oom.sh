@@ -1,5 +1,6 @@
 # `cgwarden run` against the real kernel: a real OOM kill in `oomtest` (memory.max 32M,
-# swap.max 0) is seen through memory.events (`oomtest.memory.events.oom_kill > 0`); the
+# swap.max 0) is seen through memory.events (`oomtest.memory.events.oom_kill > 0/3s`, the
+# window form: the rule clears 3 s after the kill, then `hold`); the
 # rule's `while` claim sets vm.swappiness from the policy baseline 33 to 91, and after
 # `hold` (4s) releases it back to 33; its hook runs with CGWARDEN_EVENT=fired on
 # activation and =cleared on release. Ends with `cgwarden reset`.
