@@ -690,8 +690,12 @@ fn state_dir_may_not_be_a_managed_group() {
     )
     .unwrap();
     let (code, out) = apply_at(&policy, &root);
-    assert_ne!(code, 0, "{out}");
-    assert!(out.contains("state_dir may not be"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    // Refused when the policy is read (check does it too), before any lock.
+    assert!(
+        out.contains("settings.state_dir `/sys/fs/cgroup/app/state` is"),
+        "{out}"
+    );
     assert!(!root.join("sys/fs/cgroup/app/state").exists());
 }
 // ---- end of item 1
