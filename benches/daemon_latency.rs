@@ -200,7 +200,12 @@ fn run_fake(events: u64, debug: bool) {
     std::thread::sleep(Duration::from_millis(200));
     let ev_file = fs::OpenOptions::new().write(true).open(&ev_path).unwrap();
     let mut ino = Inotify::init().unwrap();
-    ino.watches().add(&knob, WatchMask::MODIFY).unwrap();
+    // The directory, not the file: a fake-tree write replaces the file
+    // (temp file + rename), so a watch on the old inode would go quiet.
+    let knob_dir = knob.parent().expect("the knob has a directory");
+    ino.watches()
+        .add(knob_dir, WatchMask::MODIFY | WatchMask::MOVED_TO | WatchMask::CREATE)
+        .unwrap();
 
     let mut fire = Vec::new();
     let mut sent: Vec<(i64, &'static str)> = Vec::new(); // (wall µs of the event write, kind)
