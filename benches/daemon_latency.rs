@@ -204,7 +204,10 @@ fn run_fake(events: u64, debug: bool) {
     // (temp file + rename), so a watch on the old inode would go quiet.
     let knob_dir = knob.parent().expect("the knob has a directory");
     ino.watches()
-        .add(knob_dir, WatchMask::MODIFY | WatchMask::MOVED_TO | WatchMask::CREATE)
+        .add(
+            knob_dir,
+            WatchMask::MODIFY | WatchMask::MOVED_TO | WatchMask::CREATE,
+        )
         .unwrap();
 
     let mut fire = Vec::new();
