@@ -222,6 +222,20 @@ fn refuse_untrusted(path: &Path, p: &policy::Policy, what: &str) -> Result<(), E
     }
 }
 
+/// What `apply` and `run` do before any work: the root checked, the policy
+/// loaded and trusted, the state_dir lock taken.
+fn prepare(
+    root: &RootArg,
+    policy: &Path,
+    what: &str,
+) -> Result<(Root, policy::Policy, StateLock), Exit> {
+    let root = root.root()?;
+    let p = load(policy).map_err(Exit)?;
+    refuse_untrusted(policy, &p, what)?;
+    let lock = lock(&root, &p.settings.state_dir, what, policy)?;
+    Ok((root, p, lock))
+}
+
 fn load(path: &Path) -> Result<policy::Policy, u8> {
     policy::load(path).map_err(|d| {
         eprint!("{d}");
@@ -288,20 +302,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             })
         }
         Command::Apply { policy, root } => {
-            let root = match root.root() {
-                Ok(r) => r,
-                Err(Exit(code)) => return Ok(code),
-            };
-            let p = match load(&policy) {
-                Ok(p) => p,
-                Err(code) => return Ok(code),
-            };
-            // Held until apply returns: the plan is read and carried out alone.
-            if let Err(Exit(code)) = refuse_untrusted(&policy, &p, "apply") {
-                return Ok(code);
-            }
-            let _lock = match lock(&root, &p.settings.state_dir, "apply", &policy) {
-                Ok(l) => l,
+            // The lock is held until apply returns: the plan is read and
+            // carried out alone.
+            let (root, p, _lock) = match prepare(&root, &policy, "apply") {
+                Ok(t) => t,
                 Err(Exit(code)) => return Ok(code),
             };
             let conv = Converger::new(root, &p);
@@ -337,22 +341,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             dry_run,
             tick,
         } => {
-            let root = match root.root() {
-                Ok(r) => r,
-                Err(Exit(code)) => return Ok(code),
-            };
-            // The daemon loads the policy again; this load only finds state_dir.
-            let p = match load(&policy) {
-                Ok(p) => p,
-                Err(code) => return Ok(code),
-            };
-            // Held until the daemon returns (a reload that moves state_dir
-            // keeps the lock where it was taken).
-            if let Err(Exit(code)) = refuse_untrusted(&policy, &p, "run") {
-                return Ok(code);
-            }
-            let _lock = match lock(&root, &p.settings.state_dir, "run", &policy) {
-                Ok(l) => l,
+            // The daemon loads the policy again; this load finds state_dir.
+            // The lock is held until the daemon returns (a reload that moves
+            // state_dir keeps the lock where it was taken).
+            let (root, _, _lock) = match prepare(&root, &policy, "run") {
+                Ok(t) => t,
                 Err(Exit(code)) => return Ok(code),
             };
             Ok(cgwarden::daemon::run(cgwarden::daemon::Options {
