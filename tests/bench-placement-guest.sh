@@ -27,7 +27,7 @@ else
     echo "bench-placement-guest: cgrulesengd not available; its row is left out" >&2
 fi
 log=$CACHE/bench-placement-serial.log
-CGWARDEN_VM_SUITE=bench CGWARDEN_VM_EXTRA=$extra CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-3000} \
+CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=placement CGWARDEN_VM_EXTRA=$extra CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-3000} \
     bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
 grep '^BENCH' "$log" | sed 's/^BENCH //'
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

@@ -18,6 +18,7 @@
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
 //! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
+//! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -35,6 +36,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod poll;
 mod storm;
 
 const SELF_NAME: &str = "cgwarden-workload";
@@ -59,6 +61,9 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              every POLL_US (default 100)
   migrate-cost A B N         move a child between cgroup dirs A and B, N times per gap
                              (0..50 ms since the last move); print the write's cost
+  poll-file FILE PERIOD_MS SECS
+                             keep FILE open and pread it every PERIOD_MS for SECS
+                             (the trivial poller the idle-cost benchmark compares with)
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -317,6 +322,15 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                     storm::drive(child, t, &st)
                 }
                 _ => usage("storm: TARGET must be a /path; N, LIFE_MS, PAR, POLL_US whole numbers"),
+            }
+        }
+        ("poll-file", [file, period, secs]) => {
+            let ms = period.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (file.to_str(), ms, parse_secs(secs)) {
+                (Some(f), Some(ms), Some(secs)) if ms > 0 => {
+                    poll::poll_file(f, Duration::from_millis(ms), secs)
+                }
+                _ => usage("poll-file: FILE PERIOD_MS SECS (PERIOD_MS > 0)"),
             }
         }
         ("migrate-cost", [a, b, n]) => {
