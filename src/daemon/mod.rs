@@ -13,6 +13,7 @@
 pub mod actuator;
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
+pub mod lanes;
 /// Whether a policy file or hook program may be trusted when running as root.
 pub use hooks::untrusted;
 pub(crate) mod repair;
@@ -90,6 +91,13 @@ struct Daemon {
     tx: Option<mpsc::Sender<Wake>>,
     /// Exec-event placement and `running()` presence (issue #5).
     exec: Option<exec::ExecWatch>,
+    /// Some group may have been deleted: check them at the next evaluation
+    /// (set at start, when a watched event file went away, when a watcher
+    /// failed; always without inotify).
+    groups_dirty: bool,
+    /// Some `memory.events`/`cgroup.events` a condition reads is not
+    /// watched (absent at start, or gone): the tick reads it meanwhile.
+    events_unwatched: bool,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -161,6 +169,10 @@ async fn run_async(opts: Options) -> u8 {
 
     let (tx, mut rx) = mpsc::channel::<Wake>(256);
     let mut d = Daemon::new(opts, policy, journal, tx.clone());
+    let Some(mut done_rx) = d.actuator.take_completions() else {
+        tracing::error!("the writer lanes' completion channel is gone");
+        return EXIT_TEMPFAIL;
+    };
     d.start_watchers(&tx);
 
     let (mut term, mut int, mut hup) = match (
@@ -195,22 +207,28 @@ async fn run_async(opts: Options) -> u8 {
         .tick
         .unwrap_or(d.policy.settings.tick)
         .max(MIN_WATCHDOG);
-    let mut ticker = tokio::time::interval(tick);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut rescan = tokio::time::interval(d.policy.settings.rescan);
+    // The safety-net /proc scan, only when something places or tracks processes.
+    let rescan_on = d.places_or_tracks();
+    let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));
     rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     rescan.tick().await; // the first tick is immediate; startup already scanned
+                         // The watchdog ping is sent by this loop itself, between evaluations:
+                         // nothing in the loop waits on a kernel write (the writer lanes do), so
+                         // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
 
     d.evaluate();
+    let mut last_tick = Instant::now();
     loop {
         let deadline = d.next_deadline();
+        // The tick runs only while some condition needs sampling (see TickMode).
+        let mode = d.tick_mode(tick);
+        let tick_at = mode.period().map(|p| last_tick + p);
+        let late_at = d.actuator.next_check(Instant::now());
         tokio::select! {
-            _ = ticker.tick() => {
-                if let Some(x) = &d.exec {
-                    x.on_tick(); // issue #5: without exec events, scan each tick
-                }
-                d.evaluate()
+            _ = sleep_until(tick_at) => {
+                last_tick = Instant::now();
+                d.on_tick(mode);
             }
             Some(wake) = rx.recv() => {
                 d.on_wake(wake);
@@ -220,8 +238,15 @@ async fn run_async(opts: Options) -> u8 {
                 }
                 d.evaluate();
             }
+            Some(done) = done_rx.recv() => {
+                d.actuator.finished(done);
+                while let Ok(done) = done_rx.try_recv() {
+                    d.actuator.finished(done);
+                }
+            }
+            _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),
             _ = sleep_until(deadline) => d.evaluate(),
-            _ = rescan.tick() => d.rescan(),
+            _ = rescan.tick(), if rescan_on => d.rescan(),
             _ = wd.tick(), if watchdog.is_some() => notify(&[sd_notify::NotifyState::Watchdog]),
             _ = hup.recv() => tracing::warn!("SIGHUP: reload is not supported yet; restart the daemon to load a new policy"),
             _ = term.recv() => break,
@@ -229,8 +254,35 @@ async fn run_async(opts: Options) -> u8 {
         }
     }
     notify(&[sd_notify::NotifyState::Stopping]);
-    d.shutdown().await;
+    d.shutdown(&mut done_rx).await;
     EXIT_OK
+}
+
+/// How long a stop waits for the release writes before exiting anyway.
+const WRITE_GRACE: Duration = Duration::from_secs(5);
+
+/// What the periodic tick does, decided before each wait of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TickMode {
+    /// Every condition is served by a kernel event (armed PSI triggers,
+    /// inotify, exec events) and no stall series needs keeping: no tick.
+    Off,
+    /// Only stall series behind armed PSI triggers: their pressure files are
+    /// read once per (shortest) window, so the sample about one window back
+    /// that a trigger wake is evaluated against exists (SPEC §3 defines
+    /// stall on `total=`); no evaluation, no other read.
+    StallOnly(Duration),
+    /// Sample and evaluate every `settings.tick`.
+    Full(Duration),
+}
+
+impl TickMode {
+    fn period(self) -> Option<Duration> {
+        match self {
+            TickMode::Off => None,
+            TickMode::StallOnly(p) | TickMode::Full(p) => Some(p),
+        }
+    }
 }
 
 /// One kernel PSI trigger the rules need.
@@ -354,6 +406,67 @@ impl Daemon {
             watcher: None,
             tx: None,
             exec: None,
+            groups_dirty: true,
+            events_unwatched: true,
+        }
+    }
+
+    /// Whether placement rules or `running()` conditions need the exec
+    /// machinery (and with it the `settings.rescan` safety net).
+    fn places_or_tracks(&self) -> bool {
+        !self.policy.placement.is_empty() || !self.sampler.needs().running.is_empty()
+    }
+
+    /// What the tick must do now (see [`TickMode`]).
+    fn tick_mode(&self, tick: Duration) -> TickMode {
+        let n = self.sampler.needs();
+        // Values only a read shows: nothing wakes the loop when they change.
+        let polled = !n.psi_avg.is_empty()
+            || !n.memory_current.is_empty()
+            || !n.swap_current.is_empty()
+            || !n.pids_current.is_empty()
+            || n.memory_available
+            || !n.thermal_zones.is_empty();
+        // memory.events / cgroup.events are seen through inotify.
+        let events_unwatched = self.events_unwatched;
+        // Without exec events, placement and presence scan /proc each tick.
+        let exec_scans =
+            self.places_or_tracks() && self.exec.as_ref().is_none_or(|x| !x.shared.events_live());
+        let unarmed = self.triggers.iter().any(|t| t.state != TriggerState::Armed);
+        // A stall condition that holds must be sampled to see it clear: a
+        // kernel trigger only says when stall is high, never when it ends.
+        let stall_rule_busy = !n.psi_stall.is_empty()
+            && self
+                .supervisor
+                .phases()
+                .iter()
+                .any(|(p, _)| *p != crate::engine::rule_state::Phase::Idle);
+        if polled || events_unwatched || exec_scans || unarmed || stall_rule_busy {
+            return TickMode::Full(tick);
+        }
+        match self.triggers.iter().map(|t| t.window).min() {
+            Some(w) if !n.psi_stall.is_empty() => TickMode::StallOnly(w.max(tick)),
+            _ => TickMode::Off,
+        }
+    }
+
+    fn on_tick(&mut self, mode: TickMode) {
+        match mode {
+            TickMode::Off => {}
+            TickMode::StallOnly(_) => {
+                // Records the stall series; nothing else is read.
+                let now = self.now();
+                let _ = self.sampler.sample(now);
+            }
+            TickMode::Full(_) => {
+                if self.events_unwatched {
+                    self.watch_event_files();
+                }
+                if let Some(x) = &self.exec {
+                    x.on_tick(); // issue #5: without exec events, scan each tick
+                }
+                self.evaluate();
+            }
         }
     }
 
@@ -394,21 +507,10 @@ impl Daemon {
         // memory.events and cgroup.events of every group: oom/high events
         // are seen when they happen, and a group deleted from outside is noticed.
         match FileWatcher::new(&root, tx.clone()) {
-            Ok(mut w) => {
-                for g in self.policy.all_groups() {
-                    for file in ["memory.events", "cgroup.events"] {
-                        let path = self.cg.file(&g.path, file);
-                        if root.exists(&path) {
-                            if let Err(e) = w.watch(&path) {
-                                tracing::debug!("inotify {}: {e}", path.display());
-                            }
-                        }
-                    }
-                }
-                self.watcher = Some(w);
-            }
+            Ok(w) => self.watcher = Some(w),
             Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
         }
+        self.watch_event_files();
         // ---- issue #5: exec events drive placement and running() presence ----
         let presence =
             crate::engine::presence::Presence::new(&self.sampler.needs().running.clone());
@@ -422,6 +524,39 @@ impl Daemon {
             tx.clone(),
         ));
         // ---- end issue #5 ----
+    }
+
+    /// Watches every group's `memory.events` and `cgroup.events` that
+    /// exists and is not watched yet; records whether one a condition reads
+    /// is still unwatched.
+    fn watch_event_files(&mut self) {
+        let n = self.sampler.needs();
+        let mut read: Vec<PathBuf> = Vec::new();
+        for g in self.policy.all_groups() {
+            for file in ["memory.events", "cgroup.events"] {
+                let needed = match file {
+                    "memory.events" => n.memory_events.contains(&g.name),
+                    _ => n.populated.contains(&g.name) || n.exists.contains(&g.name),
+                };
+                let path = Root::normalize(&self.cg.file(&g.path, file));
+                if let Some(w) = &mut self.watcher {
+                    if self.opts.root.exists(&path) {
+                        if let Err(e) = w.watch(&path) {
+                            tracing::debug!("inotify {}: {e}", path.display());
+                        }
+                    }
+                }
+                if needed {
+                    read.push(path);
+                }
+            }
+        }
+        let watched = self
+            .watcher
+            .as_ref()
+            .map(|w| w.watched())
+            .unwrap_or_default();
+        self.events_unwatched = read.iter().any(|p| !watched.contains(p));
     }
 
     fn on_wake(&mut self, wake: Wake) {
@@ -439,8 +574,17 @@ impl Daemon {
                     );
                 }
             }
-            Wake::FileModified { path } => tracing::debug!(path = %path.display(), "modified"),
-            Wake::WatchError { what } => tracing::warn!("watcher: {what}"),
+            Wake::FileModified { path } => {
+                tracing::debug!(path = %path.display(), "modified");
+                // The watcher wakes a file whose group was removed: a repair is due.
+                if !self.opts.root.exists(&path) {
+                    self.groups_dirty = true;
+                }
+            }
+            Wake::WatchError { what } => {
+                tracing::warn!("watcher: {what}");
+                self.groups_dirty = true;
+            }
             Wake::Presence => tracing::debug!("running() presence changed"),
         }
     }
@@ -535,6 +679,14 @@ impl Daemon {
         if self.opts.dry_run {
             return;
         }
+        // Deletion is seen through inotify (the guard watch on each group's
+        // parent): without a sign of one, and no retry pending, the groups
+        // are not stat'ed at every evaluation.
+        if !(self.groups_dirty || self.watcher.is_none() || self.repairs.next_due().is_some()) {
+            self.rearm_triggers();
+            return;
+        }
+        self.groups_dirty = false;
         // all_groups lists parents before their children.
         let missing: Vec<Group> = self
             .policy
@@ -563,16 +715,16 @@ impl Daemon {
             }
         }
         self.rearm_triggers();
+        self.watch_event_files();
     }
 
     /// Recreates one group: journal, mkdir, controllers, baselines.
     fn recreate(&mut self, g: &Group) -> Result<(), String> {
         let dir = self.cg.dir(&g.path);
-        if let Some(j) = self.actuator.journal() {
-            // Recorded before the mkdir so `reset` removes it even if we die now.
-            j.record(Entry::Mkdir { path: dir.clone() })
-                .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
-        }
+        // Recorded before the mkdir so `reset` removes it even if we die now.
+        self.actuator
+            .record(Entry::Mkdir { path: dir.clone() })
+            .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
         self.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
         let offered = self.cg.controllers(&g.path).unwrap_or_default();
         let need: Vec<&str> = crate::converge::children_controllers(&self.policy, g)
@@ -589,8 +741,9 @@ impl Daemon {
                 new: value.clone(),
                 cause: Cause::Baseline,
             };
-            // A knob the kernel refuses is logged by the actuator and retried
-            // when its effective value changes, as any other write.
+            // Queued on the group's lane, after the mkdir above. A knob the
+            // kernel refuses is logged by the actuator and retried when its
+            // effective value changes, as any other write.
             self.actuator.apply(&w);
             self.supervisor.mark_written(&knob, value);
         }
@@ -670,7 +823,7 @@ impl Daemon {
         }
     }
 
-    async fn shutdown(&mut self) {
+    async fn shutdown(&mut self, done_rx: &mut mpsc::UnboundedReceiver<lanes::Done>) {
         let now = self.now();
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
@@ -679,6 +832,17 @@ impl Daemon {
         }
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
+        // The release writes ran on their lanes meanwhile; wait for the rest.
+        let left = self.actuator.drain(done_rx, WRITE_GRACE).await;
+        let (c, _) = self.actuator.counters();
+        tracing::info!(
+            writes = c.writes,
+            rejected = c.rejected,
+            late = c.late,
+            superseded = c.superseded,
+            unfinished = left,
+            "knob writes"
+        );
         tracing::info!("stopped");
     }
 }
