@@ -18,6 +18,7 @@
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
 //! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
+//! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -35,6 +36,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod notify;
 mod storm;
 
 const SELF_NAME: &str = "cgwarden-workload";
@@ -59,6 +61,9 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              every POLL_US (default 100)
   migrate-cost A B N         move a child between cgroup dirs A and B, N times per gap
                              (0..50 ms since the last move); print the write's cost
+  notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
+                             SECS seconds; print each datagram with a CLOCK_MONOTONIC
+                             time, then the WATCHDOG=1 count and largest gap
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -336,6 +341,10 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 _ => usage("storm-child: TARGET LIFE_MS POLL_US"),
             }
         }
+        ("notify-listen", [socket, secs]) => match parse_secs(secs) {
+            Some(d) => notify::listen(Path::new(socket), d),
+            None => usage("notify-listen: SECS must be a number of seconds"),
+        },
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}");
             ExitCode::SUCCESS
