@@ -1,14 +1,19 @@
 //! `cgwarden run`: the supervisor daemon (SPEC §4). Thin tokio wiring:
 //! watchers wake the loop, the sampler reads what the rules need, the pure
-//! engine decides, the actuator writes and the hook runner runs hooks.
+//! engine decides, the actuator hands writes to the writer lanes
+//! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
+//! loop) and the hook runner runs hooks.
 //!
 //! Startup: validate → converge once (journal, hierarchy, baseline,
 //! placement scan) → start watchers → READY=1. Wake-ups: the tick (only
-//! when some condition needs sampling), kernel PSI triggers, inotify on
-//! `memory.events`/`cgroup.events`, the engine's next deadline (end of a
-//! `for`/`hold`/`cooldown`), the rescan timer, signals. Stop (SIGTERM,
-//! SIGINT): claims are released so knobs return to their baselines, hooks
-//! get a grace period, exit 0; hierarchy and baseline stay.
+//! while some condition needs sampling, see [`TickMode`]), kernel PSI
+//! triggers, inotify on `memory.events`/`cgroup.events`, the engine's next
+//! deadline (end of a `for`/`hold`/`cooldown`), a write's deadline, finished
+//! writes, the rescan timer (only with placement or `running()` rules),
+//! signals. The watchdog ping is sent by the loop itself and nothing in the
+//! loop waits on a kernel write. Stop (SIGTERM, SIGINT): claims are
+//! released so knobs return to their baselines, hooks get a grace period,
+//! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
 pub(crate) mod exec; // issue #5: exec events, placement, presence
@@ -862,5 +867,123 @@ mod watchdog_tests {
             watchdog_from(Some("30000000")),
             Some(Duration::from_secs(15))
         );
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A daemon on a fake root whose groups exist with their event files,
+    /// watchers started (no converge: the tick decision is what is tested).
+    fn daemon(dir: &Path, rules: &str) -> Daemon {
+        let root = Root::fake(dir);
+        for g in ["a", "b"] {
+            let d = Path::new("/sys/fs/cgroup").join(g);
+            root.mkdir_all(&d).unwrap();
+            root.write(&d.join("memory.events"), "high 0\noom_kill 0")
+                .unwrap();
+            root.write(&d.join("cgroup.events"), "populated 0\nfrozen 0")
+                .unwrap();
+            root.write(&d.join("memory.high"), "max").unwrap();
+        }
+        let text = format!("version: 1\ngroups:\n  a: {{}}\n  b: {{}}\nrules:\n{rules}");
+        let policy =
+            crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
+        let opts = Options {
+            policy_path: PathBuf::from("t.yaml"),
+            root,
+            dry_run: true,
+            tick: None,
+        };
+        let (tx, _rx) = mpsc::channel(16);
+        let mut d = Daemon::new(opts, policy, None, tx.clone());
+        d.start_watchers(&tx);
+        d
+    }
+
+    const T: Duration = Duration::from_secs(1);
+
+    #[tokio::test]
+    async fn no_tick_when_every_condition_is_event_driven() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n  - name: gone\n    when: not exists(b)\n    then: [set a.memory.high = 1G]\n",
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        assert!(!d.places_or_tracks(), "no rescan timer");
+    }
+
+    #[tokio::test]
+    async fn an_unwatched_events_file_is_read_by_the_tick_until_it_is_watched() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        let mut d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
+        );
+        // The file goes away (as a kernel without the memory controller would
+        // show it); the watcher forgets it, the tick reads meanwhile.
+        let ev = Path::new("/sys/fs/cgroup/a/memory.events");
+        root.remove_file(ev).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        d.watch_event_files();
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+        root.write(ev, "oom_kill 0").unwrap();
+        d.on_tick(TickMode::Full(T));
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+    }
+
+    #[tokio::test]
+    async fn polled_values_and_unarmed_triggers_need_the_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: big\n    when: a.memory.current > 1G\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+        let t = tempfile::tempdir().unwrap();
+        // A fake root offers no PSI triggers: the stall line is polled.
+        let d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Armed));
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+    }
+
+    #[tokio::test]
+    async fn armed_stall_triggers_only_keep_their_series() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/2s\n    then: [set b.memory.high = 1G]\n",
+        );
+        // As if the kernel had accepted the trigger.
+        for t in &mut d.triggers {
+            t.state = TriggerState::Armed;
+        }
+        assert_eq!(
+            d.tick_mode(Duration::from_millis(100)),
+            TickMode::StallOnly(Duration::from_secs(2))
+        );
+        assert_eq!(
+            d.tick_mode(Duration::from_secs(5)),
+            TickMode::StallOnly(Duration::from_secs(5))
+        );
+    }
+
+    #[tokio::test]
+    async fn running_rules_without_exec_events_scan_each_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: r\n    when: running(foo)\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert!(d.places_or_tracks());
+        // A fake root has no process-events connector.
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
 }
