@@ -339,8 +339,14 @@ impl Lanes {
         let name = match key {
             LaneKey::System => "cgw-w-system".to_string(),
             LaneKey::Compact => "cgw-w-compact".to_string(),
-            // Thread names are cut at 15 bytes by the kernel.
-            LaneKey::Group(g) => format!("cgw-w-{}", g.chars().take(9).collect::<String>()),
+            // The kernel keeps 15 bytes of a thread name; std refuses a NUL.
+            LaneKey::Group(g) => format!(
+                "cgw-w-{}",
+                g.chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                    .take(9)
+                    .collect::<String>()
+            ),
         };
         match std::thread::Builder::new()
             .name(name)
