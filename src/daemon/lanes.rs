@@ -375,13 +375,22 @@ impl Lanes {
             .sum()
     }
 
-    /// Takes a completion: counts it and forgets its late report. The caller logs.
+    /// Takes a completion: counts it and forgets its late report. Returns
+    /// whether the write was late (reported while in flight, or past its
+    /// deadline when it finished: then it is counted here). The caller logs.
     pub fn finished(&mut self, done: &Done) -> bool {
         match done.result {
             Ok(()) => self.counters.writes += 1,
             Err(_) => self.counters.rejected += 1,
         }
-        self.reported_late.remove(&done.seq)
+        if self.reported_late.remove(&done.seq) {
+            return true;
+        }
+        if done.elapsed >= done.job.deadline {
+            self.counters.late += 1;
+            return true;
+        }
+        false
     }
 
     /// Reports (once each) writes in flight past their deadline.
