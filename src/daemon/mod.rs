@@ -100,8 +100,9 @@ struct Daemon {
     /// (set at start, when a watched event file went away, when a watcher
     /// failed; always without inotify).
     groups_dirty: bool,
-    /// Some `memory.events`/`cgroup.events` a condition reads is not
-    /// watched (absent at start, or gone): the tick reads it meanwhile.
+    /// Some group's `cgroup.events` (how a deletion is seen), or a
+    /// `memory.events` a condition reads, is not watched (absent at start,
+    /// or gone): the tick reads and checks the groups meanwhile.
     events_unwatched: bool,
 }
 
@@ -532,17 +533,15 @@ impl Daemon {
     }
 
     /// Watches every group's `memory.events` and `cgroup.events` that
-    /// exists and is not watched yet; records whether one a condition reads
-    /// is still unwatched.
+    /// exists and is not watched yet; records whether one the daemon relies
+    /// on (every `cgroup.events`, the `memory.events` conditions read) is
+    /// still unwatched.
     fn watch_event_files(&mut self) {
         let n = self.sampler.needs();
         let mut read: Vec<PathBuf> = Vec::new();
         for g in self.policy.all_groups() {
             for file in ["memory.events", "cgroup.events"] {
-                let needed = match file {
-                    "memory.events" => n.memory_events.contains(&g.name),
-                    _ => n.populated.contains(&g.name) || n.exists.contains(&g.name),
-                };
+                let needed = file == "cgroup.events" || n.memory_events.contains(&g.name);
                 let path = Root::normalize(&self.cg.file(&g.path, file));
                 if let Some(w) = &mut self.watcher {
                     if self.opts.root.exists(&path) {
@@ -687,7 +686,11 @@ impl Daemon {
         // Deletion is seen through inotify (the guard watch on each group's
         // parent): without a sign of one, and no retry pending, the groups
         // are not stat'ed at every evaluation.
-        if !(self.groups_dirty || self.watcher.is_none() || self.repairs.next_due().is_some()) {
+        if !(self.groups_dirty
+            || self.events_unwatched
+            || self.watcher.is_none()
+            || self.repairs.next_due().is_some())
+        {
             self.rearm_triggers();
             return;
         }
