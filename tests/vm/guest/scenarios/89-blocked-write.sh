@@ -1,6 +1,6 @@
 # limit: 400
 # Nothing blocks the event loop (issue 11): a knob write that reclaims for seconds
-# runs on its group's writer lane while the loop keeps acting. `hogs` holds a 700 MiB
+# runs on its group's writer lane while the loop keeps acting. `hogs` holds a 400 MiB
 # hog; `squeezeme` running claims hogs.memory.high = 32M and the kernel reclaims the
 # hog to zram inside that write(2) (its time is measured and printed). While it is
 # still in the kernel, three spinners on one CPU in `spin` must get their PSI stall
@@ -28,12 +28,12 @@ unset NOTIFY_SOCKET WATCHDOG_USEC
 check trigger-armed "spin-stall is served by a kernel PSI trigger" grep -q 'cgwarden running.*psi_triggers=1' "$DLOG"
 check swap-on "zram0 swaps (the hog's pages have somewhere to go)" grep -q zram0 /proc/swaps
 
-# The hog: 700 MiB, held. Pages are touched with varying bytes, so reclaim really
+# The hog: 400 MiB, held. Pages are touched with varying bytes, so reclaim really
 # compresses them.
-in_group hogs cgwarden-workload alloc 700 300 >/dev/null &
+in_group hogs cgwarden-workload alloc 400 300 >/dev/null &
 HOG=$!
-big() { [ "$(cat "$CG/hogs/memory.current")" -gt 650000000 ]; }
-check hog-resident "the hog holds > 650 MB in hogs" wait_for 120 big
+big() { [ "$(cat "$CG/hogs/memory.current")" -gt 360000000 ]; }
+check hog-resident "the hog holds > 360 MB in hogs" wait_for 120 big
 
 spinners() { # start three spinners in `spin` (one CPU): prints nothing, sets $SPIN
     SPIN=
