@@ -30,7 +30,9 @@ check swap-on "zram0 swaps (the hog's pages have somewhere to go)" grep -q zram0
 
 # The hog: 400 MiB, held. Pages are touched with varying bytes, so reclaim really
 # compresses them.
-in_group hogs cgwarden-workload alloc 400 300 >/dev/null &
+# (sh -c execs the workload, so $! is the hog's PID; a backgrounded shell function
+# would be a subshell with a PID of its own.)
+sh -c 'echo $$ >"$0" && exec "$@"' "$CG/hogs/cgroup.procs" cgwarden-workload alloc 400 300 >/dev/null &
 HOG=$!
 big() { [ "$(cat "$CG/hogs/memory.current")" -gt 360000000 ]; }
 check hog-resident "the hog holds > 360 MB in hogs" wait_for 120 big
@@ -38,7 +40,7 @@ check hog-resident "the hog holds > 360 MB in hogs" wait_for 120 big
 spinners() { # start three spinners in `spin` (one CPU): prints nothing, sets $SPIN
     SPIN=
     for _ in 1 2 3; do
-        in_group spin cgwarden-workload spin 60 &
+        sh -c 'echo $$ >"$0" && exec "$@"' "$CG/spin/cgroup.procs" cgwarden-workload spin 60 &
         SPIN="$SPIN $!"
     done
 }
@@ -96,7 +98,7 @@ gaps=$(awk '$2 == "WATCHDOG=1" { if (p) { g = ($1 - p) * 1000; if (g > m) m = g;
     END { printf "%d %d %d", n + 1, m, (n ? s / n : 0) }' "$NLOG")
 set -- $gaps
 echo "MEASURE watchdog pings: $1, max gap $2 ms, mean gap $3 ms (period 1000 ms, WATCHDOG_USEC 2000 ms)"
-check pings-seen "the daemon pinged the watchdog (> 20 pings)" test "$1" -gt 20
+check pings-seen "the daemon pinged the watchdog (> 10 pings)" test "$1" -gt 10
 check ping-gap "no watchdog gap reached WATCHDOG_USEC (max $2 ms < 2000 ms)" test "$2" -lt 2000
 grep -E 'deadline|late write|knob writes' "$DLOG" | sed 's/^/  lanes| /'
 
