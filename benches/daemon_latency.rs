@@ -22,8 +22,9 @@
 //! A second daemon runs the same events with CGWARDEN_LOG=debug; its log
 //! timestamps (µs) split the time into write → daemon's `modified` line
 //! (kernel inotify + tokio wake + channel) and `modified` → `write` line
-//! (sample + evaluate + knob write + log formatting) — the daemon-internal
-//! figure. Debug logging itself costs a little, so the end-to-end figure of
+//! (sample + evaluate + hand-off to the knob's writer lane + the write +
+//! the completion back on the loop + log formatting; issue 11) — the
+//! daemon-internal figure. Debug logging itself costs a little, so the end-to-end figure of
 //! the info-level run is the headline.
 //!
 //! PSI: the daemon cannot register kernel PSI triggers under `--root` (a fake

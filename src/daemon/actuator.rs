@@ -5,15 +5,22 @@
 //! the effective value changes again). `--dry-run` logs the same lines and
 //! writes nothing.
 //!
+//! The writes themselves are made off the event loop by the writer lanes
+//! ([`super::lanes`]): [`Actuator::apply`] queues and returns at once; the
+//! outcome comes back as a [`Done`] the loop hands to [`Actuator::finished`],
+//! which logs it (with the time the write took) and counts it.
+//!
 //! The actuator is the daemon's only writer of knobs, so it also owns their
 //! originals: before the first write to any file — a claim, a `then` value,
 //! a baseline restored after a crash — the file's content is appended to the
-//! originals journal and synced (SPEC §4). A file whose original cannot be
-//! journalled is not written. Files inside groups cgwarden created are
-//! journalled too: `reset` removes those groups rather than restoring them,
-//! but the daemon needs their originals after a crash (a claimed value left
-//! in a created group must not become the baseline).
+//! originals journal and synced (SPEC §4); the lane making the write does it,
+//! just before the write. A file whose original cannot be journalled is not
+//! written. Files inside groups cgwarden created are journalled too: `reset`
+//! removes those groups rather than restoring them, but the daemon needs
+//! their originals after a crash (a claimed value left in a created group
+//! must not become the baseline).
 
+use super::lanes::{self, Done, Job, LaneKey, Lanes, SharedJournal, WriteFn};
 use crate::converge::journal::{Entry, Journal};
 use crate::engine::knobs::Write;
 use crate::engine::supervisor::Effect;
@@ -23,14 +30,16 @@ use crate::policy::knob::{Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// What happened to one write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Written,
+    /// Handed to its lane; the result comes back as a [`Done`].
+    Queued,
     DryRun,
-    /// The kernel (or the fake tree) refused; the message names path and value.
-    Rejected(String),
     /// The knob cannot be written at runtime or maps to nothing.
     Unsupported(String),
 }
@@ -42,27 +51,64 @@ pub struct Actuator {
     groups: HashMap<String, String>,
     dry_run: bool,
     rejected: HashSet<(PathBuf, String)>,
-    pub written: u64,
     /// The originals journal; `None` in a dry run (nothing is written).
-    journal: Option<Journal>,
+    journal: Option<SharedJournal>,
+    lanes: Lanes,
+    /// Completions, until the loop takes the receiver.
+    completions: Option<mpsc::UnboundedReceiver<Done>>,
+    /// Deadline of a knob write ([`lanes::WRITE_DEADLINE`]; tests shorten it).
+    deadline: Duration,
 }
 
 impl Actuator {
     pub fn new(root: Root, policy: &Policy, journal: Option<Journal>) -> Self {
+        let r = root.clone();
+        let write: WriteFn = Arc::new(move |p, v| r.write(p, v));
+        Self::with_writer(root, policy, journal, write)
+    }
+
+    /// An actuator whose lanes write through `write` (the test seam: a
+    /// write that blocks or fails).
+    pub fn with_writer(
+        root: Root,
+        policy: &Policy,
+        journal: Option<Journal>,
+        write: WriteFn,
+    ) -> Self {
+        let dry_run = journal.is_none();
+        let journal = journal.map(|j| Arc::new(Mutex::new(j)));
+        let (lanes, rx) = Lanes::new(root.clone(), journal.clone(), write);
         Actuator {
             cg: CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone()),
             root,
             groups: group_paths(policy),
-            dry_run: journal.is_none(),
+            dry_run,
             rejected: HashSet::new(),
-            written: 0,
             journal,
+            lanes,
+            completions: Some(rx),
+            deadline: lanes::WRITE_DEADLINE,
         }
     }
 
-    /// The journal, for recording groups a repair creates.
-    pub fn journal(&mut self) -> Option<&mut Journal> {
-        self.journal.as_mut()
+    /// Sets the deadline of knob writes (tests).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The receiver of finished writes, for the event loop (once).
+    pub fn take_completions(&mut self) -> Option<mpsc::UnboundedReceiver<Done>> {
+        self.completions.take()
+    }
+
+    /// Records an entry in the originals journal (a group a repair creates).
+    /// No journal (dry run): nothing to do.
+    pub fn record(&self, e: Entry) -> crate::kernel::Result<()> {
+        match &self.journal {
+            Some(j) => lanes::lock_journal(j).record(e),
+            None => Ok(()),
+        }
     }
 
     /// The file a knob lives in.
@@ -101,40 +147,12 @@ impl Actuator {
     /// crashed predecessor may have left behind).
     pub fn original(&self, knob: &Knob) -> Option<KnobValue> {
         let path = self.path_of(knob).ok()?;
-        let original = self.journal.as_ref()?.original(&path)?;
+        let j = lanes::lock_journal(self.journal.as_ref()?);
+        let original = j.original(&path)?;
         knob.parse_kernel(original).ok()
     }
 
-    /// Journals a file's original before its first write. Write-only or
-    /// absent files have nothing to restore and are written as they are.
-    fn journal_original(&mut self, path: &std::path::Path) -> Result<(), String> {
-        let Some(journal) = self.journal.as_mut() else {
-            return Ok(());
-        };
-        if journal.has_file(path) {
-            return Ok(());
-        }
-        let entry = match self.root.read(path) {
-            Ok(content) => Entry::File {
-                path: path.to_path_buf(),
-                content,
-            },
-            Err(e) if e.is_not_found() => Entry::Absent {
-                path: path.to_path_buf(),
-            },
-            Err(e) => {
-                return Err(format!(
-                    "cannot read the original of {}: {e}",
-                    path.display()
-                ))
-            }
-        };
-        journal
-            .record(entry)
-            .map_err(|e| format!("cannot journal the original of {}: {e}", path.display()))
-    }
-
-    /// Carries out one write.
+    /// Queues one write on its lane (the group's, or the system knobs').
     pub fn apply(&mut self, w: &Write) -> Outcome {
         let (path, text) = match self.target(&w.knob, &w.new) {
             Ok(t) => t,
@@ -152,45 +170,130 @@ impl Actuator {
             tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %w.new, cause = %w.cause, "would write (dry run)");
             return Outcome::DryRun;
         }
-        if let Err(reason) = self.journal_original(&path) {
-            let msg = format!("write {} {text:?} not made: {reason}", path.display());
-            tracing::error!(knob = %w.knob, cause = %w.cause, "{msg}");
-            return Outcome::Rejected(msg);
-        }
-        match self.root.write(&path, &text) {
-            Ok(()) => {
-                self.written += 1;
-                self.rejected.retain(|(p, _)| p != &path);
-                tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %w.new, cause = %w.cause, "write");
-                Outcome::Written
-            }
-            Err(e) => {
-                let msg = format!("write {} {text:?} rejected: {e}", path.display());
-                if self.rejected.insert((path, text)) {
-                    tracing::error!(knob = %w.knob, cause = %w.cause, "{msg}");
-                }
-                Outcome::Rejected(msg)
-            }
-        }
+        let lane = match &w.knob {
+            Knob::Group { group, .. } => LaneKey::Group(group.clone()),
+            _ => LaneKey::System,
+        };
+        self.lanes.submit(
+            lane,
+            Job {
+                label: w.knob.to_string(),
+                path,
+                text,
+                journal: true,
+                deadline: self.deadline,
+                old,
+                new: w.new.to_string(),
+                cause: w.cause.to_string(),
+            },
+        );
+        Outcome::Queued
     }
 
-    /// Writes 1 to /proc/sys/vm/compact_memory.
+    /// Queues a write of 1 to /proc/sys/vm/compact_memory (its own lane:
+    /// compaction runs inside the write).
     pub fn compact_memory(&mut self, rule: &str) -> Outcome {
         let path = PathBuf::from("/proc/sys/vm/compact_memory");
         if self.dry_run {
             tracing::info!(rule, path = %path.display(), "would compact memory (dry run)");
             return Outcome::DryRun;
         }
-        match self.root.write(&path, "1") {
+        self.lanes.submit(
+            LaneKey::Compact,
+            Job {
+                label: "compact_memory".into(),
+                path,
+                text: "1".into(),
+                journal: false,
+                deadline: lanes::COMPACT_DEADLINE,
+                old: "-".into(),
+                new: "1".into(),
+                cause: format!("rule {rule}"),
+            },
+        );
+        Outcome::Queued
+    }
+
+    /// Logs and counts a finished write.
+    pub fn finished(&mut self, d: Done) {
+        let was_late = self.lanes.finished(&d);
+        let elapsed_ms = d.elapsed.as_secs_f64() * 1000.0;
+        let j = &d.job;
+        match &d.result {
             Ok(()) => {
-                tracing::info!(rule, "compact memory");
-                Outcome::Written
+                self.rejected.retain(|(p, _)| p != &j.path);
+                if was_late {
+                    tracing::warn!(knob = %j.label, path = %j.path.display(), value = %j.text, elapsed_ms, "late write finished");
+                }
+                if j.journal {
+                    tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
+                } else {
+                    tracing::info!(path = %j.path.display(), cause = %j.cause, elapsed_ms, "compact memory");
+                }
             }
-            Err(e) => {
-                tracing::error!(rule, "compact memory: {e}");
-                Outcome::Rejected(e.to_string())
+            Err(msg) => {
+                if self.rejected.insert((j.path.clone(), j.text.clone())) || was_late {
+                    tracing::error!(knob = %j.label, cause = %j.cause, elapsed_ms, "{msg}");
+                }
             }
         }
+    }
+
+    /// Reports writes past their deadline (call when [`next_check`](Self::next_check) is due).
+    pub fn check_late(&mut self, now: Instant) {
+        self.lanes.check_late(now);
+    }
+
+    /// When the loop should look for late writes again.
+    pub fn next_check(&self, now: Instant) -> Option<Instant> {
+        self.lanes.next_check(now)
+    }
+
+    /// Writes made, refused, late, superseded, and outstanding now.
+    pub fn counters(&self) -> (lanes::Counters, usize) {
+        (self.lanes.counters, self.lanes.outstanding())
+    }
+
+    /// Waits up to `grace` for every queued write (the stop's releases),
+    /// taking completions from `rx`; then reports what is still blocked and
+    /// lets the lanes go. Returns how many writes were left unfinished.
+    pub async fn drain(
+        &mut self,
+        rx: &mut mpsc::UnboundedReceiver<Done>,
+        grace: Duration,
+    ) -> usize {
+        let until = tokio::time::Instant::now() + grace;
+        while self.lanes.outstanding() > 0 {
+            match tokio::time::timeout_at(until, rx.recv()).await {
+                Ok(Some(d)) => self.finished(d),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        // Completions that raced the last check.
+        while let Ok(d) = rx.try_recv() {
+            self.finished(d);
+        }
+        let now = Instant::now();
+        let mut left = 0;
+        for b in self.lanes.busy(now) {
+            left += b.queued + usize::from(b.in_flight.is_some());
+            match b.in_flight {
+                Some(f) => tracing::error!(
+                    lane = %b.lane,
+                    knob = %f.label,
+                    path = %f.path.display(),
+                    value = %f.text,
+                    elapsed_ms = f.elapsed.as_millis() as u64,
+                    queued = b.queued,
+                    "write still blocked in the kernel after the {grace:?} grace period; exiting anyway"
+                ),
+                None => {
+                    tracing::error!(lane = %b.lane, queued = b.queued, "writes not made within the {grace:?} grace period; exiting anyway")
+                }
+            }
+        }
+        self.lanes.close();
+        left
     }
 }
 
@@ -256,6 +359,7 @@ mod tests {
     use crate::engine::knobs::Cause;
     use crate::policy::knob::CpufreqAttr;
     use crate::policy::units::Frequency;
+    use lanes::LaneKey;
 
     fn w(attr: CpufreqAttr, old: u64, new: u64) -> Effect {
         Effect::Write(Write {
@@ -299,5 +403,202 @@ mod tests {
         ];
         order_writes(&mut e);
         assert_eq!(attrs(&e), vec![CpufreqAttr::Min, CpufreqAttr::Max]);
+    }
+
+    /// A writer that blocks writes to files under `blocked` until the gate
+    /// opens, and refuses writes of the text "refuse"; others go to the root.
+    struct Gate {
+        open: Mutex<bool>,
+        cv: std::sync::Condvar,
+    }
+
+    fn gated_writer(root: Root, blocked: &'static str, gate: Arc<Gate>) -> WriteFn {
+        Arc::new(move |p: &std::path::Path, v: &str| {
+            if p.to_string_lossy().contains(blocked) {
+                let mut open = gate.open.lock().unwrap_or_else(|e| e.into_inner());
+                while !*open {
+                    open = gate.cv.wait(open).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+            if v == "refuse" {
+                return Err(crate::kernel::Error::other(p, "refused by the test"));
+            }
+            root.write(p, v)
+        })
+    }
+
+    fn knob(group: &str, file: &str) -> Knob {
+        Knob::parse(&format!("{group}.{file}")).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn write(k: &Knob, bytes: &str) -> Write {
+        Write {
+            knob: k.clone(),
+            old: None,
+            new: k.parse_kernel(bytes).unwrap(),
+            cause: Cause::Baseline,
+        }
+    }
+
+    async fn next(rx: &mut mpsc::UnboundedReceiver<Done>) -> Done {
+        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("no completion within 5 s")
+            .expect("channel closed")
+    }
+
+    #[tokio::test]
+    async fn a_blocked_lane_holds_up_no_other_group_and_is_reported_late() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        for g in ["slow", "fast"] {
+            root.mkdir_all(&std::path::Path::new("/sys/fs/cgroup").join(g))
+                .unwrap();
+            for f in ["memory.high", "memory.max"] {
+                root.write(
+                    &std::path::Path::new("/sys/fs/cgroup").join(g).join(f),
+                    "max",
+                )
+                .unwrap();
+            }
+        }
+        let policy =
+            crate::policy::load_bytes("t.yaml", b"version: 1\ngroups:\n  slow: {}\n  fast: {}\n")
+                .unwrap_or_else(|d| panic!("{d}"));
+        let journal = Journal::open(
+            &root,
+            std::path::Path::new("/run/cgw"),
+            std::path::Path::new("/sys/fs/cgroup"),
+        )
+        .unwrap();
+        let gate = Arc::new(Gate {
+            open: Mutex::new(false),
+            cv: std::sync::Condvar::new(),
+        });
+        let writer = gated_writer(root.clone(), "/slow/", gate.clone());
+        let mut a = Actuator::with_writer(root.clone(), &policy, Some(journal), writer)
+            .with_deadline(Duration::from_millis(100));
+        let mut rx = a.take_completions().unwrap();
+        let (slow_high, slow_max) = (knob("slow", "memory.high"), knob("slow", "memory.max"));
+        let fast_high = knob("fast", "memory.high");
+
+        let t0 = Instant::now();
+        assert_eq!(a.apply(&write(&slow_high, "1048576")), Outcome::Queued);
+        assert!(
+            t0.elapsed() < Duration::from_millis(50),
+            "apply waited for the write"
+        );
+        a.apply(&write(&slow_max, "4194304"));
+        a.apply(&write(&slow_max, "2097152")); // replaces the queued 4 MiB
+        a.apply(&write(&fast_high, "8388608"));
+        let d = next(&mut rx).await;
+        assert_eq!(d.lane, LaneKey::Group("fast".into()));
+        assert_eq!(d.result, Ok(()));
+        a.finished(d);
+        assert_eq!(
+            root.read_trimmed(std::path::Path::new("/sys/fs/cgroup/fast/memory.high"))
+                .unwrap(),
+            "8388608"
+        );
+
+        // The slow write passes its deadline: reported once, counted once.
+        let check = a.next_check(Instant::now()).expect("a write is in flight");
+        tokio::time::sleep_until(tokio::time::Instant::from_std(check)).await;
+        a.check_late(Instant::now());
+        a.check_late(Instant::now());
+        let (c, outstanding) = a.counters();
+        assert_eq!((c.writes, c.late, c.superseded, outstanding), (1, 1, 1, 2));
+        assert_eq!(
+            a.next_check(Instant::now()),
+            None,
+            "reported: no more checks"
+        );
+
+        // A stop with the lane still blocked gives up after the grace period.
+        let t1 = Instant::now();
+        let left = a.drain(&mut rx, Duration::from_millis(200)).await;
+        assert_eq!(left, 2);
+        assert!(t1.elapsed() < Duration::from_secs(2));
+
+        // The kernel lets go: the queued writes still land, in order, and
+        // each file's original was journalled before its first write.
+        *gate.open.lock().unwrap() = true;
+        gate.cv.notify_all();
+        let d1 = next(&mut rx).await;
+        assert_eq!(
+            d1.job.path,
+            std::path::Path::new("/sys/fs/cgroup/slow/memory.high")
+        );
+        let d2 = next(&mut rx).await;
+        assert_eq!(d2.job.text, "2097152");
+        assert!(d1.elapsed >= Duration::from_millis(100), "{:?}", d1.elapsed);
+        let j = a.journal.as_ref().unwrap();
+        let j = lanes::lock_journal(j);
+        for f in ["slow/memory.high", "slow/memory.max", "fast/memory.high"] {
+            let p = std::path::Path::new("/sys/fs/cgroup").join(f);
+            assert_eq!(j.original(&p).map(str::trim), Some("max"), "{f}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_comes_back_and_is_counted() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        root.mkdir_all(std::path::Path::new("/proc/sys/vm"))
+            .unwrap();
+        root.write(std::path::Path::new("/proc/sys/vm/swappiness"), "60")
+            .unwrap();
+        let policy =
+            crate::policy::load_bytes("t.yaml", b"version: 1\n").unwrap_or_else(|d| panic!("{d}"));
+        let journal = Journal::open(
+            &root,
+            std::path::Path::new("/run/cgw"),
+            std::path::Path::new("/sys/fs/cgroup"),
+        )
+        .unwrap();
+        let r = root.clone();
+        let writer: WriteFn = Arc::new(move |p: &std::path::Path, v: &str| {
+            if v == "7" {
+                Err(crate::kernel::Error::other(p, "refused by the test"))
+            } else {
+                r.write(p, v)
+            }
+        });
+        let mut a = Actuator::with_writer(root.clone(), &policy, Some(journal), writer);
+        let mut rx = a.take_completions().unwrap();
+        let k = Knob::Sysctl("vm.swappiness".into());
+        a.apply(&write(&k, "7"));
+        let d = next(&mut rx).await;
+        assert_eq!(d.lane, LaneKey::System);
+        let msg = d.result.clone().unwrap_err();
+        assert!(
+            msg.contains("/proc/sys/vm/swappiness") && msg.contains("\"7\""),
+            "{msg}"
+        );
+        a.finished(d);
+        a.apply(&write(&k, "10"));
+        a.finished(next(&mut rx).await);
+        let (c, outstanding) = a.counters();
+        assert_eq!((c.writes, c.rejected, outstanding), (1, 1, 0));
+        assert_eq!(
+            root.read_trimmed(std::path::Path::new("/proc/sys/vm/swappiness"))
+                .unwrap(),
+            "10"
+        );
+        assert_eq!(a.drain(&mut rx, Duration::from_millis(100)).await, 0);
+    }
+
+    #[test]
+    fn dry_run_queues_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        let policy =
+            crate::policy::load_bytes("t.yaml", b"version: 1\n").unwrap_or_else(|d| panic!("{d}"));
+        let mut a = Actuator::new(root.clone(), &policy, None);
+        let k = Knob::Sysctl("vm.swappiness".into());
+        assert_eq!(a.apply(&write(&k, "7")), Outcome::DryRun);
+        assert_eq!(a.compact_memory("r"), Outcome::DryRun);
+        assert_eq!(a.counters().1, 0);
+        assert!(!root.exists(std::path::Path::new("/proc/sys/vm/swappiness")));
     }
 }

@@ -1,18 +1,24 @@
 //! `cgwarden run`: the supervisor daemon (SPEC §4). Thin tokio wiring:
 //! watchers wake the loop, the sampler reads what the rules need, the pure
-//! engine decides, the actuator writes and the hook runner runs hooks.
+//! engine decides, the actuator hands writes to the writer lanes
+//! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
+//! loop) and the hook runner runs hooks.
 //!
 //! Startup: validate → converge once (journal, hierarchy, baseline,
 //! placement scan) → start watchers → READY=1. Wake-ups: the tick (only
-//! when some condition needs sampling), kernel PSI triggers, inotify on
-//! `memory.events`/`cgroup.events`, the engine's next deadline (end of a
-//! `for`/`hold`/`cooldown`), the rescan timer, signals. Stop (SIGTERM,
-//! SIGINT): claims are released so knobs return to their baselines, hooks
-//! get a grace period, exit 0; hierarchy and baseline stay.
+//! while some condition needs sampling, see [`TickMode`]), kernel PSI
+//! triggers, inotify on `memory.events`/`cgroup.events`, the engine's next
+//! deadline (end of a `for`/`hold`/`cooldown`), a write's deadline, finished
+//! writes, the rescan timer (only with placement or `running()` rules),
+//! signals. The watchdog ping is sent by the loop itself and nothing in the
+//! loop waits on a kernel write. Stop (SIGTERM, SIGINT): claims are
+//! released so knobs return to their baselines, hooks get a grace period,
+//! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
+pub mod lanes;
 /// Whether a policy file or hook program may be trusted when running as root.
 pub use hooks::untrusted;
 pub(crate) mod repair;
@@ -90,6 +96,14 @@ struct Daemon {
     tx: Option<mpsc::Sender<Wake>>,
     /// Exec-event placement and `running()` presence (issue #5).
     exec: Option<exec::ExecWatch>,
+    /// Some group may have been deleted: check them at the next evaluation
+    /// (set at start, when a watched event file went away, when a watcher
+    /// failed; always without inotify).
+    groups_dirty: bool,
+    /// Some group's `cgroup.events` (how a deletion is seen), or a
+    /// `memory.events` a condition reads, is not watched (absent at start,
+    /// or gone): the tick reads and checks the groups meanwhile.
+    events_unwatched: bool,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -161,6 +175,10 @@ async fn run_async(opts: Options) -> u8 {
 
     let (tx, mut rx) = mpsc::channel::<Wake>(256);
     let mut d = Daemon::new(opts, policy, journal, tx.clone());
+    let Some(mut done_rx) = d.actuator.take_completions() else {
+        tracing::error!("the writer lanes' completion channel is gone");
+        return EXIT_TEMPFAIL;
+    };
     d.start_watchers(&tx);
 
     let (mut term, mut int, mut hup) = match (
@@ -195,22 +213,28 @@ async fn run_async(opts: Options) -> u8 {
         .tick
         .unwrap_or(d.policy.settings.tick)
         .max(MIN_WATCHDOG);
-    let mut ticker = tokio::time::interval(tick);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut rescan = tokio::time::interval(d.policy.settings.rescan);
+    // The safety-net /proc scan, only when something places or tracks processes.
+    let rescan_on = d.places_or_tracks();
+    let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));
     rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     rescan.tick().await; // the first tick is immediate; startup already scanned
+                         // The watchdog ping is sent by this loop itself, between evaluations:
+                         // nothing in the loop waits on a kernel write (the writer lanes do), so
+                         // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
 
     d.evaluate();
+    let mut last_tick = Instant::now();
     loop {
         let deadline = d.next_deadline();
+        // The tick runs only while some condition needs sampling (see TickMode).
+        let mode = d.tick_mode(tick);
+        let tick_at = mode.period().map(|p| last_tick + p);
+        let late_at = d.actuator.next_check(Instant::now());
         tokio::select! {
-            _ = ticker.tick() => {
-                if let Some(x) = &d.exec {
-                    x.on_tick(); // issue #5: without exec events, scan each tick
-                }
-                d.evaluate()
+            _ = sleep_until(tick_at) => {
+                last_tick = Instant::now();
+                d.on_tick(mode);
             }
             Some(wake) = rx.recv() => {
                 d.on_wake(wake);
@@ -220,8 +244,15 @@ async fn run_async(opts: Options) -> u8 {
                 }
                 d.evaluate();
             }
+            Some(done) = done_rx.recv() => {
+                d.actuator.finished(done);
+                while let Ok(done) = done_rx.try_recv() {
+                    d.actuator.finished(done);
+                }
+            }
+            _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),
             _ = sleep_until(deadline) => d.evaluate(),
-            _ = rescan.tick() => d.rescan(),
+            _ = rescan.tick(), if rescan_on => d.rescan(),
             _ = wd.tick(), if watchdog.is_some() => notify(&[sd_notify::NotifyState::Watchdog]),
             _ = hup.recv() => tracing::warn!("SIGHUP: reload is not supported yet; restart the daemon to load a new policy"),
             _ = term.recv() => break,
@@ -229,8 +260,35 @@ async fn run_async(opts: Options) -> u8 {
         }
     }
     notify(&[sd_notify::NotifyState::Stopping]);
-    d.shutdown().await;
+    d.shutdown(&mut done_rx).await;
     EXIT_OK
+}
+
+/// How long a stop waits for the release writes before exiting anyway.
+const WRITE_GRACE: Duration = Duration::from_secs(5);
+
+/// What the periodic tick does, decided before each wait of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TickMode {
+    /// Every condition is served by a kernel event (armed PSI triggers,
+    /// inotify, exec events) and no stall series needs keeping: no tick.
+    Off,
+    /// Only stall series behind armed PSI triggers: their pressure files are
+    /// read once per (shortest) window, so the sample about one window back
+    /// that a trigger wake is evaluated against exists (SPEC §3 defines
+    /// stall on `total=`); no evaluation, no other read.
+    StallOnly(Duration),
+    /// Sample and evaluate every `settings.tick`.
+    Full(Duration),
+}
+
+impl TickMode {
+    fn period(self) -> Option<Duration> {
+        match self {
+            TickMode::Off => None,
+            TickMode::StallOnly(p) | TickMode::Full(p) => Some(p),
+        }
+    }
 }
 
 /// One kernel PSI trigger the rules need.
@@ -354,6 +412,67 @@ impl Daemon {
             watcher: None,
             tx: None,
             exec: None,
+            groups_dirty: true,
+            events_unwatched: true,
+        }
+    }
+
+    /// Whether placement rules or `running()` conditions need the exec
+    /// machinery (and with it the `settings.rescan` safety net).
+    fn places_or_tracks(&self) -> bool {
+        !self.policy.placement.is_empty() || !self.sampler.needs().running.is_empty()
+    }
+
+    /// What the tick must do now (see [`TickMode`]).
+    fn tick_mode(&self, tick: Duration) -> TickMode {
+        let n = self.sampler.needs();
+        // Values only a read shows: nothing wakes the loop when they change.
+        let polled = !n.psi_avg.is_empty()
+            || !n.memory_current.is_empty()
+            || !n.swap_current.is_empty()
+            || !n.pids_current.is_empty()
+            || n.memory_available
+            || !n.thermal_zones.is_empty();
+        // memory.events / cgroup.events are seen through inotify.
+        let events_unwatched = self.events_unwatched;
+        // Without exec events, placement and presence scan /proc each tick.
+        let exec_scans =
+            self.places_or_tracks() && self.exec.as_ref().is_none_or(|x| !x.shared.events_live());
+        let unarmed = self.triggers.iter().any(|t| t.state != TriggerState::Armed);
+        // A stall condition that holds must be sampled to see it clear: a
+        // kernel trigger only says when stall is high, never when it ends.
+        let stall_rule_busy = !n.psi_stall.is_empty()
+            && self
+                .supervisor
+                .phases()
+                .iter()
+                .any(|(p, _)| *p != crate::engine::rule_state::Phase::Idle);
+        if polled || events_unwatched || exec_scans || unarmed || stall_rule_busy {
+            return TickMode::Full(tick);
+        }
+        match self.triggers.iter().map(|t| t.window).min() {
+            Some(w) if !n.psi_stall.is_empty() => TickMode::StallOnly(w.max(tick)),
+            _ => TickMode::Off,
+        }
+    }
+
+    fn on_tick(&mut self, mode: TickMode) {
+        match mode {
+            TickMode::Off => {}
+            TickMode::StallOnly(_) => {
+                // Records the stall series; nothing else is read.
+                let now = self.now();
+                let _ = self.sampler.sample(now);
+            }
+            TickMode::Full(_) => {
+                if self.events_unwatched {
+                    self.watch_event_files();
+                }
+                if let Some(x) = &self.exec {
+                    x.on_tick(); // issue #5: without exec events, scan each tick
+                }
+                self.evaluate();
+            }
         }
     }
 
@@ -394,21 +513,10 @@ impl Daemon {
         // memory.events and cgroup.events of every group: oom/high events
         // are seen when they happen, and a group deleted from outside is noticed.
         match FileWatcher::new(&root, tx.clone()) {
-            Ok(mut w) => {
-                for g in self.policy.all_groups() {
-                    for file in ["memory.events", "cgroup.events"] {
-                        let path = self.cg.file(&g.path, file);
-                        if root.exists(&path) {
-                            if let Err(e) = w.watch(&path) {
-                                tracing::debug!("inotify {}: {e}", path.display());
-                            }
-                        }
-                    }
-                }
-                self.watcher = Some(w);
-            }
+            Ok(w) => self.watcher = Some(w),
             Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
         }
+        self.watch_event_files();
         // ---- issue #5: exec events drive placement and running() presence ----
         let presence =
             crate::engine::presence::Presence::new(&self.sampler.needs().running.clone());
@@ -422,6 +530,37 @@ impl Daemon {
             tx.clone(),
         ));
         // ---- end issue #5 ----
+    }
+
+    /// Watches every group's `memory.events` and `cgroup.events` that
+    /// exists and is not watched yet; records whether one the daemon relies
+    /// on (every `cgroup.events`, the `memory.events` conditions read) is
+    /// still unwatched.
+    fn watch_event_files(&mut self) {
+        let n = self.sampler.needs();
+        let mut read: Vec<PathBuf> = Vec::new();
+        for g in self.policy.all_groups() {
+            for file in ["memory.events", "cgroup.events"] {
+                let needed = file == "cgroup.events" || n.memory_events.contains(&g.name);
+                let path = Root::normalize(&self.cg.file(&g.path, file));
+                if let Some(w) = &mut self.watcher {
+                    if self.opts.root.exists(&path) {
+                        if let Err(e) = w.watch(&path) {
+                            tracing::debug!("inotify {}: {e}", path.display());
+                        }
+                    }
+                }
+                if needed {
+                    read.push(path);
+                }
+            }
+        }
+        let watched = self
+            .watcher
+            .as_ref()
+            .map(|w| w.watched())
+            .unwrap_or_default();
+        self.events_unwatched = read.iter().any(|p| !watched.contains(p));
     }
 
     fn on_wake(&mut self, wake: Wake) {
@@ -439,8 +578,17 @@ impl Daemon {
                     );
                 }
             }
-            Wake::FileModified { path } => tracing::debug!(path = %path.display(), "modified"),
-            Wake::WatchError { what } => tracing::warn!("watcher: {what}"),
+            Wake::FileModified { path } => {
+                tracing::debug!(path = %path.display(), "modified");
+                // The watcher wakes a file whose group was removed: a repair is due.
+                if !self.opts.root.exists(&path) {
+                    self.groups_dirty = true;
+                }
+            }
+            Wake::WatchError { what } => {
+                tracing::warn!("watcher: {what}");
+                self.groups_dirty = true;
+            }
             Wake::Presence => tracing::debug!("running() presence changed"),
         }
     }
@@ -535,6 +683,18 @@ impl Daemon {
         if self.opts.dry_run {
             return;
         }
+        // Deletion is seen through inotify (the guard watch on each group's
+        // parent): without a sign of one, and no retry pending, the groups
+        // are not stat'ed at every evaluation.
+        if !(self.groups_dirty
+            || self.events_unwatched
+            || self.watcher.is_none()
+            || self.repairs.next_due().is_some())
+        {
+            self.rearm_triggers();
+            return;
+        }
+        self.groups_dirty = false;
         // all_groups lists parents before their children.
         let missing: Vec<Group> = self
             .policy
@@ -563,16 +723,16 @@ impl Daemon {
             }
         }
         self.rearm_triggers();
+        self.watch_event_files();
     }
 
     /// Recreates one group: journal, mkdir, controllers, baselines.
     fn recreate(&mut self, g: &Group) -> Result<(), String> {
         let dir = self.cg.dir(&g.path);
-        if let Some(j) = self.actuator.journal() {
-            // Recorded before the mkdir so `reset` removes it even if we die now.
-            j.record(Entry::Mkdir { path: dir.clone() })
-                .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
-        }
+        // Recorded before the mkdir so `reset` removes it even if we die now.
+        self.actuator
+            .record(Entry::Mkdir { path: dir.clone() })
+            .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
         self.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
         let offered = self.cg.controllers(&g.path).unwrap_or_default();
         let need: Vec<&str> = crate::converge::children_controllers(&self.policy, g)
@@ -589,8 +749,9 @@ impl Daemon {
                 new: value.clone(),
                 cause: Cause::Baseline,
             };
-            // A knob the kernel refuses is logged by the actuator and retried
-            // when its effective value changes, as any other write.
+            // Queued on the group's lane, after the mkdir above. A knob the
+            // kernel refuses is logged by the actuator and retried when its
+            // effective value changes, as any other write.
             self.actuator.apply(&w);
             self.supervisor.mark_written(&knob, value);
         }
@@ -670,7 +831,7 @@ impl Daemon {
         }
     }
 
-    async fn shutdown(&mut self) {
+    async fn shutdown(&mut self, done_rx: &mut mpsc::UnboundedReceiver<lanes::Done>) {
         let now = self.now();
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
@@ -679,6 +840,17 @@ impl Daemon {
         }
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
+        // The release writes ran on their lanes meanwhile; wait for the rest.
+        let left = self.actuator.drain(done_rx, WRITE_GRACE).await;
+        let (c, _) = self.actuator.counters();
+        tracing::info!(
+            writes = c.writes,
+            rejected = c.rejected,
+            late = c.late,
+            superseded = c.superseded,
+            unfinished = left,
+            "knob writes"
+        );
         tracing::info!("stopped");
     }
 }
@@ -698,5 +870,123 @@ mod watchdog_tests {
             watchdog_from(Some("30000000")),
             Some(Duration::from_secs(15))
         );
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A daemon on a fake root whose groups exist with their event files,
+    /// watchers started (no converge: the tick decision is what is tested).
+    fn daemon(dir: &Path, rules: &str) -> Daemon {
+        let root = Root::fake(dir);
+        for g in ["a", "b"] {
+            let d = Path::new("/sys/fs/cgroup").join(g);
+            root.mkdir_all(&d).unwrap();
+            root.write(&d.join("memory.events"), "high 0\noom_kill 0")
+                .unwrap();
+            root.write(&d.join("cgroup.events"), "populated 0\nfrozen 0")
+                .unwrap();
+            root.write(&d.join("memory.high"), "max").unwrap();
+        }
+        let text = format!("version: 1\ngroups:\n  a: {{}}\n  b: {{}}\nrules:\n{rules}");
+        let policy =
+            crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
+        let opts = Options {
+            policy_path: PathBuf::from("t.yaml"),
+            root,
+            dry_run: true,
+            tick: None,
+        };
+        let (tx, _rx) = mpsc::channel(16);
+        let mut d = Daemon::new(opts, policy, None, tx.clone());
+        d.start_watchers(&tx);
+        d
+    }
+
+    const T: Duration = Duration::from_secs(1);
+
+    #[tokio::test]
+    async fn no_tick_when_every_condition_is_event_driven() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n  - name: gone\n    when: not exists(b)\n    then: [set a.memory.high = 1G]\n",
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        assert!(!d.places_or_tracks(), "no rescan timer");
+    }
+
+    #[tokio::test]
+    async fn an_unwatched_events_file_is_read_by_the_tick_until_it_is_watched() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        let mut d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
+        );
+        // The file goes away (as a kernel without the memory controller would
+        // show it); the watcher forgets it, the tick reads meanwhile.
+        let ev = Path::new("/sys/fs/cgroup/a/memory.events");
+        root.remove_file(ev).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        d.watch_event_files();
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+        root.write(ev, "oom_kill 0").unwrap();
+        d.on_tick(TickMode::Full(T));
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+    }
+
+    #[tokio::test]
+    async fn polled_values_and_unarmed_triggers_need_the_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: big\n    when: a.memory.current > 1G\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+        let t = tempfile::tempdir().unwrap();
+        // A fake root offers no PSI triggers: the stall line is polled.
+        let d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Armed));
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
+    }
+
+    #[tokio::test]
+    async fn armed_stall_triggers_only_keep_their_series() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/2s\n    then: [set b.memory.high = 1G]\n",
+        );
+        // As if the kernel had accepted the trigger.
+        for t in &mut d.triggers {
+            t.state = TriggerState::Armed;
+        }
+        assert_eq!(
+            d.tick_mode(Duration::from_millis(100)),
+            TickMode::StallOnly(Duration::from_secs(2))
+        );
+        assert_eq!(
+            d.tick_mode(Duration::from_secs(5)),
+            TickMode::StallOnly(Duration::from_secs(5))
+        );
+    }
+
+    #[tokio::test]
+    async fn running_rules_without_exec_events_scan_each_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let d = daemon(
+            t.path(),
+            "  - name: r\n    when: running(foo)\n    then: [set b.memory.high = 1G]\n",
+        );
+        assert!(d.places_or_tracks());
+        // A fake root has no process-events connector.
+        assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
 }

@@ -19,6 +19,7 @@
 //! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
+//! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -36,6 +37,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod notify;
 mod poll;
 mod storm;
 
@@ -64,6 +66,9 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   poll-file FILE PERIOD_MS SECS
                              keep FILE open and pread it every PERIOD_MS for SECS
                              (the trivial poller the idle-cost benchmark compares with)
+  notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
+                             SECS seconds; print each datagram with a CLOCK_MONOTONIC
+                             time, then the WATCHDOG=1 count and largest gap
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -350,6 +355,10 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 _ => usage("storm-child: TARGET LIFE_MS POLL_US"),
             }
         }
+        ("notify-listen", [socket, secs]) => match parse_secs(secs) {
+            Some(d) => notify::listen(Path::new(socket), d),
+            None => usage("notify-listen: SECS must be a number of seconds"),
+        },
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}");
             ExitCode::SUCCESS
