@@ -225,7 +225,11 @@ async fn run_async(opts: Options) -> u8 {
 
     d.evaluate();
     let mut last_tick = Instant::now();
+    // Why the loop woke, counted for the stop line: where an idle daemon's
+    // CPU goes (issue 11), until `status` shows it.
+    let mut woke = LoopWakes::default();
     loop {
+        woke.total += 1;
         let deadline = d.next_deadline();
         // The tick runs only while some condition needs sampling (see TickMode).
         let mode = d.tick_mode(tick);
@@ -234,9 +238,11 @@ async fn run_async(opts: Options) -> u8 {
         tokio::select! {
             _ = sleep_until(tick_at) => {
                 last_tick = Instant::now();
+                woke.tick += 1;
                 d.on_tick(mode);
             }
             Some(wake) = rx.recv() => {
+                woke.event += 1;
                 d.on_wake(wake);
                 // Coalesce a burst of wake-ups into one evaluation.
                 while let Ok(w) = rx.try_recv() {
@@ -245,23 +251,56 @@ async fn run_async(opts: Options) -> u8 {
                 d.evaluate();
             }
             Some(done) = done_rx.recv() => {
+                woke.write_done += 1;
                 d.actuator.finished(done);
                 while let Ok(done) = done_rx.try_recv() {
                     d.actuator.finished(done);
                 }
             }
             _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),
-            _ = sleep_until(deadline) => d.evaluate(),
-            _ = rescan.tick(), if rescan_on => d.rescan(),
-            _ = wd.tick(), if watchdog.is_some() => notify(&[sd_notify::NotifyState::Watchdog]),
+            _ = sleep_until(deadline) => {
+                woke.deadline += 1;
+                d.evaluate()
+            }
+            _ = rescan.tick(), if rescan_on => {
+                woke.rescan += 1;
+                d.rescan()
+            }
+            _ = wd.tick(), if watchdog.is_some() => {
+                woke.watchdog += 1;
+                notify(&[sd_notify::NotifyState::Watchdog])
+            }
             _ = hup.recv() => tracing::warn!("SIGHUP: reload is not supported yet; restart the daemon to load a new policy"),
             _ = term.recv() => break,
             _ = int.recv() => break,
         }
     }
     notify(&[sd_notify::NotifyState::Stopping]);
+    tracing::info!(
+        total = woke.total,
+        tick = woke.tick,
+        event = woke.event,
+        write_done = woke.write_done,
+        deadline = woke.deadline,
+        rescan = woke.rescan,
+        watchdog = woke.watchdog,
+        "event loop wake-ups"
+    );
     d.shutdown(&mut done_rx).await;
     EXIT_OK
+}
+
+/// Why the event loop woke (`total` counts every turn, including signals
+/// and late-write checks).
+#[derive(Debug, Default)]
+struct LoopWakes {
+    total: u64,
+    tick: u64,
+    event: u64,
+    write_done: u64,
+    deadline: u64,
+    rescan: u64,
+    watchdog: u64,
 }
 
 /// How long a stop waits for the release writes before exiting anyway.

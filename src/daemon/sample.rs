@@ -96,7 +96,7 @@ impl Sampler {
 
     fn read_psi(&self, target: &Target, res: Resource) -> Option<Psi> {
         let path = self.pressure_path(target, res)?;
-        self.root.read(&path).ok().map(|t| parse_psi(&t))
+        self.root.read_small(&path).ok().map(|t| parse_psi(&t))
     }
 
     fn group_u64(&self, group: &str, file: &str) -> Option<u64> {

@@ -358,6 +358,29 @@ impl Root {
         Ok(s)
     }
 
+    /// Content of a small kernel file (a `*.pressure` file, a knob) in one
+    /// read(2) into a stack buffer: open, read, close. `read` probes with a
+    /// tiny read and reads again until 0 — twice the system calls, which is
+    /// most of what an idle daemon does once a second. Larger content falls
+    /// back to reading the rest.
+    pub fn read_small(&self, p: &Path) -> Result<String> {
+        let host = self.host_path(p);
+        let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
+        let mut buf = [0u8; 1024];
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| Error::io("read", Self::dev(p), e))?;
+        let mut bytes = buf[..n].to_vec();
+        if n == buf.len() {
+            f.read_to_end(&mut bytes)
+                .map_err(|e| Error::io("read", Self::dev(p), e))?;
+        }
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
     /// Raw content (e.g. `/proc/PID/cmdline`).
     pub fn read_bytes(&self, p: &Path) -> Result<Vec<u8>> {
         let host = self.host_path(p);
@@ -549,6 +572,20 @@ mod tests {
         let t = TempDir::new().expect("tempdir");
         let r = Root::fake(t.path());
         (t, r)
+    }
+
+    #[test]
+    fn read_small_reads_short_and_long_files_whole() {
+        let (t, r) = fake();
+        std::fs::write(t.path().join("short"), "some avg10=0.00 total=5\n").expect("write");
+        let long: String = (0..500).map(|i| format!("{i} ")).collect();
+        std::fs::write(t.path().join("long"), &long).expect("write");
+        assert_eq!(
+            r.read_small(Path::new("/short")).expect("short"),
+            "some avg10=0.00 total=5\n"
+        );
+        assert_eq!(r.read_small(Path::new("/long")).expect("long"), long);
+        assert!(r.read_small(Path::new("/absent")).is_err());
     }
 
     #[test]

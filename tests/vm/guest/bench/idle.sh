@@ -70,6 +70,7 @@ row "poll-file, 1 s (the anchor)" "$D/p0" "$D/p1"
 echo "BENCH   cgwarden rss=${rss} KiB locked=${lck:-0} KiB; poller rss=${prss} KiB"
 kill -TERM "$DP"
 wait "$DP"
+grep -E "event loop wake-ups" "$D/daemon.log" | sed 's/^/BENCH   log| /'
 wait "$PP"
 cgwarden reset --policy "$D/policy.yaml" >/dev/null 2>&1
 pass bench-done "idle-cost benchmark ran"
