@@ -16,6 +16,7 @@ pub mod reset;
 use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::hook_run::HOOKS_PARENT;
 use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
 use crate::policy::knob::{group_baseline, Knob};
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
@@ -314,6 +315,17 @@ impl<'p> Converger<'p> {
         self.enable_step(plan, "", &need, &offered, true);
         for g in &self.policy.groups {
             self.plan_group(plan, g, &offered, true);
+        }
+        // The parent of the hook runs' own cgroups (daemon/hooks.rs), a
+        // created group like any other: journalled, removed by `reset`. Not
+        // on a fake root, where hooks stay in the daemon's cgroup.
+        if !self.policy.hooks.is_empty()
+            && self.root.supports(crate::kernel::Op::HookCgroup)
+            && !self.cg.exists(HOOKS_PARENT)
+        {
+            plan.steps.push(Step::Mkdir {
+                path: self.cg.dir(HOOKS_PARENT),
+            });
         }
     }
 

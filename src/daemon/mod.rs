@@ -339,7 +339,7 @@ impl Daemon {
                 None => tracing::debug!(knob = %knob, "knob unreadable; it has no baseline"),
             }
         }
-        let hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
+        let hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default()).in_cgroups(&cg);
         Daemon {
             opts,
             policy,
@@ -485,6 +485,7 @@ impl Daemon {
                     value,
                     threshold,
                     group,
+                    paired,
                 } => {
                     let ctx = HookContext {
                         rule,
@@ -495,6 +496,7 @@ impl Daemon {
                         group,
                         product: self.policy.product.clone(),
                         time: SystemTime::now(),
+                        paired,
                     };
                     if self.opts.dry_run {
                         tracing::info!(hook = %hook, rule = %ctx.rule, "would run hook (dry run)");
