@@ -22,11 +22,32 @@
 //!   `hook`, `rule`, `pid`, `stream`); at most [`OUTPUT_CAP`] bytes per
 //!   stream per run are logged, the rest is read and discarded (so the hook
 //!   never blocks on a full pipe) after one "output truncated" warning.
-//! - The hook runs in its own process group. A run lasts until its program
-//!   has exited, its output pipes are closed and no other process is left in
-//!   its group, or until `timeout`: then the whole group gets SIGKILL (counted
-//!   as timed out). Leftover background processes of a hook thus get the
-//!   hook's remaining time, never more. The program is always reaped.
+//! - The hook runs in its own process group and, on a kernel root, in a
+//!   cgroup of its own: `<cgroup_root>/cgwarden.hooks/<hook>-<seq>`
+//!   ([`HOOKS_PARENT`]; policy group names cannot contain a dot, so it never
+//!   collides with a group). Convergence creates the parent when the policy
+//!   has hooks and journals it like any created group, so `reset` removes it
+//!   (killing and removing run cgroups left inside first). The child joins
+//!   its run cgroup in `pre_exec` (writing "0" to `cgroup.procs` through a
+//!   path prepared before the fork), so nothing it starts — `setsid`, double
+//!   forks — runs outside it. Run cgroups a killed daemon left are killed
+//!   and removed at start ([`HookRunner::in_cgroups`]). On a fake root
+//!   (`--root`, no [`Op::HookCgroup`]) or when the parent or a run cgroup
+//!   cannot be made (logged), the hook stays in the daemon's cgroup and only
+//!   the process group is killed.
+//! - The child drops the daemon's protection before `exec` (the unit runs
+//!   the daemon with `Nice=-5`, `OOMScoreAdjust=-900`, its reacting threads
+//!   `SCHED_FIFO`): `SCHED_OTHER`, nice 0, `oom_score_adj` 0, with
+//!   async-signal-safe calls only ([`ChildSetup`]). Then `user`'s
+//!   privilege drop.
+//! - A run lasts until its program has exited, its output pipes are closed
+//!   and no other process is left in its cgroup (or process group), or until
+//!   `timeout`: then the run cgroup is killed (`cgroup.kill`, Linux ≥ 5.14;
+//!   else SIGKILL to every pid in `cgroup.procs` until no new one shows up)
+//!   and the process group too (counted as timed out). Leftover background
+//!   processes of a hook thus get the hook's remaining time, never more.
+//!   The program is always reaped; the run cgroup is removed once empty
+//!   (waiting up to 1 s after the kill).
 //! - `user`: resolved to uid and primary gid from `ROOT/etc/passwd` once, at
 //!   construction. The child drops supplementary groups, then sets gid, then
 //!   uid before `exec`; when the daemon may not do that (not root) the spawn
@@ -38,7 +59,27 @@
 //! refused for capacity do not arm the limit.
 //!
 //! Concurrency: at most `max_concurrent` hook processes (all hooks together)
-//! are alive at once; a call beyond that is dropped ([`Fired::AtCapacity`]).
+//! are alive at once; a call beyond that is dropped ([`Fired::AtCapacity`]),
+//! except a paired `cleared` (below).
+//!
+//! Pairs: a `while` hook ([`HookContext::paired`]) runs as a `fired` /
+//! `cleared` pair per (hook, rule) — a rule has at most one active episode,
+//! so the group is not part of the key (the engine reports the latest
+//! trigger's group in `cleared`, which may differ from `fired`'s for a
+//! condition over several groups). The pair is never split:
+//! - if the `fired` run started, its `cleared` always runs: `min_interval`
+//!   neither drops it nor is armed by it (the limit counts episodes), and at
+//!   the cap it is queued ([`Fired::Queued`]) and started as soon as a slot
+//!   frees, before any later call (the slots are a fair semaphore). Queueing
+//!   rather than exceeding the cap keeps the process count bounded by the
+//!   cap, whatever the number of rules; the wait is bounded by the running
+//!   hooks' timeouts. Only shutdown drops a queued run: one still waiting
+//!   when the grace period ends is not started.
+//! - if the `fired` did not start (rate limit, cap, spawn failure), its
+//!   `cleared` is dropped too ([`Fired::Unpaired`]): no `cleared` without
+//!   `fired`.
+//!
+//! `then` hooks are not paired: plain rate limit and cap.
 //!
 //! Dropping a [`HookRunner`] does not kill running hooks: their supervising
 //! tasks keep running (timeouts still apply) as long as the runtime lives.
