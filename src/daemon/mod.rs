@@ -339,7 +339,11 @@ impl Daemon {
                 None => tracing::debug!(knob = %knob, "knob unreadable; it has no baseline"),
             }
         }
-        let hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default()).in_cgroups(&cg);
+        let mut hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
+        if !opts.dry_run {
+            // Not in a dry run: this removes stale run cgroups.
+            hooks = hooks.in_cgroups(&cg);
+        }
         Daemon {
             opts,
             policy,

@@ -60,10 +60,23 @@ pub fn remove_runs(cg: &CgroupFs, wait: Duration) -> Vec<Result<PathBuf>> {
 }
 
 /// What a hook child does before `exec`, prepared before the fork.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct ChildSetup {
     /// Host path of the run cgroup's `cgroup.procs`, joined by writing "0".
     procs: Option<CString>,
+    /// The forking thread's CPU affinity, put back after joining: moving
+    /// into a cpuset cgroup resets it to the cpuset's CPUs, which may
+    /// include isolated RT CPUs the daemon keeps off (`settings.daemon.cpus`).
+    affinity: Option<libc::cpu_set_t>,
+}
+
+impl std::fmt::Debug for ChildSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildSetup")
+            .field("procs", &self.procs)
+            .field("affinity", &self.affinity.is_some())
+            .finish()
+    }
 }
 
 impl ChildSetup {
@@ -79,7 +92,17 @@ impl ChildSetup {
             })?),
             None => None,
         };
-        Ok(ChildSetup { procs })
+        let affinity = procs.as_ref().and_then(|_| {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; the size passed
+            // is its size.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                let ok =
+                    libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+                (ok == 0).then_some(set)
+            }
+        });
+        Ok(ChildSetup { procs, affinity })
     }
 
     /// In the forked child: join the run cgroup, then drop whatever
@@ -97,6 +120,14 @@ impl ChildSetup {
     pub fn apply(&self) -> io::Result<()> {
         if let Some(p) = &self.procs {
             write_c(p, b"0")?;
+            if let Some(set) = &self.affinity {
+                // Best effort: fails (EINVAL) only when the old CPUs and the
+                // cpuset do not meet, and then the cpuset's CPUs stay.
+                // SAFETY: a valid set and its size.
+                unsafe {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
+                }
+            }
         }
         // SAFETY: plain syscalls on the calling (only) thread with valid
         // arguments.
