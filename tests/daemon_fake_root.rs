@@ -244,3 +244,49 @@ fn dry_run_changes_nothing() {
     assert_eq!(code, 0, "{log}");
     assert_eq!(read(&root, "proc/sys/vm/swappiness"), "60");
 }
+
+/// SIGTERM with a `while` rule active: the daemon runs the rule's `cleared`
+/// hook (after its `fired` one) within the stop's grace period, then exits 0.
+#[test]
+fn sigterm_runs_the_cleared_hook_of_an_active_while_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let _t = FakeTree::standard(&root).unwrap();
+    let out = dir.path().join("events");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"version: 1
+groups:
+  inference:
+    memory: {{ high: 8G }}
+hooks:
+  note:
+    exec: ["/bin/sh", "-c", "sleep 0.2; echo {{event}} {{rule}} >> {out}"]
+    timeout: 5s
+    min_interval: 1h
+rules:
+  - name: oom-seen
+    when: inference.memory.events.oom_kill > 0
+    while:
+      - hook note
+    hold: 1h
+"#,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    support::apply(&policy, &root);
+    events(&root, 0);
+    let d = Daemon::start(&policy, &root, Start::default());
+    events(&root, 1);
+    let lines = || std::fs::read_to_string(&out).unwrap_or_default();
+    d.wait_for("the fired hook", Duration::from_secs(10), || {
+        lines() == "fired oom-seen\n"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    // min_interval (1h) does not hold back the cleared run of the pair.
+    assert_eq!(lines(), "fired oom-seen\ncleared oom-seen\n", "{log}");
+}

@@ -16,6 +16,7 @@ pub mod reset;
 use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::hook_run::HOOKS_PARENT;
 use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
 use crate::policy::knob::{group_baseline, Knob};
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
@@ -314,6 +315,17 @@ impl<'p> Converger<'p> {
         self.enable_step(plan, "", &need, &offered, true);
         for g in &self.policy.groups {
             self.plan_group(plan, g, &offered, true);
+        }
+        // The parent of the hook runs' own cgroups (daemon/hooks.rs), a
+        // created group like any other: journalled, removed by `reset`. Not
+        // on a fake root, where hooks stay in the daemon's cgroup.
+        if !self.policy.hooks.is_empty()
+            && self.root.supports(crate::kernel::Op::HookCgroup)
+            && !self.cg.exists(HOOKS_PARENT)
+        {
+            plan.steps.push(Step::Mkdir {
+                path: self.cg.dir(HOOKS_PARENT),
+            });
         }
     }
 
@@ -1100,6 +1112,49 @@ mod tests {
         assert!(msg.contains("no reason given"), "{msg}");
         root.write_new(p, "isolated").expect("write");
         assert!(check_partition(&root, p, "isolated").is_ok());
+    }
+
+    /// The hook runs' parent is a planned (so journalled) group on a kernel
+    /// root when the policy has hooks; never on a fake root or without hooks.
+    #[test]
+    fn hooks_parent_is_planned_on_kernel_roots_with_hooks() {
+        let t = tempfile::TempDir::new().expect("tempdir");
+        let cg = t.path().join("sys/fs/cgroup");
+        std::fs::create_dir_all(&cg).expect("mkdir");
+        std::fs::write(cg.join("cgroup.controllers"), "cpu memory pids\n").expect("write");
+        std::fs::write(cg.join("cgroup.subtree_control"), "").expect("write");
+        let text = |hooks: bool| {
+            format!(
+                "version: 1\ngroups:\n  app:\n    pids: {{ max: 64 }}\n{}",
+                if hooks {
+                    "hooks:\n  alert: { exec: [/bin/true] }\n"
+                } else {
+                    ""
+                }
+            )
+        };
+        let load = |t: &str| crate::policy::load_bytes("t.yaml", t.as_bytes()).expect("policy");
+        let parent = PathBuf::from("/sys/fs/cgroup/cgwarden.hooks");
+        let mkdirs = |root: Root, p: &Policy| -> Vec<PathBuf> {
+            Converger::new(root, p)
+                .plan()
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Mkdir { path } => Some(path.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let with = load(&text(true));
+        let without = load(&text(false));
+        let m = mkdirs(Root::real_at(t.path()), &with);
+        assert!(m.contains(&parent), "{m:?}");
+        assert!(!mkdirs(Root::real_at(t.path()), &without).contains(&parent));
+        assert!(!mkdirs(Root::fake(t.path()), &with).contains(&parent));
+        // Already there: nothing to do.
+        std::fs::create_dir(cg.join("cgwarden.hooks")).expect("mkdir");
+        assert!(!mkdirs(Root::real_at(t.path()), &with).contains(&parent));
     }
 
     #[test]

@@ -19,8 +19,10 @@
 use super::journal::{Entry, Journal};
 use crate::engine::normalize::{self, Form};
 use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::hook_run::{remove_runs, HOOKS_PARENT};
 use crate::kernel::{zram, Error, Op, Root};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Debug, Default)]
 pub struct ResetReport {
@@ -113,6 +115,16 @@ pub fn reset(
             ));
             continue;
         };
+        if rel == HOOKS_PARENT {
+            // Runs a killed daemon left: not journalled, killed and removed
+            // here so the parent can go.
+            for r in remove_runs(&cg, Duration::from_secs(1)) {
+                match r {
+                    Ok(p) => rep.lines.push(format!("RMDIR {}", p.display())),
+                    Err(e) => rep.failures.push(format!("hook run: {e}")),
+                }
+            }
+        }
         let dest = nearest_kept_ancestor(&rel, cgroup_root, &created);
         if let Err(e) = empty_group(&cg, &rel, &dest, &mut rep) {
             rep.failures

@@ -22,11 +22,32 @@
 //!   `hook`, `rule`, `pid`, `stream`); at most [`OUTPUT_CAP`] bytes per
 //!   stream per run are logged, the rest is read and discarded (so the hook
 //!   never blocks on a full pipe) after one "output truncated" warning.
-//! - The hook runs in its own process group. A run lasts until its program
-//!   has exited, its output pipes are closed and no other process is left in
-//!   its group, or until `timeout`: then the whole group gets SIGKILL (counted
-//!   as timed out). Leftover background processes of a hook thus get the
-//!   hook's remaining time, never more. The program is always reaped.
+//! - The hook runs in its own process group and, on a kernel root, in a
+//!   cgroup of its own: `<cgroup_root>/cgwarden.hooks/<hook>-<seq>`
+//!   ([`HOOKS_PARENT`]; policy group names cannot contain a dot, so it never
+//!   collides with a group). Convergence creates the parent when the policy
+//!   has hooks and journals it like any created group, so `reset` removes it
+//!   (killing and removing run cgroups left inside first). The child joins
+//!   its run cgroup in `pre_exec` (writing "0" to `cgroup.procs` through a
+//!   path prepared before the fork), so nothing it starts — `setsid`, double
+//!   forks — runs outside it. Run cgroups a killed daemon left are killed
+//!   and removed at start ([`HookRunner::in_cgroups`]). On a fake root
+//!   (`--root`, no [`Op::HookCgroup`]) or when the parent or a run cgroup
+//!   cannot be made (logged), the hook stays in the daemon's cgroup and only
+//!   the process group is killed.
+//! - The child drops the daemon's protection before `exec` (the unit runs
+//!   the daemon with `Nice=-5`, `OOMScoreAdjust=-900`, its reacting threads
+//!   `SCHED_FIFO`): `SCHED_OTHER`, nice 0, `oom_score_adj` 0, with
+//!   async-signal-safe calls only ([`ChildSetup`]). Then `user`'s
+//!   privilege drop.
+//! - A run lasts until its program has exited, its output pipes are closed
+//!   and no other process is left in its cgroup (or process group), or until
+//!   `timeout`: then the run cgroup is killed (`cgroup.kill`, Linux ≥ 5.14;
+//!   else SIGKILL to every pid in `cgroup.procs` until no new one shows up)
+//!   and the process group too (counted as timed out). Leftover background
+//!   processes of a hook thus get the hook's remaining time, never more.
+//!   The program is always reaped; the run cgroup is removed once empty
+//!   (waiting up to 1 s after the kill).
 //! - `user`: resolved to uid and primary gid from `ROOT/etc/passwd` once, at
 //!   construction. The child drops supplementary groups, then sets gid, then
 //!   uid before `exec`; when the daemon may not do that (not root) the spawn
@@ -38,18 +59,38 @@
 //! refused for capacity do not arm the limit.
 //!
 //! Concurrency: at most `max_concurrent` hook processes (all hooks together)
-//! are alive at once; a call beyond that is dropped ([`Fired::AtCapacity`]).
+//! are alive at once; a call beyond that is dropped ([`Fired::AtCapacity`]),
+//! except a paired `cleared` (below).
+//!
+//! Pairs: a `while` hook ([`HookContext::paired`]) runs as a `fired` /
+//! `cleared` pair per (hook, rule) — a rule has at most one active episode,
+//! so the group is not part of the key (the engine reports the latest
+//! trigger's group in `cleared`, which may differ from `fired`'s for a
+//! condition over several groups). The pair is never split:
+//! - if the `fired` run started, its `cleared` always runs: `min_interval`
+//!   neither drops it nor is armed by it (the limit counts episodes), and at
+//!   the cap it is queued ([`Fired::Queued`]) and started as soon as a slot
+//!   frees, before any later call (the slots are a fair semaphore). Queueing
+//!   rather than exceeding the cap keeps the process count bounded by the
+//!   cap, whatever the number of rules; the wait is bounded by the running
+//!   hooks' timeouts. Only shutdown drops a queued run: one still waiting
+//!   when the grace period ends is not started.
+//! - if the `fired` did not start (rate limit, cap, spawn failure), its
+//!   `cleared` is dropped too ([`Fired::Unpaired`]): no `cleared` without
+//!   `fired`.
+//!
+//! `then` hooks are not paired: plain rate limit and cap.
 //!
 //! Dropping a [`HookRunner`] does not kill running hooks: their supervising
 //! tasks keep running (timeouts still apply) as long as the runtime lives.
 //! Use [`HookRunner::shutdown`] on daemon stop.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::Path;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -61,7 +102,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::kernel::Root;
+use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::hook_run::{remove_runs, run_rel, ChildSetup, HOOKS_PARENT};
+use crate::kernel::{Op, Root};
 use crate::policy::model::Hook;
 
 /// Default cap on hook processes alive at once.
@@ -81,6 +124,10 @@ const PIPE_GRACE: Duration = Duration::from_secs(1);
 /// How often a run whose program has exited checks whether other processes
 /// are left in its group.
 const GROUP_POLL: Duration = Duration::from_millis(100);
+
+/// After a run's cgroup was killed (or its last process exited), how long
+/// to wait for it to empty before removing it.
+const CGROUP_EMPTY_WAIT: Duration = Duration::from_secs(1);
 
 /// Placeholder name and environment variable of each context field.
 const FIELDS: [(&str, &str); 8] = [
@@ -110,6 +157,9 @@ pub struct HookContext {
     pub group: String,
     pub product: String,
     pub time: SystemTime,
+    /// Part of a `fired`/`cleared` pair (a `while` hook); `then` hooks are
+    /// not (they only ever fire). See the module docs, "Pairs".
+    pub paired: bool,
 }
 
 impl HookContext {
@@ -152,6 +202,12 @@ pub enum Fired {
     RateLimited { next_allowed_in: Duration },
     /// Dropped: `max_concurrent` hook processes are alive.
     AtCapacity,
+    /// A paired `cleared` while `max_concurrent` hook processes are alive:
+    /// it starts as soon as a slot frees, before any later call.
+    Queued,
+    /// Dropped: a paired `cleared` whose `fired` did not start (dropped by
+    /// `min_interval` or the cap, failed) — no `cleared` without `fired`.
+    Unpaired,
     /// No hook of that name in the policy.
     Unknown,
     /// Not started: disabled hook (unknown user, …), spawn error (missing
@@ -170,6 +226,10 @@ pub struct HookStats {
     pub rate_limited: u64,
     /// Calls dropped by `max_concurrent`.
     pub at_capacity: u64,
+    /// `cleared` calls queued for a slot.
+    pub queued: u64,
+    /// `cleared` calls dropped because their `fired` did not start.
+    pub unpaired: u64,
     /// Calls that could not start a process ([`Fired::Failed`]).
     pub failed: u64,
     /// Runs whose process group was killed at `timeout`.
@@ -185,6 +245,8 @@ struct Counters {
     started: AtomicU64,
     rate_limited: AtomicU64,
     at_capacity: AtomicU64,
+    queued: AtomicU64,
+    unpaired: AtomicU64,
     failed: AtomicU64,
     timed_out: AtomicU64,
     exited_nonzero: AtomicU64,
@@ -203,6 +265,8 @@ impl Counters {
             started: g(&self.started),
             rate_limited: g(&self.rate_limited),
             at_capacity: g(&self.at_capacity),
+            queued: g(&self.queued),
+            unpaired: g(&self.unpaired),
             failed: g(&self.failed),
             timed_out: g(&self.timed_out),
             exited_nonzero: g(&self.exited_nonzero),
@@ -236,6 +300,16 @@ pub struct HookRunner {
     /// `true` tells every supervising task to kill its process group.
     kill: watch::Sender<bool>,
     closed: bool,
+    /// Where runs get a cgroup of their own (kernel roots with the hooks
+    /// parent in place); `None`: the daemon's cgroup, process-group kill.
+    cgroups: Option<Arc<CgroupFs>>,
+    /// Run number, for run cgroup names.
+    seq: u64,
+    /// (hook, rule) of paired `fired` runs that started and whose `cleared`
+    /// has not come yet.
+    open: BTreeSet<(String, String)>,
+    /// Queued `cleared` runs waiting for a slot.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl HookRunner {
@@ -292,7 +366,31 @@ impl HookRunner {
             tasks: JoinSet::new(),
             kill: watch::Sender::new(false),
             closed: false,
+            cgroups: None,
+            seq: 0,
+            open: BTreeSet::new(),
+            waiting: Arc::default(),
         }
+    }
+
+    /// Runs each hook in a cgroup of its own under `cg`'s
+    /// [`HOOKS_PARENT`] (created by convergence when the policy has hooks),
+    /// after removing run cgroups a previous daemon left (killing what is
+    /// still in them). Without kernel support ([`Op::HookCgroup`], a fake
+    /// root) or without the parent, hooks stay in the daemon's cgroup,
+    /// killed by process group.
+    pub fn in_cgroups(mut self, cg: &CgroupFs) -> HookRunner {
+        if self.hooks.is_empty() || !cg.root().supports(Op::HookCgroup) {
+            return self;
+        }
+        if !cg.exists(HOOKS_PARENT) {
+            tracing::error!(path = %cg.dir(HOOKS_PARENT).display(),
+                "hook cgroup parent missing; hooks run in the daemon's cgroup, killed by process group");
+            return self;
+        }
+        remove_stale_runs(cg);
+        self.cgroups = Some(Arc::new(cg.clone()));
+        self
     }
 
     /// Starts hook `name` for `ctx` unless rate-limited or at capacity;
@@ -316,49 +414,107 @@ impl HookRunner {
         if self.closed {
             return fail(e, "hook runner is shut down".to_string());
         }
-        if let (Some(min), Some(last)) = (e.hook.min_interval, e.last_start) {
-            let since = now.saturating_duration_since(last);
-            if since < min {
-                bump(&e.counters.rate_limited);
-                let next_allowed_in = min - since;
-                tracing::debug!(hook = %e.name, rule = %ctx.rule, ?next_allowed_in, "hook rate-limited, dropped");
-                return Fired::RateLimited { next_allowed_in };
+        let key = (name.to_string(), ctx.rule.clone());
+        let closing = ctx.paired && ctx.event == HookEvent::Cleared;
+        if closing && !self.open.remove(&key) {
+            bump(&e.counters.unpaired);
+            tracing::info!(hook = %e.name, rule = %ctx.rule,
+                "`cleared` hook dropped: its `fired` run did not start");
+            return Fired::Unpaired;
+        }
+        if !closing {
+            if let (Some(min), Some(last)) = (e.hook.min_interval, e.last_start) {
+                let since = now.saturating_duration_since(last);
+                if since < min {
+                    bump(&e.counters.rate_limited);
+                    let next_allowed_in = min - since;
+                    tracing::debug!(hook = %e.name, rule = %ctx.rule, ?next_allowed_in, "hook rate-limited, dropped");
+                    return Fired::RateLimited { next_allowed_in };
+                }
             }
         }
         if tokio::runtime::Handle::try_current().is_err() {
             return fail(e, "not inside a tokio runtime".to_string());
         }
-        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+        let permit = self.slots.clone().try_acquire_owned().ok();
+        if permit.is_none() && !closing {
             bump(&e.counters.at_capacity);
             tracing::warn!(hook = %e.name, rule = %ctx.rule, max = self.max_concurrent,
                 "too many hooks running, dropped");
             return Fired::AtCapacity;
+        }
+        let cgroup = match &self.cgroups {
+            Some(cg) => {
+                self.seq += 1;
+                let rel = run_rel(&e.name, self.seq);
+                match cg.mkdir(&rel) {
+                    Ok(_) => Some(RunCgroup {
+                        cg: cg.clone(),
+                        rel,
+                    }),
+                    Err(err) => {
+                        tracing::error!(hook = %e.name, rule = %ctx.rule,
+                            "cannot create the run's cgroup: {err}; it runs in the daemon's cgroup");
+                        None
+                    }
+                }
+            }
+            None => None,
         };
-        let mut cmd = command(&e.hook, e.creds, ctx);
-        let child = match cmd.spawn() {
-            Ok(c) => c,
+        let procs = cgroup.as_ref().map(RunCgroup::procs_host_path);
+        let setup = match ChildSetup::new(procs.as_deref()) {
+            Ok(s) => s,
             Err(err) => {
-                let mut msg = format!("{}: {}", e.hook.exec[0], errno_text(&err));
-                if let (Some(user), Some(libc::EPERM)) = (&e.hook.user, err.raw_os_error()) {
-                    msg.push_str(&format!(" (running as user {user:?} needs root)"));
+                if let Some(c) = &cgroup {
+                    c.discard();
+                }
+                return fail(e, err.to_string());
+            }
+        };
+        let cmd = command(&e.hook, e.creds, ctx, setup);
+        let mut run = Run {
+            name: e.name.clone(),
+            rule: ctx.rule.clone(),
+            event: ctx.event,
+            program: e.hook.exec[0].clone(),
+            user: e.hook.user.clone(),
+            pid: 0,
+            timeout: e.hook.timeout,
+            counters: e.counters.clone(),
+            cgroup,
+        };
+        let Some(permit) = permit else {
+            // A paired `cleared` at capacity: waits for the next free slot.
+            bump(&e.counters.queued);
+            tracing::warn!(hook = %e.name, rule = %ctx.rule, max = self.max_concurrent,
+                "too many hooks running; `cleared` run queued until one ends");
+            self.waiting.fetch_add(1, Ordering::Relaxed);
+            self.tasks.spawn(queued(
+                cmd,
+                run,
+                self.slots.clone(),
+                self.kill.subscribe(),
+                self.waiting.clone(),
+            ));
+            return Fired::Queued;
+        };
+        let mut cmd = cmd;
+        let child = match spawn(&mut cmd, &mut run) {
+            Ok(c) => c,
+            Err(msg) => {
+                if let Some(c) = &run.cgroup {
+                    c.discard();
                 }
                 return fail(e, msg);
             }
         };
-        let Some(pid) = child.id() else {
-            return fail(e, "spawned process has no pid".to_string());
-        };
-        e.last_start = Some(now);
-        bump(&e.counters.started);
-        tracing::info!(hook = %e.name, rule = %ctx.rule, event = ctx.event.as_str(), pid,
-            "hook started");
-        let run = Run {
-            name: e.name.clone(),
-            rule: ctx.rule.clone(),
-            pid,
-            timeout: e.hook.timeout,
-            counters: e.counters.clone(),
-        };
+        if !closing {
+            e.last_start = Some(now);
+        }
+        if ctx.paired && ctx.event == HookEvent::Fired {
+            self.open.insert(key);
+        }
+        let pid = run.pid;
         self.tasks
             .spawn(supervise(child, run, self.kill.subscribe(), permit));
         Fired::Started { pid }
@@ -367,6 +523,12 @@ impl HookRunner {
     /// Hook processes alive now (started and not yet reaped).
     pub fn running(&self) -> usize {
         self.max_concurrent - self.slots.available_permits()
+    }
+
+    /// Queued `cleared` runs not started yet.
+    #[cfg(test)]
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// Counters per hook name.
@@ -478,7 +640,7 @@ fn substitute(arg: &str, values: &[String; 8]) -> String {
     out
 }
 
-fn command(hook: &Hook, creds: Option<Creds>, ctx: &HookContext) -> Command {
+fn command(hook: &Hook, creds: Option<Creds>, ctx: &HookContext, setup: ChildSetup) -> Command {
     let values = ctx.values();
     let mut cmd = Command::new(&hook.exec[0]);
     cmd.args(hook.exec[1..].iter().map(|a| substitute(a, &values)))
@@ -491,6 +653,14 @@ fn command(hook: &Hook, creds: Option<Creds>, ctx: &HookContext) -> Command {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // First of the pre_exec steps (they run in registration order): join
+    // the run cgroup and drop the daemon's priority while still privileged.
+    //
+    // SAFETY: runs in the forked child before exec; `ChildSetup::apply`
+    // only makes async-signal-safe calls on data prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || setup.apply());
+    }
     if let Some(c) = creds {
         // Not `Command::uid/gid`: std runs `pre_exec` closures *after* its
         // own setuid, when setgroups would no longer be permitted, and std
@@ -522,13 +692,147 @@ fn drop_privileges(c: Creds) -> io::Result<()> {
     Ok(())
 }
 
+/// Spawns `cmd` for `run` (setting its pid); the error text names the
+/// program.
+fn spawn(cmd: &mut Command, run: &mut Run) -> Result<Child, String> {
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(err) => {
+            let mut msg = format!("{}: {}", run.program, errno_text(&err));
+            if let (Some(user), Some(libc::EPERM)) = (&run.user, err.raw_os_error()) {
+                msg.push_str(&format!(" (running as user {user:?} needs root)"));
+            }
+            return Err(msg);
+        }
+    };
+    let Some(pid) = child.id() else {
+        return Err("spawned process has no pid".to_string());
+    };
+    run.pid = pid;
+    bump(&run.counters.started);
+    tracing::info!(hook = %run.name, rule = %run.rule, event = run.event.as_str(), pid,
+        cgroup = run.cgroup.as_ref().map(|c| c.rel.as_str()).unwrap_or(""), "hook started");
+    Ok(child)
+}
+
+/// A queued `cleared` run: waits for a slot (or the shutdown kill, which
+/// drops it), then runs like any other.
+async fn queued(
+    mut cmd: Command,
+    mut run: Run,
+    slots: Arc<Semaphore>,
+    mut kill: watch::Receiver<bool>,
+    waiting: Arc<AtomicUsize>,
+) {
+    let permit = {
+        let killed = async {
+            if kill.wait_for(|k| *k).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            p = slots.acquire_owned() => p.ok(),
+            _ = killed => None,
+        }
+    };
+    waiting.fetch_sub(1, Ordering::Relaxed);
+    let Some(permit) = permit else {
+        tracing::warn!(hook = %run.name, rule = %run.rule,
+            "shutting down: queued `cleared` hook not run");
+        if let Some(c) = &run.cgroup {
+            c.discard();
+        }
+        return;
+    };
+    match spawn(&mut cmd, &mut run) {
+        Ok(child) => supervise(child, run, kill, permit).await,
+        Err(msg) => {
+            bump(&run.counters.failed);
+            tracing::error!(hook = %run.name, rule = %run.rule, "hook not run: {msg}");
+            if let Some(c) = &run.cgroup {
+                c.discard();
+            }
+        }
+    }
+}
+
+/// The cgroup of one run.
+struct RunCgroup {
+    cg: Arc<CgroupFs>,
+    /// `cgwarden.hooks/<hook>-<seq>`, relative to the cgroup root.
+    rel: String,
+}
+
+impl RunCgroup {
+    fn procs_host_path(&self) -> std::path::PathBuf {
+        self.cg
+            .root()
+            .host_path(&self.cg.file(&self.rel, "cgroup.procs"))
+    }
+
+    /// Removes the cgroup of a run that never started.
+    fn discard(&self) {
+        if let Err(e) = self.cg.rmdir(&self.rel) {
+            tracing::error!("cannot remove hook run cgroup: {e}");
+        }
+    }
+
+    /// Waits (bounded) until the cgroup is empty, then removes it.
+    async fn remove(&self, run: &Run) {
+        let t0 = tokio::time::Instant::now();
+        loop {
+            match self.cg.populated(&self.rel) {
+                Ok(false) => break,
+                Err(e) if e.is_not_found() => return,
+                Err(e) => {
+                    tracing::error!(hook = %run.name, "hook run cgroup: {e}");
+                    break;
+                }
+                Ok(true) if t0.elapsed() < CGROUP_EMPTY_WAIT => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Ok(true) => {
+                    tracing::error!(hook = %run.name, rule = %run.rule,
+                        path = %self.cg.dir(&self.rel).display(),
+                        "hook run cgroup still populated {CGROUP_EMPTY_WAIT:?} after its run ended; killing it again, the next start removes it");
+                    let _ = self.cg.kill(&self.rel);
+                    return;
+                }
+            }
+        }
+        match self.cg.rmdir(&self.rel) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => tracing::error!(hook = %run.name, "cannot remove hook run cgroup: {e}"),
+        }
+    }
+}
+
+/// Kills and removes the run cgroups a daemon that crashed or was killed
+/// left under [`HOOKS_PARENT`].
+fn remove_stale_runs(cg: &CgroupFs) {
+    for r in remove_runs(cg, CGROUP_EMPTY_WAIT) {
+        match r {
+            Ok(path) => tracing::warn!(path = %path.display(),
+                "removed a hook run cgroup left by a previous daemon"),
+            Err(e) => tracing::error!("stale hook run: {e}"),
+        }
+    }
+}
+
 /// One running hook process, as its supervisor sees it.
 struct Run {
     name: Arc<str>,
     rule: String,
+    event: HookEvent,
+    /// `exec[0]` and `user`, for spawn errors.
+    program: String,
+    user: Option<String>,
     pid: u32,
     timeout: Duration,
     counters: Arc<Counters>,
+    /// The run's own cgroup, when it has one.
+    cgroup: Option<RunCgroup>,
 }
 
 impl Run {
@@ -540,6 +844,12 @@ impl Run {
     /// known to exist: the leader is not reaped yet, or a probe just found
     /// members (a live group pins its id, so it cannot be reused).
     fn kill_group(&self) {
+        if let Some(c) = &self.cgroup {
+            if let Err(e) = c.cg.kill(&c.rel) {
+                tracing::error!(hook = %self.name, rule = %self.rule, pid = self.pid,
+                    "cannot kill hook cgroup: {e}");
+            }
+        }
         match killpg(self.pgid(), Signal::SIGKILL) {
             Ok(()) | Err(Errno::ESRCH) => {}
             Err(e) => tracing::error!(hook = %self.name, rule = %self.rule, pid = self.pid,
@@ -547,8 +857,14 @@ impl Run {
         }
     }
 
-    /// True while some process (possibly a zombie) is in the group.
+    /// True while some process (possibly a zombie) is in the process
+    /// group, or the run's cgroup is populated.
     fn group_alive(&self) -> bool {
+        if let Some(c) = &self.cgroup {
+            if c.cg.populated(&c.rel).unwrap_or(false) {
+                return true;
+            }
+        }
         killpg(self.pgid(), None).is_ok()
     }
 }
@@ -656,6 +972,9 @@ async fn supervise(
     }
 
     let took = start.elapsed();
+    if let Some(c) = &run.cgroup {
+        c.remove(&run).await;
+    }
     for d in [out_res, err_res].into_iter().flatten() {
         if d.truncated {
             bump(&run.counters.output_truncated);
@@ -909,6 +1228,7 @@ mod tests {
             product: "edge-box".into(),
             // 2026-11-30T10:15:00Z
             time: UNIX_EPOCH + Duration::from_secs(1_796_033_700),
+            paired: false,
         }
     }
 
@@ -1256,6 +1576,168 @@ mod tests {
         assert_eq!((s.started, s.rate_limited), (2, 2));
     }
 
+    fn paired(event: HookEvent) -> HookContext {
+        HookContext {
+            event,
+            paired: true,
+            ..ctx()
+        }
+    }
+
+    fn lines(p: &std::path::Path) -> Vec<String> {
+        fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// min_interval never splits a pair: a started `fired` always gets its
+    /// `cleared` (which neither waits for nor arms the limit); a `fired`
+    /// dropped by the limit takes its `cleared` with it.
+    #[tokio::test]
+    async fn rate_limit_never_splits_a_pair() {
+        let _s = SERIAL.lock().await;
+        let dir = TempDir::new().unwrap();
+        let log = dir.path().join("log");
+        let script = format!("echo $CGWARDEN_EVENT >> {}", log.display());
+        let mut h = hook("pair", &["/bin/sh", "-c", &script], Duration::from_secs(5));
+        h.min_interval = Some(Duration::from_secs(60));
+        let mut r = runner(&[h], 8);
+        let t0 = Instant::now();
+        // A cleared with no fired at all: dropped.
+        assert_eq!(
+            r.fire("pair", &paired(HookEvent::Cleared), t0),
+            Fired::Unpaired
+        );
+        started(r.fire("pair", &paired(HookEvent::Fired), t0));
+        settle(&r).await;
+        // Within min_interval, yet the cleared runs.
+        started(r.fire(
+            "pair",
+            &paired(HookEvent::Cleared),
+            t0 + Duration::from_secs(1),
+        ));
+        settle(&r).await;
+        // The next episode's fired is inside the limit (armed by the fired
+        // at t0, not by the cleared): dropped, and so is its cleared.
+        assert!(matches!(
+            r.fire(
+                "pair",
+                &paired(HookEvent::Fired),
+                t0 + Duration::from_secs(2)
+            ),
+            Fired::RateLimited { .. }
+        ));
+        assert_eq!(
+            r.fire(
+                "pair",
+                &paired(HookEvent::Cleared),
+                t0 + Duration::from_secs(3)
+            ),
+            Fired::Unpaired
+        );
+        // After the interval a new pair runs whole.
+        started(r.fire(
+            "pair",
+            &paired(HookEvent::Fired),
+            t0 + Duration::from_secs(61),
+        ));
+        started(r.fire(
+            "pair",
+            &paired(HookEvent::Cleared),
+            t0 + Duration::from_secs(62),
+        ));
+        settle(&r).await;
+        assert_eq!(lines(&log), ["fired", "cleared", "fired", "cleared"]);
+        // Unpaired (`then`) calls keep the plain limit, cleared included.
+        let c = HookContext {
+            event: HookEvent::Cleared,
+            ..ctx()
+        };
+        assert!(matches!(
+            r.fire("pair", &c, t0 + Duration::from_secs(63)),
+            Fired::RateLimited { .. }
+        ));
+        let s = r.stats()["pair"];
+        assert_eq!((s.started, s.rate_limited, s.unpaired), (4, 2, 2));
+    }
+
+    /// At the cap a paired `cleared` is queued, not dropped, and gets the
+    /// next free slot before later calls; a `fired` dropped at the cap takes
+    /// its `cleared` with it.
+    #[tokio::test]
+    async fn a_cleared_at_capacity_waits_for_a_slot() {
+        let _s = SERIAL.lock().await;
+        let dir = TempDir::new().unwrap();
+        let log = dir.path().join("log");
+        let script = format!("echo $CGWARDEN_EVENT >> {}; sleep 0.3", log.display());
+        let h = hook("pair", &["/bin/sh", "-c", &script], Duration::from_secs(5));
+        let other = hook("other", &["/bin/true"], Duration::from_secs(5));
+        let mut r = runner(&[h, other], 1);
+        let now = Instant::now();
+        started(r.fire("pair", &paired(HookEvent::Fired), now));
+        assert_eq!(
+            r.fire("pair", &paired(HookEvent::Cleared), now),
+            Fired::Queued
+        );
+        assert_eq!(r.waiting(), 1);
+        // The slot frees: the queued cleared takes it, not a newcomer.
+        let t = Instant::now();
+        while r.waiting() > 0 {
+            assert_eq!(r.fire("other", &ctx(), Instant::now()), Fired::AtCapacity);
+            assert!(t.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(r.running(), 1, "the cleared run holds the slot");
+        settle(&r).await;
+        assert_eq!(lines(&log), ["fired", "cleared"]);
+        // A fired dropped at the cap: its cleared is dropped too.
+        let blocker = r.fire("pair", &ctx(), Instant::now());
+        started(blocker);
+        let other_rule = HookContext {
+            rule: "other-rule".into(),
+            ..paired(HookEvent::Fired)
+        };
+        assert_eq!(
+            r.fire("pair", &other_rule, Instant::now()),
+            Fired::AtCapacity
+        );
+        let other_rule = HookContext {
+            event: HookEvent::Cleared,
+            ..other_rule
+        };
+        assert_eq!(r.fire("pair", &other_rule, Instant::now()), Fired::Unpaired);
+        settle(&r).await;
+        let s = r.stats()["pair"];
+        assert_eq!(
+            (s.started, s.queued, s.at_capacity, s.unpaired),
+            (3, 1, 1, 1)
+        );
+    }
+
+    /// A queued `cleared` still waiting when shutdown's grace ends is not
+    /// started after the kill.
+    #[tokio::test]
+    async fn shutdown_drops_a_cleared_still_queued_after_the_grace() {
+        let _s = SERIAL.lock().await;
+        let dir = TempDir::new().unwrap();
+        let log = dir.path().join("log");
+        let script = format!("echo $CGWARDEN_EVENT >> {}; sleep 30", log.display());
+        let h = hook("pair", &["/bin/sh", "-c", &script], Duration::from_secs(60));
+        let mut r = runner(&[h], 1);
+        started(r.fire("pair", &paired(HookEvent::Fired), Instant::now()));
+        assert_eq!(
+            r.fire("pair", &paired(HookEvent::Cleared), Instant::now()),
+            Fired::Queued
+        );
+        let t = Instant::now();
+        r.shutdown(Duration::from_millis(300)).await;
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!((r.running(), r.waiting()), (0, 0));
+        assert_eq!(lines(&log), ["fired"]);
+    }
+
     #[tokio::test]
     async fn cap_and_shutdown() {
         let _s = SERIAL.lock().await;
@@ -1515,9 +1997,13 @@ mod tests {
         let run = Run {
             name: Arc::from("x"),
             rule: "r".into(),
+            event: HookEvent::Fired,
+            program: "/bin/x".into(),
+            user: None,
             pid: 1,
             timeout: Duration::from_secs(1),
             counters: Arc::default(),
+            cgroup: None,
         };
         let data = vec![b'a'; 1 << 20];
         let d = drain(&data[..], Stream::Stdout, &run).await;

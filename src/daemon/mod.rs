@@ -436,7 +436,11 @@ impl Daemon {
                 None => tracing::debug!(knob = %knob, "knob unreadable; it has no baseline"),
             }
         }
-        let hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
+        let mut hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
+        if !opts.dry_run {
+            // Not in a dry run: this removes stale run cgroups.
+            hooks = hooks.in_cgroups(&cg);
+        }
         Daemon {
             opts,
             policy,
@@ -672,6 +676,7 @@ impl Daemon {
                     value,
                     threshold,
                     group,
+                    paired,
                 } => {
                     let ctx = HookContext {
                         rule,
@@ -682,6 +687,7 @@ impl Daemon {
                         group,
                         product: self.policy.product.clone(),
                         time: SystemTime::now(),
+                        paired,
                     };
                     if self.opts.dry_run {
                         tracing::info!(hook = %hook, rule = %ctx.rule, "would run hook (dry run)");

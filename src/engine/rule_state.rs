@@ -200,6 +200,13 @@ impl RuleState {
         }
     }
 
+    /// Back to idle at once, whatever the phase (daemon shutdown: the
+    /// caller releases the claims and runs the `cleared` hooks itself). No
+    /// transition is reported; the next `update` starts from idle.
+    pub fn reset(&mut self) {
+        self.state = State::Idle { since: None };
+    }
+
     /// Feeds one evaluation of the condition at `now`; returns what changed.
     pub fn update(&mut self, now: Time, cond: bool, timing: &Timing) -> Transitions {
         let mut out = Transitions::default();
@@ -374,6 +381,17 @@ mod tests {
 
     fn step(r: &mut RuleState, now: Time, cond: bool, t: &Timing) -> Vec<Transition> {
         r.update(now, cond, t).to_vec()
+    }
+
+    #[test]
+    fn reset_returns_an_active_rule_to_idle_and_it_can_fire_again() {
+        let t = timing(0, 10, Some(5));
+        let mut r = RuleState::new();
+        assert_eq!(step(&mut r, s(1), true, &t), vec![Pending, Fired]);
+        r.reset();
+        assert_eq!(r.phase(), Phase::Idle);
+        assert_eq!(r.next_deadline(&t), None, "no hold or cooldown left");
+        assert_eq!(step(&mut r, s(2), true, &t), vec![Pending, Fired]);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub enum Effect {
         value: String,
         threshold: String,
         group: String,
+        /// A `while` hook: its `cleared` follows its `fired` (the hook
+        /// runner never splits the pair); `then` hooks are not paired.
+        paired: bool,
     },
     /// Write 1 to /proc/sys/vm/compact_memory.
     CompactMemory { rule: String },
@@ -391,20 +394,45 @@ impl Supervisor {
         effects
     }
 
-    /// Releases every rule claim (daemon shutdown: knobs return to their
-    /// baselines) and returns the writes that does.
+    /// Daemon shutdown: every active rule clears — its claims are released
+    /// (knobs return to their baselines) and its `while` hooks run with
+    /// `cleared`, as if its condition had gone — and every rule is idle
+    /// afterwards. Returns the hooks, phase changes and writes that does.
     pub fn release_all(&mut self, policy: &Policy, now: Time) -> Vec<Effect> {
+        let mut effects = Vec::new();
         for (index, rule) in policy.rules.iter().enumerate() {
             self.table.release(&Owner::Rule {
                 index,
                 name: rule.name.clone(),
             });
+            let Some(rt) = self.rules.get_mut(index) else {
+                continue;
+            };
+            let before = rt.state.phase();
+            rt.state.reset();
+            if before.is_active() {
+                hooks(
+                    rule.while_.iter(),
+                    rule,
+                    &rt.fired,
+                    HookEvent::Cleared,
+                    &mut effects,
+                );
+            }
+            if before != Phase::Idle {
+                effects.push(Effect::Phase {
+                    rule: rule.name.clone(),
+                    phase: Phase::Idle,
+                });
+            }
         }
-        self.table
-            .pending_writes(now)
-            .into_iter()
-            .map(Effect::Write)
-            .collect()
+        effects.extend(
+            self.table
+                .pending_writes(now)
+                .into_iter()
+                .map(Effect::Write),
+        );
+        effects
     }
 
     /// The earliest time a rule or claim changes state with no new input
@@ -440,7 +468,9 @@ fn run_then(
 ) {
     for a in &rule.then {
         match a {
-            Action::Hook(name) => effects.push(hook_effect(name, rule, fired, HookEvent::Fired)),
+            Action::Hook(name) => {
+                effects.push(hook_effect(name, rule, fired, HookEvent::Fired, false))
+            }
             Action::CompactMemory => effects.push(Effect::CompactMemory {
                 rule: rule.name.clone(),
             }),
@@ -466,7 +496,7 @@ fn hooks<'a>(
 ) {
     for a in actions {
         if let Action::Hook(name) = a {
-            effects.push(hook_effect(name, rule, fired, event));
+            effects.push(hook_effect(name, rule, fired, event, true));
         }
     }
 }
@@ -476,6 +506,7 @@ fn hook_effect(
     rule: &crate::policy::model::Rule,
     fired: &FiredWith,
     event: HookEvent,
+    paired: bool,
 ) -> Effect {
     Effect::Hook {
         hook: name.to_string(),
@@ -485,6 +516,7 @@ fn hook_effect(
         value: fired.value.clone(),
         threshold: fired.threshold.clone(),
         group: fired.group.clone(),
+        paired,
     }
 }
 
@@ -705,6 +737,73 @@ mod tests {
         let w = writes(&sup.release_all(&p, s(2)));
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].1, "30");
+    }
+
+    /// SIGTERM with a `while` rule active: its `cleared` hooks run (as a
+    /// pair with the `fired` ones), `then` hooks and idle rules run none,
+    /// and a second release does nothing.
+    #[test]
+    fn release_all_clears_active_while_rules_with_their_hooks() {
+        let p = policy(&format!(
+            "{BASE}  other: {{ exec: [/bin/true] }}\nrules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\", \"hook other\"]\n    hold: 1h\n  - name: idle\n    when: system.memory.available < 1M\n    while: [\"hook alert\"]\n  - name: stepper\n    when: system.memory.available < 512M\n    then: [\"hook alert\"]\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        let eff = sup.step(&p, s(0), &m, &no_current);
+        let fired: Vec<(&str, &str, bool)> = eff
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Hook {
+                    hook,
+                    rule,
+                    event: HookEvent::Fired,
+                    paired,
+                    ..
+                } => Some((hook.as_str(), rule.as_str(), *paired)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            fired,
+            vec![
+                ("alert", "low-mem", true),
+                ("other", "low-mem", true),
+                ("alert", "stepper", false)
+            ]
+        );
+        let eff = sup.release_all(&p, s(1));
+        let cleared: Vec<(&str, &str, &str, bool)> = eff
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Hook {
+                    hook,
+                    rule,
+                    event: HookEvent::Cleared,
+                    value,
+                    paired,
+                    ..
+                } => Some((hook.as_str(), rule.as_str(), value.as_str(), *paired)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            cleared,
+            vec![
+                ("alert", "low-mem", "268435456", true),
+                ("other", "low-mem", "268435456", true)
+            ],
+            "{eff:?}"
+        );
+        assert_eq!(writes(&eff)[0].1, "30");
+        assert!(sup.phases().iter().all(|(ph, _)| *ph == Phase::Idle));
+        assert!(eff
+            .iter()
+            .any(|e| matches!(e, Effect::Phase { rule, phase: Phase::Idle } if rule == "low-mem")));
+        // Nothing is active any more: a second release clears nothing.
+        assert!(sup.release_all(&p, s(2)).is_empty());
     }
 
     /// A rule on an event window clears when the event leaves the window,

@@ -47,6 +47,7 @@ const CONTROLLERS: &str = "cgroup.controllers";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
 const PROCS: &str = "cgroup.procs";
 const EVENTS: &str = "cgroup.events";
+const KILL: &str = "cgroup.kill";
 
 /// Joins `rel` (slash-separated) onto `base`; `.`/empty segments are
 /// skipped and `..` never climbs above `base`.
@@ -235,6 +236,59 @@ impl CgroupFs {
         match self.root.emulation() {
             Some(fake) => fake.move_pid(self, rel, pid),
             None => self.root.write(&self.file(rel, PROCS), &pid.to_string()),
+        }
+    }
+
+    /// SIGKILLs every process in group `rel` and its descendants: writes
+    /// "1" to `cgroup.kill` (Linux ≥ 5.14); without that file, SIGKILLs
+    /// every pid in `cgroup.procs`, again while new pids show up (a fork
+    /// racing the read), at most 64 rounds. A process with SIGKILL pending
+    /// cannot fork again, so the rounds end. Returns once every process was
+    /// signalled, not when they are gone (see [`Self::populated`]).
+    pub fn kill(&self, rel: &str) -> Result<()> {
+        match self.root.write(&self.file(rel, KILL), "1") {
+            Err(e) if e.is_not_found() && self.exists(rel) => {}
+            r => return r,
+        }
+        let mut signalled: Vec<i32> = Vec::new();
+        for _ in 0..64 {
+            let fresh: Vec<i32> = self
+                .procs(rel)?
+                .into_iter()
+                .filter(|p| !signalled.contains(p))
+                .collect();
+            if fresh.is_empty() {
+                return Ok(());
+            }
+            for p in fresh {
+                match nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                ) {
+                    Ok(()) | Err(nix::errno::Errno::ESRCH) => signalled.push(p),
+                    Err(e) => {
+                        return Err(super::Error::other(
+                            self.file(rel, PROCS),
+                            format!("SIGKILL to pid {p}: {e}"),
+                        ))
+                    }
+                }
+            }
+        }
+        Err(super::Error::other(
+            self.file(rel, PROCS),
+            "new processes kept appearing while killing the group",
+        ))
+    }
+
+    /// True while group `rel` or a descendant holds a process (`populated`
+    /// in `cgroup.events`; `cgroup.procs` when that file is absent).
+    pub fn populated(&self, rel: &str) -> Result<bool> {
+        match self.events(rel) {
+            Ok(ev) if ev.contains_key("populated") => Ok(ev["populated"] != 0),
+            Ok(_) => Ok(!self.procs(rel)?.is_empty()),
+            Err(e) if e.is_not_found() && self.exists(rel) => Ok(!self.procs(rel)?.is_empty()),
+            Err(e) => Err(e),
         }
     }
 
@@ -507,6 +561,45 @@ mod tests {
         c.move_pid("", 7).unwrap();
         assert_eq!(pid_cgroup(c.root(), 7).unwrap().as_deref(), Some("/"));
         assert!(c.procs("a").unwrap().is_empty());
+    }
+
+    /// `kill` with real-kernel semantics on a test directory: `cgroup.kill`
+    /// when present, else SIGKILL to every listed pid.
+    #[test]
+    fn kill_writes_cgroup_kill_or_signals_every_pid() {
+        let t = TempDir::new().unwrap();
+        let run = t.path().join("cg/cgwarden.hooks/h-1");
+        fs::create_dir_all(&run).unwrap();
+        let c = CgroupFs::new(Root::real_at(t.path()), "/cg");
+        fs::write(run.join("cgroup.kill"), "").unwrap();
+        c.kill("cgwarden.hooks/h-1").unwrap();
+        assert_eq!(fs::read_to_string(run.join("cgroup.kill")).unwrap(), "1");
+        // Before 5.14: no cgroup.kill.
+        fs::remove_file(run.join("cgroup.kill")).unwrap();
+        let mut a = std::process::Command::new("/bin/sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let mut b = std::process::Command::new("/bin/sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        fs::write(
+            run.join("cgroup.procs"),
+            format!("{}\n{}\n", a.id(), b.id()),
+        )
+        .unwrap();
+        fs::write(run.join("cgroup.events"), "populated 1\nfrozen 0\n").unwrap();
+        assert!(c.populated("cgwarden.hooks/h-1").unwrap());
+        c.kill("cgwarden.hooks/h-1").unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(a.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert_eq!(b.wait().unwrap().signal(), Some(libc::SIGKILL));
+        fs::write(run.join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+        assert!(!c.populated("cgwarden.hooks/h-1").unwrap());
+        // A group that does not exist: an error naming its path.
+        let e = c.kill("cgwarden.hooks/h-2").unwrap_err();
+        assert!(e.to_string().contains("/cg/cgwarden.hooks/h-2"), "{e}");
     }
 
     #[test]

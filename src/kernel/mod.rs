@@ -14,6 +14,7 @@ pub(crate) mod cpufreq;
 pub mod error;
 mod fake;
 pub mod fake_tree;
+pub(crate) mod hook_run;
 pub(crate) mod meminfo;
 pub(crate) mod proc_events;
 pub mod procfs;

@@ -84,6 +84,10 @@ pub enum Op {
     PsiTrigger,
     /// The process-events connector (netlink).
     ProcConnector,
+    /// Running a hook in a cgroup of its own (joined through `cgroup.procs`
+    /// by the real child process) and killing it with `cgroup.kill`; on a
+    /// fake tree hooks stay in the daemon's cgroup, killed by process group.
+    HookCgroup,
     /// A write may create the file it names (plain files only: a kernel
     /// interface file is never created by a write).
     CreateFile,
