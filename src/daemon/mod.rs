@@ -310,13 +310,10 @@ const WRITE_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TickMode {
     /// Every condition is served by a kernel event (armed PSI triggers,
-    /// inotify, exec events) and no stall series needs keeping: no tick.
+    /// inotify, exec events): no tick. A stall line behind a registered
+    /// trigger is read when the trigger fires; its silence answers for the
+    /// windows nobody sampled (`engine::stall`).
     Off,
-    /// Only stall series behind armed PSI triggers: their pressure files are
-    /// read once per (shortest) window, so the sample about one window back
-    /// that a trigger wake is evaluated against exists (SPEC §3 defines
-    /// stall on `total=`); no evaluation, no other read.
-    StallOnly(Duration),
     /// Sample and evaluate every `settings.tick`.
     Full(Duration),
 }
@@ -325,7 +322,7 @@ impl TickMode {
     fn period(self) -> Option<Duration> {
         match self {
             TickMode::Off => None,
-            TickMode::StallOnly(p) | TickMode::Full(p) => Some(p),
+            TickMode::Full(p) => Some(p),
         }
     }
 }
@@ -493,20 +490,15 @@ impl Daemon {
         if polled || events_unwatched || exec_scans || unarmed || stall_rule_busy {
             return TickMode::Full(tick);
         }
-        match self.triggers.iter().map(|t| t.window).min() {
-            Some(w) if !n.psi_stall.is_empty() => TickMode::StallOnly(w.max(tick)),
-            _ => TickMode::Off,
-        }
+        // Stall lines behind registered triggers are read when a trigger
+        // fires (its firing stands in for the window nobody sampled, see
+        // `StallSeries::record_trigger`): nothing periodic is left.
+        TickMode::Off
     }
 
     fn on_tick(&mut self, mode: TickMode) {
         match mode {
             TickMode::Off => {}
-            TickMode::StallOnly(_) => {
-                // Records the stall series; nothing else is read.
-                let now = self.now();
-                let _ = self.sampler.sample(now);
-            }
             TickMode::Full(_) => {
                 if self.events_unwatched {
                     self.watch_event_files();
@@ -608,10 +600,16 @@ impl Daemon {
 
     fn on_wake(&mut self, wake: Wake) {
         match wake {
-            Wake::Psi { id } => tracing::debug!(
-                trigger = %self.triggers.get(id).map(TriggerSpec::label).unwrap_or_default(),
-                "PSI trigger"
-            ),
+            Wake::Psi { id } => {
+                tracing::debug!(
+                    trigger = %self.triggers.get(id).map(TriggerSpec::label).unwrap_or_default(),
+                    "PSI trigger"
+                );
+                if let Some(t) = self.triggers.get(id) {
+                    let now = self.now();
+                    self.sampler.trigger_fired(&t.key, now, t.amount, t.window);
+                }
+            }
             Wake::PsiGone { id } => {
                 if let Some(t) = self.triggers.get_mut(id) {
                     t.state = TriggerState::Gone;
@@ -620,6 +618,7 @@ impl Daemon {
                         "PSI trigger's group is gone; polling until it is recreated"
                     );
                 }
+                self.sync_armed();
             }
             Wake::FileModified { path } => {
                 tracing::debug!(path = %path.display(), "modified");
@@ -864,6 +863,21 @@ impl Daemon {
                 TriggerState::Unarmed
             }
         };
+        self.sync_armed();
+    }
+
+    /// Tells the stall history which lines a silent kernel trigger answers
+    /// for: those whose every trigger is registered (the tick polls the rest).
+    fn sync_armed(&mut self) {
+        let keys: Vec<StallKey> = self.triggers.iter().map(|t| t.key.clone()).collect();
+        for key in keys {
+            let armed = self
+                .triggers
+                .iter()
+                .filter(|t| t.key == key)
+                .all(|t| t.state == TriggerState::Armed);
+            self.sampler.stall.set_armed(&key, armed);
+        }
     }
 
     /// The safety-net /proc scan: places processes that exec events missed.
@@ -1003,23 +1017,39 @@ mod tick_tests {
     }
 
     #[tokio::test]
-    async fn armed_stall_triggers_only_keep_their_series() {
+    async fn armed_stall_triggers_need_no_tick() {
         let t = tempfile::tempdir().unwrap();
         let mut d = daemon(
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/2s\n    then: [set b.memory.high = 1G]\n",
         );
+        let key = d.triggers[0].key.clone();
         // As if the kernel had accepted the trigger.
         for t in &mut d.triggers {
             t.state = TriggerState::Armed;
         }
+        d.sync_armed();
+        assert!(d.sampler.stall.is_armed(&key));
+        assert_eq!(d.tick_mode(Duration::from_millis(100)), TickMode::Off);
+        // Its silence reads as no stall, never as "unavailable".
+        let snap = d.sampler.sample(d.now());
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: d.now() + Duration::from_secs(30),
+        };
+        use crate::engine::condition::Metrics;
+        assert_eq!(
+            view.psi_stall(&key.target, key.resource, key.stall, Duration::from_secs(2)),
+            Some(Duration::ZERO)
+        );
+        // A trigger the kernel dropped (group gone) brings the tick back.
+        d.triggers[0].state = TriggerState::Gone;
+        d.sync_armed();
+        assert!(!d.sampler.stall.is_armed(&key));
         assert_eq!(
             d.tick_mode(Duration::from_millis(100)),
-            TickMode::StallOnly(Duration::from_secs(2))
-        );
-        assert_eq!(
-            d.tick_mode(Duration::from_secs(5)),
-            TickMode::StallOnly(Duration::from_secs(5))
+            TickMode::Full(Duration::from_millis(100))
         );
     }
 

@@ -105,6 +105,22 @@ impl Sampler {
         text.trim().parse().ok()
     }
 
+    /// A kernel PSI trigger on `key` fired: records the counter with the
+    /// kernel's word that the window held at least `amount` of stall
+    /// ([`StallHistory::record_trigger`]).
+    pub fn trigger_fired(&mut self, key: &StallKey, now: Time, amount: Duration, window: Duration) {
+        let line = self
+            .read_psi(&key.target, key.resource)
+            .and_then(|p| match key.stall {
+                Stall::Some => p.some,
+                Stall::Full => p.full,
+            });
+        if let Some(l) = line {
+            self.stall
+                .record_trigger(key, now, l.total_us, amount, window);
+        }
+    }
+
     /// Reads everything the rules need now, and records PSI totals for the
     /// stall-time conditions.
     pub fn sample(&mut self, now: Time) -> Snapshot {
@@ -249,6 +265,9 @@ impl Metrics for View<'_> {
             // The file is being read, but one sample is not a window yet:
             // no stall has been observed, which is not "unavailable".
             None if self.stall.series(&key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
+            // Nobody sampled the window, but a registered kernel trigger
+            // watched it and stayed silent: the stall stayed below its amount.
+            None if self.stall.is_armed(&key) => Some(Duration::ZERO),
             None => None,
         }
     }

@@ -61,6 +61,9 @@ pub enum Recorded {
     /// The counter grew by more than the elapsed time allows: the series
     /// restarted from this sample, and the jump counts for nothing.
     Implausible,
+    /// A kernel trigger's firing stood in for the samples the window lacked
+    /// (see [`StallSeries::record_trigger`]).
+    Trigger,
 }
 
 /// The most a PSI `total=` may grow between samples `elapsed` apart: the
@@ -135,6 +138,41 @@ impl StallSeries {
         };
         self.prune();
         result
+    }
+
+    /// The kernel's PSI trigger for `amount`/`window` fired at `now`, when
+    /// the counter read `total_us`: the kernel measured at least `amount` of
+    /// stall within the last `window` (it fires on growth >= threshold over
+    /// its own tracking window, from the same `total`). While the tick samples
+    /// the line often enough to span the window, that is just one more sample.
+    /// Otherwise — the daemon reads nothing while an armed trigger is silent
+    /// (issue 11: no periodic work no rule needs) — the series restarts from
+    /// the kernel's word: a sample one window back that makes the window's
+    /// stall `amount` + 1 µs, then this one. That is a lower bound, like every
+    /// answer of this module: `> amount` holds, and a larger stall shows as the
+    /// tick samples on while the rule is active.
+    pub fn record_trigger(
+        &mut self,
+        now: Time,
+        total_us: u64,
+        amount: Duration,
+        window: Duration,
+    ) -> Recorded {
+        let spans = match (self.samples.front(), self.samples.back()) {
+            (Some(&(first, _)), Some(&(last, _))) => {
+                first + window <= now && now.saturating_sub(last) <= window
+            }
+            _ => false,
+        };
+        if spans || now < window {
+            return self.record(now, total_us);
+        }
+        let amount_us = u64::try_from(amount.as_micros()).unwrap_or(u64::MAX);
+        let start = total_us.saturating_sub(amount_us.saturating_add(1));
+        self.samples.clear();
+        self.samples.push_back((now - window, start));
+        self.samples.push_back((now, total_us));
+        Recorded::Trigger
     }
 
     fn prune(&mut self) {
@@ -232,6 +270,9 @@ pub struct StallKey {
 #[derive(Debug, Clone, Default)]
 pub struct StallHistory {
     series: HashMap<StallKey, StallSeries>,
+    /// Lines a registered kernel trigger watches: its silence means the
+    /// stall stayed below the trigger's amount.
+    armed: std::collections::HashSet<StallKey>,
 }
 
 impl StallHistory {
@@ -270,6 +311,35 @@ impl StallHistory {
         }
     }
 
+    /// Whether a registered kernel trigger watches `key` (its silence then
+    /// answers for windows nobody sampled).
+    pub fn set_armed(&mut self, key: &StallKey, armed: bool) {
+        if armed {
+            self.armed.insert(key.clone());
+        } else {
+            self.armed.remove(key);
+        }
+    }
+
+    pub fn is_armed(&self, key: &StallKey) -> bool {
+        self.armed.contains(key)
+    }
+
+    /// [`StallSeries::record_trigger`] of a line.
+    pub fn record_trigger(
+        &mut self,
+        key: &StallKey,
+        now: Time,
+        total_us: u64,
+        amount: Duration,
+        window: Duration,
+    ) -> Recorded {
+        self.series
+            .entry(key.clone())
+            .or_default()
+            .record_trigger(now, total_us, amount, window)
+    }
+
     /// [`StallSeries::stall_in_window`] of a line; `None` if never sampled.
     pub fn stall_in_window(&self, key: &StallKey, now: Time, window: Duration) -> Option<Duration> {
         self.series.get(key)?.stall_in_window(now, window)
@@ -292,6 +362,38 @@ mod tests {
 
     fn ms(m: u64) -> Duration {
         Duration::from_millis(m)
+    }
+
+    #[test]
+    fn a_trigger_stands_in_for_a_window_nobody_sampled() {
+        let mut sr = StallSeries::new(s(1));
+        assert_eq!(sr.record(s(1), 1_000), Recorded::Appended);
+        // Silence for 9 s (nothing read), then the kernel says >= 100ms/1s.
+        assert_eq!(
+            sr.record_trigger(s(10), 900_000, ms(100), s(1)),
+            Recorded::Trigger
+        );
+        let w = sr.stall_in_window(s(10), s(1)).expect("a window");
+        assert!(w > ms(100) && w <= ms(101), "{w:?}");
+        // The tick samples on: the real stall shows.
+        sr.record(s(10) + ms(500), 1_300_000);
+        let w = sr.stall_in_window(s(10) + ms(500), s(1)).expect("a window");
+        assert!(w > ms(400), "{w:?}");
+    }
+
+    #[test]
+    fn a_trigger_within_sampled_history_is_one_more_sample() {
+        let mut sr = StallSeries::new(s(1));
+        for i in 0..=10u64 {
+            sr.record(ms(500 * i), 1_000 + 10_000 * i);
+        }
+        // Sampled every 500 ms: the series is the truth, the trigger adds a point.
+        assert_eq!(
+            sr.record_trigger(ms(5_200), 120_000, ms(100), s(1)),
+            Recorded::Appended
+        );
+        assert_eq!(sr.latest(), Some((ms(5_200), 120_000)));
+        assert!(sr.len() > 2);
     }
 
     fn s(x: u64) -> Duration {
