@@ -620,6 +620,8 @@ impl ExecWatch {
         let thread = std::thread::Builder::new()
             .name("cgw-exec".into())
             .spawn(move || {
+                // A reacting thread (settings.daemon.sched, reset on fork).
+                crate::daemon::priority::enter_reacting("exec (cgw-exec)");
                 let run = std::panic::AssertUnwindSafe(|| worker.run(rx, thread_fd, conn));
                 if std::panic::catch_unwind(run).is_err() {
                     // A bug: better a restart by the service manager (which
