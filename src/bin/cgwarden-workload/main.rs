@@ -18,6 +18,7 @@
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
 //! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
+//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -35,6 +36,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod flood;
 mod storm;
 
 const SELF_NAME: &str = "cgwarden-workload";
@@ -59,6 +61,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              every POLL_US (default 100)
   migrate-cost A B N         move a child between cgroup dirs A and B, N times per gap
                              (0..50 ms since the last move); print the write's cost
+  flood CHILD TARGET N DEADLINE_MS POLL_US
+                             start N copies of CHILD at once, all alive together, each
+                             polling its /proc/self/cgroup every POLL_US; print how many
+                             were not in TARGET DEADLINE_MS after launch, and p50..max
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -327,6 +333,29 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             ) {
                 (Some(a), Some(b), Some(n)) if n > 0 => storm::migrate_cost(a, b, n),
                 _ => usage("migrate-cost: A B N (two cgroup directories, N > 0)"),
+            }
+        }
+        ("flood", [child, target, n, deadline, poll]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (target.to_str(), num(n), num(deadline), num(poll)) {
+                (Some(t), Some(n), Some(d), Some(p)) if t.starts_with('/') && n > 0 => {
+                    let fl = flood::Flood {
+                        n: n as usize,
+                        deadline_ms: d,
+                        poll_us: p,
+                    };
+                    flood::drive(child, t, &fl)
+                }
+                _ => usage(
+                    "flood: TARGET must be a /path; N > 0, DEADLINE_MS, POLL_US whole numbers",
+                ),
+            }
+        }
+        ("flood-child", [target, deadline, poll]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (target.to_str(), num(deadline), num(poll)) {
+                (Some(t), Some(d), Some(p)) => flood::child(t, d, p),
+                _ => usage("flood-child: TARGET DEADLINE_MS POLL_US"),
             }
         }
         ("storm-child", [target, life, poll]) => {
