@@ -191,6 +191,14 @@ impl Shared {
 /// the SPEC's statuses that systemd/cgwarden.service keeps from restarting.
 const EXIT_INTERNAL: i32 = 70;
 
+/// Datagrams (one event each) read from the connector per round: under a
+/// flood the exec thread identifies and moves this many processes at once.
+const DRAIN_MAX: usize = 1024;
+
+/// Processes identified before their moves are made: bounds the wait of
+/// the first in a batch for the last one's /proc reads.
+const BATCH_MAX: usize = 256;
+
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScanKind {
@@ -331,7 +339,9 @@ impl Worker {
             more = false;
             if let Some(c) = conn.as_mut() {
                 events.clear();
-                match c.drain(&mut events, 64) {
+                // Everything pending now (up to a bound, so presence and
+                // scans are not starved by an endless flood).
+                match c.drain(&mut events, DRAIN_MAX) {
                     Ok(drained) => more = !drained,
                     Err(e) => {
                         fail(
@@ -397,12 +407,21 @@ impl Worker {
         if presence_changed {
             let _ = self.wake.try_send(Wake::Presence);
         }
-        for &pid in pids.iter() {
+        // The whole batch at once: identify all, then the moves back-to-back.
+        for chunk in pids.chunks(BATCH_MAX) {
             let start = Instant::now();
-            if self.place(pid, None) {
-                let c = &self.shared.counters;
-                c.placing.record(start.elapsed());
-                c.to_placed.record(read_at.elapsed());
+            let results = self
+                .placer
+                .place_batch(chunk, &mut self.ops, &mut self.cache);
+            let (took, now) = (start.elapsed(), read_at.elapsed());
+            let n = results.len().max(1) as u32;
+            for (pid, r) in results {
+                if self.record(pid, r, None) {
+                    let c = &self.shared.counters;
+                    // Per process: its share of the batch's time.
+                    c.placing.record(took / n);
+                    c.to_placed.record(now);
+                }
             }
         }
         if loss {
@@ -432,10 +451,13 @@ impl Worker {
         }
     }
 
-    fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
-        let r = self
-            .placer
-            .place_cached(pid, &mut self.ops, &mut self.cache);
+    /// Counts and logs what placing `pid` did; true when it moved something.
+    fn record(
+        &mut self,
+        pid: i32,
+        r: crate::engine::placement::Placed,
+        scan: Option<ScanKind>,
+    ) -> bool {
         let c = &self.shared.counters;
         c.gone.fetch_add(u64::from(r.gone), Ordering::Relaxed);
         for e in &r.errors {
@@ -504,10 +526,19 @@ impl Worker {
             let live: HashSet<i32> = pids.iter().copied().collect();
             self.cache.retain(|p| live.contains(&p));
         }
-        for &pid in &pids {
-            if !self.placer.is_empty() {
-                self.place(pid, Some(kind));
+        if !self.placer.is_empty() {
+            // In batches too: a scan after a loss under a flood has
+            // thousands to move.
+            for chunk in pids.chunks(BATCH_MAX) {
+                let results = self
+                    .placer
+                    .place_batch(chunk, &mut self.ops, &mut self.cache);
+                for (pid, r) in results {
+                    self.record(pid, r, Some(kind));
+                }
             }
+        }
+        for &pid in &pids {
             if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
                     comms.push((pid, c));
