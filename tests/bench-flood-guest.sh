@@ -8,7 +8,8 @@
 #   bash tests/bench-flood-guest.sh [N=2000] [DEADLINE_MS=3000] [POLL_US=1000] [BASE_BINARY]
 #
 # BASE_BINARY (optional): an older cgwarden build, run as an extra row
-# ("before"). Needs tests/vm/setup.sh done; builds release binaries;
+# ("before"); CGWARDEN_FLOOD_ABLATION=1 adds a row with the daemon's
+# reacting threads at SCHED_OTHER. Needs tests/vm/setup.sh done; builds release binaries;
 # downloads cgroup-tools + libcgroup2 (.deb, not installed) into the VM cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,8 @@ echo "$N" >"$extra/cgw/flood_n"
 echo "$DEADLINE" >"$extra/cgw/flood_deadline"
 echo "$POLL" >"$extra/cgw/flood_poll"
 [[ -n $BASE ]] && cp "$BASE" "$extra/usr/bin/cgwarden-base"
+# The row with the reacting threads at SCHED_OTHER (what priority buys).
+[[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"
 if ! bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra"; then
     echo "bench-flood-guest: cgrulesengd not available; its row is left out" >&2
 fi

@@ -87,7 +87,13 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
             }
         }
     }
-    if d.mlock {
+    if d.mlock && !selfproc::memlock_unbounded() {
+        tracing::error!(
+            "settings.daemon.mlock: not done: no CAP_IPC_LOCK and RLIMIT_MEMLOCK is limited; \
+             mlockall(MCL_FUTURE) would make later allocations fail past the limit \
+             (LimitMEMLOCK=infinity or the capability enables it; not fatal)"
+        );
+    } else if d.mlock {
         match selfproc::mlockall_onfault() {
             Ok(()) => {
                 let (rss, lck) = selfproc::memory_kib();

@@ -134,6 +134,34 @@ pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
     Ok(())
 }
 
+/// Whether `mlockall(MCL_FUTURE)` is safe: locked memory is not capped
+/// (CAP_IPC_LOCK in the effective set, or `RLIMIT_MEMLOCK` unlimited).
+/// With a cap, MCL_FUTURE makes every later mmap past it fail (thread
+/// stacks, heap growth) — the locked size counts whole mappings, even
+/// with MCL_ONFAULT — so the daemon would break instead of being safer.
+pub fn memlock_unbounded() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if cap_ipc_lock(&status) {
+        return true;
+    }
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid rlimit for the kernel to fill.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    rc == 0 && r.rlim_cur == libc::RLIM_INFINITY
+}
+
+/// CAP_IPC_LOCK (bit 14) in a status file's `CapEff:` mask.
+pub fn cap_ipc_lock(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << 14) != 0)
+}
+
 /// `RLIMIT_RTPRIO` of this process (soft limit), `None` when unlimited.
 pub fn rtprio_limit() -> Option<u64> {
     let mut r = libc::rlimit {
@@ -186,6 +214,15 @@ mod tests {
         assert_eq!(parse_status_kib(t), (Some(5120), Some(1234)));
         assert_eq!(parse_status_kib("garbage"), (None, None));
         assert_eq!(parse_status_kib("VmRSS:\tx kB\n"), (None, None));
+    }
+
+    #[test]
+    fn cap_ipc_lock_is_bit_14_of_capeff() {
+        assert!(cap_ipc_lock("CapInh:\t0\nCapEff:\t000001ffffffffff\n"));
+        assert!(cap_ipc_lock("CapEff:\t0000000000004000\n"));
+        assert!(!cap_ipc_lock("CapEff:\t0000000000000000\n"));
+        assert!(!cap_ipc_lock("CapEff:\tzz\n"));
+        assert!(!cap_ipc_lock(""));
     }
 
     #[test]

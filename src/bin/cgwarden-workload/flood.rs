@@ -5,14 +5,14 @@
 //! the flood is the overload a placer exists for: thousands of pollers
 //! compete with it for the CPU while it has thousands of moves to make.
 //!
-//! The driver spawns the N children back-to-back (noting when each spawn
-//! returned, i.e. the exec happened) with their stdin on a pipe it holds;
-//! each child polls until placed or past its deadline, reports
+//! The driver spawns the N children back-to-back (noting when it launched
+//! each, passed to the child too) with their stdin on a pipe it holds;
+//! each child polls until placed or DEADLINE_MS past its launch, reports
 //! `(pid, seen, first look)` in one 24-byte write to a shared pipe, then
 //! waits for EOF on stdin. When every child reported (or the deadline plus
 //! a grace passed) the driver closes the pipe, so all exit together, and
-//! prints missed/N and placement-time percentiles (spawn returned → the
-//! child saw itself in TARGET; a missed child counts as beyond the deadline).
+//! prints missed/N and placement-time percentiles (launch → the child saw
+//! itself in TARGET; a missed child counts as beyond the deadline).
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -35,10 +35,13 @@ fn now_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
-/// `flood-child TARGET DEADLINE_MS POLL_US`: polls, reports, then stays
-/// alive until stdin reaches EOF (the driver closes it, or dies).
-pub fn child(target: &str, deadline_ms: u64, poll_us: u64) -> ExitCode {
-    let t0 = now_ns();
+/// `flood-child TARGET DEADLINE_MS POLL_US LAUNCH_NS`: polls, reports,
+/// then stays alive until stdin reaches EOF (the driver closes it, or
+/// dies). LAUNCH_NS is the driver's CLOCK_MONOTONIC just before the spawn
+/// (the clock is system-wide): the deadline counts from the launch, not
+/// from when a starved child first got to run.
+pub fn child(target: &str, deadline_ms: u64, poll_us: u64, launch_ns: i64) -> ExitCode {
+    let t0 = if launch_ns > 0 { launch_ns } else { now_ns() };
     let end = t0.saturating_add((deadline_ms as i64).saturating_mul(1_000_000));
     let want = format!("::{target}\n");
     let mut buf = Vec::with_capacity(512);
@@ -117,6 +120,7 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
     });
     let deadline = fl.deadline_ms.to_string();
     let poll = fl.poll_us.to_string();
+    // (pid, launch: CLOCK_MONOTONIC just before its spawn)
     let mut spawned: Vec<(i32, i64)> = Vec::with_capacity(fl.n);
     let mut children = Vec::with_capacity(fl.n);
     let t0 = now_ns();
@@ -129,14 +133,15 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
                 break;
             }
         };
+        let launch = now_ns();
         match Command::new(child_exe)
-            .args(["flood-child", target, &deadline, &poll])
+            .args(["flood-child", target, &deadline, &poll, &launch.to_string()])
             .stdin(inp)
             .stdout(out)
             .spawn()
         {
             Ok(c) => {
-                spawned.push((c.id() as i32, now_ns()));
+                spawned.push((c.id() as i32, launch));
                 children.push(c);
             }
             Err(e) => {
@@ -216,8 +221,6 @@ fn report(fl: &Flood, spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], secs: f6
             missed += 1;
             times.push(i64::MAX);
         } else {
-            // Placed before its spawn returned (the driver was not
-            // scheduled): 0.
             times.push((seen - at).max(0));
         }
     }

@@ -351,11 +351,12 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 ),
             }
         }
-        ("flood-child", [target, deadline, poll]) => {
+        ("flood-child", [target, deadline, poll, launch]) => {
             let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
-            match (target.to_str(), num(deadline), num(poll)) {
-                (Some(t), Some(d), Some(p)) => flood::child(t, d, p),
-                _ => usage("flood-child: TARGET DEADLINE_MS POLL_US"),
+            let launch = launch.to_str().and_then(|s| s.parse::<i64>().ok());
+            match (target.to_str(), num(deadline), num(poll), launch) {
+                (Some(t), Some(d), Some(p), Some(l)) => flood::child(t, d, p, l),
+                _ => usage("flood-child: TARGET DEADLINE_MS POLL_US LAUNCH_NS"),
             }
         }
         ("storm-child", [target, life, poll]) => {

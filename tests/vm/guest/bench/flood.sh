@@ -7,7 +7,8 @@
 # alive together, each polling its own cgroup every POLL_US, missed when not
 # placed DEADLINE_MS after launch) against: cgwarden with the connector,
 # cgwarden before issue 11 (when /usr/bin/cgwarden-base is in the image),
-# cgwarden with its reacting threads left at SCHED_OTHER, cgrulesengd (when
+# cgwarden with its reacting threads left at SCHED_OTHER (with
+# CGWARDEN_FLOOD_ABLATION=1), cgrulesengd (when
 # the image has it) and a 100 ms /proc scan (cgwarden's scan mode). Then the
 # light storm of the placement bench for parity. TCG: compare rows only.
 [ -f /cgw/flood_n ] || {
@@ -96,7 +97,9 @@ cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood
 if command -v cgwarden-base >/dev/null 2>&1; then
     cgwarden_row "cgwarden before issue 11, connector" cgwarden-base "$D/policy.yaml" flood
 fi
-cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
+if [ -f /cgw/flood_ablation ]; then
+    cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
+fi
 cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1
 cgrules=false
 if command -v cgrulesengd >/dev/null 2>&1; then
