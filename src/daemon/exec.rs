@@ -3,15 +3,19 @@
 //!
 //! One thread (`cgw-exec`) owns the connector socket. It waits in poll(2)
 //! on the socket and on an eventfd (scan requests, shutdown), drains the
-//! socket, and for each batch: EXEC / COMM (of a main thread) → update
-//! presence and place the pid right there; EXIT (of a process) → update
-//! presence; ENOBUFS or a sequence gap → count it and run a full /proc
-//! scan. It sends [`Wake::Presence`] to the event loop only when some
+//! socket (up to [`DRAIN_MAX`] events: everything pending), and for each
+//! batch: EXEC / COMM (of a main thread) → update presence and queue the
+//! pid; EXIT (of a process) → update presence; ENOBUFS or a sequence gap →
+//! count it and run a full /proc scan. The queued pids are placed together
+//! ([`Placer::place_batch`]: identify all, then the moves back-to-back), so
+//! an exec flood costs one pass per drain, not a round trip per event
+//! (issue 11). The thread runs at `settings.daemon.sched`
+//! ([`crate::daemon::priority`]) so the flood it places cannot starve it. It sends [`Wake::Presence`] to the event loop only when some
 //! `running()` answer changed. Placing in the thread that reads the events
 //! saves a thread hand-off (a wake-up) per exec; a migration write that
 //! waits 5–20 ms for the kernel stalls only this thread, never rule
 //! evaluation, and the socket's 4 MiB buffer holds what arrives meanwhile.
-//! The same thread runs the full scans ([`Placer::place`] is shared): at
+//! The same thread runs the full scans ([`Placer::place_batch`] is shared): at
 //! startup, every `settings.rescan`, after a loss, and every tick when the
 //! connector cannot be opened or the root is fake.
 //!
@@ -62,7 +66,8 @@ pub struct Counters {
     /// Exec event received → process moved (exec path only).
     pub to_placed: Latency,
     /// Of that, the placement itself: /proc reads, the `cgroup.procs`
-    /// write (where the kernel may wait for an RCU grace period), sched.
+    /// write (where the kernel may wait for an RCU grace period), sched —
+    /// per process, its share of its batch's time.
     pub placing: Latency,
 }
 

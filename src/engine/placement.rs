@@ -7,6 +7,11 @@
 //! Facts are read in stages: the comm first (one small read), and only when
 //! some rule can still match it the fields those rules look at (exe,
 //! cmdline, uid). Most execs on a board match no rule and cost one read.
+//!
+//! Processes are placed in batches ([`Placer::place_batch`], issue 11):
+//! every pending process is identified first, then the moves are made
+//! back-to-back, then sched and descendants — under an exec flood one pass
+//! places everything pending instead of a round trip per process.
 
 use crate::policy::model::{Placement, Sched, UserSpec};
 use glob::{MatchOptions, Pattern};

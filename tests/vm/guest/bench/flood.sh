@@ -61,7 +61,7 @@ flood() { # LABEL PLACER_PID
     c1=$(cpu_ticks "$2")
     sed 's/^/BENCH /' "$D/out"
     missed=$(sed -n 's/^missed \([0-9]*\/[0-9]*\).*/\1/p' "$D/out")
-    p99=$(sed -n 's/.* p99 \([^ ]*\) .*/\1/p' "$D/out")
+    p99=$(sed -n 's/^placement ms.* p99 \([^ ]*\) .*/\1/p' "$D/out")
     cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.2f", c / hz }')
     echo "BENCH placer CPU over the flood: $cpu s"
     printf '%s | %s | %s | %s\n' "$1" "$missed" "$p99" "$cpu" >>"$ROWS"
