@@ -23,6 +23,15 @@ groups:
 placement:
   - match: { comm: cgwprio-child }
     group: prio-a
+hooks:
+  schedprobe:
+    exec: ["/bin/sh", "-c", "cut -d' ' -f19,40,41 /proc/\$\$/stat > $D/hook.tmp && mv $D/hook.tmp $D/hook.stat"]
+    timeout: 5s
+rules:
+  - name: probe
+    when: running(cgwprio-child)
+    then:
+      - hook schedprobe
 EOP
 }
 policy "$D/fifo.yaml" "{ cpus: \"$CPUS\" }"
@@ -66,6 +75,10 @@ others=$(for t in /proc/$DPID/task/*; do
 done)
 check others-normal "other threads run SCHED_OTHER ($(threads))" test -z "$others"
 check child-normal "a placed child is not RT (placement sets none)" test "$(stat_field "$CHILD" 41)" = 0
+# A hook child of the FIFO daemon: reset-on-fork gave it SCHED_OTHER, nice 0
+# (fields 19, 40, 41: nice, rtprio, policy).
+check hook-ran "the probe hook ran" wait_for 20 test -s "$D/hook.stat"
+check_eq hook-normal "0 0 0" cat "$D/hook.stat"
 lck=$(status_kib VmLck)
 rss=$(status_kib VmRSS)
 echo "PRIORITY VmRSS=${rss}KiB VmLck=${lck}KiB"
