@@ -118,9 +118,10 @@ impl PlaceOps for KernelOps {
     }
     fn same(&mut self, pid: i32, pin: &Pin) -> bool {
         if let Some(fd) = &pin.fd {
-            if !pidfd_alive(fd.as_fd()) {
-                return false;
-            }
+            // A live pidfd's process still owns its pid (a pid is freed
+            // only when reaped): no second /proc read (issue 11: a flood
+            // pays every read per process).
+            return pidfd_alive(fd.as_fd());
         }
         match procfs::start_time(&self.root, pid) {
             Ok(Some(now)) => pin.start.is_none() || now == pin.start,

@@ -3,15 +3,19 @@
 //!
 //! One thread (`cgw-exec`) owns the connector socket. It waits in poll(2)
 //! on the socket and on an eventfd (scan requests, shutdown), drains the
-//! socket, and for each batch: EXEC / COMM (of a main thread) → update
-//! presence and place the pid right there; EXIT (of a process) → update
-//! presence; ENOBUFS or a sequence gap → count it and run a full /proc
-//! scan. It sends [`Wake::Presence`] to the event loop only when some
+//! socket (up to [`DRAIN_MAX`] events: everything pending), and for each
+//! batch: EXEC / COMM (of a main thread) → update presence and queue the
+//! pid; EXIT (of a process) → update presence; ENOBUFS or a sequence gap →
+//! count it and run a full /proc scan. The queued pids are placed together
+//! ([`Placer::place_batch`]: identify all, then the moves back-to-back), so
+//! an exec flood costs one pass per drain, not a round trip per event
+//! (issue 11). The thread runs at `settings.daemon.sched`
+//! ([`crate::daemon::priority`]) so the flood it places cannot starve it. It sends [`Wake::Presence`] to the event loop only when some
 //! `running()` answer changed. Placing in the thread that reads the events
 //! saves a thread hand-off (a wake-up) per exec; a migration write that
 //! waits 5–20 ms for the kernel stalls only this thread, never rule
 //! evaluation, and the socket's 4 MiB buffer holds what arrives meanwhile.
-//! The same thread runs the full scans ([`Placer::place`] is shared): at
+//! The same thread runs the full scans ([`Placer::place_batch`] is shared): at
 //! startup, every `settings.rescan`, after a loss, and every tick when the
 //! connector cannot be opened or the root is fake.
 //!
@@ -62,7 +66,8 @@ pub struct Counters {
     /// Exec event received → process moved (exec path only).
     pub to_placed: Latency,
     /// Of that, the placement itself: /proc reads, the `cgroup.procs`
-    /// write (where the kernel may wait for an RCU grace period), sched.
+    /// write (where the kernel may wait for an RCU grace period), sched —
+    /// per process, its share of its batch's time.
     pub placing: Latency,
 }
 
@@ -190,6 +195,14 @@ impl Shared {
 /// Exit status when the exec thread dies of a bug (EX_SOFTWARE): not one of
 /// the SPEC's statuses that systemd/cgwarden.service keeps from restarting.
 const EXIT_INTERNAL: i32 = 70;
+
+/// Datagrams (one event each) read from the connector per round: under a
+/// flood the exec thread identifies and moves this many processes at once.
+const DRAIN_MAX: usize = 1024;
+
+/// Processes identified before their moves are made: bounds the wait of
+/// the first in a batch for the last one's /proc reads.
+const BATCH_MAX: usize = 256;
 
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,7 +344,9 @@ impl Worker {
             more = false;
             if let Some(c) = conn.as_mut() {
                 events.clear();
-                match c.drain(&mut events, 64) {
+                // Everything pending now (up to a bound, so presence and
+                // scans are not starved by an endless flood).
+                match c.drain(&mut events, DRAIN_MAX) {
                     Ok(drained) => more = !drained,
                     Err(e) => {
                         fail(
@@ -397,12 +412,21 @@ impl Worker {
         if presence_changed {
             let _ = self.wake.try_send(Wake::Presence);
         }
-        for &pid in pids.iter() {
+        // The whole batch at once: identify all, then the moves back-to-back.
+        for chunk in pids.chunks(BATCH_MAX) {
             let start = Instant::now();
-            if self.place(pid, None) {
-                let c = &self.shared.counters;
-                c.placing.record(start.elapsed());
-                c.to_placed.record(read_at.elapsed());
+            let results = self
+                .placer
+                .place_batch(chunk, &mut self.ops, &mut self.cache);
+            let (took, now) = (start.elapsed(), read_at.elapsed());
+            let n = results.len().max(1) as u32;
+            for (pid, r) in results {
+                if self.record(pid, r, None) {
+                    let c = &self.shared.counters;
+                    // Per process: its share of the batch's time.
+                    c.placing.record(took / n);
+                    c.to_placed.record(now);
+                }
             }
         }
         if loss {
@@ -432,10 +456,13 @@ impl Worker {
         }
     }
 
-    fn place(&mut self, pid: i32, scan: Option<ScanKind>) -> bool {
-        let r = self
-            .placer
-            .place_cached(pid, &mut self.ops, &mut self.cache);
+    /// Counts and logs what placing `pid` did; true when it moved something.
+    fn record(
+        &mut self,
+        pid: i32,
+        r: crate::engine::placement::Placed,
+        scan: Option<ScanKind>,
+    ) -> bool {
         let c = &self.shared.counters;
         c.gone.fetch_add(u64::from(r.gone), Ordering::Relaxed);
         for e in &r.errors {
@@ -504,10 +531,19 @@ impl Worker {
             let live: HashSet<i32> = pids.iter().copied().collect();
             self.cache.retain(|p| live.contains(&p));
         }
-        for &pid in &pids {
-            if !self.placer.is_empty() {
-                self.place(pid, Some(kind));
+        if !self.placer.is_empty() {
+            // In batches too: a scan after a loss under a flood has
+            // thousands to move.
+            for chunk in pids.chunks(BATCH_MAX) {
+                let results = self
+                    .placer
+                    .place_batch(chunk, &mut self.ops, &mut self.cache);
+                for (pid, r) in results {
+                    self.record(pid, r, Some(kind));
+                }
             }
+        }
+        for &pid in &pids {
             if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
                     comms.push((pid, c));
@@ -620,6 +656,8 @@ impl ExecWatch {
         let thread = std::thread::Builder::new()
             .name("cgw-exec".into())
             .spawn(move || {
+                // A reacting thread (settings.daemon.sched, reset on fork).
+                crate::daemon::priority::enter_reacting("exec (cgw-exec)");
                 let run = std::panic::AssertUnwindSafe(|| worker.run(rx, thread_fd, conn));
                 if std::panic::catch_unwind(run).is_err() {
                     // A bug: better a restart by the service manager (which

@@ -19,6 +19,7 @@ pub mod actuator;
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 pub mod lanes;
+pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
 /// Whether a policy file or hook program may be trusted when running as root.
 pub use hooks::untrusted;
 pub(crate) mod repair;
@@ -114,6 +115,11 @@ async fn run_async(opts: Options) -> u8 {
             return EXIT_INVALID;
         }
     };
+    // settings.daemon (SPEC §4 "Never starve"): mlockall and CPUs for the
+    // process, then this thread — the event loop, which also serves PSI
+    // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
+    priority::apply_process(&opts.root, &policy.settings.daemon);
+    priority::enter_reacting("event loop");
     // Converge once, as `apply` does.
     let conv = Converger::new(opts.root.clone(), &policy);
     let plan = conv.plan();

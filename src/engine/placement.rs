@@ -7,6 +7,11 @@
 //! Facts are read in stages: the comm first (one small read), and only when
 //! some rule can still match it the fields those rules look at (exe,
 //! cmdline, uid). Most execs on a board match no rule and cost one read.
+//!
+//! Processes are placed in batches ([`Placer::place_batch`], issue 11):
+//! every pending process is identified first, then the moves are made
+//! back-to-back, then sched and descendants — under an exec flood one pass
+//! places everything pending instead of a round trip per process.
 
 use crate::policy::model::{Placement, Sched, UserSpec};
 use glob::{MatchOptions, Pattern};
@@ -301,6 +306,27 @@ struct Known {
     uid: Option<u32>,
 }
 
+/// A process identified in a batch, waiting for its move.
+struct Pending {
+    pid: i32,
+    pin: Pin,
+    idx: usize,
+    facts: Known,
+    /// Its cgroup when identified, and its rule's group's.
+    was: String,
+    target: String,
+    out: Placed,
+    /// Gone (or its pid reused): nothing more is done to it.
+    stop: bool,
+}
+
+/// The outcome of identifying one process.
+enum Prepared {
+    /// Nothing to move (no rule, gone, or an error already recorded).
+    Done(Placed),
+    Pending(Pending),
+}
+
 /// How deep and how many descendants are followed after a move.
 const MAX_DESCENDANTS: usize = 4096;
 
@@ -332,20 +358,96 @@ impl Placer {
         ops: &mut dyn PlaceOps,
         cache: Option<&mut FactCache>,
     ) -> Placed {
+        self.place_batch_with(&[pid], ops, cache)
+            .pop()
+            .map(|(_, p)| p)
+            .unwrap_or_default()
+    }
+
+    /// Places a batch of processes (issue 11, flood-proof placement): all
+    /// are identified first (reading only what the rules need), then every
+    /// move is made back-to-back — grouped by rule, while the kernel's
+    /// migration lock and caches are warm and before the sched changes and
+    /// descendant walks — then sched and descendants. Under an exec flood
+    /// this is "place everything pending now", not a round trip per event.
+    /// Returns one [`Placed`] per pid that matched a rule or was handled
+    /// (order not kept); pids matching nothing may be left out.
+    pub fn place_batch(
+        &self,
+        pids: &[i32],
+        ops: &mut dyn PlaceOps,
+        cache: &mut FactCache,
+    ) -> Vec<(i32, Placed)> {
+        self.place_batch_with(pids, ops, Some(cache))
+    }
+
+    fn place_batch_with(
+        &self,
+        pids: &[i32],
+        ops: &mut dyn PlaceOps,
+        mut cache: Option<&mut FactCache>,
+    ) -> Vec<(i32, Placed)> {
+        let mut done = Vec::new();
+        let mut pending = Vec::new();
+        // 1. Identify.
+        for &pid in pids {
+            match self.prepare(pid, ops, cache.as_deref_mut()) {
+                Prepared::Done(p) => done.push((pid, p)),
+                Prepared::Pending(p) => pending.push(p),
+            }
+        }
+        // 2. Moves, back-to-back, one destination after the other.
+        pending.sort_by_key(|p| p.idx);
+        for p in &mut pending {
+            if p.was == p.target {
+                continue;
+            }
+            if !ops.same(p.pid, &p.pin) {
+                p.out.gone += 1;
+                p.stop = true;
+                continue;
+            }
+            let group = &self.matchers[p.idx].group;
+            match ops.move_pid(group, p.pid) {
+                Ok(()) => p.out.moved = true,
+                Err(OpError::Gone) => p.stop = true,
+                Err(OpError::Refused(why)) => p.out.errors.push(format!(
+                    "pid {} ({}) into {group}: {why}",
+                    p.pid, p.facts.comm
+                )),
+            }
+        }
+        // 3. Sched, then the descendants the exec race left behind.
+        for mut p in pending {
+            if !p.stop {
+                self.apply_sched(&mut p, ops);
+            }
+            if !p.stop && p.out.moved {
+                let mut out = std::mem::take(&mut p.out);
+                self.move_left_behind(p.pid, p.idx, &p.was, &p.target, ops, &mut out);
+                p.out = out;
+            }
+            done.push((p.pid, p.out));
+        }
+        done
+    }
+
+    /// Step 1 of placing `pid`: match, pin, where it is and where it goes.
+    fn prepare(&self, pid: i32, ops: &mut dyn PlaceOps, cache: Option<&mut FactCache>) -> Prepared {
         let mut out = Placed::default();
         // Most execs match no rule by their comm: one read, no pin.
         match ops.comm(pid) {
             Some(comm) if self.needs_for(&comm).is_some() => {}
-            _ => return out,
+            _ => return Prepared::Done(out),
         }
         // Pinned before the facts are read (the comm again too): what is
         // read and what is done below are about this process, whatever
         // happens to its pid.
         let Some(pin) = ops.pin(pid) else {
-            return out;
+            return Prepared::Done(out);
         };
         let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache) else {
-            return out;
+            return Prepared::Done(out);
         };
         let m = &self.matchers[idx];
         out.group = Some(m.group.clone());
@@ -354,57 +456,56 @@ impl Placer {
                 "pid {pid} ({}): group {} unknown",
                 facts.comm, m.group
             ));
-            return out;
+            return Prepared::Done(out);
         };
         let Some(was) = ops.cgroup_of(pid) else {
-            return out;
+            return Prepared::Done(out);
         };
-        if was != target {
-            if !ops.same(pid, &pin) {
-                out.gone += 1;
-                return out;
+        Prepared::Pending(Pending {
+            pid,
+            pin,
+            idx,
+            facts,
+            was,
+            target,
+            out,
+            stop: false,
+        })
+    }
+
+    /// Step 3: the rule's scheduling, unless already in place or not granted.
+    fn apply_sched(&self, p: &mut Pending, ops: &mut dyn PlaceOps) {
+        let (pid, m) = (p.pid, &self.matchers[p.idx]);
+        let Some(s) = &m.sched else {
+            return;
+        };
+        if m.rt_by_name && p.facts.uid != Some(0) {
+            // comm and cmdline are the process's to choose: a name-only
+            // match does not get an unprivileged process real-time.
+            let uid = p.facts.uid.map_or("unknown".to_string(), |u| u.to_string());
+            p.out.errors.push(format!(
+                "pid {pid} ({}) sched {}: not granted: the match is by name only \
+                 (comm/cmdline can be set by any user) and the process's uid is {uid}, \
+                 not 0; add exe: or user: to the match",
+                p.facts.comm,
+                s.policy.as_str()
+            ));
+        } else if !ops.sched_is(pid, s) {
+            if !ops.same(pid, &p.pin) {
+                p.out.gone += 1;
+                p.stop = true;
+                return;
             }
-            match ops.move_pid(&m.group, pid) {
-                Ok(()) => out.moved = true,
-                Err(OpError::Gone) => return out,
-                Err(OpError::Refused(why)) => out.errors.push(format!(
-                    "pid {pid} ({}) into {}: {why}",
-                    facts.comm, m.group
+            match ops.set_sched(pid, s) {
+                Ok(()) => p.out.sched = true,
+                Err(OpError::Gone) => p.stop = true,
+                Err(OpError::Refused(why)) => p.out.errors.push(format!(
+                    "pid {pid} ({}) sched {}: {why}",
+                    p.facts.comm,
+                    s.policy.as_str()
                 )),
             }
         }
-        if let Some(s) = &m.sched {
-            if m.rt_by_name && facts.uid != Some(0) {
-                // comm and cmdline are the process's to choose: a name-only
-                // match does not get an unprivileged process real-time.
-                let uid = facts.uid.map_or("unknown".to_string(), |u| u.to_string());
-                out.errors.push(format!(
-                    "pid {pid} ({}) sched {}: not granted: the match is by name only \
-                     (comm/cmdline can be set by any user) and the process's uid is {uid}, \
-                     not 0; add exe: or user: to the match",
-                    facts.comm,
-                    s.policy.as_str()
-                ));
-            } else if !ops.sched_is(pid, s) {
-                if !ops.same(pid, &pin) {
-                    out.gone += 1;
-                    return out;
-                }
-                match ops.set_sched(pid, s) {
-                    Ok(()) => out.sched = true,
-                    Err(OpError::Gone) => return out,
-                    Err(OpError::Refused(why)) => out.errors.push(format!(
-                        "pid {pid} ({}) sched {}: {why}",
-                        facts.comm,
-                        s.policy.as_str()
-                    )),
-                }
-            }
-        }
-        if out.moved {
-            self.move_left_behind(pid, idx, &was, &target, ops, &mut out);
-        }
-        out
     }
 
     /// Which rule `pid` falls under, reading past the comm only when some
@@ -920,6 +1021,77 @@ mod place_tests {
         assert_eq!(k.cg[&3], "/");
         assert_eq!(k.cg[&5], "/system.slice");
         assert_eq!(k.cg[&6], "/system.slice");
+    }
+
+    /// A batch makes every move before any sched change or descendant walk,
+    /// grouped by rule, reading only the comm for comm-only rules.
+    #[test]
+    fn a_batch_moves_back_to_back_then_scheds_and_descendants() {
+        let rules = vec![
+            rule(comm("rt*"), "a", Some(fifo())),
+            rule(comm("cam*"), "b", None),
+        ];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        for (pid, c) in [(1, "rt1"), (2, "cam1"), (3, "rt2"), (4, "bash"), (5, "kid")] {
+            k.procs.insert(pid, f(c));
+            k.cg.insert(pid, "/".into());
+        }
+        k.kids.insert(1, vec![5]);
+        let mut cache = FactCache::default();
+        let mut r = p.place_batch(&[1, 2, 3, 4, 99], &mut k, &mut cache);
+        r.sort_by_key(|(pid, _)| *pid);
+        let moves: Vec<i32> = k.moves.iter().map(|(p, _)| *p).collect();
+        assert_eq!(
+            moves,
+            [1, 3, 2, 5],
+            "rule a's, rule b's, then the descendant"
+        );
+        // (The uid decides a name-only RT grant; exe and cmdline are not read.)
+        assert!(
+            k.reads
+                .iter()
+                .all(|(_, what)| matches!(*what, "comm" | "uid")),
+            "{:?}",
+            k.reads
+        );
+        assert_eq!(k.sched.get(&1), Some(&SchedPolicy::Fifo));
+        assert_eq!(k.sched.get(&3), Some(&SchedPolicy::Fifo));
+        let by: HashMap<i32, Placed> = r.into_iter().collect();
+        assert!(by[&1].moved && by[&1].sched && by[&1].descendants == [5]);
+        assert!(by[&2].moved && !by[&2].sched);
+        assert_eq!(by.get(&4).and_then(|x| x.group.clone()), None);
+        assert_eq!(by.get(&99).map(|x| x.moved), Some(false));
+    }
+
+    proptest::proptest! {
+        /// Batched or one by one, every process ends in the same group.
+        #[test]
+        fn a_batch_places_like_one_by_one(
+            procs in proptest::collection::vec((0usize..5, 0usize..3), 0..40),
+            gone in proptest::collection::vec(proptest::bool::ANY, 40),
+        ) {
+            let comms = ["rt1", "cam", "bash", "rtx", "camz"];
+            let cgs = ["/", "/a", "/b"];
+            let rules = vec![rule(comm("rt*"), "a", Some(fifo())), rule(comm("cam*"), "b", None)];
+            let p = Placer::new(&rules, |_| None);
+            let mut one = Fake::default();
+            for (i, &(c, g)) in procs.iter().enumerate() {
+                let pid = i as i32 + 10;
+                if !gone[i] {
+                    one.procs.insert(pid, f(comms[c]));
+                }
+                one.cg.insert(pid, cgs[g].into());
+            }
+            let mut batch = Fake { procs: one.procs.clone(), cg: one.cg.clone(), ..Default::default() };
+            let pids: Vec<i32> = (0..procs.len() as i32).map(|i| i + 10).collect();
+            for &pid in &pids {
+                p.place(pid, &mut one);
+            }
+            p.place_batch(&pids, &mut batch, &mut FactCache::default());
+            proptest::prop_assert_eq!(&one.cg, &batch.cg);
+            proptest::prop_assert_eq!(&one.sched, &batch.sched);
+        }
     }
 
     #[test]

@@ -362,6 +362,7 @@ impl<'a> Decoder<'a> {
                 "on_missing",
                 "socket_group",
                 "metrics",
+                "daemon",
             ],
         ) else {
             return s;
@@ -434,6 +435,9 @@ impl<'a> Decoder<'a> {
         if let Some(v) = self.opt_text(&f, "socket_group", "settings.socket_group") {
             s.socket_group = v;
         }
+        if let Some(n) = f.get("daemon") {
+            s.daemon = self.daemon_settings(n);
+        }
         if let Some(n) = f.get("metrics") {
             if let Some(m) = self.fields(n, "settings.metrics", &["listen", "textfile"]) {
                 if let Some(l) = m.get("listen") {
@@ -451,6 +455,111 @@ impl<'a> Decoder<'a> {
             }
         }
         s
+    }
+
+    /// `settings.daemon: { cpus, sched, mlock }`; what is absent or invalid
+    /// keeps its default (the errors stop the policy anyway).
+    fn daemon_settings(&mut self, node: &Node) -> DaemonSettings {
+        let mut d = DaemonSettings::default();
+        let Some(f) = self.fields(node, "settings.daemon", &["cpus", "sched", "mlock"]) else {
+            return d;
+        };
+        if let Some(n) = f.get("cpus") {
+            d.cpus = self.unit(n, "settings.daemon.cpus", CpuList::parse);
+        }
+        if let Some(n) = f.get("mlock") {
+            if let Some(b) = self.bool(n, "settings.daemon.mlock") {
+                d.mlock = b;
+            }
+        }
+        if let Some(n) = f.get("sched") {
+            if let Some(s) = self.daemon_sched(n) {
+                d.sched = s;
+            }
+        }
+        d
+    }
+
+    /// `settings.daemon.sched`: `{ policy: fifo|rr, priority: 1-99 }` or
+    /// `{ policy: other, nice: -20..19 }` (batch, idle and deadline make no
+    /// sense for threads that must react first).
+    fn daemon_sched(&mut self, node: &Node) -> Option<Sched> {
+        const WHAT: &str = "settings.daemon.sched";
+        let f = self.fields(node, WHAT, &["policy", "priority", "nice"])?;
+        let Some(pn) = f.get("policy") else {
+            self.err(
+                node.pos,
+                format!("{WHAT} needs `policy:` (fifo, rr or other)"),
+            );
+            return None;
+        };
+        let text = self.text(pn, "settings.daemon.sched.policy")?;
+        let policy = match text.as_str() {
+            "fifo" => SchedPolicy::Fifo,
+            "rr" => SchedPolicy::Rr,
+            "other" => SchedPolicy::Other,
+            other => {
+                let h = hint(other, ["fifo", "rr", "other"]);
+                let why = if matches!(other, "batch" | "idle" | "deadline") {
+                    " (the daemon's reacting threads must run first: use fifo, rr or other)"
+                        .to_string()
+                } else if h.is_empty() {
+                    " (expected fifo, rr or other)".to_string()
+                } else {
+                    h
+                };
+                self.err(
+                    pn.pos,
+                    format!("settings.daemon.sched.policy `{other}` is not allowed{why}"),
+                );
+                return None;
+            }
+        };
+        let rt = policy != SchedPolicy::Other;
+        let priority = f
+            .get("priority")
+            .and_then(|n| self.int(n, "settings.daemon.sched.priority", 1, 99))
+            .map(|v| v as u32);
+        let nice = f
+            .get("nice")
+            .and_then(|n| self.int(n, "settings.daemon.sched.nice", -20, 19))
+            .map(|v| v as i32);
+        if rt {
+            if let Some(k) = f.key("nice") {
+                self.err(
+                    k.pos,
+                    format!(
+                        "settings.daemon.sched.nice does not apply to {text}; give `priority:` (1-99)"
+                    ),
+                );
+                return None;
+            }
+            if f.get("priority").is_none() {
+                self.err(
+                    pn.pos,
+                    format!("settings.daemon.sched.policy {text} needs `priority:` (1-99; 1 is below every real RT task)"),
+                );
+                return None;
+            }
+            priority?;
+        } else {
+            if let Some(k) = f.key("priority") {
+                self.err(
+                    k.pos,
+                    "settings.daemon.sched.priority applies to fifo and rr only; other takes `nice:` (-20..19)",
+                );
+                return None;
+            }
+            if f.get("nice").is_some() && nice.is_none() {
+                return None;
+            }
+        }
+        Some(Sched {
+            policy,
+            priority: if rt { priority } else { None },
+            nice: if rt { None } else { Some(nice.unwrap_or(0)) },
+            deadline: None,
+        })
     }
 
     fn abs_path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {

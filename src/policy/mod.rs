@@ -152,11 +152,12 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
 /// One-line summary printed by `check` for a valid policy.
 pub fn summary(p: &Policy) -> String {
     format!(
-        "ok: {}, {}, {}, {}",
+        "ok: {}, {}, {}, {}; daemon {}",
         count(p.all_groups().len(), "group"),
         count(p.rules.len(), "rule"),
         count(p.placement.len(), "placement"),
-        count(p.hooks.len(), "hook")
+        count(p.hooks.len(), "hook"),
+        p.settings.daemon
     )
 }
 
@@ -238,13 +239,82 @@ mod tests {
             b"version: 1\ngroups:\n  app: {}\nplacement:\n  - match: { comm: x }\n    group: app\n",
         )
         .unwrap_or_else(|d| panic!("{d}"));
-        assert_eq!(summary(&one), "ok: 1 group, 0 rules, 1 placement, 0 hooks");
+        assert_eq!(
+            summary(&one),
+            "ok: 1 group, 0 rules, 1 placement, 0 hooks; daemon fifo 1, mlock"
+        );
         let two = load_bytes("p.yaml", b"version: 1\ngroups:\n  a: {}\n  b: {}\n")
             .unwrap_or_else(|d| panic!("{d}"));
         assert_eq!(
             summary(&two),
-            "ok: 2 groups, 0 rules, 0 placements, 0 hooks"
+            "ok: 2 groups, 0 rules, 0 placements, 0 hooks; daemon fifo 1, mlock"
         );
+    }
+
+    #[test]
+    fn daemon_settings_default_parse_and_reject() {
+        use model::SchedPolicy;
+        let d = load_bytes("p.yaml", b"version: 1\n")
+            .unwrap()
+            .settings
+            .daemon;
+        assert_eq!(d, model::DaemonSettings::default());
+        assert_eq!(d.sched.policy, SchedPolicy::Fifo);
+        assert_eq!(d.sched.priority, Some(1));
+        assert!(d.mlock && d.cpus.is_none());
+        let p = load_bytes(
+            "p.yaml",
+            b"version: 1\nsettings:\n  daemon:\n    cpus: \"0-1,3\"\n    sched: { policy: other, nice: -10 }\n    mlock: false\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let d = &p.settings.daemon;
+        assert_eq!(d.to_string(), "other nice -10, no mlock, cpus 0-1,3");
+        assert_eq!(d.sched.nice, Some(-10));
+        assert_eq!(d.sched.priority, None);
+        let rr = load_bytes(
+            "p.yaml",
+            b"version: 1\nsettings:\n  daemon: { sched: { policy: rr, priority: 99 } }\n",
+        )
+        .unwrap();
+        assert_eq!(rr.settings.daemon.to_string(), "rr 99, mlock");
+        for (body, want) in [
+            (
+                "{ sched: { policy: fifo, priority: 0 } }",
+                "between 1 and 99",
+            ),
+            (
+                "{ sched: { policy: fifo, priority: 100 } }",
+                "between 1 and 99",
+            ),
+            ("{ sched: { policy: fifo } }", "needs `priority:`"),
+            (
+                "{ sched: { policy: fifo, nice: 3 } }",
+                "nice does not apply",
+            ),
+            (
+                "{ sched: { policy: other, nice: 20 } }",
+                "between -20 and 19",
+            ),
+            (
+                "{ sched: { policy: other, priority: 5 } }",
+                "fifo and rr only",
+            ),
+            ("{ sched: { policy: deadline } }", "not allowed"),
+            ("{ sched: { policy: fifoo, priority: 1 } }", "fifo"),
+            ("{ sched: { priority: 1 } }", "needs `policy:`"),
+            ("{ cpus: \"3-1\" }", "settings.daemon.cpus"),
+            ("{ cpus: \"\" }", "settings.daemon.cpus"),
+            ("{ mlock: yes please }", "settings.daemon.mlock"),
+            ("{ nice: 3 }", "unknown field `nice` in settings.daemon"),
+            ("7", "settings.daemon must be a mapping"),
+        ] {
+            let text = format!("version: 1\nsettings:\n  daemon: {body}\n");
+            let e = load_bytes("p.yaml", text.as_bytes())
+                .expect_err(body)
+                .to_string();
+            assert!(e.contains(want), "{body}: {e}");
+            assert!(e.contains("p.yaml:3:"), "{body}: {e}");
+        }
     }
 
     #[test]

@@ -36,6 +36,52 @@ pub struct Settings {
     pub socket_group: String,
     pub metrics_listen: Option<String>,
     pub metrics_textfile: Option<PathBuf>,
+    /// How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve").
+    pub daemon: DaemonSettings,
+}
+
+/// `settings.daemon`: the priority, CPUs and memory locking of the daemon's
+/// own reacting threads (event loop, exec/placement thread).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonSettings {
+    /// `sched_setaffinity` of the whole process; `None`: left as started.
+    pub cpus: Option<CpuList>,
+    /// Policy of the reacting threads: fifo/rr with a priority, or other
+    /// with a nice value (validated: nothing else reaches here).
+    pub sched: Sched,
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`.
+    pub mlock: bool,
+}
+
+impl Default for DaemonSettings {
+    fn default() -> Self {
+        DaemonSettings {
+            cpus: None,
+            sched: Sched {
+                policy: SchedPolicy::Fifo,
+                priority: Some(1),
+                nice: None,
+                deadline: None,
+            },
+            mlock: true,
+        }
+    }
+}
+
+impl std::fmt::Display for DaemonSettings {
+    /// `fifo 1, mlock, cpus 0-3` (as `check` shows it).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.sched;
+        match (s.priority, s.nice) {
+            (Some(p), _) => write!(f, "{} {p}", s.policy.as_str())?,
+            (None, n) => write!(f, "{} nice {}", s.policy.as_str(), n.unwrap_or(0))?,
+        }
+        f.write_str(if self.mlock { ", mlock" } else { ", no mlock" })?;
+        if let Some(c) = &self.cpus {
+            write!(f, ", cpus {c}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Default for Settings {
@@ -49,6 +95,7 @@ impl Default for Settings {
             socket_group: "root".into(),
             metrics_listen: None,
             metrics_textfile: None,
+            daemon: DaemonSettings::default(),
         }
     }
 }

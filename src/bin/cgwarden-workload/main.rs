@@ -20,6 +20,7 @@
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
+//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -37,6 +38,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod flood;
 mod notify;
 mod poll;
 mod storm;
@@ -69,6 +71,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
                              SECS seconds; print each datagram with a CLOCK_MONOTONIC
                              time, then the WATCHDOG=1 count and largest gap
+  flood CHILD TARGET N DEADLINE_MS POLL_US
+                             start N copies of CHILD at once, all alive together, each
+                             polling its /proc/self/cgroup every POLL_US; print how many
+                             were not in TARGET DEADLINE_MS after launch, and p50..max
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -346,6 +352,30 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             ) {
                 (Some(a), Some(b), Some(n)) if n > 0 => storm::migrate_cost(a, b, n),
                 _ => usage("migrate-cost: A B N (two cgroup directories, N > 0)"),
+            }
+        }
+        ("flood", [child, target, n, deadline, poll]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (target.to_str(), num(n), num(deadline), num(poll)) {
+                (Some(t), Some(n), Some(d), Some(p)) if t.starts_with('/') && n > 0 => {
+                    let fl = flood::Flood {
+                        n: n as usize,
+                        deadline_ms: d,
+                        poll_us: p,
+                    };
+                    flood::drive(child, t, &fl)
+                }
+                _ => usage(
+                    "flood: TARGET must be a /path; N > 0, DEADLINE_MS, POLL_US whole numbers",
+                ),
+            }
+        }
+        ("flood-child", [target, deadline, poll, launch]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            let launch = launch.to_str().and_then(|s| s.parse::<i64>().ok());
+            match (target.to_str(), num(deadline), num(poll), launch) {
+                (Some(t), Some(d), Some(p), Some(l)) => flood::child(t, d, p, l),
+                _ => usage("flood-child: TARGET DEADLINE_MS POLL_US LAUNCH_NS"),
             }
         }
         ("storm-child", [target, life, poll]) => {

@@ -1,0 +1,232 @@
+//! The daemon's own process controls (SPEC §4 "Never starve, never
+//! block"): `mlockall(2)`, `sched_setaffinity(2)` of the whole process,
+//! `sched_setattr(2)` of the calling thread with `SCHED_FLAG_RESET_ON_FORK`,
+//! and the few `/proc/self` and `/sys` reads that report on them (`VmRSS`,
+//! `VmLck`, possible CPUs). Only the daemon calls these, on a real kernel;
+//! on a fake root the caller logs what it would do instead.
+
+use super::error::{Error, Result};
+use super::root::Root;
+use super::sched::{sched_attr, validate, SchedSpec};
+use std::path::Path;
+
+/// `MCL_ONFAULT` (Linux 4.4): lock pages as they are faulted in, not the
+/// whole mapping up front (thread stacks, heap reserve stay virtual).
+const MCL_ONFAULT: libc::c_int = 4;
+
+/// `SCHED_FLAG_RESET_ON_FORK`: threads and processes the caller creates
+/// start `SCHED_OTHER` nice ≥ 0 (include/uapi/linux/sched.h).
+pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+
+/// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`. A kernel without
+/// `MCL_ONFAULT` (before 4.4: EINVAL) gets the error, which the caller
+/// logs: no fallback to plain `MCL_FUTURE`, which would pin every thread's
+/// whole stack and heap reservation.
+pub fn mlockall_onfault() -> Result<()> {
+    // SAFETY: mlockall takes flags only and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | MCL_ONFAULT) };
+    if rc != 0 {
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        return Err(Error::os(
+            "mlockall",
+            "/proc/self",
+            errno,
+            "MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Binds every thread of this process to `cpus` (`sched_setaffinity` on
+/// each task: the call itself acts on one thread only). Threads created
+/// later inherit the mask of their creator.
+pub fn set_process_affinity(cpus: &[u32]) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &c in cpus {
+        if (c as usize) < max {
+            // SAFETY: `c` is below the set's capacity.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+    }
+    // Our own tasks (a real kernel only: /proc/self is a symlink the Root
+    // seam would not follow, and a fake tree has no self).
+    let tids = match std::fs::read_dir("/proc/self/task") {
+        Ok(dir) => dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .collect::<Vec<_>>(),
+        Err(_) => vec![0],
+    };
+    let spec = cpus
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    for tid in tids {
+        // SAFETY: `set` is a valid cpu_set_t of the size passed.
+        let rc =
+            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            let errno = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            if errno == libc::ESRCH {
+                continue; // a thread that just ended
+            }
+            return Err(Error::os(
+                "sched_setaffinity",
+                format!("/proc/self/task/{tid}"),
+                errno,
+                format!("cpus {spec}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The calling thread's CPU affinity, as a sorted list.
+pub fn current_affinity() -> Vec<u32> {
+    // SAFETY: cpu_set_t is plain data; the kernel fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is valid for the size passed; pid 0 = the caller.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: every index is below the set's capacity.
+    (0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect()
+}
+
+/// Applies `spec` to the calling thread with `SCHED_FLAG_RESET_ON_FORK`,
+/// so what it spawns (writer threads, hook processes) starts as
+/// `SCHED_OTHER` at nice ≥ 0 and never inherits the daemon's priority.
+pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    let path = format!("/proc/self/task/{tid}");
+    validate(spec).map_err(|m| Error::other(&path, format!("sched {spec}: {m}")))?;
+    let mut attr = sched_attr(spec);
+    attr.sched_flags |= SCHED_FLAG_RESET_ON_FORK;
+    // SAFETY: `attr` is a valid, initialized `struct sched_attr` (repr(C),
+    // size field set) that outlives the call; the syscall's flags = 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            0 as libc::c_long,
+            &attr as *const _,
+            0 as libc::c_uint,
+        )
+    };
+    if rc != 0 {
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        return Err(Error::os("sched_setattr", path, errno, spec.to_string()));
+    }
+    Ok(())
+}
+
+/// Whether `mlockall(MCL_FUTURE)` is safe: locked memory is not capped
+/// (CAP_IPC_LOCK in the effective set, or `RLIMIT_MEMLOCK` unlimited).
+/// With a cap, MCL_FUTURE makes every later mmap past it fail (thread
+/// stacks, heap growth) — the locked size counts whole mappings, even
+/// with MCL_ONFAULT — so the daemon would break instead of being safer.
+pub fn memlock_unbounded() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if cap_ipc_lock(&status) {
+        return true;
+    }
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid rlimit for the kernel to fill.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    rc == 0 && r.rlim_cur == libc::RLIM_INFINITY
+}
+
+/// CAP_IPC_LOCK (bit 14) in a status file's `CapEff:` mask.
+pub fn cap_ipc_lock(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << 14) != 0)
+}
+
+/// `RLIMIT_RTPRIO` of this process (soft limit), `None` when unlimited.
+pub fn rtprio_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid rlimit for the kernel to fill.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r) };
+    if rc != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        None
+    } else {
+        Some(r.rlim_cur)
+    }
+}
+
+/// `VmRSS` and `VmLck` of this process in KiB (`/proc/self/status` of the
+/// real kernel).
+pub fn memory_kib() -> (Option<u64>, Option<u64>) {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    parse_status_kib(&text)
+}
+
+/// `VmRSS:`/`VmLck:` lines of a status file, in KiB.
+pub fn parse_status_kib(text: &str) -> (Option<u64>, Option<u64>) {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+    };
+    (field("VmRSS:"), field("VmLck:"))
+}
+
+/// The CPUs the kernel could ever bring online
+/// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
+pub fn possible_cpus(root: &Root) -> Option<crate::policy::units::CpuList> {
+    let text = root
+        .read_trimmed(Path::new("/sys/devices/system/cpu/possible"))
+        .ok()?;
+    crate::policy::units::CpuList::parse_kernel(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_in_kib() {
+        let t = "Name:\tcgwarden\nVmLck:\t    1234 kB\nVmRSS:\t    5120 kB\n";
+        assert_eq!(parse_status_kib(t), (Some(5120), Some(1234)));
+        assert_eq!(parse_status_kib("garbage"), (None, None));
+        assert_eq!(parse_status_kib("VmRSS:\tx kB\n"), (None, None));
+    }
+
+    #[test]
+    fn cap_ipc_lock_is_bit_14_of_capeff() {
+        assert!(cap_ipc_lock("CapInh:\t0\nCapEff:\t000001ffffffffff\n"));
+        assert!(cap_ipc_lock("CapEff:\t0000000000004000\n"));
+        assert!(!cap_ipc_lock("CapEff:\t0000000000000000\n"));
+        assert!(!cap_ipc_lock("CapEff:\tzz\n"));
+        assert!(!cap_ipc_lock(""));
+    }
+
+    #[test]
+    fn own_affinity_is_not_empty() {
+        assert!(!current_affinity().is_empty());
+    }
+}

@@ -1,0 +1,125 @@
+# The exec-flood benchmark in the guest (issue 11), not a test: prints BENCH
+# lines, asserts nothing. Run from the host with tests/bench-flood-guest.sh
+# (which writes /cgw/flood_n; without it, e.g. under the placement bench,
+# this script does nothing).
+#
+# In one boot, N processes started at once (cgwarden-workload flood: all
+# alive together, each polling its own cgroup every POLL_US, missed when not
+# placed DEADLINE_MS after launch) against: cgwarden with the connector,
+# cgwarden before issue 11 (when /usr/bin/cgwarden-base is in the image),
+# cgwarden with its reacting threads left at SCHED_OTHER (with
+# CGWARDEN_FLOOD_ABLATION=1), cgrulesengd (when
+# the image has it) and a 100 ms /proc scan (cgwarden's scan mode). Then the
+# light storm of the placement bench for parity. TCG: compare rows only.
+[ -f /cgw/flood_n ] || {
+    echo "BENCH flood: skipped (run tests/bench-flood-guest.sh)"
+    pass flood-skipped "flood benchmark not asked for"
+    return 0 2>/dev/null || exit 0
+}
+N=$(cat /cgw/flood_n)
+DEADLINE=$(cat /cgw/flood_deadline 2>/dev/null || echo 3000)
+POLL_US=$(cat /cgw/flood_poll 2>/dev/null || echo 1000)
+WL=$(command -v cgwarden-workload)
+D=/tmp/cgwflood
+GROUP=cgwarden-bench-a
+mkdir -p "$D" "$CG/$GROUP"
+# cgrulesengd needs its rule's controller (memory) on at the root; on for
+# every row so they compare.
+echo +memory >"$CG/cgroup.subtree_control"
+# The child's name is the one tests/vm/cgrules-image.sh gives cgrulesengd.
+cp "$WL" "$D/cgwbench-child"
+cp "$WL" "$D/cgwbench-drive"
+policy() { # FILE [DAEMON_SETTINGS_LINES]
+    cat >"$1" <<EOP
+version: 1
+product: flood-bench
+settings:
+  cgroup_root: $CG
+  state_dir: $D/state
+  rescan: 30s
+$2
+groups:
+  $GROUP: {}
+placement:
+  - match: { comm: cgwbench-child }
+    group: $GROUP
+EOP
+}
+policy "$D/policy.yaml" ""
+policy "$D/policy-other.yaml" "  daemon: { sched: { policy: other, nice: 0 }, mlock: false }"
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo), cgroup2 $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
+
+ROWS=$D/rows
+: >"$ROWS"
+flood() { # LABEL PLACER_PID
+    echo "BENCH == $1: flood N=$N, deadline $DEADLINE ms, poll $POLL_US us"
+    c0=$(cpu_ticks "$2")
+    "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" >"$D/out"
+    sleep 1
+    c1=$(cpu_ticks "$2")
+    sed 's/^/BENCH /' "$D/out"
+    missed=$(sed -n 's/^missed \([0-9]*\/[0-9]*\).*/\1/p' "$D/out")
+    p99=$(sed -n 's/^placement ms.* p99 \([^ ]*\) .*/\1/p' "$D/out")
+    cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.2f", c / hz }')
+    echo "BENCH placer CPU over the flood: $cpu s"
+    printf '%s | %s | %s | %s\n' "$1" "$missed" "$p99" "$cpu" >>"$ROWS"
+}
+storm() { # LABEL PLACER_PID
+    echo "BENCH == $1: light storm N=200, alive 150 ms, 2 at a time"
+    "$D/cgwbench-drive" storm "$D/cgwbench-child" "/$GROUP" 200 150 2 1000 | sed 's/^/BENCH /'
+}
+
+daemon_status() { # PID: the reacting threads' policy/priority, memory
+    for t in /proc/$1/task/*; do
+        printf 'BENCH   thread %s %s: policy %s rtprio %s\n' "${t##*/}" "$(cat "$t/comm")" \
+            "$(awk '{print $41}' "$t/stat")" "$(awk '{print $40}' "$t/stat")"
+    done
+    grep -E '^(VmRSS|VmLck|VmHWM)' "/proc/$1/status" | tr -s ' \t' ' ' | sed 's/^/BENCH   /'
+}
+
+cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
+    _label=$1 _bin=$2 _pol=$3 _kind=$4
+    shift 4
+    env CGWARDEN_LOG=info "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
+    _pid=$!
+    wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
+    sleep 2
+    [ "$_kind" = flood ] && daemon_status "$_pid"
+    "$_kind" "$_label" "$_pid"
+    kill -TERM "$_pid"
+    wait "$_pid"
+    grep -E "placement: placed|settings.daemon|overran|lost" "$D/daemon.log" | head -n 8 | sed 's/^/BENCH   log| /'
+}
+
+cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood
+if command -v cgwarden-base >/dev/null 2>&1; then
+    cgwarden_row "cgwarden before issue 11, connector" cgwarden-base "$D/policy.yaml" flood
+fi
+if [ -f /cgw/flood_ablation ]; then
+    cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
+fi
+cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1
+cgrules=false
+if command -v cgrulesengd >/dev/null 2>&1; then
+    cgrules=true
+    cgrulesengd -n -f "$D/cgrules.log" >/dev/null 2>&1 &
+    _pid=$!
+    wait_for 30 test -S /run/cgred.socket
+    flood "cgrulesengd 2.0.2" "$_pid"
+    storm "cgrulesengd 2.0.2" "$_pid"
+    kill -TERM "$_pid"
+    wait "$_pid"
+    grep -ci "drop\|overrun\|no buffer" "$D/cgrules.log" | sed 's/^/BENCH   log| lines about drops: /'
+else
+    echo "BENCH cgrulesengd: not in this image (tests/bench-flood-guest.sh adds it)"
+fi
+cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" storm
+
+echo "BENCH == flood table (same boot; N=$N, deadline $DEADLINE ms, poll $POLL_US us)"
+echo "BENCH | placer | missed | p99 ms | placer CPU s |"
+echo "BENCH |---|---|---|---|"
+sed 's/^/BENCH | /; s/$/ |/' "$ROWS"
+rmdir "$CG/$GROUP" 2>/dev/null
+pass bench-done "flood benchmark ran (cgrulesengd: $cgrules)"
