@@ -449,6 +449,18 @@ impl Placer {
         let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache) else {
             return Prepared::Done(out);
         };
+        let Some(was) = ops.cgroup_of(pid) else {
+            return Prepared::Done(out);
+        };
+        // A hook run's processes stay in its cgroup until the run ends: its
+        // timeout kills that cgroup (`cgroup.kill`), and a process placement
+        // took out of it would escape the kill.
+        if was
+            .split('/')
+            .any(|c| c == crate::kernel::hook_run::HOOKS_PARENT)
+        {
+            return Prepared::Done(out);
+        }
         let m = &self.matchers[idx];
         out.group = Some(m.group.clone());
         let Some(target) = ops.group_cgroup(&m.group) else {
@@ -456,9 +468,6 @@ impl Placer {
                 "pid {pid} ({}): group {} unknown",
                 facts.comm, m.group
             ));
-            return Prepared::Done(out);
-        };
-        let Some(was) = ops.cgroup_of(pid) else {
             return Prepared::Done(out);
         };
         Prepared::Pending(Pending {
@@ -975,6 +984,27 @@ mod place_tests {
         k.procs.insert(11, f("bash"));
         k.cg.insert(11, "/".into());
         assert_eq!(p.place(11, &mut k).group, None);
+    }
+
+    #[test]
+    fn a_hook_runs_processes_are_never_placed() {
+        let rules = vec![rule(comm("sh"), "realtime", Some(fifo()))];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake::default();
+        for (pid, cg) in [
+            (20, "/cgwarden.hooks/alert-3"),
+            (21, "/sub/cgwarden.hooks/alert-4"),
+            (22, "/cgwarden.hooksy"),
+        ] {
+            k.procs.insert(pid, f("sh"));
+            k.cg.insert(pid, cg.into());
+        }
+        assert_eq!(p.place(20, &mut k), Placed::default());
+        assert_eq!(p.place(21, &mut k), Placed::default());
+        assert_eq!(k.cg[&20], "/cgwarden.hooks/alert-3");
+        // Only the exact component is protected.
+        assert!(p.place(22, &mut k).moved);
+        assert_eq!(k.moves.len(), 1);
     }
 
     #[test]
