@@ -25,6 +25,10 @@ pub struct KernelOps {
     dry_run: bool,
     /// What dry run already said (said once per pid and action).
     said: HashSet<String>,
+    /// During a full scan: pid → cgroup (as /proc/PID/cgroup shows it) of
+    /// every process in a policy group, from one `cgroup.procs` read per
+    /// group ([`KernelOps::begin_scan`]).
+    members: Option<HashMap<i32, String>>,
 }
 
 impl KernelOps {
@@ -56,7 +60,32 @@ impl KernelOps {
             groups,
             dry_run: false,
             said: HashSet::new(),
+            members: None,
         }
+    }
+
+    /// A full scan starts: where the processes in policy groups are is read
+    /// from each group's `cgroup.procs` (one read per group) instead of one
+    /// `/proc/PID/cgroup` read per process. Under an exec flood the rescan
+    /// meets thousands of processes already placed, and every
+    /// `/proc/PID/cgroup` read takes the kernel's cgroup lock that the moves
+    /// and the flood itself contend for (issue 11). A process moved by
+    /// someone else after this snapshot is seen at the next scan.
+    pub fn begin_scan(&mut self) {
+        let mut members = HashMap::new();
+        for (rel, shown) in self.groups.values() {
+            if let Ok(pids) = self.cg.procs(rel) {
+                for pid in pids {
+                    members.insert(pid, shown.clone());
+                }
+            }
+        }
+        self.members = Some(members);
+    }
+
+    /// The scan is over: back to reading `/proc/PID/cgroup`.
+    pub fn end_scan(&mut self) {
+        self.members = None;
     }
 
     /// Under `--dry-run`: every move and sched change is logged
@@ -149,6 +178,9 @@ impl PlaceOps for KernelOps {
         })
     }
     fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+        if let Some(shown) = self.members.as_ref().and_then(|m| m.get(&pid)) {
+            return Some(shown.clone());
+        }
         pid_cgroup(&self.root, pid).ok().flatten()
     }
     fn group_cgroup(&self, group: &str) -> Option<String> {
@@ -164,7 +196,14 @@ impl PlaceOps for KernelOps {
             return Ok(());
         }
         match self.cg.move_pid(rel, pid) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Some(m) = self.members.as_mut() {
+                    if let Some((_, shown)) = self.groups.get(group) {
+                        m.insert(pid, shown.clone());
+                    }
+                }
+                Ok(())
+            }
             Err(e) if e.is_gone() || e.errno() == Some(libc::ESRCH) => Err(OpError::Gone),
             Err(e) => Err(OpError::Refused(e.to_string())),
         }
@@ -384,6 +423,36 @@ mod tests {
         std::fs::remove_dir_all(t.path().join("proc/401")).unwrap();
         assert!(!ops.k.same(401, &pin));
         assert!(ops.k.pin(401).is_none());
+    }
+
+    #[test]
+    fn a_scan_reads_where_placed_processes_are_from_the_groups_procs() {
+        let t = tempfile::TempDir::new().unwrap();
+        let tree = FakeTree::standard(t.path()).unwrap();
+        std::fs::create_dir_all(t.path().join("sys/fs/cgroup/rt")).unwrap();
+        std::fs::write(t.path().join("sys/fs/cgroup/rt/cgroup.procs"), "410\n").unwrap();
+        // /proc says 410 is in the root: only a scan's snapshot says /rt.
+        tree.add_process(&FakeProcess::new(410, "rtloop")).unwrap();
+        tree.add_process(&FakeProcess::new(411, "rtloop")).unwrap();
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\" }\n    group: rt\n",
+        )
+        .unwrap();
+        let mut k = KernelOps::new(Root::fake(t.path()), &policy);
+        assert_eq!(k.cgroup_of(410).as_deref(), Some("/"));
+        k.begin_scan();
+        assert_eq!(k.cgroup_of(410).as_deref(), Some("/rt"));
+        assert_eq!(
+            k.cgroup_of(411).as_deref(),
+            Some("/"),
+            "not in a group: /proc"
+        );
+        // A move during the scan is remembered (descendants are judged by it).
+        k.move_pid("rt", 411).unwrap();
+        assert_eq!(k.cgroup_of(411).as_deref(), Some("/rt"));
+        k.end_scan();
+        assert_eq!(k.cgroup_of(410).as_deref(), Some("/"));
     }
 
     #[test]

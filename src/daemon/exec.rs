@@ -532,6 +532,8 @@ impl Worker {
             self.cache.retain(|p| live.contains(&p));
         }
         if !self.placer.is_empty() {
+            // Where placed processes are comes from the groups' cgroup.procs.
+            self.ops.begin_scan();
             // In batches too: a scan after a loss under a flood has
             // thousands to move.
             for chunk in pids.chunks(BATCH_MAX) {
@@ -542,6 +544,7 @@ impl Worker {
                     self.record(pid, r, Some(kind));
                 }
             }
+            self.ops.end_scan();
         }
         for &pid in &pids {
             if self.tracking {
