@@ -209,11 +209,18 @@ pub fn sched_attr(spec: &SchedSpec) -> SchedAttr {
 /// `/proc/TID`, the spec, and keeps the errno (EPERM, EINVAL, EBUSY for
 /// deadline admission, ESRCH for a vanished thread — see [`Error::is_gone`]).
 pub fn apply(tid: i32, spec: &SchedSpec) -> Result<()> {
+    apply_with_flags(tid, spec, 0)
+}
+
+/// [`apply`] with `sched_flags` added to the attributes (e.g.
+/// `SCHED_FLAG_RESET_ON_FORK` for the daemon's own threads).
+pub fn apply_with_flags(tid: i32, spec: &SchedSpec, sched_flags: u64) -> Result<()> {
     let path = format!("/proc/{tid}");
     validate(spec).map_err(|m| Error::other(&path, format!("sched {spec}: {m}")))?;
-    let attr = sched_attr(spec);
+    let mut attr = sched_attr(spec);
+    attr.sched_flags |= sched_flags;
     // SAFETY: `attr` is a valid, initialized `struct sched_attr` (repr(C),
-    // size field set) that outlives the call; flags = 0.
+    // size field set) that outlives the call; the syscall's flags = 0.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_sched_setattr,

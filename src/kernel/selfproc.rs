@@ -7,7 +7,7 @@
 
 use super::error::{Error, Result};
 use super::root::Root;
-use super::sched::{sched_attr, validate, SchedSpec};
+use super::sched::{apply_with_flags, SchedSpec};
 use std::path::Path;
 
 /// `MCL_ONFAULT` (Linux 4.4): lock pages as they are faulted in, not the
@@ -111,27 +111,7 @@ pub fn current_affinity() -> Vec<u32> {
 pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
     // SAFETY: gettid has no arguments and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    let path = format!("/proc/self/task/{tid}");
-    validate(spec).map_err(|m| Error::other(&path, format!("sched {spec}: {m}")))?;
-    let mut attr = sched_attr(spec);
-    attr.sched_flags |= SCHED_FLAG_RESET_ON_FORK;
-    // SAFETY: `attr` is a valid, initialized `struct sched_attr` (repr(C),
-    // size field set) that outlives the call; the syscall's flags = 0.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_sched_setattr,
-            0 as libc::c_long,
-            &attr as *const _,
-            0 as libc::c_uint,
-        )
-    };
-    if rc != 0 {
-        let errno = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        return Err(Error::os("sched_setattr", path, errno, spec.to_string()));
-    }
-    Ok(())
+    apply_with_flags(tid, spec, SCHED_FLAG_RESET_ON_FORK)
 }
 
 /// Whether `mlockall(MCL_FUTURE)` is safe: locked memory is not capped
