@@ -13,10 +13,10 @@
 //! without `cpu.rt_runtime_us`, `RLIMIT_MEMLOCK`) is logged once and never
 //! fatal: a daemon at normal priority beats no daemon.
 
-use crate::kernel::sched::{Policy as KPolicy, SchedSpec};
+use crate::kernel::sched::SchedSpec;
 use crate::kernel::selfproc;
 use crate::kernel::{Op, Root};
-use crate::policy::model::{DaemonSettings, SchedPolicy};
+use crate::policy::model::DaemonSettings;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -27,21 +27,11 @@ static REACTING: OnceLock<SchedSpec> = OnceLock::new();
 /// A refused priority change is said once, not once per thread.
 static REFUSAL_SAID: AtomicBool = AtomicBool::new(false);
 
-/// The kernel's form of `settings.daemon.sched`.
+/// The kernel's form of `settings.daemon.sched` (the decoder lets only
+/// fifo/rr with a priority or other with a nice through, so the placement
+/// rules' conversion serves).
 pub fn spec_of(d: &DaemonSettings) -> SchedSpec {
-    let s = &d.sched;
-    let policy = match s.policy {
-        SchedPolicy::Fifo => KPolicy::Fifo,
-        SchedPolicy::Rr => KPolicy::Rr,
-        // The decoder allows fifo, rr and other only.
-        _ => KPolicy::Other,
-    };
-    SchedSpec {
-        policy,
-        priority: if policy.is_rt() { s.priority } else { None },
-        nice: if policy.is_rt() { None } else { s.nice },
-        deadline: None,
-    }
+    crate::converge::sched_spec(&d.sched)
 }
 
 /// Applies the process-wide settings (affinity, mlockall) and records the
@@ -171,6 +161,8 @@ fn refusal_reason(errno: Option<i32>, spec: &SchedSpec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::sched::Policy as KPolicy;
+    use crate::policy::model::SchedPolicy;
 
     #[test]
     fn the_spec_follows_the_settings() {
