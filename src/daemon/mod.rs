@@ -612,8 +612,8 @@ impl Daemon {
                     "PSI trigger"
                 );
                 if let Some(t) = self.triggers.get(id) {
-                    let now = self.now();
-                    self.sampler.trigger_fired(&t.key, now, t.amount, t.window);
+                    // Recorded by the evaluation that follows every wake.
+                    self.sampler.trigger_fired(&t.key, t.amount, t.window);
                 }
             }
             Wake::PsiGone { id } => {
@@ -1049,6 +1049,29 @@ mod tick_tests {
             view.psi_stall(&key.target, key.resource, key.stall, Duration::from_secs(2)),
             Some(Duration::ZERO)
         );
+        // It fires: the sample after the wake reads the line once and keeps
+        // the kernel's word that the window held more than the amount.
+        let pressure = d
+            .sampler
+            .pressure_path(&key.target, key.resource)
+            .expect("a pressure file");
+        d.opts
+            .root
+            .write(&pressure, "some avg10=0.00 avg60=0.00 avg300=0.00 total=5000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0")
+            .unwrap();
+        let later = Duration::from_secs(60);
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(2));
+        let snap = d.sampler.sample(later);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: later,
+        };
+        let w = view
+            .psi_stall(&key.target, key.resource, key.stall, Duration::from_secs(2))
+            .expect("a window");
+        assert!(w > Duration::from_millis(100), "{w:?}");
         // A trigger the kernel dropped (group gone) brings the tick back.
         d.triggers[0].state = TriggerState::Gone;
         d.sync_armed();

@@ -41,6 +41,9 @@ pub struct Sampler {
     pub stall: StallHistory,
     /// PSI lines already reported for an implausible `total=`.
     implausible: std::collections::HashSet<StallKey>,
+    /// Lines whose kernel trigger fired since the last sample: (amount,
+    /// window) of the trigger, applied when the next sample reads the line.
+    fired: HashMap<StallKey, (Duration, Duration)>,
     /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
 }
@@ -64,6 +67,7 @@ impl Sampler {
             needs,
             stall,
             implausible: Default::default(),
+            fired: HashMap::new(),
             exec: None,
         }
     }
@@ -105,19 +109,15 @@ impl Sampler {
         text.trim().parse().ok()
     }
 
-    /// A kernel PSI trigger on `key` fired: records the counter with the
-    /// kernel's word that the window held at least `amount` of stall
-    /// ([`StallHistory::record_trigger`]).
-    pub fn trigger_fired(&mut self, key: &StallKey, now: Time, amount: Duration, window: Duration) {
-        let line = self
-            .read_psi(&key.target, key.resource)
-            .and_then(|p| match key.stall {
-                Stall::Some => p.some,
-                Stall::Full => p.full,
-            });
-        if let Some(l) = line {
-            self.stall
-                .record_trigger(key, now, l.total_us, amount, window);
+    /// A kernel PSI trigger on `key` fired: the next [`Sampler::sample`]
+    /// records the line's counter with the kernel's word that the window
+    /// held at least `amount` of stall ([`StallHistory::record_trigger`]);
+    /// the file is read once, by that sample. Of two triggers on one line,
+    /// the larger amount is the stronger word.
+    pub fn trigger_fired(&mut self, key: &StallKey, amount: Duration, window: Duration) {
+        let e = self.fired.entry(key.clone()).or_insert((amount, window));
+        if amount > e.0 {
+            *e = (amount, window);
         }
     }
 
@@ -141,7 +141,12 @@ impl Sampler {
                 Stall::Full => p.full,
             });
             if let Some(l) = line {
-                let r = self.stall.record(&key, now, l.total_us);
+                let r = match self.fired.remove(&key) {
+                    Some((amount, window)) => self
+                        .stall
+                        .record_trigger(&key, now, l.total_us, amount, window),
+                    None => self.stall.record(&key, now, l.total_us),
+                };
                 if r == Recorded::Implausible && self.implausible.insert(key.clone()) {
                     tracing::warn!(
                         file = %self.pressure_path(&key.target, key.resource).map(|p| p.display().to_string()).unwrap_or_default(),
@@ -154,6 +159,8 @@ impl Sampler {
                 s.psi.entry((key.target.clone(), key.resource)).or_insert(p);
             }
         }
+        // A line that could not be read keeps no stale word for later.
+        self.fired.clear();
         for g in &self.needs.memory_current {
             if let Some(v) = self.group_u64(g, "memory.current") {
                 s.memory_current.insert(g.clone(), v);
