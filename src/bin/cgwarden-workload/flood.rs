@@ -21,19 +21,11 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::storm::now_ns;
+
 /// A child's report: pid, when it saw itself placed (0: missed), when it
 /// first looked.
 const REC: usize = 24;
-
-fn now_ns() -> i64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write to.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec * 1_000_000_000 + t.tv_nsec
-}
 
 /// `flood-child TARGET DEADLINE_MS POLL_US LAUNCH_NS`: polls, reports,
 /// then stays alive until stdin reaches EOF (the driver closes it, or

@@ -21,7 +21,8 @@ use std::time::Duration;
 /// how many looks it took.
 const REC: usize = 32;
 
-fn now_ns() -> i64 {
+/// CLOCK_MONOTONIC in ns, comparable across the driver and its children.
+pub fn now_ns() -> i64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
