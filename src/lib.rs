@@ -6,6 +6,7 @@
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
 //! - [`exit`]: the command's exit statuses.
 
+pub mod control;
 pub mod converge;
 pub mod daemon;
 pub mod engine;

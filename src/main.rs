@@ -3,6 +3,7 @@
 //! outcomes to exit statuses ([`cgwarden::exit`]).
 
 use anyhow::Context;
+use cgwarden::control::client::Command as ClientCommand;
 use cgwarden::converge::lock::StateLock;
 use cgwarden::converge::{reset, Converger};
 use cgwarden::exit;
@@ -63,6 +64,31 @@ impl RootArg {
     }
 }
 
+/// How a client command finds the daemon's control socket (SPEC §5).
+#[derive(clap::Args)]
+struct ClientArgs {
+    /// The policy whose state_dir holds the socket.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
+    policy: PathBuf,
+    /// The control socket itself (overrides --policy).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Resolve the socket path under DIR (a daemon run with --root DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    fn run(&self, cmd: cgwarden::control::client::Command) -> u8 {
+        let socket = cgwarden::control::client::locate(
+            self.socket.as_deref(),
+            &self.policy,
+            self.root.as_deref(),
+        );
+        cgwarden::control::client::run(&socket, cmd)
+    }
+}
+
 /// An exit status decided on the way, its message already printed.
 struct Exit(u8);
 
@@ -117,6 +143,60 @@ enum Command {
         policy: PathBuf,
         #[command(flatten)]
         root: RootArg,
+    },
+    /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
+    Status {
+        /// The whole reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Hold knobs at values through the daemon; prints the boost's handle.
+    Boost {
+        /// KNOB=VALUE pairs from the closed knob set, e.g. cpufreq.policy4.min=1.8GHz.
+        #[arg(required = true, value_name = "KNOB=VALUE")]
+        knobs: Vec<String>,
+        /// How long the boost lasts (required unless root); with CMD, at most this long.
+        #[arg(long = "for", value_name = "DURATION")]
+        duration: Option<String>,
+        /// Why, shown in status and the log.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        client: ClientArgs,
+        /// Run CMD and hold the boost exactly while it runs.
+        #[arg(last = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
+    /// End a boost early.
+    Release {
+        handle: i64,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Re-read the policy (as SIGHUP does) and print the difference.
+    Reload {
+        /// Print the difference; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Compare every managed knob with what it should hold; exit 1 on drift.
+    Verify {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Follow the daemon's events: rules, writes, claims, reloads.
+    Events {
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Print this message or the help of the given command.
     Help {
@@ -262,6 +342,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             target.print_help()?;
             Ok(exit::OK)
         }
+        Command::Status { json, client } => Ok(client.run(ClientCommand::Status { json })),
+        Command::Boost {
+            knobs,
+            duration,
+            reason,
+            client,
+            cmd,
+        } => Ok(client.run(ClientCommand::Boost {
+            knobs,
+            duration,
+            reason,
+            cmd,
+        })),
+        Command::Release { handle, client } => Ok(client.run(ClientCommand::Release { handle })),
+        Command::Reload { dry_run, client } => Ok(client.run(ClientCommand::Reload { dry_run })),
+        Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
+        Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
                 for w in policy::warnings(&p) {

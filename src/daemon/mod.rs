@@ -16,6 +16,7 @@
 //! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
+pub(crate) mod control; // issue 12: the daemon's side of the control socket
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 pub mod lanes;
@@ -105,6 +106,28 @@ struct Daemon {
     /// `memory.events` a condition reads, is not watched (absent at start,
     /// or gone): the tick reads and checks the groups meanwhile.
     events_unwatched: bool,
+    /// Issue 12: boosts, recent actions, the event bus.
+    control: control::ControlState,
+    /// Tied boost processes that exited (taken by the loop).
+    gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
+    /// Hex SHA-256 of the policy file in force.
+    policy_hash: String,
+    /// When the policy in force was loaded.
+    loaded_at: SystemTime,
+    /// Why the last reload was refused; none after a good one.
+    last_reload_error: Option<String>,
+}
+
+/// Hex SHA-256 of a file's content ("" when it cannot be read).
+pub(crate) fn file_hash(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    match std::fs::read(path) {
+        Ok(bytes) => sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        Err(_) => String::new(),
+    }
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -186,6 +209,12 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_TEMPFAIL;
     };
     d.start_watchers(&tx);
+    let Some(mut gone_rx) = d.gone_rx.take() else {
+        tracing::error!("the boost exit channel is gone");
+        return EXIT_TEMPFAIL;
+    };
+    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
+    let socket = d.start_control(ctl_tx);
 
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
@@ -236,6 +265,8 @@ async fn run_async(opts: Options) -> u8 {
     let mut woke = LoopWakes::default();
     loop {
         woke.total += 1;
+        d.control.loop_wakes = woke.total;
+        d.expire_boosts();
         let deadline = d.next_deadline();
         // The tick runs only while some condition needs sampling (see TickMode).
         let mode = d.tick_mode(tick);
@@ -276,6 +307,17 @@ async fn run_async(opts: Options) -> u8 {
                 woke.watchdog += 1;
                 notify(&[sd_notify::NotifyState::Watchdog])
             }
+            Some(call) = ctl_rx.recv() => {
+                woke.control += 1;
+                let answer = d.on_control(call.request);
+                if let (Some(tx), Some(a)) = (call.reply, answer) {
+                    let _ = tx.send(a);
+                }
+            }
+            Some(handle) = gone_rx.recv() => {
+                woke.control += 1;
+                d.on_boost_owner_gone(handle);
+            }
             _ = hup.recv() => tracing::warn!("SIGHUP: reload is not supported yet; restart the daemon to load a new policy"),
             _ = term.recv() => break,
             _ = int.recv() => break,
@@ -290,9 +332,13 @@ async fn run_async(opts: Options) -> u8 {
         deadline = woke.deadline,
         rescan = woke.rescan,
         watchdog = woke.watchdog,
+        control = woke.control,
         "event loop wake-ups"
     );
     d.shutdown(&mut done_rx).await;
+    if let Some(path) = socket {
+        let _ = std::fs::remove_file(path);
+    }
     EXIT_OK
 }
 
@@ -307,6 +353,7 @@ struct LoopWakes {
     deadline: u64,
     rescan: u64,
     watchdog: u64,
+    control: u64,
 }
 
 /// How long a stop waits for the release writes before exiting anyway.
@@ -444,7 +491,14 @@ impl Daemon {
             // Not in a dry run: this removes stale run cgroups.
             hooks = hooks.in_cgroups(&cg);
         }
+        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
+        let policy_hash = file_hash(&opts.policy_path);
         Daemon {
+            control: control::ControlState::new(gone_tx),
+            gone_rx: Some(gone_rx),
+            policy_hash,
+            loaded_at: SystemTime::now(),
+            last_reload_error: None,
             opts,
             policy,
             start: Instant::now(),
@@ -671,6 +725,7 @@ impl Daemon {
         for e in effects {
             match e {
                 Effect::Write(w) => {
+                    self.control.note_write(&w);
                     self.actuator.apply(&w);
                 }
                 Effect::Hook {
@@ -704,7 +759,10 @@ impl Daemon {
                 Effect::CompactMemory { rule } => {
                     self.actuator.compact_memory(&rule);
                 }
-                Effect::Phase { rule, phase } => tracing::info!(rule = %rule, "rule {phase}"),
+                Effect::Phase { rule, phase } => {
+                    self.control.note_phase(&rule, &phase);
+                    tracing::info!(rule = %rule, "rule {phase}")
+                }
                 Effect::ActionFailed {
                     rule,
                     action,
@@ -898,6 +956,8 @@ impl Daemon {
 
     async fn shutdown(&mut self, done_rx: &mut mpsc::UnboundedReceiver<lanes::Done>) {
         let now = self.now();
+        // Boosts end with the daemon, as rules' claims do.
+        self.control.release_all_boosts(&mut self.supervisor);
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
         if let Some(x) = &self.exec {

@@ -456,6 +456,29 @@ impl Supervisor {
             .map(|r| (r.state.phase(), r.state.since()))
             .collect()
     }
+
+    /// A boost's claims (SPEC §5 "Boosts"), replacing any the handle held,
+    /// until `deadline` (none: until released). Merged as §3: boosts rank
+    /// before rules on first-wins knobs, the latest boost first.
+    pub fn boost(&mut self, handle: u64, claims: Vec<(Knob, KnobValue)>, deadline: Option<Time>) {
+        self.table
+            .set_claims(&Owner::Boost { handle }, claims, deadline);
+    }
+
+    /// Ends a boost; false when it held no claim (expired already).
+    pub fn release_boost(&mut self, handle: u64) -> bool {
+        !self.table.release(&Owner::Boost { handle }).is_empty()
+    }
+
+    /// The writes claims changed outside a step (a boost granted, extended
+    /// or released) make due, and claims expired by `now`.
+    pub fn flush(&mut self, now: Time) -> Vec<Effect> {
+        self.table
+            .pending_writes(now)
+            .into_iter()
+            .map(Effect::Write)
+            .collect()
+    }
 }
 
 fn run_then(

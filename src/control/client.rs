@@ -1,0 +1,344 @@
+//! The CLI commands that talk to the running daemon (SPEC §1, §5):
+//! `status`, `boost`, `release`, `reload`, `verify`, `events`. Each is a
+//! thin varlink client of `io.cgwarden.Daemon` (zlink's proxy); anything
+//! they show, any other varlink client can get too.
+//!
+//! Exit statuses: 0 done; 1 refused (the daemon's error is printed) or,
+//! for `verify`, drift found; 4 no daemon answers on the socket (its path
+//! is in the message).
+
+use super::wire::{self, DaemonError, EventReply};
+use crate::exit;
+use futures_util::{Stream, StreamExt};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+#[zlink::proxy("io.cgwarden.Daemon")]
+trait DaemonProxy {
+    async fn status(&mut self) -> zlink::Result<Result<wire::StatusReply, DaemonError>>;
+    async fn boost(
+        &mut self,
+        knobs: &BTreeMap<String, String>,
+        duration: Option<&str>,
+        reason: Option<&str>,
+        pid: Option<i64>,
+        tied_to_connection: Option<bool>,
+    ) -> zlink::Result<Result<wire::BoostReply, DaemonError>>;
+    async fn extend(
+        &mut self,
+        handle: i64,
+        duration: &str,
+    ) -> zlink::Result<Result<wire::ExtendReply, DaemonError>>;
+    async fn release(&mut self, handle: i64) -> zlink::Result<Result<(), DaemonError>>;
+    async fn list_claims(&mut self) -> zlink::Result<Result<wire::ClaimsReply, DaemonError>>;
+    async fn reload(
+        &mut self,
+        dry_run: Option<bool>,
+    ) -> zlink::Result<Result<wire::ReloadReply, DaemonError>>;
+    async fn verify(&mut self) -> zlink::Result<Result<wire::VerifyReply, DaemonError>>;
+    #[zlink(more)]
+    async fn subscribe(
+        &mut self,
+    ) -> zlink::Result<impl Stream<Item = zlink::Result<Result<EventReply, DaemonError>>>>;
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// What a client command asked for.
+#[derive(Debug)]
+pub enum Command {
+    Status {
+        json: bool,
+    },
+    Boost {
+        knobs: Vec<String>,
+        duration: Option<String>,
+        reason: Option<String>,
+        cmd: Vec<String>,
+    },
+    Release {
+        handle: i64,
+    },
+    Reload {
+        dry_run: bool,
+    },
+    Verify {
+        json: bool,
+    },
+    Events {
+        json: bool,
+    },
+}
+
+type Conn = zlink::tokio::unix::Connection;
+
+/// Runs a client command against the socket at `socket`; returns the exit status.
+pub fn run(socket: &Path, cmd: Command) -> u8 {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cgwarden: error: cannot start the runtime: {e}");
+            return exit::TEMPFAIL;
+        }
+    };
+    rt.block_on(async move {
+        let mut conn = match zlink::tokio::unix::connect(socket).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!(
+                    "cgwarden: error: no daemon answers on {}: {e} (is `cgwarden run` running, and \
+                     may you use its socket?)",
+                    socket.display()
+                );
+                return exit::UNREACHABLE;
+            }
+        };
+        match run_on(&mut conn, cmd).await {
+            Ok(code) => code,
+            Err(Failure::Daemon(e)) => {
+                eprintln!("cgwarden: error: {}", e.message());
+                exit::REFUSED
+            }
+            Err(Failure::Link(e)) => {
+                eprintln!(
+                    "cgwarden: error: the daemon on {} stopped answering: {e}",
+                    socket.display()
+                );
+                exit::UNREACHABLE
+            }
+        }
+    })
+}
+
+enum Failure {
+    Daemon(DaemonError),
+    Link(zlink::Error),
+}
+
+fn answer<T>(r: zlink::Result<Result<T, DaemonError>>) -> Result<T, Failure> {
+    match r {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(Failure::Daemon(e)),
+        Err(e) => Err(Failure::Link(e)),
+    }
+}
+
+fn json<T: serde::Serialize>(t: &T) -> String {
+    serde_json::to_string_pretty(t).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
+    match cmd {
+        Command::Status { json: j } => {
+            let s = answer(conn.status().await)?;
+            if j {
+                println!("{}", json(&s));
+            } else {
+                print!("{}", super::render::status(&s));
+            }
+            Ok(exit::OK)
+        }
+        Command::Boost {
+            knobs,
+            duration,
+            reason,
+            cmd,
+        } => boost(conn, knobs, duration, reason, cmd).await,
+        Command::Release { handle } => {
+            answer(conn.release(handle).await)?;
+            println!("released boost {handle}");
+            Ok(exit::OK)
+        }
+        Command::Reload { dry_run } => {
+            let r = answer(conn.reload(Some(dry_run)).await)?;
+            for l in &r.diff {
+                println!("{l}");
+            }
+            match (r.ok, &r.error) {
+                (true, _) => {
+                    let what = if dry_run { "would reload" } else { "reloaded" };
+                    println!(
+                        "{what}: policy {} ({} changes)",
+                        short(&r.hash),
+                        r.diff.len()
+                    );
+                    Ok(exit::OK)
+                }
+                (false, e) => {
+                    eprint!("{}", e.as_deref().unwrap_or("the policy was refused\n"));
+                    eprintln!("cgwarden: error: reload refused; the running policy is unchanged");
+                    Ok(exit::REFUSED)
+                }
+            }
+        }
+        Command::Verify { json: j } => {
+            let v = answer(conn.verify().await)?;
+            if j {
+                println!("{}", json(&v));
+            } else {
+                print!("{}", super::render::verify(&v));
+            }
+            Ok(if v.drift { exit::REFUSED } else { exit::OK })
+        }
+        Command::Events { json: j } => {
+            let stream = conn.subscribe().await.map_err(Failure::Link)?;
+            futures_util::pin_mut!(stream);
+            while let Some(item) = stream.next().await {
+                let ev = answer(item)?.event;
+                if j {
+                    println!("{}", serde_json::to_string(&ev).unwrap_or_default());
+                } else {
+                    println!("{}", super::render::event(&ev));
+                }
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// The first 12 hex digits of a policy hash.
+pub fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+async fn boost(
+    conn: &mut Conn,
+    knobs: Vec<String>,
+    duration: Option<String>,
+    reason: Option<String>,
+    cmd: Vec<String>,
+) -> Result<u8, Failure> {
+    let mut map = BTreeMap::new();
+    for kv in &knobs {
+        let Some((k, v)) = kv.split_once('=') else {
+            eprintln!("cgwarden: error: boost: `{kv}` is not KNOB=VALUE");
+            return Ok(exit::USAGE);
+        };
+        map.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let tied = !cmd.is_empty();
+    let b = answer(
+        conn.boost(
+            &map,
+            duration.as_deref(),
+            reason.as_deref(),
+            None,
+            Some(tied),
+        )
+        .await,
+    )?;
+    for r in &b.rejected {
+        eprintln!("cgwarden: rejected: {}: {}", r.knob, r.why);
+    }
+    let until = b.expires_at.as_deref().unwrap_or("released");
+    for a in &b.applied {
+        println!("boost {}: {} = {} until {until}", b.handle, a.knob, a.value);
+    }
+    if cmd.is_empty() {
+        println!("{}", b.handle);
+        return Ok(exit::OK);
+    }
+    // Hold the boost exactly while CMD runs: it is tied to this connection,
+    // so it ends even if this process is killed; released explicitly when
+    // CMD exits so the knob returns before we do.
+    let code = run_child(&cmd).await;
+    let _ = conn.release(b.handle).await;
+    Ok(code)
+}
+
+/// Runs CMD, forwarding SIGTERM/SIGINT/SIGHUP to it; its exit status.
+async fn run_child(cmd: &[String]) -> u8 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some((prog, args)) = cmd.split_first() else {
+        return exit::USAGE;
+    };
+    let mut child = match tokio::process::Command::new(prog).args(args).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cgwarden: error: boost: cannot run {prog}: {e}");
+            return 127;
+        }
+    };
+    let mut sigs = Vec::new();
+    for k in [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ] {
+        if let Ok(s) = signal(k) {
+            sigs.push((k, s));
+        }
+    }
+    let pid = child.id();
+    loop {
+        let forwarded = async {
+            let mut futs: Vec<_> = sigs
+                .iter_mut()
+                .map(|(k, s)| {
+                    let k = *k;
+                    Box::pin(async move {
+                        s.recv().await;
+                        k
+                    })
+                })
+                .collect();
+            if futs.is_empty() {
+                std::future::pending::<()>().await;
+            }
+            let (k, _, _) = futures_util::future::select_all(futs.iter_mut()).await;
+            drop(futs);
+            k
+        };
+        tokio::select! {
+            st = child.wait() => {
+                return match st {
+                    Ok(s) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        match (s.code(), s.signal()) {
+                            (Some(c), _) => u8::try_from(c).unwrap_or(1),
+                            (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+                            _ => 1,
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("cgwarden: error: boost: waiting for {prog}: {e}");
+                        1
+                    }
+                }
+            }
+            k = forwarded => {
+                if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::try_from(k.as_raw_value()).ok(),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Where the control socket is: `--socket`, else the policy's `state_dir`
+/// (the default policy's, else `/run/cgwarden`), under `--root` if given.
+pub fn locate(socket: Option<&Path>, policy: &Path, root: Option<&Path>) -> PathBuf {
+    let device_path = match socket {
+        Some(s) => return s.to_path_buf(),
+        None => {
+            let state_dir = crate::policy::load(policy)
+                .map(|p| p.settings.state_dir)
+                .unwrap_or_else(|_| crate::policy::model::Settings::default().state_dir);
+            super::server::socket_path(&state_dir)
+        }
+    };
+    match root {
+        Some(r) => crate::kernel::Root::fake(r).host_path(&device_path),
+        None => device_path,
+    }
+}

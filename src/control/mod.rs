@@ -1,0 +1,89 @@
+//! The control plane (SPEC §5): the varlink service on
+//! `state_dir/io.cgwarden` and the CLI commands that are its clients
+//! (`status`, `boost`, `release`, `reload`, `verify`, `events`).
+//!
+//! The service runs on its own thread ([`server`]) and owns no state: every
+//! call becomes a [`Call`] the daemon's event loop answers, so the engine
+//! stays the one owner of claims and knobs, and a stuck or hostile client
+//! can at worst stall the control thread, never the loop. The caller is who
+//! the kernel says (SO_PEERCRED, SO_PEERPIDFD), never what the request says.
+//!
+//! The protocol is zlink's (a maintained varlink implementation): nothing
+//! of varlink's framing or JSON is written by hand here.
+
+pub mod client;
+pub mod render;
+pub mod server;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use tokio::sync::oneshot;
+
+/// Who is calling, as the kernel says.
+#[derive(Debug)]
+pub struct Caller {
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups (SO_PEERGROUPS).
+    pub groups: Vec<u32>,
+    pub pid: i32,
+    /// SO_PEERPIDFD, where the kernel has it (6.5+).
+    pub pidfd: Option<OwnedFd>,
+    /// The control connection (a boost may end with it).
+    pub conn: u64,
+}
+
+/// A request the daemon's event loop answers.
+#[derive(Debug)]
+pub enum Request {
+    Status,
+    ListClaims,
+    Verify,
+    Reload {
+        dry_run: bool,
+    },
+    Boost {
+        caller: Caller,
+        knobs: BTreeMap<String, String>,
+        duration: Option<String>,
+        reason: Option<String>,
+        /// Tie the boost to this process (root only).
+        pid: Option<i64>,
+        /// End the boost when this connection closes.
+        tied_to_connection: bool,
+    },
+    Extend {
+        caller: Caller,
+        handle: i64,
+        duration: String,
+    },
+    Release {
+        caller: Caller,
+        handle: i64,
+    },
+    /// A control connection closed: its connection-tied boosts end.
+    ConnClosed {
+        conn: u64,
+    },
+}
+
+/// The daemon's answer.
+#[derive(Debug)]
+pub enum Response {
+    Status(Box<wire::StatusReply>),
+    Claims(wire::ClaimsReply),
+    Verify(wire::VerifyReply),
+    Reload(wire::ReloadReply),
+    Boost(wire::BoostReply),
+    Extend(wire::ExtendReply),
+    Released,
+    Error(wire::DaemonError),
+}
+
+/// A request and where its answer goes (none for [`Request::ConnClosed`]).
+#[derive(Debug)]
+pub struct Call {
+    pub request: Request,
+    pub reply: Option<oneshot::Sender<Response>>,
+}

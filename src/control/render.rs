@@ -1,0 +1,289 @@
+//! Text forms of the control replies for a terminal: the `status` screen,
+//! the `verify` table and one line per event. Pure functions of the wire
+//! types, so they are tested without a daemon.
+
+use super::wire;
+use std::fmt::Write as _;
+
+fn size(bytes: Option<i64>) -> String {
+    match bytes {
+        None => "-".into(),
+        Some(b) if b >= 1 << 30 => format!("{:.1}G", b as f64 / f64::from(1u32 << 30)),
+        Some(b) if b >= 1 << 20 => format!("{:.1}M", b as f64 / f64::from(1u32 << 20)),
+        Some(b) if b >= 1 << 10 => format!("{:.1}K", b as f64 / 1024.0),
+        Some(b) => b.to_string(),
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+fn opt(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or("-")
+}
+
+/// The `cgwarden status` screen.
+pub fn status(s: &wire::StatusReply) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}  policy {} ({}) loaded {}",
+        s.product,
+        s.policy.path,
+        super::client::short(&s.policy.hash),
+        s.policy.loaded_at
+    );
+    let d = &s.daemon;
+    let _ = writeln!(
+        o,
+        "daemon pid {} v{} up {}s  writes {} (rejected {}, late {})  control connections {}",
+        d.pid,
+        d.version,
+        d.uptime_seconds,
+        d.knob_writes,
+        d.writes_rejected,
+        d.writes_late,
+        d.control_connections
+    );
+    if let Some(e) = &s.last_reload_error {
+        let _ = writeln!(o, "LAST RELOAD FAILED (old policy still in force):");
+        for l in e.lines() {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
+    let _ = writeln!(o, "\nGROUPS");
+    let _ = writeln!(
+        o,
+        "  {:<16} {:<8} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}  events",
+        "name", "cpus", "mem", "high", "max", "cpu", "mem", "io"
+    );
+    for g in &s.groups {
+        let ev: Vec<String> = g
+            .memory_events
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect();
+        let name = if g.exists {
+            g.name.clone()
+        } else {
+            format!("{} (gone)", g.name)
+        };
+        let _ = writeln!(
+            o,
+            "  {:<16} {:<8} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}  {}",
+            name,
+            opt(&g.cpuset),
+            size(g.memory_current),
+            opt(&g.memory_high),
+            opt(&g.memory_max),
+            pct(g.cpu_some_avg10),
+            pct(g.memory_some_avg10),
+            pct(g.io_some_avg10),
+            if ev.is_empty() {
+                "-".into()
+            } else {
+                ev.join(" ")
+            }
+        );
+    }
+    let _ = writeln!(o, "\nRULES");
+    if s.rules.is_empty() {
+        let _ = writeln!(o, "  (none)");
+    }
+    for r in &s.rules {
+        let _ = writeln!(
+            o,
+            "  {:<32} {:<8} {}",
+            r.name,
+            r.state,
+            r.since
+                .as_deref()
+                .map(|t| format!("since {t}"))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(o, "\nCLAIMS");
+    if s.claims.is_empty() {
+        let _ = writeln!(o, "  (none)");
+    }
+    for c in &s.claims {
+        let mut extra = Vec::new();
+        if let Some(u) = c.uid {
+            extra.push(format!("uid {u}"));
+        }
+        if let Some(t) = &c.tied_to {
+            extra.push(format!("while {t}"));
+        }
+        if let Some(r) = &c.reason {
+            extra.push(format!("\"{r}\""));
+        }
+        let _ = writeln!(
+            o,
+            "  {:<20} {:<32} = {:<10} until {}  {}",
+            c.owner,
+            c.knob,
+            c.value,
+            c.expires_at.as_deref().unwrap_or("released"),
+            extra.join(", ")
+        );
+    }
+    let contested: Vec<&wire::KnobStatus> = s.knobs.iter().filter(|k| k.winner.is_some()).collect();
+    if !contested.is_empty() {
+        let _ = writeln!(o, "\nKNOBS HELD BY A CLAIM");
+        for k in contested {
+            let others: Vec<String> = k
+                .contenders
+                .iter()
+                .skip(1)
+                .map(|c| format!("{}={}", c.owner, c.value))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  {:<32} {} (baseline {}) by {}{}",
+                k.knob,
+                opt(&k.effective),
+                opt(&k.baseline),
+                opt(&k.winner),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("; also {}", others.join(", "))
+                }
+            );
+        }
+    }
+    let _ = writeln!(o, "\nLAST ACTIONS");
+    if s.actions.is_empty() {
+        let _ = writeln!(o, "  (none)");
+    }
+    for a in s.actions.iter().rev().take(10).rev() {
+        let _ = writeln!(
+            o,
+            "  {} {:<32} {} -> {}  ({})",
+            a.time,
+            a.knob,
+            opt(&a.old),
+            a.new,
+            a.cause
+        );
+    }
+    o
+}
+
+/// The `cgwarden verify` table: drifted knobs first.
+pub fn verify(v: &wire::VerifyReply) -> String {
+    let mut o = String::new();
+    let mut rows: Vec<&wire::KnobCheck> = v.knobs.iter().collect();
+    rows.sort_by_key(|k| !k.drift);
+    for k in rows {
+        let _ = writeln!(
+            o,
+            "{} {:<32} expected {:<12} actual {:<12} last writer {}",
+            if k.drift { "DRIFT" } else { "ok   " },
+            k.knob,
+            k.expected,
+            opt(&k.actual),
+            opt(&k.last_writer)
+        );
+    }
+    let drifted = v.knobs.iter().filter(|k| k.drift).count();
+    let _ = writeln!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    o
+}
+
+/// One event as a log line.
+pub fn event(e: &wire::Event) -> String {
+    let mut parts = vec![e.time.clone(), e.kind.clone()];
+    if let Some(r) = &e.rule {
+        parts.push(format!("rule={r}"));
+    }
+    if let Some(s) = &e.state {
+        parts.push(format!("state={s}"));
+    }
+    if let Some(h) = e.handle {
+        parts.push(format!("handle={h}"));
+    }
+    if let Some(k) = &e.knob {
+        parts.push(format!("knob={k}"));
+    }
+    match (&e.old, &e.new) {
+        (Some(o), Some(n)) => parts.push(format!("{o} -> {n}")),
+        (None, Some(n)) => parts.push(format!("-> {n}")),
+        _ => {}
+    }
+    if let Some(c) = &e.cause {
+        parts.push(format!("cause=\"{c}\""));
+    }
+    if let Some(m) = &e.message {
+        parts.push(m.clone());
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_screen_names_groups_rules_claims_and_a_failed_reload() {
+        let s = wire::StatusReply {
+            product: "cell".into(),
+            last_reload_error: Some("p.yaml:3:1: error: bad".into()),
+            groups: vec![wire::GroupStatus {
+                name: "vision".into(),
+                exists: true,
+                memory_current: Some(3 << 20),
+                cpu_some_avg10: Some(12.5),
+                ..Default::default()
+            }],
+            rules: vec![wire::RuleStatus {
+                name: "hot".into(),
+                state: "active".into(),
+                since: Some("t".into()),
+            }],
+            claims: vec![wire::ClaimInfo {
+                owner: "boost 3".into(),
+                knob: "vision.memory.high".into(),
+                value: "4G".into(),
+                uid: Some(1000),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let t = status(&s);
+        for want in [
+            "cell",
+            "LAST RELOAD FAILED",
+            "p.yaml:3:1",
+            "vision",
+            "3.0M",
+            "12.5%",
+            "hot",
+            "active",
+            "boost 3",
+            "uid 1000",
+        ] {
+            assert!(t.contains(want), "{want} missing from\n{t}");
+        }
+    }
+
+    #[test]
+    fn verify_lists_drift_first_and_counts() {
+        let k = |n: &str, d: bool| wire::KnobCheck {
+            knob: n.into(),
+            expected: "1".into(),
+            actual: Some("2".into()),
+            drift: d,
+            ..Default::default()
+        };
+        let v = wire::VerifyReply {
+            drift: true,
+            knobs: vec![k("a", false), k("b", true)],
+        };
+        let t = verify(&v);
+        assert!(t.starts_with("DRIFT b"), "{t}");
+        assert!(t.ends_with("2 knobs, 1 drifted\n"), "{t}");
+    }
+}

@@ -1,0 +1,614 @@
+//! The varlink service on `state_dir/io.cgwarden` (SPEC §5), on its own
+//! thread and runtime. It forwards each call to the daemon's event loop as
+//! a [`Call`] and relays the answer; `Subscribe` streams the loop's events.
+//!
+//! What zlink does not bound, this module does, around zlink's socket
+//! (decisions, SPEC §5 "Malformed, oversized, half-sent or slow requests"):
+//! - at most [`Limits::connections`] connections at once; one more is
+//!   accepted and closed at once;
+//! - a message (up to its NUL) may not exceed [`Limits::message`] bytes;
+//! - a connection that sends nothing for [`Limits::idle`] is closed, one
+//!   that stops in the middle of a message for [`Limits::partial`];
+//! - a reply or event the client does not read within [`Limits::write`]
+//!   closes the connection (a stuck subscriber cannot hold the service);
+//! - at most [`Limits::subscribers`] event streams at once.
+//!
+//! zlink serves all connections from one task and reads malformed JSON as
+//! a closed connection; neither can reach the daemon's loop, which only
+//! ever sees well-formed [`Request`]s.
+
+use super::wire::{self, DaemonError, EventReply};
+use super::{Call, Caller, Request, Response};
+use futures_util::Stream;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use zlink::connection::socket::ReadResult;
+use zlink::connection::socket::{self, FetchPeerCredentials, Socket};
+use zlink::Reply;
+
+/// The bounds every connection lives within.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub connections: usize,
+    pub message: usize,
+    pub idle: Duration,
+    pub partial: Duration,
+    pub write: Duration,
+    pub subscribers: usize,
+    /// How long a call waits for the daemon's loop.
+    pub answer: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connections: 64,
+            message: 64 * 1024,
+            idle: Duration::from_secs(60),
+            partial: Duration::from_secs(5),
+            write: Duration::from_secs(5),
+            subscribers: 16,
+            answer: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The socket's file name in `state_dir`.
+pub const SOCKET_NAME: &str = "io.cgwarden";
+
+/// What the service thread shares with the daemon.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    /// Live connections (for `status`).
+    pub live: Arc<AtomicUsize>,
+}
+
+/// Binds `path` (removing a stale socket: the caller holds the state_dir
+/// lock, so no other daemon serves it), mode 0660, group `gid`.
+pub fn bind(path: &Path, gid: u32) -> std::io::Result<std::os::unix::net::UnixListener> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() || m.is_file() || m.is_dir() => {
+            return Err(std::io::Error::other(format!(
+                "{} exists and is not a socket; refusing to replace it",
+                path.display()
+            )))
+        }
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(_) => {}
+    }
+    let l = std::os::unix::net::UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
+        .map_err(std::io::Error::from)?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
+/// Starts the service thread on `listener`. Calls go to `calls`; events
+/// come from `events`.
+pub fn start(
+    listener: std::os::unix::net::UnixListener,
+    calls: mpsc::UnboundedSender<Call>,
+    events: broadcast::Sender<wire::Event>,
+    limits: Limits,
+) -> std::io::Result<Handle> {
+    let live = Arc::new(AtomicUsize::new(0));
+    let handle = Handle { live: live.clone() };
+    std::thread::Builder::new()
+        .name("cgw-control".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("control socket: cannot start its runtime: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let listener = match tokio::net::UnixListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!("control socket: {e}");
+                        return;
+                    }
+                };
+                let l = GuardedListener {
+                    inner: listener,
+                    live,
+                    next: AtomicU64::new(1),
+                    calls: calls.clone(),
+                    limits,
+                };
+                let service = Service {
+                    calls,
+                    events,
+                    subscribers: Arc::new(AtomicUsize::new(0)),
+                    limits,
+                };
+                if let Err(e) = zlink::Server::new(l, service).run().await {
+                    tracing::error!("control socket stopped: {e}");
+                }
+            });
+        })?;
+    Ok(handle)
+}
+
+// ---- the socket, with limits ----
+
+type InnerStream = zlink::tokio::unix::Stream;
+type InnerRead = <InnerStream as Socket>::ReadHalf;
+type InnerWrite = <InnerStream as Socket>::WriteHalf;
+
+/// Counts a connection while either half lives; tells the daemon when it
+/// closes (its connection-tied boosts end).
+#[derive(Debug)]
+struct ConnGuard {
+    id: u64,
+    live: Arc<AtomicUsize>,
+    calls: mpsc::UnboundedSender<Call>,
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        let _ = self.calls.send(Call {
+            request: Request::ConnClosed { conn: self.id },
+            reply: None,
+        });
+    }
+}
+
+#[derive(Debug)]
+struct GuardedListener {
+    inner: tokio::net::UnixListener,
+    live: Arc<AtomicUsize>,
+    next: AtomicU64,
+    calls: mpsc::UnboundedSender<Call>,
+    limits: Limits,
+}
+
+impl zlink::Listener for GuardedListener {
+    type Socket = Guarded;
+
+    async fn accept(&mut self) -> zlink::Result<Option<zlink::Connection<Guarded>>> {
+        loop {
+            // An accept error (EMFILE, ENOBUFS) must not end the service:
+            // zlink's server stops on the first one.
+            let stream = match self.inner.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::warn!("control socket: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            if self.live.load(Ordering::Relaxed) >= self.limits.connections {
+                tracing::debug!(
+                    "control socket: {} connections already; closing a new one",
+                    self.limits.connections
+                );
+                drop(stream);
+                continue;
+            }
+            let stream = match InnerStream::try_from(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("control socket: {e}");
+                    continue;
+                }
+            };
+            self.live.fetch_add(1, Ordering::Relaxed);
+            let guard = Arc::new(ConnGuard {
+                id: self.next.fetch_add(1, Ordering::Relaxed),
+                live: self.live.clone(),
+                calls: self.calls.clone(),
+            });
+            return Ok(Some(zlink::Connection::new(Guarded {
+                inner: stream,
+                guard,
+                limits: self.limits,
+            })));
+        }
+    }
+}
+
+/// A connection's socket: zlink's Unix stream within [`Limits`].
+#[derive(Debug)]
+pub struct Guarded {
+    inner: InnerStream,
+    guard: Arc<ConnGuard>,
+    limits: Limits,
+}
+
+impl Socket for Guarded {
+    type ReadHalf = GuardedRead;
+    type WriteHalf = GuardedWrite;
+    const CAN_TRANSFER_FDS: bool = true;
+
+    fn split(self) -> (GuardedRead, GuardedWrite) {
+        let (r, w) = self.inner.split();
+        (
+            GuardedRead {
+                inner: r,
+                guard: self.guard.clone(),
+                limits: self.limits,
+                since_nul: 0,
+            },
+            GuardedWrite {
+                inner: w,
+                _guard: self.guard,
+                limits: self.limits,
+            },
+        )
+    }
+}
+
+#[derive(Debug)]
+pub struct GuardedRead {
+    inner: InnerRead,
+    guard: Arc<ConnGuard>,
+    limits: Limits,
+    /// Bytes received since the last message's NUL.
+    since_nul: usize,
+}
+
+/// The connection a read half belongs to.
+pub trait ConnId {
+    fn conn_id(&self) -> u64;
+}
+
+impl ConnId for GuardedRead {
+    fn conn_id(&self) -> u64 {
+        self.guard.id
+    }
+}
+
+fn closed(why: String) -> zlink::Error {
+    zlink::Error::Io(std::io::Error::other(why))
+}
+
+impl socket::ReadHalf for GuardedRead {
+    async fn read(&mut self, buf: &mut [u8]) -> zlink::Result<ReadResult> {
+        let wait = if self.since_nul > 0 {
+            self.limits.partial
+        } else {
+            self.limits.idle
+        };
+        let r = match tokio::time::timeout(wait, self.inner.read(buf)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(closed(format!(
+                    "connection {}: nothing received for {wait:?}; closed",
+                    self.guard.id
+                )))
+            }
+        };
+        let n = r.bytes_read().min(buf.len());
+        match buf[..n].iter().rposition(|b| *b == 0) {
+            Some(p) => self.since_nul = n - p - 1,
+            None => self.since_nul += n,
+        }
+        if self.since_nul > self.limits.message {
+            return Err(closed(format!(
+                "connection {}: a message over {} bytes; closed",
+                self.guard.id, self.limits.message
+            )));
+        }
+        Ok(r)
+    }
+}
+
+impl AsFd for GuardedRead {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.as_fd()
+    }
+}
+
+impl socket::UnixSocket for GuardedRead {}
+
+#[derive(Debug)]
+pub struct GuardedWrite {
+    inner: InnerWrite,
+    _guard: Arc<ConnGuard>,
+    limits: Limits,
+}
+
+impl socket::WriteHalf for GuardedWrite {
+    async fn write(
+        &mut self,
+        buf: &[u8],
+        fds: &[impl AsFd],
+        creds: Option<&zlink::connection::PassedCredentials>,
+    ) -> zlink::Result<()> {
+        match tokio::time::timeout(self.limits.write, self.inner.write(buf, fds, creds)).await {
+            Ok(r) => r,
+            Err(_) => Err(closed(format!(
+                "a reply was not read within {:?}; connection closed",
+                self.limits.write
+            ))),
+        }
+    }
+}
+
+// ---- the service ----
+
+struct Service {
+    calls: mpsc::UnboundedSender<Call>,
+    events: broadcast::Sender<wire::Event>,
+    subscribers: Arc<AtomicUsize>,
+    limits: Limits,
+}
+
+impl Service {
+    async fn ask(&self, request: Request) -> Response {
+        let (tx, rx) = oneshot::channel();
+        let call = Call {
+            request,
+            reply: Some(tx),
+        };
+        if self.calls.send(call).is_err() {
+            return Response::Error(unavailable("the daemon is stopping"));
+        }
+        match tokio::time::timeout(self.limits.answer, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Response::Error(unavailable("the daemon is stopping")),
+            Err(_) => Response::Error(unavailable(&format!(
+                "the daemon did not answer within {:?}",
+                self.limits.answer
+            ))),
+        }
+    }
+}
+
+fn unavailable(m: &str) -> DaemonError {
+    DaemonError::Unavailable {
+        message: m.to_string(),
+    }
+}
+
+fn unexpected() -> DaemonError {
+    unavailable("the daemon gave an answer of the wrong kind")
+}
+
+async fn caller<Sock>(conn: &mut zlink::Connection<Sock>) -> Result<Caller, DaemonError>
+where
+    Sock: Socket,
+    Sock::ReadHalf: FetchPeerCredentials + ConnId,
+{
+    let id = conn.read().read_half().conn_id();
+    let creds = conn
+        .peer_credentials()
+        .await
+        .map_err(|e| DaemonError::Refused {
+            message: format!("the kernel did not say who is calling: {e}"),
+        })?;
+    let pidfd: Option<OwnedFd> = creds
+        .process_fd()
+        .and_then(|fd| fd.try_clone_to_owned().ok());
+    Ok(Caller {
+        uid: creds.unix_user_id().as_raw(),
+        gid: creds.unix_primary_group_id().as_raw(),
+        groups: creds
+            .unix_supplementary_group_ids()
+            .iter()
+            .map(|g| g.as_raw())
+            .collect(),
+        pid: creds.process_id().as_raw_nonzero().get(),
+        pidfd,
+        conn: id,
+    })
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Reply<EventReply>> + Send>>;
+
+#[zlink::service(
+    interface = "io.cgwarden.Daemon",
+    vendor = "cgwarden",
+    product = "cgwarden",
+    version = env!("CARGO_PKG_VERSION"),
+    url = "https://github.com/cgwarden/cgwarden",
+    types = [
+        wire::PolicyInfo, wire::GroupStatus, wire::RuleStatus, wire::Contender,
+        wire::KnobStatus, wire::ClaimInfo, wire::ActionInfo, wire::DaemonInfo,
+        wire::Applied, wire::Rejected, wire::KnobCheck, wire::Event
+    ]
+)]
+impl<Sock> Service
+where
+    Sock::ReadHalf: FetchPeerCredentials + ConnId,
+{
+    /// Everything the daemon is doing: policy, groups, rules, knobs, claims, recent writes.
+    async fn status(&mut self) -> Result<wire::StatusReply, DaemonError> {
+        match self.ask(Request::Status).await {
+            Response::Status(s) => Ok(*s),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Hold knobs at values for a while (SPEC §5 "Boosts").
+    async fn boost(
+        &mut self,
+        knobs: std::collections::BTreeMap<String, String>,
+        duration: Option<String>,
+        reason: Option<String>,
+        pid: Option<i64>,
+        tied_to_connection: Option<bool>,
+        #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
+    ) -> Result<wire::BoostReply, DaemonError> {
+        let caller = caller(conn).await?;
+        let r = self
+            .ask(Request::Boost {
+                caller,
+                knobs,
+                duration,
+                reason,
+                pid,
+                tied_to_connection: tied_to_connection.unwrap_or(false),
+            })
+            .await;
+        match r {
+            Response::Boost(b) => Ok(b),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Move a boost's deadline to `duration` from now.
+    async fn extend(
+        &mut self,
+        handle: i64,
+        duration: String,
+        #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
+    ) -> Result<wire::ExtendReply, DaemonError> {
+        let caller = caller(conn).await?;
+        match self
+            .ask(Request::Extend {
+                caller,
+                handle,
+                duration,
+            })
+            .await
+        {
+            Response::Extend(x) => Ok(x),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// End a boost now.
+    async fn release(
+        &mut self,
+        handle: i64,
+        #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
+    ) -> Result<(), DaemonError> {
+        let caller = caller(conn).await?;
+        match self.ask(Request::Release { caller, handle }).await {
+            Response::Released => Ok(()),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Every live claim, rules' and boosts'.
+    async fn list_claims(&mut self) -> Result<wire::ClaimsReply, DaemonError> {
+        match self.ask(Request::ListClaims).await {
+            Response::Claims(c) => Ok(c),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Re-read the policy; with dry_run, only say what would change.
+    async fn reload(
+        &mut self,
+        dry_run: Option<bool>,
+        #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
+    ) -> Result<wire::ReloadReply, DaemonError> {
+        let caller = caller(conn).await?;
+        if caller.uid != 0 {
+            return Err(DaemonError::Refused {
+                message: format!(
+                    "uid {} may not reload the policy: only root may",
+                    caller.uid
+                ),
+            });
+        }
+        let dry_run = dry_run.unwrap_or(false);
+        match self.ask(Request::Reload { dry_run }).await {
+            Response::Reload(r) => Ok(r),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Compare every managed knob with what it should hold.
+    async fn verify(&mut self) -> Result<wire::VerifyReply, DaemonError> {
+        match self.ask(Request::Verify).await {
+            Response::Verify(v) => Ok(v),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// The event stream: rules, writes, claims, reloads (call with `more`).
+    #[zlink(more)]
+    async fn subscribe(&mut self, more: bool) -> impl Stream<Item = Reply<EventReply>> + Unpin {
+        let s: EventStream = self.event_stream(more);
+        s
+    }
+}
+
+impl Service {
+    fn event_stream(&mut self, more: bool) -> EventStream {
+        let first = |message: &str| wire::Event {
+            time: super::client::rfc3339(std::time::SystemTime::now()),
+            kind: "subscribed".into(),
+            message: Some(message.to_string()),
+            ..Default::default()
+        };
+        let reply = |event: wire::Event, continues: bool| {
+            Reply::new(Some(EventReply { event })).set_continues(Some(continues))
+        };
+        if !more {
+            return Box::pin(futures_util::stream::iter([reply(
+                first("call Subscribe with `more` to follow the events"),
+                false,
+            )]));
+        }
+        let n = self.subscribers.fetch_add(1, Ordering::Relaxed);
+        if n >= self.limits.subscribers {
+            self.subscribers.fetch_sub(1, Ordering::Relaxed);
+            return Box::pin(futures_util::stream::iter([reply(
+                first(&format!(
+                    "{} event streams are open already; try again later",
+                    self.limits.subscribers
+                )),
+                false,
+            )]));
+        }
+        let slot = SubscriberSlot(self.subscribers.clone());
+        let rx = self.events.subscribe();
+        let head = futures_util::stream::iter([reply(first("following events"), true)]);
+        let tail = futures_util::stream::unfold((rx, slot), move |(mut rx, slot)| async move {
+            let event = match rx.recv().await {
+                Ok(e) => e,
+                Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
+                    time: super::client::rfc3339(std::time::SystemTime::now()),
+                    kind: "lagged".into(),
+                    message: Some(format!(
+                        "{n} events were dropped: this client reads too slowly"
+                    )),
+                    ..Default::default()
+                },
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            Some((reply(event, true), (rx, slot)))
+        });
+        use futures_util::StreamExt;
+        Box::pin(head.chain(tail))
+    }
+}
+
+/// Frees a subscriber slot when its stream ends.
+struct SubscriberSlot(Arc<AtomicUsize>);
+
+impl Drop for SubscriberSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The socket path of a policy's `state_dir`.
+pub fn socket_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(SOCKET_NAME)
+}

@@ -1,0 +1,254 @@
+//! The `io.cgwarden.Daemon` varlink interface's types: what travels on the
+//! control socket, shared by the service ([`super::server`]) and the CLI
+//! clients ([`super::client`]). The checked-in IDL
+//! (`src/control/io.cgwarden.Daemon.varlink`) is generated from these and
+//! the service's method signatures; a test keeps the two the same.
+//!
+//! Values travel as the text the policy would use (`3584M`, `1.8GHz`,
+//! `0-3`), times as RFC 3339 strings, so a shell client needs no decoding.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use zlink::introspect::{CustomType, Type};
+
+pub const INTERFACE: &str = "io.cgwarden.Daemon";
+
+/// The policy in force.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct PolicyInfo {
+    pub path: String,
+    /// Hex SHA-256 of the policy file's content.
+    pub hash: String,
+    pub loaded_at: String,
+}
+
+/// One group: its place, limits and pressure.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct GroupStatus {
+    pub name: String,
+    pub path: String,
+    pub exists: bool,
+    pub cpuset: Option<String>,
+    pub memory_current: Option<i64>,
+    pub memory_high: Option<String>,
+    pub memory_max: Option<String>,
+    /// PSI `some avg10`, percent.
+    pub cpu_some_avg10: Option<f64>,
+    pub memory_some_avg10: Option<f64>,
+    pub io_some_avg10: Option<f64>,
+    /// `memory.events` as the kernel counts them (since the group was created).
+    pub memory_events: BTreeMap<String, i64>,
+}
+
+/// One rule and its phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct RuleStatus {
+    pub name: String,
+    /// idle | pending | active | holding
+    pub state: String,
+    pub since: Option<String>,
+}
+
+/// A claim competing for a knob.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct Contender {
+    /// `rule NAME` or `boost HANDLE`.
+    pub owner: String,
+    pub value: String,
+}
+
+/// One managed knob: what it returns to, what it holds and why.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct KnobStatus {
+    pub knob: String,
+    pub baseline: Option<String>,
+    pub effective: Option<String>,
+    /// The claim whose value is in effect; none when the baseline is.
+    pub winner: Option<String>,
+    /// Every live claim on the knob, winner first.
+    pub contenders: Vec<Contender>,
+}
+
+/// A live claim: a rule's `while` action or a boost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct ClaimInfo {
+    /// `rule NAME` or `boost HANDLE`.
+    pub owner: String,
+    /// The boost's handle; none for a rule.
+    pub handle: Option<i64>,
+    pub knob: String,
+    pub value: String,
+    pub expires_at: Option<String>,
+    /// Who asked (kernel-given uid and pid of the boost's client).
+    pub uid: Option<i64>,
+    pub pid: Option<i64>,
+    pub reason: Option<String>,
+    /// What ends the boost besides its deadline: `process PID`, `connection`.
+    pub tied_to: Option<String>,
+}
+
+/// One write the daemon made (or queued).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct ActionInfo {
+    pub time: String,
+    pub cause: String,
+    pub knob: String,
+    pub old: Option<String>,
+    pub new: String,
+}
+
+/// The daemon's own counters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct DaemonInfo {
+    pub pid: i64,
+    pub version: String,
+    pub uptime_seconds: i64,
+    pub knob_writes: i64,
+    pub writes_rejected: i64,
+    pub writes_late: i64,
+    pub writes_superseded: i64,
+    pub loop_wakeups: i64,
+    pub control_connections: i64,
+}
+
+/// `Status()`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct StatusReply {
+    pub product: String,
+    pub policy: PolicyInfo,
+    pub last_reload_error: Option<String>,
+    pub daemon: DaemonInfo,
+    pub groups: Vec<GroupStatus>,
+    pub rules: Vec<RuleStatus>,
+    pub knobs: Vec<KnobStatus>,
+    pub claims: Vec<ClaimInfo>,
+    /// The last 50 writes, oldest first.
+    pub actions: Vec<ActionInfo>,
+}
+
+/// A knob a boost holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct Applied {
+    pub knob: String,
+    pub value: String,
+}
+
+/// A knob a boost asked for and did not get.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct Rejected {
+    pub knob: String,
+    pub why: String,
+}
+
+/// `Boost(...)`: always answered at once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct BoostReply {
+    pub handle: i64,
+    pub expires_at: Option<String>,
+    pub applied: Vec<Applied>,
+    pub rejected: Vec<Rejected>,
+}
+
+/// `Extend(...)`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ExtendReply {
+    pub expires_at: Option<String>,
+}
+
+/// `ListClaims()`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ClaimsReply {
+    pub claims: Vec<ClaimInfo>,
+}
+
+/// `Reload(dry_run)`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ReloadReply {
+    pub ok: bool,
+    pub error: Option<String>,
+    pub diff: Vec<String>,
+    pub hash: String,
+}
+
+/// One knob compared with what it should hold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct KnobCheck {
+    pub knob: String,
+    pub path: String,
+    pub expected: String,
+    /// None: the file could not be read.
+    pub actual: Option<String>,
+    pub drift: bool,
+    /// The cause of the last write cgwarden made to it.
+    pub last_writer: Option<String>,
+}
+
+/// `Verify()`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct VerifyReply {
+    pub drift: bool,
+    pub knobs: Vec<KnobCheck>,
+}
+
+/// One event of the stream.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct Event {
+    pub time: String,
+    /// subscribed | rule | write | write_failed | claim_granted | claim_expired |
+    /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged
+    pub kind: String,
+    pub rule: Option<String>,
+    /// For `rule`: the new phase.
+    pub state: Option<String>,
+    pub knob: Option<String>,
+    pub old: Option<String>,
+    pub new: Option<String>,
+    pub cause: Option<String>,
+    pub handle: Option<i64>,
+    pub message: Option<String>,
+}
+
+/// `Subscribe()`: one reply per event.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct EventReply {
+    pub event: Event,
+}
+
+/// The interface's errors; each carries a human-readable `message`.
+#[derive(Debug, Clone, PartialEq, zlink::ReplyError, zlink::introspect::ReplyError)]
+#[zlink(interface = "io.cgwarden.Daemon")]
+pub enum DaemonError {
+    /// The caller may not do this (no grant, limit reached, not its boost).
+    Refused { message: String },
+    /// A parameter is malformed (unknown knob, bad duration or value).
+    InvalidRequest { message: String },
+    /// No live boost has this handle.
+    NoSuchHandle { message: String },
+    /// The daemon is stopping or too busy to answer.
+    Unavailable { message: String },
+}
+
+impl DaemonError {
+    pub fn message(&self) -> &str {
+        match self {
+            DaemonError::Refused { message }
+            | DaemonError::InvalidRequest { message }
+            | DaemonError::NoSuchHandle { message }
+            | DaemonError::Unavailable { message } => message,
+        }
+    }
+}
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            DaemonError::Refused { .. } => "Refused",
+            DaemonError::InvalidRequest { .. } => "InvalidRequest",
+            DaemonError::NoSuchHandle { .. } => "NoSuchHandle",
+            DaemonError::Unavailable { .. } => "Unavailable",
+        };
+        write!(f, "{INTERFACE}.{name}: {}", self.message())
+    }
+}
+
+impl std::error::Error for DaemonError {}

@@ -1,0 +1,826 @@
+//! The daemon's side of the control plane (SPEC §5): it answers the
+//! [`Call`]s the control thread forwards, in the event loop, with the
+//! engine as the only owner of claims. This module owns the boost book
+//! (who asked, why, until when, tied to what), the last 50 actions, the
+//! last writer of each knob and the event bus `Subscribe` streams.
+//!
+//! Decisions:
+//! - A boost tied to a process (`pid`, root only) ends when a pidfd on it
+//!   turns readable (the process exited); one tied to its connection
+//!   (`cgwarden boost ... -- CMD`) ends when the control thread sees the
+//!   connection close. No /proc polling anywhere.
+//! - Only root may release or extend another uid's boost.
+//! - Status and Verify read the groups' and knobs' files in the loop: a
+//!   few small reads each (never a write, never a file that blocks).
+
+use super::Daemon;
+use crate::control::{wire, Caller, Request, Response};
+use crate::engine::claims::Owner;
+use crate::engine::knobs::Write;
+use crate::engine::rule_state::Time;
+use crate::policy::knob::{Knob, KnobValue};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, SystemTime};
+use tokio::sync::{broadcast, mpsc};
+
+/// How many actions `status` lists.
+pub(crate) const ACTIONS_KEPT: usize = 50;
+/// How many KNOB=VALUE pairs one boost may name.
+const MAX_BOOST_KNOBS: usize = 64;
+/// The longest deadline anyone (root included) may give a boost.
+const MAX_BOOST_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// One live boost.
+#[derive(Debug)]
+struct BoostEntry {
+    uid: u32,
+    pid: i32,
+    reason: Option<String>,
+    claims: Vec<(Knob, KnobValue)>,
+    deadline: Option<Time>,
+    expires_at: Option<SystemTime>,
+    conn: Option<u64>,
+    tied_pid: Option<i32>,
+    watch: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for BoostEntry {
+    fn drop(&mut self) {
+        if let Some(w) = self.watch.take() {
+            w.abort();
+        }
+    }
+}
+
+/// The control plane's state in the daemon.
+#[derive(Debug)]
+pub(crate) struct ControlState {
+    pub(crate) events: broadcast::Sender<wire::Event>,
+    /// Live control connections (set once the socket is up).
+    pub(crate) connections: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    boosts: BTreeMap<u64, BoostEntry>,
+    next_handle: u64,
+    actions: VecDeque<wire::ActionInfo>,
+    last_writer: HashMap<Knob, String>,
+    /// Tied processes that exited, by boost handle.
+    gone_tx: mpsc::UnboundedSender<u64>,
+    /// Loop wake-ups so far (for `status`).
+    pub(crate) loop_wakes: u64,
+}
+
+impl ControlState {
+    pub(crate) fn new(gone_tx: mpsc::UnboundedSender<u64>) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        ControlState {
+            events,
+            connections: None,
+            boosts: BTreeMap::new(),
+            next_handle: 1,
+            actions: VecDeque::with_capacity(ACTIONS_KEPT),
+            last_writer: HashMap::new(),
+            gone_tx,
+            loop_wakes: 0,
+        }
+    }
+
+    /// Whether anyone follows the events (events are built only then).
+    fn followed(&self) -> bool {
+        self.events.receiver_count() > 0
+    }
+
+    pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
+        if self.followed() {
+            let _ = self.events.send(make());
+        }
+    }
+
+    /// Records a write the daemon queued: the action list, the knob's last
+    /// writer, the event.
+    pub(crate) fn note_write(&mut self, w: &Write) {
+        let cause = w.cause.to_string();
+        let a = wire::ActionInfo {
+            time: now_text(),
+            cause: cause.clone(),
+            knob: w.knob.to_string(),
+            old: w.old.as_ref().map(|v| w.knob.render(v)),
+            new: w.knob.render(&w.new),
+        };
+        self.last_writer.insert(w.knob.clone(), cause);
+        self.publish(|| wire::Event {
+            time: a.time.clone(),
+            kind: "write".into(),
+            knob: Some(a.knob.clone()),
+            old: a.old.clone(),
+            new: Some(a.new.clone()),
+            cause: Some(a.cause.clone()),
+            ..Default::default()
+        });
+        if self.actions.len() >= ACTIONS_KEPT {
+            self.actions.pop_front();
+        }
+        self.actions.push_back(a);
+    }
+
+    pub(crate) fn note_phase(&self, rule: &str, phase: &dyn std::fmt::Display) {
+        self.publish(|| wire::Event {
+            time: now_text(),
+            kind: "rule".into(),
+            rule: Some(rule.to_string()),
+            state: Some(phase.to_string()),
+            ..Default::default()
+        });
+    }
+
+    /// Daemon stop: every boost's claims go (the writes follow with the
+    /// rules' release).
+    pub(crate) fn release_all_boosts(&mut self, sup: &mut crate::engine::supervisor::Supervisor) {
+        for h in std::mem::take(&mut self.boosts).into_keys() {
+            sup.release_boost(h);
+        }
+    }
+
+    /// How many live boosts `uid` holds.
+    fn boosts_of(&self, uid: u32) -> usize {
+        self.boosts.values().filter(|b| b.uid == uid).count()
+    }
+}
+
+fn now_text() -> String {
+    crate::control::client::rfc3339(SystemTime::now())
+}
+
+fn refused(message: String) -> Response {
+    Response::Error(wire::DaemonError::Refused { message })
+}
+
+fn invalid(message: String) -> Response {
+    Response::Error(wire::DaemonError::InvalidRequest { message })
+}
+
+impl Daemon {
+    /// Binds the control socket in state_dir and starts its thread; the
+    /// socket's host path, or None (logged) when it cannot be served — the
+    /// daemon supervises on without it.
+    pub(crate) fn start_control(
+        &mut self,
+        calls: mpsc::UnboundedSender<crate::control::Call>,
+    ) -> Option<std::path::PathBuf> {
+        use crate::control::server;
+        let state_dir = self.opts.root.host_path(&self.policy.settings.state_dir);
+        let path = server::socket_path(&state_dir);
+        let group = &self.policy.settings.socket_group;
+        let gid = match nix::unistd::Group::from_name(group) {
+            Ok(Some(g)) => g.gid.as_raw(),
+            _ => {
+                tracing::warn!(
+                    "settings.socket_group `{group}` is not a group here; the control socket is root's only"
+                );
+                0
+            }
+        };
+        // Members of socket_group must reach the socket: state_dir becomes
+        // traversable (not listable, not writable) by its group.
+        if gid != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            let ok = nix::unistd::chown(&state_dir, None, Some(nix::unistd::Gid::from_raw(gid)))
+                .is_ok()
+                && std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o710))
+                    .is_ok();
+            if !ok {
+                tracing::warn!(dir = %state_dir.display(), "cannot let group `{group}` reach the control socket");
+            }
+        }
+        let listener = match server::bind(&path, gid) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(socket = %path.display(), "control socket unavailable: {e}");
+                return None;
+            }
+        };
+        match server::start(
+            listener,
+            calls,
+            self.control.events.clone(),
+            server::Limits::default(),
+        ) {
+            Ok(h) => {
+                self.control.connections = Some(h.live);
+                tracing::info!(socket = %path.display(), "control socket listening");
+                Some(path)
+            }
+            Err(e) => {
+                tracing::error!("control socket thread: {e}");
+                None
+            }
+        }
+    }
+
+    /// Answers one control request.
+    pub(crate) fn on_control(&mut self, request: Request) -> Option<Response> {
+        Some(match request {
+            Request::Status => Response::Status(Box::new(self.status())),
+            Request::ListClaims => Response::Claims(wire::ClaimsReply {
+                claims: self.claim_infos(),
+            }),
+            Request::Verify => Response::Verify(self.verify()),
+            Request::Reload { dry_run } => Response::Reload(self.reload_for_control(dry_run)),
+            Request::Boost {
+                caller,
+                knobs,
+                duration,
+                reason,
+                pid,
+                tied_to_connection,
+            } => self.on_boost(caller, knobs, duration, reason, pid, tied_to_connection),
+            Request::Extend {
+                caller,
+                handle,
+                duration,
+            } => self.on_extend(&caller, handle, &duration),
+            Request::Release { caller, handle } => self.on_release(&caller, handle),
+            Request::ConnClosed { conn } => {
+                let tied: Vec<u64> = self
+                    .control
+                    .boosts
+                    .iter()
+                    .filter(|(_, b)| b.conn == Some(conn))
+                    .map(|(h, _)| *h)
+                    .collect();
+                for h in tied {
+                    self.end_boost(h, "claim_owner_gone", "its client's connection closed");
+                }
+                return None;
+            }
+        })
+    }
+
+    /// A reload asked over the socket; SIGHUP and the file watch go through
+    /// the same path.
+    pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
+        let r = self.reload(dry_run);
+        if !dry_run {
+            self.control.publish(|| wire::Event {
+                time: now_text(),
+                kind: if r.ok { "reload" } else { "reload_failed" }.into(),
+                message: Some(match &r.error {
+                    Some(e) => e.clone(),
+                    None => format!("{} changes", r.diff.len()),
+                }),
+                ..Default::default()
+            });
+        }
+        wire::ReloadReply {
+            ok: r.ok,
+            error: r.error,
+            diff: r.diff,
+            hash: r.hash,
+        }
+    }
+
+    /// A tied process exited.
+    pub(crate) fn on_boost_owner_gone(&mut self, handle: u64) {
+        self.end_boost(
+            handle,
+            "claim_owner_gone",
+            "the process it was tied to exited",
+        );
+    }
+
+    /// Ends boost `handle` (its claims released, the knobs written back).
+    fn end_boost(&mut self, handle: u64, kind: &str, why: &str) {
+        let Some(b) = self.control.boosts.remove(&handle) else {
+            return;
+        };
+        self.supervisor.release_boost(handle);
+        tracing::info!(handle, uid = b.uid, "boost ended: {why}");
+        self.control.publish(|| wire::Event {
+            time: now_text(),
+            kind: kind.into(),
+            handle: Some(handle as i64),
+            message: Some(why.to_string()),
+            ..Default::default()
+        });
+        let effects = self.supervisor.flush(self.now());
+        self.carry_out(effects);
+    }
+
+    /// Drops the boosts whose deadline passed (the engine already expired
+    /// their claims), with an event each.
+    pub(crate) fn expire_boosts(&mut self) {
+        let now = self.now();
+        let due: Vec<u64> = self
+            .control
+            .boosts
+            .iter()
+            .filter(|(_, b)| b.deadline.is_some_and(|d| d <= now))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in due {
+            self.end_boost(h, "claim_expired", "its deadline passed");
+        }
+    }
+
+    /// A boost's `KNOB=VALUE`: a knob of the closed set this policy and
+    /// this system have, and a value that knob takes.
+    fn boost_knob(&self, name: &str, value: &str) -> Result<(Knob, KnobValue), String> {
+        let knob = Knob::parse(name).map_err(|e| format!("not a knob cgwarden manages: {e}"))?;
+        if let Some(g) = knob.group() {
+            if !self.policy.all_groups().iter().any(|x| x.name == g) {
+                return Err(format!("the policy has no group `{g}`"));
+            }
+        }
+        let value = knob
+            .parse_value(value.trim())
+            .map_err(|e| format!("`{value}`: {e}"))?;
+        if self.actuator.read(&knob).is_none() {
+            let path = self
+                .actuator
+                .target(&knob, &value)
+                .map(|(p, _)| p.display().to_string())
+                .unwrap_or_default();
+            return Err(format!(
+                "not present on this system ({path} cannot be read)"
+            ));
+        }
+        Ok((knob, value))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_boost(
+        &mut self,
+        caller: Caller,
+        knobs: BTreeMap<String, String>,
+        duration: Option<String>,
+        reason: Option<String>,
+        pid: Option<i64>,
+        tied_to_connection: bool,
+    ) -> Response {
+        if knobs.is_empty() {
+            return invalid("a boost names at least one KNOB=VALUE".into());
+        }
+        if knobs.len() > MAX_BOOST_KNOBS {
+            return invalid(format!("a boost names at most {MAX_BOOST_KNOBS} knobs"));
+        }
+        let asked = match duration
+            .as_deref()
+            .map(crate::policy::decode::parse_duration)
+        {
+            None => None,
+            Some(Ok(d)) if !d.is_zero() && d <= MAX_BOOST_DURATION => Some(d),
+            Some(Ok(_)) => {
+                return invalid(format!(
+                    "duration `{}`: a boost lasts more than 0 and at most 30 days",
+                    duration.unwrap_or_default()
+                ))
+            }
+            Some(Err(e)) => return invalid(format!("duration: {e}")),
+        };
+        if pid.is_some() && caller.uid != 0 {
+            return refused(format!(
+                "uid {} may not tie a boost to another process (only root may); \
+                 `cgwarden boost ... -- CMD` holds a boost while CMD runs",
+                caller.uid
+            ));
+        }
+        if let Some(r) = &reason {
+            if r.len() > 256 || r.chars().any(char::is_control) {
+                return invalid("reason: at most 256 printable characters".into());
+            }
+        }
+        let mut wanted = Vec::new();
+        let mut rejected = Vec::new();
+        for (k, v) in &knobs {
+            match self.boost_knob(k, v) {
+                Ok(kv) => wanted.push(kv),
+                Err(why) => rejected.push(wire::Rejected {
+                    knob: k.clone(),
+                    why,
+                }),
+            }
+        }
+        // Who may do what (SPEC §5 "Identity and grants").
+        let live = self.control.boosts_of(caller.uid);
+        let (allowed, length) = match self.authorize(&caller, wanted, asked, live) {
+            Ok((allowed, more_rejected, length)) => {
+                rejected.extend(more_rejected);
+                (allowed, length)
+            }
+            Err(why) => return refused(why),
+        };
+        if allowed.is_empty() {
+            let why: Vec<String> = rejected
+                .iter()
+                .map(|r| format!("{}: {}", r.knob, r.why))
+                .collect();
+            return refused(format!("nothing to boost: {}", why.join("; ")));
+        }
+        // What ends it besides the deadline.
+        let tied_pid = match pid {
+            None => None,
+            Some(p) => match i32::try_from(p) {
+                Ok(p) if p > 0 => Some(p),
+                _ => return invalid(format!("pid {p} is not a process id")),
+            },
+        };
+        let handle = self.control.next_handle;
+        let watch = match tied_pid {
+            Some(p) => match self.watch_exit(p, handle) {
+                Ok(w) => Some(w),
+                Err(why) => return invalid(why),
+            },
+            None => None,
+        };
+        self.control.next_handle += 1;
+        let now = self.now();
+        let deadline = length.map(|d| now + d);
+        let expires_at = length.map(|d| SystemTime::now() + d);
+        self.supervisor.boost(handle, allowed.clone(), deadline);
+        let applied: Vec<wire::Applied> = allowed
+            .iter()
+            .map(|(k, v)| wire::Applied {
+                knob: k.to_string(),
+                value: k.render(v),
+            })
+            .collect();
+        tracing::info!(
+            handle,
+            uid = caller.uid,
+            pid = caller.pid,
+            knobs = %applied.iter().map(|a| format!("{}={}", a.knob, a.value)).collect::<Vec<_>>().join(" "),
+            until = %expires_at.map(crate::control::client::rfc3339).unwrap_or_else(|| "released".into()),
+            "boost granted"
+        );
+        for a in &applied {
+            self.control.publish(|| wire::Event {
+                time: now_text(),
+                kind: "claim_granted".into(),
+                handle: Some(handle as i64),
+                knob: Some(a.knob.clone()),
+                new: Some(a.value.clone()),
+                cause: reason.clone(),
+                ..Default::default()
+            });
+        }
+        self.control.boosts.insert(
+            handle,
+            BoostEntry {
+                uid: caller.uid,
+                pid: caller.pid,
+                reason,
+                claims: allowed,
+                deadline,
+                expires_at,
+                conn: tied_to_connection.then_some(caller.conn),
+                tied_pid,
+                watch,
+            },
+        );
+        let effects = self.supervisor.flush(now);
+        self.carry_out(effects);
+        Response::Boost(wire::BoostReply {
+            handle: handle as i64,
+            expires_at: expires_at.map(crate::control::client::rfc3339),
+            applied,
+            rejected,
+        })
+    }
+
+    /// Which of `wanted` the caller may hold and for how long; or why not at
+    /// all.
+    #[allow(clippy::type_complexity)]
+    fn authorize(
+        &self,
+        caller: &Caller,
+        wanted: Vec<(Knob, KnobValue)>,
+        asked: Option<Duration>,
+        _live: usize,
+    ) -> Result<
+        (
+            Vec<(Knob, KnobValue)>,
+            Vec<wire::Rejected>,
+            Option<Duration>,
+        ),
+        String,
+    > {
+        if caller.uid == 0 {
+            return Ok((wanted, Vec::new(), asked));
+        }
+        Err(format!(
+            "uid {} has no control: grant in the policy; only root may boost",
+            caller.uid
+        ))
+    }
+
+    /// Watches `pid` for its exit (a pidfd turns readable).
+    fn watch_exit(&self, pid: i32, handle: u64) -> Result<tokio::task::JoinHandle<()>, String> {
+        use crate::kernel::procfs::{pidfd_open, PidFdError};
+        let fd: std::os::fd::OwnedFd = match pidfd_open(pid) {
+            Ok(fd) => fd.into(),
+            Err(PidFdError::Gone) => return Err(format!("no process {pid}")),
+            Err(PidFdError::Unavailable(e)) => {
+                return Err(format!(
+                    "cannot watch process {pid}: pidfd_open failed (errno {e})"
+                ))
+            }
+        };
+        // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, which keeps it
+        // open, unchanged, until the AsyncFd is dropped.
+        let afd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        }
+        .map_err(|e| format!("cannot watch process {pid}: {e}"))?;
+        let tx = self.control.gone_tx.clone();
+        Ok(tokio::spawn(async move {
+            // Readable once the process has exited.
+            let _ = afd.readable().await;
+            let _ = tx.send(handle);
+        }))
+    }
+
+    fn own_boost(&self, caller: &Caller, handle: i64) -> Result<u64, Response> {
+        let h = u64::try_from(handle).unwrap_or(0);
+        match self.control.boosts.get(&h) {
+            None => Err(Response::Error(wire::DaemonError::NoSuchHandle {
+                message: format!("no live boost has handle {handle}"),
+            })),
+            Some(b) if caller.uid != 0 && b.uid != caller.uid => Err(refused(format!(
+                "boost {handle} belongs to uid {}; uid {} may not change it",
+                b.uid, caller.uid
+            ))),
+            Some(_) => Ok(h),
+        }
+    }
+
+    fn on_release(&mut self, caller: &Caller, handle: i64) -> Response {
+        match self.own_boost(caller, handle) {
+            Ok(h) => {
+                self.end_boost(h, "claim_released", "released by its client");
+                Response::Released
+            }
+            Err(r) => r,
+        }
+    }
+
+    fn on_extend(&mut self, caller: &Caller, handle: i64, duration: &str) -> Response {
+        let h = match self.own_boost(caller, handle) {
+            Ok(h) => h,
+            Err(r) => return r,
+        };
+        let d = match crate::policy::decode::parse_duration(duration) {
+            Ok(d) if !d.is_zero() && d <= MAX_BOOST_DURATION => d,
+            Ok(_) => return invalid("a boost lasts more than 0 and at most 30 days".into()),
+            Err(e) => return invalid(format!("duration: {e}")),
+        };
+        let Some(b) = self.control.boosts.get(&h) else {
+            return invalid(format!("no live boost has handle {handle}"));
+        };
+        let wanted = b.claims.clone();
+        let asked = Some(d);
+        let (allowed, _, length) = match self.authorize(caller, wanted, asked, 0) {
+            Ok(t) => t,
+            Err(why) => return refused(why),
+        };
+        let now = self.now();
+        let deadline = length.map(|d| now + d);
+        let expires_at = length.map(|d| SystemTime::now() + d);
+        self.supervisor.boost(h, allowed, deadline);
+        if let Some(b) = self.control.boosts.get_mut(&h) {
+            b.deadline = deadline;
+            b.expires_at = expires_at;
+        }
+        let effects = self.supervisor.flush(now);
+        self.carry_out(effects);
+        Response::Extend(wire::ExtendReply {
+            expires_at: expires_at.map(crate::control::client::rfc3339),
+        })
+    }
+
+    /// Engine time `t` on the wall clock.
+    fn wall(&self, t: Time) -> SystemTime {
+        let now = self.now();
+        let n = SystemTime::now();
+        if t >= now {
+            n + (t - now)
+        } else {
+            n - (now - t)
+        }
+    }
+
+    fn claim_infos(&self) -> Vec<wire::ClaimInfo> {
+        self.supervisor
+            .table()
+            .claims()
+            .live()
+            .map(|c| {
+                let mut info = wire::ClaimInfo {
+                    owner: c.owner.to_string(),
+                    knob: c.knob.to_string(),
+                    value: c.knob.render(&c.value),
+                    expires_at: c
+                        .deadline
+                        .map(|d| crate::control::client::rfc3339(self.wall(d))),
+                    ..Default::default()
+                };
+                if let Owner::Boost { handle } = &c.owner {
+                    info.handle = Some(*handle as i64);
+                    if let Some(b) = self.control.boosts.get(handle) {
+                        info.uid = Some(i64::from(b.uid));
+                        info.pid = Some(i64::from(b.pid));
+                        info.reason = b.reason.clone();
+                        info.tied_to = match (b.tied_pid, b.conn) {
+                            (Some(p), _) => Some(format!("process {p}")),
+                            (None, Some(_)) => Some("connection".into()),
+                            _ => None,
+                        };
+                        info.expires_at = b.expires_at.map(crate::control::client::rfc3339);
+                    }
+                }
+                info
+            })
+            .collect()
+    }
+
+    fn group_status(&self, g: &crate::policy::model::Group) -> wire::GroupStatus {
+        let root = &self.opts.root;
+        let read = |f: &str| {
+            root.read_small(&self.cg.file(&g.path, f))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let psi =
+            |f: &str| read(f).and_then(|t| crate::kernel::psi::parse_psi(&t).some.map(|l| l.avg10));
+        let memory_events = read("memory.events")
+            .map(|t| {
+                crate::kernel::cgroupfs::parse_flat_keyed(&t)
+                    .into_iter()
+                    .map(|(k, v)| (k, i64::try_from(v).unwrap_or(i64::MAX)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        wire::GroupStatus {
+            name: g.name.clone(),
+            path: self.cg.dir(&g.path).display().to_string(),
+            exists: self.cg.exists(&g.path),
+            cpuset: read("cpuset.cpus.effective").or_else(|| read("cpuset.cpus")),
+            memory_current: read("memory.current").and_then(|t| t.parse().ok()),
+            memory_high: read("memory.high"),
+            memory_max: read("memory.max"),
+            cpu_some_avg10: psi("cpu.pressure"),
+            memory_some_avg10: psi("memory.pressure"),
+            io_some_avg10: psi("io.pressure"),
+            memory_events,
+        }
+    }
+
+    fn knob_statuses(&self) -> Vec<wire::KnobStatus> {
+        let t = self.supervisor.table();
+        t.knobs()
+            .map(|k| {
+                let (effective, winner) = match t.effective_ref(k) {
+                    Some((v, o)) => (Some(k.render(v)), o.map(|o| o.to_string())),
+                    None => (None, None),
+                };
+                let mut contenders: Vec<wire::Contender> = t
+                    .claims()
+                    .on_knob(k)
+                    .iter()
+                    .map(|c| wire::Contender {
+                        owner: c.owner.to_string(),
+                        value: k.render(&c.value),
+                    })
+                    .collect();
+                if let Some(w) = &winner {
+                    if let Some(i) = contenders.iter().position(|c| &c.owner == w) {
+                        let c = contenders.remove(i);
+                        contenders.insert(0, c);
+                    }
+                }
+                wire::KnobStatus {
+                    knob: k.to_string(),
+                    baseline: t.baseline(k).map(|v| k.render(v)),
+                    effective,
+                    winner,
+                    contenders,
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn status(&self) -> wire::StatusReply {
+        let (c, _) = self.actuator.counters();
+        let rules = self
+            .policy
+            .rules
+            .iter()
+            .zip(self.supervisor.phases())
+            .map(|(r, (phase, since))| wire::RuleStatus {
+                name: r.name.clone(),
+                state: phase.to_string(),
+                since: since.map(|t| crate::control::client::rfc3339(self.wall(t))),
+            })
+            .collect();
+        wire::StatusReply {
+            product: self.policy.product.clone(),
+            policy: wire::PolicyInfo {
+                path: self.opts.policy_path.display().to_string(),
+                hash: self.policy_hash.clone(),
+                loaded_at: crate::control::client::rfc3339(self.loaded_at),
+            },
+            last_reload_error: self.last_reload_error.clone(),
+            daemon: wire::DaemonInfo {
+                pid: i64::from(std::process::id()),
+                version: env!("CARGO_PKG_VERSION").into(),
+                uptime_seconds: i64::try_from(self.start.elapsed().as_secs()).unwrap_or(i64::MAX),
+                knob_writes: i64::try_from(c.writes).unwrap_or(i64::MAX),
+                writes_rejected: i64::try_from(c.rejected).unwrap_or(i64::MAX),
+                writes_late: i64::try_from(c.late).unwrap_or(i64::MAX),
+                writes_superseded: i64::try_from(c.superseded).unwrap_or(i64::MAX),
+                loop_wakeups: i64::try_from(self.control.loop_wakes).unwrap_or(i64::MAX),
+                control_connections: self
+                    .control
+                    .connections
+                    .as_ref()
+                    .map(|c| c.load(std::sync::atomic::Ordering::Relaxed) as i64)
+                    .unwrap_or(0),
+            },
+            groups: self
+                .policy
+                .all_groups()
+                .into_iter()
+                .map(|g| self.group_status(g))
+                .collect(),
+            rules,
+            knobs: self.knob_statuses(),
+            claims: self.claim_infos(),
+            actions: self.control.actions.iter().cloned().collect(),
+        }
+    }
+
+    /// Every managed knob with an effective value, compared with the kernel.
+    pub(crate) fn verify(&self) -> wire::VerifyReply {
+        let t = self.supervisor.table();
+        let mut knobs = Vec::new();
+        for k in t.knobs() {
+            let Some(expected) = t.effective(k) else {
+                continue;
+            };
+            let path = self
+                .actuator
+                .target(k, &expected)
+                .map(|(p, _)| p.display().to_string())
+                .unwrap_or_default();
+            let actual = self.actuator.read(k);
+            let drift = match &actual {
+                Some(a) => a != &expected && a.kernel() != expected.kernel(),
+                None => true,
+            };
+            knobs.push(wire::KnobCheck {
+                knob: k.to_string(),
+                path,
+                expected: k.render(&expected),
+                actual: actual.as_ref().map(|a| k.render(a)),
+                drift,
+                last_writer: self.control.last_writer.get(k).cloned(),
+            });
+        }
+        for d in knobs.iter().filter(|k| k.drift) {
+            self.control.publish(|| wire::Event {
+                time: now_text(),
+                kind: "drift".into(),
+                knob: Some(d.knob.clone()),
+                old: Some(d.expected.clone()),
+                new: d.actual.clone(),
+                message: Some(format!(
+                    "{} holds {} instead",
+                    d.path,
+                    d.actual.as_deref().unwrap_or("nothing readable")
+                )),
+                ..Default::default()
+            });
+        }
+        wire::VerifyReply {
+            drift: knobs.iter().any(|k| k.drift),
+            knobs,
+        }
+    }
+}
+
+// ---- TEMPORARY until the reload work lands (src/daemon/reload.rs) ----
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReloadReport {
+    pub ok: bool,
+    pub error: Option<String>,
+    pub diff: Vec<String>,
+    pub hash: String,
+}
+
+impl Daemon {
+    pub(crate) fn reload(&mut self, _dry_run: bool) -> ReloadReport {
+        ReloadReport {
+            ok: false,
+            error: Some("reload is not supported yet".into()),
+            diff: Vec::new(),
+            hash: self.policy_hash.clone(),
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The control socket on a fake tree (issue 12): the CLI commands are
+//! clients of the running daemon; boosts merge with rules, end at their
+//! deadline, on release, and with the command they were tied to; a
+//! non-root caller without a grant is refused with a reason; a client that
+//! reaches no daemon exits 4 naming the socket.
+
+use cgwarden::kernel::fake_tree::FakeTree;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+mod support;
+use support::{Daemon, Start, BIN};
+
+fn read(root: &Path, rel: &str) -> String {
+    std::fs::read_to_string(root.join(rel))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+const MIN: &str = "sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq";
+
+fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
+    let root = dir.join("root");
+    let t = FakeTree::standard(&root).unwrap();
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        r#"version: 1
+product: control-test
+groups:
+  inference:
+    memory: { high: 100M, max: 1G }
+  vision:
+    cpu: { weight: 200 }
+system:
+  cpufreq:
+    policy4: { min: 1GHz }
+rules:
+  - name: oom-seen
+    when: inference.memory.events.oom_kill > 0
+    while:
+      - set cpufreq.policy4.min = 1.5GHz
+"#,
+    )
+    .unwrap();
+    (t, policy, root)
+}
+
+fn cli(root: &Path, policy: &Path, args: &[&str]) -> Output {
+    // The options go before the arguments: after `--` everything is CMD.
+    Command::new(BIN)
+        .arg(args[0])
+        .arg("--policy")
+        .arg(policy)
+        .arg("--root")
+        .arg(root)
+        .args(&args[1..])
+        .output()
+        .expect("run the cgwarden client")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn start(policy: &Path, root: &Path) -> Daemon {
+    let d = Daemon::start(policy, root, Start::default());
+    d.wait_log("control socket listening", Duration::from_secs(10));
+    d
+}
+
+#[test]
+fn no_daemon_exits_4_naming_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let o = cli(&root, &policy, &["status"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("run/cgwarden/io.cgwarden"), "{err}");
+}
+
+#[test]
+fn status_shows_groups_rules_and_a_boost_with_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let d = start(&policy, &root);
+    let o = cli(
+        &root,
+        &policy,
+        &[
+            "boost",
+            "cpufreq.policy4.min=1.8GHz",
+            "vision.cpu.weight=500",
+            "--for",
+            "10m",
+            "--reason",
+            "inference job",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    d.wait_for("the boost written", Duration::from_secs(5), || {
+        read(&root, MIN) == "1800000" && read(&root, "sys/fs/cgroup/vision/cpu.weight") == "500"
+    });
+    let o = cli(&root, &policy, &["status"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "control-test",
+        "inference",
+        "vision",
+        "oom-seen",
+        "idle",
+        "boost 1",
+        "inference job",
+        "cpufreq.policy4.min",
+    ] {
+        assert!(s.contains(want), "{want} missing:\n{s}");
+    }
+    let o = cli(&root, &policy, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status --json is JSON");
+    assert_eq!(v["claims"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["claims"][0]["uid"], 0);
+    assert_eq!(v["policy"]["hash"].as_str().map(str::len), Some(64));
+    // Released: the knobs return to their baselines.
+    let o = cli(&root, &policy, &["release", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    d.wait_for("the baseline back", Duration::from_secs(5), || {
+        read(&root, MIN) == "1000000" && read(&root, "sys/fs/cgroup/vision/cpu.weight") == "200"
+    });
+    let o = cli(&root, &policy, &["release", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no live boost has handle 1"));
+    let (code, _) = d.stop();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_boost_ends_at_its_deadline_and_a_boost_with_a_command_ends_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let d = start(&policy, &root);
+    let o = cli(
+        &root,
+        &policy,
+        &["boost", "cpufreq.policy4.min=2GHz", "--for", "1s"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    d.wait_for("boosted", Duration::from_secs(5), || {
+        read(&root, MIN) == "2000000"
+    });
+    let t0 = Instant::now();
+    d.wait_for("expired", Duration::from_secs(5), || {
+        read(&root, MIN) == "1000000"
+    });
+    assert!(
+        t0.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(d.log().contains("its deadline passed"), "{}", d.log());
+
+    // Held exactly while the command runs; its exit status is ours.
+    let flag = dir.path().join("seen");
+    let script = format!("cat {}/{MIN} > {}; exit 7", root.display(), flag.display());
+    let o = cli(
+        &root,
+        &policy,
+        &[
+            "boost",
+            "cpufreq.policy4.min=1.9GHz",
+            "--for",
+            "1h",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&flag).unwrap().trim(), "1900000");
+    d.wait_for("released with the command", Duration::from_secs(2), || {
+        read(&root, MIN) == "1000000"
+    });
+    drop(d);
+}
+
+#[test]
+fn a_boost_tied_to_a_killed_client_ends_with_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let d = start(&policy, &root);
+    let mut client = Command::new(BIN)
+        .args([
+            "boost",
+            "cpufreq.policy4.min=1.7GHz",
+            "--for",
+            "1h",
+            "--policy",
+        ])
+        .arg(&policy)
+        .arg("--root")
+        .arg(&root)
+        .args(["--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    d.wait_for("boosted", Duration::from_secs(5), || {
+        read(&root, MIN) == "1700000"
+    });
+    client.kill().unwrap(); // SIGKILL: no release is sent
+    client.wait().unwrap();
+    d.wait_for(
+        "released when the connection closed",
+        Duration::from_secs(2),
+        || read(&root, MIN) == "1000000",
+    );
+    assert!(d.log().contains("connection closed"), "{}", d.log());
+}
+
+#[test]
+fn refusals_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let d = start(&policy, &root);
+    for (args, want) in [
+        (
+            vec!["boost", "nosuch.memory.high=1G", "--for", "1m"],
+            "no group `nosuch`",
+        ),
+        (vec!["boost", "/etc/shadow=1", "--for", "1m"], "not a knob"),
+        (
+            vec!["boost", "vision.cpu.weight=banana", "--for", "1m"],
+            "banana",
+        ),
+        (
+            vec!["boost", "vision.cpu.weight=100", "--for", "0s"],
+            "more than 0",
+        ),
+    ] {
+        let o = cli(&root, &policy, &args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {want} missing: {err}");
+    }
+    drop(d);
+}
