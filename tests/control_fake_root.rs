@@ -250,3 +250,80 @@ fn refusals_say_why() {
     }
     drop(d);
 }
+
+/// One raw varlink call (NUL-framed JSON), as any client would send it.
+fn raw_call(sock: &Path, method: &str, params: serde_json::Value) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    let mut msg =
+        serde_json::to_vec(&serde_json::json!({"method": method, "parameters": params})).unwrap();
+    msg.push(0);
+    s.write_all(&msg).unwrap();
+    let mut buf = Vec::new();
+    let mut b = [0u8; 4096];
+    while !buf.ends_with(&[0]) {
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "closed before a reply");
+        buf.extend_from_slice(&b[..n]);
+    }
+    buf.pop();
+    serde_json::from_slice(&buf).unwrap()
+}
+
+#[test]
+fn the_interface_served_is_the_checked_in_idl() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(dir.path());
+    let d = start(&policy, &root);
+    let sock = root.join("run/cgwarden/io.cgwarden");
+    let r = raw_call(
+        &sock,
+        "org.varlink.service.GetInterfaceDescription",
+        serde_json::json!({"interface": "io.cgwarden.Daemon"}),
+    );
+    let served = r["parameters"]["description"].as_str().unwrap_or_default();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/control/io.cgwarden.Daemon.varlink"
+    );
+    let checked_in = std::fs::read_to_string(file).unwrap();
+    assert_eq!(
+        served, checked_in,
+        "the IDL changed: regenerate {file} from GetInterfaceDescription"
+    );
+    let info = raw_call(&sock, "org.varlink.service.GetInfo", serde_json::json!({}));
+    assert_eq!(info["parameters"]["interfaces"][0], "io.cgwarden.Daemon");
+    // An unknown method or ill-typed parameters: zlink 0.8 closes that
+    // connection (SPEC §5 allows an error or a close); the daemon goes on.
+    for (m, p) in [
+        ("io.cgwarden.Daemon.Nope", serde_json::json!({})),
+        (
+            "io.cgwarden.Daemon.Release",
+            serde_json::json!({"handle": "x"}),
+        ),
+    ] {
+        use std::io::{Read, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        let mut msg =
+            serde_json::to_vec(&serde_json::json!({"method": m, "parameters": p})).unwrap();
+        msg.push(0);
+        s.write_all(&msg).unwrap();
+        let mut b = [0u8; 256];
+        let n = s.read(&mut b).unwrap_or(0);
+        assert!(
+            n == 0 || b[..n].windows(5).any(|w| w == b"error"),
+            "{m}: {:?}",
+            &b[..n]
+        );
+    }
+    let r = raw_call(
+        &sock,
+        "io.cgwarden.Daemon.ListClaims",
+        serde_json::json!({}),
+    );
+    assert_eq!(r["parameters"]["claims"], serde_json::json!([]), "{r}");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o660);
+    drop(d);
+}
