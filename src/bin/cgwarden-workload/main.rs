@@ -13,6 +13,7 @@
 //! cgwarden-workload exec-as NAME CMD [ARG..]  run CMD (one of these commands) under NAME
 //! cgwarden-workload delay SECS CMD [ARG..]    sleep SECS, then exec itself as CMD (a late exec)
 //! cgwarden-workload as-uid UID CMD [ARG..]    drop to uid/gid UID (no supplementary groups), then run CMD
+//! cgwarden-workload run-as UID PROG [ARG..]  drop to uid/gid UID (no supplementary groups), exec PROG
 //! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
 //! cgwarden-workload swapoff DEV               swapoff(2)
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
@@ -21,6 +22,7 @@
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
+//! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -38,6 +40,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod boost;
 mod flood;
 mod notify;
 mod poll;
@@ -55,6 +58,7 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   delay SECS CMD [ARG...]    sleep SECS, then exec itself as CMD
   as-uid UID CMD [ARG...]    drop to uid and gid UID (no supplementary groups), then
                              run CMD (one of these commands; busybox may lack setpriv)
+  run-as UID PROG [ARG...]   drop to uid and gid UID, then exec PROG (any program)
   swapon DEV PRIO            swapon(2) with priority PRIO
   swapoff DEV                swapoff(2)
   setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
@@ -75,6 +79,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              start N copies of CHILD at once, all alive together, each
                              polling its /proc/self/cgroup every POLL_US; print how many
                              were not in TARGET DEADLINE_MS after launch, and p50..max
+  boost-exit SOCKET KNOB VALUE FILE EXPECT
+                             boost KNOB=VALUE tied to a short-lived child over the control
+                             socket; check FILE holds EXPECT; print how soon after the
+                             child's exit FILE changes back
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -311,6 +319,23 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 None => usage("as-uid: UID must be a number"),
             }
         }
+        ("run-as", [uid, prog, rest @ ..]) => {
+            match uid.to_str().and_then(|u| u.parse::<libc::uid_t>().ok()) {
+                Some(uid) => match drop_to(uid) {
+                    Ok(()) => {
+                        use std::os::unix::process::CommandExt;
+                        let e = std::process::Command::new(prog).args(rest).exec();
+                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
+                        ExitCode::from(127)
+                    }
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
+                        ExitCode::from(1)
+                    }
+                },
+                None => usage("run-as: UID must be a number"),
+            }
+        }
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
@@ -383,6 +408,12 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             match (target.to_str(), num(life), num(poll)) {
                 (Some(t), Some(l), Some(p)) => storm::child(t, l, p),
                 _ => usage("storm-child: TARGET LIFE_MS POLL_US"),
+            }
+        }
+        ("boost-exit", [socket, knob, value, file, expect]) => {
+            match (socket.to_str(), knob.to_str(), value.to_str(), file.to_str(), expect.to_str()) {
+                (Some(s), Some(k), Some(v), Some(f), Some(e)) => boost::boost_exit(s, k, v, f, e),
+                _ => usage("boost-exit: SOCKET KNOB VALUE FILE EXPECT"),
             }
         }
         ("notify-listen", [socket, secs]) => match parse_secs(secs) {
