@@ -277,6 +277,24 @@ impl Daemon {
         }
     }
 
+    /// A writer lane finished a write: a refusal becomes a `write_failed`
+    /// event, then the actuator logs and counts it.
+    pub(crate) fn write_done(&mut self, done: super::lanes::Done) {
+        if let Err(msg) = &done.result {
+            let j = &done.job;
+            self.control.publish(|| wire::Event {
+                time: now_text(),
+                kind: "write_failed".into(),
+                knob: Some(j.label.clone()),
+                new: Some(j.new.clone()),
+                cause: Some(j.cause.clone()),
+                message: Some(msg.clone()),
+                ..Default::default()
+            });
+        }
+        self.actuator.finished(done);
+    }
+
     /// A tied process exited.
     pub(crate) fn on_boost_owner_gone(&mut self, handle: u64) {
         self.end_boost(

@@ -289,9 +289,9 @@ async fn run_async(opts: Options) -> u8 {
             }
             Some(done) = done_rx.recv() => {
                 woke.write_done += 1;
-                d.actuator.finished(done);
+                d.write_done(done);
                 while let Ok(done) = done_rx.try_recv() {
-                    d.actuator.finished(done);
+                    d.write_done(done);
                 }
             }
             _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),

@@ -620,6 +620,62 @@ mod tests {
     }
 
     #[test]
+    fn a_boost_outranks_a_rule_on_a_first_wins_knob_and_expires_to_the_rule() {
+        let p = policy(&format!(
+            "{BASE}rules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\"]\n"
+        ));
+        let mut sup = Supervisor::new(&p);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        let sw = Knob::parse("sysctl.vm.swappiness").unwrap();
+        let hi = Knob::parse("inference.memory.high").unwrap();
+        assert_eq!(writes(&sup.step(&p, s(0), &m, &no_current)).len(), 1);
+        // The operator's boost wins the first-wins sysctl over the active
+        // rule; on memory.high its claim stands over the baseline.
+        sup.boost(
+            7,
+            vec![
+                (sw.clone(), KnobValue::Int(10)),
+                (hi.clone(), KnobValue::Size(Size::Bytes(9 << 30))),
+            ],
+            Some(s(10)),
+        );
+        let w = writes(&sup.flush(s(1)));
+        assert_eq!(
+            w,
+            vec![
+                (
+                    "inference.memory.high".into(),
+                    (9u64 << 30).to_string(),
+                    "boost 7".into()
+                ),
+                ("sysctl.vm.swappiness".into(), "10".into(), "boost 7".into()),
+            ]
+        );
+        assert_eq!(sup.next_deadline(), Some(s(10)));
+        // At its deadline the rule's claim is back in force, the baseline under the other.
+        let w = writes(&sup.step(&p, s(10), &m, &no_current));
+        assert_eq!(
+            w,
+            vec![
+                (
+                    "inference.memory.high".into(),
+                    (8u64 << 30).to_string(),
+                    "boost 7 expired".into()
+                ),
+                (
+                    "sysctl.vm.swappiness".into(),
+                    "100".into(),
+                    "rule low-mem".into()
+                ),
+            ]
+        );
+        assert!(!sup.release_boost(7), "already expired");
+    }
+
+    #[test]
     fn while_claim_is_held_and_released_to_the_baseline() {
         let p = policy(&format!(
             "{BASE}rules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\"]\n    hold: 2s\n"

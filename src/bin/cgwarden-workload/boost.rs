@@ -66,7 +66,9 @@ pub fn boost_exit(socket: &str, knob: &str, value: &str, file: &str, expect: &st
     }
     let boosted = read_trim(file);
     if boosted != expect {
-        return fail(&format!("{file} holds {boosted:?}, not the boost {expect:?}"));
+        return fail(&format!(
+            "{file} holds {boosted:?}, not the boost {expect:?}"
+        ));
     }
     if let Err(e) = child.wait() {
         return fail(&format!("wait: {e}"));

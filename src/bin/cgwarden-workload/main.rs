@@ -411,7 +411,13 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             }
         }
         ("boost-exit", [socket, knob, value, file, expect]) => {
-            match (socket.to_str(), knob.to_str(), value.to_str(), file.to_str(), expect.to_str()) {
+            match (
+                socket.to_str(),
+                knob.to_str(),
+                value.to_str(),
+                file.to_str(),
+                expect.to_str(),
+            ) {
                 (Some(s), Some(k), Some(v), Some(f), Some(e)) => boost::boost_exit(s, k, v, f, e),
                 _ => usage("boost-exit: SOCKET KNOB VALUE FILE EXPECT"),
             }
