@@ -438,12 +438,11 @@ impl Supervisor {
             let had = self.table.claims().live().any(|c| c.owner == old_owner);
             let old_sets = old.rules.get(old_index).map(while_sets).unwrap_or_default();
             let new_sets = while_sets(rule);
-            if had || rt.state.phase().is_active() {
-                if old_index != index || old_sets != new_sets {
-                    self.table.release(&old_owner);
-                    if rt.state.phase().is_active() {
-                        self.table.set_claims(&new_owner, new_sets, None);
-                    }
+            let moved = old_index != index || old_sets != new_sets;
+            if (had || rt.state.phase().is_active()) && moved {
+                self.table.release(&old_owner);
+                if rt.state.phase().is_active() {
+                    self.table.set_claims(&new_owner, new_sets, None);
                 }
             }
             rules.push(rt);
