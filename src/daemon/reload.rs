@@ -281,7 +281,9 @@ pub(crate) fn policy_diff(
         };
         let (phase, since) = phases.get(&r.name).copied().unwrap_or((Phase::Idle, None));
         let state = match since {
-            Some(t) if phase != Phase::Idle => format!("{} since {}s", phase.as_str(), t.as_secs()),
+            Some(t) if phase != Phase::Idle => {
+                format!("{} since t+{}s", phase.as_str(), t.as_secs())
+            }
             _ => phase.as_str().to_string(),
         };
         if rule_text(o) != rule_text(r) {
@@ -645,4 +647,110 @@ impl Daemon {
 /// The first 12 hex digits of a hash, for logs and `STATUS=`.
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, TriggerState};
+    use super::*;
+    use crate::kernel::Root;
+    use std::path::PathBuf;
+
+    const BASE: &str = "version: 1\ngroups:\n  a:\n    memory: { high: 1G }\n  b: {}\n";
+    const STALL: &str = "rules:\n  - name: stall\n    when: a.memory.some > 100ms/1s\n    then: [set b.memory.high = 1G]\n";
+
+    /// A daemon (its own dry run: nothing is written) on a fake root with
+    /// the policy in `dir/policy.yaml`.
+    fn daemon(dir: &Path, text: &str) -> (Daemon, PathBuf) {
+        let root = Root::fake(dir.join("root"));
+        for g in ["a", "b"] {
+            let d = Path::new("/sys/fs/cgroup").join(g);
+            root.mkdir_all(&d).unwrap();
+            root.write(&d.join("memory.high"), "max").unwrap();
+        }
+        let path = dir.join("policy.yaml");
+        std::fs::write(&path, text).unwrap();
+        let policy = crate::policy::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let opts = Options {
+            policy_path: path.clone(),
+            root,
+            dry_run: true,
+            tick: None,
+        };
+        let (tx, _rx) = mpsc::channel(16);
+        let mut d = Daemon::new(opts, policy, None, tx.clone());
+        d.start_watchers(&tx);
+        d.policy_hash = hash_hex(text.as_bytes());
+        (d, path)
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_reports_the_difference_and_changes_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        let hash = d.policy_hash.clone();
+        std::fs::write(&path, format!("{BASE}  c: {{}}\nrules: []\n")).unwrap();
+        let r = d.reload(true);
+        assert!(r.ok, "{r:?}");
+        assert!(r.diff.iter().any(|l| l == "+ group c"), "{:?}", r.diff);
+        assert!(r.diff.iter().any(|l| l == "- rule stall"), "{:?}", r.diff);
+        assert!(
+            r.diff.iter().any(|l| l.starts_with("- PSI trigger")),
+            "{:?}",
+            r.diff
+        );
+        assert_eq!(d.policy.rules.len(), 1);
+        assert!(d.policy.group("c").is_none());
+        assert_eq!(d.policy_hash, hash);
+        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Retired));
+    }
+
+    #[tokio::test]
+    async fn a_refused_policy_is_kept_as_the_last_error_until_a_good_reload() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        std::fs::write(&path, format!("{BASE}  c:\n    memroy: {{ high: 1G }}\n")).unwrap();
+        let r = d.reload(false);
+        assert!(!r.ok);
+        let e = r.error.expect("an error");
+        assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
+        assert_eq!(d.last_reload_error.as_deref(), Some(e.as_str()));
+        assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
+        // A setting that cannot change live is refused by name.
+        std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
+        let r = d.reload(false);
+        assert!(
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.contains("settings.tick")),
+            "{r:?}"
+        );
+        // A good one clears it.
+        std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();
+        let r = d.reload(false);
+        assert!(r.ok, "{r:?}");
+        assert_eq!(d.last_reload_error, None);
+        assert_eq!(r.hash, d.policy_hash);
+        assert_eq!(d.policy.rules.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_removed_stall_rule_retires_its_trigger_and_its_wakes_are_ignored() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        assert_eq!(d.triggers.len(), 1);
+        let other = "rules:\n  - name: stall2\n    when: b.cpu.some > 200ms/2s\n    then: [set a.memory.high = 2G]\n";
+        std::fs::write(&path, format!("{BASE}{other}")).unwrap();
+        assert!(d.reload(false).ok);
+        assert_eq!(d.triggers.len(), 2, "ids are never reused");
+        assert_eq!(d.triggers[0].state, TriggerState::Retired);
+        assert_ne!(d.triggers[1].state, TriggerState::Retired);
+        // A wake still queued for the retired trigger changes nothing.
+        d.on_wake(crate::daemon::watch::Wake::Psi { id: 0 });
+        d.on_wake(crate::daemon::watch::Wake::PsiGone { id: 0 });
+        assert_eq!(d.triggers[0].state, TriggerState::Retired);
+        // The same policy again keeps the live trigger (same id).
+        assert!(d.reload(false).ok);
+        assert_eq!(d.triggers.len(), 2);
+    }
 }
