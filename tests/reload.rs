@@ -3,7 +3,7 @@
 //! baseline creates the one and writes the other; an editor's
 //! rename-replace of the policy file reloads without a signal.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -171,6 +171,39 @@ fn an_editor_rename_replace_reloads_without_a_signal() {
     std::thread::sleep(Duration::from_millis(800));
     let reloads = d.log().matches("reload: done").count();
     assert_eq!(reloads, 1, "{}", d.log());
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+#[test]
+fn a_reload_swaps_the_placement_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, policy, root) = setup(dir.path());
+    let placed =
+        |g: &str| format!("{POLICY}placement:\n  - match: {{ comm: camd }}\n    group: {g}\n");
+    std::fs::write(&policy, placed("inference")).unwrap();
+    t.add_process(&FakeProcess::new(400, "camd")).unwrap();
+    let d = Daemon::start(&policy, &root, Start::default());
+    let cgroup = || read(&root, "proc/400/cgroup");
+    d.wait_for("camd in inference", Duration::from_secs(20), || {
+        cgroup() == "0::/inference"
+    });
+    std::fs::write(&policy, placed("vision")).unwrap();
+    d.signal(libc::SIGHUP);
+    // The swap rescans: the running process moves under the new rule.
+    d.wait_for("camd moved to vision", Duration::from_secs(20), || {
+        cgroup() == "0::/vision"
+    });
+    // A process that appears later is placed by the new rules too.
+    t.add_process(&FakeProcess::new(401, "camd")).unwrap();
+    d.wait_for("new camd in vision", Duration::from_secs(20), || {
+        read(&root, "proc/401/cgroup") == "0::/vision"
+    });
+    assert!(
+        d.log().contains("reload: ~ placement: 1 rules"),
+        "{}",
+        d.log()
+    );
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 }
