@@ -91,6 +91,13 @@ impl Actuator {
         }
     }
 
+    /// A reload: knobs of the new policy's groups resolve from now on. The
+    /// groups it no longer has keep resolving (their directories stay; a
+    /// released boost writes their baseline back).
+    pub fn add_groups(&mut self, policy: &Policy) {
+        self.groups.extend(group_paths(policy));
+    }
+
     /// Sets the deadline of knob writes (tests).
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;

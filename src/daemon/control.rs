@@ -258,6 +258,25 @@ impl Daemon {
     /// the same path.
     pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
         let r = self.reload(dry_run);
+        // Boosts whose every claim the reload released (their knobs' group
+        // left the policy) end with it.
+        let gone: Vec<u64> = self
+            .control
+            .boosts
+            .keys()
+            .copied()
+            .filter(|h| {
+                !self
+                    .supervisor
+                    .table()
+                    .claims()
+                    .live()
+                    .any(|c| c.owner == Owner::Boost { handle: *h })
+            })
+            .collect();
+        for h in gone {
+            self.end_boost(h, "claim_released", "its knobs left the policy at a reload");
+        }
         if !dry_run {
             self.control.publish(|| wire::Event {
                 time: now_text(),
@@ -819,26 +838,6 @@ impl Daemon {
         wire::VerifyReply {
             drift: knobs.iter().any(|k| k.drift),
             knobs,
-        }
-    }
-}
-
-// ---- TEMPORARY until the reload work lands (src/daemon/reload.rs) ----
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ReloadReport {
-    pub ok: bool,
-    pub error: Option<String>,
-    pub diff: Vec<String>,
-    pub hash: String,
-}
-
-impl Daemon {
-    pub(crate) fn reload(&mut self, _dry_run: bool) -> ReloadReport {
-        ReloadReport {
-            ok: false,
-            error: Some("reload is not supported yet".into()),
-            diff: Vec::new(),
-            hash: self.policy_hash.clone(),
         }
     }
 }

@@ -219,6 +219,16 @@ pub enum ScanKind {
 
 enum Job {
     Scan(ScanKind),
+    /// A reload: new placement rules (and whether presence is kept).
+    Swap(Box<Swap>),
+}
+
+/// What a reload hands the exec thread: swapped in between two events, so
+/// every process is placed by one whole rule set, old or new.
+struct Swap {
+    placer: Placer,
+    ops: KernelOps,
+    tracking: bool,
 }
 
 /// The exec thread's handle: queues scans and wakes the thread through an
@@ -331,6 +341,20 @@ impl Worker {
             let mut scan = None;
             loop {
                 match rx.try_recv() {
+                    Ok(Job::Swap(sw)) => {
+                        let Swap {
+                            placer,
+                            ops,
+                            tracking,
+                        } = *sw;
+                        self.placer = placer;
+                        self.ops = ops;
+                        self.tracking = tracking;
+                        // Rule indexes changed: every process is matched again.
+                        self.cache = FactCache::default();
+                        self.refusals.clear();
+                        scan = Some(ScanKind::Rescan);
+                    }
                     Ok(Job::Scan(k)) => {
                         // The most telling reason wins for counting misses.
                         if scan.is_none() || k == ScanKind::Loss || k == ScanKind::Rescan {
@@ -694,6 +718,42 @@ impl ExecWatch {
             shared,
             placement: Some(placement),
         }
+    }
+
+    /// A reload: the new policy's placement rules and `running()` patterns.
+    /// A running exec thread gets them in one message (it swaps them between
+    /// two events, then rescans everything); without one, it is started if
+    /// the new policy needs it. An exec thread the new policy no longer
+    /// needs keeps running with no rules (cheap; a restart stops it).
+    pub fn swap(
+        &mut self,
+        root: &Root,
+        policy: &Policy,
+        running: &std::collections::BTreeSet<String>,
+        act: bool,
+        wake: mpsc::Sender<Wake>,
+    ) {
+        *self.shared.presence() = Presence::new(running);
+        let tracking = !running.is_empty();
+        let Some(p) = &self.placement else {
+            *self = ExecWatch::start(root, policy, self.shared.clone(), act, wake);
+            return;
+        };
+        if tracking {
+            scan_presence(&self.shared, root);
+        }
+        let placer = Placer::new(&policy.placement, |name| {
+            procfs::user_uid(root, name).ok().flatten()
+        });
+        let sw = Swap {
+            placer,
+            ops: KernelOps::new(root.clone(), policy).dry_run(!act),
+            tracking,
+        };
+        if p.tx.send(Job::Swap(Box::new(sw))).is_err() {
+            tracing::error!("the exec thread is gone; placement rules not swapped");
+        }
+        poke(&p.wake_fd);
     }
 
     /// Each tick: without live events, the scan is the detection.

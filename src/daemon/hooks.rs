@@ -373,6 +373,26 @@ impl HookRunner {
         }
     }
 
+    /// A reload: the hooks of the new policy from now on. A hook whose
+    /// definition did not change keeps its rate-limit clock and counters;
+    /// runs already started (and queued `cleared` runs) go on untouched.
+    pub fn reconfigure(&mut self, hooks: &[Hook], root: &Root) {
+        let mut fresh = HookRunner::new(hooks, root, HookLimits::default());
+        let fresh_hooks = std::mem::take(&mut fresh.hooks);
+        let mut old = std::mem::take(&mut self.hooks);
+        let mut map = BTreeMap::new();
+        for (name, e) in fresh_hooks {
+            let same = old
+                .get(&name)
+                .is_some_and(|o| format!("{:?}", o.hook) == format!("{:?}", e.hook));
+            match old.remove(&name) {
+                Some(o) if same => map.insert(name, o),
+                _ => map.insert(name, e),
+            };
+        }
+        self.hooks = map;
+    }
+
     /// Runs each hook in a cgroup of its own under `cg`'s
     /// [`HOOKS_PARENT`] (created by convergence when the policy has hooks),
     /// after removing run cgroups a previous daemon left (killing what is

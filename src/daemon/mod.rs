@@ -21,6 +21,7 @@ pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 pub mod lanes;
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
+mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
 pub use hooks::untrusted;
 pub(crate) mod repair;
@@ -110,24 +111,12 @@ struct Daemon {
     control: control::ControlState,
     /// Tied boost processes that exited (taken by the loop).
     gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
-    /// Hex SHA-256 of the policy file in force.
+    /// sha256 (hex) of the policy file in force (issue 12).
     policy_hash: String,
-    /// When the policy in force was loaded.
+    /// When the policy in force was loaded (startup or last reload).
     loaded_at: SystemTime,
-    /// Why the last reload was refused; none after a good one.
+    /// Why the last reload was refused; cleared by a successful one.
     last_reload_error: Option<String>,
-}
-
-/// Hex SHA-256 of a file's content ("" when it cannot be read).
-pub(crate) fn file_hash(path: &std::path::Path) -> String {
-    use sha2::Digest;
-    match std::fs::read(path) {
-        Ok(bytes) => sha2::Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-        Err(_) => String::new(),
-    }
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -209,6 +198,7 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_TEMPFAIL;
     };
     d.start_watchers(&tx);
+    d.watch_policy_file(&tx);
     let Some(mut gone_rx) = d.gone_rx.take() else {
         tracing::error!("the boost exit channel is gone");
         return EXIT_TEMPFAIL;
@@ -318,7 +308,11 @@ async fn run_async(opts: Options) -> u8 {
                 woke.control += 1;
                 d.on_boost_owner_gone(handle);
             }
-            _ = hup.recv() => tracing::warn!("SIGHUP: reload is not supported yet; restart the daemon to load a new policy"),
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP: reloading the policy");
+                d.reload_for_control(false);
+                d.evaluate();
+            }
             _ = term.recv() => break,
             _ = int.recv() => break,
         }
@@ -387,6 +381,8 @@ struct TriggerSpec {
     amount: Duration,
     window: Duration,
     state: TriggerState,
+    /// The task waiting on the registered trigger (aborted on reload).
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,6 +394,9 @@ enum TriggerState {
     Gone,
     /// The kernel or the root does not offer triggers: polled for good.
     Unarmed,
+    /// A reload removed it: its task is stopped, a late wake is ignored.
+    /// (Ids are never reused, so a wake still queued cannot hit another.)
+    Retired,
 }
 
 impl TriggerSpec {
@@ -492,13 +491,9 @@ impl Daemon {
             hooks = hooks.in_cgroups(&cg);
         }
         let (gone_tx, gone_rx) = mpsc::unbounded_channel();
-        let policy_hash = file_hash(&opts.policy_path);
         Daemon {
             control: control::ControlState::new(gone_tx),
             gone_rx: Some(gone_rx),
-            policy_hash,
-            loaded_at: SystemTime::now(),
-            last_reload_error: None,
             opts,
             policy,
             start: Instant::now(),
@@ -514,6 +509,9 @@ impl Daemon {
             exec: None,
             groups_dirty: true,
             events_unwatched: true,
+            policy_hash: String::new(),
+            loaded_at: SystemTime::now(),
+            last_reload_error: None,
         }
     }
 
@@ -538,7 +536,10 @@ impl Daemon {
         // Without exec events, placement and presence scan /proc each tick.
         let exec_scans =
             self.places_or_tracks() && self.exec.as_ref().is_none_or(|x| !x.shared.events_live());
-        let unarmed = self.triggers.iter().any(|t| t.state != TriggerState::Armed);
+        let unarmed = self
+            .triggers
+            .iter()
+            .any(|t| !matches!(t.state, TriggerState::Armed | TriggerState::Retired));
         // A stall condition that holds must be sampled to see it clear: a
         // kernel trigger only says when stall is high, never when it ends.
         let stall_rule_busy = !n.psi_stall.is_empty()
@@ -599,6 +600,7 @@ impl Daemon {
                 amount,
                 window,
                 state: TriggerState::Unarmed,
+                task: None,
             });
         }
         for id in 0..self.triggers.len() {
@@ -665,13 +667,21 @@ impl Daemon {
                     trigger = %self.triggers.get(id).map(TriggerSpec::label).unwrap_or_default(),
                     "PSI trigger"
                 );
-                if let Some(t) = self.triggers.get(id) {
+                if let Some(t) = self
+                    .triggers
+                    .get(id)
+                    .filter(|t| t.state != TriggerState::Retired)
+                {
                     // Recorded by the evaluation that follows every wake.
                     self.sampler.trigger_fired(&t.key, t.amount, t.window);
                 }
             }
             Wake::PsiGone { id } => {
-                if let Some(t) = self.triggers.get_mut(id) {
+                if let Some(t) = self
+                    .triggers
+                    .get_mut(id)
+                    .filter(|t| t.state != TriggerState::Retired)
+                {
                     t.state = TriggerState::Gone;
                     tracing::warn!(
                         trigger = %t.label(),
@@ -692,6 +702,7 @@ impl Daemon {
                 self.groups_dirty = true;
             }
             Wake::Presence => tracing::debug!("running() presence changed"),
+            Wake::PolicyChanged => self.reload_if_changed(),
         }
     }
 
@@ -905,7 +916,8 @@ impl Daemon {
         };
         t.state = match psi_trigger::open(&root, &t.path, stall, t.amount, t.window) {
             Ok(trigger) => match watch::spawn_psi_trigger(trigger, id, tx.clone()) {
-                Ok(_) => {
+                Ok(task) => {
+                    t.task = Some(task);
                     if again {
                         tracing::info!(trigger = %t.label(), "PSI trigger registered again");
                     } else {
@@ -933,12 +945,17 @@ impl Daemon {
     /// Tells the stall history which lines a silent kernel trigger answers
     /// for: those whose every trigger is registered (the tick polls the rest).
     fn sync_armed(&mut self) {
-        let keys: Vec<StallKey> = self.triggers.iter().map(|t| t.key.clone()).collect();
+        let keys: Vec<StallKey> = self
+            .triggers
+            .iter()
+            .filter(|t| t.state != TriggerState::Retired)
+            .map(|t| t.key.clone())
+            .collect();
         for key in keys {
             let armed = self
                 .triggers
                 .iter()
-                .filter(|t| t.key == key)
+                .filter(|t| t.key == key && t.state != TriggerState::Retired)
                 .all(|t| t.state == TriggerState::Armed);
             self.sampler.stall.set_armed(&key, armed);
         }

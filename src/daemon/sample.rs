@@ -77,6 +77,16 @@ impl Sampler {
         self.exec = Some(shared);
     }
 
+    /// A reload: samples `needs` of `groups` from now on. The stall history
+    /// of PSI lines still needed is kept (with the new retention); lines no
+    /// longer needed are dropped, as are pending trigger firings of them.
+    pub fn set_needs(&mut self, groups: HashMap<String, String>, needs: Needs) {
+        self.stall.configure(needs.psi_stall.iter());
+        self.fired.retain(|k, _| needs.psi_stall.contains_key(k));
+        self.groups = groups;
+        self.needs = needs;
+    }
+
     pub fn needs(&self) -> &Needs {
         &self.needs
     }

@@ -47,6 +47,83 @@ pub enum Wake {
     WatchError { what: String },
     /// Exec/exit events changed some `running()` answer (issue #5).
     Presence,
+    /// The policy file was written or replaced (debounced): reload if its
+    /// content changed.
+    PolicyChanged,
+}
+
+/// How long the policy watch waits after a change for more of them (an
+/// editor's save is several events; a package manager may write twice).
+pub const POLICY_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Watches the policy file's directory (IN_CLOSE_WRITE, IN_MOVED_TO,
+/// IN_CREATE for the file's name) in a thread of its own, so an in-place
+/// write, an editor's write-temp-then-rename and a package manager's
+/// replace all count; sends [`Wake::PolicyChanged`] once the changes have
+/// been quiet for [`POLICY_DEBOUNCE`]. The directory (not the file) is
+/// watched: a watch on the file would follow the old inode after a rename.
+/// The thread ends when the receiver is gone (checked at the next change).
+pub fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Result<()> {
+    let dir = match policy.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Some(name) = policy.file_name().map(|n| n.to_os_string()) else {
+        return Err(Error::io(
+            "policy watch",
+            policy,
+            io::Error::new(io::ErrorKind::InvalidInput, "no file name"),
+        ));
+    };
+    let mut ino = Inotify::init().map_err(|e| Error::io("inotify_init1", &dir, e))?;
+    ino.watches()
+        .add(
+            &dir,
+            WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO | WatchMask::CREATE,
+        )
+        .map_err(|e| Error::io("inotify_add_watch", &dir, e))?;
+    let thread_dir = dir.clone();
+    std::thread::Builder::new()
+        .name("cgw-policy".into())
+        .spawn(move || {
+            let dir = thread_dir;
+            let mut buf = [0u8; 4096];
+            let ours = |events: inotify::Events<'_>| {
+                events.into_iter().any(|e| e.name == Some(name.as_os_str()))
+            };
+            loop {
+                match ino.read_events_blocking(&mut buf) {
+                    Ok(events) => {
+                        if !ours(events) {
+                            continue;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        let _ = tx.blocking_send(Wake::WatchError {
+                            what: format!("policy watch on {}: {e}", dir.display()),
+                        });
+                        return;
+                    }
+                }
+                // Debounce: wait until the directory has been quiet a while.
+                loop {
+                    std::thread::sleep(POLICY_DEBOUNCE);
+                    let more = match ino.read_events(&mut buf) {
+                        Ok(mut events) => events.next().is_some(),
+                        Err(_) => false,
+                    };
+                    if !more {
+                        break;
+                    }
+                }
+                if tx.blocking_send(Wake::PolicyChanged).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| Error::io("spawn cgw-policy", &dir, e))?;
+    Ok(())
 }
 
 /// Sends a wake; if the channel is full, waits for room (the caller's

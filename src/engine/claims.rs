@@ -131,7 +131,9 @@ impl Claims {
         self.remove_where(|c| c.deadline.is_some_and(|d| d <= now))
     }
 
-    fn remove_where(&mut self, mut pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
+    /// Removes every claim `pred` selects (a reload dropping boosts on
+    /// knobs that left the policy); returns them.
+    pub fn remove_where(&mut self, mut pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
         let mut removed = Vec::new();
         for list in self.by_knob.values_mut() {
             let mut i = 0;

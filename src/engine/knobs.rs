@@ -259,6 +259,14 @@ impl KnobTable {
         removed
     }
 
+    /// Releases every claim `pred` selects (a reload: boosts on knobs that
+    /// left the policy); returns them.
+    pub fn release_where(&mut self, pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
+        let removed = self.claims.remove_where(pred);
+        self.note_removed(&removed, Cause::Release);
+        removed
+    }
+
     /// Removes the claims whose deadline is at or before `now`; returns them.
     /// [`KnobTable::pending_writes`] does this itself; call it first only to
     /// log the expiries.

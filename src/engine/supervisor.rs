@@ -394,6 +394,126 @@ impl Supervisor {
         effects
     }
 
+    /// A policy reload (SPEC §4 "Reload"): carries the engine from `old` to
+    /// `new` without rolling anything back in between. Returns the hooks,
+    /// phase changes and writes that makes.
+    ///
+    /// - Rules are matched by name. A kept rule keeps its state (phase,
+    ///   since, pending `for`/`hold`/`cooldown`, what it fired with) even when
+    ///   its text changed; its timing is the new rule's and its condition is
+    ///   re-evaluated from the next step. If it is active, its claims are
+    ///   re-issued under its new index (first-wins ranks by index) with its
+    ///   new `while` values; knobs whose merged value stays are not written.
+    /// - A removed rule's claims are released (knobs return to baseline) and,
+    ///   if it was active, its `while` hooks run with `cleared`.
+    /// - Baselines change only where the policy's value changed
+    ///   ([`KnobTable::set_policy_baseline`]): a `then`-set baseline survives.
+    /// - Boost claims stay while their knob exists in the new policy: a
+    ///   boost on a knob of a group the new policy no longer has is released.
+    pub fn reload(&mut self, old: &Policy, new: &Policy, now: Time) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut before: HashMap<String, (usize, RuleRuntime)> = HashMap::new();
+        for ((index, rule), rt) in old.rules.iter().enumerate().zip(self.rules.drain(..)) {
+            before.insert(rule.name.clone(), (index, rt));
+        }
+        let mut rules = Vec::with_capacity(new.rules.len());
+        for (index, rule) in new.rules.iter().enumerate() {
+            let Some((old_index, mut rt)) = before.remove(&rule.name) else {
+                rules.push(RuleRuntime {
+                    state: RuleState::new(),
+                    timing: Timing::of(rule),
+                    fired: FiredWith::default(),
+                });
+                continue;
+            };
+            rt.timing = Timing::of(rule);
+            let old_owner = Owner::Rule {
+                index: old_index,
+                name: rule.name.clone(),
+            };
+            let new_owner = Owner::Rule {
+                index,
+                name: rule.name.clone(),
+            };
+            let had = self.table.claims().live().any(|c| c.owner == old_owner);
+            let old_sets = old.rules.get(old_index).map(while_sets).unwrap_or_default();
+            let new_sets = while_sets(rule);
+            let moved = old_index != index || old_sets != new_sets;
+            if (had || rt.state.phase().is_active()) && moved {
+                self.table.release(&old_owner);
+                if rt.state.phase().is_active() {
+                    self.table.set_claims(&new_owner, new_sets, None);
+                }
+            }
+            rules.push(rt);
+        }
+        // Removed rules, in their old order (deterministic hooks).
+        let mut gone: Vec<(usize, RuleRuntime)> = before.into_values().collect();
+        gone.sort_by_key(|(i, _)| *i);
+        for (index, rt) in gone {
+            let Some(rule) = old.rules.get(index) else {
+                continue;
+            };
+            self.table.release(&Owner::Rule {
+                index,
+                name: rule.name.clone(),
+            });
+            let phase = rt.state.phase();
+            if phase.is_active() {
+                hooks(
+                    rule.while_.iter(),
+                    rule,
+                    &rt.fired,
+                    HookEvent::Cleared,
+                    &mut effects,
+                );
+            }
+            if phase != Phase::Idle {
+                effects.push(Effect::Phase {
+                    rule: rule.name.clone(),
+                    phase: Phase::Idle,
+                });
+            }
+            self.reported.retain(|_, r| r != &rule.name);
+        }
+        self.rules = rules;
+        // Baselines: the new policy's values; knobs it no longer sets keep
+        // their current baseline.
+        let fresh: HashMap<Knob, KnobValue> = policy_baselines(new).into_iter().collect();
+        for (knob, _) in policy_baselines(old) {
+            if !fresh.contains_key(&knob) {
+                self.table.set_policy_baseline(&knob, None);
+            }
+        }
+        for (knob, value) in policy_baselines(new) {
+            self.table.set_policy_baseline(&knob, Some(value));
+        }
+        // Boosts on knobs of groups that left the policy.
+        let groups: std::collections::HashSet<&str> =
+            new.all_groups().iter().map(|g| g.name.as_str()).collect();
+        self.table.release_where(|c| {
+            matches!(c.owner, Owner::Boost { .. })
+                && c.knob.group().is_some_and(|g| !groups.contains(g))
+        });
+        effects.extend(
+            self.table
+                .pending_writes(now)
+                .into_iter()
+                .map(Effect::Write),
+        );
+        effects
+    }
+
+    /// Phase and since-when of each rule, by name (for a reload's diff).
+    pub fn phases_by_name(&self, policy: &Policy) -> HashMap<String, (Phase, Option<Time>)> {
+        policy
+            .rules
+            .iter()
+            .zip(&self.rules)
+            .map(|(r, rt)| (r.name.clone(), (rt.state.phase(), rt.state.since())))
+            .collect()
+    }
+
     /// Daemon shutdown: every active rule clears — its claims are released
     /// (knobs return to their baselines) and its `while` hooks run with
     /// `cleared`, as if its condition had gone — and every rule is idle
@@ -479,6 +599,17 @@ impl Supervisor {
             .map(Effect::Write)
             .collect()
     }
+}
+
+/// A rule's `while` claims, as `set_claims` takes them.
+fn while_sets(rule: &crate::policy::model::Rule) -> Vec<(Knob, KnobValue)> {
+    rule.while_
+        .iter()
+        .filter_map(|a| match a {
+            Action::Set { knob, value } => Some((knob.clone(), value.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 fn run_then(
@@ -970,5 +1101,193 @@ mod tests {
             writes(&sup.step(&p, s(0), &m, &cur))[0].1,
             (2u64 << 30).to_string()
         );
+    }
+
+    // ---- reload (SPEC §4 "Reload") ----
+
+    const TWO: &str = "version: 1\ngroups:\n  a:\n    memory: { high: 1G }\n  b:\n    memory: { high: 2G }\nsystem:\n  sysctl: { vm.swappiness: 30, vm.dirty_ratio: 5 }\nhooks:\n  alert: { exec: [/bin/true] }\n";
+
+    fn low(name: &str, knob_value: &str) -> String {
+        format!("  - name: {name}\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = {knob_value}\", \"hook alert\"]\n")
+    }
+
+    fn hooks_of(effects: &[Effect]) -> Vec<(String, HookEvent)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Hook { rule, event, .. } => Some((rule.clone(), *event)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reload_keeps_rule_state_by_name_across_a_reorder() {
+        let old = policy(&format!(
+            "{TWO}rules:\n{}{}",
+            low("first", "60"),
+            low("second", "90")
+        ));
+        let new = policy(&format!(
+            "{TWO}rules:\n{}{}",
+            low("second", "90"),
+            low("first", "60")
+        ));
+        let mut sup = Supervisor::new(&old);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        let eff = sup.step(&old, s(1), &m, &no_current);
+        // first-wins: `first` (index 0) wins the sysctl.
+        assert_eq!(writes(&eff)[0].1, "60");
+        let eff = sup.reload(&old, &new, s(2));
+        assert!(hooks_of(&eff).is_empty(), "no rule cleared: {eff:?}");
+        let phases = sup.phases_by_name(&new);
+        assert_eq!(phases["first"], (Phase::Active, Some(s(1))));
+        assert_eq!(phases["second"], (Phase::Active, Some(s(1))));
+        // Re-keyed: `second` is now first and wins the first-wins knob.
+        assert_eq!(
+            writes(&eff),
+            vec![(
+                "sysctl.vm.swappiness".into(),
+                "90".into(),
+                "rule second".into()
+            )]
+        );
+        // The still-true condition fires nothing again.
+        let eff = sup.step(&new, s(3), &m, &no_current);
+        assert!(
+            writes(&eff).is_empty() && hooks_of(&eff).is_empty(),
+            "{eff:?}"
+        );
+    }
+
+    #[test]
+    fn reload_releases_a_removed_rules_claim_with_its_cleared_hook() {
+        let old = policy(&format!("{TWO}rules:\n{}", low("r", "100")));
+        let new = policy(&format!("{TWO}rules: []\n"));
+        let mut sup = Supervisor::new(&old);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        sup.step(&old, s(1), &m, &no_current);
+        let eff = sup.reload(&old, &new, s(2));
+        assert_eq!(
+            writes(&eff),
+            vec![(
+                "sysctl.vm.swappiness".into(),
+                "30".into(),
+                "rule r released".into()
+            )]
+        );
+        assert_eq!(hooks_of(&eff), vec![("r".to_string(), HookEvent::Cleared)]);
+        assert!(sup.table().claims().is_empty());
+    }
+
+    #[test]
+    fn reload_changing_a_threshold_keeps_the_active_rule_and_its_claim() {
+        let old = policy(&format!("{TWO}rules:\n{}", low("r", "100")));
+        let new = policy(&format!(
+            "{TWO}rules:\n{}",
+            low("r", "100").replace("512M", "600M")
+        ));
+        let mut sup = Supervisor::new(&old);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        sup.step(&old, s(1), &m, &no_current);
+        let eff = sup.reload(&old, &new, s(2));
+        assert!(
+            writes(&eff).is_empty() && hooks_of(&eff).is_empty(),
+            "{eff:?}"
+        );
+        assert_eq!(sup.phases_by_name(&new)["r"].0, Phase::Active);
+        assert_eq!(sup.table().claims().len(), 1);
+    }
+
+    #[test]
+    fn reload_writes_a_changed_baseline_once_and_leaves_unchanged_ones() {
+        let old = policy(&format!("{TWO}rules: []\n"));
+        let new = policy(&format!(
+            "{}rules: []\n",
+            TWO.replace("high: 2G", "high: 3G")
+        ));
+        let mut sup = Supervisor::new(&old);
+        let m = Snap::default();
+        assert!(writes(&sup.step(&old, s(1), &m, &no_current)).is_empty());
+        let eff = sup.reload(&old, &new, s(2));
+        assert_eq!(
+            writes(&eff),
+            vec![(
+                "b.memory.high".into(),
+                (3u64 << 30).to_string(),
+                "baseline".into()
+            )]
+        );
+        assert!(writes(&sup.step(&new, s(3), &m, &no_current)).is_empty());
+        // The same policy again: nothing.
+        assert!(writes(&sup.reload(&new, &new, s(4))).is_empty());
+    }
+
+    #[test]
+    fn reload_keeps_a_then_baseline_whose_policy_value_did_not_change() {
+        let rule = "  - name: up\n    when: system.memory.available < 512M\n    then: [\"set b.memory.high = 4G\"]\n";
+        let old = policy(&format!("{TWO}rules:\n{rule}"));
+        let new = policy(&format!(
+            "{}rules:\n{rule}",
+            TWO.replace("high: 1G", "high: 1500M")
+        ));
+        let mut sup = Supervisor::new(&old);
+        let m = Snap {
+            available: Some(256 << 20),
+            ..Default::default()
+        };
+        sup.step(&old, s(1), &m, &no_current);
+        let eff = sup.reload(&old, &new, s(2));
+        let w = writes(&eff);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].0, "a.memory.high");
+        assert_eq!(
+            sup.table()
+                .baseline(&"b.memory.high".parse().unwrap())
+                .map(|v| v.kernel()),
+            Some((4u64 << 30).to_string())
+        );
+    }
+
+    #[test]
+    fn reload_releases_a_boost_on_a_removed_groups_knob_only() {
+        use crate::engine::claims::Claim;
+        let old = policy(&format!("{TWO}rules: []\n"));
+        let new = policy("version: 1\ngroups:\n  a:\n    memory: { high: 1G }\nsystem:\n  sysctl: { vm.swappiness: 30, vm.dirty_ratio: 5 }\nhooks:\n  alert: { exec: [/bin/true] }\nrules: []\n");
+        let mut sup = Supervisor::new(&old);
+        let boost = |handle, knob: &str, v: &str| {
+            let knob: Knob = knob.parse().unwrap();
+            let value = knob.parse_value(v).unwrap();
+            Claim {
+                owner: Owner::Boost { handle },
+                knob,
+                value,
+                deadline: Some(s(100)),
+            }
+        };
+        sup.table.add_claim(boost(1, "b.memory.high", "5G"));
+        sup.table.add_claim(boost(2, "a.memory.high", "5G"));
+        sup.step(&old, s(1), &Snap::default(), &no_current);
+        let eff = sup.reload(&old, &new, s(2));
+        assert!(
+            writes(&eff).iter().all(|w| w.0 != "a.memory.high"),
+            "{eff:?}"
+        );
+        let left: Vec<String> = sup
+            .table()
+            .claims()
+            .live()
+            .map(|c| c.knob.to_string())
+            .collect();
+        assert_eq!(left, vec!["a.memory.high".to_string()]);
     }
 }

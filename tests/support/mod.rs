@@ -78,6 +78,12 @@ impl Daemon {
         d
     }
 
+    /// Sends `sig` (e.g. `libc::SIGHUP`) to the daemon.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

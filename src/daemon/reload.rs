@@ -1,0 +1,756 @@
+//! Hot reload of the policy in the running daemon (SPEC §4 "Reload",
+//! issue 12). Triggers: SIGHUP, the policy file changing on disk (its
+//! directory is watched, see [`watch::spawn_policy_watch`]: an in-place
+//! write, an editor's rename-replace, a package manager's write; debounced,
+//! skipped when the content hash did not change), and the varlink `Reload`
+//! method, which calls [`Daemon::reload`].
+//!
+//! A reload parses and validates the new file fully first (the same checks
+//! as startup: size and file type, every diagnostic, the root-ownership
+//! trust check of the file and its hook programs). A refused policy changes
+//! nothing: no knob is written, no state changes; the error is logged and
+//! kept in `last_reload_error` (for `status`). A valid one is applied as a
+//! difference, never through defaults:
+//!
+//! - new groups are created (journalled mkdir first, the controllers their
+//!   parents must delegate, then their baselines through the knob table and
+//!   the actuator's lanes, which journal originals); their event files are
+//!   watched; groups the policy no longer has stay, reported in the diff
+//!   (`reset` removes them);
+//! - baselines whose policy value changed are written; a `then`-set
+//!   baseline survives when the policy's value for that knob did not change;
+//!   knobs newly named by rules are seeded from the journal or the kernel;
+//! - rules are matched by name: a kept rule keeps its state even when its
+//!   text (threshold, timing) changed, and is re-evaluated from the next
+//!   step; an active one re-issues its claims under its new index (first-wins
+//!   ranks by index) with its new `while` values. A removed rule's claims are
+//!   released and, if it was active, its `while` hooks get `cleared`. Boosts
+//!   stay while their knob exists (a knob of a removed group: released);
+//! - PSI triggers follow the new conditions: kept ones stay registered, a
+//!   removed one's task is aborted (its fd closed) and its id retired, never
+//!   reused, so a wake still queued for it is ignored; new ones get new ids.
+//!   The stall history of PSI lines still needed is kept; `memory.events`
+//!   counts of kept groups are kept (the evaluator is not rebuilt);
+//! - placement rules and `running()` patterns are handed to the exec thread
+//!   in one message, swapped between two events, followed by a full rescan;
+//! - hooks are reconfigured; runs already started go on; an unchanged hook
+//!   keeps its rate-limit clock.
+//!
+//! Settings that cannot change live (the hierarchy and journal location,
+//! the daemon's own scheduling, the sampling timers, metrics and the
+//! control socket's group, zram devices and the realtime tuning applied by
+//! converge): a reload that changes any of them is **refused**, naming the
+//! setting; the operator restarts the daemon for those. `settings.on_missing`
+//! and `product` may change live.
+
+use super::{notify, watch, Daemon, TriggerSpec, TriggerState};
+use crate::converge::journal::Entry;
+use crate::converge::{Converger, Step};
+use crate::engine::condition::sampled_needs;
+use crate::engine::rule_state::Phase;
+use crate::engine::supervisor::{policy_baselines, rule_knobs};
+use crate::policy::model::{Policy, Rule};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
+use std::time::SystemTime;
+use tokio::sync::mpsc;
+
+/// What a reload did (or, with dry_run, would do).
+#[derive(Debug, Clone, Default)]
+// `ok` and `hash` are read by the varlink `Reload` method (control socket).
+#[allow(dead_code)]
+pub(crate) struct ReloadReport {
+    pub ok: bool,
+    /// Why the new policy was refused (every diagnostic line, FILE:LINE:COL form); None when ok.
+    pub error: Option<String>,
+    /// Human-readable difference, one line per change.
+    pub diff: Vec<String>,
+    /// Hash of the policy file content now in force (hex sha256).
+    pub hash: String,
+}
+
+/// The largest policy file accepted (SPEC §4 "Trust": input is bounded).
+const MAX_POLICY: u64 = 4 << 20;
+
+/// Hex sha256 of `bytes`.
+pub(crate) fn hash_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The policy file's bytes, refused as startup refuses them (not a regular
+/// file, larger than 4 MiB).
+fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "{name}:1:1: error: the policy is not a regular file"
+        ));
+    }
+    if meta.len() > MAX_POLICY {
+        return Err(format!(
+            "{name}:1:1: error: the policy is larger than 4 MiB"
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_POLICY + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
+    if bytes.len() as u64 > MAX_POLICY {
+        return Err(format!(
+            "{name}:1:1: error: the policy is larger than 4 MiB"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Root's trust check of `run` (main.rs `refuse_untrusted`): the policy
+/// file and every hook program must be root-owned and not group/other
+/// writable when the daemon runs as root.
+fn untrusted(path: &Path, p: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if !nix::unistd::geteuid().is_root() {
+        return out;
+    }
+    if let Some(why) = super::untrusted(path) {
+        out.push(format!("refusing the policy {why}"));
+    }
+    for h in &p.hooks {
+        let Some(prog) = h.exec.first().map(Path::new).filter(|p| p.is_absolute()) else {
+            continue;
+        };
+        if let Some(why) = super::untrusted(prog) {
+            out.push(format!("refusing hook `{}`: {why}", h.name));
+        }
+    }
+    out
+}
+
+/// The settings a reload cannot change, named in the refusal.
+fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
+    let (a, b) = (&old.settings, &new.settings);
+    let mut out = Vec::new();
+    let mut check = |name: &str, same: bool| {
+        if !same {
+            out.push(format!(
+                "settings.{name} cannot change while the daemon runs; restart it to apply"
+            ));
+        }
+    };
+    check("cgroup_root", a.cgroup_root == b.cgroup_root);
+    check("state_dir", a.state_dir == b.state_dir);
+    check("tick", a.tick == b.tick);
+    check("rescan", a.rescan == b.rescan);
+    check("socket_group", a.socket_group == b.socket_group);
+    check(
+        "metrics",
+        a.metrics_listen == b.metrics_listen && a.metrics_textfile == b.metrics_textfile,
+    );
+    check(
+        "daemon",
+        format!("{:?}", a.daemon) == format!("{:?}", b.daemon),
+    );
+    // Everything else of `settings` but on_missing, whatever fields it grows.
+    let mut rest = b.clone();
+    rest.on_missing = a.on_missing;
+    let fixed = format!("{a:?}") == format!("{rest:?}");
+    if out.is_empty() && !fixed {
+        out.push(
+            "settings (other than on_missing) cannot change while the daemon runs; restart it to apply"
+                .to_string(),
+        );
+    }
+    // System parts converge applies and the knob table does not carry.
+    let zram_devices = |p: &Policy| {
+        p.system
+            .zram
+            .iter()
+            .map(|z| {
+                let mut z = z.clone();
+                z.mem_limit = None;
+                z.swap_priority = None;
+                format!("{z:?}")
+            })
+            .collect::<Vec<_>>()
+    };
+    if zram_devices(old) != zram_devices(new) {
+        out.push("system.zram devices (other than mem_limit and swap_priority) cannot change while the daemon runs; restart it to apply".into());
+    }
+    if format!("{:?}", old.system.realtime) != format!("{:?}", new.system.realtime) {
+        out.push("system.realtime cannot change while the daemon runs; restart it to apply".into());
+    }
+    let text_sysctls = |p: &Policy| {
+        p.system
+            .sysctl
+            .iter()
+            .filter(|(_, v)| v.parse::<i64>().is_err())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    if text_sysctls(old) != text_sysctls(new) {
+        out.push("system.sysctl entries with non-integer values cannot change while the daemon runs; restart it to apply".into());
+    }
+    out
+}
+
+/// A rule's text, for "changed or not".
+fn rule_text(r: &Rule) -> String {
+    let acts = |v: &[crate::policy::expr::Action]| {
+        v.iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    format!(
+        "{}|{:?}|{:?}|{:?}|{}|{}",
+        r.when_text,
+        r.for_,
+        r.hold,
+        r.cooldown,
+        acts(&r.then),
+        acts(&r.while_)
+    )
+}
+
+/// The difference between two policies, one line per change. `phases`:
+/// each old rule's phase and since-when (seconds since the daemon started).
+pub(crate) fn policy_diff(
+    old: &Policy,
+    new: &Policy,
+    phases: &std::collections::HashMap<String, (Phase, Option<std::time::Duration>)>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.product != new.product {
+        out.push(format!("~ product {} -> {}", old.product, new.product));
+    }
+    let old_groups: BTreeSet<String> = old.all_groups().iter().map(|g| g.name.clone()).collect();
+    let new_groups: BTreeSet<String> = new.all_groups().iter().map(|g| g.name.clone()).collect();
+    for g in new.all_groups() {
+        if !old_groups.contains(&g.name) {
+            out.push(format!("+ group {}", g.name));
+        }
+    }
+    for g in old.all_groups() {
+        if !new_groups.contains(&g.name) {
+            out.push(format!(
+                "! group {} no longer in the policy: left in place, `cgwarden reset` removes it",
+                g.name
+            ));
+        }
+    }
+    let ob: BTreeMap<_, _> = policy_baselines(old).into_iter().collect();
+    let nb: BTreeMap<_, _> = policy_baselines(new).into_iter().collect();
+    for (k, v) in &nb {
+        match ob.get(k) {
+            None => out.push(format!("+ {k} = {v}")),
+            Some(o) if o != v => out.push(format!("~ {k} {o} -> {v}")),
+            Some(_) => {}
+        }
+    }
+    for (k, v) in &ob {
+        if !nb.contains_key(k) {
+            out.push(format!(
+                "~ {k} no longer set by the policy: keeps its value ({v})"
+            ));
+        }
+    }
+    let old_rules: BTreeMap<&str, (usize, &Rule)> = old
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), (i, r)))
+        .collect();
+    let new_names: HashSet<&str> = new.rules.iter().map(|r| r.name.as_str()).collect();
+    for (i, r) in new.rules.iter().enumerate() {
+        let Some((oi, o)) = old_rules.get(r.name.as_str()) else {
+            out.push(format!("+ rule {}", r.name));
+            continue;
+        };
+        let (phase, since) = phases.get(&r.name).copied().unwrap_or((Phase::Idle, None));
+        let state = match since {
+            Some(t) if phase != Phase::Idle => {
+                format!("{} since t+{}s", phase.as_str(), t.as_secs())
+            }
+            _ => phase.as_str().to_string(),
+        };
+        if rule_text(o) != rule_text(r) {
+            out.push(format!("~ rule {} (changed; state kept: {state})", r.name));
+        } else if *oi != i {
+            out.push(format!(
+                "~ rule {} moved {} -> {} (state kept: {state})",
+                r.name, oi, i
+            ));
+        } else if phase != Phase::Idle {
+            out.push(format!("= rule {} kept ({state})", r.name));
+        }
+    }
+    for r in &old.rules {
+        if new_names.contains(r.name.as_str()) {
+            continue;
+        }
+        let active = phases.get(&r.name).is_some_and(|(p, _)| p.is_active());
+        if active {
+            out.push(format!("- rule {} (active: claims released)", r.name));
+        } else {
+            out.push(format!("- rule {}", r.name));
+        }
+    }
+    if format!("{:?}", old.placement) != format!("{:?}", new.placement) {
+        out.push(format!("~ placement: {} rules", new.placement.len()));
+    }
+    let hooks = |p: &Policy| -> BTreeMap<String, String> {
+        p.hooks
+            .iter()
+            .map(|h| (h.name.clone(), format!("{h:?}")))
+            .collect()
+    };
+    let (oh, nh) = (hooks(old), hooks(new));
+    for (n, h) in &nh {
+        match oh.get(n) {
+            None => out.push(format!("+ hook {n}")),
+            Some(o) if o != h => out.push(format!("~ hook {n}")),
+            Some(_) => {}
+        }
+    }
+    for n in oh.keys() {
+        if !nh.contains_key(n) {
+            out.push(format!("- hook {n}"));
+        }
+    }
+    let triggers = |p: &Policy| -> BTreeSet<String> {
+        sampled_needs(&p.rules)
+            .psi_triggers
+            .iter()
+            .map(|(k, a, w)| format!("{} {:?} {:?} {a:?}/{w:?}", k.target, k.resource, k.stall))
+            .collect()
+    };
+    let (ot, nt) = (triggers(old), triggers(new));
+    for t in nt.difference(&ot) {
+        out.push(format!("+ PSI trigger {t}"));
+    }
+    for t in ot.difference(&nt) {
+        out.push(format!("- PSI trigger {t}"));
+    }
+    out
+}
+
+impl Daemon {
+    /// Startup: the hash of the policy in force, and the watch on its
+    /// directory (a reload when the file changes).
+    pub(super) fn watch_policy_file(&mut self, tx: &mpsc::Sender<watch::Wake>) {
+        if let Ok(bytes) = read_policy(&self.opts.policy_path) {
+            self.policy_hash = hash_hex(&bytes);
+        }
+        if let Err(e) = watch::spawn_policy_watch(&self.opts.policy_path, tx.clone()) {
+            tracing::warn!("policy file not watched ({e}); reload with SIGHUP");
+        }
+    }
+
+    /// The policy file changed on disk: reload unless its content is the
+    /// one in force (an editor rewriting the same bytes, a touch).
+    pub(super) fn reload_if_changed(&mut self) {
+        if let Ok(bytes) = read_policy(&self.opts.policy_path) {
+            if hash_hex(&bytes) == self.policy_hash {
+                tracing::debug!("policy file written, content unchanged: no reload");
+                return;
+            }
+        }
+        tracing::info!(path = %self.opts.policy_path.display(), "policy file changed: reloading");
+        self.reload_for_control(false);
+    }
+
+    /// Re-reads the policy file and applies the difference (see the module
+    /// documentation); with `dry_run`, only computes the difference.
+    pub(crate) fn reload(&mut self, dry_run: bool) -> ReloadReport {
+        if !dry_run {
+            let mut states = vec![sd_notify::NotifyState::Reloading];
+            if let Ok(m) = sd_notify::NotifyState::monotonic_usec_now() {
+                states.push(m);
+            }
+            notify(&states);
+        }
+        let report = self.reload_inner(dry_run);
+        let what = if dry_run {
+            "reload (dry run)"
+        } else {
+            "reload"
+        };
+        match &report.error {
+            Some(e) => {
+                for line in e.lines() {
+                    tracing::error!("{what} refused: {line}");
+                }
+                tracing::error!("{what} refused: the policy in force is unchanged");
+            }
+            None => {
+                for line in &report.diff {
+                    tracing::info!("{what}: {line}");
+                }
+                tracing::info!(
+                    hash = %short(&report.hash),
+                    changes = report.diff.len(),
+                    "{what}: done"
+                );
+            }
+        }
+        if !dry_run {
+            let status = format!("supervising (policy {})", short(&self.policy_hash));
+            notify(&[
+                sd_notify::NotifyState::Ready,
+                sd_notify::NotifyState::Status(&status),
+            ]);
+        }
+        report
+    }
+
+    fn reload_inner(&mut self, dry_run: bool) -> ReloadReport {
+        let refuse = |d: &mut Daemon, error: String| {
+            if !dry_run {
+                d.last_reload_error = Some(error.clone());
+            }
+            ReloadReport {
+                ok: false,
+                error: Some(error),
+                diff: Vec::new(),
+                hash: d.policy_hash.clone(),
+            }
+        };
+        let path = self.opts.policy_path.clone();
+        let bytes = match read_policy(&path) {
+            Ok(b) => b,
+            Err(e) => return refuse(self, e),
+        };
+        let hash = hash_hex(&bytes);
+        let new = match crate::policy::load_bytes(&path.display().to_string(), &bytes) {
+            Ok(p) => p,
+            Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
+        };
+        let name = path.display();
+        let mut errors: Vec<String> = untrusted(&path, &new);
+        errors.extend(fixed_settings(&self.policy, &new));
+        if !errors.is_empty() {
+            let text = errors
+                .iter()
+                .map(|e| format!("{name}:1:1: error: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            return refuse(self, text);
+        }
+        let phases = self.supervisor.phases_by_name(&self.policy);
+        let diff = policy_diff(&self.policy, &new, &phases);
+        if dry_run {
+            return ReloadReport {
+                ok: true,
+                error: None,
+                diff,
+                hash: self.policy_hash.clone(),
+            };
+        }
+        self.apply_policy(new);
+        self.policy_hash = hash.clone();
+        self.loaded_at = SystemTime::now();
+        self.last_reload_error = None;
+        ReloadReport {
+            ok: true,
+            error: None,
+            diff,
+            hash,
+        }
+    }
+
+    /// Puts a validated policy in force, as a difference.
+    fn apply_policy(&mut self, new: Policy) {
+        let old_groups: HashSet<String> = self
+            .policy
+            .all_groups()
+            .iter()
+            .map(|g| g.name.clone())
+            .collect();
+        self.create_groups(&new, &old_groups);
+        let old = std::mem::replace(&mut self.policy, new);
+        self.actuator.add_groups(&self.policy);
+        // Knobs newly named by rules: seeded as at startup (Daemon::new).
+        for knob in rule_knobs(&self.policy) {
+            if self.supervisor.table().baseline(&knob).is_some() {
+                continue;
+            }
+            let live = self.actuator.read(&knob);
+            if let Some(baseline) = self.actuator.original(&knob).or_else(|| live.clone()) {
+                self.supervisor.seed(&knob, baseline, live);
+            }
+        }
+        let now = self.now();
+        let effects = self.supervisor.reload(&old, &self.policy, now);
+        // The sampler and the PSI triggers follow the new conditions.
+        let needs = sampled_needs(&self.policy.rules);
+        self.sampler
+            .set_needs(super::actuator::group_paths(&self.policy), needs);
+        self.sync_triggers();
+        self.groups_dirty = true;
+        self.watch_event_files();
+        if let Some(tx) = self.tx.clone() {
+            let running = self.sampler.needs().running.clone();
+            let root = self.opts.root.clone();
+            if let Some(x) = &mut self.exec {
+                x.swap(&root, &self.policy, &running, !self.opts.dry_run, tx);
+            }
+        }
+        self.hooks.reconfigure(&self.policy.hooks, &self.opts.root);
+        self.carry_out(effects);
+    }
+
+    /// Creates the groups `new` has and `old_groups` lacks: the directories
+    /// (journalled before the mkdir, as a repair does) and the controllers
+    /// their parents must delegate (journalled before the write). Their
+    /// knobs' baselines follow through the knob table.
+    fn create_groups(&mut self, new: &Policy, old_groups: &HashSet<String>) {
+        if new
+            .all_groups()
+            .iter()
+            .all(|g| old_groups.contains(&g.name))
+        {
+            return;
+        }
+        let root = self.opts.root.clone();
+        // What converge would do now, of which only the hierarchy: mkdirs
+        // and `cgroup.subtree_control` writes (parents before children).
+        let plan = Converger::new(root.clone(), new).plan();
+        for step in &plan.steps {
+            let res = match step {
+                Step::Mkdir { path } => {
+                    if self.opts.dry_run {
+                        tracing::info!("would MKDIR {} (dry run)", path.display());
+                        continue;
+                    }
+                    self.actuator
+                        .record(Entry::Mkdir { path: path.clone() })
+                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
+                        .and_then(|()| {
+                            let rel = path
+                                .strip_prefix(&new.settings.cgroup_root)
+                                .ok()
+                                .and_then(|r| r.to_str())
+                                .ok_or_else(|| {
+                                    format!("{} is not below the cgroup root", path.display())
+                                })?;
+                            self.cg
+                                .mkdir(rel)
+                                .map(|_| ())
+                                .map_err(|e| format!("mkdir {}: {e}", path.display()))
+                        })
+                        .map(|()| tracing::info!("reload: MKDIR {}", path.display()))
+                }
+                Step::Write {
+                    path, value, was, ..
+                } if path.ends_with("cgroup.subtree_control") => {
+                    if self.opts.dry_run {
+                        tracing::info!("would WRITE {} {value} (dry run)", path.display());
+                        continue;
+                    }
+                    let entry = match was {
+                        Some(content) => Entry::File {
+                            path: path.clone(),
+                            content: content.clone(),
+                        },
+                        None => Entry::Absent { path: path.clone() },
+                    };
+                    self.actuator
+                        .record(entry)
+                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
+                        .and_then(|()| {
+                            root.write(path, value)
+                                .map_err(|e| format!("write {}: {e}", path.display()))
+                        })
+                        .map(|()| tracing::info!("reload: WRITE {} {value}", path.display()))
+                }
+                _ => continue,
+            };
+            if let Err(e) = res {
+                tracing::error!("reload: {e}");
+            }
+        }
+    }
+
+    /// Registers the PSI triggers the new conditions need and retires the
+    /// ones they no longer need (kept ones stay registered, with their ids).
+    fn sync_triggers(&mut self) {
+        let root = self.opts.root.clone();
+        let mut wanted = Vec::new();
+        for (key, amount, window) in self.sampler.needs().psi_triggers.iter().cloned() {
+            let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
+                continue;
+            };
+            if key.target == crate::policy::expr::Target::System
+                && !root.exists(Path::new("/proc/pressure"))
+                && root.supports(crate::kernel::Op::PsiTrigger)
+            {
+                continue;
+            }
+            wanted.push(TriggerSpec {
+                key,
+                path,
+                amount,
+                window,
+                state: TriggerState::Unarmed,
+                task: None,
+            });
+        }
+        let same = |a: &TriggerSpec, b: &TriggerSpec| {
+            a.key == b.key && a.path == b.path && a.amount == b.amount && a.window == b.window
+        };
+        for t in &mut self.triggers {
+            if t.state == TriggerState::Retired || wanted.iter().any(|w| same(t, w)) {
+                continue;
+            }
+            if let Some(task) = t.task.take() {
+                task.abort();
+            }
+            t.state = TriggerState::Retired;
+            self.sampler.stall.set_armed(&t.key, false);
+            tracing::info!(trigger = %t.label(), "PSI trigger removed by reload");
+        }
+        let mut added = Vec::new();
+        for w in wanted {
+            let kept = self
+                .triggers
+                .iter()
+                .any(|t| t.state != TriggerState::Retired && same(t, &w));
+            if !kept {
+                self.triggers.push(w);
+                added.push(self.triggers.len() - 1);
+            }
+        }
+        match self.tx.clone() {
+            Some(tx) => {
+                for id in added {
+                    self.arm_trigger(id, &tx, false);
+                }
+            }
+            None => self.sync_armed(),
+        }
+    }
+}
+
+/// The first 12 hex digits of a hash, for logs and `STATUS=`.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, TriggerState};
+    use super::*;
+    use crate::kernel::Root;
+    use std::path::PathBuf;
+
+    const BASE: &str = "version: 1\ngroups:\n  a:\n    memory: { high: 1G }\n  b: {}\n";
+    const STALL: &str = "rules:\n  - name: stall\n    when: a.memory.some > 100ms/1s\n    then: [set b.memory.high = 1G]\n";
+
+    /// A daemon (its own dry run: nothing is written) on a fake root with
+    /// the policy in `dir/policy.yaml`.
+    fn daemon(dir: &Path, text: &str) -> (Daemon, PathBuf) {
+        let root = Root::fake(dir.join("root"));
+        for g in ["a", "b"] {
+            let d = Path::new("/sys/fs/cgroup").join(g);
+            root.mkdir_all(&d).unwrap();
+            root.write(&d.join("memory.high"), "max").unwrap();
+        }
+        let path = dir.join("policy.yaml");
+        std::fs::write(&path, text).unwrap();
+        let policy = crate::policy::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let opts = Options {
+            policy_path: path.clone(),
+            root,
+            dry_run: true,
+            tick: None,
+        };
+        let (tx, _rx) = mpsc::channel(16);
+        let mut d = Daemon::new(opts, policy, None, tx.clone());
+        d.start_watchers(&tx);
+        d.policy_hash = hash_hex(text.as_bytes());
+        (d, path)
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_reports_the_difference_and_changes_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        let hash = d.policy_hash.clone();
+        std::fs::write(&path, format!("{BASE}  c: {{}}\nrules: []\n")).unwrap();
+        let r = d.reload(true);
+        assert!(r.ok, "{r:?}");
+        assert!(r.diff.iter().any(|l| l == "+ group c"), "{:?}", r.diff);
+        assert!(r.diff.iter().any(|l| l == "- rule stall"), "{:?}", r.diff);
+        assert!(
+            r.diff.iter().any(|l| l.starts_with("- PSI trigger")),
+            "{:?}",
+            r.diff
+        );
+        assert_eq!(d.policy.rules.len(), 1);
+        assert!(d.policy.group("c").is_none());
+        assert_eq!(d.policy_hash, hash);
+        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Retired));
+    }
+
+    #[tokio::test]
+    async fn a_refused_policy_is_kept_as_the_last_error_until_a_good_reload() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        std::fs::write(&path, format!("{BASE}  c:\n    memroy: {{ high: 1G }}\n")).unwrap();
+        let r = d.reload(false);
+        assert!(!r.ok);
+        let e = r.error.expect("an error");
+        assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
+        assert_eq!(d.last_reload_error.as_deref(), Some(e.as_str()));
+        assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
+        // A setting that cannot change live is refused by name.
+        std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
+        let r = d.reload(false);
+        assert!(
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.contains("settings.tick")),
+            "{r:?}"
+        );
+        // A good one clears it.
+        std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();
+        let r = d.reload(false);
+        assert!(r.ok, "{r:?}");
+        assert_eq!(d.last_reload_error, None);
+        assert_eq!(r.hash, d.policy_hash);
+        assert_eq!(d.policy.rules.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_removed_stall_rule_retires_its_trigger_and_its_wakes_are_ignored() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        assert_eq!(d.triggers.len(), 1);
+        let other = "rules:\n  - name: stall2\n    when: b.cpu.some > 200ms/2s\n    then: [set a.memory.high = 2G]\n";
+        std::fs::write(&path, format!("{BASE}{other}")).unwrap();
+        assert!(d.reload(false).ok);
+        assert_eq!(d.triggers.len(), 2, "ids are never reused");
+        assert_eq!(d.triggers[0].state, TriggerState::Retired);
+        assert_ne!(d.triggers[1].state, TriggerState::Retired);
+        // A wake still queued for the retired trigger changes nothing.
+        d.on_wake(crate::daemon::watch::Wake::Psi { id: 0 });
+        d.on_wake(crate::daemon::watch::Wake::PsiGone { id: 0 });
+        assert_eq!(d.triggers[0].state, TriggerState::Retired);
+        // The same policy again keeps the live trigger (same id).
+        assert!(d.reload(false).ok);
+        assert_eq!(d.triggers.len(), 2);
+    }
+}
