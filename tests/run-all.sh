@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: format and lint gates, the guest
-# kernel set-up (idempotent: packages and a cached Debian kernel), then every
+# kernel set-up (idempotent: packages and a cached Debian kernel), python3's
+# varlink package (for the independent client test), then every
 # test layer through `cargo test` — unit, fake-root and the QEMU guest.
 # Ends with one summary line: "tests: N passed, M failed".
 set -euo pipefail
@@ -8,6 +9,21 @@ cd "$(dirname "$0")/.."
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 bash tests/vm/setup.sh
+# The independent varlink client (tests/control_varlink.rs) is PyPI's
+# `varlink` under python3; the test fails without it, so install it here
+# (idempotent: nothing to do once it imports).
+if ! command -v python3 >/dev/null; then
+    echo "run-all: installing python3"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
+fi
+if ! python3 -c 'import varlink' 2>/dev/null; then
+    echo "run-all: installing the Python varlink package"
+    # A distribution's python3 refuses a plain pip install (PEP 668).
+    python3 -m pip install --quiet varlink 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages varlink
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

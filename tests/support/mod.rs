@@ -84,6 +84,16 @@ impl Daemon {
         unsafe { libc::kill(self.child.id() as i32, sig) };
     }
 
+    /// The daemon's process id (for /proc/PID/status).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it is still running (not exited, not reaped).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
