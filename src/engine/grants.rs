@@ -463,10 +463,10 @@ mod tests {
 
     fn arb_grant() -> impl Strategy<Value = Grant> {
         (
-            prop_oneof![(0u32..4).prop_map(Who::Uid), (0u32..4).prop_map(Who::Gid)],
+            prop_oneof![(1u32..4).prop_map(Who::Uid), (1u32..4).prop_map(Who::Gid)],
             proptest::collection::vec(0..PATTERNS.len(), 1..4),
             1u64..120,
-            1u32..5,
+            1u32..6,
         )
             .prop_map(|(who, pats, mins, max_boosts)| Grant {
                 who,
@@ -478,6 +478,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
         /// A non-root caller never gets a knob no pattern of its own grants
         /// matches, never a duration above the limit of a grant that allows
         /// all it gets, never more live boosts than a grant of its allows,
@@ -485,13 +487,13 @@ mod tests {
         /// allowed or rejected.
         #[test]
         fn non_root_stays_within_its_grants(
-            grants in proptest::collection::vec(arb_grant(), 0..4),
-            uid in 1u32..4,
-            gid in 0u32..4,
-            groups in proptest::collection::vec(0u32..4, 0..3),
-            asked in proptest::option::of(0u64..200),
-            picks in proptest::collection::vec(0..KNOBS.len(), 0..5),
-            live in 0usize..6,
+            grants in proptest::collection::vec(arb_grant(), 1..5),
+            uid in 1u32..3,
+            gid in 1u32..3,
+            groups in proptest::collection::vec(1u32..4, 0..3),
+            asked in proptest::option::weighted(0.9, 0u64..150),
+            picks in proptest::collection::vec(0..KNOBS.len(), 1..5),
+            live in 0usize..4,
         ) {
             let caller = Caller { uid, gid, groups };
             let knobs: Vec<Knob> = picks.iter().map(|&i| knob(KNOBS[i])).collect();
