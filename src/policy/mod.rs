@@ -6,6 +6,7 @@ pub(crate) mod diag;
 pub mod expr;
 pub mod knob;
 pub mod model;
+pub(crate) mod pattern;
 pub(crate) mod units;
 pub(crate) mod yaml;
 
@@ -352,5 +353,40 @@ mod tests {
         }
         let rule = b"version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [\"set sysctl.vm.swappiness = -30\"]\n";
         assert!(load_bytes("p.yaml", rule).is_err());
+    }
+
+    #[test]
+    fn control_grants_decode_with_defaults() {
+        use model::{ControlSubject, DEFAULT_CONTROL_MAX_BOOSTS, DEFAULT_CONTROL_MAX_DURATION};
+        use std::time::Duration;
+        let text = b"version: 1\ngroups:\n  vision: {}\ncontrol:\n  - group: vision\n    boost: [\"cpufreq.*.min\", vision.memory.high]\n    max_duration: 10m\n    max_boosts: 2\n  - user: alice\n    boost: [\"vision.*\"]\n  - uid: 1000\n    boost: [\"sysctl.vm.swappiness\"]\n    max_duration: 24h\n";
+        let p = load_bytes("p.yaml", text).unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(p.control.len(), 3);
+        let c = &p.control[0];
+        assert_eq!(c.subject, ControlSubject::Group("vision".into()));
+        assert_eq!(c.boost, ["cpufreq.*.min", "vision.memory.high"]);
+        assert_eq!(c.max_duration, Duration::from_secs(600));
+        assert_eq!(c.max_boosts, 2);
+        assert_eq!(c.pos.line, 5);
+        let c = &p.control[1];
+        assert_eq!(c.subject, ControlSubject::User("alice".into()));
+        assert_eq!(c.max_duration, DEFAULT_CONTROL_MAX_DURATION);
+        assert_eq!(c.max_boosts, DEFAULT_CONTROL_MAX_BOOSTS);
+        assert_eq!(p.control[2].subject, ControlSubject::Uid(1000));
+        assert_eq!(p.control[2].max_duration, Duration::from_secs(86_400));
+        assert!(load_bytes("p.yaml", b"version: 1\n")
+            .unwrap()
+            .control
+            .is_empty());
+        // A bad account name and a uid past the range are errors too.
+        for bad in [
+            "control:\n  - user: \"a b\"\n    boost: [\"*\"]\n",
+            "control:\n  - group: -x\n    boost: [\"*\"]\n",
+            "control:\n  - uid: 4294967295\n    boost: [\"*\"]\n",
+            "control:\n  - uid: 7\n    boost: [\"*\", 3]\n",
+        ] {
+            let text = format!("version: 1\n{bad}");
+            assert!(load_bytes("p.yaml", text.as_bytes()).is_err(), "{bad}");
+        }
     }
 }

@@ -18,6 +18,8 @@ pub struct Policy {
     pub system: System,
     pub hooks: Vec<Hook>,
     pub rules: Vec<Rule>,
+    /// `control:` grants, in file order (SPEC §5 "Identity and grants").
+    pub control: Vec<ControlGrant>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,6 +317,50 @@ pub struct Rule {
     pub cooldown: Option<Duration>,
     pub then: Vec<Action>,
     pub while_: Vec<Action>,
+}
+
+/// Whom a `control:` entry grants to, as written: names are resolved to
+/// ids when the daemon starts (and on reload), never by `check`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlSubject {
+    /// `group: NAME`: the caller's primary or a supplementary group.
+    Group(String),
+    /// `user: NAME`.
+    User(String),
+    /// `uid: N`.
+    Uid(u32),
+}
+
+impl std::fmt::Display for ControlSubject {
+    /// `group vision`, `user alice`, `uid 1000` (as refusals name a grant).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlSubject::Group(g) => write!(f, "group {g}"),
+            ControlSubject::User(u) => write!(f, "user {u}"),
+            ControlSubject::Uid(u) => write!(f, "uid {u}"),
+        }
+    }
+}
+
+/// `max_duration` when a `control:` entry leaves it out.
+pub const DEFAULT_CONTROL_MAX_DURATION: Duration = Duration::from_secs(3600);
+/// The largest `max_duration` a `control:` entry may give.
+pub const MAX_CONTROL_MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// `max_boosts` when a `control:` entry leaves it out.
+pub const DEFAULT_CONTROL_MAX_BOOSTS: u32 = 4;
+/// The largest `max_boosts` a `control:` entry may give.
+pub const MAX_CONTROL_MAX_BOOSTS: u32 = 1000;
+
+/// One `control:` entry: what a non-root caller may boost, for how long, and
+/// how many boosts it may hold at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlGrant {
+    pub subject: ControlSubject,
+    /// Knob globs (`*`, `?`), each checked to match some knob of the policy.
+    pub boost: Vec<String>,
+    pub max_duration: Duration,
+    pub max_boosts: u32,
+    pub pos: Pos,
 }
 
 impl Policy {
