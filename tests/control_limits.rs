@@ -97,7 +97,6 @@ fn a_half_sent_message_is_closed_after_5_s() {
 /// Today: 10 half-sent connections close one per 5 s with no other
 /// traffic, and never while another client calls every 200 ms.
 #[test]
-#[ignore = "zlink restarts every read timer on each server loop turn: half-sent connections outlive 5 s"]
 fn half_sent_messages_are_all_closed_within_7_s_while_others_talk() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, d, sock) = start(dir.path());
@@ -119,7 +118,7 @@ fn half_sent_messages_are_all_closed_within_7_s_while_others_talk() {
 /// Today: the first call after the stuck subscriber's socket fills waits
 /// the whole 5 s write limit.
 #[test]
-#[ignore = "zlink writes stream replies from its one task: a subscriber that never reads stalls every call for 5 s"]
+#[ignore = "zlink writes stream replies from its one task: a subscriber that never reads stalls every call for up to the 1 s write limit (known limitation, docs/control.md)"]
 fn a_subscriber_that_never_reads_stalls_no_one() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, d, sock) = start(dir.path());

@@ -107,7 +107,6 @@ fn the_pypi_varlink_client_calls_every_method() {
 /// only knob has a malformed value is answered Refused today
 /// (src/daemon/control.rs, `on_boost`: `allowed.is_empty()` → `refused`).
 #[test]
-#[ignore = "the daemon answers Refused, not InvalidRequest, to a malformed knob value"]
 fn a_malformed_knob_value_is_an_invalid_request() {
     run_client(&["bad-value"]);
 }

@@ -52,7 +52,7 @@ impl Default for Limits {
             message: 64 * 1024,
             idle: Duration::from_secs(60),
             partial: Duration::from_secs(5),
-            write: Duration::from_secs(5),
+            write: Duration::from_secs(1),
             subscribers: 16,
             answer: Duration::from_secs(5),
         }
@@ -242,6 +242,8 @@ impl Socket for Guarded {
                 guard: self.guard.clone(),
                 limits: self.limits,
                 since_nul: 0,
+                quiet_since: tokio::time::Instant::now(),
+                started: None,
             },
             GuardedWrite {
                 inner: w,
@@ -259,6 +261,10 @@ pub struct GuardedRead {
     limits: Limits,
     /// Bytes received since the last message's NUL.
     since_nul: usize,
+    /// When the last message ended (or the connection opened).
+    quiet_since: tokio::time::Instant,
+    /// When the message being received began.
+    started: Option<tokio::time::Instant>,
 }
 
 /// The connection a read half belongs to.
@@ -278,24 +284,36 @@ fn closed(why: String) -> zlink::Error {
 
 impl socket::ReadHalf for GuardedRead {
     async fn read(&mut self, buf: &mut [u8]) -> zlink::Result<ReadResult> {
-        let wait = if self.since_nul > 0 {
-            self.limits.partial
-        } else {
-            self.limits.idle
+        // Fixed deadlines, not a timer per read: zlink re-creates every
+        // connection's read future on each turn of its loop, so a timeout
+        // started here would restart whenever anyone else talks.
+        let (deadline, what) = match self.started {
+            Some(t) => (t + self.limits.partial, "a message left unfinished"),
+            None => (self.quiet_since + self.limits.idle, "nothing received"),
         };
-        let r = match tokio::time::timeout(wait, self.inner.read(buf)).await {
+        let r = match tokio::time::timeout_at(deadline, self.inner.read(buf)).await {
             Ok(r) => r?,
             Err(_) => {
                 return Err(closed(format!(
-                    "connection {}: nothing received for {wait:?}; closed",
+                    "connection {}: {what} for too long; closed",
                     self.guard.id
                 )))
             }
         };
         let n = r.bytes_read().min(buf.len());
+        let now = tokio::time::Instant::now();
         match buf[..n].iter().rposition(|b| *b == 0) {
-            Some(p) => self.since_nul = n - p - 1,
-            None => self.since_nul += n,
+            Some(p) => {
+                self.since_nul = n - p - 1;
+                self.quiet_since = now;
+                self.started = (self.since_nul > 0).then_some(now);
+            }
+            None => {
+                self.since_nul += n;
+                if n > 0 && self.started.is_none() {
+                    self.started = Some(now);
+                }
+            }
         }
         if self.since_nul > self.limits.message {
             return Err(closed(format!(

@@ -66,6 +66,8 @@ pub(crate) struct ControlState {
     gone_tx: mpsc::UnboundedSender<u64>,
     /// Loop wake-ups so far (for `status`).
     pub(crate) loop_wakes: u64,
+    /// The policy's `control:` grants, names resolved (at start and reload).
+    grants: Vec<crate::engine::grants::Grant>,
 }
 
 impl ControlState {
@@ -80,6 +82,7 @@ impl ControlState {
             last_writer: HashMap::new(),
             gone_tx,
             loop_wakes: 0,
+            grants: Vec::new(),
         }
     }
 
@@ -158,6 +161,30 @@ fn invalid(message: String) -> Response {
 }
 
 impl Daemon {
+    /// Resolves the policy's `control:` grants (user and group names to
+    /// ids, through the system's account database); an unknown name drops
+    /// only its entry, with a warning.
+    pub(crate) fn resolve_grants(&mut self) {
+        let user = |n: &str| {
+            nix::unistd::User::from_name(n)
+                .ok()
+                .flatten()
+                .map(|u| u.uid.as_raw())
+        };
+        let group = |n: &str| {
+            nix::unistd::Group::from_name(n)
+                .ok()
+                .flatten()
+                .map(|g| g.gid.as_raw())
+        };
+        let (grants, warnings) =
+            crate::engine::grants::resolve(&self.policy.control, &user, &group);
+        for w in warnings {
+            tracing::warn!("control: {w}");
+        }
+        self.control.grants = grants;
+    }
+
     /// Binds the control socket in state_dir and starts its thread; the
     /// socket's host path, or None (logged) when it cannot be served — the
     /// daemon supervises on without it.
@@ -166,6 +193,7 @@ impl Daemon {
         calls: mpsc::UnboundedSender<crate::control::Call>,
     ) -> Option<std::path::PathBuf> {
         use crate::control::server;
+        self.resolve_grants();
         let state_dir = self.opts.root.host_path(&self.policy.settings.state_dir);
         let path = server::socket_path(&state_dir);
         let group = &self.policy.settings.socket_group;
@@ -258,6 +286,9 @@ impl Daemon {
     /// the same path.
     pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
         let r = self.reload(dry_run);
+        if r.ok && !dry_run {
+            self.resolve_grants();
+        }
         // Boosts whose every claim the reload released (their knobs' group
         // left the policy) end with it.
         let gone: Vec<u64> = self
@@ -435,6 +466,13 @@ impl Daemon {
                 }),
             }
         }
+        if wanted.is_empty() {
+            let why: Vec<String> = rejected
+                .iter()
+                .map(|r| format!("{}: {}", r.knob, r.why))
+                .collect();
+            return invalid(format!("nothing to boost: {}", why.join("; ")));
+        }
         // Who may do what (SPEC §5 "Identity and grants").
         let live = self.control.boosts_of(caller.uid);
         let (allowed, length) = match self.authorize(&caller, wanted, asked, live) {
@@ -522,15 +560,15 @@ impl Daemon {
         })
     }
 
-    /// Which of `wanted` the caller may hold and for how long; or why not at
-    /// all.
+    /// Which of `wanted` the caller may hold and for how long (SPEC §5
+    /// "Identity and grants", decided by `engine::grants`); or why not at all.
     #[allow(clippy::type_complexity)]
     fn authorize(
         &self,
         caller: &Caller,
         wanted: Vec<(Knob, KnobValue)>,
         asked: Option<Duration>,
-        _live: usize,
+        live: usize,
     ) -> Result<
         (
             Vec<(Knob, KnobValue)>,
@@ -539,13 +577,25 @@ impl Daemon {
         ),
         String,
     > {
-        if caller.uid == 0 {
-            return Ok((wanted, Vec::new(), asked));
-        }
-        Err(format!(
-            "uid {} has no control: grant in the policy; only root may boost",
-            caller.uid
-        ))
+        use crate::engine::grants;
+        let who = grants::Caller {
+            uid: caller.uid,
+            gid: caller.gid,
+            groups: caller.groups.clone(),
+        };
+        let knobs: Vec<Knob> = wanted.iter().map(|(k, _)| k.clone()).collect();
+        let d = grants::decide(&self.control.grants, &who, &knobs, asked, live)
+            .map_err(|r| r.reason)?;
+        let allowed = wanted
+            .into_iter()
+            .filter(|(k, _)| d.allowed.contains(k))
+            .collect();
+        let rejected = d
+            .rejected
+            .into_iter()
+            .map(|(knob, why)| wire::Rejected { knob, why })
+            .collect();
+        Ok((allowed, rejected, d.duration))
     }
 
     /// Watches `pid` for its exit (a pidfd turns readable).

@@ -9,7 +9,6 @@ pub(crate) mod claims;
 pub mod condition;
 // Used by the control socket (SPEC §5), which is wired in separately; until
 // then only the tests call it.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod grants;
 pub(crate) mod knobs;
 pub(crate) mod rule_state;
