@@ -172,7 +172,10 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                     Ok(exit::OK)
                 }
                 (false, e) => {
-                    eprint!("{}", e.as_deref().unwrap_or("the policy was refused\n"));
+                    eprintln!(
+                        "{}",
+                        e.as_deref().unwrap_or("the policy was refused").trim_end()
+                    );
                     eprintln!("cgwarden: error: reload refused; the running policy is unchanged");
                     Ok(exit::REFUSED)
                 }

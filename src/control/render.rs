@@ -15,6 +15,17 @@ fn size(bytes: Option<i64>) -> String {
     }
 }
 
+/// A limit as the kernel prints it (`max` or bytes), shortened.
+fn limit(v: &Option<String>) -> String {
+    match v.as_deref() {
+        None => "-".into(),
+        Some(t) => match t.parse::<i64>() {
+            Ok(b) => size(Some(b)),
+            Err(_) => t.to_string(),
+        },
+    }
+}
+
 fn pct(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
 }
@@ -76,8 +87,8 @@ pub fn status(s: &wire::StatusReply) -> String {
             name,
             opt(&g.cpuset),
             size(g.memory_current),
-            opt(&g.memory_high),
-            opt(&g.memory_max),
+            limit(&g.memory_high),
+            limit(&g.memory_max),
             pct(g.cpu_some_avg10),
             pct(g.memory_some_avg10),
             pct(g.io_some_avg10),
