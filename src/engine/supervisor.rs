@@ -458,22 +458,7 @@ impl Supervisor {
                 index,
                 name: rule.name.clone(),
             });
-            let phase = rt.state.phase();
-            if phase.is_active() {
-                hooks(
-                    rule.while_.iter(),
-                    rule,
-                    &rt.fired,
-                    HookEvent::Cleared,
-                    &mut effects,
-                );
-            }
-            if phase != Phase::Idle {
-                effects.push(Effect::Phase {
-                    rule: rule.name.clone(),
-                    phase: Phase::Idle,
-                });
-            }
+            wind_down(rule, &rt.fired, rt.state.phase(), &mut effects);
             self.reported.retain(|_, r| r != &rule.name);
         }
         self.rules = rules;
@@ -530,21 +515,7 @@ impl Supervisor {
             };
             let before = rt.state.phase();
             rt.state.reset();
-            if before.is_active() {
-                hooks(
-                    rule.while_.iter(),
-                    rule,
-                    &rt.fired,
-                    HookEvent::Cleared,
-                    &mut effects,
-                );
-            }
-            if before != Phase::Idle {
-                effects.push(Effect::Phase {
-                    rule: rule.name.clone(),
-                    phase: Phase::Idle,
-                });
-            }
+            wind_down(rule, &rt.fired, before, &mut effects);
         }
         effects.extend(
             self.table
@@ -638,6 +609,25 @@ fn run_then(
                 }
             }
         }
+    }
+}
+
+/// A rule taken out of service (the daemon stops, a reload removes it) in
+/// `phase`: its `while` hooks get `cleared` if it was active, and it reads idle.
+fn wind_down(
+    rule: &crate::policy::model::Rule,
+    fired: &FiredWith,
+    phase: Phase,
+    effects: &mut Vec<Effect>,
+) {
+    if phase.is_active() {
+        hooks(rule.while_.iter(), rule, fired, HookEvent::Cleared, effects);
+    }
+    if phase != Phase::Idle {
+        effects.push(Effect::Phase {
+            rule: rule.name.clone(),
+            phase: Phase::Idle,
+        });
     }
 }
 
