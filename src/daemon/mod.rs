@@ -471,6 +471,10 @@ impl Daemon {
         // it may be a claim whose cause is gone; the first step writes the
         // original back then.
         for knob in rule_knobs(&policy) {
+            // The policy sets it: its baseline is the policy's value.
+            if supervisor.table().baseline(&knob).is_some() {
+                continue;
+            }
             let live = actuator.read(&knob);
             match actuator.original(&knob).or_else(|| live.clone()) {
                 Some(baseline) => {
