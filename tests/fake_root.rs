@@ -149,6 +149,7 @@ fn plan_lists_writes_in_order_and_changes_nothing() {
     pos("WRITE /proc/irq/16/smp_affinity_list 0-5 (was 0-7)");
     pos("WRITE /sys/devices/virtual/workqueue/cpumask 3f (was ff)");
     pos("WRITE /proc/sys/kernel/timer_migration 0 (was 1)");
+    pos("WRITE /sys/kernel/rcu_expedited 1 (was 0)");
     pos("WRITE /sys/devices/system/cpu/cpu7/cpuidle/state2/disable 1 (was 0)");
     assert!(
         !r.stdout.contains("cpu6/cpuidle/state0/"),
@@ -238,6 +239,7 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
     ] {
         assert_eq!(read(&t, &format!("proc/sys/{k}")), v, "{k}");
     }
+    assert_eq!(read(&t, "sys/kernel/rcu_expedited"), "1");
     assert_eq!(read(&t, "sys/block/zram0/comp_algorithm"), "lz4");
     assert_eq!(read(&t, "sys/block/zram0/disksize"), "4294967296");
     assert_eq!(

@@ -193,6 +193,7 @@ pub fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
             ["sys", "block", dev, _] => numbered(dev, "zram"),
             ["sys", "class", "zram-control", _] => true,
             ["sys", "devices", "virtual", "workqueue", "cpumask"] => true,
+            ["sys", "kernel", "rcu_expedited"] => true,
             _ => false,
         }
     };
@@ -994,6 +995,7 @@ mod tests {
             "/sys/devices/system/cpu/cpu7/cpuidle/state2/disable",
             "/sys/block/zram0/comp_algorithm",
             "/sys/devices/virtual/workqueue/cpumask",
+            "/sys/kernel/rcu_expedited",
             "/sys/fs/cgroup/cgroup.subtree_control",
             "/sys/fs/cgroup/rt/cpu.weight",
         ] {
@@ -1010,7 +1012,7 @@ mod tests {
         let back = Journal::load(&root, Path::new("/run/x"), Path::new(CG))
             .unwrap()
             .expect("written");
-        assert_eq!(back.entries().len(), 11);
+        assert_eq!(back.entries().len(), 12);
     }
 
     #[test]

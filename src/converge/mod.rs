@@ -715,6 +715,23 @@ impl<'p> Converger<'p> {
         if let Some(tm) = rt.timer_migration {
             self.sysctl_step(plan, "kernel.timer_migration", if tm { "1" } else { "0" });
         }
+        if let Some(on) = rt.rcu_expedited {
+            let path = realtime::rcu_expedited_path();
+            if self.root.exists(&path) {
+                self.write_step(
+                    plan,
+                    path,
+                    (if on { "1" } else { "0" }).into(),
+                    Form::Text,
+                    true,
+                );
+            } else {
+                plan.missing.push(format!(
+                    "realtime.rcu_expedited: {} does not exist",
+                    path.display()
+                ));
+            }
+        }
         if let Some(cd) = &rt.cpuidle_disable {
             for cpu in cd.cpus.iter() {
                 match realtime::cpuidle_states(&self.root, cpu) {

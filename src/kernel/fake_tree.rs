@@ -73,6 +73,7 @@ impl FakeTree {
             "cpuset cpu io memory pids",
         )?;
         t.file("sys/fs/cgroup/cgroup.subtree_control", "")?;
+        t.file("sys/kernel/rcu_expedited", "0")?;
         t.file("sys/fs/cgroup/cgroup.procs", "")?;
         for (name, value) in DEFAULT_SYSCTLS {
             t.file(&format!("proc/sys/{name}"), value)?;

@@ -54,6 +54,12 @@ pub fn workqueue_cpumask_path() -> PathBuf {
     PathBuf::from("/sys/devices/virtual/workqueue/cpumask")
 }
 
+/// `/sys/kernel/rcu_expedited`: `1` makes RCU grace periods expedited (the
+/// vendor RT extension's `QCOM_RCU_EXPEDITED=1`).
+pub fn rcu_expedited_path() -> PathBuf {
+    PathBuf::from("/sys/kernel/rcu_expedited")
+}
+
 /// Indices K of `/sys/devices/system/cpu/cpuN/cpuidle/stateK`, sorted.
 /// No cpuidle directory gives an empty list.
 pub fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {

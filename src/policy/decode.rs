@@ -1429,7 +1429,12 @@ impl<'a> Decoder<'a> {
             if let Some(r) = self.fields(
                 n,
                 "system.realtime",
-                &["housekeeping_cpus", "timer_migration", "cpuidle_disable"],
+                &[
+                    "housekeeping_cpus",
+                    "timer_migration",
+                    "cpuidle_disable",
+                    "rcu_expedited",
+                ],
             ) {
                 let mut rt = Realtime {
                     housekeeping_cpus: r
@@ -1439,6 +1444,9 @@ impl<'a> Decoder<'a> {
                         .get("timer_migration")
                         .and_then(|n| self.bool(n, "realtime.timer_migration")),
                     cpuidle_disable: None,
+                    rcu_expedited: r
+                        .get("rcu_expedited")
+                        .and_then(|n| self.bool(n, "realtime.rcu_expedited")),
                 };
                 if let Some(c) = r.get("cpuidle_disable") {
                     if let Some(cf) =

@@ -286,6 +286,8 @@ pub struct Realtime {
     pub housekeeping_cpus: Option<CpuList>,
     pub timer_migration: Option<bool>,
     pub cpuidle_disable: Option<CpuidleDisable>,
+    /// `/sys/kernel/rcu_expedited` (the vendor RT extension sets it).
+    pub rcu_expedited: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default)]
