@@ -39,6 +39,7 @@ for kv in $SYSCTLS; do
 done
 cat "$CG/cgroup.subtree_control" >"$T/orig.subtree_control"
 grep -o '\[[^]]*\]' /sys/block/zram0/comp_algorithm >"$T/orig.zram_algorithm"
+cat /sys/kernel/rcu_expedited >"$T/orig.rcu_expedited" 2>/dev/null
 echo "originals:"; sed 's/^/  /' "$T/orig.sysctl"; echo "  subtree_control='$(cat "$T/orig.subtree_control")'"
 echo "  zram0 comp_algorithm=$(cat "$T/orig.zram_algorithm")"
 check originals-differ "every policy sysctl differs from its boot value (so writes are visible)" \

@@ -33,6 +33,7 @@ cgw apply "$POL/vision-cell-4cpu.yaml"
 check_eq apply-exit 0 echo "$RC"
 check warn-uclamp "uclamp reported missing" grep -qi uclamp /tmp/cgw.err
 check warn-cpufreq "cpufreq reported missing" grep -qi cpufreq /tmp/cgw.err
+check_file rcu-expedited /sys/kernel/rcu_expedited 1
 
 for c in cpuset cpu io memory pids; do
     check "root-subtree-$c" "$c enabled in root subtree_control" grep -qw "$c" "$CG/cgroup.subtree_control"

@@ -25,6 +25,7 @@ check_file zram-reset /sys/block/zram0/initstate 0
 # A zram reset keeps comp_algorithm: the journalled original must be written back.
 check_eq zram-algorithm-restored "$(cat "$T/orig.zram_algorithm")" grep -o '\[[^]]*\]' /sys/block/zram0/comp_algorithm
 check journal-gone "originals journal deleted" test ! -e /run/cgwarden/originals
+check_eq rcu-expedited-restored "$(cat "$T/orig.rcu_expedited")" cat /sys/kernel/rcu_expedited
 
 cgw plan "$POL/vision-cell-4cpu.yaml"
 check plan-after-reset "plan shows changes again" sh -c 'grep -q "^MKDIR $CG/realtime$" /tmp/cgw.out && tail -n1 /tmp/cgw.out | grep -qE "^[1-9][0-9]* changes?$"'
