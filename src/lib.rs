@@ -12,4 +12,5 @@ pub mod daemon;
 pub mod engine;
 pub mod exit;
 pub mod kernel;
+pub mod observe;
 pub mod policy;

@@ -24,6 +24,21 @@ if ! python3 -c 'import varlink' 2>/dev/null; then
     python3 -m pip install --quiet varlink 2>/dev/null ||
         python3 -m pip install --quiet --break-system-packages varlink
 fi
+# Independent checkers of issue 13's outputs: promtool (Debian's prometheus)
+# for the metrics exposition, tmux for `cgwarden top`, headless chromium for
+# the report page, sqlite3 for the recorder. Their tests fail without them.
+need=()
+command -v promtool >/dev/null || need+=(prometheus)
+command -v tmux >/dev/null || need+=(tmux)
+command -v chromium >/dev/null || need+=(chromium)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "run-all: installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

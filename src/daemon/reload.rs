@@ -155,10 +155,8 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
     check("tick", a.tick == b.tick);
     check("rescan", a.rescan == b.rescan);
     check("socket_group", a.socket_group == b.socket_group);
-    check(
-        "metrics",
-        a.metrics_listen == b.metrics_listen && a.metrics_textfile == b.metrics_textfile,
-    );
+    check("metrics", a.metrics == b.metrics);
+    check("recorder", a.recorder == b.recorder);
     check(
         "daemon",
         format!("{:?}", a.daemon) == format!("{:?}", b.daemon),

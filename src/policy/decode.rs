@@ -26,6 +26,7 @@ const TOP_FIELDS: &[&str] = &[
     "hooks",
     "rules",
     "control",
+    "report",
 ];
 
 /// Decodes a parsed document. Returns the policy only when there was no error.
@@ -348,6 +349,11 @@ impl<'a> Decoder<'a> {
             }
         }
 
+        let report = match top.get("report") {
+            Some(n) => self.report(n),
+            None => ReportCriteria::default(),
+        };
+
         Some(Policy {
             product,
             settings,
@@ -357,6 +363,7 @@ impl<'a> Decoder<'a> {
             hooks,
             rules,
             control,
+            report,
         })
     }
 
@@ -560,6 +567,7 @@ impl<'a> Decoder<'a> {
                 "on_missing",
                 "socket_group",
                 "metrics",
+                "recorder",
                 "daemon",
             ],
         ) else {
@@ -637,22 +645,189 @@ impl<'a> Decoder<'a> {
             s.daemon = self.daemon_settings(n);
         }
         if let Some(n) = f.get("metrics") {
-            if let Some(m) = self.fields(n, "settings.metrics", &["listen", "textfile"]) {
-                if let Some(l) = m.get("listen") {
-                    if let Some(text) = self.text(l, "settings.metrics.listen") {
-                        if text.parse::<std::net::SocketAddr>().is_err() {
-                            self.err(l.pos, format!("settings.metrics.listen `{text}` is not an address:port like 127.0.0.1:9622"));
-                        } else {
-                            s.metrics_listen = Some(text);
-                        }
-                    }
-                }
-                if let Some(t) = m.get("textfile") {
-                    s.metrics_textfile = self.abs_path(t, "settings.metrics.textfile");
+            s.metrics = self.metrics_settings(n);
+        }
+        if let Some(n) = f.get("recorder") {
+            s.recorder = self.recorder_settings(n);
+        }
+        s
+    }
+
+    /// `settings.metrics`: unix socket, TCP address, textfile, interval.
+    fn metrics_settings(&mut self, node: &Node) -> MetricsSettings {
+        let mut m = MetricsSettings::default();
+        let Some(f) = self.fields(
+            node,
+            "settings.metrics",
+            &["socket", "listen", "allow_remote", "textfile", "interval"],
+        ) else {
+            return m;
+        };
+        if let Some(n) = f.get("socket") {
+            m.socket = self.abs_path(n, "settings.metrics.socket");
+        }
+        if let Some(n) = f.get("textfile") {
+            m.textfile = self.abs_path(n, "settings.metrics.textfile");
+        }
+        if let Some(n) = f.get("allow_remote") {
+            m.allow_remote = self
+                .bool(n, "settings.metrics.allow_remote")
+                .unwrap_or(false);
+        }
+        if let Some(n) = f.get("interval") {
+            if let Some(d) = self.duration(n, "settings.metrics.interval") {
+                if d < Duration::from_secs(1) {
+                    self.err(n.pos, "settings.metrics.interval must be at least 1s");
+                } else {
+                    m.interval = d;
                 }
             }
         }
-        s
+        if let Some(n) = f.get("listen") {
+            if let Some(text) = self.text(n, "settings.metrics.listen") {
+                match text.parse::<std::net::SocketAddr>() {
+                    Err(_) => self.err(
+                        n.pos,
+                        format!("settings.metrics.listen `{text}` is not an address:port like 127.0.0.1:9622"),
+                    ),
+                    // Metrics show the box's workload and limits: they stay
+                    // on the box unless the policy says otherwise.
+                    Ok(a) if !a.ip().is_loopback() && !m.allow_remote => self.err(
+                        n.pos,
+                        format!("settings.metrics.listen `{text}` is not a loopback address; set `allow_remote: true` to expose metrics beyond this machine"),
+                    ),
+                    Ok(a) => m.listen = Some(a),
+                }
+            }
+        }
+        m
+    }
+
+    /// `settings.recorder`: dir (required), interval, retention, max_size.
+    fn recorder_settings(&mut self, node: &Node) -> Option<RecorderSettings> {
+        let f = self.fields(
+            node,
+            "settings.recorder",
+            &["dir", "interval", "retention", "max_size"],
+        )?;
+        let Some(dir_node) = f.get("dir") else {
+            self.err(
+                node.pos,
+                "settings.recorder needs `dir:`, the directory of the database (e.g. /var/lib/cgwarden)",
+            );
+            return None;
+        };
+        let mut r = RecorderSettings::new(self.abs_path(dir_node, "settings.recorder.dir")?);
+        if let Some(n) = f.get("interval") {
+            if let Some(d) = self.duration(n, "settings.recorder.interval") {
+                if d < Duration::from_secs(1) {
+                    self.err(n.pos, "settings.recorder.interval must be at least 1s");
+                } else {
+                    r.interval = d;
+                }
+            }
+        }
+        if let Some(n) = f.get("retention") {
+            if let Some(d) = self.duration(n, "settings.recorder.retention") {
+                if d < r.interval {
+                    self.err(
+                        n.pos,
+                        "settings.recorder.retention must be at least one recorder interval",
+                    );
+                } else {
+                    r.retention = d;
+                }
+            }
+        }
+        if let Some(n) = f.get("max_size") {
+            if let Some(sz) = self.unit(n, "settings.recorder.max_size", Size::parse) {
+                match sz.bytes() {
+                    Some(b) if b >= 1 << 20 => r.max_size = b,
+                    _ => self.err(
+                        n.pos,
+                        format!("settings.recorder.max_size must be a size of at least 1M, found `{sz}`"),
+                    ),
+                }
+            }
+        }
+        Some(r)
+    }
+
+    /// `report: { criteria: {...} }`: what `cgwarden report` judges.
+    fn report(&mut self, node: &Node) -> ReportCriteria {
+        let mut c = ReportCriteria::default();
+        let Some(top) = self.fields(node, "report", &["criteria"]) else {
+            return c;
+        };
+        let Some(n) = top.get("criteria") else {
+            return c;
+        };
+        let Some(f) = self.fields(
+            n,
+            "report.criteria",
+            &[
+                "oom_kills",
+                "memory_growth",
+                "processes",
+                "thermal_zones",
+                "thermal_events",
+                "restarts",
+                "memory_full_avg10",
+            ],
+        ) else {
+            return c;
+        };
+        let count = |d: &mut Self, name: &str| {
+            f.get(name)
+                .and_then(|n| d.int(n, &format!("report.criteria.{name}"), 0, i64::MAX))
+                .and_then(|i| u64::try_from(i).ok())
+        };
+        if let Some(v) = count(self, "oom_kills") {
+            c.oom_kills = v;
+        }
+        if let Some(v) = count(self, "thermal_events") {
+            c.thermal_events_per_72h = v;
+        }
+        if let Some(v) = count(self, "restarts") {
+            c.restarts = v;
+        }
+        if let Some(n) = f.get("memory_growth") {
+            if let Some(sz) = self.unit(n, "report.criteria.memory_growth", Size::parse) {
+                match sz.bytes() {
+                    Some(b) => c.memory_growth = b,
+                    None => self.err(
+                        n.pos,
+                        "report.criteria.memory_growth must be a size like 50M, not `max`",
+                    ),
+                }
+            }
+        }
+        if let Some(n) = f.get("memory_full_avg10") {
+            if let Some(p) = self.unit(n, "report.criteria.memory_full_avg10", Percent::parse) {
+                c.memory_full_avg10 = p.value();
+            }
+        }
+        for (name, out) in [
+            ("processes", &mut c.processes),
+            ("thermal_zones", &mut c.thermal_zones),
+        ] {
+            if let Some(n) = f.get(name) {
+                let what = format!("report.criteria.{name}");
+                for item in self.seq(n, &what) {
+                    if let Some(t) = self.text(item, &what) {
+                        if t.is_empty() || t.len() > 64 || t.contains('/') {
+                            self.err(
+                                item.pos,
+                                format!("{what}: `{t}` is not a name (1–64 characters, no `/`)"),
+                            );
+                        } else {
+                            out.push(t);
+                        }
+                    }
+                }
+            }
+        }
+        c
     }
 
     /// `settings.daemon: { cpus, sched, mlock }`; what is absent or invalid

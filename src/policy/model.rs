@@ -20,6 +20,105 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// `control:` grants, in file order (SPEC §5 "Identity and grants").
     pub control: Vec<ControlGrant>,
+    /// `report.criteria`: the soak verdicts `cgwarden report` judges by.
+    pub report: ReportCriteria,
+}
+
+/// `settings.metrics`: each way of exposing metrics is optional; none set
+/// means no metrics work at all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricsSettings {
+    /// HTTP `GET /metrics` on a unix socket.
+    pub socket: Option<PathBuf>,
+    /// HTTP on TCP; loopback unless `allow_remote` (checked by `decode`).
+    pub listen: Option<std::net::SocketAddr>,
+    pub allow_remote: bool,
+    /// node_exporter textfile, replaced atomically every `interval`.
+    pub textfile: Option<PathBuf>,
+    /// How often the textfile is written (default 15s).
+    pub interval: Duration,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            socket: None,
+            listen: None,
+            allow_remote: false,
+            textfile: None,
+            interval: Duration::from_secs(15),
+        }
+    }
+}
+
+impl MetricsSettings {
+    /// Whether any exposition is configured.
+    pub fn enabled(&self) -> bool {
+        self.socket.is_some() || self.listen.is_some() || self.textfile.is_some()
+    }
+}
+
+/// `settings.recorder`: the SQLite flight recorder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecorderSettings {
+    /// The database is `dir/recorder.db` (resolved under `--root`).
+    pub dir: PathBuf,
+    /// Sampling period (default 10s); a SIGKILL loses at most one.
+    pub interval: Duration,
+    /// Rows older than this are dropped (default 7d).
+    pub retention: Duration,
+    /// The database file is kept under this many bytes (default 64M),
+    /// oldest rows dropped first.
+    pub max_size: u64,
+}
+
+impl RecorderSettings {
+    pub fn new(dir: PathBuf) -> Self {
+        RecorderSettings {
+            dir,
+            interval: Duration::from_secs(10),
+            retention: Duration::from_secs(7 * 86400),
+            max_size: 64 << 20,
+        }
+    }
+}
+
+/// `report.criteria`: the stability verdicts of `cgwarden report`. The
+/// defaults are the usual industrial 72-hour soak table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportCriteria {
+    /// Most OOM kills allowed (sum of `oom_kill` over all groups). Default 0.
+    pub oom_kills: u64,
+    /// Most memory growth allowed over the run, per group and per named
+    /// process, in bytes. Default 50M.
+    pub memory_growth: u64,
+    /// Process names (comm, exact) whose RSS the recorder samples and
+    /// whose growth is judged. Default none.
+    pub processes: Vec<String>,
+    /// Thermal zones (by `type`) whose trip crossings count as throttling.
+    /// Default none (the criterion is then reported as not measured).
+    pub thermal_zones: Vec<String>,
+    /// Most trip crossings allowed per 72 hours (scaled to the report's
+    /// span). Default 10.
+    pub thermal_events_per_72h: u64,
+    /// Most restarts allowed (reboots plus daemon restarts). Default 0.
+    pub restarts: u64,
+    /// Highest PSI memory `full` avg10 allowed, percent. Default 5.
+    pub memory_full_avg10: f64,
+}
+
+impl Default for ReportCriteria {
+    fn default() -> Self {
+        ReportCriteria {
+            oom_kills: 0,
+            memory_growth: 50 << 20,
+            processes: Vec::new(),
+            thermal_zones: Vec::new(),
+            thermal_events_per_72h: 10,
+            restarts: 0,
+            memory_full_avg10: 5.0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +135,10 @@ pub struct Settings {
     pub state_dir: PathBuf,
     pub on_missing: OnMissing,
     pub socket_group: String,
-    pub metrics_listen: Option<String>,
-    pub metrics_textfile: Option<PathBuf>,
+    /// `settings.metrics` (SPEC §5): where the OpenMetrics exposition goes.
+    pub metrics: MetricsSettings,
+    /// `settings.recorder` (SPEC §5): the flight recorder; `None`: off.
+    pub recorder: Option<RecorderSettings>,
     /// How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve").
     pub daemon: DaemonSettings,
 }
@@ -95,8 +196,8 @@ impl Default for Settings {
             state_dir: PathBuf::from("/run/cgwarden"),
             on_missing: OnMissing::Warn,
             socket_group: "root".into(),
-            metrics_listen: None,
-            metrics_textfile: None,
+            metrics: MetricsSettings::default(),
+            recorder: None,
             daemon: DaemonSettings::default(),
         }
     }

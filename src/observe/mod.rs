@@ -1,0 +1,13 @@
+//! Observability (issue 13, SPEC §5): what the daemon shows of itself to a
+//! fleet (OpenMetrics), what it remembers on the device (the SQLite flight
+//! recorder) and what it concludes from that memory (`cgwarden report`).
+//! Everything here talks to the engine through the daemon, never around it,
+//! and runs off the event loop: a slow scrape or an fsync never delays a
+//! reaction.
+
+pub mod report;
+
+/// The flight recorder's schema (version 1), shared by the writer and
+/// `report`; documented in docs/recorder.md.
+pub const SCHEMA: &str = include_str!("schema.sql");
+pub const SCHEMA_VERSION: i64 = 1;

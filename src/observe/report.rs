@@ -1,0 +1,1 @@
+//! `cgwarden report`: the stability report read from the flight recorder.
