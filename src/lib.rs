@@ -9,6 +9,7 @@
 pub mod control;
 pub mod converge;
 pub mod daemon;
+pub mod demo;
 pub mod engine;
 pub mod exit;
 pub mod kernel;

@@ -200,6 +200,12 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// The daemon on a fake board for twenty seconds of a device's life, narrated; no root needed.
+    Demo {
+        /// Keep the board, policy and daemon log in DIR (an empty directory).
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
     /// Print shell completions (bash, zsh, fish) to stdout.
     Completions {
         #[arg(value_enum)]
@@ -355,6 +361,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             target.print_help()?;
             Ok(exit::OK)
         }
+        Command::Demo { keep } => Ok(cgwarden::demo::run(keep.as_deref())),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             manual::completions(&mut Cli::command(), shell);
