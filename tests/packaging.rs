@@ -70,7 +70,12 @@ fn build_deb() -> PathBuf {
     }
     let stdout = ok(&mut cmd);
     eprintln!("{stdout}");
-    let deb = PathBuf::from(stdout.lines().last().expect("build.sh printed the .deb path"));
+    let deb = PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("build.sh printed the .deb path"),
+    );
     assert!(deb.is_file(), "{} is not a file", deb.display());
     assert_eq!(deb.extension().and_then(|e| e.to_str()), Some("deb"));
     deb
@@ -108,7 +113,10 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
 
     // Control fields and maintainer scripts.
     let info = tempdir();
-    ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(info.path()));
+    ok(Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(&deb)
+        .arg(info.path()));
     let conffiles = std::fs::read_to_string(info.path().join("conffiles")).unwrap();
     assert_eq!(
         conffiles.trim(),
@@ -123,7 +131,9 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     for other in ["cgwarden-apply.service", "cgwarden-delegated.service"] {
         // cargo-deb's dont-enable fragment: enabled only if it was before.
         assert!(
-            postinst.contains(&format!("if deb-systemd-helper debian-installed {other}; then")),
+            postinst.contains(&format!(
+                "if deb-systemd-helper debian-installed {other}; then"
+            )),
             "{other} must not be enabled on install:\n{postinst}"
         );
         assert!(!postinst.contains(&format!("deb-systemd-invoke $_dh_action {other}")));
@@ -136,7 +146,11 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     // Into a scratch root.
     let root = tempdir();
     let r = root.path();
-    for d in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers"] {
+    for d in [
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/updates",
+        "var/lib/dpkg/triggers",
+    ] {
         std::fs::create_dir_all(r.join(d)).unwrap();
     }
     std::fs::write(r.join("var/lib/dpkg/status"), "").unwrap();
@@ -164,7 +178,10 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     assert!(!r.join("etc/cgwarden/policy.yaml").exists());
     // dpkg unpacks a conffile as NAME.dpkg-new and renames it at configure.
     let example = r.join("etc/cgwarden/policy.yaml.example.dpkg-new");
-    assert!(example.is_file(), "the example policy is not unpacked as a conffile");
+    assert!(
+        example.is_file(),
+        "the example policy is not unpacked as a conffile"
+    );
     ok(Command::new(&installed).arg("check").arg(&example));
 
     // Man pages render without a warning from man or groff.
@@ -200,7 +217,9 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     let bash = r.join("usr/share/bash-completion/completions/cgwarden");
     assert!(bash.is_file(), "no bash completion file");
     ok(Command::new("bash").arg("-n").arg(&bash));
-    assert!(r.join("usr/share/zsh/vendor-completions/_cgwarden").is_file());
+    assert!(r
+        .join("usr/share/zsh/vendor-completions/_cgwarden")
+        .is_file());
     assert!(r
         .join("usr/share/fish/vendor_completions.d/cgwarden.fish")
         .is_file());
@@ -341,4 +360,316 @@ fn units_exposure_stays_low() {
         eprintln!("{u}: exposure {score}");
         assert!(score <= max, "{u}: exposure {score} > {max}");
     }
+}
+
+// ---- Yocto ------------------------------------------------------------------
+
+/// `name version checksum` of every crates.io package in Cargo.lock, read
+/// line by line (no TOML crate among the dependencies).
+fn lock_crates() -> Vec<(String, String, String)> {
+    let lock = std::fs::read_to_string(repo().join("Cargo.lock")).unwrap();
+    let mut out = Vec::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let field = |k: &str| {
+            block.lines().find_map(|l| {
+                l.strip_prefix(&format!("{k} = \""))
+                    .and_then(|r| r.strip_suffix('"'))
+                    .map(str::to_owned)
+            })
+        };
+        let (name, version) = (field("name").unwrap(), field("version").unwrap());
+        match field("source") {
+            None => continue, // cgwarden itself
+            Some(s) => assert_eq!(
+                s, "registry+https://github.com/rust-lang/crates.io-index",
+                "{name} {version}: only crates.io crates can be fetched by crate://"
+            ),
+        }
+        let sum = field("checksum").unwrap_or_else(|| panic!("{name} {version}: no checksum"));
+        out.push((name, version, sum));
+    }
+    assert!(
+        out.len() > 50,
+        "parsed only {} crates from Cargo.lock",
+        out.len()
+    );
+    out
+}
+
+/// The checked-in crate list is what the generator makes from Cargo.lock
+/// now; and, checked independently of the generator, every crates.io
+/// package of Cargo.lock is in SRC_URI with Cargo.lock's sha256, and
+/// nothing else is.
+#[test]
+fn yocto_crate_list_is_fresh_and_complete() {
+    need("python3");
+    let dir = repo().join("packaging/yocto");
+    let out = run(Command::new("python3")
+        .arg(dir.join("gen-crates.py"))
+        .arg("--check"));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+
+    let inc = std::fs::read_to_string(dir.join("cgwarden-crates.inc")).unwrap();
+    let uris: Vec<&str> = inc
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("crate://crates.io/"))
+        .map(|l| l.trim_end_matches(" \\").trim())
+        .collect();
+    let sums: std::collections::BTreeMap<String, String> = inc
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("SRC_URI[")?;
+            let (key, val) = rest.split_once(".sha256sum] = \"")?;
+            Some((key.to_owned(), val.strip_suffix('"')?.to_owned()))
+        })
+        .collect();
+    let lock = lock_crates();
+    assert_eq!(
+        uris.len(),
+        lock.len(),
+        "SRC_URI entries vs Cargo.lock crates"
+    );
+    assert_eq!(sums.len(), lock.len(), "checksums vs Cargo.lock crates");
+    for (name, version, sum) in &lock {
+        assert!(
+            uris.contains(&format!("{name}/{version}").as_str()),
+            "crate://crates.io/{name}/{version} missing from cgwarden-crates.inc"
+        );
+        assert_eq!(
+            sums.get(&format!("{name}-{version}")),
+            Some(sum),
+            "{name}-{version}.sha256sum"
+        );
+        assert_eq!(sum.len(), 64);
+    }
+}
+
+/// What can be checked of the recipe without bitbake (which this CI does
+/// not have): its variables, that it requires the crate list, the license
+/// checksum against the file, and that every ${S}/ path it installs exists.
+#[test]
+fn yocto_recipe_and_layer_are_consistent() {
+    need("md5sum");
+    let dir = repo().join("packaging/yocto");
+    let bb =
+        std::fs::read_to_string(dir.join(format!("cgwarden_{}.bb", env!("CARGO_PKG_VERSION"))))
+            .expect("the recipe is named after the crate version");
+    let var = |k: &str| {
+        bb.lines()
+            .find_map(|l| {
+                let (name, val) = l.split_once('=')?;
+                let name = name.trim_end_matches(['?', '+', ' ', ':']).trim();
+                (name == k).then(|| val.trim().trim_matches('"').to_owned())
+            })
+            .unwrap_or_else(|| panic!("{k} not set in the recipe"))
+    };
+    assert_eq!(var("LICENSE"), "Apache-2.0");
+    let lic = var("LIC_FILES_CHKSUM");
+    let md5 = lic
+        .strip_prefix("file://LICENSE;md5=")
+        .unwrap_or_else(|| panic!("LIC_FILES_CHKSUM {lic}"));
+    let real = ok(Command::new("md5sum").arg(repo().join("LICENSE")));
+    assert_eq!(real.split_whitespace().next(), Some(md5), "LICENSE md5");
+    assert!(bb
+        .lines()
+        .any(|l| l.trim() == "require cgwarden-crates.inc"));
+    let inherit = bb
+        .lines()
+        .find(|l| l.starts_with("inherit "))
+        .expect("inherit line");
+    for class in ["cargo", "systemd"] {
+        assert!(inherit.split_whitespace().any(|c| c == class), "{inherit}");
+    }
+    let services = var("SYSTEMD_SERVICE:${PN}");
+    for s in services.split_whitespace() {
+        assert!(repo().join("systemd").join(s).is_file(), "{s}");
+    }
+    let mut installed = 0;
+    for l in bb
+        .lines()
+        .filter(|l| l.trim_start().starts_with("install -m"))
+    {
+        for word in l.split_whitespace().filter(|w| w.starts_with("${S}/")) {
+            let rel = &word["${S}/".len()..];
+            if rel.contains('*') {
+                let parent = repo().join(rel).parent().unwrap().to_owned();
+                assert!(parent.is_dir(), "{word}");
+            } else {
+                assert!(repo().join(rel).is_file(), "recipe installs missing {word}");
+            }
+            installed += 1;
+        }
+    }
+    assert!(installed >= 5, "the recipe installs units and the policy");
+    let layer = std::fs::read_to_string(dir.join("conf/layer.conf")).unwrap();
+    assert!(layer.contains("BBFILE_COLLECTIONS += \"cgwarden\""));
+    let append = std::fs::read_to_string(dir.join("linux-yocto_%.bbappend")).unwrap();
+    assert!(append.contains("file://cgwarden.cfg"));
+}
+
+/// The kernel fragment: every line is a comment, blank, `CONFIG_X=y|m` or
+/// `# CONFIG_X is not set`, and every option says (in the comment right
+/// above it) which feature needs it; the options the brief names are there.
+#[test]
+fn kernel_fragment_is_well_formed_and_explained() {
+    let cfg = std::fs::read_to_string(repo().join("packaging/yocto/cgwarden.cfg")).unwrap();
+    let lines: Vec<&str> = cfg.lines().collect();
+    let mut set = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let opt = if let Some(rest) = l.strip_prefix("CONFIG_") {
+            let (name, val) = rest.split_once('=').expect("CONFIG_X=value");
+            assert!(matches!(val, "y" | "m"), "line {}: {l}", i + 1);
+            Some(name)
+        } else if let Some(rest) = l.strip_prefix("# CONFIG_") {
+            rest.strip_suffix(" is not set")
+        } else {
+            assert!(l.is_empty() || l.starts_with('#'), "line {}: {l}", i + 1);
+            None
+        };
+        if let Some(name) = opt {
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                "{name}"
+            );
+            let above = i.checked_sub(1).map(|j| lines[j]).unwrap_or("");
+            assert!(
+                above.starts_with("# ") && !above.starts_with("# CONFIG_"),
+                "CONFIG_{name} has no explaining comment above it"
+            );
+            set.push(name.to_owned());
+        }
+    }
+    for want in [
+        "PSI",
+        "PROC_EVENTS",
+        "CONNECTOR",
+        "CGROUPS",
+        "MEMCG",
+        "CPUSETS",
+        "BLK_CGROUP",
+        "CGROUP_PIDS",
+        "CGROUP_SCHED",
+        "UCLAMP_TASK_GROUP",
+        "ZRAM",
+        "CGROUP_FAVOR_DYNMODS",
+        "CPU_FREQ",
+        "RT_GROUP_SCHED",
+    ] {
+        assert!(set.iter().any(|s| s == want), "CONFIG_{want} missing");
+    }
+}
+
+// ---- Licenses -----------------------------------------------------------------
+
+/// Licenses every dependency may be used under (deny.toml's allowlist; keep
+/// the two equal). `cargo deny check` is the fuller manual check.
+const ALLOWED_LICENSES: [&str; 10] = [
+    "Apache-2.0",
+    "Apache-2.0 WITH LLVM-exception",
+    "MIT",
+    "BSD-2-Clause",
+    "BSD-3-Clause",
+    "ISC",
+    "BSL-1.0",
+    "Unicode-3.0",
+    "Unlicense",
+    "Zlib",
+];
+
+/// Whether an SPDX expression (`A OR B`, `A AND (B OR C)`, `A WITH E`, and
+/// the old `A/B` form) can be satisfied with the allowed licenses alone.
+fn spdx_allowed(expr: &str) -> bool {
+    let spaced = expr
+        .replace('(', " ( ")
+        .replace(')', " ) ")
+        .replace('/', " OR ");
+    let toks: Vec<&str> = spaced.split_whitespace().collect();
+    fn or_expr(t: &[&str], i: &mut usize) -> bool {
+        let mut v = and_expr(t, i);
+        while t.get(*i) == Some(&"OR") {
+            *i += 1;
+            v |= and_expr(t, i);
+        }
+        v
+    }
+    fn and_expr(t: &[&str], i: &mut usize) -> bool {
+        let mut v = atom(t, i);
+        while t.get(*i) == Some(&"AND") {
+            *i += 1;
+            v &= atom(t, i);
+        }
+        v
+    }
+    fn atom(t: &[&str], i: &mut usize) -> bool {
+        if t.get(*i) == Some(&"(") {
+            *i += 1;
+            let v = or_expr(t, i);
+            assert_eq!(t.get(*i), Some(&")"), "unbalanced SPDX expression");
+            *i += 1;
+            return v;
+        }
+        let mut id = t.get(*i).expect("SPDX expression ends early").to_string();
+        *i += 1;
+        if t.get(*i) == Some(&"WITH") {
+            id = format!("{id} WITH {}", t[*i + 1]);
+            *i += 2;
+        }
+        ALLOWED_LICENSES.contains(&id.as_str())
+    }
+    let mut i = 0;
+    let v = or_expr(&toks, &mut i);
+    assert_eq!(i, toks.len(), "trailing tokens in {expr:?}");
+    v
+}
+
+#[test]
+fn spdx_evaluator() {
+    assert!(spdx_allowed("MIT OR Apache-2.0"));
+    assert!(spdx_allowed("MIT/Apache-2.0"));
+    assert!(spdx_allowed("(MIT OR Apache-2.0) AND Unicode-3.0"));
+    assert!(spdx_allowed("MIT OR Apache-2.0 OR LGPL-2.1-or-later"));
+    assert!(!spdx_allowed("GPL-3.0-only"));
+    assert!(!spdx_allowed("MIT AND GPL-2.0-only"));
+    assert!(!spdx_allowed("(GPL-2.0-only OR LGPL-2.1-only) AND MIT"));
+    assert!(spdx_allowed("Apache-2.0 WITH LLVM-exception"));
+    assert!(!spdx_allowed("GPL-2.0-only WITH Classpath-exception-2.0"));
+}
+
+/// Every package in the dependency graph (all targets, all platforms) has
+/// an SPDX license expression satisfiable from the allowlist. This is the
+/// CI form of `cargo deny check licenses` (cargo-deny takes ~18 min to
+/// build here; see deny.toml).
+#[test]
+fn dependency_licenses_are_allowed() {
+    let out = ok(Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .arg("--manifest-path")
+        .arg(repo().join("Cargo.toml")));
+    let meta: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let pkgs = meta["packages"].as_array().unwrap();
+    assert!(pkgs.len() > 50);
+    let mut bad = Vec::new();
+    for p in pkgs {
+        let name = format!(
+            "{} {}",
+            p["name"].as_str().unwrap(),
+            p["version"].as_str().unwrap()
+        );
+        match p["license"].as_str() {
+            Some(l) if spdx_allowed(l) => {}
+            Some(l) => bad.push(format!("{name}: {l}")),
+            None => bad.push(format!("{name}: no SPDX license (license-file only)")),
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "licenses not on the allowlist:\n{}",
+        bad.join("\n")
+    );
 }
