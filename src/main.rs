@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod manual;
+
 const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
 
 #[derive(Parser)]
@@ -198,6 +200,17 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Print shell completions (bash, zsh, fish) to stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (cgwarden.8, cgwarden-SUB.8, cgwarden-policy.5) into DIR.
+    #[command(hide = true)]
+    Manpages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print this message or the help of the given command.
     Help {
         /// The command to describe.
@@ -340,6 +353,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 },
             };
             target.print_help()?;
+            Ok(exit::OK)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            manual::completions(&mut Cli::command(), shell);
+            Ok(exit::OK)
+        }
+        Command::Manpages { dir } => {
+            use clap::CommandFactory;
+            let written = manual::manpages(Cli::command(), &dir)
+                .with_context(|| format!("writing man pages into {}", dir.display()))?;
+            for name in written {
+                println!("{}", dir.join(name).display());
+            }
             Ok(exit::OK)
         }
         Command::Status { json, client } => Ok(client.run(ClientCommand::Status { json })),
