@@ -15,29 +15,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# fallback_docs BIN DIR: roff pages wrapping --help output, and completions
-# of the subcommand names (see the caller).
-fallback_docs() {
-    local bin=$1 dir=$2 subs sub date
-    date=$(git log -1 --format=%cs 2>/dev/null || date +%F)
-    subs=$("$bin" --help | awk '/^Commands:/ {on=1; next} on && /^  [a-z]/ {print $1} on && /^$/ {exit}' | grep -vx help)
-    roff_page() { # NAME SECTION SUMMARY; body on stdin
-        printf '.TH %s %s "%s" "cgwarden %s" "cgwarden"\n' "$(echo "$1" | tr a-z A-Z)" "$2" "$date" "$version"
-        printf '.SH NAME\n%s \\- %s\n.SH DESCRIPTION\n.nf\n' "$1" "$3"
-        sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
-        printf '.fi\n'
-    }
-    "$bin" --help | roff_page cgwarden 8 "cgroup v2 workload orchestrator" > "$dir/man/cgwarden.8"
-    for sub in $subs; do
-        "$bin" "$sub" --help | roff_page "cgwarden-$sub" 8 "cgwarden $sub" > "$dir/man/cgwarden-$sub.8"
-    done
-    printf 'The policy file format is described in\n/usr/share/doc/cgwarden/README.md (Policy walkthrough)\nand the examples in /usr/share/doc/cgwarden/examples/.\n' |
-        roff_page cgwarden-policy 5 "cgwarden policy file format" > "$dir/man/cgwarden-policy.5"
-    printf 'complete -W "%s" cgwarden\n' "$(echo $subs)" > "$dir/completions/cgwarden"
-    printf '#compdef cgwarden\n_arguments "1:command:(%s)" "*::file:_files"\n' "$(echo $subs)" > "$dir/completions/_cgwarden"
-    printf 'complete -c cgwarden -n __fish_use_subcommand -f -a "%s"\n' "$(echo $subs)" > "$dir/completions/cgwarden.fish"
-}
-
 build=1
 for a in "$@"; do
     case "$a" in
@@ -69,18 +46,10 @@ mkdir -p "$pkg/man" "$pkg/completions"
 # Man pages: cgwarden.8, cgwarden-SUB.8 and cgwarden-policy.5, from the
 # binary's own clap definitions, so they never disagree with --help.
 # Completions, under the names each shell's vendor directory expects.
-if "$bin" manpages --help >/dev/null 2>&1 && "$bin" completions --help >/dev/null 2>&1; then
-    "$bin" manpages "$pkg/man" >&2
-    "$bin" completions bash > "$pkg/completions/cgwarden"
-    "$bin" completions zsh > "$pkg/completions/_cgwarden"
-    "$bin" completions fish > "$pkg/completions/cgwarden.fish"
-else
-    # Stop-gap for a binary from before `cgwarden manpages`/`completions`:
-    # pages from --help and subcommand-only completions. Loud on purpose.
-    echo "build.sh: WARNING: $bin has no manpages/completions subcommands;" \
-         "writing stop-gap pages and completions from --help" >&2
-    fallback_docs "$bin" "$pkg"
-fi
+"$bin" manpages "$pkg/man" >&2
+"$bin" completions bash > "$pkg/completions/cgwarden"
+"$bin" completions zsh > "$pkg/completions/_cgwarden"
+"$bin" completions fish > "$pkg/completions/cgwarden.fish"
 ls "$pkg"/man/cgwarden.8 "$pkg"/man/cgwarden-policy.5 >/dev/null
 gzip -9n "$pkg"/man/*.[0-9]
 for f in "$pkg"/completions/cgwarden "$pkg"/completions/_cgwarden "$pkg"/completions/cgwarden.fish; do
