@@ -142,6 +142,7 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     for script in ["postinst", "postrm", "prerm"] {
         ok(Command::new("sh").arg("-n").arg(info.path().join(script)));
     }
+    postinst_calls_on_a_fresh_install(&info.path().join("postinst"));
 
     // Into a scratch root.
     let root = tempdir();
@@ -252,6 +253,65 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
             r.join("usr/share/doc/cgwarden").join(doc).is_file(),
             "no /usr/share/doc/cgwarden/{doc}"
         );
+    }
+}
+
+/// Runs the package's postinst as `configure` (a first install) with PATH
+/// holding only stubs of systemd's helpers that log their arguments, so
+/// nothing on this host is enabled or started (an unexpected command fails
+/// as not found). cgwarden.service is enabled; the other two units are only
+/// asked about; a start (only where systemd runs, /run/systemd/system)
+/// names cgwarden.service alone.
+fn postinst_calls_on_a_fresh_install(postinst: &Path) {
+    let stubs = tempdir();
+    let log = stubs.path().join("calls");
+    for (name, body) in [
+        (
+            "deb-systemd-helper",
+            // A fresh install: was-enabled is true, debian-installed false.
+            r#"case "$1 $2" in "debian-installed "*) exit 1;; esac"#,
+        ),
+        ("deb-systemd-invoke", ""),
+        ("systemctl", ""),
+    ] {
+        let p = stubs.path().join(name);
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\necho \"{name} $*\" >> \"$STUB_LOG\"\n{body}\nexit 0\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = run(Command::new("/bin/sh")
+        .arg(postinst)
+        .arg("configure")
+        .env_clear()
+        .env("PATH", stubs.path())
+        .env("STUB_LOG", &log));
+    assert!(
+        out.status.success(),
+        "postinst configure: {}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        calls
+            .lines()
+            .any(|l| l == "deb-systemd-helper enable cgwarden.service"),
+        "cgwarden.service not enabled:\n{calls}"
+    );
+    for l in calls.lines() {
+        if l.starts_with("deb-systemd-helper enable ") {
+            assert_eq!(l, "deb-systemd-helper enable cgwarden.service", "{calls}");
+        }
+        if l.starts_with("deb-systemd-invoke ") {
+            assert_eq!(l, "deb-systemd-invoke start cgwarden.service", "{calls}");
+        }
+    }
+    if Path::new("/run/systemd/system").is_dir() {
+        assert!(calls.contains("deb-systemd-invoke start cgwarden.service"));
     }
 }
 
