@@ -731,3 +731,112 @@ fn dependency_licenses_are_allowed() {
         bad.join("\n")
     );
 }
+
+/// System calls the daemon makes beyond plain I/O, each for a feature
+/// (src/kernel, src/daemon): the units' SystemCallFilter= must allow them.
+/// A unit cannot be started under systemd here, so this expands the
+/// filter's groups with `systemd-analyze syscall-filter` instead.
+const DAEMON_SYSCALLS: [&str; 30] = [
+    "sched_setattr",     // settings.daemon.sched, placement sched
+    "sched_getattr",     // reading a process's policy back
+    "sched_setaffinity", // settings.daemon.cpus
+    "setpriority",       // placement nice
+    "mlockall",          // settings.daemon.mlock
+    "swapon",            // zram swap
+    "swapoff",           // reset of a zram swap device
+    "finit_module",      // modprobe zram (the child inherits the filter)
+    "init_module",       // older modprobe
+    "setgroups",         // hooks' user:
+    "setgid",            // hooks' user:
+    "setuid",            // hooks' user:
+    "setsid",            // hooks run in their own session
+    "kill",              // killpg of a hook's process group
+    "pidfd_open",        // pinning processes, boosts tied to a pid
+    "pidfd_send_signal", // (std's Child::kill on new kernels)
+    "socket",            // netlink proc connector, control socket, metrics
+    "bind",              // ditto
+    "listen",            // control/metrics sockets
+    "accept4",           // ditto
+    "sendmsg",           // sd_notify, netlink
+    "recvmsg",           // netlink, SO_PEERCRED
+    "fchown",            // socket_group
+    "fchownat",          // socket_group (chown by path)
+    "inotify_init1",     // policy file watch (reload)
+    "inotify_add_watch", // ditto
+    "execve",            // hooks, modprobe
+    "clone3",            // threads, hook children
+    "fdatasync",         // the originals journal
+    "ioctl",             // terminal, block device size for mkswap
+];
+
+#[test]
+fn units_syscall_filters_allow_what_the_daemon_calls() {
+    need("systemd-analyze");
+    let listing = ok(Command::new("systemd-analyze").arg("syscall-filter"));
+    let mut groups: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut cur: Option<String> = None;
+    for l in listing.lines() {
+        if l.starts_with('@') {
+            let g = l.split_whitespace().next().unwrap().to_owned();
+            groups.insert(g.clone(), Vec::new());
+            cur = Some(g);
+        } else if let Some(g) = &cur {
+            let t = l.trim();
+            if !t.is_empty() && !t.starts_with('#') {
+                groups.get_mut(g).unwrap().push(t.to_owned());
+            }
+        }
+    }
+    fn expand(
+        groups: &std::collections::HashMap<String, Vec<String>>,
+        item: &str,
+        out: &mut std::collections::BTreeSet<String>,
+    ) {
+        if item.starts_with('@') {
+            for m in groups
+                .get(item)
+                .unwrap_or_else(|| panic!("no group {item}"))
+            {
+                expand(groups, m, out);
+            }
+        } else {
+            out.insert(item.to_owned());
+        }
+    }
+    for u in UNITS {
+        let unit = std::fs::read_to_string(repo().join("systemd").join(u)).unwrap();
+        let (mut allow, mut deny) = (Default::default(), Default::default());
+        for l in unit.lines() {
+            if let Some(v) = l.strip_prefix("SystemCallFilter=") {
+                match v.strip_prefix('~') {
+                    Some(d) => d
+                        .split_whitespace()
+                        .for_each(|i| expand(&groups, i, &mut deny)),
+                    None => v
+                        .split_whitespace()
+                        .for_each(|i| expand(&groups, i, &mut allow)),
+                }
+            }
+        }
+        assert!(!allow.is_empty(), "{u}: no allow-list");
+        let needed: &[&str] = if u == "cgwarden-apply.service" {
+            // apply: no hooks, sockets other than journald's, watches.
+            &[
+                "sched_setattr",
+                "swapon",
+                "finit_module",
+                "pidfd_open",
+                "execve",
+                "fdatasync",
+            ]
+        } else {
+            &DAEMON_SYSCALLS
+        };
+        for s in needed {
+            assert!(
+                allow.contains(*s) && !deny.contains(*s),
+                "{u}: SystemCallFilter= refuses {s}"
+            );
+        }
+    }
+}
