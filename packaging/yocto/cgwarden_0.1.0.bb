@@ -27,6 +27,8 @@ inherit cargo cargo-update-recipe-crates systemd
 require cgwarden-crates.inc
 
 # Only the binary: the workload/storm helpers in src/bin are test tools.
+# (SQLite for the flight recorder is built from source by rusqlite's
+# `bundled` feature with the target compiler: no DEPENDS on sqlite3.)
 CARGO_BUILD_FLAGS += "--bin cgwarden"
 
 # The supervisor is enabled; it starts only once the integrator installs
