@@ -92,13 +92,20 @@ fn inline(line: &str) -> String {
     out
 }
 
+/// A Markdown table's separator row (`|---|:--|`).
+fn is_table_rule(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('|') && t.contains('-') && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
 /// Renders the policy reference as a section-5 man page.
 pub fn policy_page(md: &str, version: &str) -> String {
     let mut out = format!(
         ".TH CGWARDEN-POLICY 5 \"\" \"cgwarden {version}\" \"File Formats\"\n.SH NAME\ncgwarden-policy \\- the cgwarden policy file (/etc/cgwarden/policy.yaml)\n"
     );
     let mut in_code = false;
-    for raw in md.lines() {
+    let lines: Vec<&str> = md.lines().collect();
+    for (i, raw) in lines.iter().enumerate() {
         if raw.trim_start().starts_with("```") {
             out.push_str(if in_code {
                 ".fi\n.RE\n"
@@ -124,15 +131,18 @@ pub fn policy_page(md: &str, version: &str) -> String {
         } else if line.is_empty() {
             out.push_str(".PP\n");
         } else if line.starts_with('|') {
-            // Tables: separator rows dropped, cells joined by two spaces,
-            // one row per line, kept unfilled.
-            if line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
+            // Tables: the header row and the separator are dropped; each
+            // row becomes a tagged paragraph, first cell as the tag.
+            let next_is_rule = lines.get(i + 1).is_some_and(|n| is_table_rule(n));
+            if is_table_rule(line) || next_is_rule {
                 continue;
             }
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            let (tag, rest) = cells.split_first().unwrap_or((&"", &[]));
             out.push_str(&format!(
-                ".nf\n{}\n.fi\n",
-                inline(&roff_text(&cells.join("  ")))
+                ".TP\n{}\n{}\n",
+                inline(&roff_text(tag)),
+                inline(&roff_text(&rest.join(" — ")))
             ));
         } else if let Some(item) = line.strip_prefix("- ") {
             out.push_str(&format!(".IP \\(bu 2\n{}\n", inline(&roff_text(item))));

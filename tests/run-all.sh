@@ -33,6 +33,7 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v chromium >/dev/null || need+=(chromium)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v curl >/dev/null || need+=(curl)
+command -v man >/dev/null || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
     echo "run-all: installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
