@@ -40,6 +40,22 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# Packaging checkers (issue 14, tests/packaging.rs): lintian, dpkg, man and
+# groff for the .deb, systemd-analyze for the units, strip/readelf; and
+# cargo-deb itself (pinned; ~5 min to build on a loaded 2-core host).
+pkgneed=()
+command -v lintian >/dev/null || pkgneed+=(lintian)
+command -v man >/dev/null || pkgneed+=(man-db)
+command -v groff >/dev/null || pkgneed+=(groff-base)
+command -v systemd-analyze >/dev/null || pkgneed+=(systemd)
+command -v readelf >/dev/null || pkgneed+=(binutils)
+if [ ${#pkgneed[@]} -gt 0 ]; then
+    echo "run-all: installing ${pkgneed[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${pkgneed[@]}" >/dev/null
+fi
+command -v cargo-deb >/dev/null || cargo install --locked cargo-deb --version 3.8.0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
