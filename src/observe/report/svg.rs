@@ -70,6 +70,7 @@ fn reduce(points: &[(f64, f64)], from: f64, to: f64) -> Vec<(f64, f64)> {
 /// A value as an axis label.
 pub(crate) fn label(v: f64, unit: Unit) -> String {
     match unit {
+        Unit::Percent if v.fract() != 0.0 && v < 100.0 => format!("{v:.1}%"),
         Unit::Percent => format!("{v:.0}%"),
         Unit::Celsius => format!("{v:.0}°C"),
         Unit::Bytes => {
@@ -165,8 +166,13 @@ pub(crate) fn chart(
         let ts = from + span * f64::from(k) / 5.0;
         let _ = write!(
             o,
-            r#"<text x="{xx:.1}" y="{ty}" class="ax" text-anchor="middle">{lab}</text>"#,
+            r#"<text x="{xx:.1}" y="{ty}" class="ax" text-anchor="{anchor}">{lab}</text>"#,
             xx = x(ts),
+            anchor = match k {
+                0 => "start",
+                5 => "end",
+                _ => "middle",
+            },
             ty = T + ph + 14.0,
             lab = esc(&time_label(ts, span))
         );
