@@ -29,6 +29,9 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
+/// group, memory some, memory full, cpu some, memory.current, .high, .max
+type GroupRow<'a> = (&'a str, f64, f64, f64, i64, Option<i64>, Option<i64>);
+
 /// A 72-hour soak of a vision cell, one sample a minute: three groups, a
 /// memory-pressure rule that fires twice and raises inference's
 /// memory.high, one named process and one thermal zone. It passes every
@@ -88,7 +91,7 @@ fn soak_db(path: &Path) -> (Connection, f64) {
             )
             .unwrap();
         }
-        let rows: [(&str, f64, f64, f64, i64, Option<i64>, Option<i64>); 3] = [
+        let rows: [GroupRow; 3] = [
             ("inference", mem_some, mem_full, cpu, cur, Some(high), None),
             (
                 "vision",

@@ -106,8 +106,7 @@ fn nice_top(max: f64, unit: Unit) -> f64 {
 
 /// Short UTC time of day (or date) for the x axis.
 fn time_label(ts: f64, span: f64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(ts.max(0.0));
-    let s = humantime::format_rfc3339_seconds(t).to_string();
+    let s = super::when(ts);
     // 2026-12-01T04:05:06Z
     if span > 2.0 * 86400.0 {
         s.get(5..13).unwrap_or(&s).replace('T', " ") + "h"

@@ -215,3 +215,20 @@ fn locate_uses_the_policy_recorder_dir_under_root() {
     let (p, _) = locate(None, &dir.path().join("none.yaml"), None);
     assert_eq!(p, Path::new("/var/lib/cgwarden/recorder.db"));
 }
+
+#[test]
+fn an_empty_database_and_an_absurd_window_report_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("recorder.db");
+    let db = Connection::open(&p).unwrap();
+    db.execute_batch(crate::observe::SCHEMA).unwrap();
+    drop(db);
+    let mut o = opts(&p, Format::Html, Some(dir.path().join("r.html")));
+    o.since = Duration::from_secs(u64::MAX / 4);
+    assert_eq!(run(&o), exit::OK);
+    let (code, v) = json_of(&p);
+    assert_eq!(code, 0);
+    for c in v["criteria"].as_array().unwrap() {
+        assert_eq!(c["status"], "not_measured", "{c}");
+    }
+}
