@@ -4,7 +4,8 @@
 //! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
 //! - [`engine`]: pure decisions (value comparison, placement matching);
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
-//! - [`exit`]: the command's exit statuses.
+//! - [`exit`]: the command's exit statuses;
+//! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
 
 pub mod control;
 pub mod converge;
@@ -15,3 +16,4 @@ pub mod exit;
 pub mod kernel;
 pub mod observe;
 pub mod policy;
+pub mod top;

@@ -91,6 +91,55 @@ impl ClientArgs {
     }
 }
 
+/// `cgwarden report` (issue 13): where the recorder is, the window, the output.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The window: this long before now (e.g. 72h, 30m, 7d).
+    #[arg(long, value_name = "DURATION", default_value = "72h", value_parser = parse_since)]
+    since: std::time::Duration,
+    /// Write the report here (default: stdout) and print the verdicts.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// html: one self-contained page; json: for CI (fields in docs/report.md).
+    #[arg(long, value_name = "FORMAT", default_value = "html", value_parser = ["html", "json"])]
+    format: String,
+    /// The policy naming settings.recorder.dir and report.criteria.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
+    policy: PathBuf,
+    /// The recorder database itself (overrides --policy's recorder dir).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Resolve the recorder dir under DIR (a daemon run with --root DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    fn run(self) -> u8 {
+        use cgwarden::observe::report;
+        let (db, criteria) = report::locate(self.db.as_deref(), &self.policy, self.root.as_deref());
+        report::run(&report::Options {
+            db,
+            since: self.since,
+            out: self.out,
+            format: if self.format == "json" {
+                report::Format::Json
+            } else {
+                report::Format::Html
+            },
+            criteria,
+        })
+    }
+}
+
+fn parse_since(s: &str) -> Result<std::time::Duration, String> {
+    let d = policy::decode::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("the window must be longer than 0".to_string());
+    }
+    Ok(d)
+}
+
 /// An exit status decided on the way, its message already printed.
 struct Exit(u8);
 
@@ -217,6 +266,13 @@ enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Live terminal view of groups, pressure, rules, claims and actions (keys: docs/top.md).
+    Top {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Stability report from the flight recorder; exit 1 when a criterion fails (docs/report.md).
+    Report(ReportArgs),
     /// Print this message or the help of the given command.
     Help {
         /// The command to describe.
@@ -393,6 +449,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Reload { dry_run, client } => Ok(client.run(ClientCommand::Reload { dry_run })),
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
+        Command::Top { client } => Ok(cgwarden::top::run(&cgwarden::control::client::locate(
+            client.socket.as_deref(),
+            &client.policy,
+            client.root.as_deref(),
+        ))),
+        Command::Report(r) => Ok(r.run()),
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
                 for w in policy::warnings(&p) {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 #[zlink::proxy("io.cgwarden.Daemon")]
-trait DaemonProxy {
+pub(crate) trait DaemonProxy {
     async fn status(&mut self) -> zlink::Result<Result<wire::StatusReply, DaemonError>>;
     async fn boost(
         &mut self,
