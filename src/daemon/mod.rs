@@ -19,8 +19,8 @@ pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
-mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub mod lanes;
+mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
 mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.

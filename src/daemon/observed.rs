@@ -87,7 +87,13 @@ impl Daemon {
                 }
             }
             if let Some(p) = &m.textfile {
-                ends.textfile = Some((root.host_path(p), m.interval));
+                let path = root.host_path(p);
+                if let Some(dir) = path.parent() {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        tracing::warn!(dir = %dir.display(), "metrics textfile: {e}");
+                    }
+                }
+                ends.textfile = Some((path, m.interval));
             }
             let exposer = http::Exposer {
                 cg: self.cg.clone(),

@@ -21,8 +21,8 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-use std::fmt::Error as FmtError;
 use std::borrow::Cow;
+use std::fmt::Error as FmtError;
 use std::sync::Arc;
 
 /// The OpenMetrics content type.
@@ -231,10 +231,7 @@ impl Collector for Scrape {
         )?;
         // ---- per group: pressure, memory, memory events ----
         for (ri, r) in RESOURCES.iter().enumerate() {
-            for (full, word, help) in [
-                (false, "waiting", "some"),
-                (true, "stalled", "full"),
-            ] {
+            for (full, word, help) in [(false, "waiting", "some"), (true, "stalled", "full")] {
                 let samples: Vec<(Labels, f64)> = self
                     .groups
                     .iter()
@@ -245,7 +242,9 @@ impl Collector for Scrape {
                     .collect();
                 f.counter(
                     &format!("cgwarden_cgroup_pressure_{r}_{word}"),
-                    &format!("Time some tasks of the group were stalled on {r} (PSI `{help}` total)."),
+                    &format!(
+                        "Time some tasks of the group were stalled on {r} (PSI `{help}` total)."
+                    ),
                     Some(Unit::Seconds),
                     &samples,
                 )?;
@@ -279,7 +278,10 @@ impl Collector for Scrape {
         for g in &self.groups {
             for e in MEMORY_EVENTS {
                 if let Some(n) = g.events.get(e) {
-                    events.push((vec![("group", esc(&g.name)), ("event", Cow::Borrowed(e))], *n));
+                    events.push((
+                        vec![("group", esc(&g.name)), ("event", Cow::Borrowed(e))],
+                        *n,
+                    ));
                 }
             }
         }
@@ -292,7 +294,12 @@ impl Collector for Scrape {
         let rules_active: Vec<(Labels, f64)> = v
             .rules
             .iter()
-            .map(|r| (vec![("rule", esc(&r.name))], if r.active { 1.0 } else { 0.0 }))
+            .map(|r| {
+                (
+                    vec![("rule", esc(&r.name))],
+                    if r.active { 1.0 } else { 0.0 },
+                )
+            })
             .collect();
         f.gauge(
             "cgwarden_rule_active",
@@ -323,8 +330,14 @@ impl Collector for Scrape {
         )?;
         let mut writes: Vec<(Labels, u64)> = Vec::new();
         for k in &v.knobs {
-            writes.push((vec![("knob", esc(&k.name)), ("result", Cow::Borrowed("ok"))], k.ok));
-            writes.push((vec![("knob", esc(&k.name)), ("result", Cow::Borrowed("failed"))], k.failed));
+            writes.push((
+                vec![("knob", esc(&k.name)), ("result", Cow::Borrowed("ok"))],
+                k.ok,
+            ));
+            writes.push((
+                vec![("knob", esc(&k.name)), ("result", Cow::Borrowed("failed"))],
+                k.failed,
+            ));
         }
         f.counter_u64(
             "cgwarden_knob_writes",
@@ -345,9 +358,19 @@ impl Collector for Scrape {
         )?;
         let claims: Vec<(Labels, f64)> = ["rule", "boost"]
             .iter()
-            .map(|o| (vec![("owner", Cow::Borrowed(*o))], v.claims_live.get(o).copied().unwrap_or(0) as f64))
+            .map(|o| {
+                (
+                    vec![("owner", Cow::Borrowed(*o))],
+                    v.claims_live.get(o).copied().unwrap_or(0) as f64,
+                )
+            })
             .collect();
-        f.gauge("cgwarden_claims", "Live claims by owner kind.", None, &claims)?;
+        f.gauge(
+            "cgwarden_claims",
+            "Live claims by owner kind.",
+            None,
+            &claims,
+        )?;
         // ---- hooks ----
         use std::sync::atomic::Ordering::Relaxed;
         let mut runs: Vec<(Labels, u64)> = Vec::new();
@@ -360,18 +383,27 @@ impl Collector for Scrape {
             let timed_out = c.timed_out.load(Relaxed);
             for (result, value) in [
                 ("ok", c.succeeded.load(Relaxed)),
-                ("failed", c.exited_nonzero.load(Relaxed).saturating_sub(timed_out)),
+                (
+                    "failed",
+                    c.exited_nonzero.load(Relaxed).saturating_sub(timed_out),
+                ),
                 ("timed_out", timed_out),
                 ("not_started", c.failed.load(Relaxed)),
             ] {
-                runs.push((vec![("hook", hook.clone()), ("result", Cow::Borrowed(result))], value));
+                runs.push((
+                    vec![("hook", hook.clone()), ("result", Cow::Borrowed(result))],
+                    value,
+                ));
             }
             for (why, value) in [
                 ("rate_limited", c.rate_limited.load(Relaxed)),
                 ("at_capacity", c.at_capacity.load(Relaxed)),
                 ("unpaired", c.unpaired.load(Relaxed)),
             ] {
-                dropped.push((vec![("hook", hook.clone()), ("reason", Cow::Borrowed(why))], value));
+                dropped.push((
+                    vec![("hook", hook.clone()), ("reason", Cow::Borrowed(why))],
+                    value,
+                ));
             }
             durations.push((vec![("hook", hook)], c.duration.snapshot()));
         }
@@ -413,7 +445,10 @@ impl Collector for Scrape {
                 "cgwarden_exec_events_lost",
                 "Process-event losses seen (socket overruns, sequence gaps).",
                 &[
-                    (vec![("cause", Cow::Borrowed("overrun"))], c.overruns.load(Relaxed)),
+                    (
+                        vec![("cause", Cow::Borrowed("overrun"))],
+                        c.overruns.load(Relaxed),
+                    ),
                     (vec![("cause", Cow::Borrowed("gap"))], c.gaps.load(Relaxed)),
                 ],
             )?;
@@ -584,7 +619,10 @@ mod tests {
     fn prometheus_text_names_counters_and_infos_by_their_samples() {
         let t = to_prometheus_text(&sample());
         assert!(!t.contains("# EOF") && !t.contains("# UNIT"));
-        assert!(t.contains("# TYPE cgwarden_rule_fired_total counter\n"), "{t}");
+        assert!(
+            t.contains("# TYPE cgwarden_rule_fired_total counter\n"),
+            "{t}"
+        );
         assert!(t.contains("# HELP cgwarden_rule_fired_total Times"), "{t}");
         assert!(t.contains("# TYPE cgwarden_build_info gauge\n"), "{t}");
         assert!(t.contains("# TYPE cgwarden_rule_active gauge\n"), "{t}");

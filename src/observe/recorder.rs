@@ -285,7 +285,11 @@ impl Recorder {
         let wal_limit = wal_limit(s.max_size);
         conn.pragma_update(None, "journal_size_limit", wal_limit as i64)?;
         let page: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
-        conn.pragma_update(None, "wal_autocheckpoint", (wal_limit as i64 / page.max(512)).max(16))?;
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            (wal_limit as i64 / page.max(512)).max(16),
+        )?;
         conn.execute_batch(super::SCHEMA)?;
         let now = unix_seconds(SystemTime::now());
         conn.execute(
@@ -305,7 +309,15 @@ impl Recorder {
         let rec = Recorder { conn, run };
         rec.conn.execute(
             "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, 'start', ?3)",
-            params![now, run, format!("cgwarden {} started, pid {}", env!("CARGO_PKG_VERSION"), std::process::id())],
+            params![
+                now,
+                run,
+                format!(
+                    "cgwarden {} started, pid {}",
+                    env!("CARGO_PKG_VERSION"),
+                    std::process::id()
+                )
+            ],
         )?;
         Ok(rec)
     }
@@ -319,7 +331,12 @@ impl Recorder {
     }
 
     /// Applies `retention` and `max_size` (see the module docs).
-    pub(crate) fn bound(&mut self, path: &Path, s: &RecorderSettings, now: f64) -> rusqlite::Result<()> {
+    pub(crate) fn bound(
+        &mut self,
+        path: &Path,
+        s: &RecorderSettings,
+        now: f64,
+    ) -> rusqlite::Result<()> {
         let cutoff = now - s.retention.as_secs_f64();
         self.delete_before(cutoff)?;
         for _ in 0..20 {
@@ -375,7 +392,9 @@ pub(crate) fn size_on_disk(path: &Path) -> u64 {
     let len = |suffix: &str| {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
-        std::fs::metadata(PathBuf::from(p)).map(|m| m.len()).unwrap_or(0)
+        std::fs::metadata(PathBuf::from(p))
+            .map(|m| m.len())
+            .unwrap_or(0)
     };
     len("") + len("-wal")
 }
@@ -397,7 +416,10 @@ fn insert(tx: &Transaction, run: i64, r: &Reading) -> rusqlite::Result<()> {
     )?;
     for g in &r.groups {
         let avg = |res: usize, full: bool| g.line(res, full).map(|l| l.avg10);
-        let tot = |res: usize, full: bool| g.line(res, full).and_then(|l| i64::try_from(l.total_us).ok());
+        let tot = |res: usize, full: bool| {
+            g.line(res, full)
+                .and_then(|l| i64::try_from(l.total_us).ok())
+        };
         let ev = |k: &str| g.events.get(k).and_then(|v| i64::try_from(*v).ok());
         // memory.high/max: NULL means `max` (or unreadable).
         st.execute(params![
@@ -428,23 +450,35 @@ fn insert(tx: &Transaction, run: i64, r: &Reading) -> rusqlite::Result<()> {
             ev("oom_group_kill"),
         ])?;
     }
-    let mut st =
-        tx.prepare_cached("INSERT INTO processes (ts, run, comm, pid, rss) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+    let mut st = tx.prepare_cached(
+        "INSERT INTO processes (ts, run, comm, pid, rss) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for (comm, pid, rss) in &r.processes {
         st.execute(params![r.ts, run, comm, pid, int(Some(*rss))])?;
     }
-    let mut st =
-        tx.prepare_cached("INSERT INTO thermal (ts, run, zone, temp, trip) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+    let mut st = tx.prepare_cached(
+        "INSERT INTO thermal (ts, run, zone, temp, trip) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for (zone, temp, trip) in &r.thermal {
         st.execute(params![r.ts, run, zone, temp, trip])?;
     }
-    tx.prepare_cached("INSERT INTO daemon (ts, run, rss, cpu_seconds, fds) VALUES (?1, ?2, ?3, ?4, ?5)")?
-        .execute(params![r.ts, run, int(r.own.rss_bytes), r.own.cpu_seconds, int(r.own.fds)])?;
+    tx.prepare_cached(
+        "INSERT INTO daemon (ts, run, rss, cpu_seconds, fds) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        r.ts,
+        run,
+        int(r.own.rss_bytes),
+        r.own.cpu_seconds,
+        int(r.own.fds)
+    ])?;
     let mut st = tx.prepare_cached(
         "INSERT INTO events (ts, run, kind, rule, state, knob, old, new, cause, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for e in &r.events {
-        st.execute(params![e.ts, run, e.kind, e.rule, e.state, e.knob, e.old, e.new, e.cause, e.detail])?;
+        st.execute(params![
+            e.ts, run, e.kind, e.rule, e.state, e.knob, e.old, e.new, e.cause, e.detail
+        ])?;
     }
     Ok(())
 }
@@ -594,9 +628,11 @@ mod tests {
         assert!(biggest <= max + max / 4, "{biggest}");
         let (oldest, newest, n): (f64, f64, i64) = rec
             .conn
-            .query_row("SELECT min(ts), max(ts), count(DISTINCT ts) FROM samples", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_row(
+                "SELECT min(ts), max(ts), count(DISTINCT ts) FROM samples",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .unwrap();
         assert_eq!(newest, end - step as f64, "the newest interval is kept");
         assert!(oldest > start + 86400.0, "old rows were dropped: {oldest}");

@@ -199,7 +199,12 @@ impl Histogram {
             .buckets
             .iter()
             .enumerate()
-            .map(|(i, b)| (HOOK_BUCKETS.get(i).copied().unwrap_or(f64::MAX), b.load(Relaxed)))
+            .map(|(i, b)| {
+                (
+                    HOOK_BUCKETS.get(i).copied().unwrap_or(f64::MAX),
+                    b.load(Relaxed),
+                )
+            })
             .collect();
         let n = out.iter().map(|(_, c)| c).sum();
         (self.sum_us.load(Relaxed) as f64 / 1e6, n, out)
