@@ -369,3 +369,51 @@ fn without_metrics_or_recorder_no_thread_runs() {
     let (code, _) = d.stop();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn groups_and_rules_a_reload_adds_appear_in_the_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = setup(
+        dir.path(),
+        "  metrics:\n    socket: /run/cgwarden/metrics.sock",
+    );
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log("metrics socket listening", Duration::from_secs(10));
+    let sock = root.join("run/cgwarden/metrics.sock");
+    let scrape = || {
+        curl(&[
+            "--unix-socket",
+            sock.to_str().unwrap(),
+            "http://localhost/metrics",
+        ])
+        .0
+    };
+    assert!(!scrape().contains("group=\"added\""));
+    let text = std::fs::read_to_string(&policy).unwrap();
+    let text = text.replace(
+        "rules:\n",
+        "  added:\n    memory: { max: 512M }\nrules:\n  - name: new-rule\n    when: added.memory.events.oom_kill > 0\n    while:\n      - set vision.cpu.weight = 400\n",
+    );
+    std::fs::write(&policy, text).unwrap();
+    d.signal(libc::SIGHUP);
+    d.wait_for(
+        "the new group and rule in the metrics",
+        Duration::from_secs(10),
+        || {
+            let t = scrape();
+            value(&t, "cgwarden_cgroup_memory_max_bytes{group=\"added\"}") == Some(536870912.0)
+                && value(&t, "cgwarden_rule_active{rule=\"new-rule\"}") == Some(0.0)
+                && value(&t, "cgwarden_config_last_reload_successful") == Some(1.0)
+        },
+    );
+    // A broken policy: the reload fails, the metrics say so.
+    std::fs::write(&policy, "version: 1\ngroups: [").unwrap();
+    d.signal(libc::SIGHUP);
+    d.wait_for(
+        "the failed reload in the metrics",
+        Duration::from_secs(10),
+        || value(&scrape(), "cgwarden_config_last_reload_successful") == Some(0.0),
+    );
+    let (code, _) = d.stop();
+    assert_eq!(code, 0);
+}

@@ -250,9 +250,13 @@ fn guest_suite() {
 
 #[test]
 fn prom_blocks_are_read_through_serial_noise() {
-    let log = "PROM BEGIN /run/a\r\nprom| # TYPE x gauge\r\n[ 1.0] k prom| x 1\nPROM END\nprom| stray\n";
+    let log =
+        "PROM BEGIN /run/a\r\nprom| # TYPE x gauge\r\n[ 1.0] k prom| x 1\nPROM END\nprom| stray\n";
     let b = prom_blocks(log);
-    assert_eq!(b, vec![("/run/a".to_string(), "# TYPE x gauge\nx 1\n".to_string())]);
+    assert_eq!(
+        b,
+        vec![("/run/a".to_string(), "# TYPE x gauge\nx 1\n".to_string())]
+    );
 }
 
 #[test]

@@ -75,6 +75,8 @@ pub(crate) fn render(view: Arc<EngineView>, groups: Vec<GroupSample>, own: OwnCo
 }
 
 type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
+/// A histogram's (sum, count, per-bucket (upper bound, count)).
+type HistogramValue = (f64, u64, Vec<(f64, u64)>);
 
 /// A family of samples of one metric.
 struct Family<'e, 'w> {
@@ -150,7 +152,7 @@ impl<'e, 'w> Family<'e, 'w> {
         &mut self,
         name: &str,
         help: &str,
-        samples: &[(Labels<'_>, (f64, u64, Vec<(f64, u64)>))],
+        samples: &[(Labels<'_>, HistogramValue)],
     ) -> Result<(), FmtError> {
         let mut m =
             self.enc

@@ -24,14 +24,19 @@ check workload-memory "inference holds the workload's 40 MiB" wait_for 60 grown
 scrape() { wget -q -O - "$URL"; }
 # The value of series $1 in the scrape on stdin.
 series() { awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
-check scrape-ok "GET /metrics over loopback TCP" sh -c "scrape >$T/scrape1"
+# (Shell functions are not seen inside check's `sh -c`: values are taken here.)
+if scrape >"$T/scrape1" && [ -s "$T/scrape1" ]; then
+    pass scrape-ok "GET /metrics over loopback TCP: $(wc -c <"$T/scrape1") bytes"
+else
+    fail scrape-ok "GET /metrics over loopback TCP failed"
+fi
 cur_file=$(cat "$CG/inference/memory.current")
 cur_metric=$(series 'cgwarden_cgroup_memory_current_bytes{group="inference"}' <"$T/scrape1")
 echo "memory.current file=$cur_file metric=$cur_metric"
 check memory-current-matches "scraped memory.current $cur_metric within 4 MiB of the file's $cur_file" \
     awk -v a="$cur_metric" -v b="$cur_file" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 4194304) }'
-check_eq memory-high "134217728" sh -c "series 'cgwarden_cgroup_memory_high_bytes{group=\"inference\"}' <$T/scrape1"
-check_eq memory-max "268435456" sh -c "series 'cgwarden_cgroup_memory_max_bytes{group=\"inference\"}' <$T/scrape1"
+check_eq memory-high "134217728" echo "$(series 'cgwarden_cgroup_memory_high_bytes{group="inference"}' <"$T/scrape1")"
+check_eq memory-max "268435456" echo "$(series 'cgwarden_cgroup_memory_max_bytes{group="inference"}' <"$T/scrape1")"
 
 # PSI: total= (µs) read just before and just after a scrape bound the scraped seconds.
 psi_total() { sed -n "s/^$2 .*total=\([0-9]*\).*/\1/p" "$CG/inference/$1.pressure"; }
@@ -49,8 +54,8 @@ for res in cpu memory io; do
             'BEGIN { exit !(m != "" && m * 1e6 >= a - 1 && m * 1e6 <= b + 1 && m + 0 >= m1 + 0) }'
     done
 done
-check process-rss "the daemon's RSS is exported" \
-    sh -c "[ \"\$(series cgwarden_process_resident_memory_bytes <$T/scrape1)\" -gt 1000000 ]"
+rss=$(series cgwarden_process_resident_memory_bytes <"$T/scrape1")
+check process-rss "the daemon's RSS is exported ($rss bytes)" awk -v r="$rss" 'BEGIN { exit !(r > 1000000) }'
 check socket-mode "the metrics socket is 0660" sh -c "[ \"\$(stat -c %a /run/cgwarden/metrics.sock)\" = 660 ]"
 check textfile "the textfile is written" wait_for 10 test -s "$T/textfile/cgwarden.prom"
 check textfile-value "the textfile has the group's memory.current" \
