@@ -12,6 +12,9 @@ P=$POL/metrics.yaml
 URL=http://127.0.0.1:9622/metrics
 rm -rf "$T/textfile" "$T/recorder"
 
+# The guest's init leaves the loopback interface down.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+check loopback-up "lo is up" sh -c "ip link show lo | grep -q UP || ifconfig lo | grep -q UP"
 check policy-valid "metrics.yaml is valid" cgwarden check "$P"
 start_daemon "$P"
 check metrics-listening "the daemon logs the metrics listener" \
@@ -25,10 +28,10 @@ scrape() { wget -q -O - "$URL"; }
 # The value of series $1 in the scrape on stdin.
 series() { awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
 # (Shell functions are not seen inside check's `sh -c`: values are taken here.)
-if scrape >"$T/scrape1" && [ -s "$T/scrape1" ]; then
+if scrape >"$T/scrape1" 2>"$T/wget.err" && [ -s "$T/scrape1" ]; then
     pass scrape-ok "GET /metrics over loopback TCP: $(wc -c <"$T/scrape1") bytes"
 else
-    fail scrape-ok "GET /metrics over loopback TCP failed"
+    fail scrape-ok "GET /metrics over loopback TCP failed: $(cat "$T/wget.err")"
 fi
 cur_file=$(cat "$CG/inference/memory.current")
 cur_metric=$(series 'cgwarden_cgroup_memory_current_bytes{group="inference"}' <"$T/scrape1")
