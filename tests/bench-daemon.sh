@@ -9,6 +9,9 @@
 #                                                    cgroup2 mount (a cgwarden-bench-* group; the daemon
 #                                                    code, not the binary: see benches/daemon_latency.rs)
 #   bash tests/bench-daemon.sh tick                  = cargo bench --bench tick (engine + sampler)
+#   bash tests/bench-daemon.sh observe [SECONDS]     issue 13: footprint without, then with metrics and
+#                                                    the recorder (interval 1 s, accelerated), scrape
+#                                                    latency, recorder bytes per interval and per day at 10 s
 #
 # Honours CARGO_TARGET_DIR. BENCH_NO_BUILD=1 skips `cargo build`. The fake roots go under
 # $TMPDIR (tempfile): TMPDIR=/dev/shm keeps ext4 journalling (truncate on every fake knob
@@ -60,7 +63,7 @@ footprint() {
     pid=
     trap 'if [ -n "${pid:-}" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$tree"' EXIT
     "$T/release/examples/demo_root" "$tree/board" >/dev/null
-    local pol=policies/iq9100-vision.yaml
+    local pol=${BENCH_POLICY:-policies/iq9100-vision.yaml}
     cp "$B" "$tree/cgwarden" # a rebuild during a long run does not touch the running binary
     local B=$tree/cgwarden
     "$B" apply "$pol" --root "$tree/board" >/dev/null 2>&1
@@ -97,9 +100,42 @@ footprint() {
     }'
     echo "  daemon log ($(wc -l <"$tree/daemon.log") lines), warnings and errors:"
     grep -E 'WARN|ERROR' "$tree/daemon.log" | sed 's/^/    /' || true
+    [ -z "${BENCH_AFTER:-}" ] || "$BENCH_AFTER" "$tree/board" "$pid"
     kill -TERM "$pid"
     wait "$pid" || true
     pid=
+    rm -rf "$tree"
+}
+
+# Issue 13: what metrics and the recorder cost. The iq9100 policy enables both; "without"
+# is the same policy with settings.metrics/recorder cut out; "with" records every 1 s
+# (10x the default) so the database's growth shows in a short run.
+observe_after() { # BOARD PID: scrape latency, then the recorder's size per interval
+    local board=$1 sock=$1/run/cgwarden/metrics.sock db=$1/var/lib/cgwarden/recorder.db
+    echo "  scrape latency over the unix socket, 200 scrapes (curl time_total):"
+    for _ in $(seq 200); do
+        curl -s -o /dev/null -w '%{time_total}\n' --unix-socket "$sock" http://localhost/metrics
+    done | sort -n | awk '{ a[NR] = $1 } END { printf "    p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", a[int(NR*0.5)]*1000, a[int(NR*0.9)]*1000, a[int(NR*0.99)]*1000, a[NR]*1000 }'
+    echo "    exposition: $(curl -s --unix-socket "$sock" http://localhost/metrics | wc -c) bytes, $(curl -s --unix-socket "$sock" http://localhost/metrics | grep -vc '^#') samples"
+    sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
+    sqlite3 "$db" "SELECT (SELECT page_count FROM pragma_page_count) - (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size), (SELECT count(DISTINCT ts) FROM samples), (SELECT count(*) FROM samples), (SELECT count(*) FROM events);" |
+        awk -F'|' '{ used = $1 * $2; per = used / $3
+            printf "  recorder: %d intervals, %d sample rows, %d events, %d bytes used = %.0f bytes per interval\n", $3, $4, $5, used, per
+            printf "    at the default 10 s: %.1f MiB per day; 64M max_size holds %.1f days (retention 7d)\n", per * 8640 / 1048576, 64 * 1048576 / (per * 8640) }'
+}
+
+observe() {
+    local secs=${1:-120} tmp
+    build
+    tmp=$(mktemp -d /tmp/cgw-bench-obs.XXXXXX)
+    awk '/^  metrics:/ { skip = 1; next } /^  recorder:/ { skip = 1; next }
+         skip && /^    / { next } { skip = 0; print }' policies/iq9100-vision.yaml >"$tmp/without.yaml"
+    sed 's/^    interval: 10s/    interval: 1s/' policies/iq9100-vision.yaml >"$tmp/with.yaml"
+    echo "=== without metrics and recorder"
+    BENCH_POLICY=$tmp/without.yaml footprint "$secs"
+    echo "=== with metrics (socket + textfile every 15 s) and the recorder every 1 s"
+    BENCH_POLICY=$tmp/with.yaml BENCH_AFTER=observe_after footprint "$secs"
+    rm -rf "$tmp"
 }
 
 case $mode in
@@ -107,6 +143,7 @@ footprint) footprint "$@" ;;
 latency) cargo bench --bench daemon_latency -- "${1:-2000}" ;;
 psi) cargo bench --bench daemon_latency -- psi "${1:-60}" ;;
 tick) cargo bench --bench tick ;;
+observe) observe "$@" ;;
 *)
     sed -n '2,17p' "$0"
     exit 2

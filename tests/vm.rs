@@ -74,6 +74,49 @@ struct Report {
     suite_done: Option<String>,
 }
 
+/// The `PROM BEGIN NAME` … `prom| LINE` … `PROM END` blocks of the log.
+fn prom_blocks(log: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(String, String)> = None;
+    for raw in log.lines() {
+        let line = raw.trim_end_matches('\r');
+        if let Some(i) = line.find("PROM BEGIN ") {
+            cur = Some((line[i + 11..].to_owned(), String::new()));
+        } else if line.contains("PROM END") {
+            out.extend(cur.take());
+        } else if let (Some((_, text)), Some(i)) = (&mut cur, line.find("prom| ")) {
+            text.push_str(&line[i + 6..]);
+            text.push('\n');
+        }
+    }
+    out
+}
+
+/// `promtool check metrics` on `text`; promtool must be installed.
+fn promtool_check(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run promtool ({e}); apt install prometheus"))?;
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(text.as_bytes());
+    }
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ))
+    }
+}
+
 fn parse(log: &str) -> Report {
     let mut r = Report::default();
     for raw in log.lines() {
@@ -165,6 +208,22 @@ fn guest_suite() {
     if report.passed.is_empty() && report.failed.is_empty() {
         problems.push("no RESULT lines at all".into());
     }
+    // Issue 13: the metrics scenario prints its scrape and textfile; the
+    // guest has no promtool, so it runs here (and must: no silent skip).
+    if report.ended.contains("metrics") {
+        let blocks = prom_blocks(&log);
+        if blocks.len() < 2 {
+            problems.push(format!(
+                "metrics: expected the scrape and the textfile as PROM blocks, found {}",
+                blocks.len()
+            ));
+        }
+        for (name, text) in &blocks {
+            if let Err(why) = promtool_check(text) {
+                problems.push(format!("metrics: promtool check metrics on {name}: {why}"));
+            }
+        }
+    }
     if !report.failed.is_empty() {
         problems.push(format!("{} check(s) failed:", report.failed.len()));
         problems.extend(report.failed.iter().map(|f| format!("  {f}")));
@@ -187,6 +246,17 @@ fn guest_suite() {
             tail(&log, 80)
         );
     }
+}
+
+#[test]
+fn prom_blocks_are_read_through_serial_noise() {
+    let log =
+        "PROM BEGIN /run/a\r\nprom| # TYPE x gauge\r\n[ 1.0] k prom| x 1\nPROM END\nprom| stray\n";
+    let b = prom_blocks(log);
+    assert_eq!(
+        b,
+        vec![("/run/a".to_string(), "# TYPE x gauge\nx 1\n".to_string())]
+    );
 }
 
 #[test]

@@ -259,7 +259,17 @@ impl Daemon {
                 reason,
                 pid,
                 tied_to_connection,
-            } => self.on_boost(caller, knobs, duration, reason, pid, tied_to_connection),
+            } => {
+                let r = self.on_boost(caller, knobs, duration, reason, pid, tied_to_connection);
+                if let Some(b) = self.observe_book() {
+                    b.boost(if matches!(r, Response::Boost(_)) {
+                        "granted"
+                    } else {
+                        "refused"
+                    });
+                }
+                r
+            }
             Request::Extend {
                 caller,
                 handle,
@@ -309,6 +319,9 @@ impl Daemon {
             self.end_boost(h, "claim_released", "its knobs left the policy at a reload");
         }
         if !dry_run {
+            if let Some(b) = self.observe_book() {
+                b.reload(r.ok);
+            }
             self.control.publish(|| wire::Event {
                 time: now_text(),
                 kind: if r.ok { "reload" } else { "reload_failed" }.into(),
@@ -342,6 +355,9 @@ impl Daemon {
                 ..Default::default()
             });
         }
+        if let Some(b) = self.observe_book() {
+            b.write_done(&done.job.label, done.result.is_ok());
+        }
         self.actuator.finished(done);
     }
 
@@ -361,6 +377,9 @@ impl Daemon {
         };
         self.supervisor.release_boost(handle);
         tracing::info!(handle, uid = b.uid, "boost ended: {why}");
+        if let Some(book) = self.observe_book() {
+            book.boost(kind.strip_prefix("claim_").unwrap_or(kind));
+        }
         self.control.publish(|| wire::Event {
             time: now_text(),
             kind: kind.into(),

@@ -82,6 +82,8 @@ const BUCKETS_US: [u64; 17] = [
 pub struct Latency {
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     max_us: AtomicU64,
+    /// Sum of all samples (the metrics' histogram `_sum`, issue 13).
+    sum_us: AtomicU64,
 }
 
 impl Latency {
@@ -93,6 +95,23 @@ impl Latency {
             .unwrap_or(BUCKETS_US.len());
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
         self.max_us.fetch_max(us, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// (sum in seconds, count, per-bucket (upper bound in seconds, count)
+    /// with `f64::MAX` for the open bucket), for the metrics (issue 13).
+    pub fn histogram(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let out: Vec<(f64, u64)> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let bound = BUCKETS_US.get(i).map_or(f64::MAX, |us| *us as f64 / 1e6);
+                (bound, b.load(Ordering::Relaxed))
+            })
+            .collect();
+        let n = out.iter().map(|(_, c)| c).sum();
+        (self.sum_us.load(Ordering::Relaxed) as f64 / 1e6, n, out)
     }
 
     pub fn count(&self) -> u64 {

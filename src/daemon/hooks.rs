@@ -240,17 +240,22 @@ pub struct HookStats {
     pub output_truncated: u64,
 }
 
+/// Per-hook counters (atomics: the metrics thread reads them at scrape time).
 #[derive(Debug, Default)]
-struct Counters {
-    started: AtomicU64,
-    rate_limited: AtomicU64,
-    at_capacity: AtomicU64,
-    queued: AtomicU64,
-    unpaired: AtomicU64,
-    failed: AtomicU64,
-    timed_out: AtomicU64,
-    exited_nonzero: AtomicU64,
-    output_truncated: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) started: AtomicU64,
+    pub(crate) rate_limited: AtomicU64,
+    pub(crate) at_capacity: AtomicU64,
+    pub(crate) queued: AtomicU64,
+    pub(crate) unpaired: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) timed_out: AtomicU64,
+    pub(crate) exited_nonzero: AtomicU64,
+    pub(crate) output_truncated: AtomicU64,
+    /// Runs whose program exited 0 in time (issue 13).
+    pub(crate) succeeded: AtomicU64,
+    /// How long finished runs took, start to reaped (issue 13).
+    pub(crate) duration: crate::observe::state::Histogram,
 }
 
 fn bump(c: &AtomicU64) {
@@ -557,6 +562,14 @@ impl HookRunner {
         self.hooks
             .iter()
             .map(|(n, e)| (n.clone(), e.counters.snapshot()))
+            .collect()
+    }
+
+    /// Each hook's counters, for the metrics (issue 13).
+    pub(crate) fn counters(&self) -> Vec<(String, Arc<Counters>)> {
+        self.hooks
+            .iter()
+            .map(|(n, e)| (n.clone(), e.counters.clone()))
             .collect()
     }
 
@@ -992,6 +1005,7 @@ async fn supervise(
     }
 
     let took = start.elapsed();
+    run.counters.duration.record(took);
     if let Some(c) = &run.cgroup {
         c.remove(&run).await;
     }
@@ -1003,6 +1017,7 @@ async fn supervise(
     }
     match status {
         Some(Ok(s)) if s.success() && killed.is_none() => {
+            bump(&run.counters.succeeded);
             tracing::info!(hook = %run.name, rule = %run.rule, pid = run.pid, status = %s,
                 duration = ?took, "hook exited");
         }

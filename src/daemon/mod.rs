@@ -20,6 +20,7 @@ pub(crate) mod control; // issue 12: the daemon's side of the control socket
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 pub mod lanes;
+mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
 mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
@@ -117,6 +118,8 @@ struct Daemon {
     loaded_at: SystemTime,
     /// Why the last reload was refused; cleared by a successful one.
     last_reload_error: Option<String>,
+    /// Issue 13: metrics and recorder, when the policy asks for them.
+    observe: Option<observed::Observe>,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -205,6 +208,7 @@ async fn run_async(opts: Options) -> u8 {
     };
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
     let socket = d.start_control(ctl_tx);
+    d.start_observe(); // issue 13
 
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
@@ -256,6 +260,7 @@ async fn run_async(opts: Options) -> u8 {
     loop {
         woke.total += 1;
         d.control.loop_wakes = woke.total;
+        d.publish_observed(); // issue 13: only when something changed
         d.expire_boosts();
         let deadline = d.next_deadline();
         // The tick runs only while some condition needs sampling (see TickMode).
@@ -516,6 +521,7 @@ impl Daemon {
             policy_hash: String::new(),
             loaded_at: SystemTime::now(),
             last_reload_error: None,
+            observe: None,
         }
     }
 
@@ -736,6 +742,9 @@ impl Daemon {
     }
 
     fn carry_out(&mut self, mut effects: Vec<Effect>) {
+        if !effects.is_empty() {
+            self.observed_changed();
+        }
         actuator::order_writes(&mut effects);
         for e in effects {
             match e {
@@ -776,6 +785,7 @@ impl Daemon {
                 }
                 Effect::Phase { rule, phase } => {
                     self.control.note_phase(&rule, &phase);
+                    self.observed_phase(&rule, phase);
                     tracing::info!(rule = %rule, "rule {phase}")
                 }
                 Effect::ActionFailed {
@@ -997,6 +1007,7 @@ impl Daemon {
             unfinished = left,
             "knob writes"
         );
+        self.stop_observe();
         tracing::info!("stopped");
     }
 }

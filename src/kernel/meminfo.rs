@@ -50,6 +50,17 @@ pub fn mem_available(root: &Root) -> Result<Option<u64>> {
     Ok(parse_meminfo(&text).get("MemAvailable").copied())
 }
 
+/// Memory in use by the whole machine, in bytes: `MemTotal - MemAvailable`
+/// (the flight recorder's and metrics' `system` group); `Ok(None)` when a
+/// line is missing.
+pub fn mem_used(root: &Root) -> Result<Option<u64>> {
+    let m = parse_meminfo(&root.read(Path::new(MEMINFO))?);
+    Ok(match (m.get("MemTotal"), m.get("MemAvailable")) {
+        (Some(t), Some(a)) => Some(t.saturating_sub(*a)),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -221,6 +221,25 @@ pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
     }
 }
 
+/// `VmRSS` of `pid` in bytes (`/proc/PID/status`); `Ok(None)` if the
+/// process vanished or has no such line (a kernel thread).
+pub fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
+    let text = match read_capped_text(root, &proc_dir(pid).join("status"), STATUS_MAX) {
+        Ok(t) => t,
+        Err(e) if e.is_gone() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(status_field(&text, "VmRSS")
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|kib| kib.checked_mul(1024)))
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`), trimmed.
+pub fn boot_id(root: &Root) -> Result<String> {
+    root.read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
+}
+
 /// How long ago `pid` was started (`/proc/PID/stat` field 22 against
 /// CLOCK_BOOTTIME); `None` when it cannot be told (vanished, a fake tree
 /// without it). Only meaningful on the real kernel.

@@ -63,6 +63,13 @@ pub fn parse_psi(text: &str) -> Psi {
     psi
 }
 
+/// The whole machine's pressure file for `resource` (cpu, memory, io):
+/// `/proc/pressure/<resource>`.
+pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
+    let p = std::path::Path::new("/proc/pressure").join(resource);
+    Ok(parse_psi(&root.read_small(&p)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

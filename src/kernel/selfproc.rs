@@ -175,6 +175,24 @@ pub fn parse_status_kib(text: &str) -> (Option<u64>, Option<u64>) {
     (field("VmRSS:"), field("VmLck:"))
 }
 
+/// CPU time this process used (user + system), in seconds, from
+/// `/proc/self/stat` of the real kernel (fields 14 and 15, in clock ticks).
+pub fn cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let stat = super::procfs::parse_stat(&text)?;
+    let ticks: u64 = stat.num::<u64>(14)?.checked_add(stat.num::<u64>(15)?)?;
+    // SAFETY: sysconf takes a constant and touches no memory of ours.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks as f64 / hz as f64)
+}
+
+/// How many file descriptors this process has open (`/proc/self/fd`).
+pub fn open_fds() -> Option<u64> {
+    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
+    // The directory handle itself is one of them.
+    Some((dir.count() as u64).saturating_sub(1))
+}
+
 /// The CPUs the kernel could ever bring online
 /// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
 pub fn possible_cpus(root: &Root) -> Option<crate::policy::units::CpuList> {

@@ -71,6 +71,28 @@ pub fn temp_millic(root: &Root, zone: &Zone) -> Result<i64> {
         .map_err(|_| Error::parse(&zone.temp_path, "temperature (millidegrees C)", &s))
 }
 
+/// The zone's lowest `passive` or `hot` trip point in millidegrees
+/// Celsius (`trip_point_N_type` / `trip_point_N_temp`); `None` when it has
+/// none (or none readable).
+pub fn lowest_trip(root: &Root, zone: &Zone) -> Option<i64> {
+    let dir = Path::new(THERMAL_DIR).join(&zone.name);
+    let names = root.list_dir(&dir).ok()?;
+    names
+        .iter()
+        .filter_map(|n| n.strip_prefix("trip_point_")?.strip_suffix("_type"))
+        .filter(|i| {
+            root.read_trimmed(&dir.join(format!("trip_point_{i}_type")))
+                .is_ok_and(|t| t == "passive" || t == "hot")
+        })
+        .filter_map(|i| {
+            root.read_trimmed(&dir.join(format!("trip_point_{i}_temp")))
+                .ok()?
+                .parse::<i64>()
+                .ok()
+        })
+        .min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,12 @@
 //! and runs off the event loop: a slow scrape or an fsync never delays a
 //! reaction.
 
+pub(crate) mod http; // issue 13 item 1: GET /metrics and the textfile, on cgw-metrics
+pub(crate) mod metrics; // issue 13 item 1: the OpenMetrics exposition
+pub(crate) mod recorder; // issue 13 item 2: the SQLite flight recorder, on cgw-recorder
 pub mod report;
+pub(crate) mod sample; // issue 13: one reading of a group, for metrics and recorder
+pub(crate) mod state; // issue 13: what the daemon publishes for the observe threads
 
 /// The flight recorder's schema (version 1), shared by the writer and
 /// `report`; documented in docs/recorder.md.

@@ -1896,3 +1896,117 @@ fn knob_error_text(e: &super::knob::KnobError) -> String {
 pub fn parse_duration(s: &str) -> Result<Duration, super::units::UnitError> {
     super::units::Duration::parse(s).map(|d| d.0)
 }
+
+/// Issue 13: `settings.metrics`, `settings.recorder`, `report.criteria`.
+#[cfg(test)]
+mod observe_settings_tests {
+    use crate::policy::load_bytes;
+    use std::time::Duration;
+
+    fn load(settings: &str, report: &str) -> Result<crate::policy::model::Policy, String> {
+        let text = format!("version: 1\nsettings:\n{settings}\ngroups:\n  app: {{}}\n{report}");
+        load_bytes("t.yaml", text.as_bytes()).map_err(|d| d.to_string())
+    }
+
+    #[test]
+    fn metrics_settings_decode_with_defaults() {
+        let p = load(
+            "  metrics:\n    socket: /run/cgwarden/metrics.sock\n    listen: 127.0.0.1:9622\n    textfile: /var/lib/node_exporter/cgwarden.prom\n    interval: 30s",
+            "",
+        )
+        .unwrap();
+        let m = &p.settings.metrics;
+        assert_eq!(
+            m.socket.as_deref(),
+            Some(std::path::Path::new("/run/cgwarden/metrics.sock"))
+        );
+        assert_eq!(m.listen, Some("127.0.0.1:9622".parse().unwrap()));
+        assert_eq!(m.interval, Duration::from_secs(30));
+        assert!(m.enabled());
+        let p = load("  tick: 1s", "").unwrap();
+        assert!(!p.settings.metrics.enabled());
+        assert!(p.settings.recorder.is_none());
+        assert_eq!(p.settings.metrics.interval, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn metrics_refuses_remote_addresses_unless_allowed_and_relative_paths() {
+        let e = load("  metrics:\n    listen: 0.0.0.0:9622", "").unwrap_err();
+        assert!(
+            e.contains("not a loopback address") && e.contains("allow_remote"),
+            "{e}"
+        );
+        let p = load(
+            "  metrics:\n    listen: 0.0.0.0:9622\n    allow_remote: true",
+            "",
+        )
+        .unwrap();
+        assert!(p.settings.metrics.allow_remote);
+        let e = load("  metrics:\n    listen: localhost", "").unwrap_err();
+        assert!(e.contains("address:port"), "{e}");
+        assert!(load("  metrics:\n    socket: run/m.sock", "").is_err());
+        let e = load("  metrics:\n    textfile: /x.prom\n    interval: 100ms", "").unwrap_err();
+        assert!(e.contains("at least 1s"), "{e}");
+        let e = load("  metrics:\n    sockett: /x", "").unwrap_err();
+        assert!(e.contains("sockett"), "{e}");
+    }
+
+    #[test]
+    fn recorder_settings_decode_with_defaults_and_bounds() {
+        let p = load("  recorder:\n    dir: /var/lib/cgwarden", "").unwrap();
+        let r = p.settings.recorder.unwrap();
+        assert_eq!(r.interval, Duration::from_secs(10));
+        assert_eq!(r.retention, Duration::from_secs(7 * 86400));
+        assert_eq!(r.max_size, 64 << 20);
+        let p = load(
+            "  recorder:\n    dir: /data/rec\n    interval: 5s\n    retention: 3d\n    max_size: 16M",
+            "",
+        )
+        .unwrap();
+        let r = p.settings.recorder.unwrap();
+        assert_eq!(
+            (r.interval, r.retention, r.max_size),
+            (
+                Duration::from_secs(5),
+                Duration::from_secs(3 * 86400),
+                16 << 20
+            )
+        );
+        let e = load("  recorder:\n    interval: 5s", "").unwrap_err();
+        assert!(e.contains("needs `dir:`"), "{e}");
+        let e = load("  recorder:\n    dir: /d\n    max_size: 100K", "").unwrap_err();
+        assert!(e.contains("at least 1M"), "{e}");
+        let e = load(
+            "  recorder:\n    dir: /d\n    interval: 1m\n    retention: 30s",
+            "",
+        )
+        .unwrap_err();
+        assert!(e.contains("at least one recorder interval"), "{e}");
+    }
+
+    #[test]
+    fn report_criteria_decode_with_defaults() {
+        let p = load("  tick: 1s", "").unwrap();
+        assert_eq!(p.report, crate::policy::model::ReportCriteria::default());
+        let p = load(
+            "  tick: 1s",
+            "report:\n  criteria:\n    oom_kills: 2\n    memory_growth: 10M\n    processes: [camd, npu]\n    thermal_zones: [cpu-thermal]\n    thermal_events: 3\n    restarts: 1\n    memory_full_avg10: 2.5%\n",
+        )
+        .unwrap();
+        let c = &p.report;
+        assert_eq!(c.oom_kills, 2);
+        assert_eq!(c.memory_growth, 10 << 20);
+        assert_eq!(c.processes, vec!["camd".to_string(), "npu".to_string()]);
+        assert_eq!(c.thermal_zones, vec!["cpu-thermal".to_string()]);
+        assert_eq!((c.thermal_events_per_72h, c.restarts), (3, 1));
+        assert_eq!(c.memory_full_avg10, 2.5);
+        let e = load(
+            "  tick: 1s",
+            "report:\n  criteria:\n    memory_growth: max\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("memory_growth"), "{e}");
+        let e = load("  tick: 1s", "report:\n  criterias: {}\n").unwrap_err();
+        assert!(e.contains("criterias"), "{e}");
+    }
+}

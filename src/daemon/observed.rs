@@ -1,0 +1,232 @@
+//! The daemon's side of observability (issue 13, SPEC §5 "Metrics",
+//! "Flight recorder"): starts the `cgw-metrics` and `cgw-recorder` threads
+//! when `settings.metrics` / `settings.recorder` ask for them (nothing runs
+//! otherwise), keeps the counters of [`crate::observe::state::Book`] and
+//! publishes the engine view at the top of a loop turn when something
+//! changed. See `src/observe/state.rs` for why this never waits.
+
+use super::Daemon;
+use crate::engine::claims::Owner;
+use crate::engine::rule_state::Phase;
+use crate::observe::state::{knob_number, Book, EngineView, HookView, KnobView, RuleView};
+use crate::observe::{http, recorder};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What runs for observability.
+pub(crate) struct Observe {
+    book: Book,
+    recorder: Option<recorder::Handle>,
+    /// Host path of the metrics socket, removed at stop.
+    socket: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Observe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observe")
+            .field("recorder", &self.recorder.is_some())
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+/// How long a stop waits for the recorder's last interval.
+const RECORDER_GRACE: Duration = Duration::from_secs(3);
+
+impl Daemon {
+    /// Starts metrics and the recorder as the policy asks; logs (never
+    /// fails the daemon) what cannot be served.
+    pub(crate) fn start_observe(&mut self) {
+        let m = self.policy.settings.metrics.clone();
+        let r = self.policy.settings.recorder.clone();
+        if !m.enabled() && r.is_none() {
+            return;
+        }
+        let (book, view) = Book::new();
+        self.observe = Some(Observe {
+            book,
+            recorder: None,
+            socket: None,
+        });
+        self.publish_observed();
+        let root = self.opts.root.clone();
+        if m.enabled() {
+            let mut ends = http::Endpoints {
+                unix: None,
+                tcp: None,
+                textfile: None,
+            };
+            if let Some(p) = &m.socket {
+                let path = root.host_path(p);
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                match crate::control::server::bind(&path, self.socket_gid()) {
+                    Ok(l) => {
+                        tracing::info!(socket = %path.display(), "metrics socket listening");
+                        ends.unix = Some(l);
+                        if let Some(o) = &mut self.observe {
+                            o.socket = Some(path);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(socket = %path.display(), "metrics socket unavailable: {e}")
+                    }
+                }
+            }
+            if let Some(addr) = m.listen {
+                match std::net::TcpListener::bind(addr).and_then(|l| {
+                    l.set_nonblocking(true)?;
+                    Ok(l)
+                }) {
+                    Ok(l) => {
+                        tracing::info!(%addr, "metrics listening");
+                        ends.tcp = Some(l);
+                    }
+                    Err(e) => tracing::error!(%addr, "metrics address unavailable: {e}"),
+                }
+            }
+            if let Some(p) = &m.textfile {
+                let path = root.host_path(p);
+                if let Some(dir) = path.parent() {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        tracing::warn!(dir = %dir.display(), "metrics textfile: {e}");
+                    }
+                }
+                ends.textfile = Some((path, m.interval));
+            }
+            let exposer = http::Exposer {
+                cg: self.cg.clone(),
+                view: view.clone(),
+            };
+            if let Err(e) = http::start(exposer, ends) {
+                tracing::error!("metrics thread: {e}");
+            }
+        }
+        if let Some(s) = r {
+            let path = root.host_path(&s.dir).join(recorder::DB_NAME);
+            let cfg = recorder::Config {
+                settings: s,
+                path: path.clone(),
+                criteria: self.policy.report.clone(),
+                root: root.clone(),
+                cg: self.cg.clone(),
+                view,
+                events: self.control.events.subscribe(),
+            };
+            match recorder::start(cfg) {
+                Ok(h) => {
+                    tracing::info!(db = %path.display(), "flight recorder running");
+                    if let Some(o) = &mut self.observe {
+                        o.recorder = Some(h);
+                    }
+                }
+                Err(e) => tracing::error!("flight recorder unavailable: {e}"),
+            }
+        }
+    }
+
+    /// The gid of `settings.socket_group`, 0 (root's) when it is none.
+    fn socket_gid(&self) -> u32 {
+        match nix::unistd::Group::from_name(&self.policy.settings.socket_group) {
+            Ok(Some(g)) => g.gid.as_raw(),
+            _ => 0,
+        }
+    }
+
+    pub(crate) fn observe_book(&mut self) -> Option<&mut Book> {
+        self.observe.as_mut().map(|o| &mut o.book)
+    }
+
+    /// Something the view shows changed (a write queued, claims moved).
+    pub(crate) fn observed_changed(&mut self) {
+        if let Some(b) = self.observe_book() {
+            b.dirty = true;
+        }
+    }
+
+    /// A rule changed phase.
+    pub(crate) fn observed_phase(&mut self, rule: &str, phase: Phase) {
+        if let Some(b) = self.observe_book() {
+            if phase == Phase::Active {
+                b.rule_fired(rule);
+            }
+            b.dirty = true;
+        }
+    }
+
+    /// Publishes the engine view when something changed since the last time.
+    pub(crate) fn publish_observed(&mut self) {
+        if !self.observe.as_ref().is_some_and(|o| o.book.dirty) {
+            return;
+        }
+        let t = self.supervisor.table();
+        let knobs = t
+            .knobs()
+            .map(|k| KnobView {
+                name: k.to_string(),
+                value: t.effective(k).and_then(|v| knob_number(&k.render(&v))),
+                ok: 0,
+                failed: 0,
+            })
+            .collect();
+        let mut claims_live = std::collections::BTreeMap::new();
+        for c in t.claims().live() {
+            let kind = match c.owner {
+                Owner::Boost { .. } => "boost",
+                _ => "rule",
+            };
+            *claims_live.entry(kind).or_insert(0) += 1;
+        }
+        let rules = self
+            .policy
+            .rules
+            .iter()
+            .zip(self.supervisor.phases())
+            .map(|(r, (phase, _))| RuleView {
+                name: r.name.clone(),
+                active: matches!(phase, Phase::Active | Phase::Clearing),
+                fired: 0,
+            })
+            .collect();
+        let view = EngineView {
+            product: self.policy.product.clone(),
+            policy_hash: self.policy_hash.clone(),
+            groups: self
+                .policy
+                .all_groups()
+                .into_iter()
+                .map(|g| (g.name.clone(), g.path.clone()))
+                .collect(),
+            rules,
+            knobs,
+            claims_live,
+            exec: self.exec.as_ref().map(|x| x.shared.clone()),
+            hooks: self
+                .hooks
+                .counters()
+                .into_iter()
+                .map(|(name, counters)| HookView { name, counters })
+                .collect(),
+            ..Default::default()
+        };
+        if let Some(o) = &mut self.observe {
+            o.book.publish(view);
+        }
+    }
+
+    /// Daemon stop: the recorder records its last interval and `stop`; the
+    /// metrics socket file goes.
+    pub(crate) fn stop_observe(&mut self) {
+        self.observed_changed();
+        self.publish_observed();
+        if let Some(o) = self.observe.take() {
+            if let Some(r) = o.recorder {
+                r.stop(RECORDER_GRACE);
+            }
+            if let Some(p) = o.socket {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}

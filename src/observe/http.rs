@@ -1,0 +1,262 @@
+//! `GET /metrics` over HTTP/1.1 on a unix socket and/or a TCP address, and
+//! the node_exporter textfile, all on one thread (`cgw-metrics`,
+//! SCHED_OTHER: threads the daemon creates start SCHED_OTHER through
+//! `SCHED_FLAG_RESET_ON_FORK`) with its own tokio runtime. Nothing here
+//! runs on the event loop: a scrape reads the groups' files and the last
+//! published engine view ([`super::state`]) on this thread.
+//!
+//! The server is hyper 1 (with hyper-util's tokio glue), the maintained
+//! HTTP implementation tokio programs use; it serves both listeners, so
+//! no HTTP parsing is written here. Bounds, like the control socket's:
+//! at most [`MAX_CONNECTIONS`] connections at once (one more is closed at
+//! once), request heads of at most [`MAX_HEAD`] bytes, [`HEAD_TIMEOUT`] to
+//! send the request head and [`CONN_DEADLINE`] for a whole connection; a
+//! stuck client holds one connection slot for at most that long.
+
+use super::metrics::{self, OwnCost};
+use super::state::EngineView;
+use crate::kernel::cgroupfs::CgroupFs;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+
+/// Connections served at once (both listeners together).
+pub(crate) const MAX_CONNECTIONS: usize = 16;
+/// The largest request head accepted (hyper's read buffer).
+pub(crate) const MAX_HEAD: usize = 16 * 1024;
+/// Time a client has to send its request head.
+pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection lives (keep-alive included).
+pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
+
+/// What a scrape reads.
+#[derive(Clone)]
+pub(crate) struct Exposer {
+    pub cg: CgroupFs,
+    pub view: watch::Receiver<Arc<EngineView>>,
+}
+
+impl Exposer {
+    /// One OpenMetrics exposition, read now.
+    pub(crate) fn scrape(&self) -> String {
+        let view = self.view.borrow().clone();
+        let groups = view
+            .groups
+            .iter()
+            .map(|(name, path)| super::sample::read_group(&self.cg, name, path))
+            .collect();
+        metrics::render(view, groups, OwnCost::read())
+    }
+}
+
+/// The bound listeners and textfile the thread serves.
+pub(crate) struct Endpoints {
+    pub unix: Option<std::os::unix::net::UnixListener>,
+    pub tcp: Option<std::net::TcpListener>,
+    /// Host path of the textfile and how often it is written.
+    pub textfile: Option<(PathBuf, Duration)>,
+}
+
+/// Starts the `cgw-metrics` thread.
+pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("cgw-metrics".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("metrics: cannot start the runtime: {e}");
+                    return;
+                }
+            };
+            rt.block_on(serve(exposer, ends));
+        })?;
+    Ok(())
+}
+
+async fn serve(exposer: Exposer, ends: Endpoints) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut tasks = Vec::new();
+    if let Some(l) = ends.unix {
+        match tokio::net::UnixListener::from_std(l) {
+            Ok(l) => {
+                let (e, s) = (exposer.clone(), slots.clone());
+                tasks.push(tokio::spawn(async move {
+                    loop {
+                        match l.accept().await {
+                            Ok((stream, _)) => connection(stream, &e, &s),
+                            Err(err) => accept_failed(&err).await,
+                        }
+                    }
+                }));
+            }
+            Err(e) => tracing::error!("metrics socket: {e}"),
+        }
+    }
+    if let Some(l) = ends.tcp {
+        match tokio::net::TcpListener::from_std(l) {
+            Ok(l) => {
+                let (e, s) = (exposer.clone(), slots.clone());
+                tasks.push(tokio::spawn(async move {
+                    loop {
+                        match l.accept().await {
+                            Ok((stream, _)) => connection(stream, &e, &s),
+                            Err(err) => accept_failed(&err).await,
+                        }
+                    }
+                }));
+            }
+            Err(e) => tracing::error!("metrics listener: {e}"),
+        }
+    }
+    if let Some((path, every)) = ends.textfile {
+        let e = exposer.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let text = metrics::to_prometheus_text(&e.scrape());
+                if let Err(err) = write_textfile(&path, &text) {
+                    tracing::warn!(path = %path.display(), "metrics textfile: {err}");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// An accept error (EMFILE, ENOBUFS) must not end the service.
+async fn accept_failed(e: &std::io::Error) {
+    tracing::warn!("metrics: accept: {e}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Serves one connection on its own task, within the bounds.
+fn connection<S>(stream: S, exposer: &Exposer, slots: &Arc<Semaphore>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(permit) = slots.clone().try_acquire_owned() else {
+        tracing::debug!("metrics: {MAX_CONNECTIONS} connections already; closing a new one");
+        return;
+    };
+    let exposer = exposer.clone();
+    tokio::spawn(async move {
+        let service = hyper::service::service_fn(move |req| {
+            let e = exposer.clone();
+            async move { Ok::<_, std::convert::Infallible>(answer(&e, &req)) }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEAD_TIMEOUT)
+            .max_buf_size(MAX_HEAD)
+            .serve_connection(TokioIo::new(stream), service);
+        match tokio::time::timeout(CONN_DEADLINE, conn).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!("metrics: connection: {e}"),
+            Err(_) => tracing::debug!("metrics: connection closed after {CONN_DEADLINE:?}"),
+        }
+        drop(permit);
+    });
+}
+
+/// The answer to one request: `GET`/`HEAD /metrics`, OpenMetrics when the
+/// client asks for it (Prometheus does), else the Prometheus text format.
+fn answer(exposer: &Exposer, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, ctype: &'static str, body: String| {
+        let mut r = Response::new(Full::new(Bytes::from(body)));
+        *r.status_mut() = status;
+        r.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(ctype),
+        );
+        r
+    };
+    if req.uri().path() != "/metrics" {
+        return reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "cgwarden serves GET /metrics\n".into(),
+        );
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "GET or HEAD\n".into(),
+        );
+        r.headers_mut().insert(
+            hyper::header::ALLOW,
+            hyper::header::HeaderValue::from_static("GET, HEAD"),
+        );
+        return r;
+    }
+    let openmetrics = req
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let started = Instant::now();
+    let text = exposer.scrape();
+    tracing::debug!(took = ?started.elapsed(), "metrics scraped");
+    if openmetrics {
+        reply(StatusCode::OK, metrics::OPENMETRICS, text)
+    } else {
+        reply(
+            StatusCode::OK,
+            metrics::PROMETHEUS_TEXT,
+            metrics::to_prometheus_text(&text),
+        )
+    }
+}
+
+/// Replaces `path` atomically: a temporary file in the same directory,
+/// written, synced, renamed over it (node_exporter never reads half a file).
+pub(crate) fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cgwarden.prom".into());
+    // A dot-name: node_exporter reads only `*.prom`.
+    let tmp = dir.join(format!(".{name}.tmp"));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_data()?;
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn textfile_is_replaced_whole_and_leaves_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("cgwarden.prom");
+        write_textfile(&p, "a 1\n").unwrap();
+        write_textfile(&p, "b 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
+        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        // A directory that does not exist is an error, not a panic.
+        assert!(write_textfile(&t.path().join("no/such.prom"), "x").is_err());
+    }
+}

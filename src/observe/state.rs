@@ -1,0 +1,281 @@
+//! What the daemon's event loop publishes for the observe threads
+//! (metrics, flight recorder), and how, so that nothing they do can delay
+//! the loop:
+//!
+//! - [`Book`] lives in the daemon. The loop bumps its counters where the
+//!   things happen (a rule fires, a write finishes, a boost ends, a reload)
+//!   and, at the top of each turn, when something changed, builds a small
+//!   [`EngineView`] and hands it over with `watch::Sender::send_replace`
+//!   (no waiting, no allocation when nothing changed). The observe threads
+//!   read the latest `Arc<EngineView>`; a slow reader holds an old `Arc`,
+//!   never a lock the loop needs.
+//! - The exec watcher's and hook runner's counters are atomics already
+//!   (`Arc`s the view carries); they are read at scrape time.
+//! - Actions and rule transitions reach the recorder through the control
+//!   socket's event broadcast, which never blocks its sender.
+//!
+//! Labels come only from the policy in force (its groups, rules, knobs):
+//! counters of a rule or knob a reload removed are dropped with it, so
+//! memory stays bounded however long the daemon runs.
+
+use crate::daemon::exec;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::watch;
+
+/// One rule as the metrics show it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RuleView {
+    pub name: String,
+    /// Active or clearing (its `while` claims are held).
+    pub active: bool,
+    /// Times it became active since the daemon started.
+    pub fired: u64,
+}
+
+/// One managed knob.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct KnobView {
+    pub name: String,
+    /// The effective value as a number; None for `max` and values that are
+    /// not a number (a cpu list, a scheduler policy).
+    pub value: Option<f64>,
+    /// Writes the kernel took / refused.
+    pub ok: u64,
+    pub failed: u64,
+}
+
+/// Hook runs of one hook, read at scrape time.
+#[derive(Clone, Debug)]
+pub(crate) struct HookView {
+    pub name: String,
+    pub counters: Arc<crate::daemon::hooks::Counters>,
+}
+
+/// The engine's state for the observe threads (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EngineView {
+    pub product: String,
+    pub policy_hash: String,
+    /// (policy name, cgroup path relative to the cgroup root), parents first.
+    pub groups: Vec<(String, String)>,
+    pub rules: Vec<RuleView>,
+    pub knobs: Vec<KnobView>,
+    /// Boosts by result: granted, refused, expired, released, owner_gone.
+    pub boosts: BTreeMap<&'static str, u64>,
+    /// Live claims by owner kind (rule, boost).
+    pub claims_live: BTreeMap<&'static str, u64>,
+    pub reload_ok: bool,
+    /// Unix time of the last successful (re)load.
+    pub reload_success: f64,
+    pub exec: Option<Arc<exec::Shared>>,
+    pub hooks: Vec<HookView>,
+}
+
+/// The daemon's side: counters and the watch sender.
+#[derive(Debug)]
+pub(crate) struct Book {
+    tx: watch::Sender<Arc<EngineView>>,
+    fired: BTreeMap<String, u64>,
+    writes: BTreeMap<String, (u64, u64)>,
+    boosts: BTreeMap<&'static str, u64>,
+    reload_ok: bool,
+    reload_success: SystemTime,
+    /// Something changed since the last publish.
+    pub dirty: bool,
+}
+
+/// The boost results counted (a closed set: bounded labels).
+pub(crate) const BOOST_RESULTS: [&str; 5] =
+    ["granted", "refused", "expired", "released", "owner_gone"];
+
+impl Book {
+    pub(crate) fn new() -> (Book, watch::Receiver<Arc<EngineView>>) {
+        let (tx, rx) = watch::channel(Arc::new(EngineView::default()));
+        let book = Book {
+            tx,
+            fired: BTreeMap::new(),
+            writes: BTreeMap::new(),
+            boosts: BOOST_RESULTS.iter().map(|r| (*r, 0)).collect(),
+            reload_ok: true,
+            reload_success: SystemTime::now(),
+            dirty: true,
+        };
+        (book, rx)
+    }
+
+    /// A rule became active.
+    pub(crate) fn rule_fired(&mut self, rule: &str) {
+        *self.fired.entry(rule.to_string()).or_default() += 1;
+        self.dirty = true;
+    }
+
+    /// A write of `knob` finished (`ok`: the kernel took it).
+    pub(crate) fn write_done(&mut self, knob: &str, ok: bool) {
+        let e = self.writes.entry(knob.to_string()).or_default();
+        if ok {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+        self.dirty = true;
+    }
+
+    /// A boost ended or was answered; `result` is one of [`BOOST_RESULTS`]
+    /// (anything else is ignored: the label set stays closed).
+    pub(crate) fn boost(&mut self, result: &str) {
+        if let Some(c) = BOOST_RESULTS
+            .iter()
+            .find(|r| **r == result)
+            .and_then(|r| self.boosts.get_mut(r))
+        {
+            *c += 1;
+            self.dirty = true;
+        }
+    }
+
+    /// A reload was tried.
+    pub(crate) fn reload(&mut self, ok: bool) {
+        self.reload_ok = ok;
+        if ok {
+            self.reload_success = SystemTime::now();
+        }
+        self.dirty = true;
+    }
+
+    /// Builds the view from the engine's current facts and the counters,
+    /// forgetting counters of rules and knobs the policy no longer has.
+    pub(crate) fn publish(&mut self, mut view: EngineView) {
+        self.fired
+            .retain(|name, _| view.rules.iter().any(|r| &r.name == name));
+        self.writes
+            .retain(|name, _| view.knobs.iter().any(|k| &k.name == name));
+        for r in &mut view.rules {
+            r.fired = self.fired.get(&r.name).copied().unwrap_or(0);
+        }
+        for k in &mut view.knobs {
+            let (ok, failed) = self.writes.get(&k.name).copied().unwrap_or((0, 0));
+            k.ok = ok;
+            k.failed = failed;
+        }
+        view.boosts = self.boosts.clone();
+        view.reload_ok = self.reload_ok;
+        view.reload_success = unix_seconds(self.reload_success);
+        self.tx.send_replace(Arc::new(view));
+        self.dirty = false;
+    }
+}
+
+/// Upper bounds of [`Histogram`]'s buckets, in seconds (the last is open):
+/// hook runs take milliseconds to their timeout (minutes).
+pub(crate) const HOOK_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0];
+
+/// A fixed-bucket histogram of durations: lock-free, no allocation.
+#[derive(Debug, Default)]
+pub(crate) struct Histogram {
+    buckets: [std::sync::atomic::AtomicU64; HOOK_BUCKETS.len() + 1],
+    sum_us: std::sync::atomic::AtomicU64,
+}
+
+impl Histogram {
+    pub(crate) fn record(&self, d: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = d.as_secs_f64();
+        let i = HOOK_BUCKETS
+            .iter()
+            .position(|&b| s <= b)
+            .unwrap_or(HOOK_BUCKETS.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum_us
+            .fetch_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX), Relaxed);
+    }
+
+    /// (sum in seconds, count, per-bucket (upper bound, count) with
+    /// `f64::MAX` for the open bucket, as prometheus-client encodes them).
+    pub(crate) fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let out: Vec<(f64, u64)> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                (
+                    HOOK_BUCKETS.get(i).copied().unwrap_or(f64::MAX),
+                    b.load(Relaxed),
+                )
+            })
+            .collect();
+        let n = out.iter().map(|(_, c)| c).sum();
+        (self.sum_us.load(Relaxed) as f64 / 1e6, n, out)
+    }
+}
+
+/// Seconds since the Unix epoch (0 for a clock before it).
+pub(crate) fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A knob value as a number: plain numbers, the first number of a pair
+/// (`cpu.max`'s quota); `max` and the rest are none.
+pub(crate) fn knob_number(rendered: &str) -> Option<f64> {
+    let first = rendered.split_whitespace().next()?;
+    first.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(name: &str) -> RuleView {
+        RuleView {
+            name: name.into(),
+            active: false,
+            fired: 0,
+        }
+    }
+
+    #[test]
+    fn counters_follow_the_policy_and_publish_only_what_it_names() {
+        let (mut b, rx) = Book::new();
+        b.rule_fired("a");
+        b.rule_fired("a");
+        b.rule_fired("gone");
+        b.write_done("app.memory.high", true);
+        b.write_done("app.memory.high", false);
+        b.boost("granted");
+        b.boost("not-a-result");
+        b.publish(EngineView {
+            rules: vec![rule("a"), rule("b")],
+            knobs: vec![KnobView {
+                name: "app.memory.high".into(),
+                value: Some(1.0),
+                ok: 0,
+                failed: 0,
+            }],
+            ..Default::default()
+        });
+        assert!(!b.dirty);
+        let v = rx.borrow().clone();
+        assert_eq!(v.rules[0].fired, 2);
+        assert_eq!(v.rules[1].fired, 0);
+        assert_eq!((v.knobs[0].ok, v.knobs[0].failed), (1, 1));
+        assert_eq!(v.boosts.get("granted"), Some(&1));
+        assert_eq!(v.boosts.len(), BOOST_RESULTS.len());
+        // The removed rule's counter is gone for good.
+        assert!(!b.fired.contains_key("gone"));
+    }
+
+    #[test]
+    fn knob_numbers() {
+        assert_eq!(knob_number("1048576"), Some(1048576.0));
+        assert_eq!(knob_number("max"), None);
+        assert_eq!(knob_number("inf"), None);
+        assert_eq!(knob_number("50000 100000"), Some(50000.0));
+        assert_eq!(knob_number("0-3"), None);
+        assert_eq!(knob_number(""), None);
+        assert_eq!(knob_number("NaN"), None);
+    }
+}
