@@ -68,3 +68,41 @@ fn every_field_the_decoder_accepts_is_in_docs_policy_md() {
         "docs/policy.md does not mention these policy fields: {missing:?}"
     );
 }
+
+/// Every relative Markdown link in README.md and docs/*.md names a file in
+/// the repository: the docs travel with the code, nothing points outside.
+#[test]
+fn readme_and_docs_link_only_to_files_in_the_repository() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![repo.join("README.md")];
+    for e in std::fs::read_dir(repo.join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            files.push(e.path());
+        }
+    }
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let base = f.parent().unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let p = base.join(target);
+            let inside = p
+                .canonicalize()
+                .map(|c| c.starts_with(repo.canonicalize().unwrap()))
+                .unwrap_or(false);
+            if !inside {
+                bad.push(format!("{}: {target}", f.display()));
+            }
+        }
+    }
+    assert!(checked > 10, "the scan found only {checked} links");
+    assert!(bad.is_empty(), "links to nothing in the repository: {bad:#?}");
+}
