@@ -16,6 +16,7 @@ mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
 pub(crate) mod meminfo;
+pub(crate) mod pm_qos;
 pub(crate) mod proc_events;
 pub mod procfs;
 pub(crate) mod psi;
