@@ -21,7 +21,9 @@
 //!
 //! On a fake tree (`--root DIR`) there is no kernel to hold a request: the
 //! held value is written as the same 4 bytes to `DIR/dev/cpu_dma_latency`
-//! (so tests can read it) and the file is removed when the request closes.
+//! (so tests can read it) and the file is removed when the request closes
+//! (also when the daemon stops; a SIGKILLed daemon leaves it behind, where a
+//! kernel would have dropped the request).
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -145,6 +147,17 @@ impl CpuLatencyRequest {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for CpuLatencyRequest {
+    /// A real descriptor closes by itself (the kernel drops the request); on
+    /// a fake tree the file that stands for it goes too (best effort: a
+    /// failure here only leaves a test's file behind).
+    fn drop(&mut self) {
+        if self.held.as_ref().is_some_and(|h| h.fd.is_none()) {
+            let _ = self.set(None);
+        }
     }
 }
 
