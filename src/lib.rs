@@ -4,11 +4,13 @@
 //! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
 //! - [`engine`]: pure decisions (value comparison, placement matching);
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
+//! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses.
 
 pub mod control;
 pub mod converge;
 pub mod daemon;
+pub mod doctor;
 pub mod engine;
 pub mod exit;
 pub mod kernel;

@@ -26,7 +26,7 @@
 //! kernel would have dropped the request).
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -39,6 +39,7 @@ pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
 /// What `/dev/cpu_dma_latency` reads when no request is held
 /// (`PM_QOS_CPU_LATENCY_DEFAULT_VALUE`).
+#[cfg(test)]
 pub const DEFAULT_CPU_LATENCY_US: i32 = 2_000_000_000;
 
 /// `/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us`.
@@ -49,6 +50,7 @@ pub fn resume_latency_path(cpu: u32) -> PathBuf {
 }
 
 /// Decodes the 4 bytes `/dev/cpu_dma_latency` reads (native-endian `s32`).
+#[cfg(test)]
 pub fn decode_cpu_latency(bytes: &[u8]) -> Option<i32> {
     let b: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
     Some(i32::from_ne_bytes(b))
@@ -163,7 +165,9 @@ impl Drop for CpuLatencyRequest {
 
 /// Reads the current aggregate of `/dev/cpu_dma_latency` (4 bytes); on a
 /// fake tree the held value, or the kernel default when no file is there.
+#[cfg(test)]
 pub fn read_cpu_latency(root: &Root) -> Result<i32> {
+    use std::io::Read;
     let path = Path::new(CPU_DMA_LATENCY);
     let mut f = match fs::File::open(root.host_path(path)) {
         Ok(f) => f,
