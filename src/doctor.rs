@@ -177,7 +177,7 @@ fn unreadable(check: &'static str, value: &str) -> Finding {
         check,
         missing: false,
         what: format!("cannot read the boot parameter {check}={value}"),
-        fix: format!("check by hand that it covers the RT CPUs"),
+        fix: "check by hand that it covers the RT CPUs".to_string(),
     }
 }
 
