@@ -59,6 +59,10 @@ fn text(o: &Output) -> String {
 
 const RULE_ONLY: &str = r#"version: 1
 product: latency-test
+control:
+  - uid: 1000                       # latency knobs are in the closed set: grantable
+    boost: ["latency.*", "latency.cpu7", "latency.global"]
+    max_duration: 1h
 groups:
   rt:
     cpuset: { cpus: "7" }

@@ -538,7 +538,7 @@ impl<'a> Decoder<'a> {
         }
         let why = match pattern::suggestion(&text, groups) {
             Some(s) => format!("; did you mean `{s}`?"),
-            None => "; knobs are GROUP.KNOB for this policy's groups, cpufreq.policyN.{min,max,governor}, sysctl.vm.NAME, sysctl.kernel.sched_NAME, sysctl.kernel.timer_migration and zram.zramN.{mem_limit,swap_priority} (`*` and `?` are the only wildcards)".to_string(),
+            None => "; knobs are GROUP.KNOB for this policy's groups, cpufreq.policyN.{min,max,governor}, sysctl.vm.NAME, sysctl.kernel.sched_NAME, sysctl.kernel.timer_migration, zram.zramN.{mem_limit,swap_priority}, latency.cpuN and latency.global (`*` and `?` are the only wildcards)".to_string(),
         };
         self.err(
             node.pos,

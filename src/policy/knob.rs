@@ -26,6 +26,13 @@
 //!   [`RESERVED_GROUP_NAMES`]) cannot be addressed by a knob.
 //! - `raise` never lowers a knob and `lower` never raises it: a current value
 //!   already past the limit is left alone.
+//! - `latency.cpuN` / `latency.global` (PM QoS, docs/latency.md) take whole
+//!   microseconds up to [`LATENCY_MAX_US`]; their values are
+//!   [`KnobValue::Latency`], `None` meaning no constraint. They merge
+//!   [`MergePolicy::SmallestWins`]. The per-CPU knob is rendered in the
+//!   kernel's encoding ([`resume_latency_text`]: `0us` is `n/a`, none is
+//!   `0`); `latency.global` is [`Knob::held_by_daemon`]: a request on an
+//!   open file descriptor, never a file write, never journalled.
 //! - Sysctls take the range the kernel enforces where it has one we are sure
 //!   of ([`sysctl_range`]); the newest kernel's range is used (an older kernel
 //!   that rejects, say, swappiness 150 says so at write time, like any
