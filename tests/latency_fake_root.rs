@@ -197,7 +197,13 @@ fn boost_tied_to_a_command_holds_a_cpu_latency_while_it_runs() {
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log("control socket listening", Duration::from_secs(10));
     let file = root.join(resume(5));
-    let script = format!("cat {} > {}/seen", file.display(), dir.path().display());
+    // The boost's write is made by a writer lane right after the reply that
+    // starts CMD: wait (up to 5 s) for it while CMD runs, then record.
+    let script = format!(
+        "for i in $(seq 50); do [ \"$(cat {f})\" = n/a ] && break; sleep 0.1; done; cat {f} > {d}/seen",
+        f = file.display(),
+        d = dir.path().display()
+    );
     let o = Command::new(BIN)
         .arg("boost")
         .arg("--policy")
