@@ -4,6 +4,8 @@
 //! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
 //! - [`engine`]: pure decisions (value comparison, placement matching);
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
+//! - [`demo`]: `cgwarden demo`, the narrated run on a fake board;
+//! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses;
 //! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
 
@@ -11,6 +13,7 @@ pub mod control;
 pub mod converge;
 pub mod daemon;
 pub mod demo;
+pub mod doctor;
 pub mod engine;
 pub mod exit;
 pub mod kernel;

@@ -195,6 +195,15 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Check the kernel's boot parameters and build against what the policy needs
+    /// (isolcpus, nohz_full, rcu_nocbs, irqaffinity, PREEMPT_RT, RT_GROUP_SCHED);
+    /// one line per finding with its fix; exit 3 when something needed is missing.
+    Doctor {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
     /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
     Status {
         /// The whole reply as JSON.
@@ -466,6 +475,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             Err(code) => Ok(code),
         },
+        Command::Doctor { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
+            match load(&policy) {
+                Ok(p) => Ok(cgwarden::doctor::command(&root, &p)),
+                Err(code) => Ok(code),
+            }
+        }
         Command::Plan { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,

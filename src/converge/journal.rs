@@ -190,6 +190,9 @@ pub fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
             ["proc", "irq", n, _] => numbered(n, ""),
             ["sys", "devices", "system", "cpu", "cpufreq", _, ..] => true,
             ["sys", "devices", "system", "cpu", cpu, "cpuidle", _, ..] => numbered(cpu, "cpu"),
+            ["sys", "devices", "system", "cpu", cpu, "power", "pm_qos_resume_latency_us"] => {
+                numbered(cpu, "cpu")
+            }
             ["sys", "block", dev, _] => numbered(dev, "zram"),
             ["sys", "class", "zram-control", _] => true,
             ["sys", "devices", "virtual", "workqueue", "cpumask"] => true,
@@ -996,6 +999,7 @@ mod tests {
             "/sys/block/zram0/comp_algorithm",
             "/sys/devices/virtual/workqueue/cpumask",
             "/sys/kernel/rcu_expedited",
+            "/sys/devices/system/cpu/cpu7/power/pm_qos_resume_latency_us",
             "/sys/fs/cgroup/cgroup.subtree_control",
             "/sys/fs/cgroup/rt/cpu.weight",
         ] {
@@ -1012,7 +1016,7 @@ mod tests {
         let back = Journal::load(&root, Path::new("/run/x"), Path::new(CG))
             .unwrap()
             .expect("written");
-        assert_eq!(back.entries().len(), 12);
+        assert_eq!(back.entries().len(), 13);
     }
 
     #[test]

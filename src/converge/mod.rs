@@ -17,8 +17,8 @@ use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::HOOKS_PARENT;
-use crate::kernel::{cpufreq, procfs, realtime, sched, sysctl, zram, Root};
-use crate::policy::knob::{group_baseline, Knob};
+use crate::kernel::{cpufreq, pm_qos, procfs, realtime, sched, sysctl, zram, Root};
+use crate::policy::knob::{group_baseline, Knob, KnobValue};
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
 use journal::{Entry, Journal};
 use std::collections::BTreeSet;
@@ -261,6 +261,7 @@ impl<'p> Converger<'p> {
         self.plan_zram(&mut plan);
         self.plan_cpufreq(&mut plan);
         self.plan_realtime(&mut plan);
+        self.plan_latency(&mut plan);
         self.plan_placement(&mut plan);
         plan
     }
@@ -751,6 +752,39 @@ impl<'p> Converger<'p> {
                     )),
                 }
             }
+        }
+    }
+
+    /// `system.latency` (docs/latency.md): per-CPU resume latencies are
+    /// written (journalled, restored by `reset`) in the kernel's encoding
+    /// (`0us` is `n/a`); the global request can only be held by the daemon,
+    /// so a one-shot `apply` reports it and writes nothing for it.
+    fn plan_latency(&self, plan: &mut Plan) {
+        let Some(l) = &self.policy.system.latency else {
+            return;
+        };
+        for (cpu, us) in &l.cpus {
+            let path = pm_qos::resume_latency_path(*cpu);
+            if self.root.exists(&path) {
+                self.write_step(
+                    plan,
+                    path,
+                    Knob::LatencyCpu(*cpu).render(&KnobValue::Latency(Some(*us))),
+                    Form::Text,
+                    true,
+                );
+            } else {
+                plan.missing.push(format!(
+                    "latency.cpu{cpu}: {} does not exist (no per-CPU PM QoS in this kernel)",
+                    path.display()
+                ));
+            }
+        }
+        if let Some(us) = l.global {
+            plan.warnings.push(format!(
+                "latency.global {us}us is held only by the daemon (`cgwarden run`): the kernel drops a CPU latency request when its file descriptor closes, so {} is not written here",
+                pm_qos::CPU_DMA_LATENCY
+            ));
         }
     }
 

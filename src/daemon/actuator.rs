@@ -19,12 +19,22 @@
 //! removes those groups rather than restoring them, but the daemon needs
 //! their originals after a crash (a claimed value left in a created group
 //! must not become the baseline).
+//!
+//! One knob is not a file write: `latency.global` is the CPU latency request
+//! the actuator holds open on `/dev/cpu_dma_latency`
+//! ([`crate::kernel::pm_qos::CpuLatencyRequest`]) for as long as its
+//! effective value is a tolerance, and closes when it returns to none. That
+//! write is a non-blocking misc-device write (the kernel updates a priority
+//! list), so it is made here, on the loop, not on a lane; it is never
+//! journalled (the kernel drops the request with the descriptor, so a crash
+//! leaves nothing to restore).
 
 use super::lanes::{self, Done, Job, LaneKey, Lanes, SharedJournal, WriteFn};
 use crate::converge::journal::{Entry, Journal};
 use crate::engine::knobs::Write;
 use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::{cpufreq, sysctl, zram, Root};
 use crate::policy::knob::{Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
@@ -42,6 +52,8 @@ pub enum Outcome {
     DryRun,
     /// The knob cannot be written at runtime or maps to nothing.
     Unsupported(String),
+    /// A held request (`latency.global`) was set or closed at once.
+    Held,
 }
 
 pub struct Actuator {
@@ -58,6 +70,8 @@ pub struct Actuator {
     completions: Option<mpsc::UnboundedReceiver<Done>>,
     /// Deadline of a knob write ([`lanes::WRITE_DEADLINE`]; tests shorten it).
     deadline: Duration,
+    /// The `latency.global` request, held while its value is a tolerance.
+    latency: CpuLatencyRequest,
 }
 
 impl Actuator {
@@ -80,7 +94,7 @@ impl Actuator {
         let (lanes, rx) = Lanes::new(root.clone(), journal.clone(), write);
         Actuator {
             cg: CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone()),
-            root,
+            root: root.clone(),
             groups: group_paths(policy),
             dry_run,
             rejected: HashSet::new(),
@@ -88,6 +102,7 @@ impl Actuator {
             lanes,
             completions: Some(rx),
             deadline: lanes::WRITE_DEADLINE,
+            latency: CpuLatencyRequest::new(root.clone()),
         }
     }
 
@@ -138,12 +153,19 @@ impl Actuator {
                     "zram.{device}.swap_priority cannot change while {device} is swapping (the kernel takes the priority at swapon); it applies at the next apply after swapoff"
                 )),
             },
+            Knob::LatencyCpu(cpu) => Ok((pm_qos::resume_latency_path(*cpu), value.kernel())),
+            Knob::LatencyGlobal => Ok((PathBuf::from(pm_qos::CPU_DMA_LATENCY), value.to_string())),
         }
     }
 
     /// Reads a knob's current value from the kernel, in the kernel's
     /// rendering (for `raise`/`lower` of a knob with no baseline).
     pub fn read(&self, knob: &Knob) -> Option<KnobValue> {
+        if knob.held_by_daemon() {
+            // What this daemon's request holds (the device reads the
+            // aggregate of every process's requests).
+            return Some(KnobValue::Latency(self.latency.held()));
+        }
         let path = self.path_of(knob).ok()?;
         let text = self.root.read(&path).ok()?;
         knob.parse_kernel(&text).ok()
@@ -153,6 +175,9 @@ impl Actuator {
     /// the baseline of a knob the policy leaves alone (never the live value a
     /// crashed predecessor may have left behind).
     pub fn original(&self, knob: &Knob) -> Option<KnobValue> {
+        if knob.held_by_daemon() {
+            return None;
+        }
         let path = self.path_of(knob).ok()?;
         let j = lanes::lock_journal(self.journal.as_ref()?);
         let original = j.original(&path)?;
@@ -177,6 +202,9 @@ impl Actuator {
             tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %w.new, cause = %w.cause, "would write (dry run)");
             return Outcome::DryRun;
         }
+        if w.knob.held_by_daemon() {
+            return self.hold_latency(w, &old);
+        }
         let lane = match &w.knob {
             Knob::Group { group, .. } => LaneKey::Group(group.clone()),
             _ => LaneKey::System,
@@ -195,6 +223,33 @@ impl Actuator {
             },
         );
         Outcome::Queued
+    }
+
+    /// Holds, changes or closes the `latency.global` request (module docs).
+    fn hold_latency(&mut self, w: &Write, old: &str) -> Outcome {
+        let KnobValue::Latency(us) = w.new else {
+            let why = format!("`{}` is not a latency", w.new);
+            tracing::warn!(knob = %w.knob, cause = %w.cause, "{why}");
+            return Outcome::Unsupported(why);
+        };
+        let path = pm_qos::CPU_DMA_LATENCY;
+        match self.latency.set(us) {
+            Ok(()) => {
+                match us {
+                    Some(_) => {
+                        tracing::info!(knob = %w.knob, path, old = %old, new = %w.new, cause = %w.cause, "write (request held open)")
+                    }
+                    None => {
+                        tracing::info!(knob = %w.knob, path, old = %old, new = %w.new, cause = %w.cause, "write (request closed)")
+                    }
+                }
+                Outcome::Held
+            }
+            Err(e) => {
+                tracing::error!(knob = %w.knob, cause = %w.cause, value = %w.new, "{e}");
+                Outcome::Unsupported(e.to_string())
+            }
+        }
     }
 
     /// Queues a write of 1 to /proc/sys/vm/compact_memory (its own lane:

@@ -528,6 +528,18 @@ impl Daemon {
         let now = self.now();
         let deadline = length.map(|d| now + d);
         let expires_at = length.map(|d| SystemTime::now() + d);
+        // A boosted knob nothing else manages gets a baseline as rule knobs
+        // do at startup (its original, else what it holds now), so it
+        // returns there when the boost ends (`latency.*` above all: a
+        // tolerance left behind would keep a CPU out of idle for good).
+        for (k, _) in &allowed {
+            if self.supervisor.table().baseline(k).is_none() {
+                let live = self.actuator.read(k);
+                if let Some(b) = self.actuator.original(k).or_else(|| live.clone()) {
+                    self.supervisor.seed(k, b, live);
+                }
+            }
+        }
         self.supervisor.boost(handle, allowed.clone(), deadline);
         let applied: Vec<wire::Applied> = allowed
             .iter()

@@ -144,6 +144,16 @@ async fn run_async(opts: Options) -> u8 {
     for w in &plan.warnings {
         tracing::warn!("{w}");
     }
+    // Boot-time prerequisites (`cgwarden doctor`): reported, never fatal
+    // here — a running system is better supervised than not.
+    match crate::doctor::diagnose(&opts.root, &policy) {
+        Ok(found) => {
+            for f in found {
+                tracing::warn!("doctor: {f}");
+            }
+        }
+        Err(e) => tracing::info!("doctor: boot prerequisites not checked: {e}"),
+    }
     if conv.refuse_missing(&plan) {
         tracing::error!(
             "on_missing: fail: the system lacks what the policy needs; nothing was written"

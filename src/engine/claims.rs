@@ -8,6 +8,9 @@
 //!
 //! - [`MergePolicy::LargestWins`]: the claim granting the most resource wins
 //!   ([`KnobValue::cmp_resource`]).
+//! - [`MergePolicy::SmallestWins`]: the smallest claim wins
+//!   ([`KnobValue::cmp_latency`]; `latency.*`, where less tolerated wake-up
+//!   latency is more performance). Ties go to the first-ranked claim.
 //! - [`MergePolicy::FirstWins`]: the first-ranked claim wins. Boosts rank
 //!   before every rule (an operator's explicit request), later boost handles
 //!   before earlier ones, then rules in policy order (lowest index first).
@@ -155,12 +158,22 @@ impl Claims {
         let list = self.by_knob.get(knob)?;
         let mut iter = list.iter();
         let mut best = iter.next()?;
-        if knob.merge_policy() == MergePolicy::LargestWins {
-            for c in iter {
-                if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
-                    best = c;
+        match knob.merge_policy() {
+            MergePolicy::LargestWins => {
+                for c in iter {
+                    if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
+                        best = c;
+                    }
                 }
             }
+            MergePolicy::SmallestWins => {
+                for c in iter {
+                    if c.value.cmp_latency(&best.value) == Some(Ordering::Less) {
+                        best = c;
+                    }
+                }
+            }
+            MergePolicy::FirstWins => {}
         }
         Some((&best.value, &best.owner))
     }
@@ -240,6 +253,30 @@ pub(crate) mod tests {
         assert_eq!(c.effective(&knob("cpufreq.policy0.min")), None);
         assert!(c.is_empty());
         assert_eq!(c.next_expiry(), None);
+    }
+
+    #[test]
+    fn smallest_wins_for_latency_boosts_and_rules_alike() {
+        let mut c = Claims::new();
+        let k = knob("latency.global");
+        let us = |v| KnobValue::Latency(Some(v));
+        c.add(claim(rule(0), "latency.global", us(100)));
+        c.add(claim(rule(1), "latency.global", us(20)));
+        assert_eq!(c.effective(&k).map(|(v, _)| v.clone()), Some(us(20)));
+        // A boost ranks first but does not win with a larger tolerance.
+        c.add(claim(boost(1), "latency.global", us(50)));
+        assert_eq!(c.effective(&k).map(|(_, o)| o.clone()), Some(rule(1)));
+        c.add(claim(boost(2), "latency.global", us(0)));
+        assert_eq!(
+            c.effective(&k).map(|(v, o)| (v.clone(), o.clone())),
+            Some((us(0), boost(2)))
+        );
+        // Equal values: the first-ranked claim wins.
+        c.add(claim(rule(0), "latency.global", us(0)));
+        assert_eq!(c.effective(&k).map(|(_, o)| o.clone()), Some(boost(2)));
+        c.release_owner(&boost(2));
+        c.release_owner(&rule(0));
+        assert_eq!(c.effective(&k).map(|(v, _)| v.clone()), Some(us(20)));
     }
 
     #[test]
@@ -427,6 +464,14 @@ pub(crate) mod tests {
                     best
                 }
             }),
+            // The smallest value; among equals the first-ranked.
+            MergePolicy::SmallestWins => mine.iter().fold(*first, |best, c| {
+                if c.value.cmp_latency(&best.value) == Some(Ordering::Less) {
+                    c
+                } else {
+                    best
+                }
+            }),
         };
         Some((winner.value.clone(), winner.owner.clone()))
     }
@@ -435,9 +480,9 @@ pub(crate) mod tests {
         #[test]
         fn merge_matches_reference(
             ops in proptest::collection::vec(
-                (0usize..4, any::<bool>(), 0u64..6, 0usize..3, 0u64..4), 0..40)
+                (0usize..4, any::<bool>(), 0u64..6, 0usize..4, 0u64..4), 0..40)
         ) {
-            let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness")];
+            let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness"), knob("latency.global")];
             let mut c = Claims::new();
             let mut model: Vec<Claim> = Vec::new();
             for (who, is_boost, v, k, op) in ops {
@@ -446,7 +491,8 @@ pub(crate) mod tests {
                 let value = match k {
                     0 => KnobValue::Weight(v + 1),
                     1 => gov(&format!("g{v}")),
-                    _ => KnobValue::Int(v as i64),
+                    2 => KnobValue::Int(v as i64),
+                    _ => KnobValue::Latency((v < 5).then_some(v * 10)),
                 };
                 if op == 0 {
                     c.release_owner(&owner);

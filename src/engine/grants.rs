@@ -448,8 +448,11 @@ mod tests {
         "sysctl.vm.swappiness",
         "sysctl.kernel.sched_rt_runtime_us",
         "zram.zram0.mem_limit",
+        "latency.cpu7",
+        "latency.global",
     ];
     const PATTERNS: &[&str] = &[
+        "latency.*",
         "vision.memory.high",
         "vision.*",
         "*.memory.*",

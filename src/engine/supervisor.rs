@@ -181,6 +181,14 @@ pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
             ));
         }
     }
+    if let Some(l) = &p.system.latency {
+        for (cpu, us) in &l.cpus {
+            out.push((Knob::LatencyCpu(*cpu), KnobValue::Latency(Some(*us))));
+        }
+        if let Some(us) = l.global {
+            out.push((Knob::LatencyGlobal, KnobValue::Latency(Some(us))));
+        }
+    }
     out
 }
 
@@ -205,7 +213,11 @@ impl Supervisor {
         let mut table = KnobTable::new();
         for (knob, value) in policy_baselines(policy) {
             table.set_policy_baseline(&knob, Some(value.clone()));
-            table.mark_written(&knob, value);
+            // `apply` wrote the rest at startup; a held request is made by
+            // the first step (the actuator opens it).
+            if !knob.held_by_daemon() {
+                table.mark_written(&knob, value);
+            }
         }
         Supervisor {
             rules: policy

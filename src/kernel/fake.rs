@@ -86,6 +86,16 @@ impl Fake {
     /// Replaces the content of `p` with `value` plus a newline if missing,
     /// atomically (temp file + rename); creates `p` if absent.
     pub(super) fn replace(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+        let mut data = value.to_string();
+        if !data.ends_with('\n') {
+            data.push('\n');
+        }
+        self.replace_bytes(root, p, data.as_bytes())
+    }
+
+    /// Replaces the content of `p` with exactly `data`, atomically (temp
+    /// file + rename); creates `p` if absent.
+    pub(super) fn replace_bytes(&self, root: &Root, p: &Path, data: &[u8]) -> Result<()> {
         self.settle(root);
         let dev = Root::normalize(p);
         // Resolved beneath the tree without following symlinks (see
@@ -100,10 +110,6 @@ impl Fake {
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let tmp = format!("{TMP_PREFIX}{}.{seq}", std::process::id());
-        let mut data = value.to_string();
-        if !data.ends_with('\n') {
-            data.push('\n');
-        }
         // A fixture's mode is kept; a new file gets 0644.
         let mode = target.map_or(0o644, |st| st.st_mode & 0o7777);
         let fd = nix::fcntl::openat(
@@ -117,7 +123,7 @@ impl Fake {
         // Best effort: the umask may have taken bits of the fixture's mode.
         let _ = f.set_permissions(fs::Permissions::from_mode(mode));
         let done = f
-            .write_all(data.as_bytes())
+            .write_all(data)
             .map_err(|e| Error::io("write", &dev, e))
             .and_then(|()| {
                 nix::fcntl::renameat(&dir, tmp.as_str(), &dir, &name)

@@ -97,6 +97,11 @@ impl FakeTree {
             t.file(&format!("{d}/cpuinfo_max_freq"), &max.to_string())?;
         }
         for cpu in 0..8 {
+            // No constraint (what the kernel shows by default).
+            t.file(
+                &format!("sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"),
+                "0",
+            )?;
             for state in 0..3 {
                 t.file(
                     &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/disable"),

@@ -9,6 +9,7 @@
 //! tolerate unknown or missing lines. Errors always carry the device path (as
 //! the user would see it on the target) and the operation.
 
+pub(crate) mod boot;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
 pub mod error;
@@ -16,6 +17,7 @@ mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
 pub(crate) mod meminfo;
+pub(crate) mod pm_qos;
 pub(crate) mod proc_events;
 pub mod procfs;
 pub(crate) mod psi;

@@ -545,7 +545,7 @@ impl<'a> Decoder<'a> {
         }
         let why = match pattern::suggestion(&text, groups) {
             Some(s) => format!("; did you mean `{s}`?"),
-            None => "; knobs are GROUP.KNOB for this policy's groups, cpufreq.policyN.{min,max,governor}, sysctl.vm.NAME, sysctl.kernel.sched_NAME, sysctl.kernel.timer_migration and zram.zramN.{mem_limit,swap_priority} (`*` and `?` are the only wildcards)".to_string(),
+            None => "; knobs are GROUP.KNOB for this policy's groups, cpufreq.policyN.{min,max,governor}, sysctl.vm.NAME, sysctl.kernel.sched_NAME, sysctl.kernel.timer_migration, zram.zramN.{mem_limit,swap_priority}, latency.cpuN and latency.global (`*` and `?` are the only wildcards)".to_string(),
         };
         self.err(
             node.pos,
@@ -1456,8 +1456,11 @@ impl<'a> Decoder<'a> {
 
     fn system(&mut self, node: &Node) -> System {
         let mut sys = System::default();
-        let Some(f) = self.fields(node, "system", &["sysctl", "zram", "cpufreq", "realtime"])
-        else {
+        let Some(f) = self.fields(
+            node,
+            "system",
+            &["sysctl", "zram", "cpufreq", "realtime", "latency"],
+        ) else {
             return sys;
         };
         if let Some(n) = f.get("sysctl") {
@@ -1648,7 +1651,50 @@ impl<'a> Decoder<'a> {
                 sys.realtime = Some(rt);
             }
         }
+        if let Some(n) = f.get("latency") {
+            sys.latency = self.latency(n);
+        }
         sys
+    }
+
+    /// `system.latency: { cpus: {"7": 0us}, global: 100us }` (PM QoS).
+    fn latency(&mut self, node: &Node) -> Option<Latency> {
+        let f = self.fields(node, "system.latency", &["cpus", "global"])?;
+        let us = |text: &str| match Knob::LatencyGlobal.parse_value(text) {
+            Ok(crate::policy::knob::KnobValue::Latency(Some(us))) => Ok(us),
+            Ok(_) => Err("expected microseconds".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let mut lat = Latency {
+            cpus: Vec::new(),
+            global: f
+                .get("global")
+                .and_then(|n| self.unit(n, "latency.global", us)),
+        };
+        if let Some(c) = f.get("cpus") {
+            for (k, v) in self.named_map(c, "system.latency.cpus") {
+                let cpus = match CpuList::parse(&k.name) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.err(k.pos, format!("system.latency.cpus: `{}`: {e}", k.name));
+                        continue;
+                    }
+                };
+                if let Some(v) = self.unit(v, &format!("latency.cpus.{}", k.name), us) {
+                    for cpu in cpus.iter() {
+                        if lat.cpus.iter().any(|(c, _)| *c == cpu) {
+                            self.err(
+                                k.pos,
+                                format!("system.latency.cpus: CPU {cpu} is named twice"),
+                            );
+                        } else {
+                            lat.cpus.push((cpu, v));
+                        }
+                    }
+                }
+            }
+        }
+        Some(lat)
     }
 
     fn rule(&mut self, node: &Node, groups: &[&str], hooks: &[&str]) -> Option<(Rule, Pos)> {

@@ -26,6 +26,13 @@
 //!   [`RESERVED_GROUP_NAMES`]) cannot be addressed by a knob.
 //! - `raise` never lowers a knob and `lower` never raises it: a current value
 //!   already past the limit is left alone.
+//! - `latency.cpuN` / `latency.global` (PM QoS, docs/latency.md) take whole
+//!   microseconds up to [`LATENCY_MAX_US`]; their values are
+//!   [`KnobValue::Latency`], `None` meaning no constraint. They merge
+//!   [`MergePolicy::SmallestWins`]. The per-CPU knob is rendered in the
+//!   kernel's encoding ([`resume_latency_text`]: `0us` is `n/a`, none is
+//!   `0`); `latency.global` is [`Knob::held_by_daemon`]: a request on an
+//!   open file descriptor, never a file write, never journalled.
 //! - Sysctls take the range the kernel enforces where it has one we are sure
 //!   of ([`sysctl_range`]); the newest kernel's range is used (an older kernel
 //!   that rejects, say, swappiness 150 says so at write time, like any
@@ -53,7 +60,14 @@ use std::str::FromStr;
 
 /// Knob family prefixes; a group with one of these names cannot be named in
 /// a knob, so policy validation should reject such group names.
-pub const RESERVED_GROUP_NAMES: [&str; 3] = ["cpufreq", "sysctl", "zram"];
+pub const RESERVED_GROUP_NAMES: [&str; 4] = ["cpufreq", "sysctl", "zram", "latency"];
+
+/// The largest latency tolerance a `latency.*` knob takes, in µs: the CPU
+/// latency QoS default (`PM_QOS_CPU_LATENCY_DEFAULT_VALUE`, what
+/// `/dev/cpu_dma_latency` reads with no request held). Larger values mean
+/// nothing to the cpuidle governor (no idle state is that slow), and the
+/// per-CPU file refuses `S32_MAX` (its internal "no constraint").
+pub const LATENCY_MAX_US: u64 = 2_000_000_000;
 
 /// Largest `pids.max` the kernel accepts (PID_MAX_LIMIT on 64-bit).
 pub const PIDS_LIMIT: u64 = 4_194_304;
@@ -339,6 +353,12 @@ pub enum Knob {
         device: String,
         attr: ZramAttr,
     },
+    /// `latency.cpuN`: the resume latency this CPU tolerates,
+    /// `/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us`.
+    LatencyCpu(u32),
+    /// `latency.global`: the CPU latency QoS request the daemon holds open
+    /// on `/dev/cpu_dma_latency` ([`Knob::held_by_daemon`]).
+    LatencyGlobal,
 }
 
 /// How competing claims on one knob are merged (SPEC §3 semantics).
@@ -348,6 +368,9 @@ pub enum MergePolicy {
     LargestWins,
     /// The claim ranked first (boosts, then rules in policy order) wins.
     FirstWins,
+    /// Less means more performance: the smallest claim wins (`latency.*`:
+    /// less tolerated wake-up latency keeps the CPU out of deep idle).
+    SmallestWins,
 }
 
 /// The type of value a knob takes; private so callers go through
@@ -370,6 +393,8 @@ enum ValueKind {
     Governor,
     /// `cpuset.cpus.partition`: member, root or isolated.
     Partition,
+    /// `latency.*`: a duration in whole µs up to [`LATENCY_MAX_US`].
+    Latency,
 }
 
 /// Family attributes, for "did you mean" on a misspelled last part.
@@ -383,13 +408,14 @@ impl Knob {
     pub fn parse(text: &str) -> Result<Knob, KnobError> {
         let Some((head, rest)) = text.split_once('.') else {
             return Err(KnobError::new(format!(
-                "unknown knob `{text}`: expected GROUP.KNOB, cpufreq.POLICY.ATTR, sysctl.NAME or zram.DEV.ATTR"
+                "unknown knob `{text}`: expected GROUP.KNOB, cpufreq.POLICY.ATTR, sysctl.NAME, zram.DEV.ATTR, latency.cpuN or latency.global"
             )));
         };
         match head {
             "cpufreq" => parse_cpufreq(text, rest),
             "sysctl" => parse_sysctl(text, rest),
             "zram" => parse_zram(text, rest),
+            "latency" => parse_latency(text, rest),
             group => parse_group_knob(text, group, rest),
         }
     }
@@ -402,9 +428,17 @@ impl Knob {
         }
     }
 
+    /// Whether the knob is a request only a running daemon can hold (the
+    /// kernel drops it when its file descriptor closes): `apply` cannot set
+    /// it and writes nothing for it; it is never journalled (there is
+    /// nothing to restore).
+    pub fn held_by_daemon(&self) -> bool {
+        matches!(self, Knob::LatencyGlobal)
+    }
+
     /// How claims on this knob merge. This is the single table for it.
     pub fn merge_policy(&self) -> MergePolicy {
-        use MergePolicy::{FirstWins, LargestWins};
+        use MergePolicy::{FirstWins, LargestWins, SmallestWins};
         match self {
             Knob::Group { knob, .. } => match knob {
                 GroupKnob::CpuWeight
@@ -429,6 +463,7 @@ impl Knob {
             },
             Knob::Sysctl(_) => FirstWins,
             Knob::Zram { .. } => FirstWins,
+            Knob::LatencyCpu(_) | Knob::LatencyGlobal => SmallestWins,
         }
     }
 
@@ -463,6 +498,7 @@ impl Knob {
                     max: 32767,
                 },
             },
+            Knob::LatencyCpu(_) | Knob::LatencyGlobal => ValueKind::Latency,
         }
     }
 
@@ -470,7 +506,11 @@ impl Knob {
     pub fn is_numeric(&self) -> bool {
         !matches!(
             self.value_kind(),
-            ValueKind::CpuMax | ValueKind::CpuList | ValueKind::Governor | ValueKind::Partition
+            ValueKind::CpuMax
+                | ValueKind::CpuList
+                | ValueKind::Governor
+                | ValueKind::Partition
+                | ValueKind::Latency
         )
     }
 
@@ -497,6 +537,7 @@ impl Knob {
             ValueKind::CpuList => CpuList::parse(text).map(KnobValue::CpuList),
             ValueKind::Governor => parse_governor(text).map(KnobValue::Word),
             ValueKind::Partition => parse_partition(text).map(KnobValue::Word),
+            ValueKind::Latency => parse_latency_value(text).map(|us| KnobValue::Latency(Some(us))),
         }
     }
 
@@ -565,6 +606,7 @@ impl Knob {
             },
             ValueKind::CpuList => CpuList::parse_kernel(t).map(KnobValue::CpuList),
             ValueKind::Governor => Ok(KnobValue::Word(t.to_string())),
+            ValueKind::Latency => parse_resume_latency_kernel(t).map(KnobValue::Latency),
             ValueKind::Partition => {
                 let mut words = t.splitn(2, ' ');
                 let mode = words.next().unwrap_or("");
@@ -579,6 +621,58 @@ impl Knob {
             }
         }
     }
+}
+
+/// A latency tolerance as a policy writes it: a duration in whole µs
+/// (`0us`, `100us`, `2ms`), at most [`LATENCY_MAX_US`].
+fn parse_latency_value(text: &str) -> Result<u64, UnitError> {
+    let us = Duration::parse(text)?.whole_micros().ok_or_else(|| {
+        UnitError::new(
+            "latency",
+            text,
+            "expected whole microseconds, like `0us`, `100us` or `2ms`",
+        )
+    })?;
+    if us > LATENCY_MAX_US {
+        return Err(UnitError::new(
+            "latency",
+            text,
+            format!("at most {LATENCY_MAX_US}us (the kernel's default: no constraint)"),
+        ));
+    }
+    Ok(us)
+}
+
+/// Reads `pm_qos_resume_latency_us` as the kernel renders it
+/// (drivers/base/power/sysfs.c, `pm_qos_resume_latency_us_show`): `0` is
+/// *no constraint* (`None`), `n/a` is a tolerance of 0 µs (`Some(0)`: no
+/// idle state at all), `N` is N µs.
+fn parse_resume_latency_kernel(t: &str) -> Result<Option<u64>, UnitError> {
+    match t {
+        "n/a" => Ok(Some(0)),
+        "0" => Ok(None),
+        _ => t
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| UnitError::new("latency", t, "expected `n/a`, `0` or microseconds")),
+    }
+}
+
+/// `latency.cpuN` or `latency.global`.
+fn parse_latency(text: &str, rest: &str) -> Result<Knob, KnobError> {
+    if rest == "global" {
+        return Ok(Knob::LatencyGlobal);
+    }
+    if is_numbered(rest, "cpu") {
+        if let Ok(cpu) = rest["cpu".len()..].parse::<u32>() {
+            return Ok(Knob::LatencyCpu(cpu));
+        }
+    }
+    let hint = suggest(rest, ["global"]).map(|g| format!("latency.{g}"));
+    Err(KnobError::new(format!(
+        "unknown knob `{text}`: expected latency.cpuN or latency.global"
+    ))
+    .with_hint(did_you_mean(hint)))
 }
 
 fn parse_partition(text: &str) -> Result<String, UnitError> {
@@ -823,6 +917,8 @@ impl fmt::Display for Knob {
             Knob::Cpufreq { policy, attr } => write!(f, "cpufreq.{policy}.{}", attr.name()),
             Knob::Sysctl(name) => write!(f, "sysctl.{name}"),
             Knob::Zram { device, attr } => write!(f, "zram.{device}.{}", attr.name()),
+            Knob::LatencyCpu(cpu) => write!(f, "latency.cpu{cpu}"),
+            Knob::LatencyGlobal => f.write_str("latency.global"),
         }
     }
 }
@@ -1023,6 +1119,22 @@ pub enum KnobValue {
     Word(String),
     /// `pids.max`: `Some(n)`, or `None` for `max`.
     Count(Option<u64>),
+    /// `latency.*`: the tolerated wake-up latency in µs, or `None` for no
+    /// constraint (what the kernel holds when nobody asks).
+    Latency(Option<u64>),
+}
+
+/// The text `pm_qos_resume_latency_us` takes for a tolerance
+/// (drivers/base/power/sysfs.c, `pm_qos_resume_latency_us_store`): the kernel
+/// reads `0` as *no constraint* and takes `n/a` for 0 µs tolerated, so a
+/// policy's `0us` is written `n/a` and no constraint `0`; other values are
+/// plain µs (negative ones, and `S32_MAX`, are EINVAL there).
+pub fn resume_latency_text(v: Option<u64>) -> String {
+    match v {
+        None => "0".to_string(),
+        Some(0) => "n/a".to_string(),
+        Some(us) => us.to_string(),
+    }
 }
 
 impl KnobValue {
@@ -1039,6 +1151,7 @@ impl KnobValue {
             KnobValue::Word(w) => w.clone(),
             KnobValue::Count(Some(n)) => n.to_string(),
             KnobValue::Count(None) => "max".to_string(),
+            KnobValue::Latency(v) => resume_latency_text(*v),
         }
     }
 
@@ -1054,6 +1167,20 @@ impl KnobValue {
             (KnobValue::CpuMax(a), KnobValue::CpuMax(b)) => Some(a.cmp_bandwidth(b)),
             (KnobValue::Percent(a), KnobValue::Percent(b)) => a.partial_cmp(b),
             (KnobValue::Count(a), KnobValue::Count(b)) => Some(match (a, b) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) => x.cmp(y),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Orders two latency tolerances, for [`MergePolicy::SmallestWins`]: no
+    /// constraint is larger than any number. `None` for other types.
+    pub fn cmp_latency(&self, other: &KnobValue) -> Option<Ordering> {
+        match (self, other) {
+            (KnobValue::Latency(a), KnobValue::Latency(b)) => Some(match (a, b) {
                 (None, None) => Ordering::Equal,
                 (None, Some(_)) => Ordering::Greater,
                 (Some(_), None) => Ordering::Less,
@@ -1160,6 +1287,8 @@ impl fmt::Display for KnobValue {
             KnobValue::Word(w) => f.write_str(w),
             KnobValue::Count(Some(n)) => write!(f, "{n}"),
             KnobValue::Count(None) => f.write_str("max"),
+            KnobValue::Latency(Some(us)) => write!(f, "{us}us"),
+            KnobValue::Latency(None) => f.write_str("none"),
         }
     }
 }
@@ -1657,6 +1786,67 @@ mod tests {
         assert!(e.to_string().contains("not exclusive"), "{e}");
     }
 
+    /// The kernel's encodings of `pm_qos_resume_latency_us`
+    /// (drivers/base/power/sysfs.c; checked on the guest kernel by
+    /// tests/vm/guest/scenarios/94-latency.sh): a policy's `0us` is written
+    /// `n/a`, no constraint is `0`, and both read back as what they mean.
+    #[test]
+    fn resume_latency_encodings() {
+        let k = knob("latency.cpu7");
+        assert_eq!(k, Knob::LatencyCpu(7));
+        let zero = k.parse_value("0us").unwrap();
+        assert_eq!(zero, KnobValue::Latency(Some(0)));
+        assert_eq!(k.render(&zero), "n/a");
+        assert_eq!(k.render(&KnobValue::Latency(None)), "0");
+        assert_eq!(k.render(&k.parse_value("100us").unwrap()), "100");
+        assert_eq!(k.render(&k.parse_value("2ms").unwrap()), "2000");
+        assert_eq!(k.parse_kernel("n/a\n"), Ok(KnobValue::Latency(Some(0))));
+        assert_eq!(k.parse_kernel("0\n"), Ok(KnobValue::Latency(None)));
+        assert_eq!(k.parse_kernel("250\n"), Ok(KnobValue::Latency(Some(250))));
+        assert!(k.parse_kernel("-1").is_err());
+        assert_eq!(zero.to_string(), "0us");
+        assert_eq!(KnobValue::Latency(None).to_string(), "none");
+        // Policy values: whole µs with a unit, never negative or past the cap.
+        for bad in ["0", "-5us", "1ns", "1500ns", "2001s", "none", "n/a"] {
+            assert!(k.parse_value(bad).is_err(), "{bad}");
+        }
+        assert!(k.parse_value("2000s").is_ok());
+        assert_eq!(knob("latency.global"), Knob::LatencyGlobal);
+        assert!(Knob::LatencyGlobal.held_by_daemon());
+        assert!(!k.held_by_daemon());
+        for bad in [
+            "latency.cpu",
+            "latency.cpux",
+            "latency.globl",
+            "latency.cpu123456",
+        ] {
+            assert!(Knob::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Knob::parse("latency.globl")
+            .unwrap_err()
+            .to_string()
+            .contains("latency.global"));
+        assert_eq!(Knob::LatencyCpu(3).to_string(), "latency.cpu3");
+        assert!(!k.is_numeric());
+    }
+
+    #[test]
+    fn latency_merges_smallest_first() {
+        assert_eq!(
+            knob("latency.cpu0").merge_policy(),
+            MergePolicy::SmallestWins
+        );
+        assert_eq!(
+            knob("latency.global").merge_policy(),
+            MergePolicy::SmallestWins
+        );
+        let l = |v| KnobValue::Latency(v);
+        assert_eq!(l(Some(0)).cmp_latency(&l(Some(5))), Some(Ordering::Less));
+        assert_eq!(l(Some(5)).cmp_latency(&l(None)), Some(Ordering::Less));
+        assert_eq!(l(None).cmp_latency(&l(None)), Some(Ordering::Equal));
+        assert_eq!(l(None).cmp_latency(&KnobValue::Int(1)), None);
+    }
+
     proptest! {
         #[test]
         fn knob_parse_never_panics(s in "\\PC{0,40}") {
@@ -1667,7 +1857,8 @@ mod tests {
         fn values_never_panic(s in "\\PC{0,20}") {
             for k in ["g.cpu.weight", "g.cpu.max", "g.uclamp.min", "g.memory.high", "g.pids.max",
                       "g.cpuset.cpus", "cpufreq.policy0.min", "cpufreq.policy0.governor",
-                      "sysctl.vm.x", "zram.zram0.mem_limit", "zram.zram0.swap_priority"] {
+                      "sysctl.vm.x", "zram.zram0.mem_limit", "zram.zram0.swap_priority",
+                      "latency.cpu1", "latency.global"] {
                 if let Ok(knob) = Knob::parse(k) {
                     if let Ok(v) = knob.parse_value(&s) {
                         let _ = v.kernel();

@@ -398,6 +398,17 @@ pub struct System {
     pub zram: Vec<Zram>,
     pub cpufreq: Vec<Cpufreq>,
     pub realtime: Option<Realtime>,
+    /// `system.latency` (PM QoS; docs/latency.md).
+    pub latency: Option<Latency>,
+}
+
+/// `system.latency`: tolerated wake-up latencies, in µs.
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// `(cpu, µs)` per CPU, in file order (a cpu-list key names several).
+    pub cpus: Vec<(u32, u64)>,
+    /// The CPU latency request the daemon holds open.
+    pub global: Option<u64>,
 }
 
 #[derive(Clone, Debug)]

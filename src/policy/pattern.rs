@@ -7,7 +7,8 @@
 //! - [`could_match`] tells whether a pattern can match *some* knob of the
 //!   closed set of a policy (its groups' knobs, and the families whose names
 //!   have numbered or free parts: `cpufreq.policyN.*`, `zram.zramN.*`,
-//!   `sysctl.vm.*`, `sysctl.kernel.sched_*`, `sysctl.kernel.timer_migration`).
+//!   `sysctl.vm.*`, `sysctl.kernel.sched_*`, `sysctl.kernel.timer_migration`,
+//!   `latency.cpuN`, `latency.global`).
 //!   The families are infinite sets, so the check runs the pattern against a
 //!   small description of each family's names instead of a list.
 
@@ -97,6 +98,8 @@ fn families() -> Vec<Vec<Tok>> {
         "",
     ));
     out.push(build("sysctl.kernel.timer_migration", None, ""));
+    out.push(build("latency.cpu", Some(Tok::Run(digit, 1, 5)), ""));
+    out.push(build("latency.global", None, ""));
     out
 }
 
@@ -226,6 +229,9 @@ mod tests {
             "sysctl.*",
             "zram.*",
             "zram.zram?.mem_limit",
+            "latency.*",
+            "latency.cpu7",
+            "latency.global",
             "*",
             "*.cpu.weight",
             "*high",

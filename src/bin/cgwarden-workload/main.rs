@@ -23,6 +23,7 @@
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
 //! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
+//! cgwarden-workload s32 FILE                  print the first 4 bytes of FILE as a native-endian s32 (/dev/cpu_dma_latency)
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -336,6 +337,7 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 None => usage("run-as: UID must be a number"),
             }
         }
+        ("s32", [file]) => read_s32(file),
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),
@@ -455,4 +457,25 @@ fn main() -> ExitCode {
         None => Vec::new(),
     };
     run(&all, &tags)
+}
+
+/// `s32 FILE`: reads exactly 4 bytes (as the CPU latency QoS device wants)
+/// and prints them as a native-endian s32.
+fn read_s32(file: &OsStr) -> ExitCode {
+    use std::io::Read;
+    let mut buf = [0u8; 4];
+    match std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut buf)) {
+        Ok(()) => {
+            println!("{}", i32::from_ne_bytes(buf));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "cgwarden-workload: s32: {}: {e}",
+                Path::new(file).display()
+            );
+            ExitCode::from(1)
+        }
+    }
 }

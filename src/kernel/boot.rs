@@ -1,0 +1,358 @@
+//! What the running kernel was booted with, for `cgwarden doctor`
+//! (docs/realtime.md): read only, nothing here is ever written.
+//!
+//! - `/proc/cmdline`, split as the kernel's `next_arg()` does: blanks
+//!   separate parameters, double quotes group blanks (`a="b c"` and
+//!   `"a=b c"` are both `a` = `b c`), and a later instance of a parameter
+//!   wins. The CPU-list parameters cgwarden compares are parsed here:
+//!   `isolcpus=[flag,...,]LIST` (flags `nohz`, `domain`, `managed_irq`),
+//!   `nohz_full=LIST`, `rcu_nocbs=LIST`, `irqaffinity=LIST`.
+//! - `/sys/devices/system/cpu/{isolated,nohz_full,possible}`: what the
+//!   kernel made of them (`nohz_full` reads `(null)` when empty; the file is
+//!   absent without CONFIG_NO_HZ_FULL).
+//! - `/sys/kernel/realtime`: present (and `1`) only on a PREEMPT_RT kernel.
+//! - CONFIG_RT_GROUP_SCHED: the cgroup root's `cpu.rt_runtime_us` (present
+//!   when the cpu controller has RT group scheduling: cgroup v1 always, v2
+//!   on kernels that expose it), else `/boot/config-RELEASE` (plain text,
+//!   RELEASE from `/proc/sys/kernel/osrelease`). `/proc/config.gz` is
+//!   gzip-compressed and not decoded (no decompressor in the daemon for one
+//!   line); without either the answer is unknown and says how to look.
+//!
+//! CPU lists accept the kernel's `N`-`M` ranges and single CPUs; the
+//! `N-M:used/group` form and `N` (the last CPU) are reported as
+//! unparseable rather than guessed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::error::{Error, Result};
+use super::root::Root;
+
+/// A set of CPU numbers.
+pub type CpuSet = BTreeSet<u32>;
+
+/// The kernel command line, as parameters in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cmdline {
+    /// `(name, value)`; `value` is `None` for a bare flag (`quiet`).
+    pub params: Vec<(String, Option<String>)>,
+}
+
+impl Cmdline {
+    /// Splits a command line like the kernel's `next_arg()` (module docs).
+    pub fn parse(text: &str) -> Cmdline {
+        let mut params = Vec::new();
+        let mut cur = String::new();
+        let mut in_quote = false;
+        let mut any = false;
+        let push = |cur: &mut String, params: &mut Vec<(String, Option<String>)>| {
+            let p = std::mem::take(cur);
+            match p.split_once('=') {
+                Some((k, v)) => params.push((k.to_string(), Some(v.to_string()))),
+                None => params.push((p, None)),
+            }
+        };
+        for ch in text.chars() {
+            match ch {
+                '"' => {
+                    in_quote = !in_quote;
+                    any = true;
+                }
+                c if c.is_whitespace() && !in_quote => {
+                    if any {
+                        push(&mut cur, &mut params);
+                        any = false;
+                    }
+                }
+                c => {
+                    cur.push(c);
+                    any = true;
+                }
+            }
+        }
+        if any {
+            push(&mut cur, &mut params);
+        }
+        params.retain(|(k, _)| !k.is_empty());
+        Cmdline { params }
+    }
+
+    /// The value of the last instance of `name` (the kernel's later setting
+    /// wins); `Some(None)` for a bare flag, `None` when absent.
+    pub fn get(&self, name: &str) -> Option<Option<&str>> {
+        self.params
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_deref())
+    }
+
+    /// A CPU-list parameter: `None` when absent, `Some(Err(text))` when its
+    /// value is not a list this module reads.
+    pub fn cpus(&self, name: &str) -> Option<std::result::Result<CpuSet, String>> {
+        let v = self.get(name)?.unwrap_or("");
+        Some(parse_cpus(v).ok_or_else(|| v.to_string()))
+    }
+
+    /// `isolcpus=[flags,]LIST`: the flags and the CPUs.
+    pub fn isolcpus(&self) -> Option<std::result::Result<(Vec<String>, CpuSet), String>> {
+        let v = self.get("isolcpus")?.unwrap_or("");
+        let mut flags = Vec::new();
+        let mut rest = v;
+        while let Some((head, tail)) = rest.split_once(',') {
+            if head.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                flags.push(head.to_string());
+                rest = tail;
+            } else {
+                break;
+            }
+        }
+        Some(
+            parse_cpus(rest)
+                .map(|c| (flags, c))
+                .ok_or_else(|| v.to_string()),
+        )
+    }
+}
+
+/// Parses `0-3,7` (and the empty list); `None` for anything else.
+pub fn parse_cpus(text: &str) -> Option<CpuSet> {
+    let t = text.trim();
+    let mut out = CpuSet::new();
+    if t.is_empty() || t == "(null)" {
+        return Some(out);
+    }
+    for part in t.split(',') {
+        let num = |s: &str| -> Option<u32> {
+            if s.is_empty() || s.len() > 5 || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            s.parse().ok()
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => {
+                out.insert(num(part)?);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Formats CPUs as a kernel list with ranges (`2-3,7`).
+pub fn format_cpus(cpus: &CpuSet) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut it = cpus.iter().copied().peekable();
+    while let Some(start) = it.next() {
+        let mut end = start;
+        while it.peek() == Some(&(end + 1)) {
+            end += 1;
+            it.next();
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
+}
+
+/// Whether the kernel has CONFIG_RT_GROUP_SCHED, and how that was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RtGroupSched {
+    /// Seen in this file.
+    On(PathBuf),
+    Off(PathBuf),
+    /// Neither source could tell.
+    Unknown,
+}
+
+/// Everything `doctor` compares, read once.
+#[derive(Clone, Debug)]
+pub struct BootState {
+    pub cmdline: Cmdline,
+    /// `/sys/devices/system/cpu/possible`.
+    pub possible: CpuSet,
+    /// `/sys/devices/system/cpu/isolated` (`None`: absent).
+    pub isolated: Option<CpuSet>,
+    /// `/sys/devices/system/cpu/nohz_full` (`None`: absent, no NO_HZ_FULL).
+    pub nohz_full: Option<CpuSet>,
+    /// `/sys/kernel/realtime` reads `1`.
+    pub preempt_rt: bool,
+    pub rt_group_sched: RtGroupSched,
+}
+
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+/// Reads a CPU-list file; `None` when absent, an error naming the path
+/// when unreadable or not a list.
+fn cpu_file(root: &Root, path: &Path) -> Result<Option<CpuSet>> {
+    match root.read_trimmed(path) {
+        Ok(t) => parse_cpus(&t)
+            .map(Some)
+            .ok_or_else(|| Error::other(path, format!("not a CPU list: {t:?}"))),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl BootState {
+    /// Reads the boot state under `root`; `cgroup_root` is the policy's.
+    pub fn read(root: &Root, cgroup_root: &Path) -> Result<BootState> {
+        let cmdline_path = Path::new("/proc/cmdline");
+        let cmdline = Cmdline::parse(&root.read_small(cmdline_path)?);
+        let possible = cpu_file(root, &Path::new(CPU_DIR).join("possible"))?.unwrap_or_default();
+        let isolated = cpu_file(root, &Path::new(CPU_DIR).join("isolated"))?;
+        let nohz_full = cpu_file(root, &Path::new(CPU_DIR).join("nohz_full"))?;
+        let preempt_rt = root
+            .read_trimmed(Path::new("/sys/kernel/realtime"))
+            .is_ok_and(|t| t == "1");
+        Ok(BootState {
+            cmdline,
+            possible,
+            isolated,
+            nohz_full,
+            preempt_rt,
+            rt_group_sched: rt_group_sched(root, cgroup_root),
+        })
+    }
+}
+
+/// CONFIG_RT_GROUP_SCHED, from the sources in the module docs.
+fn rt_group_sched(root: &Root, cgroup_root: &Path) -> RtGroupSched {
+    let rt_file = cgroup_root.join("cpu.rt_runtime_us");
+    if root.exists(&rt_file) {
+        return RtGroupSched::On(rt_file);
+    }
+    let Ok(release) = root.read_trimmed(Path::new("/proc/sys/kernel/osrelease")) else {
+        return RtGroupSched::Unknown;
+    };
+    if release.is_empty() || release.contains('/') {
+        return RtGroupSched::Unknown;
+    }
+    let config = PathBuf::from(format!("/boot/config-{release}"));
+    match root.read(&config) {
+        Ok(text) => {
+            if text.lines().any(|l| l.trim() == "CONFIG_RT_GROUP_SCHED=y") {
+                RtGroupSched::On(config)
+            } else {
+                RtGroupSched::Off(config)
+            }
+        }
+        Err(_) => RtGroupSched::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn set(v: &[u32]) -> CpuSet {
+        v.iter().copied().collect()
+    }
+
+    #[test]
+    fn cmdline_quotes_flags_and_last_wins() {
+        let c = Cmdline::parse(
+            "BOOT_IMAGE=/vmlinuz root=UUID=ab-cd ro quiet \"dyndbg=file x.c +p\" a=\"b c\" nohz_full=1 nohz_full=2-3,7\n",
+        );
+        assert_eq!(c.get("quiet"), Some(None));
+        assert_eq!(c.get("root"), Some(Some("UUID=ab-cd")));
+        assert_eq!(c.get("dyndbg"), Some(Some("file x.c +p")));
+        assert_eq!(c.get("a"), Some(Some("b c")));
+        assert_eq!(c.get("missing"), None);
+        assert_eq!(c.cpus("nohz_full"), Some(Ok(set(&[2, 3, 7]))));
+        assert_eq!(c.cpus("rcu_nocbs"), None);
+    }
+
+    #[test]
+    fn isolcpus_flags_then_list() {
+        let c = Cmdline::parse("isolcpus=managed_irq,domain,7 irqaffinity=0-6");
+        assert_eq!(
+            c.isolcpus(),
+            Some(Ok((vec!["managed_irq".into(), "domain".into()], set(&[7]))))
+        );
+        assert_eq!(c.cpus("irqaffinity"), Some(Ok(set(&[0, 1, 2, 3, 4, 5, 6]))));
+        let c = Cmdline::parse("isolcpus=2-3,6");
+        assert_eq!(c.isolcpus(), Some(Ok((vec![], set(&[2, 3, 6])))));
+        let c = Cmdline::parse("isolcpus=nohz,domain,1-3:1/2");
+        assert_eq!(c.isolcpus(), Some(Err("nohz,domain,1-3:1/2".into())));
+        assert_eq!(
+            Cmdline::parse("rcu_nocbs").cpus("rcu_nocbs"),
+            Some(Ok(set(&[])))
+        );
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("(null)\n"), Some(set(&[])));
+        assert_eq!(parse_cpus(""), Some(set(&[])));
+        assert_eq!(parse_cpus("0-2,4"), Some(set(&[0, 1, 2, 4])));
+        for bad in ["3-1", "x", "1,", "N", "1-3:1/2", "-1"] {
+            assert_eq!(parse_cpus(bad), None, "{bad}");
+        }
+        assert_eq!(format_cpus(&set(&[0, 1, 2, 4, 6, 7])), "0-2,4,6-7");
+        assert_eq!(format_cpus(&set(&[])), "");
+    }
+
+    #[test]
+    fn reads_a_fake_tree_and_names_bad_files() {
+        let t = tempfile::TempDir::new().unwrap();
+        let w = |rel: &str, s: &str| {
+            let p = t.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w("proc/cmdline", "console=ttyS0 nohz_full=3\n");
+        w("sys/devices/system/cpu/possible", "0-7\n");
+        w("sys/devices/system/cpu/nohz_full", "(null)\n");
+        w("proc/sys/kernel/osrelease", "6.1.0-rt\n");
+        w(
+            "boot/config-6.1.0-rt",
+            "CONFIG_PREEMPT_RT=y\nCONFIG_RT_GROUP_SCHED=y\n",
+        );
+        let r = Root::fake(t.path());
+        let b = BootState::read(&r, Path::new("/sys/fs/cgroup")).unwrap();
+        assert_eq!(b.cmdline.cpus("nohz_full"), Some(Ok(set(&[3]))));
+        assert_eq!(b.possible, (0..8).collect());
+        assert_eq!(b.isolated, None);
+        assert_eq!(b.nohz_full, Some(set(&[])));
+        assert!(!b.preempt_rt);
+        assert_eq!(
+            b.rt_group_sched,
+            RtGroupSched::On(PathBuf::from("/boot/config-6.1.0-rt"))
+        );
+        w("sys/devices/system/cpu/isolated", "garbage\n");
+        let e = BootState::read(&r, Path::new("/sys/fs/cgroup"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/sys/devices/system/cpu/isolated"), "{e}");
+        std::fs::remove_file(t.path().join("proc/cmdline")).unwrap();
+        let e = BootState::read(&r, Path::new("/sys/fs/cgroup"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/proc/cmdline"), "{e}");
+    }
+
+    proptest! {
+        #[test]
+        fn cmdline_never_panics(s in "\\PC{0,80}") {
+            let c = Cmdline::parse(&s);
+            let _ = c.isolcpus();
+            let _ = c.cpus("nohz_full");
+        }
+
+        #[test]
+        fn cpu_list_round_trips(v in proptest::collection::btree_set(0u32..64, 0..20)) {
+            prop_assert_eq!(parse_cpus(&format_cpus(&v)), Some(v));
+        }
+    }
+}
