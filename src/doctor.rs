@@ -38,6 +38,7 @@
 use crate::kernel::boot::{format_cpus, BootState, CpuSet, RtGroupSched};
 use crate::kernel::Root;
 use crate::policy::model::{Partition, Policy, SchedPolicy};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// What a policy asks of the kernel's boot and build.
@@ -51,6 +52,16 @@ pub struct Needs {
     pub housekeeping: CpuSet,
     /// Groups a placement puts SCHED_FIFO/RR/DEADLINE tasks in.
     pub rt_sched_groups: Vec<String>,
+    /// cgroup controllers the groups use.
+    pub controllers: BTreeSet<&'static str>,
+    /// Rules, metrics or the recorder read PSI.
+    pub psi: bool,
+    /// A group sets `uclamp`, or a rule or grant names a uclamp knob.
+    pub uclamp: bool,
+    /// `system.zram` is set.
+    pub zram: bool,
+    /// There are placement rules (exec events; many moves).
+    pub placement: bool,
 }
 
 impl Needs {
@@ -88,6 +99,27 @@ impl Needs {
                 n.rt_sched_groups.push(p.group.clone());
             }
         }
+        n.controllers = crate::converge::policy_controllers(policy);
+        let mut reads = crate::engine::condition::Needs::default();
+        for r in &policy.rules {
+            reads.add_expr(&r.when);
+        }
+        n.psi = !reads.psi_avg.is_empty()
+            || !reads.psi_stall.is_empty()
+            || policy.settings.metrics.enabled()
+            || policy.settings.recorder.is_some();
+        n.uclamp = policy
+            .all_groups()
+            .iter()
+            .any(|g| g.uclamp.min.is_some() || g.uclamp.max.is_some())
+            || policy.rules.iter().any(|r| {
+                r.then
+                    .iter()
+                    .chain(r.while_.iter())
+                    .any(|a| a.to_string().contains(".uclamp."))
+            });
+        n.zram = !policy.system.zram.is_empty();
+        n.placement = !policy.placement.is_empty();
         n
     }
 }
@@ -126,6 +158,13 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("irqaffinity", check_irqaffinity),
     ("preempt_rt", check_preempt_rt),
     ("rt_group_sched", check_rt_group_sched),
+    ("kernel_config", check_kernel_config),
+    ("controllers", check_controllers),
+    ("psi", check_psi),
+    ("uclamp", check_uclamp),
+    ("zram", check_zram),
+    ("proc_events", check_proc_events),
+    ("favordynmods", check_favordynmods),
 ];
 
 /// Every finding for `needs` on a kernel in `state`.
@@ -179,6 +218,141 @@ fn unreadable(check: &'static str, value: &str) -> Finding {
         what: format!("cannot read the boot parameter {check}={value}"),
         fix: "check by hand that it covers the RT CPUs".to_string(),
     }
+}
+
+fn note(check: &'static str, what: String, fix: String) -> Finding {
+    Finding {
+        check,
+        missing: false,
+        what,
+        fix,
+    }
+}
+
+/// The config option behind each cgroup controller.
+fn controller_option(c: &str) -> &'static str {
+    match c {
+        "cpuset" => "CONFIG_CPUSETS",
+        "cpu" => "CONFIG_CGROUP_SCHED (with CONFIG_FAIR_GROUP_SCHED)",
+        "memory" => "CONFIG_MEMCG",
+        "io" => "CONFIG_BLK_CGROUP",
+        "pids" => "CONFIG_CGROUP_PIDS",
+        _ => "the controller's CONFIG_ option",
+    }
+}
+
+/// Without a readable configuration the runtime evidence (cgroup files,
+/// /proc/pressure) still decides most checks; say how to get the rest.
+fn check_kernel_config(_n: &Needs, s: &BootState) -> Vec<Finding> {
+    if s.config.source.is_some() {
+        return Vec::new();
+    }
+    vec![note(
+        "kernel_config",
+        "the kernel configuration is readable neither at /proc/config.gz nor at /boot/config-RELEASE, so build options are judged by what the running kernel shows".into(),
+        "build with CONFIG_IKCONFIG=y and CONFIG_IKCONFIG_PROC=y, or install the config as /boot/config-$(uname -r)".into(),
+    )]
+}
+
+fn check_controllers(n: &Needs, s: &BootState) -> Vec<Finding> {
+    let Some(have) = &s.controllers else {
+        if n.controllers.is_empty() {
+            return Vec::new();
+        }
+        return vec![missing(
+            "controllers",
+            "the policy's cgroup root has no cgroup.controllers: no cgroup v2 hierarchy is mounted there".into(),
+            "mount cgroup2 at /sys/fs/cgroup (systemd: systemd.unified_cgroup_hierarchy=1) or point settings.cgroup_root at a cgroup2 directory".into(),
+        )];
+    };
+    n.controllers
+        .iter()
+        .filter(|c| !have.contains(**c))
+        .map(|c| {
+            missing(
+                "controllers",
+                format!(
+                    "the cgroup root does not offer the `{c}` controller the policy's groups use"
+                ),
+                format!(
+                    "build with {} and keep it off cgroup v1 (kernel parameter cgroup_no_v1=all)",
+                    controller_option(c)
+                ),
+            )
+        })
+        .collect()
+}
+
+fn check_psi(n: &Needs, s: &BootState) -> Vec<Finding> {
+    if !n.psi || s.psi {
+        return Vec::new();
+    }
+    let fix = match s.config.enabled("CONFIG_PSI") {
+        Some(true) => {
+            "add the kernel parameter psi=1 (the kernel is built with CONFIG_PSI_DEFAULT_DISABLED)"
+        }
+        _ => "build with CONFIG_PSI=y (and boot with psi=1 if CONFIG_PSI_DEFAULT_DISABLED=y)",
+    };
+    vec![missing(
+        "psi",
+        "/proc/pressure is absent, and the policy's rules, metrics or recorder read pressure"
+            .into(),
+        fix.into(),
+    )]
+}
+
+fn check_uclamp(n: &Needs, s: &BootState) -> Vec<Finding> {
+    match (n.uclamp, s.config.enabled("CONFIG_UCLAMP_TASK_GROUP")) {
+        (true, Some(false)) => vec![missing(
+            "uclamp",
+            "the policy sets uclamp, and the kernel is built without it".into(),
+            "build with CONFIG_UCLAMP_TASK=y and CONFIG_UCLAMP_TASK_GROUP=y".into(),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn check_zram(n: &Needs, s: &BootState) -> Vec<Finding> {
+    if !n.zram || s.zram_loaded {
+        return Vec::new();
+    }
+    match s.config.enabled("CONFIG_ZRAM") {
+        Some(false) => vec![missing(
+            "zram",
+            "the policy sets up zram, and the kernel is built without it".into(),
+            "build with CONFIG_ZRAM=m (or y)".into(),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn check_proc_events(n: &Needs, s: &BootState) -> Vec<Finding> {
+    match (n.placement, s.config.built_in("CONFIG_PROC_EVENTS")) {
+        (true, Some(false)) => vec![note(
+            "proc_events",
+            "the kernel has no process-events connector: processes are placed by the periodic /proc scan (settings.rescan), not at exec".into(),
+            "build with CONFIG_CONNECTOR=y and CONFIG_PROC_EVENTS=y".into(),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn check_favordynmods(n: &Needs, s: &BootState) -> Vec<Finding> {
+    if !n.placement {
+        return Vec::new();
+    }
+    let mounted = s
+        .cgroup2_options
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|x| x == "favordynmods"));
+    if mounted || s.config.built_in("CONFIG_CGROUP_FAVOR_DYNMODS") == Some(true) {
+        return Vec::new();
+    }
+    vec![note(
+        "favordynmods",
+        "cgroup2 is not in favordynmods mode: every process move takes a global lock, which an exec flood makes expensive".into(),
+        "build with CONFIG_CGROUP_FAVOR_DYNMODS=y, or remount: mount -o remount,favordynmods /sys/fs/cgroup".into(),
+    )]
 }
 
 fn union(a: &CpuSet, b: &CpuSet) -> CpuSet {
@@ -366,7 +540,7 @@ fn check_rt_group_sched(n: &Needs, s: &BootState) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::boot::{parse_cpus, Cmdline};
+    use crate::kernel::boot::{parse_cpus, Cmdline, KernelConfig};
     use proptest::prelude::*;
     use std::path::PathBuf;
 
@@ -385,6 +559,14 @@ mod tests {
                 .or(Some(set(""))),
             preempt_rt: true,
             rt_group_sched: RtGroupSched::Off(PathBuf::from("/boot/config-x")),
+            config: KernelConfig::parse(
+                PathBuf::from("/boot/config-x"),
+                "CONFIG_PSI=y\nCONFIG_PROC_EVENTS=y\nCONFIG_CGROUP_FAVOR_DYNMODS=y\nCONFIG_UCLAMP_TASK_GROUP=y\n",
+            ),
+            controllers: Some(["cpuset", "cpu", "io", "memory", "pids"].map(String::from).into()),
+            psi: true,
+            cgroup2_options: Some("rw,nosuid,nodev,noexec,relatime".into()),
+            zram_loaded: true,
         }
     }
 
@@ -394,10 +576,55 @@ mod tests {
             partitioned: set("7"),
             housekeeping: set("0-6"),
             rt_sched_groups: vec!["rt".into()],
+            ..Needs::default()
         }
     }
 
     const GOOD: &str = "nohz_full=7 rcu_nocbs=7 irqaffinity=0-6";
+
+    #[test]
+    fn build_options_and_runtime_evidence_decide_the_kernel_checks() {
+        let mut n = Needs {
+            psi: true,
+            uclamp: true,
+            placement: true,
+            zram: true,
+            controllers: ["cpu", "io", "memory"].into(),
+            ..Needs::default()
+        };
+        let mut s = state("");
+        assert_eq!(findings(&n, &s), []);
+        // PSI built but disabled at boot: the parameter, not the option.
+        s.psi = false;
+        let f = findings(&n, &s);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].missing && f[0].fix.contains("psi=1"), "{f:?}");
+        // No configuration at all: PSI's fix names the option; the build
+        // checks that need the config say nothing but one note.
+        s.config = KernelConfig::default();
+        s.zram_loaded = false;
+        let f = findings(&n, &s);
+        let names: Vec<&str> = f.iter().map(|f| f.check).collect();
+        assert_eq!(names, ["kernel_config", "psi", "favordynmods"], "{f:?}");
+        assert!(f[1].fix.contains("CONFIG_PSI=y"));
+        assert!(!f[0].missing && !f[2].missing);
+        // favordynmods as a mount option is enough.
+        s.cgroup2_options = Some("rw,favordynmods".into());
+        s.psi = true;
+        assert_eq!(findings(&n, &s).len(), 1);
+        // A controller the root does not offer is missing, named.
+        s.controllers = Some(["cpu", "memory"].map(String::from).into());
+        let f = findings(&n, &s);
+        assert!(
+            f.iter().any(|f| f.missing
+                && f.what.contains("`io`")
+                && f.fix.contains("CONFIG_BLK_CGROUP")),
+            "{f:?}"
+        );
+        // Nothing asked, nothing said (but the config note).
+        n = Needs::default();
+        assert!(findings(&n, &s).iter().all(|f| f.check == "kernel_config"));
+    }
 
     #[test]
     fn a_well_booted_kernel_has_no_findings() {
@@ -480,6 +707,7 @@ mod tests {
                 rt,
                 housekeeping: hk,
                 rt_sched_groups: Vec::new(),
+                ..Needs::default()
             };
             let mut cmd = noise.clone();
             for f in findings(&n, &state(&noise)) {

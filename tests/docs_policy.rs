@@ -104,5 +104,8 @@ fn readme_and_docs_link_only_to_files_in_the_repository() {
         }
     }
     assert!(checked > 10, "the scan found only {checked} links");
-    assert!(bad.is_empty(), "links to nothing in the repository: {bad:#?}");
+    assert!(
+        bad.is_empty(),
+        "links to nothing in the repository: {bad:#?}"
+    );
 }

@@ -18,11 +18,22 @@ fn setup(dir: &Path, cmdline: &str) -> (FakeTree, PathBuf) {
     t.file("proc/sys/kernel/osrelease", "6.6.0-rt").unwrap();
     t.file(
         "boot/config-6.6.0-rt",
-        "CONFIG_PREEMPT_RT=y\n# CONFIG_RT_GROUP_SCHED is not set\n",
+        &format!("{GOOD_CONFIG}# CONFIG_RT_GROUP_SCHED is not set\n"),
+    )
+    .unwrap();
+    t.file(
+        "proc/pressure/memory",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
     )
     .unwrap();
     (t, root)
 }
+
+/// A kernel configuration with everything the shipped policies use.
+const GOOD_CONFIG: &str =
+    "CONFIG_PREEMPT_RT=y\nCONFIG_PSI=y\nCONFIG_CONNECTOR=y\nCONFIG_PROC_EVENTS=y\n\
+CONFIG_CGROUP_FAVOR_DYNMODS=y\nCONFIG_UCLAMP_TASK=y\nCONFIG_UCLAMP_TASK_GROUP=y\nCONFIG_ZRAM=m\n\
+CONFIG_CPUSETS=y\nCONFIG_MEMCG=y\nCONFIG_CGROUP_PIDS=y\nCONFIG_BLK_CGROUP=y\n";
 
 fn doctor(policy: &Path, root: &Path) -> (Option<i32>, String) {
     let o: Output = Command::new(BIN)
@@ -109,4 +120,60 @@ fn no_cmdline_is_an_error_naming_the_file() {
     let (code, out) = doctor(&policy(), &root);
     assert_ne!(code, Some(0), "{out}");
     assert!(out.contains("/proc/cmdline"), "{out}");
+}
+
+/// Issue 14 item 4: the build configuration from /proc/config.gz (as the
+/// kernel serves it, gzip), the cgroup root's controllers and /proc/pressure
+/// against what a policy uses; each missing piece named with its option.
+#[test]
+fn a_kernel_built_without_psi_and_uclamp_is_told_which_options_to_set() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let (t, root) = setup(dir.path(), "console=ttyS0\n");
+    std::fs::remove_file(root.join("boot/config-6.6.0-rt")).unwrap();
+    std::fs::remove_file(root.join("proc/pressure/memory")).unwrap();
+    // No `io` controller offered at the root.
+    t.file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory pids")
+        .unwrap();
+    let config =
+        "CONFIG_PSI=y\nCONFIG_PSI_DEFAULT_DISABLED=y\n# CONFIG_UCLAMP_TASK_GROUP is not set\n\
+                  CONFIG_PROC_EVENTS=y\nCONFIG_CGROUP_FAVOR_DYNMODS=y\nCONFIG_ZRAM=m\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(config.as_bytes()).unwrap();
+    std::fs::write(root.join("proc/config.gz"), gz.finish().unwrap()).unwrap();
+    // The vision cell: PSI rules, uclamp on realtime, io weights.
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/iq9100-vision.yaml");
+    let (code, out) = doctor(&policy, &root);
+    assert_eq!(code, Some(3), "{out}");
+    for want in [
+        "missing: psi: ",
+        "add the kernel parameter psi=1",
+        "missing: uclamp: ",
+        "CONFIG_UCLAMP_TASK_GROUP=y",
+        "missing: controllers: the cgroup root does not offer the `io` controller",
+        "CONFIG_BLK_CGROUP",
+    ] {
+        assert!(out.contains(want), "doctor did not say `{want}`:\n{out}");
+    }
+    assert!(
+        !out.contains("kernel_config"),
+        "the config was readable:\n{out}"
+    );
+    // With psi=1 booted and the rest fixed, those findings go.
+    std::fs::write(
+        root.join("proc/pressure/memory"),
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    )
+    .unwrap();
+    t.file(
+        "sys/fs/cgroup/cgroup.controllers",
+        "cpuset cpu io memory pids",
+    )
+    .unwrap();
+    let (_, out) = doctor(&policy, &root);
+    assert!(
+        !out.contains("psi:") && !out.contains("controllers:"),
+        "{out}"
+    );
+    assert!(out.contains("missing: uclamp: "), "{out}");
 }

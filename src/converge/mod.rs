@@ -235,6 +235,16 @@ pub fn children_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str
         .collect()
 }
 
+/// Every controller the policy's groups need somewhere in the hierarchy
+/// (what `doctor` checks the cgroup root offers).
+pub fn policy_controllers(policy: &Policy) -> BTreeSet<&'static str> {
+    policy
+        .groups
+        .iter()
+        .flat_map(|g| subtree_controllers(policy, g))
+        .collect()
+}
+
 fn subtree_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
     let mut set = own_controllers(policy, g);
     for c in &g.children {

@@ -22,7 +22,7 @@
 //! `N-M:used/group` form and `N` (the last CPU) are reported as
 //! unparseable rather than guessed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
@@ -187,6 +187,102 @@ pub struct BootState {
     /// `/sys/kernel/realtime` reads `1`.
     pub preempt_rt: bool,
     pub rt_group_sched: RtGroupSched,
+    /// The build configuration, where the kernel shows it.
+    pub config: KernelConfig,
+    /// `cgroup.controllers` of the policy's cgroup root (`None`: absent,
+    /// no cgroup2 there).
+    pub controllers: Option<BTreeSet<String>>,
+    /// `/proc/pressure/memory` exists (CONFIG_PSI built and not disabled).
+    pub psi: bool,
+    /// Mount options of the cgroup2 mount holding the cgroup root.
+    pub cgroup2_options: Option<String>,
+    /// The zram module is loaded or zram-control exists.
+    pub zram_loaded: bool,
+}
+
+/// The kernel's build configuration: `/proc/config.gz`
+/// (CONFIG_IKCONFIG_PROC), else `/boot/config-RELEASE`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelConfig {
+    /// Where it was read; `None`: neither source exists.
+    pub source: Option<PathBuf>,
+    options: HashMap<String, String>,
+}
+
+impl KernelConfig {
+    /// Parses `CONFIG_X=y` lines (`# CONFIG_X is not set` means off).
+    pub fn parse(source: PathBuf, text: &str) -> KernelConfig {
+        let options = text
+            .lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .filter(|(k, _)| k.starts_with("CONFIG_"))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+            .collect();
+        KernelConfig {
+            source: Some(source),
+            options,
+        }
+    }
+
+    /// Whether `name` is built in or a module; `None` when the
+    /// configuration could not be read at all.
+    pub fn enabled(&self, name: &str) -> Option<bool> {
+        self.source.as_ref()?;
+        Some(matches!(
+            self.options.get(name).map(String::as_str),
+            Some("y" | "m")
+        ))
+    }
+
+    /// Whether `name` is built in (`=y`).
+    pub fn built_in(&self, name: &str) -> Option<bool> {
+        self.source.as_ref()?;
+        Some(self.options.get(name).is_some_and(|v| v == "y"))
+    }
+}
+
+/// Largest `/proc/config.gz` inflated (a distribution config is ~300 KiB).
+const CONFIG_MAX: u64 = 8 << 20;
+
+/// Reads the configuration from the sources of [`KernelConfig`].
+fn kernel_config(root: &Root) -> KernelConfig {
+    let gz = Path::new("/proc/config.gz");
+    if let Ok(bytes) = root.read_bytes(gz) {
+        use std::io::Read;
+        let mut text = String::new();
+        let inflated = flate2::read::GzDecoder::new(bytes.as_slice())
+            .take(CONFIG_MAX)
+            .read_to_string(&mut text);
+        if inflated.is_ok() {
+            return KernelConfig::parse(gz.to_path_buf(), &text);
+        }
+    }
+    let Ok(release) = root.read_trimmed(Path::new("/proc/sys/kernel/osrelease")) else {
+        return KernelConfig::default();
+    };
+    if release.is_empty() || release.contains('/') {
+        return KernelConfig::default();
+    }
+    let path = PathBuf::from(format!("/boot/config-{release}"));
+    match root.read(&path) {
+        Ok(text) => KernelConfig::parse(path, &text),
+        Err(_) => KernelConfig::default(),
+    }
+}
+
+/// The options of the cgroup2 mount whose mount point holds `cgroup_root`
+/// (the longest such mount point), from `/proc/self/mounts`.
+fn cgroup2_options(root: &Root, cgroup_root: &Path) -> Option<String> {
+    let mounts = root.read_small(Path::new("/proc/self/mounts")).ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && f[2] == "cgroup2").then(|| (f[1].to_string(), f[3].to_string()))
+        })
+        .filter(|(mp, _)| cgroup_root.starts_with(mp))
+        .max_by_key(|(mp, _)| mp.len())
+        .map(|(_, opts)| opts)
 }
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
@@ -214,39 +310,38 @@ impl BootState {
         let preempt_rt = root
             .read_trimmed(Path::new("/sys/kernel/realtime"))
             .is_ok_and(|t| t == "1");
+        let config = kernel_config(root);
+        let controllers = root
+            .read_trimmed(&cgroup_root.join("cgroup.controllers"))
+            .ok()
+            .map(|t| t.split_whitespace().map(String::from).collect());
         Ok(BootState {
             cmdline,
             possible,
             isolated,
             nohz_full,
             preempt_rt,
-            rt_group_sched: rt_group_sched(root, cgroup_root),
+            rt_group_sched: rt_group_sched(root, cgroup_root, &config),
+            controllers,
+            psi: root.exists(Path::new("/proc/pressure/memory")),
+            cgroup2_options: cgroup2_options(root, cgroup_root),
+            zram_loaded: root.exists(Path::new("/sys/class/zram-control"))
+                || root.exists(Path::new("/sys/module/zram")),
+            config,
         })
     }
 }
 
 /// CONFIG_RT_GROUP_SCHED, from the sources in the module docs.
-fn rt_group_sched(root: &Root, cgroup_root: &Path) -> RtGroupSched {
+fn rt_group_sched(root: &Root, cgroup_root: &Path, config: &KernelConfig) -> RtGroupSched {
     let rt_file = cgroup_root.join("cpu.rt_runtime_us");
     if root.exists(&rt_file) {
         return RtGroupSched::On(rt_file);
     }
-    let Ok(release) = root.read_trimmed(Path::new("/proc/sys/kernel/osrelease")) else {
-        return RtGroupSched::Unknown;
-    };
-    if release.is_empty() || release.contains('/') {
-        return RtGroupSched::Unknown;
-    }
-    let config = PathBuf::from(format!("/boot/config-{release}"));
-    match root.read(&config) {
-        Ok(text) => {
-            if text.lines().any(|l| l.trim() == "CONFIG_RT_GROUP_SCHED=y") {
-                RtGroupSched::On(config)
-            } else {
-                RtGroupSched::Off(config)
-            }
-        }
-        Err(_) => RtGroupSched::Unknown,
+    match (config.built_in("CONFIG_RT_GROUP_SCHED"), &config.source) {
+        (Some(true), Some(src)) => RtGroupSched::On(src.clone()),
+        (Some(false), Some(src)) => RtGroupSched::Off(src.clone()),
+        _ => RtGroupSched::Unknown,
     }
 }
 
