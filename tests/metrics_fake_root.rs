@@ -158,9 +158,19 @@ fn scraped_over_unix_socket_and_tcp_and_written_as_textfile_all_valid() {
             "  metrics:\n    socket: /run/cgwarden/metrics.sock\n    listen: 127.0.0.1:{port}\n    textfile: /var/lib/node_exporter/cgwarden.prom\n    interval: 1s"
         ),
     );
+    // Converge first so the group exists, and lay out what the kernel would
+    // show in it before the daemon starts: an events file that appears only
+    // after the daemon's first look may be first read with the OOM kill
+    // already in it (seen in CI), and a count's first reading is its base.
+    support::apply(&policy, &root);
+    let cg = root.join("sys/fs/cgroup/inference");
+    std::fs::write(
+        cg.join("memory.events"),
+        "low 0\nhigh 4\nmax 0\noom 0\noom_kill 0\n",
+    )
+    .unwrap();
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log("metrics socket listening", Duration::from_secs(10));
-    let cg = root.join("sys/fs/cgroup/inference");
     std::fs::write(cg.join("memory.current"), "123456789\n").unwrap();
     std::fs::write(
         cg.join("memory.pressure"),
