@@ -2,6 +2,9 @@
 //!
 //! - [`policy`]: the YAML model, units, rule language and validation (pure);
 //! - [`kernel`]: the only code that knows kernel paths, all resolved through a [`kernel::Root`];
+//! - [`knobs`]: the knob registry: one module per knob family (name, file, format, merge, range,
+//!   journal pattern, fake default, doc line); everything else iterates it;
+//! - [`units`]: value units (sizes, durations, frequencies, CPU lists), a leaf shared by all;
 //! - [`engine`]: pure decisions (value comparison, placement matching);
 //! - [`converge`]: the one-shot `plan` / `apply` / `reset`;
 //! - [`demo`]: `cgwarden demo`, the narrated run on a fake board;
@@ -17,6 +20,8 @@ pub mod doctor;
 pub mod engine;
 pub mod exit;
 pub mod kernel;
+pub mod knobs;
 pub mod observe;
 pub mod policy;
 pub mod top;
+pub mod units;

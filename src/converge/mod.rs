@@ -18,7 +18,8 @@ use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::HOOKS_PARENT;
 use crate::kernel::{cpufreq, pm_qos, procfs, realtime, sched, sysctl, zram, Root};
-use crate::policy::knob::{group_baseline, Knob, KnobValue};
+use crate::knobs::{Knob, KnobValue};
+use crate::policy::model::group_baseline;
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
 use journal::{Entry, Journal};
 use std::collections::BTreeSet;
@@ -378,7 +379,7 @@ impl<'p> Converger<'p> {
         let cpus = g.cpuset.cpus.as_ref()?;
         let possible_path = Path::new("/sys/devices/system/cpu/possible");
         let text = self.root.read_trimmed(possible_path).ok()?;
-        let possible = crate::policy::units::CpuList::parse_kernel(&text).ok()?;
+        let possible = crate::units::CpuList::parse_kernel(&text).ok()?;
         let absent: BTreeSet<u32> = cpus.iter().filter(|&c| !possible.contains(c)).collect();
         if absent.is_empty() {
             return None;
@@ -386,7 +387,7 @@ impl<'p> Converger<'p> {
         Some(format!(
             "{}: cpuset.cpus {cpus} names CPU {} that this machine does not have ({} is {text}); not written",
             self.cg.file(&g.path, "cpuset.cpus").display(),
-            crate::policy::units::CpuList(absent),
+            crate::units::CpuList(absent),
             possible_path.display()
         ))
     }

@@ -36,7 +36,7 @@ use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::{cpufreq, sysctl, zram, Root};
-use crate::policy::knob::{Knob, KnobValue, ZramAttr};
+use crate::knobs::{Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -364,7 +364,7 @@ impl Actuator {
 /// kernel rejects a min above the current max. (Knob order writes min first,
 /// which is right when the ceiling comes down.)
 pub fn order_writes(effects: &mut [Effect]) {
-    use crate::policy::knob::CpufreqAttr;
+    use crate::knobs::CpufreqAttr;
     let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
         effects.iter().position(|e| {
             matches!(e, Effect::Write(w) if matches!(&w.knob, Knob::Cpufreq { policy: p, attr: a } if p == policy && *a == attr))
@@ -419,8 +419,8 @@ pub fn group_paths(policy: &Policy) -> HashMap<String, String> {
 mod tests {
     use super::*;
     use crate::engine::knobs::Cause;
-    use crate::policy::knob::CpufreqAttr;
-    use crate::policy::units::Frequency;
+    use crate::knobs::CpufreqAttr;
+    use crate::units::Frequency;
     use lanes::LaneKey;
 
     fn w(attr: CpufreqAttr, old: u64, new: u64) -> Effect {

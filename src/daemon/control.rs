@@ -18,7 +18,7 @@ use crate::control::{wire, Caller, Request, Response};
 use crate::engine::claims::Owner;
 use crate::engine::knobs::Write;
 use crate::engine::rule_state::Time;
-use crate::policy::knob::{Knob, KnobValue};
+use crate::knobs::{Knob, KnobValue};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{broadcast, mpsc};

@@ -31,7 +31,7 @@
 //!   insertion order.
 
 use super::rule_state::Time;
-use crate::policy::knob::{Knob, KnobValue, MergePolicy};
+use crate::knobs::{Knob, KnobValue, MergePolicy};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -211,7 +211,7 @@ impl Claims {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::policy::units::{Frequency, Size};
+    use crate::units::{Frequency, Size};
     use proptest::prelude::*;
     use std::time::Duration;
 

@@ -70,7 +70,7 @@ use crate::policy::expr::{
     Avg, Compare, Expr, ExprKind, MemEvent, Metric, Resource, Stall, Target, Threshold,
 };
 use crate::policy::model::Rule;
-use crate::policy::units::{Size, Temperature};
+use crate::units::{Size, Temperature};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -129,7 +129,7 @@ impl fmt::Display for Measured {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Measured::Percent(p) => write!(f, "{p:.2}%"),
-            Measured::Stall(d) => write!(f, "{}", crate::policy::units::Duration(*d)),
+            Measured::Stall(d) => write!(f, "{}", crate::units::Duration(*d)),
             Measured::Bytes(b) | Measured::Count(b) => write!(f, "{b}"),
             Measured::Flag(b) => write!(f, "{}", u8::from(*b)),
             Measured::Millidegrees(m) => write!(f, "{}", Temperature { millidegrees: *m }),
@@ -1268,7 +1268,7 @@ mod tests {
         // millisecond), for a 10 s window and for a 1 h one.
         for (window, step) in [("10s", ms(1)), ("1h", ms(50))] {
             let e = expr(&format!("g.memory.events.high > 0/{window}"));
-            let w = crate::policy::units::Duration::parse(window)
+            let w = crate::units::Duration::parse(window)
                 .map(|d| d.get())
                 .unwrap_or_default();
             let bucket = w / BUCKETS;

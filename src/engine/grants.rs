@@ -15,10 +15,10 @@
 //!   `max_boosts` of its grants. A request that breaks either, or of which
 //!   nothing is allowed, is refused as a whole.
 
-use crate::policy::knob::Knob;
+use crate::knobs::Knob;
 use crate::policy::model::{ControlGrant, ControlSubject};
 use crate::policy::pattern::glob_match;
-use crate::policy::units::Duration as Shown;
+use crate::units::Duration as Shown;
 use std::time::Duration;
 
 /// Who is asking, as the kernel reports it for the connection.

@@ -34,8 +34,8 @@
 
 use super::claims::{Claim, Claims, Owner};
 use super::rule_state::Time;
+use crate::knobs::{Knob, KnobValue};
 use crate::policy::expr::Action;
-use crate::policy::knob::{Knob, KnobValue};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -365,9 +365,9 @@ impl KnobTable {
 mod tests {
     use super::*;
     use crate::engine::claims::tests::{boost, knob, reference_merge, rule};
+    use crate::knobs::CpuMax;
     use crate::policy::expr::parse_action;
-    use crate::policy::knob::CpuMax;
-    use crate::policy::units::{Frequency, Percent, Size};
+    use crate::units::{Frequency, Percent, Size};
     use proptest::prelude::*;
     use std::time::Duration;
 

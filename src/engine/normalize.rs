@@ -6,8 +6,8 @@
 //! its own form so that `apply` twice writes nothing the second time, on a
 //! real kernel and on a fake tree alike.
 
-use crate::policy::knob::GroupKnob;
-use crate::policy::units::{CpuList, Size};
+use crate::knobs::GroupKnob;
+use crate::units::{CpuList, Size};
 
 /// How a knob's value is read back, and so how it is compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

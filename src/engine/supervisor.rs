@@ -10,8 +10,9 @@ use super::claims::Owner;
 use super::condition::{Evaluator, Metrics, Subject};
 use super::knobs::{Cause, KnobTable, Write};
 use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
+use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::expr::Action;
-use crate::policy::knob::{group_baseline, CpufreqAttr, Knob, KnobValue, ZramAttr};
+use crate::policy::model::group_baseline;
 use crate::policy::model::Policy;
 use std::collections::HashMap;
 
@@ -680,7 +681,7 @@ fn hook_effect(
 mod tests {
     use super::*;
     use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
-    use crate::policy::units::Size;
+    use crate::units::Size;
     use std::collections::HashMap;
     use std::time::Duration;
 

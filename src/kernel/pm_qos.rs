@@ -8,7 +8,7 @@
 //!   the kernel's (drivers/base/power/sysfs.c): `0` means *no constraint*
 //!   and reads back `0`; `n/a` means 0 µs tolerated (no idle state at all)
 //!   and reads back `n/a`; negative values and `2147483647` are EINVAL.
-//!   [`crate::policy::knob::resume_latency_text`] renders a tolerance.
+//!   [`crate::knobs::resume_latency_text`] renders a tolerance.
 //! - **The global CPU latency request**, `/dev/cpu_dma_latency`: the kernel
 //!   keeps a request only while the file descriptor that made it stays
 //!   open, and drops it when the descriptor closes — by `close`, exit, or

@@ -195,11 +195,11 @@ pub fn open_fds() -> Option<u64> {
 
 /// The CPUs the kernel could ever bring online
 /// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
-pub fn possible_cpus(root: &Root) -> Option<crate::policy::units::CpuList> {
+pub fn possible_cpus(root: &Root) -> Option<crate::units::CpuList> {
     let text = root
         .read_trimmed(Path::new("/sys/devices/system/cpu/possible"))
         .ok()?;
-    crate::policy::units::CpuList::parse_kernel(&text).ok()
+    crate::units::CpuList::parse_kernel(&text).ok()
 }
 
 #[cfg(test)]

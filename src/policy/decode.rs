@@ -7,10 +7,10 @@
 
 use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
-use super::knob::{CpuMax, Knob, RESERVED_GROUP_NAMES};
 use super::model::*;
-use super::units::{CpuList, Frequency, Percent, Size};
 use super::yaml::{Key, Node, Pos, Value};
+use crate::knobs::{CpuMax, Knob, RESERVED_GROUP_NAMES};
+use crate::units::{CpuList, Frequency, Percent, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -1483,7 +1483,7 @@ impl<'a> Decoder<'a> {
                     _ => None,
                 };
                 // A sysctl with a kernel range takes one integer in it.
-                if let (Some(val), Some((min, max))) = (&value, super::knob::sysctl_range(&k.name))
+                if let (Some(val), Some((min, max))) = (&value, crate::knobs::sysctl_range(&k.name))
                 {
                     if val
                         .parse::<i64>()
@@ -1661,7 +1661,7 @@ impl<'a> Decoder<'a> {
     fn latency(&mut self, node: &Node) -> Option<Latency> {
         let f = self.fields(node, "system.latency", &["cpus", "global"])?;
         let us = |text: &str| match Knob::LatencyGlobal.parse_value(text) {
-            Ok(crate::policy::knob::KnobValue::Latency(Some(us))) => Ok(us),
+            Ok(crate::knobs::KnobValue::Latency(Some(us))) => Ok(us),
             Ok(_) => Err("expected microseconds".to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -1934,13 +1934,13 @@ fn truncate_bytes(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-fn knob_error_text(e: &super::knob::KnobError) -> String {
+fn knob_error_text(e: &crate::knobs::KnobError) -> String {
     e.to_string()
 }
 
 /// Durations in policy syntax (`500ms`, `30s`, `2m`).
-pub fn parse_duration(s: &str) -> Result<Duration, super::units::UnitError> {
-    super::units::Duration::parse(s).map(|d| d.0)
+pub fn parse_duration(s: &str) -> Result<Duration, crate::units::UnitError> {
+    crate::units::Duration::parse(s).map(|d| d.0)
 }
 
 /// Issue 13: `settings.metrics`, `settings.recorder`, `report.criteria`.

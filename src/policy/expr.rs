@@ -3,7 +3,7 @@
 //! This module owns the grammar, the syntax tree and its type checking:
 //! which metrics exist, which threshold unit each metric compares against,
 //! and the text form of `set`/`raise`/`lower`/`hook`/`compact memory`
-//! actions (knob names and values are delegated to [`super::knob`]).
+//! actions (knob names and values are delegated to [`crate::knobs`]).
 //! Whether a referenced group or hook exists is checked by the caller
 //! (see [`referenced_groups`]), as is which actions may appear in `while:`
 //! ([`Action::allowed_in_while`]).
@@ -61,8 +61,8 @@
 //! - `raise`/`lower` need a positive step (`by 0` or `by max` is an error)
 //!   and `lower ... down to max` is an error.
 
-use super::knob::{is_valid_name, suggest, Knob, KnobValue};
-use super::units::{Duration, Percent, Size, Temperature};
+use crate::knobs::{is_valid_name, suggest, Knob, KnobValue};
+use crate::units::{Duration, Percent, Size, Temperature};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -1498,8 +1498,8 @@ fn is_positive(value: &KnobValue) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::knob::{CpufreqAttr, GroupKnob};
-    use crate::policy::units::CpuList;
+    use crate::knobs::{CpufreqAttr, GroupKnob};
+    use crate::units::CpuList;
     use proptest::prelude::*;
 
     fn parse(src: &str) -> Expr {
@@ -2012,7 +2012,7 @@ mod tests {
                     policy: "policy4".into(),
                     attr: CpufreqAttr::Min
                 },
-                value: KnobValue::Frequency(crate::policy::units::Frequency { khz: 1_800_000 }),
+                value: KnobValue::Frequency(crate::units::Frequency { khz: 1_800_000 }),
             }
         );
         assert_eq!(
@@ -2380,7 +2380,7 @@ mod tests {
                 },
                 3 => Action::Set {
                     knob: knob(GroupKnob::CpuMax),
-                    value: KnobValue::CpuMax(crate::policy::knob::CpuMax::Quota { quota_us: 1_000 + bytes % 100_000, period_us: 100_000 }),
+                    value: KnobValue::CpuMax(crate::knobs::CpuMax::Quota { quota_us: 1_000 + bytes % 100_000, period_us: 100_000 }),
                 },
                 4 => Action::Hook(hook),
                 _ => Action::CompactMemory,

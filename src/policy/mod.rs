@@ -4,10 +4,8 @@
 pub mod decode;
 pub(crate) mod diag;
 pub mod expr;
-pub mod knob;
 pub mod model;
 pub(crate) mod pattern;
-pub(crate) mod units;
 pub(crate) mod yaml;
 
 pub use diag::Diagnostics;
@@ -202,7 +200,7 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
             }
         }
         for a in r.then.iter().chain(&r.while_) {
-            if let Some(knob::Knob::Group { group: g, knob }) = a.knob() {
+            if let Some(crate::knobs::Knob::Group { group: g, knob }) = a.knob() {
                 if g == group {
                     out.push(knob.controller());
                 }

@@ -2,9 +2,9 @@
 //! `decode`, so every value here has already been validated.
 
 use super::expr::{Action, Expr};
-use super::knob::CpuMax;
-use super::units::{CpuList, Frequency, Percent, Size};
 use super::yaml::Pos;
+use crate::knobs::{CpuMax, GroupKnob, KnobValue};
+use crate::units::{CpuList, Frequency, Percent, Size};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -486,4 +486,61 @@ impl Policy {
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.all_groups().into_iter().find(|g| g.name == name)
     }
+}
+
+/// A group's baseline as the policy sets it, in write order: the one list of
+/// which group files cgwarden manages and with what value. `apply` writes it,
+/// the daemon's knob table starts from it and a repair rewrites it.
+pub fn group_baseline(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
+    let mut out = Vec::new();
+    if let Some(m) = &g.cpuset.mems {
+        out.push((GroupKnob::CpusetMems, KnobValue::CpuList(m.clone())));
+    }
+    if let Some(c) = &g.cpuset.cpus {
+        out.push((GroupKnob::CpusetCpus, KnobValue::CpuList(c.clone())));
+    }
+    if let Some(p) = g.cpuset.partition {
+        out.push((
+            GroupKnob::CpusetPartition,
+            KnobValue::Word(p.as_str().to_string()),
+        ));
+    }
+    if let Some(w) = g.cpu.weight {
+        out.push((GroupKnob::CpuWeight, KnobValue::Weight(w)));
+    }
+    if let Some(m) = &g.cpu.max {
+        out.push((GroupKnob::CpuMax, KnobValue::CpuMax(*m)));
+    }
+    if let Some(v) = &g.uclamp.min {
+        out.push((GroupKnob::UclampMin, KnobValue::Percent(*v)));
+    }
+    if let Some(v) = &g.uclamp.max {
+        out.push((GroupKnob::UclampMax, KnobValue::Percent(*v)));
+    }
+    let m = &g.memory;
+    for (k, v) in [
+        (GroupKnob::MemoryMin, &m.min),
+        (GroupKnob::MemoryLow, &m.low),
+        (GroupKnob::MemoryHigh, &m.high),
+        (GroupKnob::MemoryMax, &m.max),
+        (GroupKnob::MemorySwapMax, &m.swap_max),
+    ] {
+        if let Some(s) = v {
+            out.push((k, KnobValue::Size(*s)));
+        }
+    }
+    if let Some(o) = m.oom_group {
+        out.push((GroupKnob::MemoryOomGroup, KnobValue::Int(i64::from(o))));
+    }
+    if let Some(w) = g.io.weight {
+        out.push((GroupKnob::IoWeight, KnobValue::Weight(w)));
+    }
+    if let Some(p) = g.pids.max {
+        let v = match p {
+            PidsMax::Count(n) => Some(n),
+            PidsMax::Max => None,
+        };
+        out.push((GroupKnob::PidsMax, KnobValue::Count(v)));
+    }
+    out
 }

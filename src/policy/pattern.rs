@@ -1,5 +1,5 @@
 //! Knob patterns of `control:` grants (`cpufreq.*.min`, `vision.memory.high`):
-//! globs over the names of the closed knob set (see [`super::knob`]).
+//! globs over the names of the closed knob set (see [`crate::knobs`]).
 //!
 //! - `*` matches any run of characters, dots included (`vision.*` is every
 //!   knob of `vision`, `*` every knob); `?` matches exactly one character;
@@ -12,7 +12,7 @@
 //!   The families are infinite sets, so the check runs the pattern against a
 //!   small description of each family's names instead of a list.
 
-use super::knob::{suggest, GroupKnob, RESERVED_GROUP_NAMES};
+use crate::knobs::{suggest, GroupKnob, RESERVED_GROUP_NAMES};
 
 /// The longest pattern accepted; bounds the work of [`could_match`].
 pub const MAX_PATTERN_LEN: usize = 128;
@@ -66,7 +66,7 @@ fn word(b: u8) -> bool {
 
 /// The families of the closed set whose names are not a finite list, as
 /// `(fixed prefix, variable run, fixed suffix)`; mirrors the parsers in
-/// [`super::knob`] (`is_numbered`: 1–5 digits; sysctl leaves: at most 64
+/// [`crate::knobs`] (`is_numbered`: 1–5 digits; sysctl leaves: at most 64
 /// bytes of `[a-z0-9_]`).
 fn families() -> Vec<Vec<Tok>> {
     let mut out = Vec::new();
@@ -188,7 +188,7 @@ pub fn suggestion(pattern: &str, groups: &[&str]) -> Option<String> {
     if pattern.contains(['*', '?']) {
         return None;
     }
-    let hint = super::knob::Knob::parse(pattern).err()?.hint?;
+    let hint = crate::knobs::Knob::parse(pattern).err()?.hint?;
     // The parser's hints read "did you mean `X`?": keep X if it matches.
     let candidate = hint.strip_prefix("did you mean `")?.strip_suffix("`?")?;
     could_match(candidate, groups).then(|| candidate.to_string())
@@ -197,7 +197,7 @@ pub fn suggestion(pattern: &str, groups: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::knob::Knob;
+    use crate::knobs::Knob;
     use proptest::prelude::*;
 
     #[test]

@@ -53,7 +53,7 @@
 //!   | `kernel.sched_rt_runtime_us`    | -1..=2^31-1      | -1 = unlimited; ≤ the period at write |
 //!   | `kernel.timer_migration`        | 0..=1            | `SYSCTL_ZERO`..`SYSCTL_ONE`           |
 
-use super::units::{CpuList, Duration, Frequency, Percent, Size, UnitError};
+use crate::units::{CpuList, Duration, Frequency, Percent, Size, UnitError};
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
@@ -231,64 +231,6 @@ impl GroupKnob {
             GroupKnob::CpusetCpus | GroupKnob::CpusetMems | GroupKnob::CpusetPartition => "cpuset",
         }
     }
-}
-
-/// A group's baseline as the policy sets it, in write order: the one list of
-/// which group files cgwarden manages and with what value. `apply` writes it,
-/// the daemon's knob table starts from it and a repair rewrites it.
-pub fn group_baseline(g: &super::model::Group) -> Vec<(GroupKnob, KnobValue)> {
-    use super::model::PidsMax;
-    let mut out = Vec::new();
-    if let Some(m) = &g.cpuset.mems {
-        out.push((GroupKnob::CpusetMems, KnobValue::CpuList(m.clone())));
-    }
-    if let Some(c) = &g.cpuset.cpus {
-        out.push((GroupKnob::CpusetCpus, KnobValue::CpuList(c.clone())));
-    }
-    if let Some(p) = g.cpuset.partition {
-        out.push((
-            GroupKnob::CpusetPartition,
-            KnobValue::Word(p.as_str().to_string()),
-        ));
-    }
-    if let Some(w) = g.cpu.weight {
-        out.push((GroupKnob::CpuWeight, KnobValue::Weight(w)));
-    }
-    if let Some(m) = &g.cpu.max {
-        out.push((GroupKnob::CpuMax, KnobValue::CpuMax(*m)));
-    }
-    if let Some(v) = &g.uclamp.min {
-        out.push((GroupKnob::UclampMin, KnobValue::Percent(*v)));
-    }
-    if let Some(v) = &g.uclamp.max {
-        out.push((GroupKnob::UclampMax, KnobValue::Percent(*v)));
-    }
-    let m = &g.memory;
-    for (k, v) in [
-        (GroupKnob::MemoryMin, &m.min),
-        (GroupKnob::MemoryLow, &m.low),
-        (GroupKnob::MemoryHigh, &m.high),
-        (GroupKnob::MemoryMax, &m.max),
-        (GroupKnob::MemorySwapMax, &m.swap_max),
-    ] {
-        if let Some(s) = v {
-            out.push((k, KnobValue::Size(*s)));
-        }
-    }
-    if let Some(o) = m.oom_group {
-        out.push((GroupKnob::MemoryOomGroup, KnobValue::Int(i64::from(o))));
-    }
-    if let Some(w) = g.io.weight {
-        out.push((GroupKnob::IoWeight, KnobValue::Weight(w)));
-    }
-    if let Some(p) = g.pids.max {
-        let v = match p {
-            PidsMax::Count(n) => Some(n),
-            PidsMax::Max => None,
-        };
-        out.push((GroupKnob::PidsMax, KnobValue::Count(v)));
-    }
-    out
 }
 
 /// A cpufreq policy attribute.
