@@ -567,6 +567,59 @@ fn journal_lines_outside_managed_interfaces_make_reset_refuse_touching_nothing()
     }
 }
 
+/// Issue 21: the journal's allow-list once accepted any `/proc/sys/kernel/*`
+/// file, so one appended line made `reset` (as root) pipe core dumps to a
+/// program or swap the module loader. The allow-list is now the knob
+/// registry's files: a line naming a code-execution sysctl (or a cgroup
+/// file no family writes) makes the whole journal untrusted, and `reset`
+/// exits 1 having written nothing — the sysctls keep their values.
+#[test]
+fn a_journal_line_naming_core_pattern_or_modprobe_is_never_restored() {
+    for (line, file, keep) in [
+        (
+            "FILE\t/proc/sys/kernel/core_pattern\t|/tmp/evil %p\\n",
+            "proc/sys/kernel/core_pattern",
+            "core",
+        ),
+        (
+            "FILE\t/proc/sys/kernel/modprobe\t/tmp/evil\\n",
+            "proc/sys/kernel/modprobe",
+            "/sbin/modprobe",
+        ),
+        (
+            "FILE\t/sys/fs/cgroup/app/cgroup.procs\t1\\n",
+            "sys/fs/cgroup/app/cgroup.procs",
+            "",
+        ),
+    ] {
+        let (_d, root, policy) = small_tree();
+        let (code, out) = apply_at(&policy, &root);
+        assert_eq!(code, 0, "apply: {out}");
+        std::fs::write(root.join(file), keep).unwrap();
+        // A real journal from `apply`, with one hostile line appended.
+        let j = root.join("run/cgwarden/originals");
+        let mut text = std::fs::read_to_string(&j).unwrap();
+        text.push_str(line);
+        text.push('\n');
+        std::fs::write(&j, &text).unwrap();
+        let before = support::tree_snapshot(&root);
+        let (code, out) = reset_at(&policy, &root);
+        assert_eq!(code, 1, "{line}: reset must refuse: {out}");
+        let named = file.rsplit('/').next().unwrap();
+        assert!(
+            out.contains(named),
+            "{line}: the refusal names the file: {out}"
+        );
+        assert!(out.contains("not trusted"), "{line}: {out}");
+        assert_eq!(read(&root, file), keep, "{line}: left as it was");
+        assert_eq!(std::fs::read_to_string(&j).unwrap(), text, "journal kept");
+        assert!(
+            support::tree_diff(&before, &support::tree_snapshot(&root)).is_empty(),
+            "{line}: nothing touched"
+        );
+    }
+}
+
 #[test]
 fn reset_never_follows_a_symlink_in_the_root_to_the_outside() {
     let (d, root, policy) = small_tree();
@@ -585,7 +638,7 @@ fn reset_never_follows_a_symlink_in_the_root_to_the_outside() {
         &root,
         &format!(
             "{J_HEAD}FILE\t/proc/sys/vm/swappiness\t60\\n\nMKDIR\t/sys/fs/cgroup/g\n\
-             ABSENT\t/sys/fs/cgroup/h/cpu.weight\nFILE\t/sys/fs/cgroup/h/cgroup.procs\t1\n"
+             ABSENT\t/sys/fs/cgroup/h/cpu.weight\nFILE\t/sys/fs/cgroup/h/memory.high\t1\n"
         ),
     );
     let (code, out) = reset_at(&policy, &root);
@@ -597,6 +650,7 @@ fn reset_never_follows_a_symlink_in_the_root_to_the_outside() {
         std::fs::read_to_string(outdir.join("cgroup.procs")).unwrap(),
         ""
     );
+    assert!(!outdir.join("memory.high").exists(), "{out}");
     assert!(
         root.join("run/cgwarden/originals").exists(),
         "kept for a rerun"

@@ -47,11 +47,14 @@
 //! The journal is input `reset` acts on as root, so it is never a write
 //! primitive: every path it names must be canonical (absolute, no `.`, `..`
 //! or empty components: such a path is refused, never normalized) and lie
-//! under a kernel interface cgwarden manages ([`managed`]): below the
-//! `cgroup_root`, `/proc/sys/{vm,kernel}/NAME`, `/proc/irq`, cpufreq,
-//! `cpuN/cpuidle`, `/sys/block/zramN`, `/sys/class/zram-control`, the
-//! workqueue cpumask; a swap device is `/dev/zramN`; a created directory is
-//! below the `cgroup_root`. The recorded `cgroup_root` itself must be under
+//! be a file some knob family owns ([`managed`] asks the knob registry,
+//! [`crate::knobs::owns_file`]: the group knob files and
+//! `cgroup.subtree_control` below the `cgroup_root`, the sysctls of the
+//! closed table, cpufreq's scaling files, zram's configured attributes, the
+//! per-CPU resume latencies, the realtime switch's files — never a second
+//! list); a swap device is `/dev/zramN`; a created directory is below the
+//! `cgroup_root`. So a line naming `/proc/sys/kernel/core_pattern` or
+//! `/proc/sys/kernel/modprobe` makes the journal untrusted. The recorded `cgroup_root` itself must be under
 //! `/sys/fs/cgroup` or be the policy's own (and not `/`). One line outside
 //! makes the whole journal untrusted ([`Journal::parse_text`] names the line),
 //! and a writer never records such a path either.
@@ -176,34 +179,11 @@ pub fn trusted_cgroup_root(recorded: &Path, policy_cgroup_root: &Path) -> bool {
 /// when it names a kernel interface cgwarden manages (see module docs).
 pub fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
     let below_cg = |p: &Path| p != cgroup_root && p.starts_with(cgroup_root);
-    let knob = |p: &Path| {
-        if below_cg(p) {
-            return true;
-        }
-        let Some(rest) = p.to_str().and_then(|s| s.strip_prefix('/')) else {
-            return false;
-        };
-        let c: Vec<&str> = rest.split('/').collect();
-        match c.as_slice() {
-            ["proc", "sys", "vm" | "kernel", _] => true,
-            ["proc", "irq", "default_smp_affinity"] => true,
-            ["proc", "irq", n, _] => numbered(n, ""),
-            ["sys", "devices", "system", "cpu", "cpufreq", _, ..] => true,
-            ["sys", "devices", "system", "cpu", cpu, "cpuidle", _, ..] => numbered(cpu, "cpu"),
-            ["sys", "devices", "system", "cpu", cpu, "power", "pm_qos_resume_latency_us"] => {
-                numbered(cpu, "cpu")
-            }
-            ["sys", "block", dev, _] => numbered(dev, "zram"),
-            ["sys", "class", "zram-control", _] => true,
-            ["sys", "devices", "virtual", "workqueue", "cpumask"] => true,
-            ["sys", "kernel", "rcu_expedited"] => true,
-            _ => false,
-        }
-    };
     let (ok, what) = match e {
-        Entry::File { path, .. } | Entry::Absent { path } => {
-            (canonical(path) && knob(path), path.display().to_string())
-        }
+        Entry::File { path, .. } | Entry::Absent { path } => (
+            canonical(path) && crate::knobs::owns_file(path, cgroup_root),
+            path.display().to_string(),
+        ),
         Entry::Mkdir { path } => (
             canonical(path) && below_cg(path),
             format!(
@@ -940,6 +920,21 @@ mod tests {
             ("FILE\t/proc/sys/vm/./swappiness\t60", "damaged entry"),
             ("FILE\t/proc/sys/vm//swappiness\t60", "damaged entry"),
             ("FILE\t/proc/sys/net/ipv4/ip_forward\t1", "ip_forward"),
+            // Code-execution sysctls are no knob family's files (issue 21):
+            // a journal naming them is not cgwarden's, whatever its header.
+            (
+                "FILE\t/proc/sys/kernel/core_pattern\t|/tmp/evil %p",
+                "core_pattern",
+            ),
+            ("FILE\t/proc/sys/kernel/modprobe\t/tmp/evil", "modprobe"),
+            ("FILE\t/proc/sys/vm/drop_caches\t3", "drop_caches"),
+            ("FILE\t/sys/fs/cgroup/ok/cgroup.procs\t1", "cgroup.procs"),
+            ("FILE\t/sys/fs/cgroup/ok/release_agent\tx", "release_agent"),
+            (
+                "FILE\t/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed\t1",
+                "setspeed",
+            ),
+            ("FILE\t/sys/block/zram0/hot_remove\t0", "hot_remove"),
             (
                 "FILE\t/sys/kernel/mm/transparent_hugepage/enabled\tx",
                 "transparent",
@@ -1080,7 +1075,8 @@ mod tests {
     /// Entries naming only what cgwarden manages (below `CG` for groups).
     fn arb_managed_entry() -> impl Strategy<Value = Entry> {
         let knob = prop_oneof![
-            "[a-z_]{1,12}".prop_map(|n| format!("/proc/sys/vm/{n}")),
+            proptest::sample::select(crate::knobs::sysctl::TABLE)
+                .prop_map(|s| format!("/proc/sys/{}", s.name.replace('.', "/"))),
             "[0-9]{1,3}".prop_map(|n| format!("/proc/irq/{n}/smp_affinity_list")),
             "[0-9]{1,2}".prop_map(|n| format!("/sys/block/zram{n}/disksize")),
             "[0-9]{1,2}"

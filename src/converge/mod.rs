@@ -17,7 +17,8 @@ use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::HOOKS_PARENT;
-use crate::kernel::{cpufreq, pm_qos, procfs, realtime, sched, sysctl, zram, Root};
+use crate::kernel::{cpufreq, pm_qos, procfs, realtime, sched, zram, Root};
+use crate::knobs::sysctl;
 use crate::knobs::{Knob, KnobValue};
 use crate::policy::model::group_baseline;
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
@@ -463,14 +464,16 @@ impl<'p> Converger<'p> {
 
     fn sysctl_step(&self, plan: &mut Plan, name: &str, value: &str) {
         match sysctl::path(name) {
-            Ok(path) if self.root.exists(&path) => {
+            Some(path) if self.root.exists(&path) => {
                 self.write_step(plan, path, value.to_string(), Form::Text, true)
             }
-            Ok(path) => plan.missing.push(format!(
+            Some(path) => plan.missing.push(format!(
                 "sysctl {name}: {} does not exist on this kernel",
                 path.display()
             )),
-            Err(e) => plan.missing.push(format!("sysctl {name}: {e}")),
+            None => plan
+                .missing
+                .push(format!("sysctl {name}: not a sysctl cgwarden manages")),
         }
     }
 

@@ -35,7 +35,8 @@ use crate::engine::knobs::Write;
 use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::pm_qos::{self, CpuLatencyRequest};
-use crate::kernel::{cpufreq, sysctl, zram, Root};
+use crate::kernel::{cpufreq, zram, Root};
+use crate::knobs::sysctl;
 use crate::knobs::{Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
@@ -146,7 +147,9 @@ impl Actuator {
                 Ok((self.cg.file(path, gk.file_name()), knob.render(value)))
             }
             Knob::Cpufreq { policy, attr } => Ok((cpufreq::attr_path(policy, attr.file_name()), value.kernel())),
-            Knob::Sysctl(name) => sysctl::path(name).map(|p| (p, value.kernel())).map_err(|e| e.to_string()),
+            Knob::Sysctl(name) => sysctl::path(name)
+                .map(|p| (p, value.kernel()))
+                .ok_or_else(|| format!("sysctl {name} is not a sysctl cgwarden manages")),
             Knob::Zram { device, attr } => match attr {
                 ZramAttr::MemLimit => Ok((zram::attr_path(device, "mem_limit"), value.kernel())),
                 ZramAttr::SwapPriority => Err(format!(

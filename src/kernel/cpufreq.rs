@@ -9,36 +9,13 @@
 //! below the current min, write min first. The converge plan
 //! (`plan_cpufreq`) orders its writes that way.
 
-use std::path::{Path, PathBuf};
-
 use super::error::{Error, Result};
 use super::root::Root;
 
-/// Device path of the cpufreq policy directory.
-pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
-
-/// Attribute names.
-pub const SCALING_GOVERNOR: &str = "scaling_governor";
-pub const SCALING_MIN_FREQ: &str = "scaling_min_freq";
-pub const SCALING_MAX_FREQ: &str = "scaling_max_freq";
-pub const SCALING_AVAILABLE_GOVERNORS: &str = "scaling_available_governors";
-
-/// Device path of a policy directory. `"policy4"` or just `"4"`.
-pub fn policy_dir(policy: &str) -> PathBuf {
-    let name = if !policy.is_empty() && policy.bytes().all(|b| b.is_ascii_digit()) {
-        format!("policy{policy}")
-    } else {
-        policy.to_string()
-    };
-    // Root::host_path clamps `..`, but keep a policy name a single component.
-    let name = name.replace('/', "_");
-    Path::new(CPUFREQ_DIR).join(name)
-}
-
-/// Device path of attribute `attr` of `policy`.
-pub fn attr_path(policy: &str, attr: &str) -> PathBuf {
-    policy_dir(policy).join(attr)
-}
+pub use crate::knobs::cpufreq::{
+    attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR, SCALING_MAX_FREQ,
+    SCALING_MIN_FREQ,
+};
 
 /// True if `policy` exists.
 pub fn exists(root: &Root, policy: &str) -> bool {
@@ -70,6 +47,7 @@ pub fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
 mod tests {
     use super::*;
     use std::fs;
+    use std::path::PathBuf;
     use tempfile::TempDir;
 
     fn tree() -> (TempDir, Root) {

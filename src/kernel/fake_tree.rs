@@ -43,26 +43,10 @@ pub struct FakeTree {
     dir: PathBuf,
 }
 
-/// The sysctls a fresh Debian-like kernel reports for the knobs the shipped policies set.
-pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
-    ("vm/swappiness", "60"),
-    ("vm/min_free_kbytes", "67584"),
-    ("vm/watermark_scale_factor", "10"),
-    ("vm/watermark_boost_factor", "15000"),
-    ("vm/dirty_ratio", "20"),
-    ("vm/dirty_background_ratio", "10"),
-    ("vm/dirty_expire_centisecs", "3000"),
-    ("vm/dirty_writeback_centisecs", "500"),
-    ("vm/vfs_cache_pressure", "100"),
-    ("vm/page-cluster", "3"),
-    ("vm/overcommit_memory", "0"),
-    ("vm/compact_memory", ""),
-    ("kernel/sched_rt_runtime_us", "950000"),
-    ("kernel/sched_rt_period_us", "1000000"),
-    ("kernel/sched_util_clamp_min", "1024"),
-    ("kernel/sched_util_clamp_max", "1024"),
-    ("kernel/timer_migration", "1"),
-];
+/// Files of `/proc/sys` a fresh kernel has beside the knob registry's
+/// sysctls (whose defaults [`crate::knobs::sysctl::TABLE`] holds): the
+/// `compact` action's trigger and a name the knob grammar cannot spell.
+const OTHER_SYSCTLS: &[(&str, &str)] = &[("vm/compact_memory", ""), ("vm/page-cluster", "3")];
 
 impl FakeTree {
     /// Lays out the default 8-CPU board under `dir`.
@@ -75,7 +59,10 @@ impl FakeTree {
         t.file("sys/fs/cgroup/cgroup.subtree_control", "")?;
         t.file("sys/kernel/rcu_expedited", "0")?;
         t.file("sys/fs/cgroup/cgroup.procs", "")?;
-        for (name, value) in DEFAULT_SYSCTLS {
+        for s in crate::knobs::sysctl::TABLE {
+            t.file(&format!("proc/sys/{}", s.name.replace('.', "/")), s.fake)?;
+        }
+        for (name, value) in OTHER_SYSCTLS {
             t.file(&format!("proc/sys/{name}"), value)?;
         }
         t.file("sys/devices/system/cpu/online", "0-7")?;

@@ -26,7 +26,6 @@ pub(crate) mod realtime;
 pub mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;
-pub(crate) mod sysctl;
 pub(crate) mod thermal;
 pub(crate) mod zram;
 

@@ -27,7 +27,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nix::fcntl::OFlag;
 
@@ -35,19 +35,12 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// The CPU latency QoS device.
-pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+pub use crate::knobs::latency::{resume_latency_path, CPU_DMA_LATENCY};
 
 /// What `/dev/cpu_dma_latency` reads when no request is held
 /// (`PM_QOS_CPU_LATENCY_DEFAULT_VALUE`).
 #[cfg(test)]
 pub const DEFAULT_CPU_LATENCY_US: i32 = 2_000_000_000;
-
-/// `/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us`.
-pub fn resume_latency_path(cpu: u32) -> PathBuf {
-    PathBuf::from(format!(
-        "/sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"
-    ))
-}
 
 /// Decodes the 4 bytes `/dev/cpu_dma_latency` reads (native-endian `s32`).
 #[cfg(test)]
@@ -185,6 +178,7 @@ pub fn read_cpu_latency(root: &Root) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use tempfile::TempDir;
 
     #[test]

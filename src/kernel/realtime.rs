@@ -9,13 +9,16 @@
 //! workqueue cpumask (`ff,00000001`: comma-separated 32-bit words, most
 //! significant first).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::error::Result;
 use super::root::Root;
 
-const PROC_IRQ: &str = "/proc/irq";
-const CPU_DIR: &str = "/sys/devices/system/cpu";
+use crate::knobs::system::{cpuidle_dir, PROC_IRQ};
+pub use crate::knobs::system::{
+    cpuidle_disable_path, default_affinity_path, irq_affinity_path, rcu_expedited_path,
+    workqueue_cpumask_path,
+};
 
 /// Numeric IRQ directories of `/proc/irq`, sorted. A missing `/proc/irq`
 /// (fake trees) gives an empty list.
@@ -39,40 +42,10 @@ fn numeric_entries(root: &Root, dir: &Path, prefix: &str) -> Result<Vec<u32>> {
     Ok(v)
 }
 
-/// `/proc/irq/N/smp_affinity_list` (cpu-list format).
-pub fn irq_affinity_path(irq: u32) -> PathBuf {
-    PathBuf::from(format!("{PROC_IRQ}/{irq}/smp_affinity_list"))
-}
-
-/// `/proc/irq/default_smp_affinity` (hex-mask format).
-pub fn default_affinity_path() -> PathBuf {
-    PathBuf::from(format!("{PROC_IRQ}/default_smp_affinity"))
-}
-
-/// `/sys/devices/virtual/workqueue/cpumask` (hex-mask format).
-pub fn workqueue_cpumask_path() -> PathBuf {
-    PathBuf::from("/sys/devices/virtual/workqueue/cpumask")
-}
-
-/// `/sys/kernel/rcu_expedited`: `1` makes RCU grace periods expedited (the
-/// vendor RT extension's `QCOM_RCU_EXPEDITED=1`).
-pub fn rcu_expedited_path() -> PathBuf {
-    PathBuf::from("/sys/kernel/rcu_expedited")
-}
-
 /// Indices K of `/sys/devices/system/cpu/cpuN/cpuidle/stateK`, sorted.
 /// No cpuidle directory gives an empty list.
 pub fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {
-    numeric_entries(
-        root,
-        &PathBuf::from(format!("{CPU_DIR}/cpu{cpu}/cpuidle")),
-        "state",
-    )
-}
-
-/// `/sys/devices/system/cpu/cpuN/cpuidle/stateK/disable` (`1` disables).
-pub fn cpuidle_disable_path(cpu: u32, state: u32) -> PathBuf {
-    PathBuf::from(format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{state}/disable"))
+    numeric_entries(root, &cpuidle_dir(cpu), "state")
 }
 
 /// Formats CPUs as a kernel hex mask: comma-separated 32-bit words, most
@@ -100,6 +73,7 @@ pub fn cpulist_to_hex_mask(cpus: &[u32]) -> String {
 mod tests {
     use super::*;
     use std::fs;
+    use std::path::PathBuf;
     use tempfile::TempDir;
 
     #[test]

@@ -53,16 +53,7 @@ pub const SWAP_FLAG_PREFER: i32 = 0x8000;
 /// `SWAP_FLAG_PRIO_MASK` from `<sys/swap.h>` (not exported by the libc crate).
 pub const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
 
-/// Device path of `/sys/block/<dev>` (`dev`: `zram0`; a `/` is replaced so
-/// the name stays one component).
-pub fn device_dir(dev: &str) -> PathBuf {
-    Path::new("/sys/block").join(dev.replace('/', "_"))
-}
-
-/// Device path of attribute `attr` of `dev`.
-pub fn attr_path(dev: &str, attr: &str) -> PathBuf {
-    device_dir(dev).join(attr)
-}
+pub use crate::knobs::zram::{attr_path, device_dir};
 
 /// Device node of `dev` on the target: `/dev/zram0`.
 pub fn dev_node(dev: &str) -> PathBuf {
@@ -477,6 +468,7 @@ pub fn swapoff(dev_node: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use tempfile::TempDir;
 
     fn tree() -> (TempDir, Root) {

@@ -9,7 +9,7 @@ use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
 use super::model::*;
 use super::yaml::{Key, Node, Pos, Value};
-use crate::knobs::{CpuMax, Knob, RESERVED_GROUP_NAMES};
+use crate::knobs::{family_heads, CpuMax, Knob};
 use crate::units::{CpuList, Frequency, Percent, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -955,7 +955,7 @@ impl<'a> Decoder<'a> {
     fn group(&mut self, key: &Key, node: &Node, parent_path: &str) -> Option<Group> {
         if !valid_name(&key.name) {
             self.err(key.pos, name_problem("group", &key.name));
-        } else if RESERVED_GROUP_NAMES.contains(&key.name.as_str()) || key.name == "thermal" {
+        } else if family_heads().any(|h| h == key.name) || key.name == "thermal" {
             self.err(
                 key.pos,
                 format!(

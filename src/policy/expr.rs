@@ -2076,7 +2076,11 @@ mod tests {
                 4,
                 "did you mean `inference.memory.high`?",
             ),
-            ("set sysctl.net.core.x = 1", 4, "limited to vm.*"),
+            (
+                "set sysctl.net.core.x = 1",
+                4,
+                "limited to the closed table",
+            ),
             ("raise g.memory.high", 19, "incomplete action"),
             ("raise g.memory.high by 1G to 2G", 26, "expected `up`"),
             ("raise g.memory.high by 1G down to 2G", 26, "expected `up`"),
@@ -2097,10 +2101,10 @@ mod tests {
             ("raise g.memory.high by 0 up to 2G", 23, "positive"),
             ("raise g.memory.high by max up to 2G", 23, "positive"),
             ("raise g.pids.max by max up to 2", 20, "positive"),
-            // vfs_cache_pressure has no range in the table: the step check speaks.
+            // dirty_bytes has no range in the table: the step check speaks.
             (
-                "lower sysctl.vm.vfs_cache_pressure by -5 down to 0",
-                38,
+                "lower sysctl.vm.dirty_bytes by -5 down to 0",
+                31,
                 "positive",
             ),
             // swappiness has one, and -5 is outside it.

@@ -5,14 +5,12 @@
 //!   knob of `vision`, `*` every knob); `?` matches exactly one character;
 //!   every other character matches itself. There are no classes or escapes.
 //! - [`could_match`] tells whether a pattern can match *some* knob of the
-//!   closed set of a policy (its groups' knobs, and the families whose names
-//!   have numbered or free parts: `cpufreq.policyN.*`, `zram.zramN.*`,
-//!   `sysctl.vm.*`, `sysctl.kernel.sched_*`, `sysctl.kernel.timer_migration`,
-//!   `latency.cpuN`, `latency.global`).
-//!   The families are infinite sets, so the check runs the pattern against a
-//!   small description of each family's names instead of a list.
+//!   closed set of a policy: its groups' knobs and every family's names, as
+//!   the knob registry describes them ([`crate::knobs::shapes`]). The
+//!   numbered families are infinite sets, so the check runs the pattern
+//!   against each family's name shape instead of a list.
 
-use crate::knobs::{suggest, GroupKnob, RESERVED_GROUP_NAMES};
+use crate::knobs::{family_heads, shapes, suggest, Tok};
 
 /// The longest pattern accepted; bounds the work of [`could_match`].
 pub const MAX_PATTERN_LEN: usize = 128;
@@ -46,61 +44,6 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|&c| c == b'*')
-}
-
-/// One piece of a family's name: a fixed byte, or a run of `min..=max`
-/// bytes of a class.
-#[derive(Clone, Copy)]
-enum Tok {
-    Lit(u8),
-    Run(fn(u8) -> bool, usize, usize),
-}
-
-fn digit(b: u8) -> bool {
-    b.is_ascii_digit()
-}
-
-fn word(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'
-}
-
-/// The families of the closed set whose names are not a finite list, as
-/// `(fixed prefix, variable run, fixed suffix)`; mirrors the parsers in
-/// [`crate::knobs`] (`is_numbered`: 1–5 digits; sysctl leaves: at most 64
-/// bytes of `[a-z0-9_]`).
-fn families() -> Vec<Vec<Tok>> {
-    let mut out = Vec::new();
-    let build = |pre: &str, run: Option<Tok>, post: &str| -> Vec<Tok> {
-        pre.bytes()
-            .map(Tok::Lit)
-            .chain(run)
-            .chain(post.bytes().map(Tok::Lit))
-            .collect()
-    };
-    for attr in ["min", "max", "governor"] {
-        out.push(build(
-            "cpufreq.policy",
-            Some(Tok::Run(digit, 1, 5)),
-            &format!(".{attr}"),
-        ));
-    }
-    for attr in ["mem_limit", "swap_priority"] {
-        out.push(build(
-            "zram.zram",
-            Some(Tok::Run(digit, 1, 5)),
-            &format!(".{attr}"),
-        ));
-    }
-    out.push(build("sysctl.vm.", Some(Tok::Run(word, 1, 64)), ""));
-    out.push(build(
-        "sysctl.kernel.sched_",
-        Some(Tok::Run(word, 0, 58)),
-        "",
-    ));
-    out.push(build("sysctl.kernel.timer_migration", None, ""));
-    out.push(build("latency.cpu", Some(Tok::Run(digit, 1, 5)), ""));
-    out.push(build("latency.global", None, ""));
-    out
 }
 
 /// Whether `pattern` matches at least one name described by `toks`: a search
@@ -164,12 +107,7 @@ pub fn could_match(pattern: &str, groups: &[&str]) -> bool {
     if pattern.len() > MAX_PATTERN_LEN {
         return false;
     }
-    let group_knobs = groups.iter().any(|g| {
-        GroupKnob::ALL
-            .iter()
-            .any(|k| glob_match(pattern, &format!("{g}.{}", k.name())))
-    });
-    group_knobs || families().iter().any(|f| meets(pattern.as_bytes(), f))
+    shapes(groups).iter().any(|f| meets(pattern.as_bytes(), f))
 }
 
 /// A pattern close to `pattern` that does match, for "did you mean": the
@@ -177,7 +115,10 @@ pub fn could_match(pattern: &str, groups: &[&str]) -> bool {
 /// else (no wildcard) the knob parser's own suggestion.
 pub fn suggestion(pattern: &str, groups: &[&str]) -> Option<String> {
     if let Some((head, rest)) = pattern.split_once('.') {
-        let names = groups.iter().copied().chain(RESERVED_GROUP_NAMES);
+        let mut names: Vec<&str> = groups.to_vec();
+        for h in family_heads() {
+            names.push(h);
+        }
         if let Some(near) = suggest(head, names) {
             let candidate = format!("{near}.{rest}");
             if could_match(&candidate, groups) {
@@ -224,7 +165,6 @@ mod tests {
             "cpufreq.policy12345.governor",
             "sysctl.vm.*",
             "sysctl.kernel.sched_*",
-            "sysctl.kernel.sched_",
             "sysctl.kernel.timer_migration",
             "sysctl.*",
             "zram.*",
@@ -245,7 +185,10 @@ mod tests {
             "cpufreq.policy123456.min",
             "cpufreq.cpu0.min",
             "sysctl.net.*",
-            "sysctl.kernel.panic",
+            "sysctl.kernel.core_pattern",
+            "sysctl.kernel.modprobe",
+            "sysctl.kernel.sched_",
+            "sysctl.vm.drop_caches",
             "sysctl.vm.",
             "zram.zram0.size",
             "vision.memory",
@@ -284,14 +227,13 @@ mod tests {
         #[test]
         fn parsed_knobs_could_match(
             n in 0u32..100_000,
-            leaf in "[a-z0-9_]{1,20}",
-            which in 0usize..5,
+            sysctl in proptest::sample::select(crate::knobs::sysctl::TABLE),
+            which in 0usize..4,
         ) {
             let text = match which {
                 0 => format!("cpufreq.policy{n}.min"),
                 1 => format!("zram.zram{n}.swap_priority"),
-                2 => format!("sysctl.vm.{leaf}"),
-                3 => format!("sysctl.kernel.sched_{leaf}"),
+                2 => format!("sysctl.{}", sysctl.name),
                 _ => format!("g{}.cpu.weight", n % 3),
             };
             prop_assert!(Knob::parse(&text).is_ok());

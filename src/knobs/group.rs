@@ -1,0 +1,224 @@
+//! The group knob family: `G.KNOB` for the cgroup v2 interface files of a
+//! policy group (`G.memory.high` is `CGROUP_ROOT/…/G/memory.high`), one
+//! controller each, as youki's libcgroups keeps a controller per file.
+//!
+//! It owns the knob names after `G.`, the file each lives in, the controller
+//! that must be enabled for the file to exist, the write order of a group's
+//! baseline, and which files below the cgroup root the journal may name
+//! (these knob files and `cgroup.subtree_control`, nothing else).
+
+use super::{did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, Shape, Tok};
+use std::path::Path;
+
+/// A knob of one cgroup, in the order a group's baseline is written:
+/// `cpuset.mems` before `cpuset.cpus` before the partition, memory limits from
+/// `min` up to `max`. The derived order is that write order (the knob table
+/// and repairs iterate in it).
+///
+/// [`GroupKnob::ALL`] are the knobs rules and boosts may name (SPEC §3); the
+/// three baseline-only settings (`cpuset.mems`, the partition, `oom.group`)
+/// come from the policy's group section and are never claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GroupKnob {
+    CpusetMems,
+    CpusetCpus,
+    CpusetPartition,
+    CpuWeight,
+    CpuMax,
+    UclampMin,
+    UclampMax,
+    MemoryMin,
+    MemoryLow,
+    MemoryHigh,
+    MemoryMax,
+    MemorySwapMax,
+    MemoryOomGroup,
+    IoWeight,
+    PidsMax,
+}
+
+impl GroupKnob {
+    /// Every group file cgwarden writes, in write order.
+    pub const EVERY: [GroupKnob; 15] = [
+        GroupKnob::CpusetMems,
+        GroupKnob::CpusetCpus,
+        GroupKnob::CpusetPartition,
+        GroupKnob::CpuWeight,
+        GroupKnob::CpuMax,
+        GroupKnob::UclampMin,
+        GroupKnob::UclampMax,
+        GroupKnob::MemoryMin,
+        GroupKnob::MemoryLow,
+        GroupKnob::MemoryHigh,
+        GroupKnob::MemoryMax,
+        GroupKnob::MemorySwapMax,
+        GroupKnob::MemoryOomGroup,
+        GroupKnob::IoWeight,
+        GroupKnob::PidsMax,
+    ];
+
+    /// The knobs a rule or boost may name.
+    pub const ALL: [GroupKnob; 12] = [
+        GroupKnob::CpuWeight,
+        GroupKnob::CpuMax,
+        GroupKnob::UclampMin,
+        GroupKnob::UclampMax,
+        GroupKnob::MemoryMin,
+        GroupKnob::MemoryLow,
+        GroupKnob::MemoryHigh,
+        GroupKnob::MemoryMax,
+        GroupKnob::MemorySwapMax,
+        GroupKnob::IoWeight,
+        GroupKnob::PidsMax,
+        GroupKnob::CpusetCpus,
+    ];
+
+    /// The policy spelling after `G.` (`memory.swap_max`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKnob::CpusetMems => "cpuset.mems",
+            GroupKnob::CpusetCpus => "cpuset.cpus",
+            GroupKnob::CpusetPartition => "cpuset.partition",
+            GroupKnob::CpuWeight => "cpu.weight",
+            GroupKnob::CpuMax => "cpu.max",
+            GroupKnob::UclampMin => "uclamp.min",
+            GroupKnob::UclampMax => "uclamp.max",
+            GroupKnob::MemoryMin => "memory.min",
+            GroupKnob::MemoryLow => "memory.low",
+            GroupKnob::MemoryHigh => "memory.high",
+            GroupKnob::MemoryMax => "memory.max",
+            GroupKnob::MemorySwapMax => "memory.swap_max",
+            GroupKnob::MemoryOomGroup => "memory.oom_group",
+            GroupKnob::IoWeight => "io.weight",
+            GroupKnob::PidsMax => "pids.max",
+        }
+    }
+
+    /// The cgroup interface file the knob lives in (`memory.swap.max`).
+    pub fn file_name(self) -> &'static str {
+        match self {
+            GroupKnob::CpusetPartition => "cpuset.cpus.partition",
+            GroupKnob::UclampMin => "cpu.uclamp.min",
+            GroupKnob::UclampMax => "cpu.uclamp.max",
+            GroupKnob::MemorySwapMax => "memory.swap.max",
+            GroupKnob::MemoryOomGroup => "memory.oom.group",
+            other => other.name(),
+        }
+    }
+
+    /// The cgroup controller that must be enabled for the file to exist.
+    pub fn controller(self) -> &'static str {
+        match self {
+            GroupKnob::CpuWeight
+            | GroupKnob::CpuMax
+            | GroupKnob::UclampMin
+            | GroupKnob::UclampMax => "cpu",
+            GroupKnob::MemoryMin
+            | GroupKnob::MemoryLow
+            | GroupKnob::MemoryHigh
+            | GroupKnob::MemoryMax
+            | GroupKnob::MemorySwapMax
+            | GroupKnob::MemoryOomGroup => "memory",
+            GroupKnob::IoWeight => "io",
+            GroupKnob::PidsMax => "pids",
+            GroupKnob::CpusetCpus | GroupKnob::CpusetMems | GroupKnob::CpusetPartition => "cpuset",
+        }
+    }
+}
+
+/// The group family's registry entry.
+pub(super) static FAMILY: Family = Family {
+    head: None,
+    parse: None,
+    shapes,
+    owns,
+    doc,
+};
+
+/// The knob names of `groups` (grant patterns match against these).
+fn shapes(groups: &[&str]) -> Vec<Shape> {
+    let mut out = Vec::new();
+    for g in groups {
+        for k in GroupKnob::ALL {
+            out.push(format!("{g}.{}", k.name()).bytes().map(Tok::Lit).collect());
+        }
+    }
+    out
+}
+
+/// A file below the cgroup root that is a group knob file or the
+/// `cgroup.subtree_control` cgwarden enables controllers in.
+fn owns(path: &Path, cgroup_root: &Path) -> bool {
+    if path == cgroup_root || !path.starts_with(cgroup_root) {
+        return false;
+    }
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    // The file must sit in a group directory below the root (the root's own
+    // files are the kernel's, not a group's).
+    let in_group = path.parent().is_some_and(|p| p != cgroup_root);
+    name == "cgroup.subtree_control"
+        || (in_group && GroupKnob::EVERY.iter().any(|k| k.file_name() == name))
+}
+
+fn doc() -> Vec<DocRow> {
+    let row = |knobs: &[GroupKnob], values: &'static str| DocRow {
+        knob: knobs
+            .iter()
+            .map(|k| format!("`G.{}`", k.name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        values,
+        merge: Knob::Group {
+            group: "g".into(),
+            knob: knobs[0],
+        }
+        .merge_policy(),
+        file: knobs
+            .iter()
+            .map(|k| format!("`{}`", k.file_name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    use GroupKnob::*;
+    vec![
+        row(&[CpuWeight, IoWeight], "1–10000"),
+        row(&[CpuMax], "`max`, `50%`, `QUOTA/PERIOD`"),
+        row(&[UclampMin, UclampMax], "percent, two decimals"),
+        row(
+            &[MemoryMin, MemoryLow, MemoryHigh, MemoryMax, MemorySwapMax],
+            "size or `max`",
+        ),
+        row(&[PidsMax], "0–4194304 or `max`"),
+        row(&[CpusetCpus], "CPU list"),
+    ]
+}
+
+pub(super) fn parse_group_knob(text: &str, group: &str, rest: &str) -> Result<Knob, KnobError> {
+    if let Some(knob) = GroupKnob::ALL.into_iter().find(|k| k.name() == rest) {
+        if !is_valid_name(group) {
+            return Err(KnobError::new(format!(
+                "invalid group name `{group}` in knob `{text}`: expected [a-z0-9][a-z0-9_-]{{0,63}}"
+            )));
+        }
+        return Ok(Knob::Group {
+            group: group.to_string(),
+            knob,
+        });
+    }
+    // A misspelled family prefix (`sysctrl.vm.x`) reads as a group name;
+    // try the family first, then the group knob list.
+    let family = suggest(group, super::family_heads())
+        .and_then(|family| Knob::parse(&format!("{family}.{rest}")).ok())
+        .map(|knob| knob.to_string());
+    let hint = family.or_else(|| {
+        suggest(rest, GroupKnob::ALL.iter().map(|k| k.name())).map(|k| format!("{group}.{k}"))
+    });
+    let names: Vec<&str> = GroupKnob::ALL.iter().map(|k| k.name()).collect();
+    Err(KnobError::new(format!(
+        "unknown knob `{text}`: a group knob is GROUP.{{{}}}",
+        names.join(",")
+    ))
+    .with_hint(did_you_mean(hint)))
+}

@@ -1,0 +1,307 @@
+//! The sysctl family: `sysctl.NAME` for `/proc/sys/NAME` (dots become
+//! slashes), a **closed table**: a sysctl is a knob only if it is a row of
+//! [`TABLE`]. The table is the whole truth about sysctls: the policy's
+//! `system.sysctl` names, rule and boost knobs, grant patterns, the range
+//! checked, the journal's allow-list (exactly these files), the fake tree's
+//! defaults and the reference table in docs/policy.md all come from it.
+//! Adding a sysctl is adding one row.
+//!
+//! What is left out on purpose: anything that executes code or names a
+//! program (`kernel.core_pattern`, `kernel.modprobe`, `kernel.usermodehelper`,
+//! `kernel.poweroff_cmd`), one-shot actions (`vm.drop_caches`,
+//! `vm.compact_memory`: cgwarden's `compact` action writes the latter
+//! itself, unjournalled), and security bounds (`vm.mmap_min_addr`,
+//! `kernel.kptr_restrict`, `kernel.unprivileged_*`).
+//!
+//! Ranges are what the kernel enforces where we are sure of it; the newest
+//! kernel's range is used (an older kernel that rejects, say, swappiness 150
+//! says so at write time, like any rejected write). A row without a range
+//! takes any integer.
+
+use super::{did_you_mean, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Shape, Tok};
+use std::path::{Path, PathBuf};
+
+const INT_MAX: i64 = i32::MAX as i64;
+
+/// One sysctl of the closed set.
+#[derive(Clone, Debug)]
+pub(crate) struct Sysctl {
+    /// Dotted name (`vm.swappiness`).
+    pub name: &'static str,
+    /// The values the kernel accepts, when we are sure of them.
+    pub range: Option<(i64, i64)>,
+    /// What a fresh Debian-like kernel reads (the fake tree's content).
+    pub fake: &'static str,
+    /// Where the bound comes from (the reference table's last column).
+    pub source: &'static str,
+}
+
+const fn row(
+    name: &'static str,
+    range: Option<(i64, i64)>,
+    fake: &'static str,
+    source: &'static str,
+) -> Sysctl {
+    Sysctl {
+        name,
+        range,
+        fake,
+        source,
+    }
+}
+
+/// Every sysctl cgwarden may write.
+pub(crate) const TABLE: &[Sysctl] = &[
+    // Memory: reclaim, watermarks, writeback, overcommit, compaction.
+    row("vm.swappiness", Some((0, 200)), "60", "0..=100 before 5.8"),
+    row(
+        "vm.min_free_kbytes",
+        Some((0, INT_MAX)),
+        "67584",
+        "`SYSCTL_ZERO`, an `int`",
+    ),
+    row(
+        "vm.watermark_scale_factor",
+        Some((1, 3000)),
+        "10",
+        "1..=1000 on older kernels",
+    ),
+    row(
+        "vm.watermark_boost_factor",
+        Some((0, INT_MAX)),
+        "15000",
+        "`SYSCTL_ZERO`, an `int`",
+    ),
+    row(
+        "vm.dirty_ratio",
+        Some((0, 100)),
+        "20",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`",
+    ),
+    row(
+        "vm.dirty_background_ratio",
+        Some((0, 100)),
+        "10",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`",
+    ),
+    row("vm.dirty_bytes", None, "0", ""),
+    row("vm.dirty_background_bytes", None, "0", ""),
+    row(
+        "vm.dirty_expire_centisecs",
+        Some((0, INT_MAX)),
+        "3000",
+        "`SYSCTL_ZERO`, an `int`",
+    ),
+    row(
+        "vm.dirty_writeback_centisecs",
+        Some((0, INT_MAX)),
+        "500",
+        "`SYSCTL_ZERO`, an `int`",
+    ),
+    row(
+        "vm.vfs_cache_pressure",
+        Some((0, INT_MAX)),
+        "100",
+        "`SYSCTL_ZERO`, an `int`",
+    ),
+    row(
+        "vm.overcommit_memory",
+        Some((0, 2)),
+        "0",
+        "`SYSCTL_ZERO`..`SYSCTL_TWO`",
+    ),
+    row("vm.overcommit_ratio", None, "50", ""),
+    row("vm.overcommit_kbytes", None, "0", ""),
+    row(
+        "vm.panic_on_oom",
+        Some((0, 2)),
+        "0",
+        "`SYSCTL_ZERO`..`SYSCTL_TWO`",
+    ),
+    row("vm.oom_kill_allocating_task", None, "0", ""),
+    row("vm.oom_dump_tasks", None, "1", ""),
+    row(
+        "vm.compaction_proactiveness",
+        Some((0, 100)),
+        "20",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`",
+    ),
+    row(
+        "vm.compact_unevictable_allowed",
+        Some((0, 1)),
+        "1",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE`",
+    ),
+    row(
+        "vm.extfrag_threshold",
+        Some((0, 1000)),
+        "500",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE_THOUSAND`",
+    ),
+    row("vm.stat_interval", None, "1", ""),
+    row("vm.zone_reclaim_mode", None, "0", ""),
+    row("vm.admin_reserve_kbytes", None, "8192", ""),
+    row("vm.user_reserve_kbytes", None, "131072", ""),
+    row("vm.max_map_count", None, "65530", ""),
+    row(
+        "vm.min_unmapped_ratio",
+        Some((0, 100)),
+        "1",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE_HUNDRED`",
+    ),
+    row("vm.percpu_pagelist_high_fraction", None, "0", ""),
+    row(
+        "vm.lowmem_reserve_ratio",
+        None,
+        "256\t256\t32\t0\t0",
+        "one integer per zone",
+    ),
+    row("vm.nr_hugepages", None, "0", ""),
+    row("vm.nr_overcommit_hugepages", None, "0", ""),
+    // Scheduler: RT throttling, uclamp, timer migration.
+    row(
+        "kernel.sched_rt_period_us",
+        Some((1, INT_MAX)),
+        "1000000",
+        "`SYSCTL_ONE`..`INT_MAX`",
+    ),
+    row(
+        "kernel.sched_rt_runtime_us",
+        Some((-1, INT_MAX)),
+        "950000",
+        "-1 = unlimited; ≤ the period at write",
+    ),
+    row("kernel.sched_rr_timeslice_ms", None, "100", ""),
+    row(
+        "kernel.sched_util_clamp_min",
+        Some((0, 1024)),
+        "1024",
+        "`SCHED_CAPACITY_SCALE`",
+    ),
+    row(
+        "kernel.sched_util_clamp_max",
+        Some((0, 1024)),
+        "1024",
+        "`SCHED_CAPACITY_SCALE`",
+    ),
+    row(
+        "kernel.sched_util_clamp_min_rt_default",
+        Some((0, 1024)),
+        "1024",
+        "`SCHED_CAPACITY_SCALE`",
+    ),
+    row(
+        "kernel.sched_autogroup_enabled",
+        Some((0, 1)),
+        "1",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE`",
+    ),
+    row("kernel.sched_child_runs_first", None, "0", ""),
+    row(
+        "kernel.sched_schedstats",
+        Some((0, 1)),
+        "0",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE`",
+    ),
+    row(
+        "kernel.sched_energy_aware",
+        Some((0, 1)),
+        "1",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE`",
+    ),
+    row(
+        "kernel.sched_cfs_bandwidth_slice_us",
+        Some((1, INT_MAX)),
+        "5000",
+        "`SYSCTL_ONE`",
+    ),
+    row("kernel.sched_deadline_period_max_us", None, "4194304", ""),
+    row("kernel.sched_deadline_period_min_us", None, "100", ""),
+    row(
+        "kernel.timer_migration",
+        Some((0, 1)),
+        "1",
+        "`SYSCTL_ZERO`..`SYSCTL_ONE`",
+    ),
+];
+
+/// The row of sysctl `name` (`vm.swappiness`).
+pub(crate) fn lookup(name: &str) -> Option<&'static Sysctl> {
+    TABLE.iter().find(|s| s.name == name)
+}
+
+/// The range the kernel accepts for sysctl `name`, when it has one this
+/// crate is sure of.
+pub fn sysctl_range(name: &str) -> Option<(i64, i64)> {
+    lookup(name).and_then(|s| s.range)
+}
+
+/// Device path of sysctl `name`: `vm.swappiness` → `/proc/sys/vm/swappiness`.
+/// Only names of the table have one.
+pub fn path(name: &str) -> Option<PathBuf> {
+    lookup(name).map(|s| Path::new("/proc/sys").join(s.name.replace('.', "/")))
+}
+
+/// The sysctl family's registry entry.
+pub(super) static FAMILY: Family = Family {
+    head: Some("sysctl"),
+    parse: Some(parse_sysctl),
+    shapes,
+    owns,
+    doc,
+};
+
+fn shapes(_: &[&str]) -> Vec<Shape> {
+    TABLE
+        .iter()
+        .map(|s| format!("sysctl.{}", s.name).bytes().map(Tok::Lit).collect())
+        .collect()
+}
+
+fn owns(p: &Path, _: &Path) -> bool {
+    TABLE
+        .iter()
+        .any(|s| path(s.name).is_some_and(|own| own == p))
+}
+
+fn doc() -> Vec<DocRow> {
+    TABLE
+        .iter()
+        .map(|s| DocRow {
+            knob: format!("`sysctl.{}`", s.name),
+            values: "",
+            merge: MergePolicy::FirstWins,
+            file: format!("`/proc/sys/{}`", s.name.replace('.', "/")),
+        })
+        .collect()
+}
+
+/// The rows of docs/policy.md's sysctl table: name, range, source of the bound.
+pub fn doc_table() -> String {
+    let mut out = String::from("| sysctl | range | source of the bound |\n|---|---|---|\n");
+    for s in TABLE {
+        let range = match s.range {
+            Some((lo, hi)) if hi == INT_MAX => format!("{lo}..=2^31-1"),
+            Some((lo, hi)) => format!("{lo}..={hi}"),
+            None => "any integer".into(),
+        };
+        out.push_str(&format!("| `{}` | {range} | {} |\n", s.name, s.source));
+    }
+    out
+}
+
+fn parse_sysctl(text: &str, name: &str) -> Result<Knob, KnobError> {
+    if lookup(name).is_some() {
+        return Ok(Knob::Sysctl(name.to_string()));
+    }
+    let hint = suggest(name, TABLE.iter().map(|s| s.name)).map(|n| format!("sysctl.{n}"));
+    Err(KnobError::new(format!(
+        "unknown knob `{text}`: sysctl `{name}` is not in the allowed set (docs/policy.md lists it)"
+    ))
+    .with_hint(Some(
+        did_you_mean(hint).unwrap_or_else(|| SCOPE.to_string()),
+    )))
+}
+
+/// The hint for a sysctl with no near miss.
+const SCOPE: &str = "sysctl knobs are limited to the closed table: vm.* memory tuning, kernel.sched_*, kernel.timer_migration";
