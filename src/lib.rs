@@ -23,5 +23,7 @@ pub mod kernel;
 pub mod knobs;
 pub mod observe;
 pub mod policy;
+pub mod show;
+pub mod stats;
 pub mod top;
 pub mod units;

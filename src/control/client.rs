@@ -12,7 +12,6 @@ use crate::exit;
 use futures_util::{Stream, StreamExt};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 #[zlink::proxy("io.cgwarden.Daemon")]
 pub(crate) trait DaemonProxy {
@@ -41,11 +40,6 @@ pub(crate) trait DaemonProxy {
     async fn subscribe(
         &mut self,
     ) -> zlink::Result<impl Stream<Item = zlink::Result<Result<EventReply, DaemonError>>>>;
-}
-
-/// RFC 3339 with milliseconds, UTC.
-pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// What a client command asked for.
@@ -166,7 +160,7 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                     let what = if dry_run { "would reload" } else { "reloaded" };
                     println!(
                         "{what}: policy {} ({} changes)",
-                        short(&r.hash),
+                        crate::show::short(&r.hash),
                         r.diff.len()
                     );
                     Ok(exit::OK)
@@ -204,11 +198,6 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
             Ok(exit::OK)
         }
     }
-}
-
-/// The first 12 hex digits of a policy hash.
-pub fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 async fn boost(
@@ -337,7 +326,7 @@ pub fn locate(socket: Option<&Path>, policy: &Path, root: Option<&Path>) -> Path
             let state_dir = crate::policy::load(policy)
                 .map(|p| p.settings.state_dir)
                 .unwrap_or_else(|_| crate::policy::model::Settings::default().state_dir);
-            super::server::socket_path(&state_dir)
+            super::wire::socket_path(&state_dir)
         }
     };
     match root {

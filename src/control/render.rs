@@ -42,7 +42,7 @@ pub fn status(s: &wire::StatusReply) -> String {
         "{}  policy {} ({}) loaded {}",
         s.product,
         s.policy.path,
-        super::client::short(&s.policy.hash),
+        crate::show::short(&s.policy.hash),
         s.policy.loaded_at
     );
     let d = &s.daemon;

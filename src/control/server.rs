@@ -22,7 +22,7 @@ use super::{Call, Caller, Request, Response};
 use futures_util::Stream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -59,8 +59,7 @@ impl Default for Limits {
     }
 }
 
-/// The socket's file name in `state_dir`.
-pub const SOCKET_NAME: &str = "io.cgwarden";
+pub use super::wire::{socket_path, SOCKET_NAME};
 
 /// What the service thread shares with the daemon.
 #[derive(Debug, Clone)]
@@ -569,7 +568,7 @@ where
 impl Service {
     fn event_stream(&mut self, more: bool) -> EventStream {
         let first = |message: &str| wire::Event {
-            time: super::client::rfc3339(std::time::SystemTime::now()),
+            time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
             kind: "subscribed".into(),
             message: Some(message.to_string()),
             ..Default::default()
@@ -601,7 +600,7 @@ impl Service {
             let event = match rx.recv().await {
                 Ok(e) => e,
                 Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
-                    time: super::client::rfc3339(std::time::SystemTime::now()),
+                    time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
                     kind: "lagged".into(),
                     message: Some(format!(
                         "{n} events were dropped: this client reads too slowly"
@@ -624,9 +623,4 @@ impl Drop for SubscriberSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// The socket path of a policy's `state_dir`.
-pub fn socket_path(state_dir: &Path) -> PathBuf {
-    state_dir.join(SOCKET_NAME)
 }

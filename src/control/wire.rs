@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use zlink::introspect::{CustomType, Type};
 
 pub const INTERFACE: &str = "io.cgwarden.Daemon";
@@ -252,3 +253,11 @@ impl std::fmt::Display for DaemonError {
 }
 
 impl std::error::Error for DaemonError {}
+
+/// The socket's file name in `state_dir`.
+pub const SOCKET_NAME: &str = "io.cgwarden";
+
+/// The socket path of a policy's `state_dir`.
+pub fn socket_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(SOCKET_NAME)
+}

@@ -674,10 +674,7 @@ impl<'p> Converger<'p> {
             }
             // Raising the floor above the current ceiling needs the ceiling first.
             let cur_max = cpufreq::read_khz(&self.root, p, cpufreq::SCALING_MAX_FREQ).ok();
-            let min_first = match (&c.min, cur_max) {
-                (Some(min), Some(cur_max)) => min.khz() <= cur_max,
-                _ => true,
-            };
+            let min_first = crate::knobs::cpufreq::min_first(c.min.map(|f| f.khz()), cur_max);
             let min = c.min.as_ref().map(|f| (cpufreq::SCALING_MIN_FREQ, f.khz()));
             let max = c.max.as_ref().map(|f| (cpufreq::SCALING_MAX_FREQ, f.khz()));
             let order = if min_first { [min, max] } else { [max, min] };

@@ -363,9 +363,9 @@ impl Actuator {
 }
 
 /// Puts a cpufreq policy's `scaling_max_freq` write before its
-/// `scaling_min_freq` write when the new floor is above the old ceiling: the
-/// kernel rejects a min above the current max. (Knob order writes min first,
-/// which is right when the ceiling comes down.)
+/// `scaling_min_freq` write when the family says so
+/// ([`crate::knobs::cpufreq::min_first`]: the new floor is above the old
+/// ceiling). Knob order writes min first, right when the ceiling comes down.
 pub fn order_writes(effects: &mut [Effect]) {
     use crate::knobs::CpufreqAttr;
     let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
@@ -397,12 +397,12 @@ pub fn order_writes(effects: &mut [Effect]) {
         let (Effect::Write(wmin), Effect::Write(wmax)) = (&effects[min], &effects[max]) else {
             continue;
         };
-        let raises_past_ceiling = match (&wmin.new, &wmax.old) {
-            (KnobValue::Frequency(new_min), Some(KnobValue::Frequency(old_max))) => {
-                new_min.khz() > old_max.khz()
-            }
-            _ => false,
+        let khz = |v: Option<&KnobValue>| match v {
+            Some(KnobValue::Frequency(f)) => Some(f.khz()),
+            _ => None,
         };
+        let raises_past_ceiling =
+            !crate::knobs::cpufreq::min_first(khz(Some(&wmin.new)), khz(wmax.old.as_ref()));
         if raises_past_ceiling && min < max {
             effects.swap(min, max);
         }

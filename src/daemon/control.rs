@@ -149,7 +149,7 @@ impl ControlState {
 }
 
 fn now_text() -> String {
-    crate::control::client::rfc3339(SystemTime::now())
+    crate::show::rfc3339_millis(SystemTime::now())
 }
 
 fn refused(message: String) -> Response {
@@ -553,7 +553,7 @@ impl Daemon {
             uid = caller.uid,
             pid = caller.pid,
             knobs = %applied.iter().map(|a| format!("{}={}", a.knob, a.value)).collect::<Vec<_>>().join(" "),
-            until = %expires_at.map(crate::control::client::rfc3339).unwrap_or_else(|| "released".into()),
+            until = %expires_at.map(crate::show::rfc3339_millis).unwrap_or_else(|| "released".into()),
             "boost granted"
         );
         for a in &applied {
@@ -585,7 +585,7 @@ impl Daemon {
         self.carry_out(effects);
         Response::Boost(wire::BoostReply {
             handle: handle as i64,
-            expires_at: expires_at.map(crate::control::client::rfc3339),
+            expires_at: expires_at.map(crate::show::rfc3339_millis),
             applied,
             rejected,
         })
@@ -709,7 +709,7 @@ impl Daemon {
         let effects = self.supervisor.flush(now);
         self.carry_out(effects);
         Response::Extend(wire::ExtendReply {
-            expires_at: expires_at.map(crate::control::client::rfc3339),
+            expires_at: expires_at.map(crate::show::rfc3339_millis),
         })
     }
 
@@ -736,7 +736,7 @@ impl Daemon {
                     value: c.knob.render(&c.value),
                     expires_at: c
                         .deadline
-                        .map(|d| crate::control::client::rfc3339(self.wall(d))),
+                        .map(|d| crate::show::rfc3339_millis(self.wall(d))),
                     ..Default::default()
                 };
                 if let Owner::Boost { handle } = &c.owner {
@@ -750,7 +750,7 @@ impl Daemon {
                             (None, Some(_)) => Some("connection".into()),
                             _ => None,
                         };
-                        info.expires_at = b.expires_at.map(crate::control::client::rfc3339);
+                        info.expires_at = b.expires_at.map(crate::show::rfc3339_millis);
                     }
                 }
                 info
@@ -834,7 +834,7 @@ impl Daemon {
             .map(|(r, (phase, since))| wire::RuleStatus {
                 name: r.name.clone(),
                 state: phase.to_string(),
-                since: since.map(|t| crate::control::client::rfc3339(self.wall(t))),
+                since: since.map(|t| crate::show::rfc3339_millis(self.wall(t))),
             })
             .collect();
         wire::StatusReply {
@@ -842,7 +842,7 @@ impl Daemon {
             policy: wire::PolicyInfo {
                 path: self.opts.policy_path.display().to_string(),
                 hash: self.policy_hash.clone(),
-                loaded_at: crate::control::client::rfc3339(self.loaded_at),
+                loaded_at: crate::show::rfc3339_millis(self.loaded_at),
             },
             last_reload_error: self.last_reload_error.clone(),
             daemon: wire::DaemonInfo {

@@ -92,7 +92,7 @@ use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
@@ -173,7 +173,7 @@ impl HookContext {
             self.threshold.clone(),
             self.group.clone(),
             self.product.clone(),
-            rfc3339(self.time),
+            crate::show::rfc3339(self.time),
         ]
     }
 }
@@ -240,23 +240,7 @@ pub struct HookStats {
     pub output_truncated: u64,
 }
 
-/// Per-hook counters (atomics: the metrics thread reads them at scrape time).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) started: AtomicU64,
-    pub(crate) rate_limited: AtomicU64,
-    pub(crate) at_capacity: AtomicU64,
-    pub(crate) queued: AtomicU64,
-    pub(crate) unpaired: AtomicU64,
-    pub(crate) failed: AtomicU64,
-    pub(crate) timed_out: AtomicU64,
-    pub(crate) exited_nonzero: AtomicU64,
-    pub(crate) output_truncated: AtomicU64,
-    /// Runs whose program exited 0 in time (issue 13).
-    pub(crate) succeeded: AtomicU64,
-    /// How long finished runs took, start to reaped (issue 13).
-    pub(crate) duration: crate::observe::state::Histogram,
-}
+pub(crate) use crate::stats::HookCounters as Counters;
 
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
@@ -1100,42 +1084,6 @@ fn emit(line: &mut Vec<u8>, stream: Stream, run: &Run) {
     line.clear();
 }
 
-/// `t` as RFC 3339 UTC with whole seconds, e.g. `2026-11-30T10:15:00Z`.
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs: i64 = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        Err(e) => {
-            let d = e.duration();
-            let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-            // Round down: 0.5 s before the epoch is 1969-12-31T23:59:59Z.
-            -s - i64::from(d.subsec_nanos() > 0)
-        }
-    };
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (H. Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m as u32, d as u32)
-}
-
 /// Why a file that root would trust (the policy, a hook program) is not
 /// safe to trust, or `None` (SPEC §4 "Trust"). Checked: the file itself,
 /// symlinks followed (what runs or is read is the target), must be owned by
@@ -1262,7 +1210,7 @@ mod tests {
             group: String::new(),
             product: "edge-box".into(),
             // 2026-11-30T10:15:00Z
-            time: UNIX_EPOCH + Duration::from_secs(1_796_033_700),
+            time: std::time::UNIX_EPOCH + Duration::from_secs(1_796_033_700),
             paired: false,
         }
     }
@@ -1333,61 +1281,6 @@ mod tests {
 
     fn fd_count() -> usize {
         fs::read_dir("/proc/self/fd").unwrap().count()
-    }
-
-    #[test]
-    fn time_format_known_dates() {
-        let at = |s: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(1_796_033_700), "2026-11-30T10:15:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z"); // leap century
-        assert_eq!(at(951_868_799), "2000-02-29T23:59:59Z");
-        assert_eq!(at(951_868_800), "2000-03-01T00:00:00Z");
-        assert_eq!(at(1_709_251_199), "2024-02-29T23:59:59Z");
-        assert_eq!(at(1_735_689_599), "2024-12-31T23:59:59Z"); // day 366
-        assert_eq!(at(4_107_456_000), "2100-02-28T00:00:00Z");
-        assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z"); // 2100 not leap
-        assert_eq!(at(2_147_483_647), "2038-01-19T03:14:07Z");
-        // Sub-second parts are dropped, before the epoch rounded down.
-        assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_millis(1_999)),
-            "1970-01-01T00:00:01Z"
-        );
-        assert_eq!(
-            rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
-            "1969-12-31T23:59:59Z"
-        );
-        assert_eq!(
-            rfc3339(UNIX_EPOCH - Duration::from_secs(2_203_891_200)),
-            "1900-03-01T00:00:00Z"
-        );
-    }
-
-    /// Every day from 1600 to 2400 against a naive calendar walk.
-    #[test]
-    fn civil_from_days_matches_a_calendar_walk() {
-        let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let len = |y: i64, m: u32| match m {
-            2 if leap(y) => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        // 1600-01-01 is day -135140.
-        let (mut y, mut m, mut d) = (1600i64, 1u32, 1u32);
-        for days in -135_140i64..160_000 {
-            assert_eq!(civil_from_days(days), (y, m, d), "day {days}");
-            d += 1;
-            if d > len(y, m) {
-                d = 1;
-                m += 1;
-                if m > 12 {
-                    m = 1;
-                    y += 1;
-                }
-            }
-        }
-        assert!(y > 2400);
     }
 
     #[test]

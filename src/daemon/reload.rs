@@ -398,14 +398,17 @@ impl Daemon {
                     tracing::info!("{what}: {line}");
                 }
                 tracing::info!(
-                    hash = %short(&report.hash),
+                    hash = %crate::show::short(&report.hash),
                     changes = report.diff.len(),
                     "{what}: done"
                 );
             }
         }
         if !dry_run {
-            let status = format!("supervising (policy {})", short(&self.policy_hash));
+            let status = format!(
+                "supervising (policy {})",
+                crate::show::short(&self.policy_hash)
+            );
             notify(&[
                 sd_notify::NotifyState::Ready,
                 sd_notify::NotifyState::Status(&status),
@@ -640,11 +643,6 @@ impl Daemon {
             None => self.sync_armed(),
         }
     }
-}
-
-/// The first 12 hex digits of a hash, for logs and `STATUS=`.
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 #[cfg(test)]

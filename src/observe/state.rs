@@ -50,7 +50,7 @@ pub(crate) struct KnobView {
 #[derive(Clone, Debug)]
 pub(crate) struct HookView {
     pub name: String,
-    pub counters: Arc<crate::daemon::hooks::Counters>,
+    pub counters: Arc<crate::stats::HookCounters>,
 }
 
 /// The engine's state for the observe threads (see the module docs).
@@ -164,50 +164,6 @@ impl Book {
         view.reload_success = unix_seconds(self.reload_success);
         self.tx.send_replace(Arc::new(view));
         self.dirty = false;
-    }
-}
-
-/// Upper bounds of [`Histogram`]'s buckets, in seconds (the last is open):
-/// hook runs take milliseconds to their timeout (minutes).
-pub(crate) const HOOK_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0];
-
-/// A fixed-bucket histogram of durations: lock-free, no allocation.
-#[derive(Debug, Default)]
-pub(crate) struct Histogram {
-    buckets: [std::sync::atomic::AtomicU64; HOOK_BUCKETS.len() + 1],
-    sum_us: std::sync::atomic::AtomicU64,
-}
-
-impl Histogram {
-    pub(crate) fn record(&self, d: std::time::Duration) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let s = d.as_secs_f64();
-        let i = HOOK_BUCKETS
-            .iter()
-            .position(|&b| s <= b)
-            .unwrap_or(HOOK_BUCKETS.len());
-        self.buckets[i].fetch_add(1, Relaxed);
-        self.sum_us
-            .fetch_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX), Relaxed);
-    }
-
-    /// (sum in seconds, count, per-bucket (upper bound, count) with
-    /// `f64::MAX` for the open bucket, as prometheus-client encodes them).
-    pub(crate) fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let out: Vec<(f64, u64)> = self
-            .buckets
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                (
-                    HOOK_BUCKETS.get(i).copied().unwrap_or(f64::MAX),
-                    b.load(Relaxed),
-                )
-            })
-            .collect();
-        let n = out.iter().map(|(_, c)| c).sum();
-        (self.sum_us.load(Relaxed) as f64 / 1e6, n, out)
     }
 }
 

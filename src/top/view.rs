@@ -314,7 +314,7 @@ fn header(f: &mut Frame, app: &App, now: SystemTime, area: Rect) {
                 s.product,
                 s.daemon.pid,
                 span(u64::try_from(s.daemon.uptime_seconds).unwrap_or(0)),
-                crate::control::client::short(&s.policy.hash)
+                crate::show::short(&s.policy.hash)
             )));
             let active = s.rules.iter().filter(|r| r.state == "active").count();
             l2.push(Span::raw(format!(
