@@ -171,7 +171,7 @@ fn numbered(name: &str, prefix: &str) -> bool {
 pub fn trusted_cgroup_root(recorded: &Path, policy_cgroup_root: &Path) -> bool {
     canonical(recorded)
         && recorded != Path::new("/")
-        && (recorded.starts_with("/sys/fs/cgroup")
+        && (recorded.starts_with(crate::kernel::cgroupfs::CGROUP2_MOUNT)
             || recorded == Root::normalize(policy_cgroup_root))
 }
 

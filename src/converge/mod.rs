@@ -257,7 +257,7 @@ fn subtree_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
 
 /// Where the uclamp interface of the kernel shows itself even before any
 /// group exists (CONFIG_UCLAMP_TASK).
-const UCLAMP_PROBE: &str = "/proc/sys/kernel/sched_util_clamp_min";
+const UCLAMP_PROBE: &str = crate::knobs::sysctl::UCLAMP_PROBE;
 
 impl<'p> Converger<'p> {
     pub fn new(root: Root, policy: &'p Policy) -> Self {
@@ -378,7 +378,7 @@ impl<'p> Converger<'p> {
     /// `possible` cannot be read (nothing to check against).
     fn absent_cpus(&self, g: &Group) -> Option<String> {
         let cpus = g.cpuset.cpus.as_ref()?;
-        let possible_path = Path::new("/sys/devices/system/cpu/possible");
+        let possible_path = Path::new(crate::kernel::selfproc::POSSIBLE_CPUS);
         let text = self.root.read_trimmed(possible_path).ok()?;
         let possible = crate::units::CpuList::parse_kernel(&text).ok()?;
         let absent: BTreeSet<u32> = cpus.iter().filter(|&c| !possible.contains(c)).collect();
@@ -1099,7 +1099,8 @@ fn check_partition(root: &Root, path: &Path, value: &str) -> Result<(), crate::k
 fn is_zram_step(step: &Step) -> bool {
     match step {
         Step::Trigger { path, .. } | Step::Write { path, .. } => {
-            path.starts_with("/sys/block") && path.to_string_lossy().contains("/zram")
+            path.starts_with(crate::knobs::zram::BLOCK_DIR)
+                && path.to_string_lossy().contains("/zram")
         }
         Step::ZramHotAdd { .. } | Step::Mkswap { .. } | Step::Swapon { .. } => true,
         _ => false,

@@ -188,7 +188,7 @@ pub fn reset(
                     continue;
                 }
                 let id = device.trim_start_matches("zram");
-                let p = Path::new("/sys/class/zram-control/hot_remove");
+                let p = Path::new(crate::kernel::zram::HOT_REMOVE);
                 match root.write(p, id) {
                     Ok(()) => rep.lines.push(format!("WRITE {} {id}", p.display())),
                     Err(e) => rep

@@ -258,7 +258,7 @@ impl Actuator {
     /// Queues a write of 1 to /proc/sys/vm/compact_memory (its own lane:
     /// compaction runs inside the write).
     pub fn compact_memory(&mut self, rule: &str) -> Outcome {
-        let path = PathBuf::from("/proc/sys/vm/compact_memory");
+        let path = PathBuf::from(sysctl::COMPACT_MEMORY);
         if self.dry_run {
             tracing::info!(rule, path = %path.display(), "would compact memory (dry run)");
             return Outcome::DryRun;

@@ -641,12 +641,8 @@ impl Daemon {
                 ))
             }
         };
-        // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, which keeps it
-        // open, unchanged, until the AsyncFd is dropped.
-        let afd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        }
-        .map_err(|e| format!("cannot watch process {pid}: {e}"))?;
+        let afd = crate::kernel::wait::async_fd(fd, tokio::io::Interest::READABLE)
+            .map_err(|(e, _)| format!("cannot watch process {pid}: {e}"))?;
         let tx = self.control.gone_tx.clone();
         Ok(tokio::spawn(async move {
             // Readable once the process has exited.

@@ -33,10 +33,11 @@ use crate::daemon::watch::Wake;
 use crate::engine::placement::{FactCache, Placer};
 use crate::engine::presence::Presence;
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
+use crate::kernel::wait::EventFd;
 use crate::kernel::{procfs, Root};
 use crate::policy::model::Policy;
 use std::collections::{BTreeMap, HashSet};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle as ThreadHandle;
@@ -254,7 +255,7 @@ struct Swap {
 /// eventfd it polls beside the socket.
 pub struct Placement {
     tx: std_mpsc::Sender<Job>,
-    wake_fd: Arc<OwnedFd>,
+    wake_fd: Arc<EventFd>,
     scan_pending: Arc<AtomicBool>,
     /// Detached: dropping the handle ends the thread after its current
     /// write; shutdown never waits on a slow migration.
@@ -266,7 +267,7 @@ impl Placement {
     pub fn scan(&self, kind: ScanKind) {
         if !self.scan_pending.swap(true, Ordering::AcqRel) {
             let _ = self.tx.send(Job::Scan(kind));
-            poke(&self.wake_fd);
+            self.wake_fd.poke();
         }
     }
 }
@@ -276,22 +277,8 @@ impl Drop for Placement {
         // The thread sees the queue closed on its next look; make that now.
         let (tx, _) = std_mpsc::channel();
         drop(std::mem::replace(&mut self.tx, tx));
-        poke(&self.wake_fd);
+        self.wake_fd.poke();
     }
-}
-
-/// Makes the eventfd readable (never blocks: a full counter is readable too).
-fn poke(fd: &OwnedFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own.
-    let _ = unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
-}
-
-/// Clears the eventfd.
-fn unpoke(fd: &OwnedFd) {
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a valid u64 from a non-blocking eventfd we own.
-    let _ = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
 }
 
 /// What the exec thread owns.
@@ -322,7 +309,7 @@ impl Worker {
     fn run(
         mut self,
         rx: std_mpsc::Receiver<Job>,
-        wake_fd: Arc<OwnedFd>,
+        wake_fd: Arc<EventFd>,
         mut conn: Option<Connector>,
     ) {
         let mut events = Vec::with_capacity(512);
@@ -343,10 +330,7 @@ impl Worker {
                         revents: 0,
                     },
                 ];
-                // SAFETY: `fds` is a valid array of 2 pollfds for the call.
-                let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-                if r < 0 {
-                    let e = std::io::Error::last_os_error();
+                if let Err(e) = crate::kernel::wait::poll(&mut fds, -1) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         tracing::error!("exec thread: poll: {e}");
                         std::thread::sleep(Duration::from_millis(100));
@@ -354,7 +338,7 @@ impl Worker {
                     continue;
                 }
                 if fds[0].revents != 0 {
-                    unpoke(&wake_fd);
+                    wake_fd.clear();
                 }
             }
             let mut scan = None;
@@ -616,7 +600,7 @@ fn reconcile(shared: &Shared, root: &Root, comms: Vec<(i32, String)>) -> bool {
         changed |= pr.update(pid, &c);
     }
     for pid in pr.pids() {
-        if !seen.contains(&pid) && !root.is_dir(std::path::Path::new(&format!("/proc/{pid}"))) {
+        if !seen.contains(&pid) && !crate::kernel::procfs::alive(root, pid) {
             changed |= pr.exit(pid);
         }
     }
@@ -669,21 +653,20 @@ impl ExecWatch {
         }
         let conn = open_connector(root);
         shared.events_live.store(conn.is_some(), Ordering::Relaxed);
-        // SAFETY: plain eventfd(2); the returned fd is checked and owned below.
-        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if efd < 0 {
-            tracing::error!(
-                "cannot create the exec thread's eventfd ({}); placement and presence are off",
-                std::io::Error::last_os_error()
-            );
-            shared.events_live.store(false, Ordering::Relaxed);
-            return ExecWatch {
-                shared,
-                placement: None,
-            };
-        }
-        // SAFETY: `efd` is a fresh, valid fd that nothing else owns.
-        let wake_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
+        let efd = match EventFd::new() {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::error!(
+                    "cannot create the exec thread's eventfd ({e}); placement and presence are off"
+                );
+                shared.events_live.store(false, Ordering::Relaxed);
+                return ExecWatch {
+                    shared,
+                    placement: None,
+                };
+            }
+        };
+        let wake_fd = Arc::new(efd);
         let scan_pending = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std_mpsc::channel();
         let worker = Worker {
@@ -772,7 +755,7 @@ impl ExecWatch {
         if p.tx.send(Job::Swap(Box::new(sw))).is_err() {
             tracing::error!("the exec thread is gone; placement rules not swapped");
         }
-        poke(&p.wake_fd);
+        p.wake_fd.poke();
     }
 
     /// Each tick: without live events, the scan is the detection.

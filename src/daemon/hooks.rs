@@ -670,43 +670,8 @@ fn command(hook: &Hook, creds: Option<Creds>, ctx: &HookContext, setup: ChildSet
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // First of the pre_exec steps (they run in registration order): join
-    // the run cgroup and drop the daemon's priority while still privileged.
-    //
-    // SAFETY: runs in the forked child before exec; `ChildSetup::apply`
-    // only makes async-signal-safe calls on data prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || setup.apply());
-    }
-    if let Some(c) = creds {
-        // Not `Command::uid/gid`: std runs `pre_exec` closures *after* its
-        // own setuid, when setgroups would no longer be permitted, and std
-        // ignores EPERM from its own setgroups. Doing all three here, in the
-        // right order, makes every failure fail the spawn.
-        //
-        // SAFETY: the closure runs in the forked child before exec. It only
-        // calls setgroups/setgid/setuid (async-signal-safe syscall wrappers)
-        // and reads errno; it does not allocate, lock, or touch state shared
-        // with other threads of the parent.
-        unsafe {
-            cmd.pre_exec(move || drop_privileges(c));
-        }
-    }
+    crate::kernel::hook_run::confine(&mut cmd, setup, creds.map(|c| (c.uid, c.gid)));
     cmd
-}
-
-/// Runs in the forked child: no supplementary groups, then gid, then uid.
-fn drop_privileges(c: Creds) -> io::Result<()> {
-    // SAFETY: plain syscalls with valid arguments (a null list of length 0).
-    unsafe {
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setgid(c.gid) != 0
-            || libc::setuid(c.uid) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 /// Spawns `cmd` for `run` (setting its pid); the error text names the

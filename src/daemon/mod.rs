@@ -606,7 +606,7 @@ impl Daemon {
                 continue;
             };
             if key.target == Target::System
-                && !root.exists(std::path::Path::new("/proc/pressure"))
+                && !root.exists(std::path::Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {
                 tracing::warn!(

@@ -101,7 +101,7 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
     }
     if spec.policy.is_rt() {
         let runtime = root
-            .read_trimmed(Path::new("/proc/sys/kernel/sched_rt_runtime_us"))
+            .read_trimmed(Path::new(crate::knobs::sysctl::SCHED_RT_RUNTIME))
             .unwrap_or_default();
         if runtime == "-1" {
             tracing::warn!(

@@ -595,7 +595,7 @@ impl Daemon {
                 continue;
             };
             if key.target == crate::policy::expr::Target::System
-                && !root.exists(Path::new("/proc/pressure"))
+                && !root.exists(Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {
                 continue;

@@ -94,10 +94,9 @@ impl Sampler {
     /// The pressure file of a PSI target (device path).
     pub fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
         match target {
-            Target::System => Some(PathBuf::from(format!(
-                "/proc/pressure/{}",
-                resource_name(res)
-            ))),
+            Target::System => Some(
+                std::path::Path::new(crate::kernel::psi::PRESSURE_DIR).join(resource_name(res)),
+            ),
             Target::Group(g) => {
                 let path = self.groups.get(g)?;
                 Some(

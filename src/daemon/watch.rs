@@ -161,14 +161,8 @@ pub fn spawn_psi_trigger(
     tx: mpsc::Sender<Wake>,
 ) -> Result<JoinHandle<()>> {
     let path = trigger.path().to_path_buf();
-    // SAFETY: `register_with_interest` requires that the fd stays open and
-    // refers to the same file description for the AsyncFd's whole life.
-    // `PsiTrigger` owns its fd (an `OwnedFd` field that is never replaced or
-    // closed while the value lives) and `as_raw_fd` always returns it; the
-    // AsyncFd takes ownership of the trigger, so the fd is closed only when
-    // the AsyncFd itself is dropped, after it deregistered the fd.
-    let afd = unsafe { AsyncFd::register_with_interest(trigger, Interest::PRIORITY) }
-        .map_err(|e| Error::io("epoll_ctl(EPOLLPRI)", &path, e.into_parts().1))?;
+    let afd = crate::kernel::wait::async_fd(trigger, Interest::PRIORITY)
+        .map_err(|(e, _)| Error::io("epoll_ctl(EPOLLPRI)", &path, e))?;
     Ok(tokio::spawn(psi_loop(afd, id, tx)))
 }
 
@@ -305,13 +299,8 @@ impl FileWatcher {
     pub fn new(root: &Root, tx: mpsc::Sender<Wake>) -> Result<Self> {
         let inotify = Inotify::init().map_err(|e| Error::io("inotify_init", "inotify", e))?;
         let watches = inotify.watches();
-        // SAFETY: `Inotify` owns its fd (shared with `Watches` through an
-        // `Arc`: it is closed only when the last of them is dropped, and this
-        // `Inotify` is dropped only together with the AsyncFd) and
-        // `as_raw_fd` always returns that fd, so it stays open and unchanged
-        // for the AsyncFd's whole life.
-        let afd = unsafe { AsyncFd::register_with_interest(inotify, Interest::READABLE) }
-            .map_err(|e| Error::io("epoll_ctl(EPOLLIN)", "inotify", e.into_parts().1))?;
+        let afd = crate::kernel::wait::async_fd(inotify, Interest::READABLE)
+            .map_err(|(e, _)| Error::io("epoll_ctl(EPOLLIN)", "inotify", e))?;
         let map = Arc::new(Mutex::new(WatchMap::default()));
         let task = tokio::spawn(inotify_loop(afd, map.clone(), tx));
         Ok(FileWatcher {

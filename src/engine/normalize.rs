@@ -41,12 +41,7 @@ pub enum Form {
 /// A hard-coded 4 KiB made 16K/64K-page kernels rewrite every size on every
 /// apply. 4 KiB if sysconf cannot say (it always can on Linux).
 pub fn page_size() -> u64 {
-    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        u64::try_from(v).ok().filter(|&p| p > 0).unwrap_or(4096)
-    })
+    crate::kernel::wait::page_size()
 }
 
 /// How a group knob's file is compared with a desired value.

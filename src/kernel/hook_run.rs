@@ -185,6 +185,45 @@ fn write_c(path: &std::ffi::CStr, value: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Sets up a hook's child: first it joins the run cgroup and drops the
+/// daemon's priority while still privileged (`setup`), then, with `creds`
+/// (uid, gid), it drops its supplementary groups, gid and uid, in that
+/// order. Not `Command::uid/gid`: std runs `pre_exec` closures *after* its
+/// own setuid, when setgroups would no longer be permitted, and std ignores
+/// EPERM from its own setgroups; doing all three here, in the right order,
+/// makes every failure fail the spawn.
+pub fn confine(cmd: &mut tokio::process::Command, setup: ChildSetup, creds: Option<(u32, u32)>) {
+    // SAFETY: runs in the forked child before exec; `ChildSetup::apply`
+    // only makes async-signal-safe calls on data prepared before the fork.
+    // The pre_exec steps run in registration order.
+    unsafe {
+        cmd.pre_exec(move || setup.apply());
+    }
+    if let Some((uid, gid)) = creds {
+        // SAFETY: the closure runs in the forked child before exec. It only
+        // calls setgroups/setgid/setuid (async-signal-safe syscall wrappers)
+        // and reads errno; it does not allocate, lock, or touch state shared
+        // with other threads of the parent.
+        unsafe {
+            cmd.pre_exec(move || drop_privileges(uid, gid));
+        }
+    }
+}
+
+/// Runs in the forked child: no supplementary groups, then gid, then uid.
+fn drop_privileges(uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: plain syscalls with valid arguments (a null list of length 0).
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(gid) != 0
+            || libc::setuid(uid) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

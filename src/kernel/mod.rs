@@ -27,6 +27,7 @@ pub mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;
 pub(crate) mod thermal;
+pub(crate) mod wait;
 pub(crate) mod zram;
 
 pub use error::{Error, Result};

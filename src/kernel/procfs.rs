@@ -146,6 +146,11 @@ pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
         .ok_or_else(|| Error::parse(&p, "process stat", &text))
 }
 
+/// Whether `/proc/PID` still exists (the process has not been reaped).
+pub fn alive(root: &Root, pid: i32) -> bool {
+    root.is_dir(Path::new(&format!("/proc/{pid}")))
+}
+
 /// Numeric entries of `/proc`, sorted.
 pub fn pids(root: &Root) -> Result<Vec<i32>> {
     Ok(numeric(root.list_dir(Path::new("/proc"))?))

@@ -50,6 +50,9 @@ fn parse_line<'a>(fields: impl Iterator<Item = &'a str>) -> Option<PsiLine> {
 }
 
 /// Parses a PSI file; never fails (missing parts are `None`).
+/// Where the system-wide pressure files live (absent with PSI disabled).
+pub const PRESSURE_DIR: &str = "/proc/pressure";
+
 pub fn parse_psi(text: &str) -> Psi {
     let mut psi = Psi::default();
     for line in text.lines() {

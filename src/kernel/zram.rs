@@ -37,6 +37,8 @@ use super::root::Root;
 
 /// Device path of `/sys/class/zram-control/hot_add`.
 pub const HOT_ADD: &str = "/sys/class/zram-control/hot_add";
+/// Removes the device whose number is written.
+pub const HOT_REMOVE: &str = "/sys/class/zram-control/hot_remove";
 /// Device path of the directory that exists while the zram module is loaded.
 pub const CONTROL_DIR: &str = "/sys/class/zram-control";
 /// The kernel module that provides zram devices.

@@ -109,6 +109,17 @@ pub(crate) const TABLE: &[Sysctl] = &[
     row("kernel.softlockup_panic", Some((0, 1)), "0", "`SYSCTL_ZERO`..`SYSCTL_ONE`"),
 ];
 
+/// Where the uclamp interface of the kernel shows itself even before any
+/// group exists (CONFIG_UCLAMP_TASK): a sysctl of the table, read only.
+pub const UCLAMP_PROBE: &str = "/proc/sys/kernel/sched_util_clamp_min";
+
+/// The trigger of the `compact` action: written `1`, never journalled (it
+/// holds no value to restore), so not a knob.
+pub const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
+
+/// The RT throttling sysctl the daemon reads to warn about RT starvation.
+pub const SCHED_RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
 /// The row of sysctl `name` (`vm.swappiness`).
 pub(crate) fn lookup(name: &str) -> Option<&'static Sysctl> {
     TABLE.iter().find(|s| s.name == name)
