@@ -804,7 +804,10 @@ impl<'p> Converger<'p> {
             return;
         }
         let placer = Placer::new(&self.policy.placement, |name| {
-            procfs::user_uid(&self.root, name).ok().flatten()
+            crate::kernel::accounts::user(&self.root, name)
+                .ok()
+                .flatten()
+                .map(|u| u.uid)
         });
         let pids = match procfs::pids(&self.root) {
             Ok(p) => p,

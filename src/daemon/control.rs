@@ -162,21 +162,13 @@ fn invalid(message: String) -> Response {
 
 impl Daemon {
     /// Resolves the policy's `control:` grants (user and group names to
-    /// ids, through the system's account database); an unknown name drops
-    /// only its entry, with a warning.
+    /// ids, from the root's account files, as placement and hooks do); an
+    /// unknown name drops only its entry, with a warning.
     pub(crate) fn resolve_grants(&mut self) {
-        let user = |n: &str| {
-            nix::unistd::User::from_name(n)
-                .ok()
-                .flatten()
-                .map(|u| u.uid.as_raw())
-        };
-        let group = |n: &str| {
-            nix::unistd::Group::from_name(n)
-                .ok()
-                .flatten()
-                .map(|g| g.gid.as_raw())
-        };
+        use crate::kernel::accounts;
+        let root = self.opts.root.clone();
+        let user = |n: &str| accounts::user(&root, n).ok().flatten().map(|u| u.uid);
+        let group = |n: &str| accounts::group(&root, n).ok().flatten();
         let (grants, warnings) =
             crate::engine::grants::resolve(&self.policy.control, &user, &group);
         for w in warnings {
@@ -197,8 +189,8 @@ impl Daemon {
         let state_dir = self.opts.root.host_path(&self.policy.settings.state_dir);
         let path = server::socket_path(&state_dir);
         let group = &self.policy.settings.socket_group;
-        let gid = match nix::unistd::Group::from_name(group) {
-            Ok(Some(g)) => g.gid.as_raw(),
+        let gid = match crate::kernel::accounts::group(&self.opts.root, group) {
+            Ok(Some(g)) => g,
             _ => {
                 tracing::warn!(
                     "settings.socket_group `{group}` is not a group here; the control socket is root's only"

@@ -637,7 +637,10 @@ impl ExecWatch {
         wake: mpsc::Sender<Wake>,
     ) -> ExecWatch {
         let placer = Placer::new(&policy.placement, |name| {
-            procfs::user_uid(root, name).ok().flatten()
+            crate::kernel::accounts::user(root, name)
+                .ok()
+                .flatten()
+                .map(|u| u.uid)
         });
         let tracking = !shared.presence().is_empty();
         // Under --dry-run placement runs too and logs each move it would make.
@@ -745,7 +748,10 @@ impl ExecWatch {
             scan_presence(&self.shared, root);
         }
         let placer = Placer::new(&policy.placement, |name| {
-            procfs::user_uid(root, name).ok().flatten()
+            crate::kernel::accounts::user(root, name)
+                .ok()
+                .flatten()
+                .map(|u| u.uid)
         });
         let sw = Swap {
             placer,

@@ -321,13 +321,18 @@ impl HookRunner {
             }
             if let (None, Some(user)) = (&disabled, &h.user) {
                 let text = passwd.get_or_insert_with(|| {
-                    root.read(Path::new("/etc/passwd"))
+                    root.read(Path::new(crate::kernel::accounts::PASSWD))
                         .map_err(|e| e.to_string())
                 });
                 match text {
                     Err(e) => disabled = Some(format!("cannot look up user {user:?}: {e}")),
-                    Ok(t) => match passwd_ids(t, user) {
-                        Some((uid, gid)) => creds = Some(Creds { uid, gid }),
+                    Ok(t) => match crate::kernel::accounts::parse_user(t, user) {
+                        Some(u) => {
+                            creds = Some(Creds {
+                                uid: u.uid,
+                                gid: u.gid,
+                            })
+                        }
                         None => disabled = Some(format!("user {user:?} is not in /etc/passwd")),
                     },
                 }
@@ -612,23 +617,6 @@ fn errno_text(e: &io::Error) -> String {
         Some(n) => Errno::from_raw(n).desc().to_string(),
         None => e.to_string(),
     }
-}
-
-/// uid and primary gid of `name` in passwd-format `text`.
-fn passwd_ids(text: &str, name: &str) -> Option<(u32, u32)> {
-    if name.is_empty() {
-        return None;
-    }
-    text.lines().find_map(|l| {
-        let mut f = l.split(':');
-        if f.next()? != name {
-            return None;
-        }
-        let _password = f.next()?;
-        let uid = f.next()?.trim().parse().ok()?;
-        let gid = f.next()?.trim().parse().ok()?;
-        Some((uid, gid))
-    })
 }
 
 /// Replaces the known placeholders in `arg` (one pass, left to right).
@@ -1271,18 +1259,6 @@ mod tests {
         assert_eq!(substitute("ünï{product}çødé", &v), "ünïedge-boxçødé");
     }
 
-    #[test]
-    fn passwd_parsing() {
-        let t =
-            "root:x:0:0:root:/root:/bin/sh\n# c\njunk\nnobody:x:65534:65533::/:/x\nbad:x:1:zz\n";
-        assert_eq!(passwd_ids(t, "root"), Some((0, 0)));
-        assert_eq!(passwd_ids(t, "nobody"), Some((65534, 65533)));
-        assert_eq!(passwd_ids(t, "bad"), None);
-        assert_eq!(passwd_ids(t, "junk"), None);
-        assert_eq!(passwd_ids(t, ""), None);
-        assert_eq!(passwd_ids(t, "ghost"), None);
-    }
-
     #[tokio::test]
     async fn environment_and_arguments() {
         let _s = SERIAL.lock().await;
@@ -1742,7 +1718,9 @@ mod tests {
     async fn runs_as_the_hook_user() {
         let _s = SERIAL.lock().await;
         let passwd = fs::read_to_string("/etc/passwd").unwrap();
-        let Some((uid, gid)) = passwd_ids(&passwd, "nobody") else {
+        let Some(crate::kernel::accounts::User { uid, gid }) =
+            crate::kernel::accounts::parse_user(&passwd, "nobody")
+        else {
             eprintln!("no user nobody here; skipped");
             return;
         };

@@ -128,8 +128,8 @@ impl Daemon {
 
     /// The gid of `settings.socket_group`, 0 (root's) when it is none.
     fn socket_gid(&self) -> u32 {
-        match nix::unistd::Group::from_name(&self.policy.settings.socket_group) {
-            Ok(Some(g)) => g.gid.as_raw(),
+        match crate::kernel::accounts::group(&self.opts.root, &self.policy.settings.socket_group) {
+            Ok(Some(g)) => g,
             _ => 0,
         }
     }

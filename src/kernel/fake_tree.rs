@@ -119,6 +119,7 @@ impl FakeTree {
         t.file("proc/irq/default_smp_affinity", "ff")?;
         t.file("sys/devices/virtual/workqueue/cpumask", "ff")?;
         t.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nvision:x:1001:1001::/home/vision:/bin/sh\n")?;
+        t.file("etc/group", "root:x:0:\nnogroup:x:65534:\nvision:x:1001:\n")?;
         fs::create_dir_all(t.dir.join("run"))?;
         Ok(t)
     }

@@ -9,6 +9,7 @@
 //! tolerate unknown or missing lines. Errors always carry the device path (as
 //! the user would see it on the target) and the operation.
 
+pub(crate) mod accounts;
 pub(crate) mod boot;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;

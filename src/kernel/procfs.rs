@@ -473,25 +473,6 @@ pub fn children(root: &Root, pid: i32) -> Vec<i32> {
     set.into_iter().collect()
 }
 
-/// Looks `name` up in a `name:x:id:...` database (passwd, group).
-fn db_id(text: &str, name: &str) -> Option<u32> {
-    text.lines().find_map(|l| {
-        let mut f = l.split(':');
-        if f.next()? != name {
-            return None;
-        }
-        f.nth(1)?.trim().parse().ok()
-    })
-}
-
-/// The uid of user `name` from `ROOT/etc/passwd`; `None` if not listed.
-pub fn user_uid(root: &Root, name: &str) -> Result<Option<u32>> {
-    if name.is_empty() {
-        return Ok(None);
-    }
-    Ok(db_id(&root.read(Path::new("/etc/passwd"))?, name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -677,24 +658,6 @@ mod tests {
         assert_eq!(children(&r, 10), [5, 20, 21]);
         assert!(children(&r, 2).is_empty());
         assert!(threads(&r, 99).is_empty());
-    }
-
-    #[test]
-    fn passwd() {
-        let t = TempDir::new().unwrap();
-        let r = Root::fake(t.path());
-        assert!(user_uid(&r, "vision").unwrap_err().is_not_found());
-        fs::create_dir_all(t.path().join("etc")).unwrap();
-        fs::write(
-            t.path().join("etc/passwd"),
-            "root:x:0:0:root:/root:/bin/sh\n# comment\njunk\nvision:x:1001:1001::/home/v:/bin/sh\nbad:x:zz:1\n",
-        )
-        .unwrap();
-        assert_eq!(user_uid(&r, "vision").unwrap(), Some(1001));
-        assert_eq!(user_uid(&r, "root").unwrap(), Some(0));
-        assert_eq!(user_uid(&r, "nobody").unwrap(), None);
-        assert_eq!(user_uid(&r, "bad").unwrap(), None);
-        assert_eq!(user_uid(&r, "").unwrap(), None);
     }
 
     #[test]
