@@ -359,30 +359,16 @@ fn init_logging() {
 
 /// SPEC §4 "Trust": running as root, `apply` and `run` refuse a policy
 /// file or hook program that is not root-owned or is group/other-writable
-/// (see [`cgwarden::daemon::untrusted`] for exactly what is checked).
+/// (the check a reload makes too: [`cgwarden::converge::trust::refusals`]).
 fn refuse_untrusted(path: &Path, p: &policy::Policy, what: &str) -> Result<(), Exit> {
-    if !nix::unistd::geteuid().is_root() {
-        return Ok(());
+    let refused = cgwarden::converge::trust::refusals(path, p);
+    for why in &refused {
+        eprintln!("cgwarden: error: {what}: {why}");
     }
-    let mut refused = false;
-    if let Some(why) = cgwarden::daemon::untrusted(path) {
-        eprintln!("cgwarden: error: {what}: refusing the policy {why}");
-        refused = true;
-    }
-    for h in &p.hooks {
-        // A hook whose program is not an absolute path is disabled anyway.
-        let Some(prog) = h.exec.first().map(Path::new).filter(|p| p.is_absolute()) else {
-            continue;
-        };
-        if let Some(why) = cgwarden::daemon::untrusted(prog) {
-            eprintln!("cgwarden: error: {what}: refusing hook `{}`: {why}", h.name);
-            refused = true;
-        }
-    }
-    if refused {
-        Err(Exit(exit::REFUSED))
-    } else {
+    if refused.is_empty() {
         Ok(())
+    } else {
+        Err(Exit(exit::REFUSED))
     }
 }
 

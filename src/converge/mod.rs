@@ -12,6 +12,7 @@ pub(crate) mod journal;
 pub mod lock;
 pub(crate) mod placement;
 pub mod reset;
+pub mod trust;
 
 use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;

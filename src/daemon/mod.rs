@@ -24,7 +24,6 @@ mod observed; // issue 13: metrics and flight recorder threads, the published en
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
 mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
-pub use hooks::untrusted;
 pub(crate) mod repair;
 pub mod sample;
 pub mod watch;

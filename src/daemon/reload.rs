@@ -70,9 +70,6 @@ pub(crate) struct ReloadReport {
     pub hash: String,
 }
 
-/// The largest policy file accepted (SPEC §4 "Trust": input is bounded).
-const MAX_POLICY: u64 = 4 << 20;
-
 /// Hex sha256 of `bytes`.
 pub(crate) fn hash_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -81,62 +78,10 @@ pub(crate) fn hash_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The policy file's bytes, refused as startup refuses them (not a regular
-/// file, larger than 4 MiB).
+/// The policy file's bytes, read and refused exactly as startup reads them
+/// ([`crate::policy::read_bytes`]: a regular file of at most 4 MiB).
 fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path.display();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
-    if !meta.file_type().is_file() {
-        return Err(format!(
-            "{name}:1:1: error: the policy is not a regular file"
-        ));
-    }
-    if meta.len() > MAX_POLICY {
-        return Err(format!(
-            "{name}:1:1: error: the policy is larger than 4 MiB"
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_POLICY + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}:1:1: error: cannot read the policy: {e}"))?;
-    if bytes.len() as u64 > MAX_POLICY {
-        return Err(format!(
-            "{name}:1:1: error: the policy is larger than 4 MiB"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// Root's trust check of `run` (main.rs `refuse_untrusted`): the policy
-/// file and every hook program must be root-owned and not group/other
-/// writable when the daemon runs as root.
-fn untrusted(path: &Path, p: &Policy) -> Vec<String> {
-    let mut out = Vec::new();
-    if !nix::unistd::geteuid().is_root() {
-        return out;
-    }
-    if let Some(why) = super::untrusted(path) {
-        out.push(format!("refusing the policy {why}"));
-    }
-    for h in &p.hooks {
-        let Some(prog) = h.exec.first().map(Path::new).filter(|p| p.is_absolute()) else {
-            continue;
-        };
-        if let Some(why) = super::untrusted(prog) {
-            out.push(format!("refusing hook `{}`: {why}", h.name));
-        }
-    }
-    out
+    crate::policy::read_bytes(path).map_err(|m| format!("{}:1:1: error: {m}", path.display()))
 }
 
 /// The settings a reload cannot change, named in the refusal.
@@ -440,7 +385,7 @@ impl Daemon {
             Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
         };
         let name = path.display();
-        let mut errors: Vec<String> = untrusted(&path, &new);
+        let mut errors: Vec<String> = crate::converge::trust::refusals(&path, &new);
         errors.extend(fixed_settings(&self.policy, &new));
         if !errors.is_empty() {
             let text = errors

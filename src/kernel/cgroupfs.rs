@@ -36,10 +36,7 @@ use super::error::Result;
 use super::psi::{parse_psi, Psi};
 use super::root::Root;
 
-/// Where cgroup2 is mounted on a systemd or Debian system: the default
-/// `settings.cgroup_root`, and the only place a journal's recorded root may
-/// be below unless it is the policy's own.
-pub const CGROUP2_MOUNT: &str = "/sys/fs/cgroup";
+pub use crate::knobs::group::CGROUP2_MOUNT;
 
 /// Typed access to a cgroup v2 (sub)hierarchy below `base`.
 #[derive(Clone, Debug)]

@@ -28,6 +28,7 @@ pub mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;
 pub(crate) mod thermal;
+pub mod trust;
 pub(crate) mod wait;
 pub(crate) mod zram;
 

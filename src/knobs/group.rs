@@ -10,6 +10,11 @@
 use super::{did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, Shape, Tok};
 use std::path::Path;
 
+/// Where cgroup2 is mounted on a systemd or Debian system: the default
+/// `settings.cgroup_root`, and the only place a journal's recorded root may
+/// be below unless it is the policy's own.
+pub const CGROUP2_MOUNT: &str = "/sys/fs/cgroup";
+
 /// A knob of one cgroup, in the order a group's baseline is written:
 /// `cpuset.mems` before `cpuset.cpus` before the partition, memory limits from
 /// `min` up to `max`. The derived order is that write order (the knob table

@@ -25,7 +25,7 @@ pub const MAX_POLICY_BYTES: u64 = 4 << 20;
 /// limit, so no input makes this read more than 4 MiB + 1.
 pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
     let name = path.display().to_string();
-    match read_bounded(path) {
+    match read_bytes(path) {
         Ok(bytes) => load_bytes(&name, &bytes),
         Err(msg) => {
             let mut d = Diagnostics::new(name);
@@ -35,8 +35,9 @@ pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
     }
 }
 
-/// The bytes of a policy file, or why it is refused.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+/// The bytes of a policy file, or why it is refused (startup and reload
+/// read through this one reader).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()

@@ -190,7 +190,7 @@ impl std::fmt::Display for DaemonSettings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            cgroup_root: PathBuf::from(crate::kernel::cgroupfs::CGROUP2_MOUNT),
+            cgroup_root: PathBuf::from(crate::knobs::group::CGROUP2_MOUNT),
             tick: Duration::from_secs(1),
             rescan: Duration::from_secs(30),
             state_dir: PathBuf::from("/run/cgwarden"),
