@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+use support::BIN;
+
 const MIN_CORPUS_FILES: usize = 45;
 const MIN_FRAGMENT_CHARS: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -36,7 +39,7 @@ fn manifest_dir() -> PathBuf {
 
 /// Runs `cgwarden ARGS...` from the crate root, with a timeout.
 fn cgwarden(args: &[&str]) -> Outcome {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cgwarden"))
+    let mut child = Command::new(BIN)
         .args(args)
         .current_dir(manifest_dir())
         .env_remove("RUST_LOG")

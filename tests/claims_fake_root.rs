@@ -11,57 +11,20 @@ use std::process::Command;
 use std::time::Duration;
 
 mod support;
-use support::{Daemon, Start, BIN};
+use support::{memory_events, read, Daemon, Start, BIN};
 
 const MIB: u64 = 1 << 20;
 
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-fn events(root: &Path, group: &str, oom_kill: u64) {
-    std::fs::write(
-        root.join(format!("sys/fs/cgroup/{group}/memory.events")),
-        format!("low 0\nhigh 0\nmax 0\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n"),
-    )
-    .unwrap();
-}
-
-/// Every file under `dir` with its content (directories as empty entries).
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().to_path_buf();
-            if rel.starts_with("run") || rel.ends_with("daemon.log") {
-                continue;
-            }
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
-                out.insert(rel.join(""), String::new());
-                walk(base, &p, out);
-            } else if ft.is_file() {
-                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
+/// Everything under the root but state_dir and the daemon's log.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    support::text_snapshot(root, |rel| {
+        !rel.starts_with("run") && !rel.ends_with("daemon.log")
+    })
 }
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
+    support::board(
+        dir,
         r#"version: 1
 product: faults
 groups:
@@ -83,14 +46,12 @@ rules:
       - set sysctl.vm.watermark_scale_factor = 200
 "#,
     )
-    .unwrap();
-    (t, policy, root)
 }
 
 fn start(policy: &Path, root: &Path) -> Daemon {
     let d = Daemon::start(policy, root, Start::default());
     for g in ["inference", "vision"] {
-        events(root, g, 0);
+        memory_events(root, g, 0);
     }
     // Let the daemon see the zero counts before anything fires.
     std::thread::sleep(Duration::from_millis(300));
@@ -110,8 +71,8 @@ fn a_crash_leaves_no_claim_behind_and_reset_undoes_runtime_writes() {
     assert_eq!(read(&root, "proc/sys/kernel/sched_rt_runtime_us"), "950000");
 
     let d = start(&policy, &root);
-    events(&root, "inference", 1);
-    events(&root, "vision", 1);
+    memory_events(&root, "inference", 1);
+    memory_events(&root, "vision", 1);
     d.wait_for(
         "claims and the then value in force",
         Duration::from_secs(10),
@@ -143,26 +104,21 @@ fn a_crash_leaves_no_claim_behind_and_reset_undoes_runtime_writes() {
         },
     );
     // And a claim taken by this run is still released on a clean stop.
-    events(&root, "inference", 2);
+    memory_events(&root, "inference", 2);
     d.wait_for("claimed again", Duration::from_secs(10), || {
         read(&root, "proc/sys/kernel/sched_rt_runtime_us") == "-1"
     });
     sigkill(d);
 
     // reset restores every file from before the first run, runtime writes included.
-    let out = Command::new(BIN)
-        .args(["reset", "--policy"])
-        .arg(&policy)
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let text = support::run(
+        Command::new(BIN)
+            .args(["reset", "--policy"])
+            .arg(&policy)
+            .arg("--root")
+            .arg(&root),
     );
-    assert!(out.status.success(), "{text}");
+    assert_eq!(text.code, 0, "{text}");
     let after = snapshot(&root);
     let differ: Vec<_> = before
         .iter()
@@ -187,7 +143,7 @@ fn deleting_a_group_keeps_every_live_claim() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, policy, root) = setup(dir.path());
     let d = start(&policy, &root);
-    events(&root, "inference", 1);
+    memory_events(&root, "inference", 1);
     let high = "sys/fs/cgroup/inference/memory.high";
     d.wait_for("memory.high claimed", Duration::from_secs(10), || {
         read(&root, high) == (160 * MIB).to_string()

@@ -6,27 +6,17 @@
 
 use cgwarden::kernel::fake_tree::FakeTree;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{Daemon, Start, BIN};
-
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
+use support::{read, Daemon, Run, Start, BIN};
 
 const MIN: &str = "sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq";
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
+    support::board(
+        dir,
         r#"version: 1
 product: control-test
 groups:
@@ -44,29 +34,18 @@ rules:
       - set cpufreq.policy4.min = 1.5GHz
 "#,
     )
-    .unwrap();
-    (t, policy, root)
 }
 
-fn cli(root: &Path, policy: &Path, args: &[&str]) -> Output {
+fn cli(root: &Path, policy: &Path, args: &[&str]) -> Run {
     // The options go before the arguments: after `--` everything is CMD.
-    Command::new(BIN)
-        .arg(args[0])
-        .arg("--policy")
-        .arg(policy)
-        .arg("--root")
-        .arg(root)
-        .args(&args[1..])
-        .output()
-        .expect("run the cgwarden client")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    support::run(
+        Command::new(BIN)
+            .arg(args[0])
+            .arg("--policy")
+            .arg(policy)
+            .arg("--root")
+            .arg(root)
+            .args(&args[1..]),
     )
 }
 
@@ -81,8 +60,8 @@ fn no_daemon_exits_4_naming_the_socket() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, policy, root) = setup(dir.path());
     let o = cli(&root, &policy, &["status"]);
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.code, 4, "{o}");
+    let err = o.stderr.as_str();
     assert!(err.contains("run/cgwarden/io.cgwarden"), "{err}");
 }
 
@@ -104,13 +83,13 @@ fn status_shows_groups_rules_and_a_boost_with_its_owner() {
             "inference job",
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, 0, "{o}");
     d.wait_for("the boost written", Duration::from_secs(5), || {
         read(&root, MIN) == "1800000" && read(&root, "sys/fs/cgroup/vision/cpu.weight") == "500"
     });
     let o = cli(&root, &policy, &["status"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let s = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.code, 0, "{o}");
+    let s = o.stdout.as_str();
     for want in [
         "control-test",
         "inference",
@@ -124,19 +103,19 @@ fn status_shows_groups_rules_and_a_boost_with_its_owner() {
         assert!(s.contains(want), "{want} missing:\n{s}");
     }
     let o = cli(&root, &policy, &["status", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status --json is JSON");
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("status --json is JSON");
     assert_eq!(v["claims"].as_array().map(Vec::len), Some(2), "{v}");
     assert_eq!(v["claims"][0]["uid"], 0);
     assert_eq!(v["policy"]["hash"].as_str().map(str::len), Some(64));
     // Released: the knobs return to their baselines.
     let o = cli(&root, &policy, &["release", "1"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, 0, "{o}");
     d.wait_for("the baseline back", Duration::from_secs(5), || {
         read(&root, MIN) == "1000000" && read(&root, "sys/fs/cgroup/vision/cpu.weight") == "200"
     });
     let o = cli(&root, &policy, &["release", "1"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no live boost has handle 1"));
+    assert_eq!(o.code, 1, "{o}");
+    assert!(o.stderr.contains("no live boost has handle 1"));
     let (code, _) = d.stop();
     assert_eq!(code, 0);
 }
@@ -151,7 +130,7 @@ fn a_boost_ends_at_its_deadline_and_a_boost_with_a_command_ends_with_it() {
         &policy,
         &["boost", "cpufreq.policy4.min=2GHz", "--for", "1s"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, 0, "{o}");
     d.wait_for("boosted", Duration::from_secs(5), || {
         read(&root, MIN) == "2000000"
     });
@@ -183,7 +162,7 @@ fn a_boost_ends_at_its_deadline_and_a_boost_with_a_command_ends_with_it() {
             &script,
         ],
     );
-    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert_eq!(o.code, 7, "{o}");
     assert_eq!(std::fs::read_to_string(&flag).unwrap().trim(), "1900000");
     d.wait_for("released with the command", Duration::from_secs(2), || {
         read(&root, MIN) == "1000000"
@@ -244,30 +223,11 @@ fn refusals_say_why() {
         ),
     ] {
         let o = cli(&root, &policy, &args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.code, 1, "{args:?}: {o}");
+        let err = o.stderr.as_str();
         assert!(err.contains(want), "{args:?}: {want} missing: {err}");
     }
     drop(d);
-}
-
-/// One raw varlink call (NUL-framed JSON), as any client would send it.
-fn raw_call(sock: &Path, method: &str, params: serde_json::Value) -> serde_json::Value {
-    use std::io::{Read, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
-    let mut msg =
-        serde_json::to_vec(&serde_json::json!({"method": method, "parameters": params})).unwrap();
-    msg.push(0);
-    s.write_all(&msg).unwrap();
-    let mut buf = Vec::new();
-    let mut b = [0u8; 4096];
-    while !buf.ends_with(&[0]) {
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "closed before a reply");
-        buf.extend_from_slice(&b[..n]);
-    }
-    buf.pop();
-    serde_json::from_slice(&buf).unwrap()
 }
 
 #[test]
@@ -275,8 +235,8 @@ fn the_interface_served_is_the_checked_in_idl() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, policy, root) = setup(dir.path());
     let d = start(&policy, &root);
-    let sock = root.join("run/cgwarden/io.cgwarden");
-    let r = raw_call(
+    let sock = support::socket(&root);
+    let r = support::call(
         &sock,
         "org.varlink.service.GetInterfaceDescription",
         serde_json::json!({"interface": "io.cgwarden.Daemon"}),
@@ -291,7 +251,7 @@ fn the_interface_served_is_the_checked_in_idl() {
         served, checked_in,
         "the IDL changed: regenerate {file} from GetInterfaceDescription"
     );
-    let info = raw_call(&sock, "org.varlink.service.GetInfo", serde_json::json!({}));
+    let info = support::call(&sock, "org.varlink.service.GetInfo", serde_json::json!({}));
     assert_eq!(info["parameters"]["interfaces"][0], "io.cgwarden.Daemon");
     // An unknown method or ill-typed parameters: zlink 0.8 closes that
     // connection (SPEC §5 allows an error or a close); the daemon goes on.
@@ -316,7 +276,7 @@ fn the_interface_served_is_the_checked_in_idl() {
             &b[..n]
         );
     }
-    let r = raw_call(
+    let r = support::call(
         &sock,
         "io.cgwarden.Daemon.ListClaims",
         serde_json::json!({}),

@@ -10,43 +10,24 @@
 //! stalls every call for the 5 s write limit.
 
 use cgwarden::kernel::fake_tree::FakeTree;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{Daemon, Start};
+use support::{Conn, Daemon, Start};
 
 fn start(dir: &Path) -> (FakeTree, Daemon, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
+    let (t, policy, root) = support::board(
+        dir,
         "version: 1\nproduct: limits-test\ngroups:\n  vision:\n    cpu: { weight: 200 }\n",
-    )
-    .unwrap();
+    );
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log("control socket listening", Duration::from_secs(10));
-    let sock = root.join("run/cgwarden/io.cgwarden");
+    let sock = support::socket(&root);
     (t, d, sock)
-}
-
-fn call(s: &mut UnixStream, method: &str, params: Value) -> Value {
-    let mut msg = serde_json::to_vec(&json!({"method": method, "parameters": params})).unwrap();
-    msg.push(0);
-    s.write_all(&msg).unwrap();
-    let mut buf = Vec::new();
-    let mut b = [0u8; 4096];
-    while !buf.ends_with(&[0]) {
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "closed before a reply");
-        buf.extend_from_slice(&b[..n]);
-    }
-    buf.pop();
-    serde_json::from_slice(&buf).unwrap()
 }
 
 /// Opens `n` connections that each send half a message and stop; returns
@@ -89,8 +70,7 @@ fn a_half_sent_message_is_closed_after_5_s() {
     let after = t0.elapsed();
     println!("a half-sent message: closed after {after:?}");
     assert!(after >= Duration::from_millis(4900), "{after:?}");
-    let mut c = UnixStream::connect(&sock).unwrap();
-    let r = call(&mut c, "io.cgwarden.Daemon.ListClaims", json!({}));
+    let r = support::call(&sock, "io.cgwarden.Daemon.ListClaims", json!({}));
     assert_eq!(r["parameters"]["claims"], json!([]), "{r}");
 }
 
@@ -101,9 +81,9 @@ fn half_sent_messages_are_all_closed_within_7_s_while_others_talk() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, d, sock) = start(dir.path());
     let (conns, t0) = half_sent(&sock, 10);
-    let mut other = UnixStream::connect(&sock).unwrap();
+    let mut other = Conn::connect(&sock).unwrap();
     while t0.elapsed() < Duration::from_secs(7) {
-        call(&mut other, "io.cgwarden.Daemon.ListClaims", json!({}));
+        other.call("io.cgwarden.Daemon.ListClaims", json!({}));
         std::thread::sleep(Duration::from_millis(200));
     }
     let open = conns.iter().filter(|s| !is_closed(s)).count();
@@ -126,25 +106,20 @@ fn a_subscriber_that_never_reads_stalls_no_one() {
     stuck
         .write_all(b"{\"method\":\"io.cgwarden.Daemon.Subscribe\",\"more\":true}\0")
         .unwrap();
-    let mut pump = UnixStream::connect(&sock).unwrap();
-    let mut probe = UnixStream::connect(&sock).unwrap();
+    let mut pump = Conn::connect(&sock).unwrap();
+    let mut probe = Conn::connect(&sock).unwrap();
     let reason = "r".repeat(256);
     let mut worst = Duration::ZERO;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(8) {
-        let b = call(
-            &mut pump,
+        let b = pump.call(
             "io.cgwarden.Daemon.Boost",
             json!({"knobs": {"vision.cpu.weight": "300"}, "duration": "1m", "reason": reason}),
         );
         let h = &b["parameters"]["handle"];
-        call(
-            &mut pump,
-            "io.cgwarden.Daemon.Release",
-            json!({"handle": h}),
-        );
+        pump.call("io.cgwarden.Daemon.Release", json!({"handle": h}));
         let t1 = Instant::now();
-        call(&mut probe, "io.cgwarden.Daemon.ListClaims", json!({}));
+        probe.call("io.cgwarden.Daemon.ListClaims", json!({}));
         worst = worst.max(t1.elapsed());
     }
     println!("the slowest call beside a stuck subscriber: {worst:?}");

@@ -20,12 +20,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{Daemon, Start};
+use support::{read, Conn, Daemon, Start};
 
 const WEIGHT: &str = "sys/fs/cgroup/vision/cpu.weight";
 const MIN: &str = "sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq";
 const HIGH: &str = "sys/fs/cgroup/inference/memory.high";
-const EVENTS: &str = "sys/fs/cgroup/inference/memory.events";
 /// inference.memory.high: the baseline and the rule's value.
 const HIGH_BASE: &str = "104857600";
 const HIGH_RULE: &str = "209715200";
@@ -35,21 +34,11 @@ const CLIENTS: usize = 100;
 const ROUNDS: usize = 3;
 const HALF_SENT: usize = 24;
 
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
     // tick 200ms: the bare `> 0` counts oom kills within one tick, so the
     // rule clears 200 ms after the last one and can be measured again.
-    std::fs::write(
-        &policy,
+    let (t, policy, root) = support::board(
+        dir,
         r#"version: 1
 product: stress-test
 settings: { tick: 200ms }
@@ -67,19 +56,14 @@ rules:
     while:
       - set inference.memory.high = 200M
 "#,
-    )
-    .unwrap();
+    );
     support::apply(&policy, &root);
     events(&root, 0);
     (t, policy, root)
 }
 
 fn events(root: &Path, oom_kill: u64) {
-    std::fs::write(
-        root.join(EVENTS),
-        format!("low 0\nhigh 0\nmax 0\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n"),
-    )
-    .unwrap();
+    support::memory_events(root, "inference", oom_kill);
 }
 
 /// A tiny xorshift: reproducible bytes without a dependency.
@@ -96,54 +80,12 @@ impl Rng {
     }
 }
 
-/// A well-behaved raw client: one connection, NUL-framed JSON.
-struct Conn {
-    s: UnixStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn connect(sock: &Path) -> std::io::Result<Conn> {
-        let s = UnixStream::connect(sock)?;
-        s.set_read_timeout(Some(Duration::from_secs(15)))?;
-        s.set_write_timeout(Some(Duration::from_secs(15)))?;
-        Ok(Conn { s, buf: Vec::new() })
-    }
-
-    /// One call and its reply; an error when the daemon closed first.
-    fn call(&mut self, method: &str, params: Value) -> std::io::Result<Value> {
-        let mut msg = serde_json::to_vec(&json!({"method": method, "parameters": params})).unwrap();
-        msg.push(0);
-        self.s.write_all(&msg)?;
-        self.next()
-    }
-
-    fn next(&mut self) -> std::io::Result<Value> {
-        let mut b = [0u8; 8192];
-        loop {
-            if let Some(p) = self.buf.iter().position(|c| *c == 0) {
-                let m: Vec<u8> = self.buf.drain(..=p).collect();
-                return serde_json::from_slice(&m[..p])
-                    .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e));
-            }
-            let n = self.s.read(&mut b)?;
-            if n == 0 {
-                return Err(std::io::Error::new(
-                    ErrorKind::UnexpectedEof,
-                    "closed before a reply",
-                ));
-            }
-            self.buf.extend_from_slice(&b[..n]);
-        }
-    }
-}
-
 /// A client that retries while the daemon turns it away (connection limit
 /// reached): connects until a call on a fresh connection is answered.
 fn connect_answered(sock: &Path, deadline: Instant) -> (Conn, Value) {
     loop {
         if let Ok(mut c) = Conn::connect(sock) {
-            if let Ok(v) = c.call("io.cgwarden.Daemon.ListClaims", json!({})) {
+            if let Ok(v) = c.try_call("io.cgwarden.Daemon.ListClaims", json!({})) {
                 return (c, v);
             }
         }
@@ -410,7 +352,7 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
         },
     );
     d.wait_log("control socket listening", Duration::from_secs(10));
-    let sock = root.join("run/cgwarden/io.cgwarden");
+    let sock = support::socket(&root);
     let pid = d.pid();
     let is_root = unsafe { libc::geteuid() } == 0;
 
@@ -511,7 +453,7 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-                let mut c = Conn { s, buf: Vec::new() };
+                let mut c = Conn::on(s);
                 match c.next() {
                     Ok(v) => {
                         assert!(v["parameters"]["claims"].is_array(), "{v}");
@@ -581,14 +523,14 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
             let reason = "r".repeat(256);
             for i in 0..1500 {
                 let b = c
-                    .call(
+                    .try_call(
                         "io.cgwarden.Daemon.Boost",
                         json!({"knobs": {"vision.cpu.weight": format!("{}", 1000 + i)},
                                "duration": "1m", "reason": reason, "tied_to_connection": true}),
                     )
                     .expect("the pump's boost answered");
                 let h = b["parameters"]["handle"].as_i64().expect("a handle");
-                c.call("io.cgwarden.Daemon.Release", json!({"handle": h}))
+                c.try_call("io.cgwarden.Daemon.Release", json!({"handle": h}))
                     .expect("the pump's release answered");
             }
         }));
@@ -607,8 +549,8 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
             let (mut answered, mut turned_away, mut hung) = (0, 0, 0);
             for s in conns {
                 s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-                let mut c = Conn { s, buf: Vec::new() };
-                match c.call("io.cgwarden.Daemon.ListClaims", json!({})) {
+                let mut c = Conn::on(s);
+                match c.try_call("io.cgwarden.Daemon.ListClaims", json!({})) {
                     Ok(_) => answered += 1,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => hung += 1,
                     Err(_) => turned_away += 1,
@@ -628,7 +570,9 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
             let mut worst = Duration::ZERO;
             while !stop.load(Ordering::Relaxed) {
                 let t0 = Instant::now();
-                if c.call("io.cgwarden.Daemon.ListClaims", json!({})).is_err() {
+                if c.try_call("io.cgwarden.Daemon.ListClaims", json!({}))
+                    .is_err()
+                {
                     c = connect_answered(&sock, deadline).0;
                 }
                 worst = worst.max(t0.elapsed());
@@ -674,7 +618,7 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
                     let t0 = Instant::now();
                     // Tied to the connection: a reply lost with a closed
                     // connection cannot leave the boost behind.
-                    let b = c.call(
+                    let b = c.try_call(
                         "io.cgwarden.Daemon.Boost",
                         json!({"knobs": {knob: value}, "duration": "1m",
                                "reason": format!("client {i} round {r}"),
@@ -692,7 +636,7 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
                     assert_eq!(b["parameters"]["applied"][0]["knob"], knob, "{b}");
                     let t0 = Instant::now();
                     let r = c
-                        .call("io.cgwarden.Daemon.Release", json!({"handle": h}))
+                        .try_call("io.cgwarden.Daemon.Release", json!({"handle": h}))
                         .unwrap_or_else(|e| panic!("client {i}: Release not answered: {e}"));
                     assert!(r.get("error").is_none(), "client {i}: {r}");
                     let t2 = t0.elapsed();
@@ -749,7 +693,7 @@ fn the_control_socket_survives_abuse_and_keeps_serving() {
             && read(&root, HIGH) == HIGH_BASE
     });
     let status = c
-        .call("io.cgwarden.Daemon.Status", json!({}))
+        .try_call("io.cgwarden.Daemon.Status", json!({}))
         .expect("Status answered after the stress");
     assert_eq!(status["parameters"]["product"], "stress-test", "{status}");
     let rss_after = rss_kib(pid);

@@ -15,11 +15,8 @@ mod support;
 use support::{Daemon, Start};
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
+    support::board(
+        dir,
         r#"version: 1
 product: control-test
 groups:
@@ -37,8 +34,6 @@ rules:
       - set cpufreq.policy4.min = 1.5GHz
 "#,
     )
-    .unwrap();
-    (t, policy, root)
 }
 
 /// Fails (never skips) without python3 and its `varlink` module.
@@ -65,7 +60,7 @@ fn run_client(args: &[&str]) {
     let (_t, policy, root) = setup(dir.path());
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log("control socket listening", Duration::from_secs(10));
-    let sock = root.join("run/cgwarden/io.cgwarden");
+    let sock = support::socket(&root);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/varlink/client_test.py");
     let o = Command::new("python3")
         .arg(script)

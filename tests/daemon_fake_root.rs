@@ -6,37 +6,16 @@
 
 use cgwarden::kernel::fake_tree::FakeTree;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod support;
-use support::{Daemon, Start};
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool, log: impl Fn() -> String) {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("timed out waiting for {what}; daemon log:\n{}", log());
-}
-
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
+use support::{read, Daemon, Start};
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
     let hook_out = dir.join("hook.env");
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        format!(
+    let (t, policy, root) = support::board(
+        dir,
+        &format!(
             r#"version: 1
 product: test-cell
 groups:
@@ -63,8 +42,7 @@ rules:
 "#,
             out = hook_out.display()
         ),
-    )
-    .unwrap();
+    );
     // Converge first so the group exists, then lay out what the kernel
     // would show in it.
     support::apply(&policy, &root);
@@ -74,19 +52,11 @@ rules:
 }
 
 fn psi(root: &Path, avg10: f64) {
-    std::fs::write(
-        root.join("sys/fs/cgroup/inference/memory.pressure"),
-        format!("some avg10={avg10:.2} avg60=0.00 avg300=0.00 total=100\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=50\n"),
-    )
-    .unwrap();
+    support::memory_pressure(root, "inference", avg10, 100);
 }
 
 fn events(root: &Path, oom_kill: u64) {
-    std::fs::write(
-        root.join("sys/fs/cgroup/inference/memory.events"),
-        format!("low 0\nhigh 0\nmax 0\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n"),
-    )
-    .unwrap();
+    support::memory_events(root, "inference", oom_kill);
 }
 
 #[test]
@@ -95,7 +65,7 @@ fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
     let (_t, policy) = setup(dir.path());
     let root = dir.path().join("root");
     let d = Daemon::start(&policy, &root, Start::default());
-    let log = || std::fs::read_to_string(root.join("daemon.log")).unwrap_or_default();
+    let log = || d.log();
 
     // Memory pressure: the `then` step raises memory.high once, and the hook runs.
     assert_eq!(
@@ -103,21 +73,15 @@ fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
         (8u64 << 30).to_string()
     );
     psi(&root, 42.5);
-    wait_for(
-        "memory.high raised",
-        Duration::from_secs(10),
-        || {
-            read(&root, "sys/fs/cgroup/inference/memory.high")
-                == ((8u64 << 30) + (512u64 << 20)).to_string()
-        },
-        log,
-    );
+    d.wait_for("memory.high raised", Duration::from_secs(10), || {
+        read(&root, "sys/fs/cgroup/inference/memory.high")
+            == ((8u64 << 30) + (512u64 << 20)).to_string()
+    });
     let hook_env = dir.path().join("hook.env");
-    wait_for(
+    d.wait_for(
         "the hook's environment file",
         Duration::from_secs(10),
         || hook_env.exists(),
-        log,
     );
     let env = std::fs::read_to_string(&hook_env).unwrap();
     for want in [
@@ -143,27 +107,20 @@ fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
         !env.contains("CARGO"),
         "the daemon's environment leaked into the hook:\n{env}"
     );
-    wait_for(
-        "hook output in the log",
-        Duration::from_secs(5),
-        || log().contains("ran inference-pressure fired"),
-        log,
-    );
+    d.wait_for("hook output in the log", Duration::from_secs(5), || {
+        log().contains("ran inference-pressure fired")
+    });
 
     // An OOM kill: the while-claim holds swappiness at 90 and releases it after `hold`.
     assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
     events(&root, 1);
-    wait_for(
-        "swappiness claimed",
-        Duration::from_secs(10),
-        || read(&root, "proc/sys/vm/swappiness") == "90",
-        log,
-    );
-    wait_for(
+    d.wait_for("swappiness claimed", Duration::from_secs(10), || {
+        read(&root, "proc/sys/vm/swappiness") == "90"
+    });
+    d.wait_for(
         "swappiness released after hold",
         Duration::from_secs(10),
         || read(&root, "proc/sys/vm/swappiness") == "30",
-        log,
     );
     // The step's value is the new baseline: it stays after pressure is gone.
     psi(&root, 0.0);
@@ -175,12 +132,9 @@ fn rules_fire_write_knobs_run_hooks_and_release_on_sigterm() {
 
     // A claim still held at SIGTERM is released: the knob goes back to baseline.
     events(&root, 2);
-    wait_for(
-        "swappiness claimed again",
-        Duration::from_secs(10),
-        || read(&root, "proc/sys/vm/swappiness") == "90",
-        log,
-    );
+    d.wait_for("swappiness claimed again", Duration::from_secs(10), || {
+        read(&root, "proc/sys/vm/swappiness") == "90"
+    });
     let (code, log_text) = d.stop();
     assert_eq!(code, 0, "{log_text}");
     assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30", "{log_text}");
@@ -198,12 +152,9 @@ fn group_deleted_from_outside_is_recreated() {
     let d = Daemon::start(&policy, &root, Start::default());
     let group = root.join("sys/fs/cgroup/inference");
     std::fs::remove_dir_all(&group).unwrap();
-    wait_for(
-        "group recreated",
-        Duration::from_secs(10),
-        || read(&root, "sys/fs/cgroup/inference/memory.high") == (8u64 << 30).to_string(),
-        || std::fs::read_to_string(root.join("daemon.log")).unwrap_or_default(),
-    );
+    d.wait_for("group recreated", Duration::from_secs(10), || {
+        read(&root, "sys/fs/cgroup/inference/memory.high") == (8u64 << 30).to_string()
+    });
     let (code, _) = d.stop();
     assert_eq!(code, 0);
 }
@@ -250,13 +201,10 @@ fn dry_run_changes_nothing() {
 #[test]
 fn sigterm_runs_the_cleared_hook_of_an_active_while_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    let _t = FakeTree::standard(&root).unwrap();
     let out = dir.path().join("events");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        format!(
+    let (_t, policy, root) = support::board(
+        dir.path(),
+        &format!(
             r#"version: 1
 groups:
   inference:
@@ -275,8 +223,7 @@ rules:
 "#,
             out = out.display()
         ),
-    )
-    .unwrap();
+    );
     support::apply(&policy, &root);
     events(&root, 0);
     let d = Daemon::start(&policy, &root, Start::default());

@@ -4,9 +4,12 @@
 
 use std::process::Command;
 
+mod support;
+use support::BIN;
+
 #[test]
 fn the_demo_narrates_placements_rule_firings_writes_and_the_reset() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cgwarden"))
+    let out = Command::new(BIN)
         .arg("demo")
         .output()
         .expect("run cgwarden demo");

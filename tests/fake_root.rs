@@ -1,34 +1,12 @@
 //! Fake-root tests: the real binary run with `--root` against a temp dir laid
 //! out like a board's /sys and /proc (see `cgwarden::kernel::fake_tree`).
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::kernel::fake_tree::FakeTree;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn cgwarden(args: &[&str]) -> Run {
-    let out = Command::new(BIN).args(args).output().expect("run cgwarden");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn repo(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
+mod support;
+use support::{cgwarden, processes_board, read, repo};
 
 /// Every regular file under `dir` with its content, for before/after comparisons.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
@@ -69,47 +47,9 @@ fn dirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn board_with_processes() -> (tempfile::TempDir, FakeTree) {
-    let tmp = tempfile::tempdir().unwrap();
-    let t = FakeTree::standard(tmp.path()).unwrap();
-    t.add_process(&FakeProcess {
-        cgroup: "/".into(),
-        ..FakeProcess::new(1, "systemd")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess::new(400, "motion_control"))
-        .unwrap();
-    t.add_process(&FakeProcess {
-        exe: Some("/opt/npu/bin/infer-server".into()),
-        cmdline: vec![
-            "/opt/npu/bin/infer-server".into(),
-            "--model".into(),
-            "yolo".into(),
-        ],
-        ..FakeProcess::new(500, "infer-server")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess {
-        exe: Some("/usr/bin/python3.11".into()),
-        cmdline: vec!["python3".into(), "/opt/vision/camera_pipeline.py".into()],
-        uid: 1001,
-        ..FakeProcess::new(600, "python3")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess::new(700, "sshd")).unwrap();
-    (tmp, t)
-}
-
-fn read(t: &FakeTree, rel: &str) -> String {
-    t.read(rel)
-        .unwrap_or_else(|e| panic!("{rel}: {e}"))
-        .trim()
-        .to_string()
-}
-
 #[test]
 fn plan_lists_writes_in_order_and_changes_nothing() {
-    let (tmp, _t) = board_with_processes();
+    let (tmp, _t) = processes_board();
     let before = snapshot(tmp.path());
     let dirs_before = dirs(tmp.path());
     let r = cgwarden(&[
@@ -185,7 +125,7 @@ fn plan_lists_writes_in_order_and_changes_nothing() {
 
 #[test]
 fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = repo("policies/iq9100-vision.yaml");
     let before = snapshot(tmp.path());
@@ -195,37 +135,61 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
     assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
     // The hierarchy and every baseline knob.
     assert_eq!(
-        read(&t, "sys/fs/cgroup/cgroup.subtree_control"),
+        read(t.dir(), "sys/fs/cgroup/cgroup.subtree_control"),
         "+cpu +cpuset +io +memory +pids"
     );
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpuset.cpus"), "6-7");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpuset.mems"), "0");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/cpuset.cpus"), "6-7");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/cpuset.mems"), "0");
     assert_eq!(
-        read(&t, "sys/fs/cgroup/realtime/cpuset.cpus.partition"),
+        read(t.dir(), "sys/fs/cgroup/realtime/cpuset.cpus.partition"),
         "isolated"
     );
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpu.weight"), "200");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpu.max"), "max 100000");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpu.uclamp.min"), "80.00");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/cpu.uclamp.max"), "100.00");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/memory.min"), "268435456");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/memory.low"), "536870912");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/memory.high"), "max");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/memory.swap.max"), "0");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/memory.oom.group"), "1");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/io.weight"), "default 500");
-    assert_eq!(read(&t, "sys/fs/cgroup/realtime/pids.max"), "512");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/cpu.weight"), "200");
     assert_eq!(
-        read(&t, "sys/fs/cgroup/inference/memory.high"),
+        read(t.dir(), "sys/fs/cgroup/realtime/cpu.max"),
+        "max 100000"
+    );
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/cpu.uclamp.min"),
+        "80.00"
+    );
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/cpu.uclamp.max"),
+        "100.00"
+    );
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/memory.min"),
+        "268435456"
+    );
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/memory.low"),
+        "536870912"
+    );
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/memory.high"), "max");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/memory.swap.max"), "0");
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/memory.oom.group"),
+        "1"
+    );
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/realtime/io.weight"),
+        "default 500"
+    );
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/pids.max"), "512");
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/inference/memory.high"),
         "8589934592"
     );
     assert_eq!(
-        read(&t, "sys/fs/cgroup/inference/memory.max"),
+        read(t.dir(), "sys/fs/cgroup/inference/memory.max"),
         "10737418240"
     );
-    assert_eq!(read(&t, "sys/fs/cgroup/vision/memory.high"), "3758096384");
-    assert_eq!(read(&t, "sys/fs/cgroup/system/cpu.weight"), "10");
-    assert_eq!(read(&t, "sys/fs/cgroup/system/cpuset.cpus"), "0-1");
+    assert_eq!(
+        read(t.dir(), "sys/fs/cgroup/vision/memory.high"),
+        "3758096384"
+    );
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/system/cpu.weight"), "10");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/system/cpuset.cpus"), "0-1");
     for (k, v) in [
         ("vm/swappiness", "30"),
         ("vm/min_free_kbytes", "65536"),
@@ -237,69 +201,72 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
         ("kernel/sched_rt_runtime_us", "950000"),
         ("kernel/timer_migration", "0"),
     ] {
-        assert_eq!(read(&t, &format!("proc/sys/{k}")), v, "{k}");
+        assert_eq!(read(t.dir(), &format!("proc/sys/{k}")), v, "{k}");
     }
-    assert_eq!(read(&t, "sys/kernel/rcu_expedited"), "1");
-    assert_eq!(read(&t, "sys/block/zram0/comp_algorithm"), "lz4");
-    assert_eq!(read(&t, "sys/block/zram0/disksize"), "4294967296");
+    assert_eq!(read(t.dir(), "sys/kernel/rcu_expedited"), "1");
+    assert_eq!(read(t.dir(), "sys/block/zram0/comp_algorithm"), "lz4");
+    assert_eq!(read(t.dir(), "sys/block/zram0/disksize"), "4294967296");
     assert_eq!(
         read(
-            &t,
+            t.dir(),
             "sys/devices/system/cpu/cpufreq/policy4/scaling_governor"
         ),
         "schedutil"
     );
     assert_eq!(
         read(
-            &t,
+            t.dir(),
             "sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq"
         ),
         "1200000"
     );
     assert_eq!(
         read(
-            &t,
+            t.dir(),
             "sys/devices/system/cpu/cpufreq/policy7/scaling_governor"
         ),
         "performance"
     );
-    assert_eq!(read(&t, "proc/irq/24/smp_affinity_list"), "0-5");
-    assert_eq!(read(&t, "proc/irq/default_smp_affinity"), "3f");
-    assert_eq!(read(&t, "sys/devices/virtual/workqueue/cpumask"), "3f");
+    assert_eq!(read(t.dir(), "proc/irq/24/smp_affinity_list"), "0-5");
+    assert_eq!(read(t.dir(), "proc/irq/default_smp_affinity"), "3f");
+    assert_eq!(read(t.dir(), "sys/devices/virtual/workqueue/cpumask"), "3f");
     for cpu in [6, 7] {
         assert_eq!(
             read(
-                &t,
+                t.dir(),
                 &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state0/disable")
             ),
             "0"
         );
         assert_eq!(
             read(
-                &t,
+                t.dir(),
                 &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state1/disable")
             ),
             "1"
         );
         assert_eq!(
             read(
-                &t,
+                t.dir(),
                 &format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state2/disable")
             ),
             "1"
         );
     }
     assert_eq!(
-        read(&t, "sys/devices/system/cpu/cpu5/cpuidle/state2/disable"),
+        read(
+            t.dir(),
+            "sys/devices/system/cpu/cpu5/cpuidle/state2/disable"
+        ),
         "0"
     );
     // Processes are placed; the fake kernel rewrites /proc/PID/cgroup.
-    assert_eq!(read(&t, "proc/400/cgroup"), "0::/realtime");
-    assert_eq!(read(&t, "proc/500/cgroup"), "0::/inference");
-    assert_eq!(read(&t, "proc/600/cgroup"), "0::/vision");
-    assert_eq!(read(&t, "proc/700/cgroup"), "0::/system");
-    assert_eq!(read(&t, "proc/1/cgroup"), "0::/");
-    assert!(read(&t, "sys/fs/cgroup/realtime/cgroup.procs")
+    assert_eq!(read(t.dir(), "proc/400/cgroup"), "0::/realtime");
+    assert_eq!(read(t.dir(), "proc/500/cgroup"), "0::/inference");
+    assert_eq!(read(t.dir(), "proc/600/cgroup"), "0::/vision");
+    assert_eq!(read(t.dir(), "proc/700/cgroup"), "0::/system");
+    assert_eq!(read(t.dir(), "proc/1/cgroup"), "0::/");
+    assert!(read(t.dir(), "sys/fs/cgroup/realtime/cgroup.procs")
         .lines()
         .any(|l| l.trim() == "400"));
     // What cannot happen without a kernel is said, not done.
@@ -382,7 +349,7 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
 
 #[test]
 fn journal_keeps_first_originals_across_a_crash() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = repo("policies/iq9100-vision.yaml");
     assert_eq!(cgwarden(&["apply", &policy, "--root", root]).code, 0);
@@ -397,7 +364,7 @@ fn journal_keeps_first_originals_across_a_crash() {
         "{}",
         r.stdout
     );
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "30");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "30");
     let journal = t.read("run/cgwarden/originals").unwrap();
     assert!(
         journal.contains("FILE\t/proc/sys/vm/swappiness\t60"),
@@ -411,8 +378,8 @@ fn journal_keeps_first_originals_across_a_crash() {
         cgwarden(&["reset", "--policy", &policy, "--root", root]).code,
         0
     );
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "60");
-    assert_eq!(read(&t, "proc/sys/vm/dirty_ratio"), "20");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
+    assert_eq!(read(t.dir(), "proc/sys/vm/dirty_ratio"), "20");
     assert!(
         t.read("run/cgwarden/originals").is_err(),
         "journal deleted after reset"
@@ -427,7 +394,7 @@ fn write_policy(dir: &Path, text: &str) -> String {
 
 #[test]
 fn on_missing_fail_exits_3_and_writes_nothing() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     // A kernel without uclamp, and no cpufreq policy9.
     std::fs::remove_file(tmp.path().join("proc/sys/kernel/sched_util_clamp_min")).unwrap();
     let before = snapshot(tmp.path());
@@ -440,7 +407,7 @@ fn on_missing_fail_exits_3_and_writes_nothing() {
     assert!(r.stderr.contains("policy9"), "{}", r.stderr);
     assert_eq!(snapshot(tmp.path()), before, "nothing may be written");
     assert!(!tmp.path().join("sys/fs/cgroup/rt").exists());
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "60");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
 
     // The same with on_missing: warn applies everything else.
     let policy = write_policy(pol_dir.path(), &text.replace("fail", "warn"));
@@ -451,14 +418,14 @@ fn on_missing_fail_exits_3_and_writes_nothing() {
         "{}",
         r.stderr
     );
-    assert_eq!(read(&t, "sys/fs/cgroup/rt/cpu.weight"), "100");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/rt/cpu.weight"), "100");
     assert!(!tmp.path().join("sys/fs/cgroup/rt/cpu.uclamp.min").exists());
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "10");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "10");
 }
 
 #[test]
 fn controller_not_offered_is_missing() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     t.file("sys/fs/cgroup/cgroup.controllers", "cpu memory")
         .unwrap();
     let pol_dir = tempfile::tempdir().unwrap();
@@ -477,7 +444,7 @@ fn controller_not_offered_is_missing() {
 
 #[test]
 fn nested_groups_enable_controllers_top_down_and_place_in_leaves() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     let pol_dir = tempfile::tempdir().unwrap();
     let policy = write_policy(
         pol_dir.path(),
@@ -487,28 +454,28 @@ fn nested_groups_enable_controllers_top_down_and_place_in_leaves() {
     let r = cgwarden(&["apply", &policy, "--root", root]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
-        read(&t, "sys/fs/cgroup/cgroup.subtree_control"),
+        read(t.dir(), "sys/fs/cgroup/cgroup.subtree_control"),
         "+cpuset +memory +pids"
     );
     assert_eq!(
-        read(&t, "sys/fs/cgroup/vision/cgroup.subtree_control"),
+        read(t.dir(), "sys/fs/cgroup/vision/cgroup.subtree_control"),
         "+cpuset +memory +pids"
     );
     assert_eq!(
-        read(&t, "sys/fs/cgroup/vision/capture/memory.max"),
+        read(t.dir(), "sys/fs/cgroup/vision/capture/memory.max"),
         "1073741824"
     );
-    assert_eq!(read(&t, "sys/fs/cgroup/vision/encode/pids.max"), "64");
-    assert_eq!(read(&t, "proc/700/cgroup"), "0::/vision/capture");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/vision/encode/pids.max"), "64");
+    assert_eq!(read(t.dir(), "proc/700/cgroup"), "0::/vision/capture");
     let r = cgwarden(&["reset", "--policy", &policy, "--root", root]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!tmp.path().join("sys/fs/cgroup/vision").exists());
-    assert_eq!(read(&t, "proc/700/cgroup"), "0::/");
+    assert_eq!(read(t.dir(), "proc/700/cgroup"), "0::/");
 }
 
 #[test]
 fn reset_without_journal_is_a_no_op() {
-    let (tmp, _t) = board_with_processes();
+    let (tmp, _t) = processes_board();
     let r = cgwarden(&[
         "reset",
         "--policy",
@@ -522,8 +489,9 @@ fn reset_without_journal_is_a_no_op() {
 
 #[test]
 fn vanished_process_is_skipped_silently() {
-    let (tmp, t) = board_with_processes();
-    // A /proc entry with only a comm (the process exited while we read it).
+    let (tmp, t) = processes_board();
+    // A /proc entry with only a comm (the process exited while we read it):
+    // it matches motion_control's rule by name, but there is nothing to move.
     t.file("proc/900/comm", "motion_control").unwrap();
     let r = cgwarden(&[
         "apply",
@@ -532,7 +500,23 @@ fn vanished_process_is_skipped_silently() {
         tmp.path().to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
-    assert_eq!(read(&t, "proc/400/cgroup"), "0::/realtime");
+    assert_eq!(read(t.dir(), "proc/400/cgroup"), "0::/realtime");
+    // Silently: not a word about it, on either stream.
+    assert_eq!(r.stderr, "", "stderr");
+    assert!(
+        !r.stdout
+            .lines()
+            .any(|l| l.split_whitespace().any(|w| w == "900")),
+        "pid 900 is named:\n{}",
+        r.stdout
+    );
+    // Skipped: listed in no group, and its /proc entry is as it was.
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/realtime/cgroup.procs"), "400");
+    let entries: Vec<_> = std::fs::read_dir(tmp.path().join("proc/900"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["comm"], "proc/900 changed");
 }
 
 #[test]
@@ -592,10 +576,10 @@ fn zram_initialised_by_someone_else_is_reset_and_reconfigured() {
     );
     let r = cgwarden(&["apply", &policy, "--root", root]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(read(&t, "sys/block/zram0/comp_algorithm"), "lz4");
-    assert_eq!(read(&t, "sys/block/zram0/disksize"), "134217728");
-    assert_eq!(read(&t, "sys/block/zram0/mem_limit"), "33554432");
-    let journal = read(&t, "run/cgwarden/originals");
+    assert_eq!(read(t.dir(), "sys/block/zram0/comp_algorithm"), "lz4");
+    assert_eq!(read(t.dir(), "sys/block/zram0/disksize"), "134217728");
+    assert_eq!(read(t.dir(), "sys/block/zram0/mem_limit"), "33554432");
+    let journal = read(t.dir(), "run/cgwarden/originals");
     for want in [
         "FILE\t/sys/block/zram0/comp_algorithm\t[lzo] lzo-rle lz4 lz4hc zstd ",
         "FILE\t/sys/block/zram0/disksize\t67108864",
@@ -636,7 +620,7 @@ fn zram_module_absent_on_a_fake_root_is_missing_not_loaded() {
 
 #[test]
 fn invalid_partition_is_a_change_not_converged() {
-    let (tmp, t) = board_with_processes();
+    let (tmp, t) = processes_board();
     let policy = repo("policies/iq9100-vision.yaml");
     let root = tmp.path().to_str().unwrap();
     assert_eq!(cgwarden(&["apply", &policy, "--root", root]).code, 0);
@@ -665,7 +649,7 @@ fn invalid_partition_is_a_change_not_converged() {
     let r = cgwarden(&["apply", &policy, "--root", root]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
-        read(&t, "sys/fs/cgroup/realtime/cpuset.cpus.partition"),
+        read(t.dir(), "sys/fs/cgroup/realtime/cpuset.cpus.partition"),
         "isolated"
     );
     let again = cgwarden(&["plan", &policy, "--root", root]);

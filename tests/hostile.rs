@@ -315,15 +315,21 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The trust checks apply only to root: a test of them run as anyone else
+/// would check nothing, so it fails (never skips) naming why.
+fn require_root() {
+    assert!(
+        is_root(),
+        "this test checks what cgwarden refuses to do as root: run it as root (CI does)"
+    );
+}
+
 /// Item 3: a hook program with mode 0777 ran as root with no warning.
 /// Running as root, `apply` and `run` refuse it (exit 1), naming the hook,
 /// the file and why, and write nothing.
 #[test]
 fn world_writable_hook_program_is_refused_as_root() {
-    if !is_root() {
-        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
-        return;
-    }
+    require_root();
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
@@ -370,10 +376,7 @@ fn world_writable_hook_program_is_refused_as_root() {
 /// (its owner could change what root does); `check` still reads it.
 #[test]
 fn policy_not_owned_by_root_is_refused_as_root() {
-    if !is_root() {
-        eprintln!("note: not root: the trust check applies only to root; assertion skipped");
-        return;
-    }
+    require_root();
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

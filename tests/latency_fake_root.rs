@@ -4,25 +4,18 @@
 //! the daemon only (`DIR/dev/cpu_dma_latency` holds the 4-byte value while
 //! a request is held, and is gone when none is); smallest claim wins.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use cgwarden::kernel::fake_tree::FakeProcess;
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 mod support;
-use support::{Daemon, Start, BIN};
+use support::{read, Daemon, Run, Start, BIN};
 
 const DMA: &str = "dev/cpu_dma_latency";
 
 fn resume(cpu: u32) -> String {
     format!("sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us")
-}
-
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }
 
 /// The held global request: `None` when no file stands for one.
@@ -31,30 +24,8 @@ fn held(root: &Path) -> Option<i32> {
     Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
 }
 
-fn setup(dir: &Path, policy: &str) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let p = dir.join("policy.yaml");
-    std::fs::write(&p, policy).unwrap();
-    (t, root, p)
-}
-
-fn cgw(args: &[&str], root: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .output()
-        .expect("run cgwarden")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+fn cgw(args: &[&str], root: &Path) -> Run {
+    support::run(Command::new(BIN).args(args).arg("--root").arg(root))
 }
 
 const RULE_ONLY: &str = r#"version: 1
@@ -85,13 +56,13 @@ rules:
 #[test]
 fn running_rule_holds_the_global_request_while_its_process_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path(), RULE_ONLY);
+    let (t, policy, root) = support::board(dir.path(), RULE_ONLY);
     let p = policy.to_str().unwrap();
 
     // plan: the per-CPU writes in the kernel's encoding (0us is `n/a`).
     let o = cgw(&["plan", p], &root);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.code, 0, "{o}");
+    let out = &o.stdout;
     assert!(
         out.contains(
             "WRITE /sys/devices/system/cpu/cpu7/power/pm_qos_resume_latency_us n/a (was 0)"
@@ -139,7 +110,7 @@ fn running_rule_holds_the_global_request_while_its_process_runs() {
 
     // reset puts the per-CPU files back ("0": no constraint).
     let o = cgw(&["reset"], &root);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, 0, "{o}");
     for cpu in [2, 3, 7] {
         assert_eq!(read(&root, &resume(cpu)), "0", "cpu{cpu}");
     }
@@ -161,14 +132,14 @@ rules:
 #[test]
 fn baseline_request_is_held_by_the_daemon_only() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path(), BASELINE);
+    let (t, policy, root) = support::board(dir.path(), BASELINE);
     let p = policy.to_str().unwrap();
 
     // apply cannot hold a request: it says so and writes nothing for it.
     let o = cgw(&["apply", p], &root);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("held only by the daemon"), "{}", text(&o));
+    assert_eq!(o.code, 0, "{o}");
+    let err = &o.stderr;
+    assert!(err.contains("held only by the daemon"), "{o}");
     assert_eq!(held(&root), None);
 
     let d = Daemon::start(&policy, &root, Start::default());
@@ -193,7 +164,7 @@ fn baseline_request_is_held_by_the_daemon_only() {
 #[test]
 fn boost_tied_to_a_command_holds_a_cpu_latency_while_it_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let (_t, root, policy) = setup(dir.path(), RULE_ONLY);
+    let (_t, policy, root) = support::board(dir.path(), RULE_ONLY);
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log("control socket listening", Duration::from_secs(10));
     let file = root.join(resume(5));
@@ -204,16 +175,16 @@ fn boost_tied_to_a_command_holds_a_cpu_latency_while_it_runs() {
         f = file.display(),
         d = dir.path().display()
     );
-    let o = Command::new(BIN)
-        .arg("boost")
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--root")
-        .arg(&root)
-        .args(["latency.cpu5=0us", "--for", "1h", "--", "sh", "-c", &script])
-        .output()
-        .expect("run cgwarden boost");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = support::run(
+        Command::new(BIN)
+            .arg("boost")
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--root")
+            .arg(&root)
+            .args(["latency.cpu5=0us", "--for", "1h", "--", "sh", "-c", &script]),
+    );
+    assert_eq!(o.code, 0, "{o}");
     assert_eq!(
         read(dir.path(), "seen"),
         "n/a",

@@ -4,7 +4,8 @@
 
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+mod support;
+use support::BIN;
 
 #[test]
 fn every_man_page_renders_with_man_and_no_warnings() {

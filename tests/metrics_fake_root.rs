@@ -20,12 +20,9 @@ fn free_port() -> u16 {
 }
 
 fn setup(dir: &Path, metrics: &str) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        format!(
+    support::board(
+        dir,
+        &format!(
             r#"version: 1
 product: metrics-test
 settings:
@@ -43,8 +40,6 @@ rules:
 "#
         ),
     )
-    .unwrap();
-    (t, policy, root)
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -9,7 +9,7 @@ use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
 use cgwarden::policy::model::{Match, Placement};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 mod support;
@@ -126,24 +126,12 @@ rules:
       - set sysctl.vm.swappiness = 90
 "#;
 
-fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    (t, root, policy)
-}
-
 fn cgroup_of(root: &Path, pid: i32) -> String {
-    std::fs::read_to_string(root.join(format!("proc/{pid}/cgroup")))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    support::read(root, &format!("proc/{pid}/cgroup"))
 }
 
 fn procs(root: &Path, group: &str) -> Vec<i32> {
-    std::fs::read_to_string(root.join(format!("sys/fs/cgroup/{group}/cgroup.procs")))
-        .unwrap_or_default()
+    support::read(root, &format!("sys/fs/cgroup/{group}/cgroup.procs"))
         .split_whitespace()
         .filter_map(|s| s.parse().ok())
         .collect()
@@ -176,7 +164,7 @@ fn layout(t: &FakeTree) {
 #[test]
 fn apply_places_proc_entries() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path());
+    let (t, policy, root) = support::board(dir.path(), POLICY);
     layout(&t);
     let so = support::apply(&policy, &root);
     assert_eq!(cgroup_of(&root, 400), "0::/realtime");
@@ -196,7 +184,7 @@ fn apply_places_proc_entries() {
 #[test]
 fn daemon_scan_places_new_processes_and_tracks_running() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path());
+    let (t, policy, root) = support::board(dir.path(), POLICY);
     layout(&t);
     let d = Daemon::start(
         &policy,
@@ -271,7 +259,7 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
 #[test]
 fn dry_run_scans_log_each_move_and_move_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path());
+    let (t, policy, root) = support::board(dir.path(), POLICY);
     layout(&t);
     let cgroups = root.join("sys/fs/cgroup");
     let first = support::tree_snapshot(&cgroups);
@@ -337,7 +325,7 @@ fn dry_run_scans_log_each_move_and_move_nothing() {
 #[test]
 fn dry_run_places_without_presence_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, root, policy) = setup(dir.path());
+    let (t, policy, root) = support::board(dir.path(), POLICY);
     let text = POLICY.split("rules:").next().unwrap_or(POLICY);
     std::fs::write(&policy, text).unwrap();
     layout(&t);

@@ -16,9 +16,28 @@ use support::{Daemon, Start};
 
 const INTERVAL: f64 = 1.0;
 
+const POLICY: &str = r#"version: 1
+product: recorder-test
+settings:
+  recorder:
+    dir: /var/lib/cgwarden
+    interval: 1s
+groups:
+  inference:
+    memory: { high: 100M, max: 1G }
+rules:
+  - name: oom-seen
+    when: inference.memory.events.oom_kill > 0
+    while:
+      - set inference.memory.high = 200M
+report:
+  criteria:
+    processes: [camd]
+    thermal_zones: [cpu-thermal]
+"#;
+
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
+    let (t, policy, root) = support::board(dir, POLICY);
     std::fs::create_dir_all(root.join("proc/sys/kernel/random")).unwrap();
     std::fs::write(
         root.join("proc/sys/kernel/random/boot_id"),
@@ -48,30 +67,6 @@ fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
     ] {
         std::fs::write(z.join(f), format!("{v}\n")).unwrap();
     }
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        r#"version: 1
-product: recorder-test
-settings:
-  recorder:
-    dir: /var/lib/cgwarden
-    interval: 1s
-groups:
-  inference:
-    memory: { high: 100M, max: 1G }
-rules:
-  - name: oom-seen
-    when: inference.memory.events.oom_kill > 0
-    while:
-      - set inference.memory.high = 200M
-report:
-  criteria:
-    processes: [camd]
-    thermal_zones: [cpu-thermal]
-"#,
-    )
-    .unwrap();
     (t, policy, root)
 }
 

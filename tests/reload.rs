@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod support;
-use support::{Daemon, Start};
+use support::{read, Daemon, Start};
 
 const MIB: u64 = 1 << 20;
 
@@ -28,43 +28,15 @@ rules:
     hold: 1h
 "#;
 
-fn read(root: &Path, rel: &str) -> String {
-    std::fs::read_to_string(root.join(rel))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    (t, policy, root)
+    support::board(dir, POLICY)
 }
 
-/// Every file under `sys` and `proc` with its content.
+/// Every directory and file under `sys` and `proc` with its content.
 fn kernel_files(root: &Path) -> BTreeMap<PathBuf, String> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().to_path_buf();
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
-                out.insert(rel.join(""), String::new());
-                walk(base, &p, out);
-            } else if ft.is_file() {
-                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, &root.join("sys"), &mut out);
-    walk(root, &root.join("proc"), &mut out);
-    out
+    support::text_snapshot(root, |rel| {
+        rel.starts_with("sys") || rel.starts_with("proc")
+    })
 }
 
 #[test]

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+mod support;
+use support::BIN;
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 fn now() -> f64 {

@@ -5,80 +5,13 @@
 
 mod support;
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-use support::BIN;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(out: Output) -> Run {
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn cgwarden(args: &[&str]) -> Run {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run cgwarden")
-        .into()
-}
+use std::process::{Command, Stdio};
+use support::{cgwarden, processes_board, read, Daemon, Run, Start, BIN};
 
 fn policy_path() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("policies/iq9100-vision.yaml")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// The board of tests/fake_root.rs: four placed processes, one left alone.
-fn board() -> (tempfile::TempDir, FakeTree) {
-    let tmp = tempfile::tempdir().unwrap();
-    let t = FakeTree::standard(tmp.path()).unwrap();
-    t.add_process(&FakeProcess {
-        cgroup: "/".into(),
-        ..FakeProcess::new(1, "systemd")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess::new(400, "motion_control"))
-        .unwrap();
-    t.add_process(&FakeProcess {
-        exe: Some("/opt/npu/bin/infer-server".into()),
-        cmdline: vec!["/opt/npu/bin/infer-server".into()],
-        ..FakeProcess::new(500, "infer-server")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess {
-        exe: Some("/usr/bin/python3.11".into()),
-        cmdline: vec!["python3".into(), "/opt/vision/camera_pipeline.py".into()],
-        uid: 1001,
-        ..FakeProcess::new(600, "python3")
-    })
-    .unwrap();
-    t.add_process(&FakeProcess::new(700, "sshd")).unwrap();
-    (tmp, t)
+    support::repo("policies/iq9100-vision.yaml")
 }
 
 /// Every file, symlink and directory under `dir` (files with content),
@@ -152,7 +85,7 @@ fn reset(policy: &str, root: &str) -> Run {
 /// Reset must exit 1 and leave the damaged journal byte for byte; so must
 /// apply (it refuses to add to a journal it cannot trust).
 fn assert_refused(what: &str, damage: impl Fn(&[u8]) -> Vec<u8>, needle: &str) {
-    let (tmp, t) = board();
+    let (tmp, t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
     let r = apply(&policy, root);
@@ -177,18 +110,11 @@ fn assert_refused(what: &str, damage: impl Fn(&[u8]) -> Vec<u8>, needle: &str) {
         diff(&tree, &snapshot(tmp.path())).is_empty(),
         "{what}: nothing restored"
     );
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "30");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "30");
 
     let r = apply(&policy, root);
     assert_eq!(r.code, 1, "{what}: apply on a damaged journal: {r}");
     assert_eq!(std::fs::read(journal(tmp.path())).unwrap(), bad, "{what}");
-}
-
-fn read(t: &FakeTree, rel: &str) -> String {
-    t.read(rel)
-        .unwrap_or_else(|e| panic!("{rel}: {e}"))
-        .trim()
-        .to_string()
 }
 
 #[test]
@@ -258,7 +184,7 @@ fn journal_with_a_foreign_header_is_refused_untouched() {
 
 #[test]
 fn torn_last_line_is_ignored_with_a_warning_and_everything_is_restored() {
-    let (tmp, t) = board();
+    let (tmp, t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
     let before = snapshot(tmp.path());
@@ -286,7 +212,7 @@ fn torn_last_line_is_ignored_with_a_warning_and_everything_is_restored() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{summary}"));
     assert!(restored > 20, "{summary}");
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "60");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
     let d = diff(&before, &snapshot(tmp.path()));
     assert!(d.is_empty(), "reset left differences:\n{}", d.join("\n"));
     assert!(
@@ -297,7 +223,7 @@ fn torn_last_line_is_ignored_with_a_warning_and_everything_is_restored() {
 
 #[test]
 fn reset_uses_the_cgroup_root_the_journal_records() {
-    let (tmp, _t) = board();
+    let (tmp, _t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
     let before = snapshot(tmp.path());
@@ -368,61 +294,13 @@ fn root_must_be_a_device_tree() {
     );
 }
 
-/// A `cgwarden run` child we know the pid of.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(policy: &str, root: &Path) -> Daemon {
-        let log = root.join("daemon.log");
-        let child = Command::new(BIN)
-            .args(["run", policy, "--root"])
-            .arg(root)
-            .args(["--tick", "100ms"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start cgwarden run");
-        let d = Daemon { child, log };
-        let t0 = Instant::now();
-        while !d.log().contains("cgwarden running") {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "daemon did not start:\n{}",
-                d.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        d
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn stop(mut self) -> i32 {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        self.child.wait().expect("reap").code().unwrap_or(-1)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn one_instance_second_run_and_reset_are_refused_naming_the_holder() {
-    let (tmp, t) = board();
+    let (tmp, t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
-    let d = Daemon::start(&policy, tmp.path());
-    let pid = d.child.id();
+    let d = Daemon::start(Path::new(&policy), tmp.path(), Start::default());
+    let pid = d.pid();
 
     for (what, r) in [
         (
@@ -441,24 +319,25 @@ fn one_instance_second_run_and_reset_are_refused_naming_the_holder() {
         assert!(r.stderr.contains("/run/cgwarden/lock"), "{r}");
     }
     // The refused reset changed nothing.
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "30");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "30");
     assert!(journal(tmp.path()).exists());
     // plan takes no lock.
     assert_eq!(cgwarden(&["plan", &policy, "--root", root]).code, 0);
 
-    assert_eq!(d.stop(), 0);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
     assert!(
         !tmp.path().join("run/cgwarden/lock").exists(),
         "the lock file goes with the lock"
     );
     let r = reset(&policy, root);
     assert_eq!(r.code, 0, "{r}");
-    assert_eq!(read(&t, "proc/sys/vm/swappiness"), "60");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
 }
 
 #[test]
 fn state_dir_is_private_and_refused_when_others_may_write_it() {
-    let (tmp, _t) = board();
+    let (tmp, _t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
     use std::os::unix::fs::PermissionsExt;
@@ -486,7 +365,7 @@ fn state_dir_is_private_and_refused_when_others_may_write_it() {
 /// `reset` gives back the tree as it was.
 #[test]
 fn apply_and_reset_raced_leave_nothing_a_final_reset_cannot_undo() {
-    let (tmp, _t) = board();
+    let (tmp, _t) = processes_board();
     let root = tmp.path().to_str().unwrap();
     let policy = policy_path();
     let before = snapshot(tmp.path());
@@ -519,6 +398,12 @@ fn apply_and_reset_raced_leave_nothing_a_final_reset_cannot_undo() {
             }
         }
     }
+    // The lock was exercised: in some round one of the two found the other
+    // holding it (both start within a millisecond; each runs for longer).
+    assert!(
+        refused > 0,
+        "in 20 rounds apply and reset never overlapped: the race was not run"
+    );
     let r = reset(&policy, root);
     assert_eq!(r.code, 0, "{r}");
     let d = diff(&before, &snapshot(tmp.path()));

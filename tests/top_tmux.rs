@@ -39,21 +39,11 @@ rules:
 "#;
 
 fn psi(root: &Path, avg10: f64) {
-    std::fs::write(
-        root.join("sys/fs/cgroup/inference/memory.pressure"),
-        format!(
-            "some avg10={avg10:.2} avg60=0.00 avg300=0.00 total=100\n\
-             full avg10=0.00 avg60=0.00 avg300=0.00 total=50\n"
-        ),
-    )
-    .unwrap();
+    support::memory_pressure(root, "inference", avg10, 100);
 }
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    let root = dir.join("root");
-    let t = FakeTree::standard(&root).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
+    let (t, policy, root) = support::board(dir, POLICY);
     support::apply(&policy, &root);
     psi(&root, 2.5);
     for (g, cur) in [("inference", 301_989_888u64), ("vision", 1_288_490_188)] {

@@ -1119,6 +1119,9 @@ mod tick_tests {
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/1s\n    then: [set b.memory.high = 1G]\n",
         );
+        // One stall condition, one trigger: without it the check below
+        // would hold of an empty list.
+        assert_eq!(d.triggers.len(), 1, "the stall rule registered no trigger");
         assert!(d.triggers.iter().all(|t| t.state != TriggerState::Armed));
         assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }

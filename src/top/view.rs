@@ -673,6 +673,12 @@ mod tests {
         let mut app = App::new("x".into());
         app.status = Some(sample());
         app.link = Link::Lost("gone".into());
+        let views = [
+            (View::Groups, " groups (by "),
+            (View::Rules, " rules (by "),
+            (View::Claims, " claims and boosts (by "),
+            (View::Actions, " last actions (newest first) "),
+        ];
         for (w, h) in [
             (0, 0),
             (1, 1),
@@ -682,9 +688,27 @@ mod tests {
             (80, 17),
             (300, 100),
         ] {
-            for v in [View::Groups, View::Rules, View::Claims, View::Actions] {
+            for (v, title) in views {
                 app.set_view(v);
-                let _ = screen(&mut app, w, h);
+                let s = screen(&mut app, w, h);
+                let at = format!("{v:?} at {w}x{h}");
+                // The whole terminal and nothing beyond it.
+                let lines: Vec<&str> = s.lines().collect();
+                assert_eq!(lines.len(), usize::from(h), "{at}:\n{s}");
+                for l in &lines {
+                    assert_eq!(l.chars().count(), usize::from(w), "{at}:\n{s}");
+                }
+                // From three rows: the header above, the keys below.
+                if h >= 3 {
+                    let head = &"cgwarden top"[..usize::from(w).min(12)];
+                    assert!(lines[0].starts_with(head), "{at}: header:\n{s}");
+                    let keys = &" q quit"[..usize::from(w).min(7)];
+                    assert!(lines[lines.len() - 1].starts_with(keys), "{at}: keys:\n{s}");
+                }
+                if w >= 80 && h >= 17 {
+                    assert!(s.contains("DAEMON LOST (gone)"), "{at}:\n{s}");
+                    assert!(s.contains(title), "{at}: {title:?}:\n{s}");
+                }
             }
         }
     }
