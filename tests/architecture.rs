@@ -2,8 +2,8 @@
 //! other through `crate::…`/`super::…` paths, except a parent and its own
 //! children. A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are
 //! `a::b`); a path `crate::a::b::Item` is an arrow to the longest module
-//! prefix it names. Test modules (`#[cfg(test)] mod tests`) are left out:
-//! a test may reach anywhere.
+//! prefix it names. Test modules (`#[cfg(test)] mod tests`, inline or in a
+//! sibling `tests.rs`) are left out: a test may reach anywhere.
 //!
 //! Also the kernel seam: `unsafe` appears only under `src/kernel/`.
 
@@ -31,7 +31,9 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
                 continue; // separate crates
             }
             sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs")
+            && p.file_name().is_some_and(|n| n != "tests.rs")
+        {
             out.push(p);
         }
     }
