@@ -102,10 +102,9 @@ fn shapes(_: &[&str]) -> Vec<Shape> {
 }
 
 fn owns(path: &Path, _: &Path) -> bool {
-    let Ok(rest) = path.strip_prefix(CPUFREQ_DIR) else {
+    let Some(c) = super::below(path, CPUFREQ_DIR) else {
         return false;
     };
-    let c: Vec<&str> = rest.iter().filter_map(|c| c.to_str()).collect();
     matches!(c.as_slice(), [p, f] if is_numbered(p, "policy")
         && [SCALING_MIN_FREQ, SCALING_MAX_FREQ, SCALING_GOVERNOR].contains(f))
 }

@@ -61,10 +61,9 @@ fn shapes(_: &[&str]) -> Vec<Shape> {
 }
 
 fn owns(path: &Path, _: &Path) -> bool {
-    let Ok(rest) = path.strip_prefix(CPU_DIR) else {
+    let Some(c) = super::below(path, CPU_DIR) else {
         return false;
     };
-    let c: Vec<&str> = rest.iter().filter_map(|c| c.to_str()).collect();
     matches!(c.as_slice(), [cpu, "power", RESUME_LATENCY] if is_numbered(cpu, "cpu"))
 }
 

@@ -564,6 +564,13 @@ pub fn doc_table() -> String {
     out
 }
 
+/// The components of `path` below directory `dir`, or `None` when it is not
+/// below it (the families' journal patterns match these).
+pub(crate) fn below<'a>(path: &'a Path, dir: &str) -> Option<Vec<&'a str>> {
+    let rest = path.strip_prefix(dir).ok()?;
+    rest.iter().map(|c| c.to_str()).collect()
+}
+
 /// `prefix` followed by a decimal number of 1–5 digits (`policy4`, `zram0`).
 pub(crate) fn is_numbered(text: &str, prefix: &str) -> bool {
     text.strip_prefix(prefix)

@@ -65,16 +65,14 @@ fn owns(path: &Path, _: &Path) -> bool {
     if path == Path::new(WORKQUEUE_CPUMASK) || path == Path::new(RCU_EXPEDITED) {
         return true;
     }
-    if let Ok(rest) = path.strip_prefix(PROC_IRQ) {
-        let c: Vec<&str> = rest.iter().filter_map(|c| c.to_str()).collect();
+    if let Some(c) = super::below(path, PROC_IRQ) {
         return match c.as_slice() {
             ["default_smp_affinity"] => true,
             [n, "smp_affinity_list"] => digits(n),
             _ => false,
         };
     }
-    if let Ok(rest) = path.strip_prefix(CPU_DIR) {
-        let c: Vec<&str> = rest.iter().filter_map(|c| c.to_str()).collect();
+    if let Some(c) = super::below(path, CPU_DIR) {
         return matches!(c.as_slice(), [cpu, "cpuidle", state, "disable"]
             if numbered(cpu, "cpu") && numbered(state, "state"));
     }

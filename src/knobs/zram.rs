@@ -73,10 +73,9 @@ fn shapes(_: &[&str]) -> Vec<Shape> {
 }
 
 fn owns(path: &Path, _: &Path) -> bool {
-    let Ok(rest) = path.strip_prefix(BLOCK_DIR) else {
+    let Some(c) = super::below(path, BLOCK_DIR) else {
         return false;
     };
-    let c: Vec<&str> = rest.iter().filter_map(|c| c.to_str()).collect();
     matches!(c.as_slice(), [dev, f] if is_numbered(dev, "zram") && JOURNALLED_ATTRS.contains(f))
 }
 
