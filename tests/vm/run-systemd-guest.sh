@@ -10,9 +10,9 @@
 # all), cgwarden-workload, the harness (tests/vm/systemd/run.sh), the guest
 # helpers (tests/vm/guest/lib.sh) and the scenarios and policies of
 # tests/vm/systemd/. The guest's cgw-test.service runs them once systemd has
-# reached multi-user.target; a scenario may reboot the guest (QEMU keeps
-# running: the harness goes on after the reboot) and the last boot powers
-# off. The serial console is left in SERIAL_LOG (default
+# reached multi-user.target; a scenario may reboot the guest (QEMU exits and
+# is started again on the same disk: the harness goes on after the reboot)
+# and the last boot powers off. The serial console is left in SERIAL_LOG (default
 # $CACHE/last-systemd-serial.log); tests/systemd_guest.rs judges it.
 #
 # Environment:
@@ -73,17 +73,29 @@ t2=$(now)
 mkdir -p "$(dirname "$log")"
 : >"$log"
 rc=0
-# -no-reboot is not used: a scenario may reboot the guest on purpose (the
-# units at boot); the harness powers off at the end.
-timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-1800}" qemu-system-x86_64 \
-    -accel tcg,thread=multi -cpu max -machine q35 \
-    -m "${CGWARDEN_VM_MEM:-2G}" -smp "${CGWARDEN_VM_SMP:-2}" \
-    -nodefaults -no-user-config -display none -vga none -monitor none -nic none \
-    -serial "file:$log" \
-    -kernel "$img_dir/vmlinuz" -initrd "$img_dir/initrd.img" \
-    -drive "file=$stage/rootfs.img,if=virtio,format=raw" \
-    -append "console=ttyS0 root=/dev/vda rw panic=-1 psi=1 systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 loglevel=3 quiet" ||
-    rc=$?
+# A scenario may reboot the guest on purpose (units at boot): QEMU runs with
+# -no-reboot, so a reboot ends it, and the guest is booted again from the
+# same disk while the log says it asked for it (a fresh QEMU each time; at
+# most 3 boots). Each boot's console is appended to the log.
+deadline=$(($(date +%s) + ${CGWARDEN_VM_TIMEOUT:-1800}))
+for boot in 1 2 3; do
+    left=$((deadline - $(date +%s)))
+    ((left > 10)) || { rc=124; break; }
+    rc=0
+    timeout -k 5 "$left" qemu-system-x86_64 \
+        -accel tcg,thread=multi -cpu max -machine q35 \
+        -m "${CGWARDEN_VM_MEM:-2G}" -smp "${CGWARDEN_VM_SMP:-2}" \
+        -nodefaults -no-user-config -display none -vga none -monitor none -nic none -no-reboot \
+        -chardev "file,id=ser0,path=$stage/serial-$boot.log" -serial chardev:ser0 \
+        -kernel "$img_dir/vmlinuz" -initrd "$img_dir/initrd.img" \
+        -drive "file=$stage/rootfs.img,if=virtio,format=raw" \
+        -append "console=ttyS0 root=/dev/vda rw panic=-1 psi=1 systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 loglevel=3 quiet" ||
+        rc=$?
+    cat "$stage/serial-$boot.log" >>"$log"
+    ((rc == 0)) || break
+    grep -q 'GUEST REBOOT' "$stage/serial-$boot.log" || break
+    echo "run-systemd-guest: boot $boot asked for a reboot; booting again" >&2
+done
 t3=$(now)
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v rc="$rc" -v logf="$log" \
     'BEGIN { printf "run-systemd-guest: image %.1fs, copy+inject %.1fs, qemu %.1fs, rc=%d, log %s\n", b - a, c - b, d - c, rc, logf }' >&2
