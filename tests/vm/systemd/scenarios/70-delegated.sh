@@ -14,16 +14,24 @@ check group-app "$R/app created" wait_for 30 test -d /sys/fs/cgroup$R/app
 check_file app-memory-high /sys/fs/cgroup$R/app/memory.high 100663296
 check_file batch-cpu-weight /sys/fs/cgroup$R/batch/cpu.weight 40
 check no-top-level "nothing created at the top (/sys/fs/cgroup/app absent)" test ! -e /sys/fs/cgroup/app
-cgwarden-workload exec-as sd_app 300 &
+cgwarden-workload exec-as sd_app 600 &
 A=$!
 check placed "sd_app placed into $R/app" wait_for 30 in_cgroup "$A" $R/app
-kill "$A"; wait "$A" 2>/dev/null
 check_exit status 0 cgwarden status
 p0=$(mainpid $D)
 check_exit reload 0 systemctl reload $D
 check_eq reload-same-mainpid "$p0" mainpid $D
 check journal-running "journal: 'cgwarden running'" journal_has $D 'cgwarden running'
+# The placed workload lives in the unit's own cgroup tree: a restart of the
+# supervisor (a crash, the watchdog, an upgrade) or a stop must not kill it.
+check_exit restart 0 systemctl restart $D
+check active-again "active again after restart" wait_for 60 is_active $D
+check workload-survives-restart "sd_app ($A) still alive after the restart" kill -0 "$A"
+check workload-stays-placed "sd_app still in $R/app" in_cgroup "$A" $R/app
+check new-daemon-in-leaf "the new daemon runs in $R/supervisor" wait_for 20 in_cgroup "$(mainpid $D)" $R/supervisor
 check_exit stop 0 systemctl stop $D
 check_eq stopped inactive systemctl is-active $D
+check workload-survives-stop "sd_app ($A) still alive after the stop" kill -0 "$A"
+kill "$A" 2>/dev/null; wait "$A" 2>/dev/null
 show_journal $D 20
 cgwarden reset --policy /etc/cgwarden/policy.yaml >/dev/null 2>&1
