@@ -392,6 +392,93 @@ fn units_pass_systemd_analyze_verify() {
     }
 }
 
+/// The capability bounding set of each unit, as it must be. Under systemd
+/// `/sys/fs/cgroup` is mode 0555, so a unit that creates top-level groups
+/// needs CAP_DAC_OVERRIDE (issue 23: without it every mkdir failed with
+/// EACCES on a real systemd; tests/systemd_guest.rs proves it there). The
+/// delegated unit creates groups only inside its own, root-owned writable
+/// cgroup and goes without.
+const UNIT_CAPS: [(&str, &[&str]); 3] = [
+    (
+        "cgwarden.service",
+        &[
+            "CAP_DAC_OVERRIDE",
+            "CAP_SYS_ADMIN",
+            "CAP_SYS_MODULE",
+            "CAP_NET_ADMIN",
+            "CAP_SYS_NICE",
+            "CAP_IPC_LOCK",
+            "CAP_SYS_RESOURCE",
+            "CAP_SYS_PTRACE",
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_KILL",
+            "CAP_CHOWN",
+        ],
+    ),
+    (
+        "cgwarden-delegated.service",
+        &[
+            "CAP_SYS_ADMIN",
+            "CAP_SYS_MODULE",
+            "CAP_NET_ADMIN",
+            "CAP_SYS_NICE",
+            "CAP_IPC_LOCK",
+            "CAP_SYS_RESOURCE",
+            "CAP_SYS_PTRACE",
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_KILL",
+            "CAP_CHOWN",
+        ],
+    ),
+    (
+        "cgwarden-apply.service",
+        &[
+            "CAP_DAC_OVERRIDE",
+            "CAP_SYS_ADMIN",
+            "CAP_SYS_MODULE",
+            "CAP_SYS_NICE",
+            "CAP_SYS_PTRACE",
+        ],
+    ),
+];
+
+/// Each unit's CapabilityBoundingSet= is exactly the expected set, every
+/// capability in it has its reason in the unit's comments (`#   CAP_X  why`)
+/// and a row in docs/operations.md's capability table.
+#[test]
+fn units_capability_sets_are_the_documented_ones() {
+    let ops = std::fs::read_to_string(repo().join("docs/operations.md")).unwrap();
+    for (u, want) in UNIT_CAPS {
+        let unit = std::fs::read_to_string(repo().join("systemd").join(u)).unwrap();
+        let sets: Vec<&str> = unit
+            .lines()
+            .filter_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+            .collect();
+        assert_eq!(sets.len(), 1, "{u}: one CapabilityBoundingSet= line");
+        let mut have: Vec<&str> = sets[0].split_whitespace().collect();
+        let mut want = want.to_vec();
+        have.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(have, want, "{u}: CapabilityBoundingSet=");
+        for cap in &have {
+            let commented = unit.lines().any(|l| {
+                l.strip_prefix('#')
+                    .map(str::trim_start)
+                    .and_then(|r| r.strip_prefix(cap))
+                    .is_some_and(|r| r.starts_with(' ') && r.trim().len() > 3)
+            });
+            assert!(commented, "{u}: {cap} has no `#   {cap}  reason` comment");
+            assert!(
+                ops.lines()
+                    .any(|l| l.starts_with('|') && l.contains(&format!("`{cap}`"))),
+                "docs/operations.md's capability table has no row for {cap}"
+            );
+        }
+    }
+}
+
 /// The hardening does not silently regress: `systemd-analyze security`'s
 /// overall exposure stays at or below what the README states.
 #[test]

@@ -19,7 +19,11 @@ check_eq baseline 100 cat "$W"
 out=$(cgwarden-workload boost-exit "$S" ctl.cpu.weight 900 "$W" 900 2>&1)
 echo "$out"
 us=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) us after.*/\1/p')
-check pid-tied-release "released ${us:-?} us after the exit (limit 50000)" test "${us:-999999}" -lt 50000
+# Under the arm64 guest (aarch64 emulated on x86, several times slower than the
+# x86 guest) tests/vm/run-guest-arm64.sh writes a slowdown factor to
+# /cgw/tcg_slowdown; the x86 guest has none (factor 1, the SPEC's 50 ms).
+lim=$((50000 * $(cat /cgw/tcg_slowdown 2>/dev/null || echo 1)))
+check pid-tied-release "released ${us:-?} us after the exit (limit $lim)" test "${us:-999999}" -lt "$lim"
 check_eq back-after-exit 100 cat "$W"
 
 # Non-root, inside its grant: granted; outside: refused with a reason.
