@@ -300,6 +300,8 @@ fn main() -> ExitCode {
         }
     };
     match run(cli) {
+        // A write error other than a closed pipe was said; it is a failure.
+        Ok(exit::OK) if cgwarden::out::failed() => ExitCode::from(exit::TEMPFAIL),
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("cgwarden: error: {e:#}");
@@ -336,7 +338,18 @@ fn init_logging() {
         Ok("warn") => tracing::Level::WARN,
         _ => tracing::Level::INFO,
     };
-    let targets = tracing_subscriber::filter::Targets::new().with_default(level);
+    // zlink's server warns on every failed write to a client, which is
+    // mostly a client that went away; the control socket's own layer logs
+    // what matters (src/control/server.rs). Its other records stay at
+    // debug and trace.
+    let zlink = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        tracing::Level::ERROR
+    };
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("zlink_core::server", zlink);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
             tracing_journald::layer().ok()
@@ -423,7 +436,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     }
                 },
             };
-            target.print_help()?;
+            cgwarden::out!("{}", target.render_help());
             Ok(exit::OK)
         }
         Command::Demo { keep } => Ok(cgwarden::demo::run(keep.as_deref())),
@@ -437,7 +450,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let written = manual::manpages(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
             for name in written {
-                println!("{}", dir.join(name).display());
+                cgwarden::outln!("{}", dir.join(name).display());
             }
             Ok(exit::OK)
         }
@@ -470,7 +483,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     let (l, c) = (w.pos.line, w.pos.col);
                     eprintln!("{}:{l}:{c}: warning: {}", policy.display(), w.message);
                 }
-                println!("{}: {}", policy.display(), policy::summary(&p));
+                cgwarden::outln!("{}: {}", policy.display(), policy::summary(&p));
                 Ok(0)
             }
             Err(code) => Ok(code),
@@ -500,13 +513,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let mut changes = 0;
             for step in &plan.steps {
                 if conv.skips(step) {
-                    println!("# skipped on a fake root: {step}");
+                    cgwarden::outln!("# skipped on a fake root: {step}");
                 } else {
-                    println!("{step}");
+                    cgwarden::outln!("{step}");
                     changes += 1;
                 }
             }
-            println!("{changes} changes");
+            cgwarden::outln!("{changes} changes");
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -528,7 +541,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(exit::MISSING);
             }
             let done = conv
-                .apply(&plan, &mut |line| println!("{line}"))
+                .apply(&plan, &mut |line| cgwarden::outln!("{line}"))
                 .context("the originals journal")?;
             for m in &done.missing {
                 eprintln!("cgwarden: missing: {m}");
@@ -540,7 +553,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            println!("{} changes", done.changes);
+            cgwarden::outln!("{} changes", done.changes);
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -594,7 +607,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 eprintln!("cgwarden: warning: {w}");
             }
             if !rep.had_journal {
-                println!(
+                cgwarden::outln!(
                     "nothing to reset: no journal at {}",
                     settings.state_dir.join("originals").display()
                 );
@@ -608,14 +621,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             }
             for l in &rep.lines {
-                println!("{l}");
+                cgwarden::outln!("{l}");
             }
             for f in &rep.failures {
                 eprintln!("cgwarden: error: could not restore: {f}");
             }
-            println!("{}", rep.summary());
+            cgwarden::outln!("{}", rep.summary());
             if rep.failures.is_empty() {
-                println!("reset complete; journal removed");
+                cgwarden::outln!("reset complete; journal removed");
                 Ok(exit::OK)
             } else {
                 eprintln!(
