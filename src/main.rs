@@ -190,8 +190,12 @@ enum Command {
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
-        #[arg(long, default_value = DEFAULT_POLICY)]
-        policy: PathBuf,
+        /// Positional as for plan/apply/run/doctor (issue 22 item 15).
+        #[arg(value_name = "POLICY")]
+        policy: Option<PathBuf>,
+        /// The same as the POLICY argument (the older spelling).
+        #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
+        policy_opt: Option<PathBuf>,
         #[command(flatten)]
         root: RootArg,
     },
@@ -580,7 +584,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 tick,
             }))
         }
-        Command::Reset { policy, root } => {
+        Command::Reset {
+            policy,
+            policy_opt,
+            root,
+        } => {
+            let policy = policy
+                .or(policy_opt)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY));
             let root = match root.root() {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
@@ -609,7 +620,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if !rep.had_journal {
                 cgwarden::outln!(
                     "nothing to reset: no journal at {}",
-                    settings.state_dir.join("originals").display()
+                    root.host_path(&settings.state_dir.join("originals"))
+                        .display()
                 );
                 return Ok(exit::OK);
             }

@@ -241,7 +241,12 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         [.., last] => last.to_string(),
         [] => "nothing printed".to_string(),
     };
-    n.say(&format!("reset: {summary}"));
+    // The summary line is `reset: N restored, …` already.
+    if summary.starts_with("reset:") {
+        n.say(&summary);
+    } else {
+        n.say(&format!("reset: {summary}"));
+    }
 
     let seen = n.seen();
     crate::outln!(

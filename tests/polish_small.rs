@@ -1,0 +1,70 @@
+//! Small ones of issue 22 item 15: `reset POLICY` is positional as for
+//! plan/apply/run/doctor (it said "unexpected argument"), and messages name
+//! paths where they are under `--root` (the lock error named
+//! `/run/cgwarden/lock`, reset's "no journal at /run/cgwarden/originals").
+
+#[path = "polish_common/mod.rs"]
+mod common;
+use common::{Board, Daemon};
+
+const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
+
+#[test]
+fn reset_takes_the_policy_positionally_or_as_an_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let o = common::cmd()
+        .arg("reset")
+        .arg(&b.policy)
+        .arg("--root")
+        .arg(&b.root)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{o:?}");
+    assert!(out.contains("reset complete"), "{out}");
+    // Again: nothing left, and the path named is the one under --root.
+    let o = common::cmd()
+        .arg("reset")
+        .arg("--policy")
+        .arg(&b.policy)
+        .arg("--root")
+        .arg(&b.root)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{o:?}");
+    let want = b.root.join("run/cgwarden/originals");
+    assert!(
+        out.contains(&format!("no journal at {}", want.display())),
+        "{out}"
+    );
+    // Both at once is a usage error, not a silent choice.
+    let o = common::cmd()
+        .arg("reset")
+        .arg(&b.policy)
+        .arg("--policy")
+        .arg(&b.policy)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+#[test]
+fn the_lock_error_names_the_lock_under_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::start(&b);
+    let o = common::cmd()
+        .arg("apply")
+        .arg(&b.policy)
+        .arg("--root")
+        .arg(&b.root)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let want = b.root.join("run/cgwarden/lock");
+    assert!(err.contains(&want.display().to_string()), "{err}");
+    drop(d);
+}
