@@ -68,3 +68,35 @@ fn the_lock_error_names_the_lock_under_root() {
     assert!(err.contains(&want.display().to_string()), "{err}");
     drop(d);
 }
+
+/// docs/control.md: `events` ends on Ctrl-C by SIGINT (the shell's 130).
+#[test]
+fn events_ends_by_sigint_as_documented() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::start(&b);
+    let mut c = b
+        .client(&["events"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Subscribed: the first line says so.
+    let mut out = std::io::BufReader::new(c.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    assert!(first.contains("subscribed"), "{first}");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let st = c.wait().unwrap();
+    assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?}");
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/control.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| `cgwarden events"))
+        .expect("the events row");
+    assert!(row.contains("130"), "{row}");
+    drop(d);
+}
