@@ -100,3 +100,47 @@ fn events_ends_by_sigint_as_documented() {
     assert!(row.contains("130"), "{row}");
     drop(d);
 }
+
+/// Issue 22 item 6: the processes the startup converge places are counted
+/// (the exit line said `placement: placed {}`, the metric stayed 0).
+#[test]
+fn startup_placements_are_counted() {
+    use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let t = FakeTree::standard(&root).unwrap();
+    t.add_processes(&[
+        FakeProcess::new(4100, "worker"),
+        FakeProcess::new(4101, "worker"),
+    ])
+    .unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nplacement:\n  - match: { comm: worker }\n    group: app\n",
+    )
+    .unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut child = common::cmd()
+        .arg("run")
+        .arg(&policy)
+        .arg("--root")
+        .arg(&root)
+        .args(["--tick", "100ms"])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("control socket listening")
+    {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(r#"placement: placed {"app": 2}"#), "{text}");
+}
