@@ -262,7 +262,14 @@ pub fn run(socket: &Path) -> u8 {
         return exit::TEMPFAIL;
     }
     let code = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
-        Ok(mut term) => ui(&mut term, &mut app, &rx, &mut tty),
+        Ok(mut term) => {
+            let code = ui(&mut term, &mut app, &rx, &mut tty);
+            // ratatui's Terminal shows the cursor when dropped and, if that
+            // fails, `eprintln!`s — which panics when the terminal is gone
+            // (stderr a closed pty: exit 101). `restore` shows the cursor.
+            std::mem::forget(term);
+            code
+        }
         Err(e) => {
             drop(guard);
             eprintln!("cgwarden: error: top: cannot use the terminal: {e}");
