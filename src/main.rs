@@ -190,12 +190,8 @@ enum Command {
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
-        /// Positional as for plan/apply/run/doctor (issue 22 item 15).
-        #[arg(value_name = "POLICY")]
-        policy: Option<PathBuf>,
-        /// The same as the POLICY argument (the older spelling).
-        #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
-        policy_opt: Option<PathBuf>,
+        #[arg(long, default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
         #[command(flatten)]
         root: RootArg,
     },
@@ -304,8 +300,6 @@ fn main() -> ExitCode {
         }
     };
     match run(cli) {
-        // A write error other than a closed pipe was said; it is a failure.
-        Ok(exit::OK) if cgwarden::out::failed() => ExitCode::from(exit::TEMPFAIL),
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("cgwarden: error: {e:#}");
@@ -342,18 +336,7 @@ fn init_logging() {
         Ok("warn") => tracing::Level::WARN,
         _ => tracing::Level::INFO,
     };
-    // zlink's server warns on every failed write to a client, which is
-    // mostly a client that went away; the control socket's own layer logs
-    // what matters (src/control/server.rs). Its other records stay at
-    // debug and trace.
-    let zlink = if level >= tracing::Level::DEBUG {
-        level
-    } else {
-        tracing::Level::ERROR
-    };
-    let targets = tracing_subscriber::filter::Targets::new()
-        .with_default(level)
-        .with_target("zlink_core::server", zlink);
+    let targets = tracing_subscriber::filter::Targets::new().with_default(level);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
             tracing_journald::layer().ok()
@@ -426,7 +409,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     }
                 },
             };
-            cgwarden::out!("{}", target.render_help());
+            target.print_help()?;
             Ok(exit::OK)
         }
         Command::Demo { keep } => Ok(cgwarden::demo::run(keep.as_deref())),
@@ -440,7 +423,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let written = manual::manpages(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
             for name in written {
-                cgwarden::outln!("{}", dir.join(name).display());
+                println!("{}", dir.join(name).display());
             }
             Ok(exit::OK)
         }
@@ -473,7 +456,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     let (l, c) = (w.pos.line, w.pos.col);
                     eprintln!("{}:{l}:{c}: warning: {}", policy.display(), w.message);
                 }
-                cgwarden::outln!("{}: {}", policy.display(), policy::summary(&p));
+                println!("{}: {}", policy.display(), policy::summary(&p));
                 Ok(0)
             }
             Err(code) => Ok(code),
@@ -503,13 +486,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let mut changes = 0;
             for step in &plan.steps {
                 if conv.skips(step) {
-                    cgwarden::outln!("# skipped on a fake root: {step}");
+                    println!("# skipped on a fake root: {step}");
                 } else {
-                    cgwarden::outln!("{step}");
+                    println!("{step}");
                     changes += 1;
                 }
             }
-            cgwarden::outln!("{changes} changes");
+            println!("{changes} changes");
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -531,7 +514,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(exit::MISSING);
             }
             let done = conv
-                .apply(&plan, &mut |line| cgwarden::outln!("{line}"))
+                .apply(&plan, &mut |line| println!("{line}"))
                 .context("the originals journal")?;
             for m in &done.missing {
                 eprintln!("cgwarden: missing: {m}");
@@ -543,7 +526,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            cgwarden::outln!("{} changes", done.changes);
+            println!("{} changes", done.changes);
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -570,14 +553,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 tick,
             }))
         }
-        Command::Reset {
-            policy,
-            policy_opt,
-            root,
-        } => {
-            let policy = policy
-                .or(policy_opt)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY));
+        Command::Reset { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
@@ -604,10 +580,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 eprintln!("cgwarden: warning: {w}");
             }
             if !rep.had_journal {
-                cgwarden::outln!(
+                println!(
                     "nothing to reset: no journal at {}",
-                    root.host_path(&settings.state_dir.join("originals"))
-                        .display()
+                    settings.state_dir.join("originals").display()
                 );
                 return Ok(exit::OK);
             }
@@ -619,14 +594,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             }
             for l in &rep.lines {
-                cgwarden::outln!("{l}");
+                println!("{l}");
             }
             for f in &rep.failures {
                 eprintln!("cgwarden: error: could not restore: {f}");
             }
-            cgwarden::outln!("{}", rep.summary());
+            println!("{}", rep.summary());
             if rep.failures.is_empty() {
-                cgwarden::outln!("reset complete; journal removed");
+                println!("reset complete; journal removed");
                 Ok(exit::OK)
             } else {
                 eprintln!(

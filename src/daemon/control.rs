@@ -172,8 +172,7 @@ impl Daemon {
         let (grants, warnings) =
             crate::engine::grants::resolve(&self.policy.control, &user, &group);
         for w in warnings {
-            // The warning already says `control: …`.
-            tracing::warn!("{w}");
+            tracing::warn!("control: {w}");
         }
         self.control.grants = grants;
     }

@@ -157,7 +157,7 @@ impl Latency {
 }
 
 impl Counters {
-    pub(super) fn placed_in(&self, group: &str, n: u64) {
+    fn placed_in(&self, group: &str, n: u64) {
         if n == 0 {
             return;
         }

@@ -224,8 +224,9 @@ pub fn run(o: &Options) -> u8 {
     };
     match &o.out {
         None => {
-            crate::out::bytes(text.as_bytes());
-            if crate::out::failed() {
+            use std::io::Write;
+            if let Err(e) = std::io::stdout().write_all(text.as_bytes()) {
+                eprintln!("cgwarden: error: report: writing to stdout: {e}");
                 return exit::TEMPFAIL;
             }
         }
@@ -236,7 +237,7 @@ pub fn run(o: &Options) -> u8 {
             }
             // A summary for the log of whoever ran it (CI, an operator).
             for v in &verdicts {
-                crate::outln!(
+                println!(
                     "{:<4} {} ({}): {}{}",
                     match v.status {
                         verdict::Status::Pass => "PASS",
@@ -253,7 +254,7 @@ pub fn run(o: &Options) -> u8 {
                         .unwrap_or_default()
                 );
             }
-            crate::outln!(
+            println!(
                 "report {}: {}",
                 p.display(),
                 if passed { "PASS" } else { "FAIL" }
