@@ -11,23 +11,16 @@
 //! tests/vm/setup-arm64.sh` (tests/run-all.sh runs and installs them); fails,
 //! never skips, without them. `CGWARDEN_VM_ONLY` selects guest scenarios.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use support::{need, prom_blocks, promtool_check};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "`{tool}` is not installed: tests/run-all.sh installs it (this test does not skip)"
-    );
 }
 
 fn text(b: &[u8]) -> String {
@@ -268,44 +261,6 @@ fn parse(log: &str) -> Report {
         }
     }
     r
-}
-
-/// The `PROM BEGIN NAME` … `prom| LINE` … `PROM END` blocks (as tests/vm.rs).
-fn prom_blocks(log: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut cur: Option<(String, String)> = None;
-    for raw in log.lines() {
-        let line = raw.trim_end_matches('\r');
-        if let Some(i) = line.find("PROM BEGIN ") {
-            cur = Some((line[i + 11..].to_owned(), String::new()));
-        } else if line.contains("PROM END") {
-            out.extend(cur.take());
-        } else if let (Some((_, t)), Some(i)) = (&mut cur, line.find("prom| ")) {
-            t.push_str(&line[i + 6..]);
-            t.push('\n');
-        }
-    }
-    out
-}
-
-fn promtool_check(metrics: &str) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run promtool ({e})"))?;
-    if let Some(mut i) = child.stdin.take() {
-        let _ = i.write_all(metrics.as_bytes());
-    }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{}{}", text(&o.stdout), text(&o.stderr)))
-    }
 }
 
 /// Every guest scenario on arm64: the real arm64 binaries against Debian's

@@ -8,8 +8,11 @@
 //! (CARGO_BIN_EXE_cgwarden is target/release/cgwarden then) instead of a
 //! second release build; under a debug `cargo test` build.sh builds it.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::need;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,16 +20,6 @@ fn repo() -> PathBuf {
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cgwarden"))
-}
-
-fn need(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "`{tool}` is not installed: tests/run-all.sh installs it (this test does not skip)"
-    );
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -16,22 +16,15 @@
 //! unit files that replace the package's in the guest: how to watch a
 //! scenario fail on a broken unit).
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::need;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "`{tool}` is not installed: tests/run-all.sh installs it (this test does not skip)"
-    );
 }
 
 /// Scenario names as the guest reports them: `NN-name.sh` -> `name`.

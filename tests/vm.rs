@@ -9,9 +9,12 @@
 //!   binary (e.g. `tests/vm/mock-cgwarden.sh`, the reference that proves the suite).
 //! - `CGWARDEN_VM_CACHE`, `CGWARDEN_VM_TIMEOUT`: passed on to tests/vm/run-guest.sh.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::{prom_blocks, promtool_check};
 
 const SETUP: &str = "bash tests/vm/setup.sh";
 
@@ -72,49 +75,6 @@ struct Report {
     /// Scenario names that printed at least one RESULT.
     reported: BTreeSet<String>,
     suite_done: Option<String>,
-}
-
-/// The `PROM BEGIN NAME` … `prom| LINE` … `PROM END` blocks of the log.
-fn prom_blocks(log: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut cur: Option<(String, String)> = None;
-    for raw in log.lines() {
-        let line = raw.trim_end_matches('\r');
-        if let Some(i) = line.find("PROM BEGIN ") {
-            cur = Some((line[i + 11..].to_owned(), String::new()));
-        } else if line.contains("PROM END") {
-            out.extend(cur.take());
-        } else if let (Some((_, text)), Some(i)) = (&mut cur, line.find("prom| ")) {
-            text.push_str(&line[i + 6..]);
-            text.push('\n');
-        }
-    }
-    out
-}
-
-/// `promtool check metrics` on `text`; promtool must be installed.
-fn promtool_check(text: &str) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run promtool ({e}); apt install prometheus"))?;
-    if let Some(mut i) = child.stdin.take() {
-        let _ = i.write_all(text.as_bytes());
-    }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ))
-    }
 }
 
 fn parse(log: &str) -> Report {

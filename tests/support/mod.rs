@@ -7,18 +7,22 @@
 //! - the daemon harness ([`Daemon`], [`Start`]): the real binary on a fake
 //!   root, readiness, stop, log;
 //! - one raw varlink client ([`Conn`], [`call`]) on [`socket`];
-//! - tree snapshots and their differences ([`tree_snapshot`], [`tree_diff`]).
+//! - tree snapshots and their differences ([`tree_snapshot`], [`tree_diff`]);
+//! - for the guest and packaging tests: [`need`] a tool, the serial log's
+//!   metrics blocks ([`prom_blocks`]) and [`promtool_check`].
 //!
 //! Each test crate uses a part of it.
 #![allow(dead_code, unused_imports)]
 
 mod board;
 mod daemon;
+mod guest;
 mod tree;
 mod varlink;
 
 pub use board::{board, memory_events, memory_pressure, processes_board};
 pub use daemon::{Daemon, Start};
+pub use guest::{need, prom_blocks, promtool_check};
 pub use tree::{text_snapshot, tree_diff, tree_snapshot, Node};
 pub use varlink::{call, socket, Conn};
 
