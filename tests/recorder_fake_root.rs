@@ -96,6 +96,20 @@ fn integrity(path: &Path) {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ok");
 }
 
+/// The `oom-seen` activations recorded so far (0 while the file or its
+/// table is not there yet).
+fn rule_rows(path: &Path) -> i64 {
+    let Ok(c) = Connection::open(path) else {
+        return 0;
+    };
+    c.query_row(
+        "SELECT count(*) FROM events WHERE kind = 'rule' AND rule = 'oom-seen' AND state = 'active'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap_or(0)
+}
+
 fn one<T: rusqlite::types::FromSql>(c: &Connection, sql: &str) -> T {
     c.query_row(sql, [], |r| r.get(0))
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
@@ -125,6 +139,15 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
                 "oom 1\noom_kill 1\n",
             )
             .unwrap();
+            // The kill may come at any moment after the transition is on
+            // disk; before that, it would only test the host's speed (the
+            // rule fires on the next read and lands with the next interval,
+            // both later on a loaded CI host than 1.2 s).
+            d.wait_for(
+                "the rule transition in the database",
+                Duration::from_secs(15),
+                || rule_rows(&db(&root)) >= 1,
+            );
         }
         std::thread::sleep(Duration::from_secs_f64(random_secs(1.2, 4.0)));
         d.signal(libc::SIGKILL);

@@ -102,7 +102,7 @@ cargo fetch --locked
 log=$(mktemp)
 trap 'rm -rf "$log" "$plat_log"' EXIT
 set +e
-cargo test --release 2>&1 | tee "$log"
+cargo test --release --no-fail-fast 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
