@@ -185,10 +185,10 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
     match diagnose(root, policy) {
         Ok(found) => {
             for f in &found {
-                println!("{f}");
+                crate::outln!("{f}");
             }
             let missing = found.iter().filter(|f| f.missing).count();
-            println!("{missing} missing, {} notes", found.len() - missing);
+            crate::outln!("{missing} missing, {} notes", found.len() - missing);
             if missing > 0 {
                 crate::exit::MISSING
             } else {

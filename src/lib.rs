@@ -10,6 +10,7 @@
 //! - [`demo`]: `cgwarden demo`, the narrated run on a fake board;
 //! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses;
+//! - [`out`]: standard output that ends quietly on a closed pipe;
 //! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
 
 pub mod control;
@@ -22,6 +23,7 @@ pub mod exit;
 pub mod kernel;
 pub mod knobs;
 pub mod observe;
+pub mod out;
 pub mod policy;
 pub mod show;
 pub mod stats;

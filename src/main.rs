@@ -190,8 +190,12 @@ enum Command {
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
-        #[arg(long, default_value = DEFAULT_POLICY)]
-        policy: PathBuf,
+        /// Positional as for plan/apply/run/doctor (issue 22 item 15).
+        #[arg(value_name = "POLICY")]
+        policy: Option<PathBuf>,
+        /// The same as the POLICY argument (the older spelling).
+        #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
+        policy_opt: Option<PathBuf>,
         #[command(flatten)]
         root: RootArg,
     },
@@ -300,6 +304,8 @@ fn main() -> ExitCode {
         }
     };
     match run(cli) {
+        // A write error other than a closed pipe was said; it is a failure.
+        Ok(exit::OK) if cgwarden::out::failed() => ExitCode::from(exit::TEMPFAIL),
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("cgwarden: error: {e:#}");
@@ -336,7 +342,18 @@ fn init_logging() {
         Ok("warn") => tracing::Level::WARN,
         _ => tracing::Level::INFO,
     };
-    let targets = tracing_subscriber::filter::Targets::new().with_default(level);
+    // zlink's server warns on every failed write to a client, which is
+    // mostly a client that went away; the control socket's own layer logs
+    // what matters (src/control/server.rs). Its other records stay at
+    // debug and trace.
+    let zlink = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        tracing::Level::ERROR
+    };
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("zlink_core::server", zlink);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
             tracing_journald::layer().ok()
@@ -409,7 +426,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     }
                 },
             };
-            target.print_help()?;
+            cgwarden::out!("{}", target.render_help());
             Ok(exit::OK)
         }
         Command::Demo { keep } => Ok(cgwarden::demo::run(keep.as_deref())),
@@ -423,7 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let written = manual::manpages(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
             for name in written {
-                println!("{}", dir.join(name).display());
+                cgwarden::outln!("{}", dir.join(name).display());
             }
             Ok(exit::OK)
         }
@@ -456,7 +473,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     let (l, c) = (w.pos.line, w.pos.col);
                     eprintln!("{}:{l}:{c}: warning: {}", policy.display(), w.message);
                 }
-                println!("{}: {}", policy.display(), policy::summary(&p));
+                cgwarden::outln!("{}: {}", policy.display(), policy::summary(&p));
                 Ok(0)
             }
             Err(code) => Ok(code),
@@ -486,13 +503,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let mut changes = 0;
             for step in &plan.steps {
                 if conv.skips(step) {
-                    println!("# skipped on a fake root: {step}");
+                    cgwarden::outln!("# skipped on a fake root: {step}");
                 } else {
-                    println!("{step}");
+                    cgwarden::outln!("{step}");
                     changes += 1;
                 }
             }
-            println!("{changes} changes");
+            cgwarden::outln!("{changes} changes");
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -514,7 +531,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(exit::MISSING);
             }
             let done = conv
-                .apply(&plan, &mut |line| println!("{line}"))
+                .apply(&plan, &mut |line| cgwarden::outln!("{line}"))
                 .context("the originals journal")?;
             for m in &done.missing {
                 eprintln!("cgwarden: missing: {m}");
@@ -526,7 +543,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            println!("{} changes", done.changes);
+            cgwarden::outln!("{} changes", done.changes);
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -553,7 +570,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 tick,
             }))
         }
-        Command::Reset { policy, root } => {
+        Command::Reset {
+            policy,
+            policy_opt,
+            root,
+        } => {
+            let policy = policy
+                .or(policy_opt)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY));
             let root = match root.root() {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
@@ -580,9 +604,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 eprintln!("cgwarden: warning: {w}");
             }
             if !rep.had_journal {
-                println!(
+                cgwarden::outln!(
                     "nothing to reset: no journal at {}",
-                    settings.state_dir.join("originals").display()
+                    root.host_path(&settings.state_dir.join("originals"))
+                        .display()
                 );
                 return Ok(exit::OK);
             }
@@ -594,14 +619,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             }
             for l in &rep.lines {
-                println!("{l}");
+                cgwarden::outln!("{l}");
             }
             for f in &rep.failures {
                 eprintln!("cgwarden: error: could not restore: {f}");
             }
-            println!("{}", rep.summary());
+            cgwarden::outln!("{}", rep.summary());
             if rep.failures.is_empty() {
-                println!("reset complete; journal removed");
+                cgwarden::outln!("reset complete; journal removed");
                 Ok(exit::OK)
             } else {
                 eprintln!(

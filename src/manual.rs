@@ -19,7 +19,10 @@ const POLICY_MD: &str = include_str!("../docs/policy.md");
 /// Writes completions for `shell` (bash, zsh, fish) to stdout.
 pub fn completions(cmd: &mut Command, shell: clap_complete::Shell) {
     let name = cmd.get_name().to_string();
-    clap_complete::generate(shell, cmd, name, &mut std::io::stdout());
+    // Into memory first: clap_complete panics when its writer fails.
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, cmd, name, &mut buf);
+    cgwarden::out::bytes(&buf);
 }
 
 /// Writes `cgwarden.8`, one `cgwarden-SUB.8` per visible subcommand and

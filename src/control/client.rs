@@ -133,9 +133,9 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
         Command::Status { json: j } => {
             let s = answer(conn.status().await)?;
             if j {
-                println!("{}", json(&s));
+                crate::outln!("{}", json(&s));
             } else {
-                print!("{}", super::render::status(&s));
+                crate::out!("{}", super::render::status(&s));
             }
             Ok(exit::OK)
         }
@@ -147,18 +147,18 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
         } => boost(conn, knobs, duration, reason, cmd).await,
         Command::Release { handle } => {
             answer(conn.release(handle).await)?;
-            println!("released boost {handle}");
+            crate::outln!("released boost {handle}");
             Ok(exit::OK)
         }
         Command::Reload { dry_run } => {
             let r = answer(conn.reload(Some(dry_run)).await)?;
             for l in &r.diff {
-                println!("{l}");
+                crate::outln!("{l}");
             }
             match (r.ok, &r.error) {
                 (true, _) => {
                     let what = if dry_run { "would reload" } else { "reloaded" };
-                    println!(
+                    crate::outln!(
                         "{what}: policy {} ({} changes)",
                         crate::show::short(&r.hash),
                         r.diff.len()
@@ -178,9 +178,9 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
         Command::Verify { json: j } => {
             let v = answer(conn.verify().await)?;
             if j {
-                println!("{}", json(&v));
+                crate::outln!("{}", json(&v));
             } else {
-                print!("{}", super::render::verify(&v));
+                crate::out!("{}", super::render::verify(&v));
             }
             Ok(if v.drift { exit::REFUSED } else { exit::OK })
         }
@@ -189,10 +189,17 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
             futures_util::pin_mut!(stream);
             while let Some(item) = stream.next().await {
                 let ev = answer(item)?.event;
+                // The reader went away (`events | head -3`): done, quietly.
+                if crate::out::closed() {
+                    break;
+                }
                 if j {
-                    println!("{}", serde_json::to_string(&ev).unwrap_or_default());
+                    crate::outln!("{}", serde_json::to_string(&ev).unwrap_or_default());
                 } else {
-                    println!("{}", super::render::event(&ev));
+                    crate::outln!("{}", super::render::event(&ev));
+                }
+                if crate::out::closed() {
+                    break;
                 }
             }
             Ok(exit::OK)
@@ -231,10 +238,10 @@ async fn boost(
     }
     let until = b.expires_at.as_deref().unwrap_or("released");
     for a in &b.applied {
-        println!("boost {}: {} = {} until {until}", b.handle, a.knob, a.value);
+        crate::outln!("boost {}: {} = {} until {until}", b.handle, a.knob, a.value);
     }
     if cmd.is_empty() {
-        println!("{}", b.handle);
+        crate::outln!("{}", b.handle);
         return Ok(exit::OK);
     }
     // Hold the boost exactly while CMD runs: it is tied to this connection,

@@ -246,7 +246,7 @@ impl Socket for Guarded {
             },
             GuardedWrite {
                 inner: w,
-                _guard: self.guard,
+                guard: self.guard,
                 limits: self.limits,
             },
         )
@@ -275,6 +275,14 @@ impl ConnId for GuardedRead {
     fn conn_id(&self) -> u64 {
         self.guard.id
     }
+}
+
+/// Whether a write failed because the client closed its end.
+fn peer_gone(e: &zlink::Error) -> bool {
+    matches!(e, zlink::Error::Io(io) if matches!(
+        io.kind(),
+        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+    ))
 }
 
 fn closed(why: String) -> zlink::Error {
@@ -335,7 +343,7 @@ impl socket::UnixSocket for GuardedRead {}
 #[derive(Debug)]
 pub struct GuardedWrite {
     inner: InnerWrite,
-    _guard: Arc<ConnGuard>,
+    guard: Arc<ConnGuard>,
     limits: Limits,
 }
 
@@ -346,12 +354,29 @@ impl socket::WriteHalf for GuardedWrite {
         fds: &[impl AsFd],
         creds: Option<&zlink::connection::PassedCredentials>,
     ) -> zlink::Result<()> {
+        // This layer says what happened; zlink's own "Error writing to
+        // client" WARN is filtered out of the log (see `main`), so a client
+        // that simply went away (`events | head -1`, a killed `top`) is not
+        // a warning (issue 22 item 2).
+        let id = self.guard.id;
         match tokio::time::timeout(self.limits.write, self.inner.write(buf, fds, creds)).await {
-            Ok(r) => r,
-            Err(_) => Err(closed(format!(
-                "a reply was not read within {:?}; connection closed",
-                self.limits.write
-            ))),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                if peer_gone(&e) {
+                    tracing::debug!("control socket: connection {id}: the client went away");
+                } else {
+                    tracing::warn!("control socket: connection {id}: writing: {e}");
+                }
+                Err(e)
+            }
+            Err(_) => {
+                let why = format!(
+                    "connection {id}: a reply was not read within {:?}; connection closed",
+                    self.limits.write
+                );
+                tracing::warn!("control socket: {why}");
+                Err(closed(why))
+            }
         }
     }
 }

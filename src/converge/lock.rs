@@ -87,6 +87,8 @@ impl StateLock {
         let dir_host = prepare_state_dir(root, state_dir)?;
         let path = Self::path_in(state_dir);
         let host = dir_host.join("lock");
+        // Messages name the file where it is: under `--root` (issue 22 item 15).
+        let shown = root.host_path(&path);
         // A few rounds only matter when holders come and go very fast.
         for _ in 0..50 {
             let file = fs::OpenOptions::new()
@@ -99,22 +101,26 @@ impl StateLock {
                 .open(&host)
                 .map_err(|e| match e.raw_os_error() {
                     Some(libc::ELOOP) => LockError::Refused(Error::other(
-                        &path,
+                        &shown,
                         "the lock file is a symlink; refusing to follow it",
                     )),
-                    _ => LockError::from(Error::io("open", &path, e)),
+                    _ => LockError::from(Error::io("open", &shown, e)),
                 })?;
             let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(l) => l,
                 Err((mut file, errno)) if errno == nix::errno::Errno::EWOULDBLOCK => {
                     let (holder, pid) = read_holder(&mut file);
-                    return Err(LockError::Held { path, holder, pid });
+                    return Err(LockError::Held {
+                        path: shown,
+                        holder,
+                        pid,
+                    });
                 }
                 Err((_, nix::errno::Errno::EINTR)) => continue,
                 Err((_, errno)) => {
                     return Err(LockError::Io(Error::io(
                         "flock",
-                        &path,
+                        &shown,
                         io::Error::from(errno),
                     )))
                 }
@@ -123,19 +129,19 @@ impl StateLock {
             // and our flock: then we hold a lock on a file nobody else sees.
             let ours = locked
                 .metadata()
-                .map_err(|e| LockError::from(Error::io("fstat", &path, e)))?;
+                .map_err(|e| LockError::from(Error::io("fstat", &shown, e)))?;
             match fs::symlink_metadata(&host) {
                 Ok(m) if m.ino() == ours.ino() && m.dev() == ours.dev() => {}
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(LockError::from(Error::io("stat", &path, e))),
+                Err(e) => return Err(LockError::from(Error::io("stat", &shown, e))),
             }
             let line = format!("{} {}\n", std::process::id(), one_line(what));
             locked
                 .set_len(0)
                 .and_then(|()| locked.rewind())
                 .and_then(|()| locked.write_all(line.as_bytes()))
-                .map_err(|e| LockError::from(Error::io("write", &path, e)))?;
+                .map_err(|e| LockError::from(Error::io("write", &shown, e)))?;
             return Ok(StateLock {
                 file: locked,
                 host,
@@ -143,7 +149,7 @@ impl StateLock {
             });
         }
         Err(LockError::Io(Error::other(
-            &path,
+            &shown,
             "the lock file kept being replaced while locking it; try again",
         )))
     }

@@ -172,7 +172,8 @@ impl Daemon {
         let (grants, warnings) =
             crate::engine::grants::resolve(&self.policy.control, &user, &group);
         for w in warnings {
-            tracing::warn!("control: {w}");
+            // The warning already says `control: …`.
+            tracing::warn!("{w}");
         }
         self.control.grants = grants;
     }

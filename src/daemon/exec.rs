@@ -157,7 +157,7 @@ impl Latency {
 }
 
 impl Counters {
-    fn placed_in(&self, group: &str, n: u64) {
+    pub(super) fn placed_in(&self, group: &str, n: u64) {
         if n == 0 {
             return;
         }

@@ -159,6 +159,9 @@ async fn run_async(opts: Options) -> u8 {
         );
         return EXIT_MISSING;
     }
+    // Processes the startup converge placed, per group: counted with the
+    // exec-driven ones (issue 22 item 6: the metric and exit line said 0).
+    let mut startup_placed: Vec<(String, u64)> = Vec::new();
     if opts.dry_run {
         for step in &plan.steps {
             tracing::info!("would {step} (dry run)");
@@ -166,6 +169,7 @@ async fn run_async(opts: Options) -> u8 {
     } else {
         match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
             Ok(done) => {
+                startup_placed = startup_placements(&plan, &policy.settings.cgroup_root, &done);
                 for m in &done.missing {
                     tracing::warn!("missing: {m}");
                 }
@@ -210,6 +214,11 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_TEMPFAIL;
     };
     d.start_watchers(&tx);
+    if let Some(x) = &d.exec {
+        for (g, n) in &startup_placed {
+            x.counters().placed_in(g, *n);
+        }
+    }
     d.watch_policy_file(&tx);
     let Some(mut gone_rx) = d.gone_rx.take() else {
         tracing::error!("the boost exit channel is gone");
@@ -1197,4 +1206,38 @@ mod tick_tests {
         // A fake root has no process-events connector.
         assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
+}
+
+/// The processes `apply` moved at startup, per group (by name, as the
+/// exec placement counts them). A move named in a failure is not counted.
+fn startup_placements(
+    plan: &crate::converge::Plan,
+    cgroup_root: &std::path::Path,
+    done: &crate::converge::Applied,
+) -> Vec<(String, u64)> {
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    let root = crate::kernel::Root::normalize(cgroup_root);
+    for step in &plan.steps {
+        let crate::converge::Step::Move { pid, procs, .. } = step else {
+            continue;
+        };
+        let failed = done
+            .failures
+            .iter()
+            .any(|f| f.contains(&procs.display().to_string()) && f.contains(&pid.to_string()));
+        if failed {
+            continue;
+        }
+        // Group names are unique across the tree: the directory's name is
+        // the group's, as the exec placement counts it.
+        let Some(dir) = procs.parent() else { continue };
+        if !crate::kernel::Root::normalize(dir).starts_with(&root) {
+            continue;
+        }
+        let Some(name) = dir.file_name() else {
+            continue;
+        };
+        *by.entry(name.to_string_lossy().into_owned()).or_default() += 1;
+    }
+    by.into_iter().collect()
 }

@@ -42,7 +42,7 @@ struct Narrator {
 impl Narrator {
     fn say(&self, what: &str) {
         let t = self.t0.elapsed().as_secs_f64();
-        println!("[{t:5.1}s] {what}");
+        crate::outln!("[{t:5.1}s] {what}");
     }
     fn script(&self, what: &str) {
         self.say(&format!("── {what}"));
@@ -70,7 +70,7 @@ pub fn run(keep: Option<&Path>) -> u8 {
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
-        println!(
+        crate::outln!(
             "the board, policy and daemon log are kept in {}",
             dir.display()
         );
@@ -98,11 +98,11 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         seen: Arc::default(),
     };
 
-    println!(
+    crate::outln!(
         "cgwarden demo: a smart-camera cell on a fake 8-CPU board in {}",
         root.display()
     );
-    println!(
+    crate::outln!(
         "policy: {} (groups realtime, inference, vision, system; 3 rules)\n",
         policy.display()
     );
@@ -241,10 +241,15 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         [.., last] => last.to_string(),
         [] => "nothing printed".to_string(),
     };
-    n.say(&format!("reset: {summary}"));
+    // The summary line is `reset: N restored, …` already.
+    if summary.starts_with("reset:") {
+        n.say(&summary);
+    } else {
+        n.say(&format!("reset: {summary}"));
+    }
 
     let seen = n.seen();
-    println!(
+    crate::outln!(
         "\nin all: {} placements, rules fired: {}, {} writes by rules",
         seen.placed,
         if seen.fired.is_empty() {
@@ -266,7 +271,7 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         .collect();
     let ok = missing.is_empty() && seen.placed >= 11 && seen.writes >= 3 && reset.status.success();
     if !ok {
-        println!("the demo did not go as scripted (rules that never fired: {missing:?}); see the daemon log");
+        crate::outln!("the demo did not go as scripted (rules that never fired: {missing:?}); see the daemon log");
     }
     Ok(if ok { 0 } else { 1 })
 }

@@ -137,6 +137,23 @@ impl fmt::Display for Measured {
     }
 }
 
+impl Measured {
+    /// `{value}` and `CGWARDEN_VALUE` (issue 22 item 9): a bare number a
+    /// script can compare, in the unit docs/policy.md names per kind —
+    /// percent for `%` metrics, **microseconds** for stall times (PSI's own
+    /// `total=` unit), bytes, counts, 1/0 for flags, millidegrees Celsius
+    /// for temperatures. Never `78ms40us` or `12.50%`.
+    pub fn plain(&self) -> String {
+        match self {
+            Measured::Percent(p) => format!("{p:.2}"),
+            Measured::Stall(d) => d.as_micros().to_string(),
+            Measured::Bytes(b) | Measured::Count(b) => b.to_string(),
+            Measured::Flag(b) => u8::from(*b).to_string(),
+            Measured::Millidegrees(m) => m.to_string(),
+        }
+    }
+}
+
 /// The leaf that decided a condition, for hook placeholders.
 #[derive(Debug, Clone, Copy)]
 pub struct Trigger<'e> {
@@ -154,9 +171,9 @@ impl Trigger<'_> {
         }
     }
 
-    /// `{value}`: the measured value.
+    /// `{value}`: the measured value as a bare number ([`Measured::plain`]).
     pub fn value(&self) -> String {
-        self.value.to_string()
+        self.value.plain()
     }
 
     /// `{threshold}`: the comparison's value; empty for calls.
@@ -974,7 +991,7 @@ mod tests {
         let t = ev.evaluate(&e, T0, TICK, &m).trigger.expect("trigger");
         assert_eq!(
             (t.metric(), t.value(), t.threshold()),
-            ("a.memory.some.avg10".into(), "42.00%".into(), "10%".into())
+            ("a.memory.some.avg10".into(), "42.00".into(), "10%".into())
         );
 
         let e = expr("not (a.memory.current > 6G)");
@@ -1004,6 +1021,20 @@ mod tests {
         assert_eq!(Measured::Millidegrees(85_500).to_string(), "85.5C");
         assert_eq!(Measured::Flag(false).to_string(), "0");
         assert_eq!(Measured::Percent(12.3456).to_string(), "12.35%");
+    }
+
+    #[test]
+    fn hook_values_are_bare_numbers_in_the_documented_units() {
+        let stall = Measured::Stall(Duration::from_micros(78_040));
+        assert_eq!(stall.plain(), "78040", "microseconds, not {stall}");
+        assert_eq!(Measured::Percent(12.3456).plain(), "12.35");
+        assert_eq!(Measured::Bytes(268_435_456).plain(), "268435456");
+        assert_eq!(Measured::Count(3).plain(), "3");
+        assert_eq!(Measured::Flag(true).plain(), "1");
+        assert_eq!(Measured::Millidegrees(85_500).plain(), "85500");
+        for m in [stall, Measured::Percent(1.0), Measured::Millidegrees(-5)] {
+            assert!(m.plain().parse::<f64>().is_ok(), "{m:?}");
+        }
     }
 
     /// Evaluates `text` at each time of `evals` (in order), with the `high`

@@ -233,7 +233,12 @@ impl Collector for Scrape {
         )?;
         // ---- per group: pressure, memory, memory events ----
         for (ri, r) in RESOURCES.iter().enumerate() {
-            for (full, word, help) in [(false, "waiting", "some"), (true, "stalled", "full")] {
+            // PSI `some`: at least one task stalled; `full`: all non-idle
+            // tasks at once (issue 22 item 15: the HELP said "some" for both).
+            for (full, word, help, who) in [
+                (false, "waiting", "some", "some tasks"),
+                (true, "stalled", "full", "all non-idle tasks at once"),
+            ] {
                 let samples: Vec<(Labels, f64)> = self
                     .groups
                     .iter()
@@ -244,9 +249,7 @@ impl Collector for Scrape {
                     .collect();
                 f.counter(
                     &format!("cgwarden_cgroup_pressure_{r}_{word}"),
-                    &format!(
-                        "Time some tasks of the group were stalled on {r} (PSI `{help}` total)."
-                    ),
+                    &format!("Time {who} of the group were stalled on {r} (PSI `{help}` total)."),
                     Some(Unit::Seconds),
                     &samples,
                 )?;

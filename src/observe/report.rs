@@ -224,9 +224,8 @@ pub fn run(o: &Options) -> u8 {
     };
     match &o.out {
         None => {
-            use std::io::Write;
-            if let Err(e) = std::io::stdout().write_all(text.as_bytes()) {
-                eprintln!("cgwarden: error: report: writing to stdout: {e}");
+            crate::out::bytes(text.as_bytes());
+            if crate::out::failed() {
                 return exit::TEMPFAIL;
             }
         }
@@ -237,7 +236,7 @@ pub fn run(o: &Options) -> u8 {
             }
             // A summary for the log of whoever ran it (CI, an operator).
             for v in &verdicts {
-                println!(
+                crate::outln!(
                     "{:<4} {} ({}): {}{}",
                     match v.status {
                         verdict::Status::Pass => "PASS",
@@ -254,7 +253,7 @@ pub fn run(o: &Options) -> u8 {
                         .unwrap_or_default()
                 );
             }
-            println!(
+            crate::outln!(
                 "report {}: {}",
                 p.display(),
                 if passed { "PASS" } else { "FAIL" }

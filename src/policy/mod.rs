@@ -145,6 +145,23 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
             });
         }
     }
+    // A grant nobody can use (issue 22 item 11): the socket is 0660
+    // root:socket_group, so with `root` there no non-root caller connects.
+    if p.settings.socket_group == "root" {
+        for g in &p.control {
+            let who = match &g.subject {
+                model::ControlSubject::Group(n) => format!("group `{n}`"),
+                model::ControlSubject::User(n) => format!("user `{n}`"),
+                model::ControlSubject::Uid(n) => format!("uid {n}"),
+            };
+            out.push(diag::Diagnostic {
+                pos: g.pos,
+                message: format!(
+                    "the control: grant to {who} cannot be used: settings.socket_group is `root`,                      so the socket (0660 root:root) lets no other caller connect; set                      socket_group to a group the caller is in (docs/control.md, \"Who may connect\")"
+                ),
+            });
+        }
+    }
     out.sort_by_key(|d| d.pos);
     out
 }

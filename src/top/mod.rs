@@ -3,7 +3,8 @@
 //! with their state, live claims and boosts with expiry, the last actions.
 //! This module owns the terminal (raw mode, alternate screen, and putting
 //! both back on every way out: `q`, an error, a panic, SIGTERM/SIGHUP/
-//! SIGINT) and the feed from the control socket; [`view`] draws.
+//! SIGINT/SIGQUIT, the terminal gone) and the feed from the control socket;
+//! [`input`] reads the keys, [`view`] draws.
 //!
 //! The feed: `Status` every second, **and** a `Subscribe` stream whose every
 //! event triggers a fresh `Status` at once (at most every 100 ms). Status is
@@ -17,18 +18,19 @@
 //! claims, `a` actions, Tab next view; `s` next sort key, `i` invert the
 //! order; ↑/↓ (or k/j) move the selection.
 //!
-//! Exit statuses: 0 quit; 4 no daemon answers on the socket at start (the
+//! Exit statuses: 0 quit (a key, a signal, the terminal gone); 4 no daemon answers on the socket at start (the
 //! path is in the message, as for the other clients); 75 the terminal
 //! cannot be set up. A daemon lost later is shown on screen and retried.
 
+mod input;
 mod view;
 
 use crate::control::client::DaemonProxy;
 use crate::control::wire::{EventReply, StatusReply};
 use crate::exit;
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use futures_util::{Stream, StreamExt};
+use input::Key;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::path::{Path, PathBuf};
@@ -238,6 +240,13 @@ pub fn run(socket: &Path) -> u8 {
         restore();
         prev(info);
     }));
+    let mut tty = match input::Tty::open() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("cgwarden: error: top: cannot use the terminal: {e}");
+            return exit::TEMPFAIL;
+        }
+    };
     if let Err(e) = terminal::enable_raw_mode() {
         eprintln!("cgwarden: error: top: cannot use the terminal: {e}");
         return exit::TEMPFAIL;
@@ -253,7 +262,14 @@ pub fn run(socket: &Path) -> u8 {
         return exit::TEMPFAIL;
     }
     let code = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
-        Ok(mut term) => ui(&mut term, &mut app, &rx),
+        Ok(mut term) => {
+            let code = ui(&mut term, &mut app, &rx, &mut tty);
+            // ratatui's Terminal shows the cursor when dropped and, if that
+            // fails, `eprintln!`s — which panics when the terminal is gone
+            // (stderr a closed pty: exit 101). `restore` shows the cursor.
+            std::mem::forget(term);
+            code
+        }
         Err(e) => {
             drop(guard);
             eprintln!("cgwarden: error: top: cannot use the terminal: {e}");
@@ -287,19 +303,32 @@ fn apply(app: &mut App, u: Update) {
 }
 
 /// The event loop: keys, updates, signals, redraws. Returns the exit status.
+///
+/// The terminal is read by [`input::Tty`], never by crossterm's event
+/// reader: that one loops inside `read()` on EOF (issue 22 item 1). Each
+/// wait lasts at most 100 ms and a signal cuts it short, so SIGTERM, SIGHUP,
+/// SIGINT and SIGQUIT end the loop within 100 ms; the terminal gone (EOF, a
+/// read error, a hang-up) ends it at once.
 fn ui<B: ratatui::backend::Backend>(
     term: &mut Terminal<B>,
     app: &mut App,
     rx: &mpsc::Receiver<Update>,
+    tty: &mut input::Tty,
 ) -> u8 {
     let mut dirty = true;
     let mut last_draw = Instant::now();
+    let mut size = terminal::size().ok();
     loop {
         if SIGNALLED.load(Ordering::SeqCst) != 0 {
             return exit::OK;
         }
         while let Ok(u) = rx.try_recv() {
             apply(app, u);
+            dirty = true;
+        }
+        let now_size = terminal::size().ok();
+        if now_size != size {
+            size = now_size;
             dirty = true;
         }
         // Redraw at least every second: "updated Ns ago" and expiries move.
@@ -311,45 +340,33 @@ fn ui<B: ratatui::backend::Backend>(
             dirty = false;
             last_draw = Instant::now();
         }
-        match event::poll(Duration::from_millis(100)) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            // EINTR from a signal: the loop checks the flag.
-            Err(_) => continue,
-        }
-        let ev = match event::read() {
-            Ok(ev) => ev,
-            Err(_) => continue,
+        let keys = match tty.wait(Duration::from_millis(100)) {
+            input::Input::Keys(k) => k,
+            // Nobody sees the screen any more: end as on SIGHUP.
+            input::Input::Gone(_) => return exit::OK,
         };
-        match ev {
-            Event::Key(k) if k.kind != KeyEventKind::Release => {
-                dirty = true;
-                let rows = rows_in(app);
-                match k.code {
-                    KeyCode::Char('q') | KeyCode::Esc => return exit::OK,
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                        return exit::OK
-                    }
-                    KeyCode::Char('g') => app.set_view(View::Groups),
-                    KeyCode::Char('r') => app.set_view(View::Rules),
-                    KeyCode::Char('c') => app.set_view(View::Claims),
-                    KeyCode::Char('a') => app.set_view(View::Actions),
-                    KeyCode::Tab => app.set_view(app.view.next()),
-                    KeyCode::Char('s') => app.next_sort(),
-                    KeyCode::Char('i') => app.reverse = !app.reverse,
-                    KeyCode::Down | KeyCode::Char('j') if rows > 0 => {
-                        let i = app.table.selected().map_or(0, |i| (i + 1).min(rows - 1));
-                        app.table.select(Some(i));
-                    }
-                    KeyCode::Up | KeyCode::Char('k') if rows > 0 => {
-                        let i = app.table.selected().map_or(0, |i| i.saturating_sub(1));
-                        app.table.select(Some(i));
-                    }
-                    _ => {}
+        for k in keys {
+            dirty = true;
+            let rows = rows_in(app);
+            match k {
+                Key::Char('q') | Key::Esc | Key::CtrlC => return exit::OK,
+                Key::Char('g') => app.set_view(View::Groups),
+                Key::Char('r') => app.set_view(View::Rules),
+                Key::Char('c') => app.set_view(View::Claims),
+                Key::Char('a') => app.set_view(View::Actions),
+                Key::Tab => app.set_view(app.view.next()),
+                Key::Char('s') => app.next_sort(),
+                Key::Char('i') => app.reverse = !app.reverse,
+                Key::Down | Key::Char('j') if rows > 0 => {
+                    let i = app.table.selected().map_or(0, |i| (i + 1).min(rows - 1));
+                    app.table.select(Some(i));
                 }
+                Key::Up | Key::Char('k') if rows > 0 => {
+                    let i = app.table.selected().map_or(0, |i| i.saturating_sub(1));
+                    app.table.select(Some(i));
+                }
+                _ => {}
             }
-            Event::Resize(_, _) => dirty = true,
-            _ => {}
         }
     }
 }

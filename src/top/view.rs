@@ -120,6 +120,46 @@ pub(crate) fn size(b: Option<i64>) -> String {
     }
 }
 
+/// `text` for a column `width` cells wide, never cut silently (issue 22
+/// item 5): a whole number too long is shortened with a decimal unit and
+/// marked `≈` (4294967296 in 9 cells is `≈4.29G`); any other text too long
+/// ends in `…`.
+pub(crate) fn fit(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    if let Ok(v) = text.parse::<i64>() {
+        let a = v.unsigned_abs() as f64;
+        let sign = if v < 0 { "-" } else { "" };
+        for (unit, div) in [
+            ("k", 1e3),
+            ("M", 1e6),
+            ("G", 1e9),
+            ("T", 1e12),
+            ("P", 1e15),
+            ("E", 1e18),
+        ] {
+            let x = a / div;
+            if x >= 1000.0 {
+                continue;
+            }
+            for prec in [2usize, 1, 0] {
+                let s = format!("≈{sign}{x:.prec$}{unit}");
+                if s.chars().count() <= width {
+                    return s;
+                }
+            }
+        }
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut s: String = text.chars().take(width - 1).collect();
+    s.push('…');
+    s
+}
+
 fn limit(v: &Option<String>) -> String {
     match v.as_deref() {
         None => "-".into(),
@@ -475,10 +515,10 @@ fn claims(f: &mut Frame, app: &mut App, area: Rect, now: SystemTime) {
                     None => c.tied_to.clone().unwrap_or_else(|| "while active".into()),
                 };
                 Row::new(vec![
-                    Cell::from(c.owner.clone()),
+                    Cell::from(fit(&c.owner, 14)),
                     Cell::from(c.knob.clone()),
-                    Cell::from(c.value.clone()),
-                    Cell::from(exp),
+                    Cell::from(fit(&c.value, 10)),
+                    Cell::from(fit(&exp, 13)),
                     Cell::from(c.reason.clone().unwrap_or_default()),
                 ])
             })
@@ -489,7 +529,7 @@ fn claims(f: &mut Frame, app: &mut App, area: Rect, now: SystemTime) {
         [
             Constraint::Length(14),
             Constraint::Min(12),
-            Constraint::Length(9),
+            Constraint::Length(10),
             Constraint::Length(13),
             Constraint::Min(6),
         ],
@@ -616,6 +656,25 @@ mod tests {
             s.push('\n');
         }
         s
+    }
+
+    #[test]
+    fn numbers_are_shortened_and_marked_never_cut() {
+        assert_eq!(fit("4294967296", 10), "4294967296");
+        assert_eq!(fit("4294967296", 9), "≈4.29G");
+        assert_eq!(fit("4294967296", 4), "≈4G");
+        assert_eq!(fit("-123456789012", 7), "≈-123G");
+        assert_eq!(fit("rule inference-pressure", 14), "rule inferenc…");
+        assert_eq!(fit("xy", 0), "");
+        // On screen: the claims view at 100×30 with a 4 GiB claim.
+        let mut app = App::new("/run/cgwarden/io.cgwarden".into());
+        let mut st = sample();
+        st.claims[0].value = "42949672960".into();
+        app.status = Some(st);
+        app.set_view(View::Claims);
+        let s = screen(&mut app, 100, 30);
+        assert!(s.contains("≈42.95G"), "{s}");
+        assert!(!s.contains("4294967296"), "{s}");
     }
 
     #[test]

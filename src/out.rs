@@ -1,0 +1,83 @@
+//! Standard output for every command (issue 22 item 2): `cgwarden plan … |
+//! head -1` used to panic ("failed printing to stdout: Broken pipe") because
+//! `println!` panics when a write fails. Everything the commands print goes
+//! through [`outln!`](crate::outln)/[`out!`](crate::out) instead (a test in
+//! tests/polish_epipe.rs keeps `println!` out of src/). On a closed pipe
+//! (EPIPE) the output is dropped from then on, silently, as coreutils end
+//! quietly; the command still finishes its work (an `apply` is never cut
+//! half-way by a reader going away) and streams stop at their next line
+//! ([`closed`]). Any other write error (a full disk) is said once on stderr
+//! and [`failed`] turns a success into exit 75.
+
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// 0: open; 1: the reader went away (EPIPE); 2: another write error.
+static STATE: AtomicU8 = AtomicU8::new(0);
+
+/// Writes `args` to stdout (no newline added).
+pub fn write_fmt(args: fmt::Arguments) {
+    write_with(|o| o.write_fmt(args));
+}
+
+/// Writes `args` and a newline to stdout as one write.
+pub fn line(args: fmt::Arguments) {
+    write_with(|o| {
+        o.write_fmt(args)?;
+        o.write_all(b"\n")
+    });
+}
+
+/// Writes `b` to stdout.
+pub fn bytes(b: &[u8]) {
+    write_with(|o| o.write_all(b));
+}
+
+fn write_with(f: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>) {
+    if STATE.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = f(&mut o).and_then(|_| o.flush()) {
+        failure(&e);
+    }
+}
+
+fn failure(e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        STATE.store(1, Ordering::Relaxed);
+    } else if STATE.swap(2, Ordering::Relaxed) == 0 {
+        eprintln!("cgwarden: error: writing to stdout: {e}");
+    }
+}
+
+/// Whether stdout can no longer be written (its reader went away, or an
+/// error): a command that streams (`events`) stops.
+pub fn closed() -> bool {
+    STATE.load(Ordering::Relaxed) != 0
+}
+
+/// Whether a write failed other than by EPIPE (already said on stderr).
+pub fn failed() -> bool {
+    STATE.load(Ordering::Relaxed) == 2
+}
+
+/// `println!` that never panics: see the [module](self).
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::out::bytes(b"\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::out::line(format_args!($($arg)*))
+    };
+}
+
+/// `print!` that never panics: see the [module](self).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::out::write_fmt(format_args!($($arg)*))
+    };
+}
