@@ -133,21 +133,25 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
         let mut d = Daemon::start(&policy, &root, Start::default());
         d.wait_log("flight recorder running", Duration::from_secs(10));
         if round == 2 {
-            // A rule transition and its write land in `events`.
-            std::fs::write(
-                root.join("sys/fs/cgroup/inference/memory.events"),
-                "oom 1\noom_kill 1\n",
-            )
-            .unwrap();
-            // The kill may come at any moment after the transition is on
-            // disk; before that, it would only test the host's speed (the
-            // rule fires on the next read and lands with the next interval,
-            // both later on a loaded CI host than 1.2 s).
-            d.wait_for(
-                "the rule transition in the database",
-                Duration::from_secs(15),
-                || rule_rows(&db(&root)) >= 1,
-            );
+            // A rule transition and its write land in `events`. The daemon
+            // takes its first memory.events reading as the baseline (an OOM
+            // kill before it started is no event), and that reading may come
+            // after "flight recorder running": so the count keeps rising
+            // until the transition is on disk. The kill may then come at any
+            // moment; before, it would only test the host's speed.
+            let events = root.join("sys/fs/cgroup/inference/memory.events");
+            let t0 = Instant::now();
+            let mut n = 0;
+            while rule_rows(&db(&root)) == 0 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "the rule transition never reached the database; daemon log:\n{}",
+                    d.log()
+                );
+                n += 1;
+                std::fs::write(&events, format!("oom {n}\noom_kill {n}\n")).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+            }
         }
         std::thread::sleep(Duration::from_secs_f64(random_secs(1.2, 4.0)));
         d.signal(libc::SIGKILL);
