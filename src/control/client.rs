@@ -325,19 +325,41 @@ async fn run_child(cmd: &[String]) -> u8 {
 }
 
 /// Where the control socket is: `--socket`, else the policy's `state_dir`
-/// (the default policy's, else `/run/cgwarden`), under `--root` if given.
-pub fn locate(socket: Option<&Path>, policy: &Path, root: Option<&Path>) -> PathBuf {
+/// (`/run/cgwarden` when the policy is the default one and it does not
+/// exist), under `--root` if given. A policy named by `--policy` that cannot
+/// be loaded is an error naming the file (issue 22 item 15: `status --policy
+/// /typo.yaml` asked `/run/cgwarden` instead).
+pub fn locate(
+    socket: Option<&Path>,
+    policy: &Path,
+    root: Option<&Path>,
+) -> Result<PathBuf, String> {
     let device_path = match socket {
-        Some(s) => return s.to_path_buf(),
+        Some(s) => return Ok(s.to_path_buf()),
         None => {
-            let state_dir = crate::policy::load(policy)
-                .map(|p| p.settings.state_dir)
-                .unwrap_or_else(|_| crate::policy::model::Settings::default().state_dir);
+            let state_dir = match crate::policy::load(policy) {
+                Ok(p) => p.settings.state_dir,
+                Err(_) if policy == Path::new(DEFAULT_POLICY) && !policy.exists() => {
+                    crate::policy::model::Settings::default().state_dir
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    let first = text.lines().next().unwrap_or("");
+                    let why = first.split_once(": error: ").map_or(first, |(_, m)| m);
+                    return Err(format!(
+                        "--policy {}: {why} (the daemon's policy names its socket's state_dir; or give --socket PATH)",
+                        policy.display(),
+                    ));
+                }
+            };
             super::wire::socket_path(&state_dir)
         }
     };
-    match root {
+    Ok(match root {
         Some(r) => crate::kernel::Root::fake(r).host_path(&device_path),
         None => device_path,
-    }
+    })
 }
+
+/// The policy clients read when `--policy` is not given.
+pub const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";

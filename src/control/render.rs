@@ -192,15 +192,27 @@ pub fn verify(v: &wire::VerifyReply) -> String {
         let _ = writeln!(
             o,
             "{} {:<32} expected {:<12} actual {:<12} last writer {}",
-            if k.drift { "DRIFT" } else { "ok   " },
+            match (k.drift, &k.skipped) {
+                (true, _) => "DRIFT",
+                (false, Some(_)) => "skip ",
+                (false, None) => "ok   ",
+            },
             k.knob,
             k.expected,
             opt(&k.actual),
             opt(&k.last_writer)
         );
+        if let Some(why) = &k.skipped {
+            let _ = writeln!(o, "      not checked: {why}");
+        }
     }
     let drifted = v.knobs.iter().filter(|k| k.drift).count();
-    let _ = writeln!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    let skipped = v.knobs.iter().filter(|k| k.skipped.is_some()).count();
+    let _ = write!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    if skipped > 0 {
+        let _ = write!(o, ", {skipped} not checked on this root");
+    }
+    let _ = writeln!(o);
     o
 }
 
@@ -222,7 +234,8 @@ pub fn event(e: &wire::Event) -> String {
     match (&e.old, &e.new) {
         (Some(o), Some(n)) => parts.push(format!("{o} -> {n}")),
         (None, Some(n)) => parts.push(format!("-> {n}")),
-        _ => {}
+        (Some(o), None) => parts.push(format!("{o} -> -")),
+        (None, None) => {}
     }
     if let Some(c) = &e.cause {
         parts.push(format!("cause=\"{c}\""));
@@ -296,5 +309,36 @@ mod tests {
         let t = verify(&v);
         assert!(t.starts_with("DRIFT b"), "{t}");
         assert!(t.ends_with("2 knobs, 1 drifted\n"), "{t}");
+        // A knob a fake root cannot show is said, not counted as drift.
+        let mut s = k("zram.zram0.swap_priority", false);
+        s.actual = None;
+        s.skipped = Some("swapon is skipped on a fake root".into());
+        let v = wire::VerifyReply {
+            drift: false,
+            knobs: vec![s],
+        };
+        let t = verify(&v);
+        assert!(t.starts_with("skip  zram.zram0.swap_priority"), "{t}");
+        assert!(
+            t.contains("not checked: swapon is skipped on a fake root"),
+            "{t}"
+        );
+        assert!(
+            t.ends_with("1 knobs, 0 drifted, 1 not checked on this root\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn an_event_never_starts_its_parts_with_a_blank() {
+        let e = wire::Event {
+            time: "t".into(),
+            kind: "drift".into(),
+            knob: Some("k".into()),
+            old: Some("1".into()),
+            message: Some("cannot be read".into()),
+            ..Default::default()
+        };
+        assert_eq!(event(&e), "t drift knob=k 1 -> - cannot be read");
     }
 }

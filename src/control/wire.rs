@@ -182,6 +182,9 @@ pub struct KnobCheck {
     pub drift: bool,
     /// The cause of the last write cgwarden made to it.
     pub last_writer: Option<String>,
+    /// Why it could not be read back and is not drift: a kernel-only step
+    /// skipped on a fake root (`swapon is skipped on a fake root`).
+    pub skipped: Option<String>,
 }
 
 /// `Verify()`.

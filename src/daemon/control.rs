@@ -874,12 +874,18 @@ impl Daemon {
             let path = self
                 .actuator
                 .target(k, &expected)
-                .map(|(p, _)| p.display().to_string())
-                .unwrap_or_default();
+                .map(|(p, _)| p)
+                .unwrap_or_else(|_| self.actuator.read_path(k))
+                .display()
+                .to_string();
             let actual = self.actuator.read(k);
+            let skipped = match actual {
+                None => self.actuator.unverifiable(k).map(String::from),
+                Some(_) => None,
+            };
             let drift = match &actual {
                 Some(a) => a != &expected && a.kernel() != expected.kernel(),
-                None => true,
+                None => skipped.is_none(),
             };
             knobs.push(wire::KnobCheck {
                 knob: k.to_string(),
@@ -888,6 +894,7 @@ impl Daemon {
                 actual: actual.as_ref().map(|a| k.render(a)),
                 drift,
                 last_writer: self.control.last_writer.get(k).cloned(),
+                skipped,
             });
         }
         for d in knobs.iter().filter(|k| k.drift) {
@@ -897,11 +904,7 @@ impl Daemon {
                 knob: Some(d.knob.clone()),
                 old: Some(d.expected.clone()),
                 new: d.actual.clone(),
-                message: Some(format!(
-                    "{} holds {} instead",
-                    d.path,
-                    d.actual.as_deref().unwrap_or("nothing readable")
-                )),
+                message: Some(drift_message(&d.path, d.actual.as_deref())),
                 ..Default::default()
             });
         }
@@ -909,5 +912,19 @@ impl Daemon {
             drift: knobs.iter().any(|k| k.drift),
             knobs,
         }
+    }
+}
+
+/// The `drift` event's text: `PATH holds VALUE instead` (no path: the knob
+/// has no file; never a text starting with a blank, issue 22 item 3).
+fn drift_message(path: &str, actual: Option<&str>) -> String {
+    let what = match actual {
+        Some(a) => format!("holds {a} instead"),
+        None => "cannot be read".to_string(),
+    };
+    if path.is_empty() {
+        what
+    } else {
+        format!("{path} {what}")
     }
 }

@@ -1,0 +1,140 @@
+//! The rest of issue 22 (items 3, 4, 7, 8, 12, 13, 15): each test here
+//! failed before its fix. `CGWARDEN_POLISH_BIN` runs them against another
+//! build (tests/polish_common).
+
+#[path = "polish_common/mod.rs"]
+mod common;
+use common::{Board, Daemon};
+use std::process::Output;
+
+const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
+
+fn repo(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Item 3: `verify` after `run policies/iq9100-vision.yaml --root R` said
+/// `DRIFT zram.zram0.swap_priority expected 100 actual -` and exited 1:
+/// `swapon` is skipped on a fake root, so the priority cannot be read back.
+#[test]
+fn verify_on_a_fake_root_does_not_call_skipped_steps_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = std::fs::read_to_string(repo("policies/iq9100-vision.yaml")).unwrap();
+    let b = Board::new(dir.path(), &policy);
+    let d = Daemon::start(&b);
+    let o = b.client(&["verify"]).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!out.contains("DRIFT"), "{out}");
+    assert!(
+        out.contains("skip  zram.zram0.swap_priority")
+            && out.contains("not checked: swapon is skipped on a fake root"),
+        "{out}"
+    );
+    let o = b.client(&["verify", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["drift"], false, "{v}");
+    let k = v["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["knob"] == "zram.zram0.swap_priority")
+        .expect("the swap priority is listed");
+    assert_eq!(k["path"], "/proc/swaps", "{k}");
+    assert_eq!(k["skipped"], "swapon is skipped on a fake root", "{k}");
+    drop(d);
+}
+
+/// Item 7: `plan` where no group can be built printed a `missing:` line and
+/// `0 changes`, exit 0 — what a converged system prints.
+#[test]
+fn plan_says_when_no_group_can_be_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("sys/fs/cgroup")).unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let o = common::cmd()
+        .arg("plan")
+        .arg(&policy)
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    assert_eq!(out, "no group can be built; 0 other changes\n", "{err}");
+    assert!(err.contains("not a cgroup v2 directory"), "{err}");
+    let o = common::cmd()
+        .arg("apply")
+        .arg(&policy)
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    assert!(
+        err.contains("no group can be built; nothing was written"),
+        "{err}"
+    );
+    assert!(!root.join("run/cgwarden/originals").exists());
+}
+
+/// Item 15: `status --policy /typo.yaml` asked `/run/cgwarden` instead of
+/// saying the file is not there.
+#[test]
+fn a_client_with_a_policy_it_cannot_load_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("typo.yaml");
+    for args in [&["status"][..], &["verify", "--json"], &["top"]] {
+        let o = common::cmd()
+            .args(args)
+            .arg("--policy")
+            .arg(&typo)
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert!(
+            err.starts_with(&format!(
+                "cgwarden: error: --policy {}: cannot read the policy",
+                typo.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("/run/cgwarden"), "{err}");
+    }
+}
+
+/// Item 15: `demo --keep DIR` on a used DIR exited 75 yet said "kept in".
+#[test]
+fn demo_keep_refuses_a_used_directory_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine"), "x").unwrap();
+    let o = common::cmd()
+        .arg("demo")
+        .arg("--keep")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert_eq!(out, "", "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "cgwarden: error: demo --keep {}: not empty; give a new or empty directory\n",
+            dir.path().display()
+        )
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "the demo wrote into a used directory");
+}
