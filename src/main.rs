@@ -255,6 +255,10 @@ enum Command {
         /// Print the difference; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With --dry-run: preview this file (an edited copy) against the
+        /// policy in force, before it replaces the watched file.
+        #[arg(value_name = "CANDIDATE", requires = "dry_run")]
+        candidate: Option<PathBuf>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -469,7 +473,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             cmd,
         })),
         Command::Release { handle, client } => Ok(client.run(ClientCommand::Release { handle })),
-        Command::Reload { dry_run, client } => Ok(client.run(ClientCommand::Reload { dry_run })),
+        Command::Reload {
+            dry_run,
+            candidate,
+            client,
+        } => Ok(client.run(ClientCommand::Reload { dry_run, candidate })),
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
         Command::Top { client } => Ok(match client.socket() {

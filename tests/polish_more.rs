@@ -138,3 +138,103 @@ fn demo_keep_refuses_a_used_directory_before_running() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "the demo wrote into a used directory");
 }
+
+fn sha(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Item 4: a real preview of an edit. `reload --dry-run` printed the hash in
+/// force, not the file's; an unchanged file with an active rule counted
+/// "(1 changes)" for `= rule … kept (active since t+2s)`; `--dry-run
+/// --policy other.yaml` previewed the daemon's own file. Now `reload
+/// --dry-run CANDIDATE` diffs an edited copy against what runs.
+#[test]
+fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
+    use cgwarden::kernel::fake_tree::FakeProcess;
+    let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: hold\n    when: running(holder)\n    while:\n      - set sysctl.vm.swappiness = 10\n";
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), policy);
+    let d = Daemon::start(&b);
+    b.tree
+        .add_process(&FakeProcess::new(4000, "holder"))
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let o = b.client(&["status", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        if v["rules"][0]["state"] == "active" {
+            break;
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "the rule never went active: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let in_force = sha(policy.as_bytes());
+    // The file as it is: nothing changes; the kept active rule is said.
+    let o = b.client(&["reload", "--dry-run"]).output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("= rule hold kept (active since ") && lines[0].ends_with("s ago)"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("would reload: policy {} (0 changes)", &in_force[..12])
+    );
+    // An edited copy: its difference and its hash, and the hash in force.
+    let cand = dir.path().join("edited.yaml");
+    let edited = policy.replace("512M", "1G");
+    std::fs::write(&cand, &edited).unwrap();
+    let o = b
+        .client(&["reload", "--dry-run"])
+        .arg(&cand)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("~ app.memory.high 512M -> 1G\n"), "{out}");
+    assert!(
+        out.ends_with(&format!(
+            "would reload {}: policy {} (1 changes; in force: {})\n",
+            cand.display(),
+            &sha(edited.as_bytes())[..12],
+            &in_force[..12]
+        )),
+        "{out}"
+    );
+    // Nothing was loaded: the knob and the hash in force are unchanged.
+    let high = std::fs::read_to_string(b.root.join("sys/fs/cgroup/app/memory.high")).unwrap();
+    assert_eq!(high.trim(), "536870912");
+    let o = b.client(&["status", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["policy"]["hash"], in_force.as_str());
+    // A broken candidate is refused with its own name.
+    std::fs::write(&cand, policy.replace("memory:", "memroy:")).unwrap();
+    let o = b
+        .client(&["reload", "--dry-run"])
+        .arg(&cand)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.starts_with(&format!(
+            "{}:4:5: error: unknown field `memroy`",
+            cand.display()
+        )),
+        "{err}"
+    );
+    // A candidate is only previewed.
+    let o = b.client(&["reload"]).arg(&cand).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    drop(d);
+}

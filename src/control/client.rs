@@ -34,6 +34,8 @@ pub(crate) trait DaemonProxy {
     async fn reload(
         &mut self,
         dry_run: Option<bool>,
+        candidate: Option<String>,
+        candidate_name: Option<String>,
     ) -> zlink::Result<Result<wire::ReloadReply, DaemonError>>;
     async fn verify(&mut self) -> zlink::Result<Result<wire::VerifyReply, DaemonError>>;
     #[zlink(more)]
@@ -59,6 +61,9 @@ pub enum Command {
     },
     Reload {
         dry_run: bool,
+        /// A file to preview (dry run): read here, sent as text (the daemon
+        /// may not see the client's /tmp or /home).
+        candidate: Option<PathBuf>,
     },
     Verify {
         json: bool,
@@ -150,19 +155,45 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
             crate::outln!("released boost {handle}");
             Ok(exit::OK)
         }
-        Command::Reload { dry_run } => {
-            let r = answer(conn.reload(Some(dry_run)).await)?;
+        Command::Reload { dry_run, candidate } => {
+            let (text, name) = match &candidate {
+                Some(path) => match crate::policy::read_bytes(path) {
+                    Ok(b) => (
+                        Some(String::from_utf8_lossy(&b).into_owned()),
+                        Some(path.display().to_string()),
+                    ),
+                    Err(m) => {
+                        eprintln!("cgwarden: error: {}: {m}", path.display());
+                        return Ok(exit::REFUSED);
+                    }
+                },
+                None => (None, None),
+            };
+            let r = answer(conn.reload(Some(dry_run), text, name).await)?;
             for l in &r.diff {
                 crate::outln!("{l}");
             }
             match (r.ok, &r.error) {
                 (true, _) => {
-                    let what = if dry_run { "would reload" } else { "reloaded" };
-                    crate::outln!(
-                        "{what}: policy {} ({} changes)",
-                        crate::show::short(&r.hash),
-                        r.diff.len()
-                    );
+                    let what = match &candidate {
+                        Some(p) => format!("would reload {}", p.display()),
+                        None if dry_run => "would reload".to_string(),
+                        None => "reloaded".to_string(),
+                    };
+                    if dry_run && r.hash != r.in_force {
+                        crate::outln!(
+                            "{what}: policy {} ({} changes; in force: {})",
+                            crate::show::short(&r.hash),
+                            r.changes,
+                            crate::show::short(&r.in_force)
+                        );
+                    } else {
+                        crate::outln!(
+                            "{what}: policy {} ({} changes)",
+                            crate::show::short(&r.hash),
+                            r.changes
+                        );
+                    }
                     Ok(exit::OK)
                 }
                 (false, e) => {

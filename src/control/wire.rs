@@ -162,13 +162,21 @@ pub struct ClaimsReply {
     pub claims: Vec<ClaimInfo>,
 }
 
-/// `Reload(dry_run)`.
+/// `Reload(dry_run, candidate, candidate_name)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct ReloadReply {
     pub ok: bool,
     pub error: Option<String>,
+    /// One line per difference; `= rule … kept (…)` lines say an active
+    /// rule's state survives and are not changes.
     pub diff: Vec<String>,
+    /// Hex SHA-256 of the policy loaded (with dry_run: of the file or
+    /// candidate previewed).
     pub hash: String,
+    /// How many lines of `diff` are changes.
+    pub changes: i64,
+    /// Hex SHA-256 of the policy in force after the call.
+    pub in_force: String,
 }
 
 /// One knob compared with what it should hold.

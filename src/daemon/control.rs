@@ -244,7 +244,9 @@ impl Daemon {
                 claims: self.claim_infos(),
             }),
             Request::Verify => Response::Verify(self.verify()),
-            Request::Reload { dry_run } => Response::Reload(self.reload_for_control(dry_run)),
+            Request::Reload { dry_run, candidate } => {
+                Response::Reload(self.reload_for_control(dry_run, candidate))
+            }
             Request::Boost {
                 caller,
                 knobs,
@@ -287,8 +289,12 @@ impl Daemon {
 
     /// A reload asked over the socket; SIGHUP and the file watch go through
     /// the same path.
-    pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
-        let r = self.reload(dry_run);
+    pub(crate) fn reload_for_control(
+        &mut self,
+        dry_run: bool,
+        candidate: Option<(String, String)>,
+    ) -> wire::ReloadReply {
+        let r = self.reload(dry_run, candidate);
         if r.ok && !dry_run {
             self.resolve_grants();
         }
@@ -320,7 +326,7 @@ impl Daemon {
                 kind: if r.ok { "reload" } else { "reload_failed" }.into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
-                    None => format!("{} changes", r.diff.len()),
+                    None => format!("{} changes", r.changes),
                 }),
                 ..Default::default()
             });
@@ -328,8 +334,10 @@ impl Daemon {
         wire::ReloadReply {
             ok: r.ok,
             error: r.error,
+            changes: i64::try_from(r.changes).unwrap_or(i64::MAX),
             diff: r.diff,
             hash: r.hash,
+            in_force: self.policy_hash.clone(),
         }
     }
 
