@@ -238,3 +238,65 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     drop(d);
 }
+
+/// Item 12: one rule for reserved group names. policy.md said `system` is
+/// reserved while `check` took it (three shipped policies used it), the
+/// README's list lacked `latency`, the report showed `group:system`. Now
+/// `check` refuses each reserved name and both pages list exactly them.
+#[test]
+fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
+    let names: Vec<&str> = cgwarden::knobs::reserved_group_names()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        names.contains(&"system") && names.contains(&"latency"),
+        "{names:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for n in &names {
+        let p = dir.path().join(format!("{n}.yaml"));
+        std::fs::write(
+            &p,
+            format!("version: 1\ngroups:\n  {n}:\n    cpu: {{ weight: 50 }}\n"),
+        )
+        .unwrap();
+        let o = common::cmd().arg("check").arg(&p).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{n}: {out}{err}");
+        assert!(
+            err.contains(&format!("3:3: error: group name `{n}` is reserved")),
+            "{n}: {err}"
+        );
+    }
+    // Both pages say the same list, in the same words.
+    let list = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for page in ["README.md", "docs/policy.md"] {
+        let t = std::fs::read_to_string(repo(page)).unwrap();
+        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!(
+                "Reserved group names (`check` refuses them): {list} —"
+            )),
+            "{page} does not list {list}"
+        );
+    }
+    // A group-only metric of `system` is an error, not a group.
+    let p = dir.path().join("metric.yaml");
+    std::fs::write(
+        &p,
+        "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: system.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
+    )
+    .unwrap();
+    let o = common::cmd().arg("check").arg(&p).output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("`system` is the whole machine, not a group"),
+        "{err}"
+    );
+}
