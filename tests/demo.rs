@@ -24,9 +24,9 @@ fn the_demo_narrates_placements_rule_firings_writes_and_the_reset() {
         "placed infer-server (pid 4200) in inference",
         "placed motion_control (pid 4300) in realtime",
         "rule inference-memory-pressure is now active",
-        "write inference.memory.high: 2G → 2560M (rule inference-memory-pressure)",
-        "write vision.memory.max: 1536M → 2G (rule vision-oom-kill)",
-        "write cpufreq.policy7.min: 0.8GHz → 2.4GHz (rule rt-test-running)",
+        "write inference.memory.high: 2G → 2.5G (rule inference-memory-pressure)",
+        "write vision.memory.max: 1.5G → 2G (rule vision-oom-kill)",
+        "write cpufreq.policy7.min: 806.4MHz → 2.4GHz (rule rt-test-running)",
         "rule rt-test-running is now idle",
         "reset complete; journal removed",
     ] {

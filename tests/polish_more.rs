@@ -300,3 +300,105 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
         "{err}"
     );
 }
+
+/// Item 8: one rendering rule for knob values. The log said `old=806400
+/// new=2400MHz`, events and status were raw. Now: JSON raw, text for people
+/// in units, logs both.
+#[test]
+fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
+    use cgwarden::kernel::fake_tree::FakeProcess;
+    use std::process::Stdio;
+    let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: fast\n    when: running(holder)\n    while:\n      - set cpufreq.policy7.min = 2.4GHz\n";
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), policy);
+    let d = Daemon::start(&b);
+    let follow = |json: bool| {
+        let mut args = vec!["events"];
+        if json {
+            args.push("--json");
+        }
+        let path = dir.path().join(format!("events-{json}"));
+        let c = b
+            .client(&args)
+            .stdout(std::fs::File::create(&path).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        (c, path)
+    };
+    let (mut text_c, text_p) = follow(false);
+    let (mut json_c, json_p) = follow(true);
+    let wait_for = |p: &std::path::Path, what: &str| {
+        let t0 = std::time::Instant::now();
+        while !std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .contains(what)
+        {
+            assert!(t0.elapsed().as_secs() < 20, "no {what} in {}", p.display());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    wait_for(&text_p, "subscribed");
+    wait_for(&json_p, "subscribed");
+    b.tree
+        .add_process(&FakeProcess::new(4000, "holder"))
+        .unwrap();
+    wait_for(&text_p, " write ");
+    wait_for(&json_p, "\"write\"");
+    let _ = text_c.kill();
+    let _ = json_c.kill();
+    let _ = text_c.wait();
+    let _ = json_c.wait();
+    let lines = std::fs::read_to_string(&text_p).unwrap();
+    assert!(
+        lines.contains("write knob=cpufreq.policy7.min 806.4MHz -> 2.4GHz cause=\"rule fast\""),
+        "{lines}"
+    );
+    let json = std::fs::read_to_string(&json_p).unwrap();
+    let w: serde_json::Value = json
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["kind"] == "write")
+        .unwrap();
+    assert_eq!(
+        (&w["old"], &w["new"]),
+        (&"806400".into(), &"2400000".into()),
+        "{w}"
+    );
+    // status: text in units, JSON raw.
+    let o = b.client(&["status"]).output().unwrap();
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("cpufreq.policy7.min              806.4MHz -> 2.4GHz  (rule fast)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2.4GHz (baseline 806.4MHz) by rule fast"),
+        "{out}"
+    );
+    let o = b.client(&["status", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["knob"] == "cpufreq.policy7.min")
+        .unwrap();
+    assert_eq!(
+        (&a["old"], &a["new"]),
+        (&"806400".into(), &"2400000".into()),
+        "{a}"
+    );
+    // The log: both.
+    d.wait_log(
+        "knob=cpufreq.policy7.min",
+        std::time::Duration::from_secs(10),
+    );
+    let log = d.log();
+    assert!(
+        log.lines().any(
+            |l| l.contains("write") && l.contains("old=806400 (806.4MHz) new=2400000 (2.4GHz)")
+        ),
+        "{log}"
+    );
+}

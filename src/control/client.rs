@@ -269,7 +269,12 @@ async fn boost(
     }
     let until = b.expires_at.as_deref().unwrap_or("released");
     for a in &b.applied {
-        crate::outln!("boost {}: {} = {} until {until}", b.handle, a.knob, a.value);
+        crate::outln!(
+            "boost {}: {} = {} until {until}",
+            b.handle,
+            a.knob,
+            crate::knobs::human::human_text(&a.knob, &a.value)
+        );
     }
     if cmd.is_empty() {
         crate::outln!("{}", b.handle);

@@ -34,6 +34,17 @@ fn opt(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("-")
 }
 
+/// A knob's value for people: the socket carries the kernel's exact form,
+/// the text shows units (knobs::human; docs/control.md "Values").
+fn hv(knob: &str, raw: &str) -> String {
+    crate::knobs::human::human_text(knob, raw)
+}
+
+/// [`hv`] of an optional value, `-` for none.
+fn hvo(knob: &str, raw: &Option<String>) -> String {
+    raw.as_deref().map_or_else(|| "-".into(), |r| hv(knob, r))
+}
+
 /// The `cgwarden status` screen.
 pub fn status(s: &wire::StatusReply) -> String {
     let mut o = String::new();
@@ -135,7 +146,7 @@ pub fn status(s: &wire::StatusReply) -> String {
             "  {:<20} {:<32} = {:<10} until {}  {}",
             c.owner,
             c.knob,
-            c.value,
+            hv(&c.knob, &c.value),
             c.expires_at.as_deref().unwrap_or("released"),
             extra.join(", ")
         );
@@ -148,14 +159,14 @@ pub fn status(s: &wire::StatusReply) -> String {
                 .contenders
                 .iter()
                 .skip(1)
-                .map(|c| format!("{}={}", c.owner, c.value))
+                .map(|c| format!("{}={}", c.owner, hv(&k.knob, &c.value)))
                 .collect();
             let _ = writeln!(
                 o,
                 "  {:<32} {} (baseline {}) by {}{}",
                 k.knob,
-                opt(&k.effective),
-                opt(&k.baseline),
+                hvo(&k.knob, &k.effective),
+                hvo(&k.knob, &k.baseline),
                 opt(&k.winner),
                 if others.is_empty() {
                     String::new()
@@ -175,8 +186,8 @@ pub fn status(s: &wire::StatusReply) -> String {
             "  {} {:<32} {} -> {}  ({})",
             a.time,
             a.knob,
-            opt(&a.old),
-            a.new,
+            hvo(&a.knob, &a.old),
+            hv(&a.knob, &a.new),
             a.cause
         );
     }
@@ -198,8 +209,8 @@ pub fn verify(v: &wire::VerifyReply) -> String {
                 (false, None) => "ok   ",
             },
             k.knob,
-            k.expected,
-            opt(&k.actual),
+            hv(&k.knob, &k.expected),
+            hvo(&k.knob, &k.actual),
             opt(&k.last_writer)
         );
         if let Some(why) = &k.skipped {
@@ -231,10 +242,14 @@ pub fn event(e: &wire::Event) -> String {
     if let Some(k) = &e.knob {
         parts.push(format!("knob={k}"));
     }
+    let h = |v: &String| match &e.knob {
+        Some(k) => hv(k, v),
+        None => v.clone(),
+    };
     match (&e.old, &e.new) {
-        (Some(o), Some(n)) => parts.push(format!("{o} -> {n}")),
-        (None, Some(n)) => parts.push(format!("-> {n}")),
-        (Some(o), None) => parts.push(format!("{o} -> -")),
+        (Some(o), Some(n)) => parts.push(format!("{} -> {}", h(o), h(n))),
+        (None, Some(n)) => parts.push(format!("-> {}", h(n))),
+        (Some(o), None) => parts.push(format!("{} -> -", h(o))),
         (None, None) => {}
     }
     if let Some(c) = &e.cause {

@@ -4,8 +4,10 @@
 //! (`src/control/io.cgwarden.Daemon.varlink`) is generated from these and
 //! the service's method signatures; a test keeps the two the same.
 //!
-//! Values travel as the text the policy would use (`3584M`, `1.8GHz`,
-//! `0-3`), times as RFC 3339 strings, so a shell client needs no decoding.
+//! Knob values in replies and events travel in the kernel's exact form
+//! (`3758096384`, `2400000`, `max`: docs/control.md "Values"; the CLI's text
+//! shows units, see `knobs::human`); requests take the policy's forms
+//! (`3584M`, `1.8GHz`). Times are RFC 3339 strings.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

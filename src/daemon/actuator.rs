@@ -235,17 +235,19 @@ impl Actuator {
                 return Outcome::Unsupported(reason);
             }
         };
+        // Logs say the raw value and the human one (knobs::human).
         let old = w
             .old
             .as_ref()
-            .map(|v| v.to_string())
+            .map(|v| crate::knobs::human::both(&w.knob, v))
             .unwrap_or_else(|| "-".into());
+        let new = crate::knobs::human::both(&w.knob, &w.new);
         if self.dry_run {
-            tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %w.new, cause = %w.cause, "would write (dry run)");
+            tracing::info!(knob = %w.knob, path = %path.display(), old = %old, new = %new, cause = %w.cause, "would write (dry run)");
             return Outcome::DryRun;
         }
         if w.knob.held_by_daemon() {
-            return self.hold_latency(w, &old);
+            return self.hold_latency(w, &old, &new);
         }
         let lane = match &w.knob {
             Knob::Group { group, .. } => LaneKey::Group(group.clone()),
@@ -260,7 +262,7 @@ impl Actuator {
                 journal: true,
                 deadline: self.deadline,
                 old,
-                new: w.new.to_string(),
+                new,
                 cause: w.cause.to_string(),
             },
         );
@@ -268,7 +270,7 @@ impl Actuator {
     }
 
     /// Holds, changes or closes the `latency.global` request (module docs).
-    fn hold_latency(&mut self, w: &Write, old: &str) -> Outcome {
+    fn hold_latency(&mut self, w: &Write, old: &str, new: &str) -> Outcome {
         let KnobValue::Latency(us) = w.new else {
             let why = format!("`{}` is not a latency", w.new);
             tracing::warn!(knob = %w.knob, cause = %w.cause, "{why}");
@@ -279,10 +281,10 @@ impl Actuator {
             Ok(()) => {
                 match us {
                     Some(_) => {
-                        tracing::info!(knob = %w.knob, path, old = %old, new = %w.new, cause = %w.cause, "write (request held open)")
+                        tracing::info!(knob = %w.knob, path, old = %old, new = %new, cause = %w.cause, "write (request held open)")
                     }
                     None => {
-                        tracing::info!(knob = %w.knob, path, old = %old, new = %w.new, cause = %w.cause, "write (request closed)")
+                        tracing::info!(knob = %w.knob, path, old = %old, new = %new, cause = %w.cause, "write (request closed)")
                     }
                 }
                 Outcome::Held

@@ -350,7 +350,8 @@ impl Daemon {
                 time: now_text(),
                 kind: "write_failed".into(),
                 knob: Some(j.label.clone()),
-                new: Some(j.new.clone()),
+                // The raw text written (j.new is the log's raw + human).
+                new: Some(j.text.clone()),
                 cause: Some(j.cause.clone()),
                 message: Some(msg.clone()),
                 ..Default::default()

@@ -125,7 +125,7 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         root.display()
     );
     crate::outln!(
-        "policy: {} (groups realtime, inference, vision, system; 3 rules)\n",
+        "policy: {} (groups realtime, inference, vision, housekeeping; 3 rules)\n",
         policy.display()
     );
 
@@ -444,23 +444,10 @@ fn describe(e: &Event, n: &Narrator) -> Option<String> {
     }
 }
 
-/// Bytes as sizes and kHz as frequencies, the way the policy says them.
+/// A value as people read it (knobs::human: the rule `status` and
+/// `events` follow too).
 fn pretty(knob: &str, value: &str) -> String {
-    let Ok(v) = value.trim().parse::<u64>() else {
-        return value.to_string();
-    };
-    if knob.starts_with("cpufreq.") && (knob.ends_with(".min") || knob.ends_with(".max")) {
-        return format!("{:.1}GHz", v as f64 / 1e6);
-    }
-    if knob.contains(".memory.") && v >= 1 << 20 && v % (1 << 20) == 0 {
-        let m = v >> 20;
-        return if m % 1024 == 0 {
-            format!("{}G", m / 1024)
-        } else {
-            format!("{m}M")
-        };
-    }
-    value.to_string()
+    crate::knobs::human::human_text(knob, value)
 }
 
 #[cfg(test)]
@@ -479,7 +466,7 @@ mod tests {
 
     #[test]
     fn values_are_shown_in_policy_units() {
-        assert_eq!(pretty("inference.memory.high", "2684354560"), "2560M");
+        assert_eq!(pretty("inference.memory.high", "2684354560"), "2.5G");
         assert_eq!(pretty("inference.memory.high", "2147483648"), "2G");
         assert_eq!(pretty("cpufreq.policy7.min", "2400000"), "2.4GHz");
         assert_eq!(pretty("sysctl.vm.swappiness", "30"), "30");

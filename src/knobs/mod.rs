@@ -48,6 +48,7 @@
 
 pub mod cpufreq;
 pub mod group;
+pub mod human;
 pub mod latency;
 pub mod sysctl;
 pub mod system;
