@@ -402,3 +402,109 @@ fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
         "{log}"
     );
 }
+
+/// Item 15: a metrics port already in use was one ERROR line in the log;
+/// now `status` shows it (not fatal: the policy is still supervised).
+#[test]
+fn a_metrics_port_in_use_is_shown_by_status() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap();
+    let policy = format!(
+        "version: 1\nsettings:\n  metrics:\n    listen: {addr}\ngroups:\n  app:\n    memory: {{ high: 512M }}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), &policy);
+    let d = Daemon::start(&b);
+    let o = b.client(&["status"]).output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        out.lines().any(
+            |l| l.starts_with(&format!("UNAVAILABLE: metrics address {addr}: "))
+                && l.contains("in use")
+        ),
+        "{out}"
+    );
+    let o = b.client(&["status", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let u = v["unavailable"].as_array().cloned().unwrap_or_default();
+    assert_eq!(u.len(), 1, "{v}");
+    assert!(u[0].as_str().unwrap().contains(&addr.to_string()), "{u:?}");
+    drop(d);
+    drop(held);
+}
+
+/// Item 11: the documented non-root flow on a fake root, as uid 65534: in
+/// the socket's group it boosts through its `control:` grant; without the
+/// group it cannot connect (exit 4). (The guest's 95-nonroot-boost does the
+/// same on a real kernel.)
+#[test]
+fn uid_65534_in_the_socket_group_boosts_through_its_grant() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::geteuid().is_root() {
+        panic!("this test runs as root (it starts clients as uid 65534)");
+    }
+    let policy = "version: 1\nsettings:\n  socket_group: nogroup\ncontrol:\n  - user: nobody\n    boost: [\"app.memory.high\"]\n    max_duration: 10m\n    max_boosts: 1\ngroups:\n  app:\n    memory: { high: 256M }\n";
+    let dir = tempfile::tempdir().unwrap();
+    // uid 65534 must reach the socket below the temporary directory.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let b = Board::new(dir.path(), policy);
+    let d = Daemon::start(&b);
+    let sock = b.root.join("run/cgwarden/io.cgwarden");
+    let as_nobody = |gid: u32, args: &[&str]| {
+        // `--socket` before the arguments: after a `--` they are CMD's.
+        let mut c = common::cmd();
+        c.arg(args[0]).arg("--socket").arg(&sock).args(&args[1..]);
+        c.uid(65534).gid(gid);
+        c.output().unwrap()
+    };
+    let o = as_nobody(65534, &["boost", "app.memory.high=384M", "--for", "1m"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        out.starts_with("boost 1: app.memory.high = 384M until "),
+        "{out}"
+    );
+    let high = b.root.join("sys/fs/cgroup/app/memory.high");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&high).unwrap().trim() != "402653184" {
+        assert!(t0.elapsed().as_secs() < 10, "the boost was not written");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let wait_high = |want: &str| {
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(&high).unwrap().trim() != want {
+            assert!(t0.elapsed().as_secs() < 10, "memory.high never read {want}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let h = out.lines().last().unwrap().to_string();
+    let o = as_nobody(65534, &["release", &h]);
+    assert!(o.status.success(), "{o:?}");
+    wait_high("268435456");
+    // `boost … -- CMD`: held exactly while CMD runs (cookbook.md).
+    let inside = format!("grep -qx 402653184 {}", high.display());
+    let o = as_nobody(
+        65534,
+        &[
+            "boost",
+            "app.memory.high=384M",
+            "--for",
+            "10m",
+            "--",
+            "sh",
+            "-c",
+            &inside,
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    wait_high("268435456");
+    // Outside the grant: refused with a reason.
+    let o = as_nobody(65534, &["boost", "app.memory.max=1G", "--for", "1m"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    // Not in the socket's group: cannot connect.
+    let o = as_nobody(65533, &["status"]);
+    assert_eq!(o.status.code(), Some(4), "{o:?}");
+    drop(d);
+}

@@ -68,6 +68,9 @@ pub fn status(s: &wire::StatusReply) -> String {
         d.writes_late,
         d.control_connections
     );
+    for u in &s.unavailable {
+        let _ = writeln!(o, "UNAVAILABLE: {u}");
+    }
     if let Some(e) = &s.last_reload_error {
         let _ = writeln!(o, "LAST RELOAD FAILED (old policy still in force):");
         for l in e.lines() {

@@ -120,6 +120,11 @@ pub struct StatusReply {
     pub product: String,
     pub policy: PolicyInfo,
     pub last_reload_error: Option<String>,
+    /// What the policy asks the daemon to serve and it could not (a metrics
+    /// address already in use, the recorder's database): not fatal, one
+    /// line each.
+    #[serde(default)]
+    pub unavailable: Vec<String>,
     pub daemon: DaemonInfo,
     pub groups: Vec<GroupStatus>,
     pub rules: Vec<RuleStatus>,

@@ -843,6 +843,7 @@ impl Daemon {
                 loaded_at: crate::show::rfc3339_millis(self.loaded_at),
             },
             last_reload_error: self.last_reload_error.clone(),
+            unavailable: self.unavailable(),
             daemon: wire::DaemonInfo {
                 pid: i64::from(std::process::id()),
                 version: env!("CARGO_PKG_VERSION").into(),

@@ -268,7 +268,15 @@ pub(crate) fn policy_diff(
             out.push(format!("- rule {}", r.name));
         }
     }
-    if format!("{:?}", old.placement) != format!("{:?}", new.placement) {
+    // What a placement does, not where it is written: a line added above
+    // it moved its position and was reported as a change.
+    let placements = |p: &Policy| -> Vec<String> {
+        p.placement
+            .iter()
+            .map(|x| format!("{:?}|{}|{:?}", x.matcher, x.group, x.sched))
+            .collect()
+    };
+    if placements(old) != placements(new) {
         out.push(format!("~ placement: {} rules", new.placement.len()));
     }
     let hooks = |p: &Policy| -> BTreeMap<String, String> {
@@ -681,6 +689,23 @@ mod tests {
         assert!(d.policy.group("c").is_none());
         assert_eq!(d.policy_hash, hash);
         assert!(d.triggers.iter().all(|t| t.state != TriggerState::Retired));
+    }
+
+    /// A placement that only moved down the file (a group added above it)
+    /// is not a change (issue 22 item 4: it said `~ placement: N rules`).
+    #[test]
+    fn a_placement_that_only_moved_in_the_file_is_no_change() {
+        let pl = "placement:\n  - match: { comm: x }\n    group: b\n";
+        let old = crate::policy::load_bytes("p", format!("{BASE}{pl}").as_bytes()).unwrap();
+        let new =
+            crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{pl}").as_bytes()).unwrap();
+        let d = policy_diff(&old, &new, &Default::default(), Default::default());
+        assert_eq!(d, vec!["+ group c".to_string()]);
+        let moved = pl.replace("group: b", "group: c");
+        let new =
+            crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{moved}").as_bytes()).unwrap();
+        let d = policy_diff(&old, &new, &Default::default(), Default::default());
+        assert!(d.contains(&"~ placement: 1 rules".to_string()), "{d:?}");
     }
 
     #[tokio::test]
