@@ -152,6 +152,7 @@ pub type Check = fn(&Needs, &BootState) -> Vec<Finding>;
 
 /// Every check, in the order findings are reported.
 pub const CHECKS: &[(&str, Check)] = &[
+    ("cmdline", check_cmdline),
     ("isolcpus", check_isolcpus),
     ("nohz_full", check_nohz_full),
     ("rcu_nocbs", check_rcu_nocbs),
@@ -355,6 +356,22 @@ fn check_favordynmods(n: &Needs, s: &BootState) -> Vec<Finding> {
     )]
 }
 
+/// No `/proc/cmdline` (a fake board): a note naming where it was looked
+/// for, when the policy has RT CPUs whose boot parameters are checked.
+fn check_cmdline(n: &Needs, s: &BootState) -> Vec<Finding> {
+    match &s.cmdline_absent {
+        Some(path) if !n.rt.is_empty() => vec![note(
+            "cmdline",
+            format!(
+                "{} does not exist; the boot-parameter checks read an empty command line",
+                path.display()
+            ),
+            "run doctor on the device, or copy its /proc/cmdline there".into(),
+        )],
+        _ => Vec::new(),
+    }
+}
+
 fn union(a: &CpuSet, b: &CpuSet) -> CpuSet {
     a.union(b).copied().collect()
 }
@@ -551,6 +568,7 @@ mod tests {
     fn state(cmdline: &str) -> BootState {
         BootState {
             cmdline: Cmdline::parse(cmdline),
+            cmdline_absent: None,
             possible: set("0-7"),
             isolated: Some(set("")),
             nohz_full: Cmdline::parse(cmdline)

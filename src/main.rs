@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 mod manual;
 
-const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
+use cgwarden::control::client::DEFAULT_POLICY;
 
 #[derive(Parser)]
 #[command(
@@ -82,12 +82,23 @@ struct ClientArgs {
 
 impl ClientArgs {
     fn run(&self, cmd: cgwarden::control::client::Command) -> u8 {
-        let socket = cgwarden::control::client::locate(
+        match self.socket() {
+            Ok(socket) => cgwarden::control::client::run(&socket, cmd),
+            Err(code) => code,
+        }
+    }
+
+    /// The socket, or the exit status after saying why there is none.
+    fn socket(&self) -> Result<PathBuf, u8> {
+        cgwarden::control::client::locate(
             self.socket.as_deref(),
             &self.policy,
             self.root.as_deref(),
-        );
-        cgwarden::control::client::run(&socket, cmd)
+        )
+        .map_err(|e| {
+            eprintln!("cgwarden: error: {e}");
+            exit::USAGE
+        })
     }
 }
 
@@ -244,6 +255,10 @@ enum Command {
         /// Print the difference; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With --dry-run: preview this file (an edited copy) against the
+        /// policy in force, before it replaces the watched file.
+        #[arg(value_name = "CANDIDATE", requires = "dry_run")]
+        candidate: Option<PathBuf>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -264,7 +279,7 @@ enum Command {
     },
     /// The daemon on a fake board for twenty seconds of a device's life, narrated; no root needed.
     Demo {
-        /// Keep the board, policy and daemon log in DIR (an empty directory).
+        /// Keep the board, policy and daemon log in DIR (a new or empty directory; anything else is a usage error, exit 2).
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },
@@ -458,14 +473,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             cmd,
         })),
         Command::Release { handle, client } => Ok(client.run(ClientCommand::Release { handle })),
-        Command::Reload { dry_run, client } => Ok(client.run(ClientCommand::Reload { dry_run })),
+        Command::Reload {
+            dry_run,
+            candidate,
+            client,
+        } => Ok(client.run(ClientCommand::Reload { dry_run, candidate })),
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
-        Command::Top { client } => Ok(cgwarden::top::run(&cgwarden::control::client::locate(
-            client.socket.as_deref(),
-            &client.policy,
-            client.root.as_deref(),
-        ))),
+        Command::Top { client } => Ok(match client.socket() {
+            Ok(socket) => cgwarden::top::run(&socket),
+            Err(code) => code,
+        }),
         Command::Report(r) => Ok(r.run()),
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
@@ -509,6 +527,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     changes += 1;
                 }
             }
+            if plan.no_groups.is_some() {
+                // Not the converged system's `0 changes` (docs/cli.md).
+                cgwarden::outln!("no group can be built; {changes} other changes");
+                return Ok(exit::MISSING);
+            }
             cgwarden::outln!("{changes} changes");
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
@@ -526,6 +549,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let conv = Converger::new(root, &p);
             let plan = conv.plan();
             report_missing(&plan);
+            if plan.no_groups.is_some() {
+                eprintln!("cgwarden: no group can be built; nothing was written");
+                return Ok(exit::MISSING);
+            }
             if conv.refuse_missing(&plan) {
                 eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
                 return Ok(exit::MISSING);

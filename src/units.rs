@@ -6,9 +6,17 @@
 //! parses the policy form, prints a canonical policy form that parses back to
 //! the same value (`parse(x.to_string()) == x`), and never panics on input.
 //!
-//! Decisions where the SPEC is silent:
-//! - Sizes accept an optional decimal fraction (`1.5G`) only when the result is
-//!   a whole number of bytes; `K`, `Ki`, `KiB`, `KB` all mean 1024.
+//! Decisions where the SPEC is silent (issue 22 item 13: one grammar per
+//! kind, documented in docs/policy.md "Units", stated by every error):
+//! - Sizes: `max`, or a number (`1.5` allowed when the result is a whole
+//!   number of bytes) with an optional suffix `K`, `M`, `G`, `T`, `P`, `E` —
+//!   always binary (×1024 each step), in any case, optionally followed by
+//!   `i`, `B` or `iB` (`2G`, `2GB`, `2gib` are all 2 GiB), or `B` alone.
+//! - Durations: whole numbers each followed by a unit `d`, `h`, `m`, `s`,
+//!   `ms`, `us` (or `µs`), `ns`, written together, largest unit first, each
+//!   unit at most once (`1h30m`, `500ms`, `2d`). Nothing else: no `sec`,
+//!   `hours`, weeks, months, blanks or fractions (humantime, used before,
+//!   took `10sec`, `2hours`, `1w` and `1M` = 30.44 days without a word).
 //! - A bare frequency is kHz (as sysfs); `kHz`/`MHz`/`GHz` are case-insensitive;
 //!   the result must be a whole, non-zero number of kHz.
 //! - Percentages require the `%` sign, are plain decimals (no sign, no
@@ -105,8 +113,7 @@ pub enum Size {
     Max,
 }
 
-const SIZE_REASON: &str =
-    "expected a whole number of bytes with optional K/M/G/T/P/E suffix (K=1024), or `max`";
+const SIZE_REASON: &str = "expected `max` or a number of bytes with an optional binary suffix K, M, G, T, P or E (each ×1024; any case; `Ki`, `KB`, `KiB` mean K), like `4096`, `512K`, `1.5G`";
 
 /// Binary suffixes, largest first, for printing.
 const SIZE_SUFFIXES: [(char, u64); 6] = [
@@ -136,7 +143,7 @@ impl Size {
             UnitError::new(
                 "size",
                 text,
-                "not a whole number of bytes, or larger than 2^64-1",
+                format!("not a whole number of bytes, or larger than 2^64-1; {SIZE_REASON}"),
             )
         })?;
         // parse-size does the canonical conversion; it must agree with the
@@ -352,26 +359,68 @@ impl FromStr for Percent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub std::time::Duration);
 
-const DURATION_REASON: &str = "expected a number with a unit, like `500ms`, `30s`, `2m`, `1h30m`";
+const DURATION_REASON: &str = "expected whole numbers with units d, h, m, s, ms, us (or µs), ns, written together, largest first, like `500ms`, `30s`, `1h30m`";
+
+/// The duration units, largest first, and their length in nanoseconds.
+const DURATION_UNITS: [(&str, u64); 8] = [
+    ("d", 86_400_000_000_000),
+    ("h", 3_600_000_000_000),
+    ("m", 60_000_000_000),
+    ("s", 1_000_000_000),
+    ("ms", 1_000_000),
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ns", 1),
+];
 
 impl Duration {
+    /// The grammar of the module docs; errors say it.
     pub fn parse(text: &str) -> Result<Self, UnitError> {
-        // humantime accepts a bare `0`; a policy value must say its unit.
-        if !text.ends_with(|c: char| c.is_ascii_alphabetic()) {
-            return Err(UnitError::new("duration", text, DURATION_REASON));
+        let err = |reason: String| UnitError::new("duration", text, reason);
+        if text.is_empty() {
+            return Err(err(DURATION_REASON.into()));
         }
-        humantime::parse_duration(text).map(Duration).map_err(|e| {
-            // Only the unit and overflow errors say something a policy author
-            // can act on; character positions inside the value do not.
-            let reason = match e {
-                humantime::DurationError::UnknownUnit { unit, .. } => {
-                    format!("unknown unit `{unit}`; {DURATION_REASON}")
-                }
-                humantime::DurationError::NumberOverflow => "the duration is too long".to_string(),
-                _ => DURATION_REASON.to_string(),
+        let mut nanos: u128 = 0;
+        // The length of the last unit: each must be smaller.
+        let mut last: Option<u64> = None;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            if digits == 0 {
+                return Err(err(DURATION_REASON.into()));
+            }
+            let (number, after) = rest.split_at(digits);
+            let unit_len = after
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(after.len());
+            let (unit, after) = after.split_at(unit_len);
+            if unit.is_empty() {
+                return Err(err(format!("`{number}` has no unit; {DURATION_REASON}")));
+            }
+            let Some(&(_, length)) = DURATION_UNITS.iter().find(|(u, _)| *u == unit) else {
+                return Err(err(format!("unknown unit `{unit}`; {DURATION_REASON}")));
             };
-            UnitError::new("duration", text, reason)
-        })
+            if last.is_some_and(|l| length >= l) {
+                return Err(err(format!(
+                    "`{unit}` after a smaller or the same unit; {DURATION_REASON}"
+                )));
+            }
+            last = Some(length);
+            let n: u128 = number
+                .parse()
+                .map_err(|_| err("the duration is too long".into()))?;
+            nanos = n
+                .checked_mul(u128::from(length))
+                .and_then(|v| v.checked_add(nanos))
+                .ok_or_else(|| err("the duration is too long".into()))?;
+            rest = after;
+        }
+        let secs = u64::try_from(nanos / 1_000_000_000)
+            .map_err(|_| err("the duration is too long".into()))?;
+        let sub = u32::try_from(nanos % 1_000_000_000).unwrap_or(0);
+        Ok(Duration(std::time::Duration::new(secs, sub)))
     }
 
     pub fn get(&self) -> std::time::Duration {
@@ -758,9 +807,54 @@ mod tests {
         assert_eq!(ms("2m"), 120_000);
         assert_eq!(ms("1h"), 3_600_000);
         assert_eq!(ms("1h30m"), 5_400_000);
-        for bad in ["", "30", "0", "s", "1x", "-1s", "1.5"] {
-            assert!(Duration::parse(bad).is_err(), "{bad:?} should be rejected");
+        assert_eq!(ms("2d"), 172_800_000);
+        assert_eq!(ms("0s"), 0);
+        assert_eq!(ms("1m30s250ms"), 90_250);
+        let us = |t: &str| Duration::parse(t).map(|d| d.get().as_nanos()).unwrap_or(0);
+        assert_eq!(us("40us"), 40_000);
+        assert_eq!(us("40µs"), 40_000);
+        assert_eq!(us("7ns"), 7);
+        // Issue 22 item 13: what humantime took silently is refused.
+        for bad in [
+            "",
+            "30",
+            "0",
+            "s",
+            "1x",
+            "-1s",
+            "1.5",
+            "1.5s",
+            "10sec",
+            "2hours",
+            "1w",
+            "1M",
+            "1y",
+            "1h 30m",
+            " 1s",
+            "1s ",
+            "30m1h",
+            "1s1s",
+            "1S",
+            "1H",
+            "+1s",
+            "1_000ms",
+            "99999999999999999999999999999999999999999d",
+        ] {
+            let e = Duration::parse(bad);
+            assert!(e.is_err(), "{bad:?} should be rejected");
+            let e = e.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                e.contains(DURATION_REASON) || e.contains("too long"),
+                "{bad:?}: {e}"
+            );
         }
+        let e = Duration::parse("10sec").err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "invalid duration `10sec`: unknown unit `sec`; expected whole numbers with units d, h, m, s, ms, us (or µs), ns, written together, largest first, like `500ms`, `30s`, `1h30m`"
+            )
+        );
         let d = |ms: u64| Duration(std::time::Duration::from_millis(ms));
         assert_eq!(d(5_400_500).to_string(), "1h30m500ms");
         assert_eq!(d(0).to_string(), "0s");
@@ -894,6 +988,55 @@ mod tests {
         fn temperature_roundtrip(md in MIN_MILLIDEGREES..=MAX_MILLIDEGREES) {
             let t = Temperature { millidegrees: md };
             prop_assert_eq!(Temperature::parse(&t.to_string()), Ok(t));
+        }
+
+        /// Every string of the duration grammar parses to its sum.
+        #[test]
+        fn duration_grammar(terms in proptest::collection::vec(any::<Option<u32>>(), 8)) {
+            let mut text = String::new();
+            let mut nanos: u128 = 0;
+            let mut used_us = false;
+            for ((unit, length), n) in DURATION_UNITS.iter().zip(&terms) {
+                // `us` and `µs` are one unit: at most one of them.
+                if let Some(n) = n {
+                    if unit.ends_with("s") && *length == 1_000 {
+                        if used_us { continue; }
+                        used_us = true;
+                    }
+                    text.push_str(&format!("{n}{unit}"));
+                    nanos += u128::from(*n) * u128::from(*length);
+                }
+            }
+            prop_assume!(!text.is_empty());
+            let d = Duration::parse(&text);
+            prop_assert_eq!(d.map(|d| d.get().as_nanos()), Ok(nanos), "{}", text);
+        }
+
+        /// Every size of the grammar parses to its bytes, in every spelling.
+        #[test]
+        fn size_grammar(n in 0u64..1_000_000, step in 0usize..6, upper in any::<bool>(), tail in 0usize..4) {
+            let letter = ['K', 'M', 'G', 'T', 'P', 'E'][step];
+            let letter = if upper { letter } else { letter.to_ascii_lowercase() };
+            let tail = ["", "i", "B", "iB"][tail];
+            let mult = 1u128 << (10 * (step + 1));
+            let want = u128::from(n) * mult;
+            let got = Size::parse(&format!("{n}{letter}{tail}")).map(|s| s.bytes());
+            if want <= u128::from(u64::MAX) {
+                prop_assert_eq!(got, Ok(Some(want as u64)));
+            } else {
+                prop_assert!(got.is_err());
+            }
+        }
+
+        /// A rejected size or duration always states its grammar.
+        #[test]
+        fn errors_state_the_grammar(s in "[0-9a-zA-Zµ. ]{0,12}") {
+            if let Err(e) = Size::parse(&s) {
+                prop_assert!(e.reason.contains(SIZE_REASON), "{}", e);
+            }
+            if let Err(e) = Duration::parse(&s) {
+                prop_assert!(e.reason.contains(DURATION_REASON) || e.reason.contains("too long"), "{}", e);
+            }
         }
 
         #[test]

@@ -24,9 +24,9 @@ fn the_demo_narrates_placements_rule_firings_writes_and_the_reset() {
         "placed infer-server (pid 4200) in inference",
         "placed motion_control (pid 4300) in realtime",
         "rule inference-memory-pressure is now active",
-        "write inference.memory.high: 2G → 2560M (rule inference-memory-pressure)",
-        "write vision.memory.max: 1536M → 2G (rule vision-oom-kill)",
-        "write cpufreq.policy7.min: 0.8GHz → 2.4GHz (rule rt-test-running)",
+        "write inference.memory.high: 2G → 2.5G (rule inference-memory-pressure)",
+        "write vision.memory.max: 1.5G → 2G (rule vision-oom-kill)",
+        "write cpufreq.policy7.min: 806.4MHz → 2.4GHz (rule rt-test-running)",
         "rule rt-test-running is now idle",
         "reset complete; journal removed",
     ] {
@@ -37,6 +37,24 @@ fn the_demo_narrates_placements_rule_firings_writes_and_the_reset() {
     }
     // The unmatched process stays where it was.
     assert!(!text.contains("pid 4301"), "{text}");
+    // The burst's count is what it starts: one placement each, and the
+    // shell no rule matches is said (issue 22 item 15: "a burst of 12" for
+    // 11 placements, the shell unmentioned).
+    let burst = text
+        .lines()
+        .find_map(|l| l.split("a burst of ").nth(1))
+        .expect("the burst is announced");
+    assert!(
+        burst.contains("and a shell no placement rule matches"),
+        "{burst}"
+    );
+    let started: usize = burst.split(' ').next().unwrap().parse().unwrap();
+    let placed = text.lines().filter(|l| l.contains("] placed ")).count();
+    assert_eq!(started, placed + 1, "{text}");
+    assert!(
+        text.contains(&format!("in all: {placed} placements")),
+        "{text}"
+    );
     // Its temp board is gone.
     let dir = std::env::temp_dir();
     let left: Vec<_> = std::fs::read_dir(&dir)

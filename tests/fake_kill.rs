@@ -32,7 +32,7 @@ groups:
     memory: { high: 2G, max: 4G }
   vision:
     cpu: { weight: 150 }
-  system:
+  housekeeping:
     cpu: { weight: 10 }
     memory: { max: 1G }
 placement:
@@ -43,7 +43,7 @@ placement:
   - match: { cmdline: \"*camera*\" }
     group: vision
   - match: { comm: \"svc_*\" }
-    group: system
+    group: housekeeping
 system:
   sysctl:
     vm.swappiness: 30

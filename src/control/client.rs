@@ -34,6 +34,8 @@ pub(crate) trait DaemonProxy {
     async fn reload(
         &mut self,
         dry_run: Option<bool>,
+        candidate: Option<String>,
+        candidate_name: Option<String>,
     ) -> zlink::Result<Result<wire::ReloadReply, DaemonError>>;
     async fn verify(&mut self) -> zlink::Result<Result<wire::VerifyReply, DaemonError>>;
     #[zlink(more)]
@@ -59,6 +61,9 @@ pub enum Command {
     },
     Reload {
         dry_run: bool,
+        /// A file to preview (dry run): read here, sent as text (the daemon
+        /// may not see the client's /tmp or /home).
+        candidate: Option<PathBuf>,
     },
     Verify {
         json: bool,
@@ -150,19 +155,45 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
             crate::outln!("released boost {handle}");
             Ok(exit::OK)
         }
-        Command::Reload { dry_run } => {
-            let r = answer(conn.reload(Some(dry_run)).await)?;
+        Command::Reload { dry_run, candidate } => {
+            let (text, name) = match &candidate {
+                Some(path) => match crate::policy::read_bytes(path) {
+                    Ok(b) => (
+                        Some(String::from_utf8_lossy(&b).into_owned()),
+                        Some(path.display().to_string()),
+                    ),
+                    Err(m) => {
+                        eprintln!("cgwarden: error: {}: {m}", path.display());
+                        return Ok(exit::REFUSED);
+                    }
+                },
+                None => (None, None),
+            };
+            let r = answer(conn.reload(Some(dry_run), text, name).await)?;
             for l in &r.diff {
                 crate::outln!("{l}");
             }
             match (r.ok, &r.error) {
                 (true, _) => {
-                    let what = if dry_run { "would reload" } else { "reloaded" };
-                    crate::outln!(
-                        "{what}: policy {} ({} changes)",
-                        crate::show::short(&r.hash),
-                        r.diff.len()
-                    );
+                    let what = match &candidate {
+                        Some(p) => format!("would reload {}", p.display()),
+                        None if dry_run => "would reload".to_string(),
+                        None => "reloaded".to_string(),
+                    };
+                    if dry_run && r.hash != r.in_force {
+                        crate::outln!(
+                            "{what}: policy {} ({} changes; in force: {})",
+                            crate::show::short(&r.hash),
+                            r.changes,
+                            crate::show::short(&r.in_force)
+                        );
+                    } else {
+                        crate::outln!(
+                            "{what}: policy {} ({} changes)",
+                            crate::show::short(&r.hash),
+                            r.changes
+                        );
+                    }
                     Ok(exit::OK)
                 }
                 (false, e) => {
@@ -238,7 +269,12 @@ async fn boost(
     }
     let until = b.expires_at.as_deref().unwrap_or("released");
     for a in &b.applied {
-        crate::outln!("boost {}: {} = {} until {until}", b.handle, a.knob, a.value);
+        crate::outln!(
+            "boost {}: {} = {} until {until}",
+            b.handle,
+            a.knob,
+            crate::knobs::human::human_text(&a.knob, &a.value)
+        );
     }
     if cmd.is_empty() {
         crate::outln!("{}", b.handle);
@@ -325,19 +361,41 @@ async fn run_child(cmd: &[String]) -> u8 {
 }
 
 /// Where the control socket is: `--socket`, else the policy's `state_dir`
-/// (the default policy's, else `/run/cgwarden`), under `--root` if given.
-pub fn locate(socket: Option<&Path>, policy: &Path, root: Option<&Path>) -> PathBuf {
+/// (`/run/cgwarden` when the policy is the default one and it does not
+/// exist), under `--root` if given. A policy named by `--policy` that cannot
+/// be loaded is an error naming the file (issue 22 item 15: `status --policy
+/// /typo.yaml` asked `/run/cgwarden` instead).
+pub fn locate(
+    socket: Option<&Path>,
+    policy: &Path,
+    root: Option<&Path>,
+) -> Result<PathBuf, String> {
     let device_path = match socket {
-        Some(s) => return s.to_path_buf(),
+        Some(s) => return Ok(s.to_path_buf()),
         None => {
-            let state_dir = crate::policy::load(policy)
-                .map(|p| p.settings.state_dir)
-                .unwrap_or_else(|_| crate::policy::model::Settings::default().state_dir);
+            let state_dir = match crate::policy::load(policy) {
+                Ok(p) => p.settings.state_dir,
+                Err(_) if policy == Path::new(DEFAULT_POLICY) && !policy.exists() => {
+                    crate::policy::model::Settings::default().state_dir
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    let first = text.lines().next().unwrap_or("");
+                    let why = first.split_once(": error: ").map_or(first, |(_, m)| m);
+                    return Err(format!(
+                        "--policy {}: {why} (the daemon's policy names its socket's state_dir; or give --socket PATH)",
+                        policy.display(),
+                    ));
+                }
+            };
             super::wire::socket_path(&state_dir)
         }
     };
-    match root {
+    Ok(match root {
         Some(r) => crate::kernel::Root::fake(r).host_path(&device_path),
         None => device_path,
-    }
+    })
 }
+
+/// The policy clients read when `--policy` is not given.
+pub const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";

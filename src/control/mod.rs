@@ -42,6 +42,9 @@ pub enum Request {
     Verify,
     Reload {
         dry_run: bool,
+        /// A candidate to preview instead of the policy file (dry run only):
+        /// its name for messages and its content, read by the client.
+        candidate: Option<(String, String)>,
     },
     Boost {
         caller: Caller,

@@ -34,6 +34,17 @@ fn opt(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("-")
 }
 
+/// A knob's value for people: the socket carries the kernel's exact form,
+/// the text shows units (knobs::human; docs/control.md "Values").
+fn hv(knob: &str, raw: &str) -> String {
+    crate::knobs::human::human_text(knob, raw)
+}
+
+/// [`hv`] of an optional value, `-` for none.
+fn hvo(knob: &str, raw: &Option<String>) -> String {
+    raw.as_deref().map_or_else(|| "-".into(), |r| hv(knob, r))
+}
+
 /// The `cgwarden status` screen.
 pub fn status(s: &wire::StatusReply) -> String {
     let mut o = String::new();
@@ -57,6 +68,9 @@ pub fn status(s: &wire::StatusReply) -> String {
         d.writes_late,
         d.control_connections
     );
+    for u in &s.unavailable {
+        let _ = writeln!(o, "UNAVAILABLE: {u}");
+    }
     if let Some(e) = &s.last_reload_error {
         let _ = writeln!(o, "LAST RELOAD FAILED (old policy still in force):");
         for l in e.lines() {
@@ -135,7 +149,7 @@ pub fn status(s: &wire::StatusReply) -> String {
             "  {:<20} {:<32} = {:<10} until {}  {}",
             c.owner,
             c.knob,
-            c.value,
+            hv(&c.knob, &c.value),
             c.expires_at.as_deref().unwrap_or("released"),
             extra.join(", ")
         );
@@ -148,14 +162,14 @@ pub fn status(s: &wire::StatusReply) -> String {
                 .contenders
                 .iter()
                 .skip(1)
-                .map(|c| format!("{}={}", c.owner, c.value))
+                .map(|c| format!("{}={}", c.owner, hv(&k.knob, &c.value)))
                 .collect();
             let _ = writeln!(
                 o,
                 "  {:<32} {} (baseline {}) by {}{}",
                 k.knob,
-                opt(&k.effective),
-                opt(&k.baseline),
+                hvo(&k.knob, &k.effective),
+                hvo(&k.knob, &k.baseline),
                 opt(&k.winner),
                 if others.is_empty() {
                     String::new()
@@ -175,8 +189,8 @@ pub fn status(s: &wire::StatusReply) -> String {
             "  {} {:<32} {} -> {}  ({})",
             a.time,
             a.knob,
-            opt(&a.old),
-            a.new,
+            hvo(&a.knob, &a.old),
+            hv(&a.knob, &a.new),
             a.cause
         );
     }
@@ -192,15 +206,27 @@ pub fn verify(v: &wire::VerifyReply) -> String {
         let _ = writeln!(
             o,
             "{} {:<32} expected {:<12} actual {:<12} last writer {}",
-            if k.drift { "DRIFT" } else { "ok   " },
+            match (k.drift, &k.skipped) {
+                (true, _) => "DRIFT",
+                (false, Some(_)) => "skip ",
+                (false, None) => "ok   ",
+            },
             k.knob,
-            k.expected,
-            opt(&k.actual),
+            hv(&k.knob, &k.expected),
+            hvo(&k.knob, &k.actual),
             opt(&k.last_writer)
         );
+        if let Some(why) = &k.skipped {
+            let _ = writeln!(o, "      not checked: {why}");
+        }
     }
     let drifted = v.knobs.iter().filter(|k| k.drift).count();
-    let _ = writeln!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    let skipped = v.knobs.iter().filter(|k| k.skipped.is_some()).count();
+    let _ = write!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    if skipped > 0 {
+        let _ = write!(o, ", {skipped} not checked on this root");
+    }
+    let _ = writeln!(o);
     o
 }
 
@@ -219,10 +245,15 @@ pub fn event(e: &wire::Event) -> String {
     if let Some(k) = &e.knob {
         parts.push(format!("knob={k}"));
     }
+    let h = |v: &String| match &e.knob {
+        Some(k) => hv(k, v),
+        None => v.clone(),
+    };
     match (&e.old, &e.new) {
-        (Some(o), Some(n)) => parts.push(format!("{o} -> {n}")),
-        (None, Some(n)) => parts.push(format!("-> {n}")),
-        _ => {}
+        (Some(o), Some(n)) => parts.push(format!("{} -> {}", h(o), h(n))),
+        (None, Some(n)) => parts.push(format!("-> {}", h(n))),
+        (Some(o), None) => parts.push(format!("{} -> -", h(o))),
+        (None, None) => {}
     }
     if let Some(c) = &e.cause {
         parts.push(format!("cause=\"{c}\""));
@@ -296,5 +327,36 @@ mod tests {
         let t = verify(&v);
         assert!(t.starts_with("DRIFT b"), "{t}");
         assert!(t.ends_with("2 knobs, 1 drifted\n"), "{t}");
+        // A knob a fake root cannot show is said, not counted as drift.
+        let mut s = k("zram.zram0.swap_priority", false);
+        s.actual = None;
+        s.skipped = Some("swapon is skipped on a fake root".into());
+        let v = wire::VerifyReply {
+            drift: false,
+            knobs: vec![s],
+        };
+        let t = verify(&v);
+        assert!(t.starts_with("skip  zram.zram0.swap_priority"), "{t}");
+        assert!(
+            t.contains("not checked: swapon is skipped on a fake root"),
+            "{t}"
+        );
+        assert!(
+            t.ends_with("1 knobs, 0 drifted, 1 not checked on this root\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn an_event_never_starts_its_parts_with_a_blank() {
+        let e = wire::Event {
+            time: "t".into(),
+            kind: "drift".into(),
+            knob: Some("k".into()),
+            old: Some("1".into()),
+            message: Some("cannot be read".into()),
+            ..Default::default()
+        };
+        assert_eq!(event(&e), "t drift knob=k 1 -> - cannot be read");
     }
 }

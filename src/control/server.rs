@@ -550,10 +550,14 @@ where
         }
     }
 
-    /// Re-read the policy; with dry_run, only say what would change.
+    /// Re-read the policy; with dry_run, only say what would change. A
+    /// candidate (the YAML text, with dry_run only) is previewed instead of
+    /// the policy file: the difference from the policy in force.
     async fn reload(
         &mut self,
         dry_run: Option<bool>,
+        candidate: Option<String>,
+        candidate_name: Option<String>,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
     ) -> Result<wire::ReloadReply, DaemonError> {
         let caller = caller(conn).await?;
@@ -566,7 +570,14 @@ where
             });
         }
         let dry_run = dry_run.unwrap_or(false);
-        match self.ask(Request::Reload { dry_run }).await {
+        if candidate.is_some() && !dry_run {
+            return Err(DaemonError::InvalidRequest {
+                message: "a candidate policy is only previewed (dry_run); the daemon loads the file it watches".into(),
+            });
+        }
+        let candidate =
+            candidate.map(|text| (candidate_name.unwrap_or_else(|| "candidate".into()), text));
+        match self.ask(Request::Reload { dry_run, candidate }).await {
             Response::Reload(r) => Ok(r),
             Response::Error(e) => Err(e),
             _ => Err(unexpected()),

@@ -4,8 +4,10 @@
 //! (`src/control/io.cgwarden.Daemon.varlink`) is generated from these and
 //! the service's method signatures; a test keeps the two the same.
 //!
-//! Values travel as the text the policy would use (`3584M`, `1.8GHz`,
-//! `0-3`), times as RFC 3339 strings, so a shell client needs no decoding.
+//! Knob values in replies and events travel in the kernel's exact form
+//! (`3758096384`, `2400000`, `max`: docs/control.md "Values"; the CLI's text
+//! shows units, see `knobs::human`); requests take the policy's forms
+//! (`3584M`, `1.8GHz`). Times are RFC 3339 strings.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -118,6 +120,11 @@ pub struct StatusReply {
     pub product: String,
     pub policy: PolicyInfo,
     pub last_reload_error: Option<String>,
+    /// What the policy asks the daemon to serve and it could not (a metrics
+    /// address already in use, the recorder's database): not fatal, one
+    /// line each.
+    #[serde(default)]
+    pub unavailable: Vec<String>,
     pub daemon: DaemonInfo,
     pub groups: Vec<GroupStatus>,
     pub rules: Vec<RuleStatus>,
@@ -162,13 +169,21 @@ pub struct ClaimsReply {
     pub claims: Vec<ClaimInfo>,
 }
 
-/// `Reload(dry_run)`.
+/// `Reload(dry_run, candidate, candidate_name)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct ReloadReply {
     pub ok: bool,
     pub error: Option<String>,
+    /// One line per difference; `= rule … kept (…)` lines say an active
+    /// rule's state survives and are not changes.
     pub diff: Vec<String>,
+    /// Hex SHA-256 of the policy loaded (with dry_run: of the file or
+    /// candidate previewed).
     pub hash: String,
+    /// How many lines of `diff` are changes.
+    pub changes: i64,
+    /// Hex SHA-256 of the policy in force after the call.
+    pub in_force: String,
 }
 
 /// One knob compared with what it should hold.
@@ -182,6 +197,9 @@ pub struct KnobCheck {
     pub drift: bool,
     /// The cause of the last write cgwarden made to it.
     pub last_writer: Option<String>,
+    /// Why it could not be read back and is not drift: a kernel-only step
+    /// skipped on a fake root (`swapon is skipped on a fake root`).
+    pub skipped: Option<String>,
 }
 
 /// `Verify()`.

@@ -152,6 +152,11 @@ pub struct Plan {
     pub missing: Vec<String>,
     /// Things that are present but cannot be changed now (e.g. zram in use).
     pub warnings: Vec<String>,
+    /// The policy has groups but the cgroup root is no cgroup v2 directory:
+    /// why no group can be built. `plan` and `apply` exit 3 on it whatever
+    /// `on_missing` says (issue 22 item 7: it planned `0 changes`, exit 0,
+    /// like a converged system); `apply` then writes nothing.
+    pub no_groups: Option<String>,
 }
 
 /// The outcome of carrying out a plan.
@@ -313,10 +318,12 @@ impl<'p> Converger<'p> {
         let offered = match self.cg.controllers("") {
             Ok(c) => c,
             Err(e) => {
-                plan.missing.push(format!(
+                let why = format!(
                     "cgroup root {}: not a cgroup v2 directory ({e}); no group can be built",
                     base.display()
-                ));
+                );
+                plan.missing.push(why.clone());
+                plan.no_groups = Some(why);
                 return;
             }
         };

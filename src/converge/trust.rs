@@ -17,6 +17,17 @@ pub fn refusals(path: &Path, p: &Policy) -> Vec<String> {
     if let Some(why) = untrusted(path) {
         out.push(format!("refusing the policy {why}"));
     }
+    out.extend(hook_refusals(p));
+    out
+}
+
+/// Why root may not run `p`'s hook programs, one line per refused file;
+/// empty when it may, or when not running as root.
+pub fn hook_refusals(p: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if !nix::unistd::geteuid().is_root() {
+        return out;
+    }
     for h in &p.hooks {
         // A hook whose program is not an absolute path is disabled anyway.
         let Some(prog) = h.exec.first().map(Path::new).filter(|p| p.is_absolute()) else {

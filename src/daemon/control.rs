@@ -244,7 +244,9 @@ impl Daemon {
                 claims: self.claim_infos(),
             }),
             Request::Verify => Response::Verify(self.verify()),
-            Request::Reload { dry_run } => Response::Reload(self.reload_for_control(dry_run)),
+            Request::Reload { dry_run, candidate } => {
+                Response::Reload(self.reload_for_control(dry_run, candidate))
+            }
             Request::Boost {
                 caller,
                 knobs,
@@ -287,8 +289,12 @@ impl Daemon {
 
     /// A reload asked over the socket; SIGHUP and the file watch go through
     /// the same path.
-    pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
-        let r = self.reload(dry_run);
+    pub(crate) fn reload_for_control(
+        &mut self,
+        dry_run: bool,
+        candidate: Option<(String, String)>,
+    ) -> wire::ReloadReply {
+        let r = self.reload(dry_run, candidate);
         if r.ok && !dry_run {
             self.resolve_grants();
         }
@@ -320,7 +326,7 @@ impl Daemon {
                 kind: if r.ok { "reload" } else { "reload_failed" }.into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
-                    None => format!("{} changes", r.diff.len()),
+                    None => format!("{} changes", r.changes),
                 }),
                 ..Default::default()
             });
@@ -328,8 +334,10 @@ impl Daemon {
         wire::ReloadReply {
             ok: r.ok,
             error: r.error,
+            changes: i64::try_from(r.changes).unwrap_or(i64::MAX),
             diff: r.diff,
             hash: r.hash,
+            in_force: self.policy_hash.clone(),
         }
     }
 
@@ -342,7 +350,8 @@ impl Daemon {
                 time: now_text(),
                 kind: "write_failed".into(),
                 knob: Some(j.label.clone()),
-                new: Some(j.new.clone()),
+                // The raw text written (j.new is the log's raw + human).
+                new: Some(j.text.clone()),
                 cause: Some(j.cause.clone()),
                 message: Some(msg.clone()),
                 ..Default::default()
@@ -834,6 +843,7 @@ impl Daemon {
                 loaded_at: crate::show::rfc3339_millis(self.loaded_at),
             },
             last_reload_error: self.last_reload_error.clone(),
+            unavailable: self.unavailable(),
             daemon: wire::DaemonInfo {
                 pid: i64::from(std::process::id()),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -874,12 +884,18 @@ impl Daemon {
             let path = self
                 .actuator
                 .target(k, &expected)
-                .map(|(p, _)| p.display().to_string())
-                .unwrap_or_default();
+                .map(|(p, _)| p)
+                .unwrap_or_else(|_| self.actuator.read_path(k))
+                .display()
+                .to_string();
             let actual = self.actuator.read(k);
+            let skipped = match actual {
+                None => self.actuator.unverifiable(k).map(String::from),
+                Some(_) => None,
+            };
             let drift = match &actual {
                 Some(a) => a != &expected && a.kernel() != expected.kernel(),
-                None => true,
+                None => skipped.is_none(),
             };
             knobs.push(wire::KnobCheck {
                 knob: k.to_string(),
@@ -888,6 +904,7 @@ impl Daemon {
                 actual: actual.as_ref().map(|a| k.render(a)),
                 drift,
                 last_writer: self.control.last_writer.get(k).cloned(),
+                skipped,
             });
         }
         for d in knobs.iter().filter(|k| k.drift) {
@@ -897,11 +914,7 @@ impl Daemon {
                 knob: Some(d.knob.clone()),
                 old: Some(d.expected.clone()),
                 new: d.actual.clone(),
-                message: Some(format!(
-                    "{} holds {} instead",
-                    d.path,
-                    d.actual.as_deref().unwrap_or("nothing readable")
-                )),
+                message: Some(drift_message(&d.path, d.actual.as_deref())),
                 ..Default::default()
             });
         }
@@ -909,5 +922,19 @@ impl Daemon {
             drift: knobs.iter().any(|k| k.drift),
             knobs,
         }
+    }
+}
+
+/// The `drift` event's text: `PATH holds VALUE instead` (no path: the knob
+/// has no file; never a text starting with a blank, issue 22 item 3).
+fn drift_message(path: &str, actual: Option<&str>) -> String {
+    let what = match actual {
+        Some(a) => format!("holds {a} instead"),
+        None => "cannot be read".to_string(),
+    };
+    if path.is_empty() {
+        what
+    } else {
+        format!("{path} {what}")
     }
 }

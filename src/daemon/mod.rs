@@ -147,8 +147,14 @@ async fn run_async(opts: Options) -> u8 {
     // here — a running system is better supervised than not.
     match crate::doctor::diagnose(&opts.root, &policy) {
         Ok(found) => {
+            // A note is something to look at, not a warning (a fake board
+            // has no kernel config or /proc/cmdline: notes only).
             for f in found {
-                tracing::warn!("doctor: {f}");
+                if f.missing {
+                    tracing::warn!("doctor: {f}");
+                } else {
+                    tracing::info!("doctor: {f}");
+                }
             }
         }
         Err(e) => tracing::info!("doctor: boot prerequisites not checked: {e}"),
@@ -333,7 +339,7 @@ async fn run_async(opts: Options) -> u8 {
             }
             _ = hup.recv() => {
                 tracing::info!("SIGHUP: reloading the policy");
-                d.reload_for_control(false);
+                d.reload_for_control(false, None);
                 d.evaluate();
             }
             _ = term.recv() => break,

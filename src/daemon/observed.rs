@@ -19,6 +19,10 @@ pub(crate) struct Observe {
     recorder: Option<recorder::Handle>,
     /// Host path of the metrics socket, removed at stop.
     socket: Option<PathBuf>,
+    /// What the policy asks to serve and the daemon could not (a metrics
+    /// address in use): not fatal — the cgroups are supervised without it —
+    /// but shown by `status` (issue 22 item 15: it was one ERROR line).
+    unavailable: Vec<String>,
 }
 
 impl std::fmt::Debug for Observe {
@@ -47,7 +51,9 @@ impl Daemon {
             book,
             recorder: None,
             socket: None,
+            unavailable: Vec::new(),
         });
+        let mut unavailable = Vec::new();
         self.publish_observed();
         let root = self.opts.root.clone();
         if m.enabled() {
@@ -70,7 +76,8 @@ impl Daemon {
                         }
                     }
                     Err(e) => {
-                        tracing::error!(socket = %path.display(), "metrics socket unavailable: {e}")
+                        tracing::error!(socket = %path.display(), "metrics socket unavailable: {e}");
+                        unavailable.push(format!("metrics socket {}: {e}", path.display()));
                     }
                 }
             }
@@ -83,7 +90,10 @@ impl Daemon {
                         tracing::info!(%addr, "metrics listening");
                         ends.tcp = Some(l);
                     }
-                    Err(e) => tracing::error!(%addr, "metrics address unavailable: {e}"),
+                    Err(e) => {
+                        tracing::error!(%addr, "metrics address unavailable: {e}");
+                        unavailable.push(format!("metrics address {addr}: {e}"));
+                    }
                 }
             }
             if let Some(p) = &m.textfile {
@@ -101,6 +111,7 @@ impl Daemon {
             };
             if let Err(e) = http::start(exposer, ends) {
                 tracing::error!("metrics thread: {e}");
+                unavailable.push(format!("metrics: {e}"));
             }
         }
         if let Some(s) = r {
@@ -121,9 +132,23 @@ impl Daemon {
                         o.recorder = Some(h);
                     }
                 }
-                Err(e) => tracing::error!("flight recorder unavailable: {e}"),
+                Err(e) => {
+                    tracing::error!("flight recorder unavailable: {e}");
+                    unavailable.push(format!("flight recorder {}: {e}", path.display()));
+                }
             }
         }
+        if let Some(o) = &mut self.observe {
+            o.unavailable = unavailable;
+        }
+    }
+
+    /// What the policy asks to serve and cannot be (status).
+    pub(crate) fn unavailable(&self) -> Vec<String> {
+        self.observe
+            .as_ref()
+            .map(|o| o.unavailable.clone())
+            .unwrap_or_default()
     }
 
     /// The gid of `settings.socket_group`, 0 (root's) when it is none.

@@ -64,10 +64,19 @@ pub(crate) struct ReloadReport {
     pub ok: bool,
     /// Why the new policy was refused (every diagnostic line, FILE:LINE:COL form); None when ok.
     pub error: Option<String>,
-    /// Human-readable difference, one line per change.
+    /// Human-readable difference, one line per change; `= rule … kept`
+    /// lines (an active rule's state survives) are not changes.
     pub diff: Vec<String>,
-    /// Hash of the policy file content now in force (hex sha256).
+    /// How many lines of `diff` are changes.
+    pub changes: usize,
+    /// Hash of the policy content loaded (hex sha256); with dry_run, of the
+    /// content previewed (the file, or the candidate).
     pub hash: String,
+}
+
+/// How many lines of a [`policy_diff`] are changes (not `= … kept`).
+fn count_changes(diff: &[String]) -> usize {
+    diff.iter().filter(|l| !l.starts_with("= ")).count()
 }
 
 /// Hex sha256 of `bytes`.
@@ -169,11 +178,12 @@ fn rule_text(r: &Rule) -> String {
 }
 
 /// The difference between two policies, one line per change. `phases`:
-/// each old rule's phase and since-when (seconds since the daemon started).
+/// each old rule's phase and since-when, on the clock of `now`.
 pub(crate) fn policy_diff(
     old: &Policy,
     new: &Policy,
     phases: &std::collections::HashMap<String, (Phase, Option<std::time::Duration>)>,
+    now: std::time::Duration,
 ) -> Vec<String> {
     let mut out = Vec::new();
     if old.product != new.product {
@@ -225,7 +235,14 @@ pub(crate) fn policy_diff(
         let (phase, since) = phases.get(&r.name).copied().unwrap_or((Phase::Idle, None));
         let state = match since {
             Some(t) if phase != Phase::Idle => {
-                format!("{} since t+{}s", phase.as_str(), t.as_secs())
+                // Whole seconds ago (it said `since t+2s`: seconds after the
+                // daemon started, never explained; issue 22 item 4).
+                let ago = std::time::Duration::from_secs(now.saturating_sub(t).as_secs());
+                format!(
+                    "{} since {} ago",
+                    phase.as_str(),
+                    crate::units::Duration(ago)
+                )
             }
             _ => phase.as_str().to_string(),
         };
@@ -251,7 +268,15 @@ pub(crate) fn policy_diff(
             out.push(format!("- rule {}", r.name));
         }
     }
-    if format!("{:?}", old.placement) != format!("{:?}", new.placement) {
+    // What a placement does, not where it is written: a line added above
+    // it moved its position and was reported as a change.
+    let placements = |p: &Policy| -> Vec<String> {
+        p.placement
+            .iter()
+            .map(|x| format!("{:?}|{}|{:?}", x.matcher, x.group, x.sched))
+            .collect()
+    };
+    if placements(old) != placements(new) {
         out.push(format!("~ placement: {} rules", new.placement.len()));
     }
     let hooks = |p: &Policy| -> BTreeMap<String, String> {
@@ -312,12 +337,18 @@ impl Daemon {
             }
         }
         tracing::info!(path = %self.opts.policy_path.display(), "policy file changed: reloading");
-        self.reload_for_control(false);
+        self.reload_for_control(false, None);
     }
 
     /// Re-reads the policy file and applies the difference (see the module
     /// documentation); with `dry_run`, only computes the difference.
-    pub(crate) fn reload(&mut self, dry_run: bool) -> ReloadReport {
+    /// `candidate` (dry run only): a name and YAML text previewed instead of
+    /// the file.
+    pub(crate) fn reload(
+        &mut self,
+        dry_run: bool,
+        candidate: Option<(String, String)>,
+    ) -> ReloadReport {
         if !dry_run {
             let mut states = vec![sd_notify::NotifyState::Reloading];
             if let Ok(m) = sd_notify::NotifyState::monotonic_usec_now() {
@@ -325,7 +356,7 @@ impl Daemon {
             }
             notify(&states);
         }
-        let report = self.reload_inner(dry_run);
+        let report = self.reload_inner(dry_run, candidate);
         let what = if dry_run {
             "reload (dry run)"
         } else {
@@ -344,7 +375,7 @@ impl Daemon {
                 }
                 tracing::info!(
                     hash = %crate::show::short(&report.hash),
-                    changes = report.diff.len(),
+                    changes = report.changes,
                     "{what}: done"
                 );
             }
@@ -362,7 +393,7 @@ impl Daemon {
         report
     }
 
-    fn reload_inner(&mut self, dry_run: bool) -> ReloadReport {
+    fn reload_inner(&mut self, dry_run: bool, candidate: Option<(String, String)>) -> ReloadReport {
         let refuse = |d: &mut Daemon, error: String| {
             if !dry_run {
                 d.last_reload_error = Some(error.clone());
@@ -371,21 +402,32 @@ impl Daemon {
                 ok: false,
                 error: Some(error),
                 diff: Vec::new(),
+                changes: 0,
                 hash: d.policy_hash.clone(),
             }
         };
         let path = self.opts.policy_path.clone();
-        let bytes = match read_policy(&path) {
-            Ok(b) => b,
-            Err(e) => return refuse(self, e),
+        let (name, bytes) = match candidate {
+            // A candidate is never loaded (the server refuses one without
+            // dry_run): the daemon loads the file it watches.
+            Some((name, text)) if dry_run => (name, text.into_bytes()),
+            _ => match read_policy(&path) {
+                Ok(b) => (path.display().to_string(), b),
+                Err(e) => return refuse(self, e),
+            },
         };
         let hash = hash_hex(&bytes);
-        let new = match crate::policy::load_bytes(&path.display().to_string(), &bytes) {
+        let new = match crate::policy::load_bytes(&name, &bytes) {
             Ok(p) => p,
             Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
         };
-        let name = path.display();
-        let mut errors: Vec<String> = crate::converge::trust::refusals(&path, &new);
+        let mut errors: Vec<String> = if name == path.display().to_string() {
+            crate::converge::trust::refusals(&path, &new)
+        } else {
+            // The candidate's file is the client's to trust; its hooks are
+            // the daemon's to run once it is installed.
+            crate::converge::trust::hook_refusals(&new)
+        };
         errors.extend(fixed_settings(&self.policy, &new));
         if !errors.is_empty() {
             let text = errors
@@ -396,13 +438,15 @@ impl Daemon {
             return refuse(self, text);
         }
         let phases = self.supervisor.phases_by_name(&self.policy);
-        let diff = policy_diff(&self.policy, &new, &phases);
+        let diff = policy_diff(&self.policy, &new, &phases, self.now());
+        let changes = count_changes(&diff);
         if dry_run {
             return ReloadReport {
                 ok: true,
                 error: None,
                 diff,
-                hash: self.policy_hash.clone(),
+                changes,
+                hash,
             };
         }
         self.apply_policy(new);
@@ -413,6 +457,7 @@ impl Daemon {
             ok: true,
             error: None,
             diff,
+            changes,
             hash,
         }
     }
@@ -631,7 +676,7 @@ mod tests {
         let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
         let hash = d.policy_hash.clone();
         std::fs::write(&path, format!("{BASE}  c: {{}}\nrules: []\n")).unwrap();
-        let r = d.reload(true);
+        let r = d.reload(true, None);
         assert!(r.ok, "{r:?}");
         assert!(r.diff.iter().any(|l| l == "+ group c"), "{:?}", r.diff);
         assert!(r.diff.iter().any(|l| l == "- rule stall"), "{:?}", r.diff);
@@ -646,12 +691,29 @@ mod tests {
         assert!(d.triggers.iter().all(|t| t.state != TriggerState::Retired));
     }
 
+    /// A placement that only moved down the file (a group added above it)
+    /// is not a change (issue 22 item 4: it said `~ placement: N rules`).
+    #[test]
+    fn a_placement_that_only_moved_in_the_file_is_no_change() {
+        let pl = "placement:\n  - match: { comm: x }\n    group: b\n";
+        let old = crate::policy::load_bytes("p", format!("{BASE}{pl}").as_bytes()).unwrap();
+        let new =
+            crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{pl}").as_bytes()).unwrap();
+        let d = policy_diff(&old, &new, &Default::default(), Default::default());
+        assert_eq!(d, vec!["+ group c".to_string()]);
+        let moved = pl.replace("group: b", "group: c");
+        let new =
+            crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{moved}").as_bytes()).unwrap();
+        let d = policy_diff(&old, &new, &Default::default(), Default::default());
+        assert!(d.contains(&"~ placement: 1 rules".to_string()), "{d:?}");
+    }
+
     #[tokio::test]
     async fn a_refused_policy_is_kept_as_the_last_error_until_a_good_reload() {
         let t = tempfile::tempdir().unwrap();
         let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
         std::fs::write(&path, format!("{BASE}  c:\n    memroy: {{ high: 1G }}\n")).unwrap();
-        let r = d.reload(false);
+        let r = d.reload(false, None);
         assert!(!r.ok);
         let e = r.error.expect("an error");
         assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
@@ -659,7 +721,7 @@ mod tests {
         assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
         // A setting that cannot change live is refused by name.
         std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
-        let r = d.reload(false);
+        let r = d.reload(false, None);
         assert!(
             r.error
                 .as_deref()
@@ -668,7 +730,7 @@ mod tests {
         );
         // A good one clears it.
         std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();
-        let r = d.reload(false);
+        let r = d.reload(false, None);
         assert!(r.ok, "{r:?}");
         assert_eq!(d.last_reload_error, None);
         assert_eq!(r.hash, d.policy_hash);
@@ -682,7 +744,7 @@ mod tests {
         assert_eq!(d.triggers.len(), 1);
         let other = "rules:\n  - name: stall2\n    when: b.cpu.some > 200ms/2s\n    then: [set a.memory.high = 2G]\n";
         std::fs::write(&path, format!("{BASE}{other}")).unwrap();
-        assert!(d.reload(false).ok);
+        assert!(d.reload(false, None).ok);
         assert_eq!(d.triggers.len(), 2, "ids are never reused");
         assert_eq!(d.triggers[0].state, TriggerState::Retired);
         assert_ne!(d.triggers[1].state, TriggerState::Retired);
@@ -691,7 +753,7 @@ mod tests {
         d.on_wake(crate::daemon::watch::Wake::PsiGone { id: 0 });
         assert_eq!(d.triggers[0].state, TriggerState::Retired);
         // The same policy again keeps the live trigger (same id).
-        assert!(d.reload(false).ok);
+        assert!(d.reload(false, None).ok);
         assert_eq!(d.triggers.len(), 2);
     }
 }

@@ -60,22 +60,44 @@ pub fn run(keep: Option<&Path>) -> u8 {
         Some(d) => d.to_path_buf(),
         None => std::env::temp_dir().join(format!("cgwarden-demo-{}", std::process::id())),
     };
-    let code = match demo(&dir) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("cgwarden: demo: {e}");
-            crate::exit::TEMPFAIL
+    // `--keep DIR`: a new or empty directory, else a usage error before
+    // anything runs (issue 22 item 15: it exited 75 yet said "kept in").
+    if let Some(d) = keep {
+        let used = match std::fs::read_dir(d) {
+            Ok(mut entries) => entries.next().is_some(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => {
+                eprintln!("cgwarden: error: demo --keep {}: {e}", d.display());
+                return crate::exit::USAGE;
+            }
+        };
+        if used {
+            eprintln!(
+                "cgwarden: error: demo --keep {}: not empty; give a new or empty directory",
+                d.display()
+            );
+            return crate::exit::USAGE;
         }
-    };
+    }
+    let outcome = demo(&dir);
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
-    } else {
-        crate::outln!(
-            "the board, policy and daemon log are kept in {}",
-            dir.display()
-        );
     }
-    code
+    match outcome {
+        Ok(code) => {
+            if keep.is_some() {
+                crate::outln!(
+                    "the board, policy and daemon log are kept in {}",
+                    dir.display()
+                );
+            }
+            code
+        }
+        Err(e) => {
+            eprintln!("cgwarden: error: demo: {e}");
+            crate::exit::TEMPFAIL
+        }
+    }
 }
 
 fn demo(dir: &Path) -> std::io::Result<u8> {
@@ -103,7 +125,7 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         root.display()
     );
     crate::outln!(
-        "policy: {} (groups realtime, inference, vision, system; 3 rules)\n",
+        "policy: {} (groups realtime, inference, vision, housekeeping; 3 rules)\n",
         policy.display()
     );
 
@@ -159,7 +181,8 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         "run: the daemon is up (pid {}), following its events",
         daemon.id()
     ));
-    let socket = crate::control::client::locate(None, &policy, Some(&root));
+    let socket = crate::control::client::locate(None, &policy, Some(&root))
+        .map_err(std::io::Error::other)?;
     let mut events = Command::new(&exe)
         .arg("events")
         .arg("--json")
@@ -172,7 +195,6 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
     std::thread::sleep(Duration::from_millis(500));
 
     // 1. A burst of processes starts: each goes to its group.
-    n.script("a burst of 12 processes starts (camera workers, NPU servers, the motion controller)");
     let mut burst = Vec::new();
     for i in 0..6 {
         burst.push(FakeProcess::new(4100 + i, &format!("ffmpeg-worker{i}")));
@@ -185,6 +207,10 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
     }
     burst.push(FakeProcess::new(4300, "motion_control"));
     burst.push(FakeProcess::new(4301, "bash"));
+    n.script(&format!(
+        "a burst of {} processes starts (6 camera workers, 4 NPU servers, the motion controller, and a shell no placement rule matches)",
+        burst.len()
+    ));
     {
         let mut c = comms.lock().unwrap_or_else(|e| e.into_inner());
         for p in &burst {
@@ -418,23 +444,10 @@ fn describe(e: &Event, n: &Narrator) -> Option<String> {
     }
 }
 
-/// Bytes as sizes and kHz as frequencies, the way the policy says them.
+/// A value as people read it (knobs::human: the rule `status` and
+/// `events` follow too).
 fn pretty(knob: &str, value: &str) -> String {
-    let Ok(v) = value.trim().parse::<u64>() else {
-        return value.to_string();
-    };
-    if knob.starts_with("cpufreq.") && (knob.ends_with(".min") || knob.ends_with(".max")) {
-        return format!("{:.1}GHz", v as f64 / 1e6);
-    }
-    if knob.contains(".memory.") && v >= 1 << 20 && v % (1 << 20) == 0 {
-        let m = v >> 20;
-        return if m % 1024 == 0 {
-            format!("{}G", m / 1024)
-        } else {
-            format!("{m}M")
-        };
-    }
-    value.to_string()
+    crate::knobs::human::human_text(knob, value)
 }
 
 #[cfg(test)]
@@ -453,7 +466,7 @@ mod tests {
 
     #[test]
     fn values_are_shown_in_policy_units() {
-        assert_eq!(pretty("inference.memory.high", "2684354560"), "2560M");
+        assert_eq!(pretty("inference.memory.high", "2684354560"), "2.5G");
         assert_eq!(pretty("inference.memory.high", "2147483648"), "2G");
         assert_eq!(pretty("cpufreq.policy7.min", "2400000"), "2.4GHz");
         assert_eq!(pretty("sysctl.vm.swappiness", "30"), "30");

@@ -48,6 +48,7 @@
 
 pub mod cpufreq;
 pub mod group;
+pub mod human;
 pub mod latency;
 pub mod sysctl;
 pub mod system;
@@ -523,6 +524,19 @@ pub static FAMILIES: [&Family; 6] = [
 /// `latency`): reserved, so no group may take one of these names.
 pub fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
     FAMILIES.iter().filter_map(|f| f.head)
+}
+
+/// Names no group may take, each with what rules read under it: the
+/// family heads, `thermal` (zones) and `system` (the whole machine:
+/// `system.memory.available`, `system.cpu.some.avg10`, SPEC §6's
+/// `system.vmstat.*`). One list: `check` enforces it, docs/policy.md and
+/// README.md say it (a test holds them to it).
+pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> =
+        family_heads().map(|h| (h, "a knob family")).collect();
+    out.push(("thermal", "thermal zones"));
+    out.push(("system", "the whole machine"));
+    out
 }
 
 /// Whether canonical device path `path` is a file some family owns (the

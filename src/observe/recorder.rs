@@ -206,11 +206,12 @@ impl Reading {
     fn take(cfg: &Config, events: Vec<EventRow>) -> Reading {
         let view = cfg.view.borrow().clone();
         let mut groups = vec![sample::read_system(&cfg.root)];
-        groups.extend(view.groups.iter().map(|(n, p)| {
-            let mut g = sample::read_group(&cfg.cg, n, p);
-            g.name = grp_name(n);
-            g
-        }));
+        // `system` is reserved (no group takes it): the machine's row.
+        groups.extend(
+            view.groups
+                .iter()
+                .map(|(n, p)| sample::read_group(&cfg.cg, n, p)),
+        );
         Reading {
             ts: unix_seconds(SystemTime::now()),
             groups,
@@ -219,17 +220,6 @@ impl Reading {
             own: OwnCost::read(),
             events,
         }
-    }
-}
-
-/// The `grp` of policy group `name`: its name, except that a policy group
-/// named `system` (a valid name) is `group:system`, since `system` is the
-/// whole machine's row (no policy name contains `:`).
-pub(crate) fn grp_name(name: &str) -> String {
-    if name == "system" {
-        "group:system".into()
-    } else {
-        name.into()
     }
 }
 
@@ -588,12 +578,6 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
-    }
-
-    #[test]
-    fn a_policy_group_named_system_is_not_the_machine() {
-        assert_eq!(grp_name("system"), "group:system");
-        assert_eq!(grp_name("inference"), "inference");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
 use super::model::*;
 use super::yaml::{Key, Node, Pos, Value};
-use crate::knobs::{family_heads, CpuMax, Knob};
+use crate::knobs::{CpuMax, Knob};
 use crate::units::{CpuList, Frequency, Percent, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -955,12 +955,15 @@ impl<'a> Decoder<'a> {
     fn group(&mut self, key: &Key, node: &Node, parent_path: &str) -> Option<Group> {
         if !valid_name(&key.name) {
             self.err(key.pos, name_problem("group", &key.name));
-        } else if family_heads().any(|h| h == key.name) || key.name == "thermal" {
+        } else if let Some((_, what)) = crate::knobs::reserved_group_names()
+            .into_iter()
+            .find(|(n, _)| *n == key.name)
+        {
             self.err(
                 key.pos,
                 format!(
-                    "group name `{}` is reserved: rules read `{}.…` as the {} family, not a group",
-                    key.name, key.name, key.name
+                    "group name `{}` is reserved: rules read `{}.…` as {what}, not a group",
+                    key.name, key.name
                 ),
             );
         }

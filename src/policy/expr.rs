@@ -1008,6 +1008,17 @@ fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseError> {
         _ => None,
     };
     if let Some(m) = metric {
+        // `system` is the whole machine, never a group (a reserved name):
+        // only pressure reads it here.
+        if target_name == "system" && !matches!(m, Metric::PsiAvg { .. } | Metric::PsiStall { .. })
+        {
+            return Err(error(
+                start,
+                format!(
+                    "`{word}`: `system` is the whole machine, not a group; it has `system.memory.available` and pressure (`system.cpu.some.avg10`, `system.memory.full`)"
+                ),
+            ));
+        }
         return Ok(m);
     }
 

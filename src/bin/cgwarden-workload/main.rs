@@ -13,7 +13,8 @@
 //! cgwarden-workload exec-as NAME CMD [ARG..]  run CMD (one of these commands) under NAME
 //! cgwarden-workload delay SECS CMD [ARG..]    sleep SECS, then exec itself as CMD (a late exec)
 //! cgwarden-workload as-uid UID CMD [ARG..]    drop to uid/gid UID (no supplementary groups), then run CMD
-//! cgwarden-workload run-as UID PROG [ARG..]  drop to uid/gid UID (no supplementary groups), exec PROG
+//! cgwarden-workload run-as UID[:GID,..] PROG [ARG..]  drop to uid UID and gid UID (no
+//!     supplementary groups), or gid the first GID with the GIDs as supplementary groups; exec PROG
 //! cgwarden-workload swapon DEV PRIO           swapon(2) with a priority (busybox swapon has no -p)
 //! cgwarden-workload swapoff DEV               swapoff(2)
 //! cgwarden-workload setsched PID POLICY PRIO  sched_setscheduler(2); POLICY other|batch|idle|fifo|rr
@@ -59,7 +60,8 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   delay SECS CMD [ARG...]    sleep SECS, then exec itself as CMD
   as-uid UID CMD [ARG...]    drop to uid and gid UID (no supplementary groups), then
                              run CMD (one of these commands; busybox may lack setpriv)
-  run-as UID PROG [ARG...]   drop to uid and gid UID, then exec PROG (any program)
+  run-as UID[:GID,..] PROG [ARG...]  drop to uid UID and gid UID (or the first GID, with
+                             the GIDs as supplementary groups), then exec PROG
   swapon DEV PRIO            swapon(2) with priority PRIO
   swapoff DEV                swapoff(2)
   setsched PID POLICY PRIO   sched_setscheduler(2); POLICY: other|batch|idle|fifo|rr
@@ -146,18 +148,36 @@ fn reexec(argv0: &OsStr, args: &[OsString], tags: &[OsString]) -> ExitCode {
 }
 
 /// Drops every group and sets gid and uid to `id` (real, effective, saved).
-fn drop_to(id: libc::uid_t) -> std::io::Result<()> {
-    // SAFETY: setgroups with a zero count reads no memory; setresgid and
-    // setresuid take plain integers.
+fn drop_to(id: libc::uid_t, groups: &[libc::gid_t]) -> std::io::Result<()> {
+    let gid = groups.first().copied().unwrap_or(id);
+    // SAFETY: setgroups reads `groups.len()` gids from a live slice;
+    // setresgid and setresuid take plain integers.
     unsafe {
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setresgid(id, id, id) != 0
+        if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+            || libc::setresgid(gid, gid, gid) != 0
             || libc::setresuid(id, id, id) != 0
         {
             return Err(std::io::Error::last_os_error());
         }
     }
     Ok(())
+}
+
+/// `UID` or `UID:GID,GID..` of `run-as`.
+fn ids(text: &str) -> Option<(libc::uid_t, Vec<libc::gid_t>)> {
+    let (uid, gids) = match text.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (text, None),
+    };
+    let uid = uid.parse().ok()?;
+    let gids = match gids {
+        Some(g) => g
+            .split(',')
+            .map(|g| g.parse().ok())
+            .collect::<Option<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    Some((uid, gids))
 }
 
 fn alloc(mib: usize, hold: Duration) -> ExitCode {
@@ -308,35 +328,31 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             }
             None => usage("delay: SECS must be a number"),
         },
-        ("as-uid", [uid, tail @ ..]) if !tail.is_empty() => {
-            match uid.to_str().and_then(|u| u.parse::<libc::uid_t>().ok()) {
-                Some(uid) => match drop_to(uid) {
-                    Ok(()) => reexec(OsStr::new(SELF_NAME), tail, tags),
-                    Err(e) => {
-                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: as-uid: {e}");
-                        ExitCode::from(1)
-                    }
-                },
-                None => usage("as-uid: UID must be a number"),
-            }
-        }
-        ("run-as", [uid, prog, rest @ ..]) => {
-            match uid.to_str().and_then(|u| u.parse::<libc::uid_t>().ok()) {
-                Some(uid) => match drop_to(uid) {
-                    Ok(()) => {
-                        use std::os::unix::process::CommandExt;
-                        let e = std::process::Command::new(prog).args(rest).exec();
-                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
-                        ExitCode::from(127)
-                    }
-                    Err(e) => {
-                        let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
-                        ExitCode::from(1)
-                    }
-                },
-                None => usage("run-as: UID must be a number"),
-            }
-        }
+        ("as-uid", [uid, tail @ ..]) if !tail.is_empty() => match uid.to_str().and_then(ids) {
+            Some((uid, groups)) => match drop_to(uid, &groups) {
+                Ok(()) => reexec(OsStr::new(SELF_NAME), tail, tags),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "cgwarden-workload: as-uid: {e}");
+                    ExitCode::from(1)
+                }
+            },
+            None => usage("as-uid: UID[:GID,..] must be numbers"),
+        },
+        ("run-as", [uid, prog, rest @ ..]) => match uid.to_str().and_then(ids) {
+            Some((uid, groups)) => match drop_to(uid, &groups) {
+                Ok(()) => {
+                    use std::os::unix::process::CommandExt;
+                    let e = std::process::Command::new(prog).args(rest).exec();
+                    let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
+                    ExitCode::from(127)
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "cgwarden-workload: run-as: {e}");
+                    ExitCode::from(1)
+                }
+            },
+            None => usage("run-as: UID[:GID,..] must be numbers"),
+        },
         ("s32", [file]) => read_s32(file),
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),

@@ -92,11 +92,14 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
     let _ = write!(
         o,
         "<h1>Stability report: {p}</h1><div class=\"meta\">{from} → {to} ({hours:.1} h) · \
-         database <code>{db}</code></div>",
+         charts {cf} → {ct} ({chours:.1} h of data) · database <code>{db}</code></div>",
         p = esc(product),
         from = when(d.from),
         to = when(d.to),
         hours = (d.to - d.from) / 3600.0,
+        cf = when(d.chart_span().0),
+        ct = when(d.chart_span().1),
+        chours = (d.chart_span().1 - d.chart_span().0) / 3600.0,
         db = esc(db)
     );
     let (cls, word) = if passed {
@@ -121,6 +124,8 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
     if d.groups.is_empty() {
         o.push_str("<p>No samples in this window.</p>");
     }
+    // The charts span the data, not the whole window.
+    let (cfrom, cto) = d.chart_span();
     for (g, s) in &d.groups {
         let pick = |f: fn(&super::query::Sample) -> Option<f64>| -> Vec<(f64, f64)> {
             s.iter().filter_map(|x| f(x).map(|v| (x.ts, v))).collect()
@@ -128,8 +133,8 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
         let _ = write!(o, "<h3 id=\"group-{id}\">{g}</h3>", id = esc(g), g = esc(g));
         o.push_str(&svg::chart(
             &format!("{g}: pressure (PSI avg10)"),
-            d.from,
-            d.to,
+            cfrom,
+            cto,
             Unit::Percent,
             &[
                 Series {
@@ -161,8 +166,8 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
         ));
         o.push_str(&svg::chart(
             &format!("{g}: memory"),
-            d.from,
-            d.to,
+            cfrom,
+            cto,
             Unit::Bytes,
             &[
                 Series {
@@ -205,8 +210,8 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
             .collect();
         o.push_str(&svg::chart(
             "named processes: RSS",
-            d.from,
-            d.to,
+            cfrom,
+            cto,
             Unit::Bytes,
             &series,
             &markers,
@@ -219,8 +224,8 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
             let deg = |v: i64| v as f64 / 1000.0;
             o.push_str(&svg::chart(
                 &format!("{z}: temperature (°C)"),
-                d.from,
-                d.to,
+                cfrom,
+                cto,
                 Unit::Celsius,
                 &[
                     Series {

@@ -227,7 +227,34 @@ pub(crate) fn read(path: &Path, from: f64, to: f64) -> Result<Data, ReadError> {
     Ok(d)
 }
 
+/// The shortest span a chart shows (one sample would make a zero-width
+/// axis).
+const MIN_CHART_SPAN: f64 = 60.0;
+
 impl Data {
+    /// What the charts span: the samples' first to last time (at least
+    /// [`MIN_CHART_SPAN`]), within the window; the window when there are none.
+    /// A first short run of a 72 h window was a strip at the right edge of
+    /// empty frames (issue 22 item 15).
+    pub(crate) fn chart_span(&self) -> (f64, f64) {
+        let times = self
+            .groups
+            .values()
+            .flat_map(|s| s.iter().map(|x| x.ts))
+            .chain(self.processes.values().flat_map(|p| p.iter().map(|x| x.ts)))
+            .chain(self.thermal.values().flat_map(|p| p.iter().map(|x| x.ts)))
+            .filter(|t| t.is_finite());
+        let (first, last) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+            (a.min(t), b.max(t))
+        });
+        if !first.is_finite() {
+            return (self.from, self.to);
+        }
+        let from = first.max(self.from);
+        let to = last.min(self.to).max(from + MIN_CHART_SPAN);
+        (from, to)
+    }
+
     /// The verdicts' view of the data.
     pub(crate) fn inputs(&self) -> Inputs {
         let series = |g: &[Sample], pick: fn(&Sample) -> Option<f64>| -> Vec<Point> {

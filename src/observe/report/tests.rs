@@ -232,3 +232,36 @@ fn an_empty_database_and_an_absurd_window_report_not_measured() {
         assert_eq!(c["status"], "not_measured", "{c}");
     }
 }
+
+/// Issue 22 item 15: the charts span the data, not the whole `--since`
+/// window (a first short run showed empty frames with a strip at the right).
+#[test]
+fn charts_span_the_data_not_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let (_c, now) = synthetic(&db, 1);
+    let d = query::read(&db, now - 72.0 * 3600.0, now + 1.0).unwrap();
+    let (from, to) = d.chart_span();
+    assert!((from - (now - 3600.0)).abs() < 1.0, "{from} vs {now}");
+    assert!((to - now).abs() < 1.0, "{to} vs {now}");
+    let html = html::page("r.db", &d, &[], true);
+    // The first x-axis label of a chart is the first sample's time (HH:MM
+    // for a span under two days), not the window's start 72 h earlier.
+    let first = when(from);
+    let label = &first[11..16];
+    assert!(
+        html.contains(&format!("text-anchor=\"start\">{label}</text>")),
+        "no axis label {label}"
+    );
+    assert!(
+        html.contains("(1.0 h of data)"),
+        "the header says the charts' span"
+    );
+    // No samples: the window.
+    let empty = tempfile::tempdir().unwrap();
+    let db = empty.path().join("e.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(crate::observe::SCHEMA).unwrap();
+    let d = query::read(&db, 100.0, 200.0).unwrap();
+    assert_eq!(d.chart_span(), (100.0, 200.0));
+}

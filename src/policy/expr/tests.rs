@@ -193,14 +193,6 @@ fn other_metrics() {
             zone: group("soc.thermal")
         }
     );
-    // `system` is a plain group for group-only metrics.
-    let c = compare("system.memory.current > 1G");
-    assert_eq!(
-        c.metric,
-        Metric::MemoryCurrent {
-            group: group("system")
-        }
-    );
     // A group called `thermal` is still reachable.
     let c = compare("thermal.memory.current > 1G");
     assert_eq!(
@@ -384,6 +376,17 @@ fn errors_with_positions() {
         ("g.cpu.some > 2s/1s", 13, "at most the window"),
         ("g.cpu.some > 0s/1s", 13, "greater than 0"),
         ("g.cpu.some > 1ns/1s", 13, "whole number of microseconds"),
+        // `system` is the whole machine, never a group (issue 22 item 12).
+        (
+            "system.memory.current > 1G",
+            0,
+            "`system` is the whole machine, not a group",
+        ),
+        (
+            "system.memory.events.oom_kill > 0",
+            0,
+            "`system` is the whole machine, not a group",
+        ),
         ("g.cpu.some > 100/1s", 13, "invalid duration"),
         ("g.memory.current > max", 19, "not `max`"),
         ("g.memory.current > 10%", 19, "byte size"),
