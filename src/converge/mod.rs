@@ -273,6 +273,7 @@ impl<'p> Converger<'p> {
         self.plan_sysctls(&mut plan);
         self.plan_zram(&mut plan);
         self.plan_cpufreq(&mut plan);
+        self.plan_devfreq(&mut plan);
         self.plan_realtime(&mut plan);
         self.plan_latency(&mut plan);
         self.plan_placement(&mut plan);
@@ -656,21 +657,21 @@ impl<'p> Converger<'p> {
                 ));
                 continue;
             }
-            if let Some(gov) = &c.governor {
-                let offered = cpufreq::available_governors(&self.root, p).unwrap_or_default();
-                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
-                    plan.missing.push(format!(
-                        "cpufreq {p}: governor `{gov}` is not offered (available: {})",
-                        offered.join(" ")
-                    ));
-                } else {
-                    self.write_step(
-                        plan,
-                        cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
-                        gov.clone(),
-                        Form::Text,
-                        true,
-                    );
+            let running = cpufreq::read(&self.root, p, cpufreq::SCALING_GOVERNOR).ok();
+            let mut governor = running.clone();
+            if let Some(list) = &c.governor {
+                match cpufreq::resolve_governor(&self.root, p, list) {
+                    Err(e) => plan.missing.push(e),
+                    Ok(gov) => {
+                        self.write_step(
+                            plan,
+                            cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
+                            gov.clone(),
+                            Form::Text,
+                            true,
+                        );
+                        governor = Some(gov);
+                    }
                 }
             }
             // Raising the floor above the current ceiling needs the ceiling first.
@@ -687,6 +688,94 @@ impl<'p> Converger<'p> {
                     Form::Text,
                     true,
                 );
+            }
+            self.plan_governor_tunables(plan, c, running.as_deref(), governor.as_deref());
+        }
+    }
+
+    /// `system.devfreq` (issue 24): the governor first (a governor switch
+    /// may reset the limits' QoS requests on vendor kernels), then min/max
+    /// in the order the kernel accepts, in Hz.
+    fn plan_devfreq(&self, plan: &mut Plan) {
+        use crate::kernel::devfreq;
+        for d in &self.policy.system.devfreq {
+            let n = &d.device;
+            if !devfreq::exists(&self.root, n) {
+                plan.missing.push(format!(
+                    "devfreq {n}: {} does not exist (no such devfreq device)",
+                    devfreq::device_dir(n).display()
+                ));
+                continue;
+            }
+            if let Some(gov) = &d.governor {
+                let offered = devfreq::available_governors(&self.root, n);
+                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
+                    plan.missing.push(format!(
+                        "devfreq {n}: governor `{gov}` is not offered (available: {})",
+                        offered.join(" ")
+                    ));
+                } else {
+                    let path = devfreq::attr_path(n, devfreq::GOVERNOR);
+                    self.write_step(plan, path, gov.clone(), Form::Text, true);
+                }
+            }
+            let cur_max = devfreq::read_hz(&self.root, n, devfreq::MAX_FREQ);
+            let min_first = crate::knobs::cpufreq::min_first(d.min, cur_max);
+            let min = d.min.map(|hz| (devfreq::MIN_FREQ, hz));
+            let max = d.max.map(|hz| (devfreq::MAX_FREQ, hz));
+            let order = if min_first { [min, max] } else { [max, min] };
+            for (file, hz) in order.into_iter().flatten() {
+                let path = devfreq::attr_path(n, file);
+                self.write_step(plan, path, hz.to_string(), Form::Text, true);
+            }
+        }
+    }
+
+    /// The governor tunables of one policy, after its governor (issue 24): in
+    /// the directory of the governor the plan leaves running. A governor
+    /// the plan switches to has no directory yet: its tunables are written
+    /// (with no `was`) after the switch; a running governor without the
+    /// tunable makes it missing.
+    fn plan_governor_tunables(
+        &self,
+        plan: &mut Plan,
+        c: &crate::policy::model::Cpufreq,
+        running: Option<&str>,
+        governor: Option<&str>,
+    ) {
+        let p = &c.policy;
+        let Some(gov) = governor else {
+            if !c.tunables.is_empty() {
+                plan.missing.push(format!(
+                    "cpufreq {p}: no governor is running ({} unreadable); its tunables cannot be written",
+                    cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR).display()
+                ));
+            }
+            return;
+        };
+        let switching = running != Some(gov);
+        for (attr, us) in &c.tunables {
+            let path = cpufreq::tunable_target(&self.root, p, gov, *attr);
+            if crate::knobs::cpufreq::WITHOUT_TUNABLES.contains(&gov) {
+                plan.missing.push(format!(
+                    "cpufreq {p}: governor `{gov}` has no tunables ({} cannot be set)",
+                    attr.file_name()
+                ));
+            } else if switching {
+                plan.steps.push(Step::Write {
+                    path,
+                    value: us.to_string(),
+                    form: Form::Text,
+                    was: None,
+                });
+            } else if cpufreq::existing_tunable(&self.root, p, gov, *attr).is_some() {
+                self.write_step(plan, path, us.to_string(), Form::Text, true);
+            } else {
+                plan.missing.push(format!(
+                    "cpufreq {p}: governor `{gov}` has no {} ({} does not exist)",
+                    attr.file_name(),
+                    path.display()
+                ));
             }
         }
     }

@@ -82,6 +82,18 @@ impl FakeTree {
             t.file(&format!("{d}/scaling_max_freq"), &max.to_string())?;
             t.file(&format!("{d}/cpuinfo_min_freq"), &min.to_string())?;
             t.file(&format!("{d}/cpuinfo_max_freq"), &max.to_string())?;
+            // schedutil's per-policy tunables (qcom-cpufreq-hw sets
+            // CPUFREQ_HAVE_GOVERNOR_PER_POLICY) with mainline's default when
+            // the driver gives no transition latency (1000 µs), and the
+            // defaults a governor switch recreates them with (fake_sysfs).
+            t.file(&format!("{d}/schedutil/rate_limit_us"), "1000")?;
+            t.file(
+                &format!(
+                    "{d}/{}/schedutil/rate_limit_us",
+                    super::fake::sysfs::GOVERNOR_DEFAULTS
+                ),
+                "1000",
+            )?;
         }
         for cpu in 0..8 {
             // No constraint (what the kernel shows by default).

@@ -13,6 +13,7 @@ pub(crate) mod accounts;
 pub(crate) mod boot;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
+pub(crate) mod devfreq;
 pub mod error;
 mod fake;
 pub mod fake_tree;

@@ -9,7 +9,7 @@ use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
 use super::model::*;
 use super::yaml::{Key, Node, Pos, Value};
-use crate::knobs::{family_heads, CpuMax, Knob};
+use crate::knobs::{family_heads, CpuMax, Knob, KnobValue};
 use crate::units::{CpuList, Frequency, Percent, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -1454,15 +1454,76 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// `system.devfreq` (issue 24): per device `governor`, `min`, `max`,
+    /// each checked with its knob's grammar.
+    fn devfreq(&mut self, n: &Node) -> Vec<Devfreq> {
+        let mut out = Vec::new();
+        for (k, v) in self.named_map(n, "system.devfreq") {
+            let what = format!("devfreq.{}", k.name);
+            if let Err(e) = Knob::parse(&format!("{what}.max")) {
+                self.err(k.pos, format!("system.devfreq: {}", knob_error_text(&e)));
+                continue;
+            }
+            let Some(c) = self.fields(v, &what, &["governor", "min", "max"]) else {
+                continue;
+            };
+            let mut d = Devfreq {
+                device: k.name.clone(),
+                ..Devfreq::default()
+            };
+            for attr in ["governor", "min", "max"] {
+                let Some(node) = c.get(attr) else { continue };
+                let text = match &node.value {
+                    Value::Str(s) => s.clone(),
+                    Value::Int(i) => i.to_string(),
+                    _ => {
+                        self.err(
+                            node.pos,
+                            format!("{what}.{attr} must be a value, found {}", describe(node)),
+                        );
+                        continue;
+                    }
+                };
+                let parsed = Knob::parse(&format!("{what}.{attr}")).map(|k| k.parse_value(&text));
+                match parsed {
+                    Ok(Ok(KnobValue::Word(g))) => d.governor = Some(g),
+                    Ok(Ok(KnobValue::Hz(hz))) if attr == "min" => d.min = Some(hz),
+                    Ok(Ok(KnobValue::Hz(hz))) => d.max = Some(hz),
+                    Ok(Err(e)) => self.err(node.pos, format!("{what}.{attr}: {e}")),
+                    _ => self.err(node.pos, format!("{what}.{attr}: invalid value `{text}`")),
+                }
+            }
+            if let (Some(lo), Some(hi)) = (d.min, d.max) {
+                if lo > hi {
+                    self.err(
+                        k.pos,
+                        format!(
+                            "{what}.min {} is greater than max {}",
+                            KnobValue::Hz(lo),
+                            KnobValue::Hz(hi)
+                        ),
+                    );
+                }
+            }
+            out.push(d);
+        }
+        out
+    }
+
     fn system(&mut self, node: &Node) -> System {
         let mut sys = System::default();
         let Some(f) = self.fields(
             node,
             "system",
-            &["sysctl", "zram", "cpufreq", "realtime", "latency"],
+            &[
+                "sysctl", "zram", "cpufreq", "realtime", "latency", "devfreq",
+            ],
         ) else {
             return sys;
         };
+        if let Some(n) = f.get("devfreq") {
+            sys.devfreq = self.devfreq(n);
+        }
         if let Some(n) = f.get("sysctl") {
             for (k, v) in self.named_map(n, "system.sysctl") {
                 if let Err(e) = Knob::parse(&format!("sysctl.{}", k.name)) {
@@ -1568,20 +1629,39 @@ impl<'a> Decoder<'a> {
                     continue;
                 }
                 let what = format!("cpufreq.{}", k.name);
-                let Some(c) = self.fields(v, &what, &["governor", "min", "max"]) else {
+                let Some(c) = self.fields(
+                    v,
+                    &what,
+                    &[
+                        "governor",
+                        "min",
+                        "max",
+                        "rate_limit_us",
+                        "up_rate_limit_us",
+                        "down_rate_limit_us",
+                    ],
+                ) else {
                     continue;
                 };
-                let governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
+                let mut governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
                 if let (Some(g), Some(n)) = (&governor, c.get("governor")) {
-                    if g.is_empty()
-                        || !g
-                            .chars()
-                            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
-                    {
-                        self.err(
+                    // One name or a fallback list (issue 24), the knob's grammar.
+                    let knob = Knob::parse(&format!("{what}.governor"));
+                    match knob.map(|k| k.parse_value(g)) {
+                        Ok(Ok(KnobValue::Word(list))) => governor = Some(list),
+                        _ => self.err(
                             n.pos,
-                            format!("{what}.governor `{g}` is not a governor name"),
-                        );
+                            format!("{what}.governor `{g}` is not a governor name or a fallback list like `schedutil|ondemand`"),
+                        ),
+                    }
+                }
+                let mut tunables = Vec::new();
+                for attr in crate::knobs::cpufreq::TUNABLES {
+                    if let Some(n) = c.get(attr.name()) {
+                        let max = crate::knobs::cpufreq::RATE_LIMIT_MAX_US;
+                        if let Some(us) = self.int(n, &format!("{what}.{}", attr.name()), 0, max) {
+                            tunables.push((attr, us as u64));
+                        }
                     }
                 }
                 let min = c
@@ -1600,6 +1680,7 @@ impl<'a> Decoder<'a> {
                     governor,
                     min,
                     max,
+                    tunables,
                 });
             }
         }
@@ -1820,6 +1901,23 @@ impl<'a> Decoder<'a> {
                             format!("{what}: `{}` is a step action and belongs in `then:`; `while:` holds claims (set) and hooks", first_word(&text)),
                         );
                     }
+                    if block == "then" && matches!(a, Action::Cap { .. }) {
+                        self.err(
+                            item.text_pos,
+                            format!("{what}: `cap` holds a ceiling while the rule is active and belongs in `while:`"),
+                        );
+                    }
+                    if let Action::Cap { knob, .. } = &a {
+                        let set_too = out.iter().any(
+                            |b: &Action| matches!(b, Action::Set { knob: k, .. } if k == knob),
+                        );
+                        if set_too {
+                            self.err(
+                                item.text_pos,
+                                format!("{what}: `{knob}` is both set and capped by this rule; keep one"),
+                            );
+                        }
+                    }
                     self.check_action_refs(&a, item, &text, what, groups, hooks);
                     out.push(a);
                 }
@@ -1839,9 +1937,10 @@ impl<'a> Decoder<'a> {
         hooks: &[&str],
     ) {
         let knob = match a {
-            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => {
-                Some(knob)
-            }
+            Action::Set { knob, .. }
+            | Action::Raise { knob, .. }
+            | Action::Lower { knob, .. }
+            | Action::Cap { knob, .. } => Some(knob),
             Action::Hook(name) => {
                 if !hooks.contains(&name.as_str()) {
                     let h = hint(name, hooks.iter().copied());

@@ -1241,21 +1241,27 @@ pub enum Action {
     Hook(String),
     /// `compact memory`.
     CompactMemory,
+    /// `cap KNOB at VALUE` (issue 24): a ceiling that beats every raise.
+    Cap { knob: Knob, value: KnobValue },
 }
 
 impl Action {
     /// Whether the action can be a `while:` claim (set, hook) rather than a
     /// one-off step that only makes sense in `then:`.
     pub fn allowed_in_while(&self) -> bool {
-        matches!(self, Action::Set { .. } | Action::Hook(_))
+        matches!(
+            self,
+            Action::Set { .. } | Action::Hook(_) | Action::Cap { .. }
+        )
     }
 
     /// The knob the action changes, if any.
     pub fn knob(&self) -> Option<&Knob> {
         match self {
-            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => {
-                Some(knob)
-            }
+            Action::Set { knob, .. }
+            | Action::Raise { knob, .. }
+            | Action::Lower { knob, .. }
+            | Action::Cap { knob, .. } => Some(knob),
             Action::Hook(_) | Action::CompactMemory => None,
         }
     }
@@ -1271,6 +1277,7 @@ impl fmt::Display for Action {
             }
             Action::Hook(name) => write!(f, "hook {name}"),
             Action::CompactMemory => f.write_str("compact memory"),
+            Action::Cap { knob, value } => write!(f, "cap {knob} at {value}"),
         }
     }
 }
@@ -1307,7 +1314,7 @@ fn split_words(src: &str) -> Vec<Word<'_>> {
     words
 }
 
-const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, hook NAME or compact memory";
+const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, cap KNOB at VALUE, hook NAME or compact memory";
 
 /// Parses one action of a rule's `then:` or `while:` list.
 pub fn parse_action(src: &str) -> Result<Action, ParseError> {
@@ -1354,8 +1361,9 @@ pub fn parse_action(src: &str) -> Result<Action, ParseError> {
             )),
             [_] => Ok(Action::CompactMemory),
         },
+        "cap" => cap::parse_cap(args, total),
         other => {
-            let hint = suggest(other, ["set", "raise", "lower", "hook", "compact"])
+            let hint = suggest(other, ["set", "raise", "lower", "cap", "hook", "compact"])
                 .map(|v| format!(", did you mean `{v}`?"))
                 .unwrap_or_default();
             Err(error(
@@ -1495,5 +1503,6 @@ fn is_positive(value: &KnobValue) -> bool {
     }
 }
 
+mod cap;
 #[cfg(test)]
 mod tests;

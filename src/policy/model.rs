@@ -370,9 +370,12 @@ pub struct Zram {
 #[derive(Clone, Debug, Default)]
 pub struct Cpufreq {
     pub policy: String,
+    /// A governor or a fallback list (`schedutil|ondemand`).
     pub governor: Option<String>,
     pub min: Option<Frequency>,
     pub max: Option<Frequency>,
+    /// Governor tunables (`rate_limit_us`, …) in µs, in write order.
+    pub tunables: Vec<(crate::knobs::CpufreqAttr, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -400,6 +403,20 @@ pub struct System {
     pub realtime: Option<Realtime>,
     /// `system.latency` (PM QoS; docs/latency.md).
     pub latency: Option<Latency>,
+    /// `system.devfreq` (issue 24), in file order.
+    pub devfreq: Vec<Devfreq>,
+}
+
+/// `system.devfreq.NAME`: a devfreq device's baseline.
+#[derive(Clone, Debug, Default)]
+pub struct Devfreq {
+    /// The device name under /sys/class/devfreq.
+    pub device: String,
+    pub governor: Option<String>,
+    /// Hz.
+    pub min: Option<u64>,
+    /// Hz.
+    pub max: Option<u64>,
 }
 
 /// `system.latency`: tolerated wake-up latencies, in µs.

@@ -1,0 +1,378 @@
+//! Issue 24 on a fake tree shaped like a Qualcomm board's sysfs: governor
+//! tunables re-applied after a governor switch, devfreq, caps that beat
+//! boosts, thermal throttling. The fixtures' layouts come from the kernel's
+//! ABI documents (Documentation/ABI/testing/sysfs-class-devfreq,
+//! sysfs-class-thermal / thermal sysfs-api.rst, cpu-freq/user-guide) and the
+//! qcom-cpufreq-hw and LMh drivers (drivers/cpufreq/qcom-cpufreq-hw.c,
+//! drivers/thermal/qcom/lmh.c); each helper says which.
+
+use std::path::Path;
+use std::time::Duration;
+
+mod support;
+use support::{board, read, Daemon, Start};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(&p, format!("{text}\n")).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+}
+
+/// A thermal zone as `thermal_zone_device_register` lays it out
+/// (Documentation/driver-api/thermal/sysfs-api.rst): `type`, `temp` in
+/// millidegrees, `trip_point_N_{type,temp}`. Qualcomm's tsens zones are
+/// named like `cpu-1-3` (arch/arm64/boot/dts/qcom/sa8775p.dtsi).
+fn zone(root: &Path, n: u32, kind: &str, temp_mc: i64, trips: &[(&str, i64)]) {
+    let d = format!("sys/class/thermal/thermal_zone{n}");
+    write(root, &format!("{d}/type"), kind);
+    write(root, &format!("{d}/temp"), &temp_mc.to_string());
+    write(root, &format!("{d}/mode"), "enabled");
+    for (i, (t, c)) in trips.iter().enumerate() {
+        write(root, &format!("{d}/trip_point_{i}_type"), t);
+        write(root, &format!("{d}/trip_point_{i}_temp"), &c.to_string());
+        write(root, &format!("{d}/trip_point_{i}_hyst"), "2000");
+    }
+}
+
+fn set_temp(root: &Path, n: u32, temp_mc: i64) {
+    write(
+        root,
+        &format!("sys/class/thermal/thermal_zone{n}/temp"),
+        &temp_mc.to_string(),
+    );
+}
+
+/// Governor tunables: a governor switch recreates the governor's directory
+/// with the kernel's defaults (the fake tree emulates it), and cgwarden
+/// writes the tunables again after every governor write.
+#[test]
+fn rate_limit_tunable_is_reapplied_after_a_governor_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: tunables
+system:
+  cpufreq:
+    policy4: { governor: "schedutil|ondemand", rate_limit_us: 500 }
+rules:
+  - name: hot
+    when: thermal.cpu-1-0.temp > 90C
+    while:
+      - set cpufreq.policy4.governor = powersave
+"#,
+    );
+    zone(&root, 0, "cpu-1-0", 40_000, &[("passive", 95_000)]);
+    let gov = "sys/devices/system/cpu/cpufreq/policy4/scaling_governor";
+    let rl = "sys/devices/system/cpu/cpufreq/policy4/schedutil/rate_limit_us";
+    assert_eq!(read(&root, rl), "1000", "the fake kernel's default");
+
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_for("baseline rate limit", Duration::from_secs(10), || {
+        read(&root, rl) == "500"
+    });
+    set_temp(&root, 0, 92_000);
+    d.wait_for("powersave", Duration::from_secs(10), || {
+        read(&root, gov) == "powersave"
+    });
+    assert!(
+        !root.join(rl).exists(),
+        "schedutil's directory went away with it"
+    );
+    set_temp(&root, 0, 40_000);
+    d.wait_for("schedutil again", Duration::from_secs(10), || {
+        read(&root, gov) == "schedutil"
+    });
+    d.wait_for(
+        "the tunable written again, not left at the default",
+        Duration::from_secs(10),
+        || root.join(rl).exists() && read(&root, rl) == "500",
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(!log.contains("ERROR"), "{log}");
+}
+
+/// `plan` and `apply` on the same board: the fallback list resolves to the
+/// first governor offered, the tunable follows the governor, and a governor
+/// without the tunable makes it missing.
+#[test]
+fn plan_resolves_fallback_lists_and_orders_tunables_after_the_governor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: tunables
+system:
+  cpufreq:
+    policy0: { governor: "walt|schedutil", rate_limit_us: 2000 }
+    policy4: { governor: "schedutil", rate_limit_us: 500 }
+    policy7: { governor: performance, up_rate_limit_us: 500 }
+"#,
+    );
+    // policy4 runs ondemand: no schedutil directory yet.
+    write(
+        &root,
+        "sys/devices/system/cpu/cpufreq/policy4/scaling_governor",
+        "ondemand",
+    );
+    std::fs::remove_dir_all(root.join("sys/devices/system/cpu/cpufreq/policy4/schedutil")).unwrap();
+    let out = support::cgwarden(&[
+        "plan",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    // policy0: walt is not offered, schedutil is and runs: only the tunable.
+    assert!(
+        text.contains(
+            "WRITE /sys/devices/system/cpu/cpufreq/policy0/schedutil/rate_limit_us 2000 (was 1000)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("policy0/scaling_governor"), "{text}");
+    // policy4: the switch first, then the tunable in the new governor's directory.
+    let g = text
+        .find("WRITE /sys/devices/system/cpu/cpufreq/policy4/scaling_governor schedutil (was ondemand)")
+        .unwrap_or_else(|| panic!("{text}"));
+    let t = text
+        .find("WRITE /sys/devices/system/cpu/cpufreq/policy4/schedutil/rate_limit_us 500 (was -)")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(g < t, "{text}");
+    // policy7: performance has no tunables at all.
+    assert!(
+        text.contains("cpufreq policy7: governor `performance` has no tunables"),
+        "{text}"
+    );
+    // apply carries it out: the fake kernel recreates schedutil's directory
+    // at the switch, with its default, then cgwarden writes 500.
+    let out = support::cgwarden(&[
+        "apply",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        read(
+            &root,
+            "sys/devices/system/cpu/cpufreq/policy4/scaling_governor"
+        ),
+        "schedutil",
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        read(
+            &root,
+            "sys/devices/system/cpu/cpufreq/policy4/schedutil/rate_limit_us"
+        ),
+        "500",
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        read(
+            &root,
+            "sys/devices/system/cpu/cpufreq/policy0/schedutil/rate_limit_us"
+        ),
+        "2000"
+    );
+}
+
+/// The vendor kernel's schedutil (up/down limits) on a policy that keeps
+/// its governor: plain writes, journalled and restored by `reset`.
+#[test]
+fn vendor_up_down_rate_limits_apply_and_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: tunables
+system:
+  cpufreq:
+    policy7: { governor: schedutil, up_rate_limit_us: 500, down_rate_limit_us: 2000 }
+"#,
+    );
+    let v = "sys/devices/system/cpu/cpufreq/policy7/schedutil";
+    std::fs::remove_file(root.join(format!("{v}/rate_limit_us"))).unwrap();
+    write(&root, &format!("{v}/up_rate_limit_us"), "0");
+    write(&root, &format!("{v}/down_rate_limit_us"), "20000");
+    let p = policy.to_str().unwrap();
+    let r = root.to_str().unwrap();
+    let out = support::cgwarden(&["apply", p, "--root", r]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(read(&root, &format!("{v}/up_rate_limit_us")), "500");
+    assert_eq!(read(&root, &format!("{v}/down_rate_limit_us")), "2000");
+    let out = support::cgwarden(&["reset", p, "--root", r]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(read(&root, &format!("{v}/up_rate_limit_us")), "0");
+    assert_eq!(read(&root, &format!("{v}/down_rate_limit_us")), "20000");
+}
+
+fn cli(root: &Path, policy: &Path, args: &[&str]) -> support::Run {
+    support::run(
+        std::process::Command::new(support::BIN)
+            .arg(args[0])
+            .arg("--policy")
+            .arg(policy)
+            .arg("--root")
+            .arg(root)
+            .args(&args[1..]),
+    )
+}
+
+/// The Adreno GPU's devfreq device as kgsl registers it on a Qualcomm board
+/// (Documentation/ABI/testing/sysfs-class-devfreq: min_freq/max_freq/
+/// cur_freq in Hz, governor, available_governors, available_frequencies).
+/// The name is the device tree node's (`3d00000.qcom,kgsl-3d0`).
+const GPU: &str = "sys/class/devfreq/3d00000.qcom,kgsl-3d0";
+
+fn gpu(root: &Path) {
+    write(root, &format!("{GPU}/governor"), "msm-adreno-tz");
+    write(
+        root,
+        &format!("{GPU}/available_governors"),
+        "msm-adreno-tz performance powersave userspace simple_ondemand",
+    );
+    write(
+        root,
+        &format!("{GPU}/available_frequencies"),
+        "220000000 285000000 350000000 400000000 500000000 587000000 700000000 812000000",
+    );
+    write(root, &format!("{GPU}/min_freq"), "220000000");
+    write(root, &format!("{GPU}/max_freq"), "812000000");
+    write(root, &format!("{GPU}/cur_freq"), "285000000");
+}
+
+/// devfreq as baseline and as a boost: the boost raises the GPU's floor,
+/// its release puts the baseline back, and `reset` the kernel's original.
+#[test]
+fn devfreq_baseline_boost_release_and_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: gpu
+system:
+  devfreq:
+    "3d00000.qcom,kgsl-3d0": { governor: msm-adreno-tz, min: 285MHz, max: 700MHz }
+"#,
+    );
+    gpu(&root);
+    let min = format!("{GPU}/min_freq");
+    let max = format!("{GPU}/max_freq");
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log("control socket listening", Duration::from_secs(10));
+    d.wait_for("baseline", Duration::from_secs(10), || {
+        read(&root, &min) == "285000000" && read(&root, &max) == "700000000"
+    });
+    let b = cli(
+        &root,
+        &policy,
+        &[
+            "boost",
+            "devfreq.3d00000.qcom,kgsl-3d0.min=587MHz",
+            "--for",
+            "1h",
+        ],
+    );
+    assert_eq!(b.code, 0, "{}{}", b.stdout, b.stderr);
+    d.wait_for("boosted floor", Duration::from_secs(10), || {
+        read(&root, &min) == "587000000"
+    });
+    let r = cli(&root, &policy, &["release", "1"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    d.wait_for("baseline again", Duration::from_secs(10), || {
+        read(&root, &min) == "285000000"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let out = support::cgwarden(&[
+        "reset",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(read(&root, &min), "220000000");
+    assert_eq!(read(&root, &max), "812000000");
+    // doctor lists the device and its governors.
+    write(&root, "proc/cmdline", "console=ttyMSM0 psi=1");
+    let doc = support::cgwarden(&[
+        "doctor",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(
+        doc.stdout.contains("devfreq 3d00000.qcom,kgsl-3d0: governor msm-adreno-tz (offers msm-adreno-tz performance powersave userspace simple_ondemand), cur 285MHz min 220MHz max 812MHz"),
+        "{}{}",
+        doc.stdout,
+        doc.stderr
+    );
+}
+
+/// A cap beats a boost (SPEC §6 "Caps that win"): while the RT core's zone
+/// is hot, `cap cpufreq.policy7.max at 1.8GHz` holds policy7's ceiling at
+/// 1.8 GHz although a boost asks 2.4 GHz; when the zone cools the boost's
+/// value takes over, and `status` names the cap as the winner meanwhile.
+#[test]
+fn a_cap_holds_policy7_max_while_a_boost_asks_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: caps
+system:
+  cpufreq:
+    policy7: { max: 2GHz }
+rules:
+  - name: rt-core-hot
+    when: thermal.cpu-1-3.temp > 85C
+    while:
+      - cap cpufreq.policy7.max at 1.8GHz
+"#,
+    );
+    zone(&root, 3, "cpu-1-3", 60_000, &[("passive", 95_000)]);
+    let max = "sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq";
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log("control socket listening", Duration::from_secs(10));
+    d.wait_for("baseline", Duration::from_secs(10), || {
+        read(&root, max) == "2000000"
+    });
+    let b = cli(
+        &root,
+        &policy,
+        &["boost", "cpufreq.policy7.max=2.4GHz", "--for", "1h"],
+    );
+    assert_eq!(b.code, 0, "{}{}", b.stdout, b.stderr);
+    d.wait_for("boost", Duration::from_secs(10), || {
+        read(&root, max) == "2400000"
+    });
+    set_temp(&root, 3, 90_000);
+    d.wait_for(
+        "the cap wins over the boost",
+        Duration::from_secs(10),
+        || read(&root, max) == "1800000",
+    );
+    let st = cli(&root, &policy, &["status"]);
+    assert!(
+        st.stdout.lines().any(|l| l.contains("cpufreq.policy7.max")
+            && l.contains("1800000")
+            && l.contains("rule rt-core-hot")),
+        "{}",
+        st.stdout
+    );
+    // Still held a while later: the boost does not win it back.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(read(&root, max), "1800000");
+    set_temp(&root, 3, 60_000);
+    d.wait_for("the boost again", Duration::from_secs(10), || {
+        read(&root, max) == "2400000"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
