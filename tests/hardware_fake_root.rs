@@ -376,3 +376,77 @@ rules:
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 }
+
+/// `boost --cap` (issue 24): an operator's cap beats a rule's raise and a
+/// boost's; a non-root caller needs a `control.cap` grant for it, which a
+/// `boost:` grant of the same knob does not give.
+#[test]
+fn boost_cap_beats_raises_and_needs_a_cap_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: caps
+settings: { socket_group: vision }
+system:
+  cpufreq:
+    policy7: { max: 2GHz }
+control:
+  - group: vision
+    boost: ["cpufreq.policy7.max"]
+  - uid: 1002
+    cap: ["cpufreq.*.max"]
+"#,
+    );
+    let max = "sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq";
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log("control socket listening", Duration::from_secs(10));
+    d.wait_for("baseline", Duration::from_secs(10), || {
+        read(&root, max) == "2000000"
+    });
+    let b = cli(
+        &root,
+        &policy,
+        &["boost", "cpufreq.policy7.max=2.4GHz", "--for", "1h"],
+    );
+    assert_eq!(b.code, 0, "{}{}", b.stdout, b.stderr);
+    d.wait_for("boost", Duration::from_secs(10), || {
+        read(&root, max) == "2400000"
+    });
+    let c = cli(
+        &root,
+        &policy,
+        &[
+            "boost",
+            "--cap",
+            "cpufreq.policy7.max=1.8GHz",
+            "--for",
+            "1h",
+        ],
+    );
+    assert_eq!(c.code, 0, "{}{}", c.stdout, c.stderr);
+    d.wait_for("the cap wins", Duration::from_secs(10), || {
+        read(&root, max) == "1800000"
+    });
+    let st = cli(&root, &policy, &["status"]);
+    assert!(
+        st.stdout.contains("cap cpufreq.policy7.max"),
+        "the cap listed as such: {}",
+        st.stdout
+    );
+    // A cap on a knob that is no ceiling is rejected.
+    let bad = cli(
+        &root,
+        &policy,
+        &["boost", "--cap", "cpufreq.policy7.min=1GHz", "--for", "1h"],
+    );
+    assert_ne!(bad.code, 0, "{}{}", bad.stdout, bad.stderr);
+    assert!(bad.stderr.contains("cannot be capped"), "{}", bad.stderr);
+    let r = cli(&root, &policy, &["release", "2"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    d.wait_for("the boost again", Duration::from_secs(10), || {
+        read(&root, max) == "2400000"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

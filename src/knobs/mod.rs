@@ -73,6 +73,10 @@ use value::{
     parse_count, parse_governor_list, parse_int, parse_partition, parse_uclamp, parse_weight,
 };
 
+/// How a boost request names a cap (`boost --cap KNOB=VALUE`): the key
+/// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
+pub const CAP_KEY_PREFIX: &str = "cap ";
+
 /// Whether `name` follows the SPEC naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
 pub fn is_valid_name(name: &str) -> bool {

@@ -381,6 +381,7 @@ impl<'a> Decoder<'a> {
                 "user",
                 "uid",
                 "boost",
+                "cap",
                 "max_duration",
                 "max_boosts",
             ],
@@ -412,8 +413,18 @@ impl<'a> Decoder<'a> {
             }
         };
 
+        // `cap:` (issue 24): knob patterns this entry may cap, apart from raises.
+        let mut cap = Vec::new();
+        if let Some(c) = f.get("cap") {
+            for item in self.seq(c, "control.cap") {
+                if let Some(p) = self.knob_pattern(item, groups) {
+                    cap.push(p);
+                }
+            }
+        }
         let mut boost = Vec::new();
         match f.get("boost") {
+            None if f.get("cap").is_some() => {}
             None => self.err(
                 node.pos,
                 "control entry needs `boost:`, a list of knob patterns such as [\"cpufreq.*.min\", \"vision.memory.high\"]",
@@ -471,6 +482,7 @@ impl<'a> Decoder<'a> {
         Some(ControlGrant {
             subject: subject?,
             boost,
+            cap,
             max_duration,
             max_boosts,
             pos: node.pos,

@@ -489,6 +489,9 @@ pub struct ControlGrant {
     pub subject: ControlSubject,
     /// Knob globs (`*`, `?`), each checked to match some knob of the policy.
     pub boost: Vec<String>,
+    /// Knob globs this entry may cap (`boost --cap`, issue 24): granted
+    /// apart from raises.
+    pub cap: Vec<String>,
     pub max_duration: Duration,
     pub max_boosts: u32,
     pub pos: Pos,
