@@ -36,6 +36,21 @@ fn zone(root: &Path, n: u32, kind: &str, temp_mc: i64, trips: &[(&str, i64)]) {
     }
 }
 
+/// Mainline schedutil on `policy` (one `rate_limit_us`, default 1000 µs:
+/// kernel/sched/cpufreq_schedutil.c, `cpufreq_policy_transition_delay_us`)
+/// in place of the standard tree's vendor up/down limits, and the default
+/// the fake kernel recreates the directory with at a governor switch.
+fn mainline_schedutil(root: &Path, policy: &str) {
+    let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
+    for dir in [
+        format!("{d}/schedutil"),
+        format!("{d}/.governor-defaults/schedutil"),
+    ] {
+        let _ = std::fs::remove_dir_all(root.join(&dir));
+        write(root, &format!("{dir}/rate_limit_us"), "1000");
+    }
+}
+
 fn set_temp(root: &Path, n: u32, temp_mc: i64) {
     write(
         root,
@@ -65,6 +80,7 @@ rules:
 "#,
     );
     zone(&root, 0, "cpu-1-0", 40_000, &[("passive", 95_000)]);
+    mainline_schedutil(&root, "policy4");
     let gov = "sys/devices/system/cpu/cpufreq/policy4/scaling_governor";
     let rl = "sys/devices/system/cpu/cpufreq/policy4/schedutil/rate_limit_us";
     assert_eq!(read(&root, rl), "1000", "the fake kernel's default");
@@ -112,6 +128,8 @@ system:
     policy7: { governor: performance, up_rate_limit_us: 500 }
 "#,
     );
+    mainline_schedutil(&root, "policy0");
+    mainline_schedutil(&root, "policy4");
     // policy4 runs ondemand: no schedutil directory yet.
     write(
         &root,
@@ -197,7 +215,10 @@ system:
 "#,
     );
     let v = "sys/devices/system/cpu/cpufreq/policy7/schedutil";
-    std::fs::remove_file(root.join(format!("{v}/rate_limit_us"))).unwrap();
+    assert!(
+        !root.join(format!("{v}/rate_limit_us")).exists(),
+        "the standard tree is a vendor kernel"
+    );
     write(&root, &format!("{v}/up_rate_limit_us"), "0");
     write(&root, &format!("{v}/down_rate_limit_us"), "20000");
     let p = policy.to_str().unwrap();
@@ -449,4 +470,166 @@ control:
     });
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
+}
+
+/// `system.irqs` on a fake tree shaped like a Qualcomm board's
+/// `/sys/kernel/irq/N/actions` (the LMh/dcvsh IRQ of qcom-cpufreq-hw is
+/// `dcvsh-irq-N`, the CAN controller's `can0`): `apply` pins the matched
+/// IRQs, `housekeeping_cpus` leaves them alone, `reset` restores them, and
+/// the daemon pins an IRQ that appears later (on a fake tree at the
+/// rescan: it has no device events).
+#[test]
+fn irqs_by_action_name_apply_reset_and_appear_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: irqs
+settings: { rescan: 200ms }
+system:
+  realtime: { housekeeping_cpus: "0-6" }
+  irqs:
+    - name: "can*"          # RT-3 / §6.2: the CAN IRQ goes to the RT core
+      cpus: "7"
+    - name: "dcvsh-irq-*"   # LMh throttle IRQs stay off the RT core
+      cpus: "0-3"
+"#,
+    );
+    for (n, a) in [
+        (24, "can0"),
+        (25, "dcvsh-irq-0"),
+        (26, "dcvsh-irq-4"),
+        (9, "acpi"),
+    ] {
+        write(&root, &format!("sys/kernel/irq/{n}/actions"), a);
+    }
+    let aff = |n: u32| read(&root, &format!("proc/irq/{n}/smp_affinity_list"));
+    let p = policy.to_str().unwrap();
+    let r = root.to_str().unwrap();
+    let out = support::cgwarden(&["apply", p, "--root", r]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(aff(24), "7");
+    assert_eq!(aff(25), "0-3");
+    assert_eq!(aff(26), "0-3");
+    assert_eq!(aff(9), "0-6", "housekeeping for the rest");
+    let plan = support::cgwarden(&["plan", p, "--root", r]);
+    assert!(plan.stdout.contains("0 changes"), "{}", plan.stdout);
+    let out = support::cgwarden(&["reset", p, "--root", r]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for n in [24, 25, 26, 9] {
+        assert_eq!(aff(n), "0-7", "irq {n}");
+    }
+    // The daemon: a CAN IRQ that appears later is pinned at the next rescan.
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_for("startup", Duration::from_secs(10), || aff(24) == "7");
+    write(&root, "proc/irq/40/smp_affinity_list", "0-7");
+    write(&root, "sys/kernel/irq/40/actions", "can1");
+    d.wait_for("the new CAN IRQ pinned", Duration::from_secs(10), || {
+        aff(40) == "7"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("cause=\"rescan\""), "{log}");
+    let out = support::cgwarden(&["reset", p, "--root", r]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(aff(40), "0-7");
+    assert_eq!(aff(24), "0-7");
+}
+
+/// Thermal throttling (SPEC §6): `throttled(policy7)` as a condition and
+/// the episodes it counts — one per rising edge — as the metric
+/// `cgwarden_throttle_episodes_total{policy}`, `throttle` events in the
+/// recorder and the report's thermal criterion. The fixtures: policy7 of
+/// the standard tree (2.8416 GHz), the vendor qcom-cpufreq-hw LMh limit
+/// `cpu7/dcvsh_freq_limit` (4294967295 = U32_MAX while unthrottled), and
+/// the mainline cpufreq cooling device `cpufreq-cpu7` (cur_state 0..17).
+#[test]
+fn a_throttle_episode_is_counted_once_per_rising_edge() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: throttle
+settings:
+  metrics: { textfile: /var/lib/node_exporter/cgwarden.prom, interval: 1s }
+  recorder: { dir: /var/lib/cgwarden, interval: 1s }
+rules:
+  - name: rt-core-clipped
+    when: throttled(policy7) and cpufreq.policy7.limit < 2GHz
+    while:
+      - set sysctl.vm.swappiness = 10
+"#,
+    );
+    let lmh = "sys/devices/system/cpu/cpu7/dcvsh_freq_limit";
+    write(&root, lmh, "4294967295");
+    write(
+        &root,
+        "sys/devices/system/cpu/cpufreq/policy7/scaling_cur_freq",
+        "2419200",
+    );
+    let cdev = "sys/class/thermal/cooling_device3";
+    write(&root, &format!("{cdev}/type"), "cpufreq-cpu7");
+    write(&root, &format!("{cdev}/cur_state"), "0");
+    write(&root, &format!("{cdev}/max_state"), "17");
+    let sw = "proc/sys/vm/swappiness";
+    let prom = "var/lib/node_exporter/cgwarden.prom";
+    let episodes = |root: &Path| -> Option<String> {
+        std::fs::read_to_string(root.join(prom)).ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("cgwarden_throttle_episodes_total{policy=\"policy7\"}"))
+                .map(|l| l.rsplit(' ').next().unwrap_or("").to_string())
+        })
+    };
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_for("the counter at 0", Duration::from_secs(10), || {
+        episodes(&root).as_deref() == Some("0")
+    });
+    assert_ne!(read(&root, sw), "10");
+    // LMh clips policy7 to 1.8 GHz: an episode, and the rule fires.
+    write(&root, lmh, "1804800");
+    d.wait_for("the rule on throttled()", Duration::from_secs(10), || {
+        read(&root, sw) == "10"
+    });
+    d.wait_for("one episode", Duration::from_secs(10), || {
+        episodes(&root).as_deref() == Some("1")
+    });
+    // Held for many ticks: still one.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(episodes(&root).as_deref(), Some("1"));
+    // Released, then the cooling device steps in: a second episode (the
+    // rule's frequency test stays false: the limit is the ceiling again).
+    write(&root, lmh, "4294967295");
+    d.wait_for("the rule clears", Duration::from_secs(10), || {
+        read(&root, sw) != "10"
+    });
+    write(&root, &format!("{cdev}/cur_state"), "3");
+    d.wait_for("two episodes", Duration::from_secs(10), || {
+        episodes(&root).as_deref() == Some("2")
+    });
+    write(&root, &format!("{cdev}/cur_state"), "0");
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(log.matches("throttle episode").count(), 2, "{log}");
+    // The report counts the recorder's throttle events.
+    let rep = support::cgwarden(&[
+        "report",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&rep.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", rep.stdout, rep.stderr));
+    let t: Vec<&serde_json::Value> = v["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == "thermal_throttling")
+        .collect();
+    assert_eq!(t.len(), 1, "{v:#}");
+    assert_eq!(t[0]["subject"], "cpufreq policy7", "{v:#}");
+    assert_eq!(t[0]["measured"], 2.0, "{v:#}");
 }

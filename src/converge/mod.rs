@@ -8,6 +8,8 @@
 //! knobs are written, `cpuset.mems` before `cpuset.cpus`, memory limits
 //! from `min` up to `max`, processes moved only after their group is ready.
 
+mod hw;
+pub use hw::irqbalance_warning;
 pub(crate) mod journal;
 pub mod lock;
 pub(crate) mod placement;
@@ -77,6 +79,14 @@ pub enum Step {
         comm: String,
         sched: Sched,
     },
+    /// A kernel thread's policy and/or CPUs (`system.irqs` IRQ threads,
+    /// `system.kthreads`; issue 24): its originals are journalled first.
+    Kthread {
+        pid: i32,
+        comm: String,
+        sched: Option<Sched>,
+        cpus: Option<crate::units::CpuList>,
+    },
 }
 
 impl fmt::Display for Step {
@@ -130,6 +140,24 @@ impl fmt::Display for Step {
                 }
                 Ok(())
             }
+            Step::Kthread {
+                pid,
+                comm,
+                sched,
+                cpus,
+            } => {
+                write!(f, "KTHREAD {pid} ({comm})")?;
+                if let Some(s) = sched {
+                    write!(f, " {}", s.policy.as_str())?;
+                    if let Some(p) = s.priority {
+                        write!(f, " priority {p}")?;
+                    }
+                }
+                if let Some(c) = cpus {
+                    write!(f, " cpus {c}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -138,7 +166,7 @@ impl fmt::Display for Step {
 fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
     match step {
         Step::Mkswap { .. } | Step::Swapon { .. } => Some(crate::kernel::Op::Swap),
-        Step::Sched { .. } => Some(crate::kernel::Op::Sched),
+        Step::Sched { .. } | Step::Kthread { .. } => Some(crate::kernel::Op::Sched),
         Step::ZramHotAdd { .. } | Step::Modprobe { .. } => Some(crate::kernel::Op::ZramControl),
         _ => None,
     }
@@ -275,6 +303,7 @@ impl<'p> Converger<'p> {
         self.plan_cpufreq(&mut plan);
         self.plan_devfreq(&mut plan);
         self.plan_realtime(&mut plan);
+        self.plan_hardware_threads(&mut plan);
         self.plan_latency(&mut plan);
         self.plan_placement(&mut plan);
         plan
@@ -788,7 +817,9 @@ impl<'p> Converger<'p> {
             let list: Vec<u32> = cpus.iter().collect();
             match realtime::irqs(&self.root) {
                 Ok(irqs) => {
-                    for irq in irqs {
+                    // `system.irqs` places its IRQs itself (issue 24).
+                    let placed = self.irqs_placed_by_rules();
+                    for irq in irqs.into_iter().filter(|i| !placed.contains(i)) {
                         let path = realtime::irq_affinity_path(irq);
                         if self.root.exists(&path) {
                             self.write_step(plan, path, cpus.to_string(), Form::CpuList, true);
@@ -941,6 +972,17 @@ impl<'p> Converger<'p> {
             &self.policy.settings.state_dir,
             &self.policy.settings.cgroup_root,
         )?;
+        self.apply_journalled(plan, &mut journal, out)
+    }
+
+    /// [`Converger::apply`] with a journal the caller holds (the daemon's,
+    /// shared with its writer lanes: issue 24's IRQ watcher).
+    pub fn apply_journalled(
+        &self,
+        plan: &Plan,
+        journal: &mut Journal,
+        out: &mut dyn FnMut(&str),
+    ) -> Result<Applied, crate::kernel::Error> {
         let mut done = Applied::default();
         let mut created: Vec<PathBuf> = journal
             .entries()
@@ -962,7 +1004,7 @@ impl<'p> Converger<'p> {
                 continue;
             }
             if let Step::Modprobe { module } = step {
-                match self.apply_step(step, &mut journal, &mut created) {
+                match self.apply_step(step, journal, &mut created) {
                     Err(StepError::Journal(e)) => return Err(e),
                     Err(StepError::Kernel(e)) => {
                         // "missing" only when loading failed (SPEC §4); with
@@ -984,7 +1026,7 @@ impl<'p> Converger<'p> {
                 }
                 continue;
             }
-            match self.apply_step(step, &mut journal, &mut created) {
+            match self.apply_step(step, journal, &mut created) {
                 Ok(true) => {
                     out(&step.to_string());
                     done.changes += 1;
@@ -1149,6 +1191,35 @@ impl<'p> Converger<'p> {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 self.cg.move_pid(&rel, *pid)?;
+                Ok(true)
+            }
+            Step::Kthread {
+                pid,
+                comm,
+                sched: s,
+                cpus,
+            } => {
+                use crate::kernel::irq;
+                if !irq::is_kthread(&self.root, *pid, comm) {
+                    return Ok(false);
+                }
+                let sched_now =
+                    irq::sched_text(&self.root, *pid)?.unwrap_or_else(|| "other 0".into());
+                let cpus_now = irq::affinity(&self.root, *pid)?.unwrap_or_default();
+                journal
+                    .record(Entry::Kthread {
+                        pid: *pid,
+                        comm: comm.clone(),
+                        sched: sched_now,
+                        cpus: cpus_now,
+                    })
+                    .map_err(StepError::Journal)?;
+                if let Some(s) = s {
+                    sched::apply(*pid, &sched_spec(s))?;
+                }
+                if let Some(c) = cpus {
+                    irq::set_affinity(&self.root, *pid, &c.iter().collect::<Vec<_>>())?;
+                }
                 Ok(true)
             }
             Step::Sched { pid, sched: s, .. } => {

@@ -119,6 +119,12 @@ impl Actuator {
         self.groups.extend(group_paths(policy));
     }
 
+    /// The journal the lanes write, for other writers of the daemon (the
+    /// IRQ watcher, issue 24); `None` in a dry run.
+    pub fn shared_journal(&self) -> Option<SharedJournal> {
+        self.journal.clone()
+    }
+
     /// Sets the deadline of knob writes (tests).
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;

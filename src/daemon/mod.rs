@@ -19,6 +19,7 @@ pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
+mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 pub mod lanes;
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
@@ -26,6 +27,7 @@ mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
 pub(crate) mod repair;
 pub mod sample;
+mod throttle; // issue 24: throttle episodes
 pub mod watch;
 
 use crate::converge::journal::{Entry, Journal};
@@ -119,6 +121,10 @@ struct Daemon {
     last_reload_error: Option<String>,
     /// Issue 13: metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
+    /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
+    irqwatch: Option<irqwatch::IrqWatch>,
+    /// Issue 24: throttle episodes per cpufreq policy.
+    throttle: throttle::ThrottleTracker,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -540,6 +546,8 @@ impl Daemon {
             loaded_at: SystemTime::now(),
             last_reload_error: None,
             observe: None,
+            irqwatch: None,
+            throttle: throttle::ThrottleTracker::default(),
         }
     }
 
@@ -558,7 +566,10 @@ impl Daemon {
             || !n.swap_current.is_empty()
             || !n.pids_current.is_empty()
             || n.memory_available
-            || !n.thermal_zones.is_empty();
+            || !n.thermal_zones.is_empty()
+            || !n.thermal_trips.is_empty()
+            || !n.cpufreq.is_empty()
+            || n.cooling;
         // memory.events / cgroup.events are seen through inotify.
         let events_unwatched = self.events_unwatched;
         // Without exec events, placement and presence scan /proc each tick.
@@ -655,6 +666,11 @@ impl Daemon {
             tx.clone(),
         ));
         // ---- end issue #5 ----
+        if let Some(w) = crate::converge::irqbalance_warning(&root, &self.policy) {
+            tracing::warn!("{w}");
+        }
+        self.irqwatch =
+            irqwatch::IrqWatch::start(&root, &self.policy, self.actuator.shared_journal());
     }
 
     /// Watches every group's `memory.events` and `cgroup.events` that
@@ -746,7 +762,9 @@ impl Daemon {
     fn evaluate(&mut self) {
         self.check_groups();
         let now = self.now();
+        self.set_asked_ceilings();
         let snap = self.sampler.sample(now);
+        self.throttle_episodes(&snap.throttled);
         let view = View {
             snap: &snap,
             stall: &self.sampler.stall,
@@ -757,6 +775,57 @@ impl Daemon {
             .supervisor
             .step(&self.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Issue 24: the ceiling the engine asks of each tracked cpufreq policy
+    /// (`cpufreq.P.max`'s effective value), for `throttled()`.
+    fn set_asked_ceilings(&mut self) {
+        use crate::knobs::{CpufreqAttr, Knob, KnobValue};
+        if self.sampler.needs().cpufreq.is_empty() {
+            return;
+        }
+        let t = self.supervisor.table();
+        let asked = self
+            .sampler
+            .needs()
+            .cpufreq
+            .iter()
+            .filter_map(|p| {
+                let k = Knob::Cpufreq {
+                    policy: p.clone(),
+                    attr: CpufreqAttr::Max,
+                };
+                match t.effective(&k) {
+                    Some(KnobValue::Frequency(f)) => Some((p.clone(), f.khz())),
+                    _ => None,
+                }
+            })
+            .collect();
+        self.sampler.set_asked(asked);
+    }
+
+    /// Issue 24: counts, logs and publishes the throttle episodes starting now.
+    fn throttle_episodes(&mut self, throttled: &std::collections::BTreeMap<String, bool>) {
+        if throttled.is_empty() {
+            return;
+        }
+        let known = self.throttle.episodes.len();
+        let rising = self.throttle.observe(throttled);
+        if self.throttle.episodes.len() != known {
+            // A policy's counter appears (at 0) in the metrics.
+            self.observed_changed();
+        }
+        for policy in rising {
+            tracing::warn!(policy = %policy, "throttle episode: cpufreq {policy} is held below the ceiling asked for (thermal or QoS clipping, or a cooling device is active)");
+            self.control.publish(|| crate::control::wire::Event {
+                time: crate::show::rfc3339_millis(SystemTime::now()),
+                kind: "throttle".into(),
+                knob: Some(format!("cpufreq.{policy}")),
+                message: Some(format!("{policy} throttled")),
+                ..Default::default()
+            });
+            self.observed_changed();
+        }
     }
 
     fn carry_out(&mut self, mut effects: Vec<Effect>) {

@@ -427,6 +427,9 @@ impl Daemon {
             .collect();
         self.create_groups(&new, &old_groups);
         let old = std::mem::replace(&mut self.policy, new);
+        if let Some(w) = &self.irqwatch {
+            w.set_policy(&self.policy);
+        }
         self.actuator.add_groups(&self.policy);
         // Knobs newly named by rules: seeded as at startup (Daemon::new).
         for knob in rule_knobs(&self.policy) {

@@ -125,6 +125,23 @@ pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::P
             "/sys/class/thermal/thermal_zone*/temp (the zone whose type is `{}`)",
             zone.value
         ),
+        Metric::ThermalTrip { zone, trip } => format!(
+            "/sys/class/thermal/thermal_zone*/trip_point_{trip}_temp (the zone whose type is `{}`)",
+            zone.value
+        ),
+        Metric::CoolingState { device } => format!(
+            "/sys/class/thermal/cooling_device*/cur_state (the device whose type is `{}`)",
+            device.value
+        ),
+        Metric::CpufreqFreq { policy, limit } => format!(
+            "/sys/devices/system/cpu/cpufreq/{}/{}",
+            policy.value,
+            if *limit {
+                "scaling_max_freq (and dcvsh_freq_limit)"
+            } else {
+                "scaling_cur_freq"
+            }
+        ),
     }
 }
 
@@ -319,6 +336,10 @@ impl Supervisor {
                     Subject::TooDeep => (
                         format!("expression of rule `{}`", rule.name),
                         "the rule's condition".to_string(),
+                    ),
+                    Subject::Throttled(p) => (
+                        format!("throttled({p})"),
+                        format!("/sys/devices/system/cpu/cpufreq/{p}/scaling_max_freq"),
                     ),
                 };
                 if !self.reported.contains_key(&metric) {

@@ -18,6 +18,7 @@ pub mod error;
 mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
+pub(crate) mod irq;
 pub(crate) mod meminfo;
 pub(crate) mod pm_qos;
 pub(crate) mod proc_events;
@@ -30,6 +31,7 @@ pub(crate) mod sched;
 pub(crate) mod selfproc;
 pub(crate) mod thermal;
 pub mod trust;
+pub(crate) mod uevent;
 pub(crate) mod wait;
 pub(crate) mod zram;
 

@@ -376,6 +376,19 @@ impl Collector for Scrape {
             None,
             &claims,
         )?;
+        // Issue 24: one episode per rising edge of throttled(POLICY).
+        if !v.throttle_episodes.is_empty() {
+            let episodes: Vec<(Labels, u64)> = v
+                .throttle_episodes
+                .iter()
+                .map(|(p, n)| (vec![("policy", Cow::Borrowed(p.as_str()))], *n))
+                .collect();
+            f.counter_u64(
+                "cgwarden_throttle_episodes",
+                "Throttle episodes (rising edges of throttled(POLICY)) per cpufreq policy.",
+                &episodes,
+            )?;
+        }
         // ---- hooks ----
         use std::sync::atomic::Ordering::Relaxed;
         let mut runs: Vec<(Labels, u64)> = Vec::new();

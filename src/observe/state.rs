@@ -71,6 +71,8 @@ pub(crate) struct EngineView {
     pub reload_success: f64,
     pub exec: Option<Arc<exec::Shared>>,
     pub hooks: Vec<HookView>,
+    /// Issue 24: throttle episodes per cpufreq policy.
+    pub throttle_episodes: BTreeMap<String, u64>,
 }
 
 /// The daemon's side: counters and the watch sender.

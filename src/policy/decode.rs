@@ -1466,6 +1466,60 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// `system.irqs` / `system.kthreads` (issue 24): a list of
+    /// `{ name: GLOB, cpus: LIST, sched: {policy, priority} }`; each entry
+    /// sets `cpus`, `sched` or both; sched is fifo/rr with a priority, or
+    /// other (no deadline, no nice: kernel threads run at nice 0).
+    fn thread_rules(&mut self, node: &Node, what: &str) -> Vec<ThreadRule> {
+        let mut out = Vec::new();
+        for item in self.seq(node, what) {
+            let Some(f) = self.fields(item, &format!("{what} entry"), &["name", "cpus", "sched"])
+            else {
+                continue;
+            };
+            let Some(name) = f
+                .get("name")
+                .and_then(|n| self.text(n, &format!("{what}.name")))
+            else {
+                self.err(item.pos, format!("{what} entry needs `name:` (a glob)"));
+                continue;
+            };
+            if name.is_empty()
+                || name.len() > 64
+                || name.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                self.err(
+                    item.pos,
+                    format!("{what}.name `{name}` must be 1–64 characters without blanks"),
+                );
+                continue;
+            }
+            let cpus = f
+                .get("cpus")
+                .and_then(|n| self.unit(n, &format!("{what}.cpus"), CpuList::parse));
+            let sched = f.get("sched").and_then(|n| self.sched(n));
+            if let Some(s) = &sched {
+                let ok = matches!(
+                    s.policy,
+                    SchedPolicy::Fifo | SchedPolicy::Rr | SchedPolicy::Other
+                ) && s.nice.unwrap_or(0) == 0;
+                if !ok {
+                    self.err(item.pos, format!("{what} `{name}`: sched is fifo/rr with a priority, or other (kernel threads take no nice and no deadline)"));
+                    continue;
+                }
+            }
+            if cpus.is_none() && sched.is_none() {
+                self.err(
+                    item.pos,
+                    format!("{what} `{name}` sets nothing: give `cpus:`, `sched:` or both"),
+                );
+                continue;
+            }
+            out.push(ThreadRule { name, cpus, sched });
+        }
+        out
+    }
+
     /// `system.devfreq` (issue 24): per device `governor`, `min`, `max`,
     /// each checked with its knob's grammar.
     fn devfreq(&mut self, n: &Node) -> Vec<Devfreq> {
@@ -1528,13 +1582,19 @@ impl<'a> Decoder<'a> {
             node,
             "system",
             &[
-                "sysctl", "zram", "cpufreq", "realtime", "latency", "devfreq",
+                "sysctl", "zram", "cpufreq", "realtime", "latency", "devfreq", "irqs", "kthreads",
             ],
         ) else {
             return sys;
         };
         if let Some(n) = f.get("devfreq") {
             sys.devfreq = self.devfreq(n);
+        }
+        if let Some(n) = f.get("irqs") {
+            sys.irqs = self.thread_rules(n, "system.irqs");
+        }
+        if let Some(n) = f.get("kthreads") {
+            sys.kthreads = self.thread_rules(n, "system.kthreads");
         }
         if let Some(n) = f.get("sysctl") {
             for (k, v) in self.named_map(n, "system.sysctl") {

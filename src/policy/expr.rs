@@ -150,6 +150,10 @@ pub enum ExprKind {
     Running(String),
     /// `exists(GROUP)`.
     Exists(Spanned<String>),
+    /// `throttled(POLICY)` (issue 24, SPEC §6): the policy's ceiling is
+    /// clipped below what was asked, or a cooling device bound to it is
+    /// above 0.
+    Throttled(Spanned<String>),
 }
 
 /// `METRIC OP VALUE`. Equality ignores spans.
@@ -305,6 +309,17 @@ pub enum Metric {
     MemoryAvailable,
     /// `thermal.ZONE.temp`; ZONE is the zone's `type`.
     ThermalTemp { zone: Spanned<String> },
+    /// `thermal.ZONE.trip.N`: trip point N's temperature (issue 24).
+    ThermalTrip { zone: Spanned<String>, trip: u32 },
+    /// `cooling.NAME.state`: a cooling device's `cur_state`, NAME its
+    /// `type` (issue 24).
+    CoolingState { device: Spanned<String> },
+    /// `cpufreq.POLICY.limit` (the ceiling the kernel lets the policy reach
+    /// now) or `cpufreq.POLICY.cur`, kHz (issue 24).
+    CpufreqFreq {
+        policy: Spanned<String>,
+        limit: bool,
+    },
 }
 
 impl Metric {
@@ -322,7 +337,11 @@ impl Metric {
             | Metric::MemoryEvent { group, .. }
             | Metric::PidsCurrent { group }
             | Metric::Populated { group } => Some((&group.value, group.span)),
-            Metric::MemoryAvailable | Metric::ThermalTemp { .. } => None,
+            Metric::MemoryAvailable
+            | Metric::ThermalTemp { .. }
+            | Metric::ThermalTrip { .. }
+            | Metric::CoolingState { .. }
+            | Metric::CpufreqFreq { .. } => None,
         }
     }
 }
@@ -350,6 +369,14 @@ impl fmt::Display for Metric {
             Metric::Populated { group } => write!(f, "{}.cgroup.populated", group.value),
             Metric::MemoryAvailable => f.write_str("system.memory.available"),
             Metric::ThermalTemp { zone } => write!(f, "thermal.{}.temp", zone.value),
+            Metric::ThermalTrip { zone, trip } => write!(f, "thermal.{}.trip.{trip}", zone.value),
+            Metric::CoolingState { device } => write!(f, "cooling.{}.state", device.value),
+            Metric::CpufreqFreq { policy, limit } => write!(
+                f,
+                "cpufreq.{}.{}",
+                policy.value,
+                if *limit { "limit" } else { "cur" }
+            ),
         }
     }
 }
@@ -373,12 +400,15 @@ pub enum Threshold {
         window: Option<Duration>,
     },
     Temperature(Temperature),
+    /// `cpufreq.POLICY.limit|cur` (issue 24).
+    Frequency(crate::units::Frequency),
 }
 
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Threshold::Percent(p) => write!(f, "{p}"),
+            Threshold::Frequency(fr) => write!(f, "{fr}"),
             Threshold::Size(s) => write!(f, "{s}"),
             Threshold::Count(n) => write!(f, "{n}"),
             Threshold::StallTime { amount, window } => write!(f, "{amount}/{window}"),
@@ -451,6 +481,7 @@ impl fmt::Display for Expr {
                 }
             }
             ExprKind::Exists(g) => write!(f, "exists({})", g.value),
+            ExprKind::Throttled(p) => write!(f, "throttled({})", p.value),
         }
     }
 }
@@ -476,7 +507,7 @@ pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
                 }
             }
             ExprKind::Exists(g) => out.push((g.value.clone(), g.span)),
-            ExprKind::Running(_) => {}
+            ExprKind::Running(_) | ExprKind::Throttled(_) => {}
         }
     }
     out
@@ -696,7 +727,7 @@ impl Parser {
         let word_end = self.pos;
         self.skip_ws();
         let paren_follows = self.peek() == Some('(');
-        if paren_follows && (word == "running" || word == "exists") {
+        if paren_follows && (word == "running" || word == "exists" || word == "throttled") {
             return self.parse_call(&word, start);
         }
         if word == "and" || word == "or" {
@@ -824,6 +855,9 @@ impl Parser {
         let kind = if name == "running" {
             check_glob(&arg, arg_start)?;
             ExprKind::Running(arg)
+        } else if name == "throttled" {
+            hw::throttled_arg(&arg, arg_start)?;
+            ExprKind::Throttled(Spanned::new(arg, Span::new(arg_start, arg_end)))
         } else {
             if !is_valid_name(&arg) {
                 return Err(error(
@@ -926,6 +960,9 @@ fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseError> {
 
     if names == ["system", "memory", "available"] {
         return Ok(Metric::MemoryAvailable);
+    }
+    if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
+        return Ok(m);
     }
     if let ["thermal", zone @ .., "temp"] = names.as_slice() {
         if !zone.is_empty() {
@@ -1108,9 +1145,15 @@ fn parse_threshold(
             Some(n @ (0 | 1)) => Ok(Threshold::Count(n)),
             _ => Err(wrong("0 or 1")),
         },
-        Metric::ThermalTemp { .. } => Temperature::parse(value)
+        Metric::ThermalTemp { .. } | Metric::ThermalTrip { .. } => Temperature::parse(value)
             .map(Threshold::Temperature)
             .map_err(|_| wrong("a temperature like `85C`")),
+        Metric::CoolingState { .. } => parse_count(value)
+            .map(Threshold::Count)
+            .ok_or_else(|| wrong("a whole number (a cooling state)")),
+        Metric::CpufreqFreq { .. } => crate::units::Frequency::parse(value)
+            .map(Threshold::Frequency)
+            .map_err(|_| wrong("a frequency like `1.8GHz`")),
     }
 }
 
@@ -1504,5 +1547,6 @@ fn is_positive(value: &KnobValue) -> bool {
 }
 
 mod cap;
+mod hw;
 #[cfg(test)]
 mod tests;

@@ -405,6 +405,24 @@ pub struct System {
     pub latency: Option<Latency>,
     /// `system.devfreq` (issue 24), in file order.
     pub devfreq: Vec<Devfreq>,
+    /// `system.irqs` (issue 24): the first entry whose glob matches one of
+    /// an IRQ's action names applies to it.
+    pub irqs: Vec<ThreadRule>,
+    /// `system.kthreads` (issue 24): the first entry whose glob matches a
+    /// kernel thread's comm applies to it.
+    pub kthreads: Vec<ThreadRule>,
+}
+
+/// One entry of `system.irqs` or `system.kthreads`.
+#[derive(Clone, Debug)]
+pub struct ThreadRule {
+    /// Glob (`*`, `?`) over IRQ action names or kernel thread comms.
+    pub name: String,
+    /// IRQ affinity, or the kthread's CPUs.
+    pub cpus: Option<CpuList>,
+    /// The threaded IRQ's `irq/N-NAME` thread, or the kthread: fifo/rr with
+    /// a priority, or other.
+    pub sched: Option<Sched>,
 }
 
 /// `system.devfreq.NAME`: a devfreq device's baseline.
