@@ -188,8 +188,8 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
                 crate::outln!("{f}");
             }
             hardware_lines(root);
-            if let Some(w) = crate::converge::irqbalance_warning(root, policy) {
-                crate::outln!("irqbalance: {w}");
+            for w in crate::converge::coexistence_warnings(root, policy) {
+                crate::outln!("coexistence: {w}");
             }
             let missing = found.iter().filter(|f| f.missing).count();
             crate::outln!("{missing} missing, {} notes", found.len() - missing);

@@ -633,3 +633,75 @@ rules:
     assert_eq!(t[0]["subject"], "cpufreq policy7", "{v:#}");
     assert_eq!(t[0]["measured"], 2.0, "{v:#}");
 }
+
+/// `settings.drift` (SPEC §6 "Coexistence"): a knob written behind the
+/// daemon's back is seen at the next check — a `drift` warning and the
+/// `cgwarden_drift_total{knob}` counter — and with `on_drift: restore` put
+/// back, the journal keeping the original from before the daemon.
+/// `doctor` names a tuner that writes the same knobs (tuned here).
+#[test]
+fn drift_is_seen_and_restored_and_other_tuners_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, policy, root) = board(
+        dir.path(),
+        r#"version: 1
+product: drift
+settings:
+  drift: { interval: 1s, on_drift: restore }
+  metrics: { textfile: /var/lib/node_exporter/cgwarden.prom, interval: 1s }
+system:
+  sysctl: { vm.swappiness: 33 }
+  cpufreq:
+    policy4: { governor: "schedutil|ondemand", up_rate_limit_us: 500 }
+"#,
+    );
+    t.add_process(&cgwarden::kernel::fake_tree::FakeProcess::new(321, "tuned"))
+        .unwrap();
+    let sw = "proc/sys/vm/swappiness";
+    let journal = "run/cgwarden/originals";
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_for("baseline", Duration::from_secs(10), || {
+        read(&root, sw) == "33"
+    });
+    let before = std::fs::read_to_string(root.join(journal)).unwrap();
+    // A fallback list resolved to schedutil is not a drift.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!d.log().contains("drift:"), "{}", d.log());
+    write(&root, sw, "77");
+    d.wait_for("restored", Duration::from_secs(10), || {
+        read(&root, sw) == "33"
+    });
+    d.wait_for("counted", Duration::from_secs(10), || {
+        std::fs::read_to_string(root.join("var/lib/node_exporter/cgwarden.prom"))
+            .is_ok_and(|t| t.contains("cgwarden_drift_total{knob=\"sysctl.vm.swappiness\"} 1"))
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        log.contains("drift: written behind cgwarden's back"),
+        "{log}"
+    );
+    assert!(log.contains("tuned is running and writes"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(journal)).unwrap(),
+        before,
+        "the journal is untouched"
+    );
+    write(&root, "proc/cmdline", "console=ttyMSM0");
+    let doc = support::cgwarden(&[
+        "doctor",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(
+        doc.stdout
+            .contains("coexistence: tuned is running and writes sysctls, cpufreq governors")
+            && doc
+                .stdout
+                .contains("sysctl.vm.swappiness, cpufreq.policy4.governor"),
+        "{}{}",
+        doc.stdout,
+        doc.stderr
+    );
+}

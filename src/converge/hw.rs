@@ -159,17 +159,149 @@ impl Converger<'_> {
     }
 }
 
-/// The warning `doctor` and `run` give when irqbalance runs while the
-/// policy places IRQs (`system.irqs` or `realtime.housekeeping_cpus`):
-/// irqbalance would move them back. `None` when there is nothing to say.
-pub fn irqbalance_warning(root: &Root, policy: &Policy) -> Option<String> {
-    let places = !policy.system.irqs.is_empty()
-        || policy
-            .system
+/// Other tuners that write what a policy manages (SPEC §6 "Coexistence"):
+/// their comm, and which of the policy's knobs they share. Names as their
+/// packages run them: irqbalance, tuned, thermald, power-profiles-daemon,
+/// systemd-oomd, and Qualcomm's resource tuner (URM: `resource-tuner`,
+/// `urm`).
+const TUNERS: [(&str, &str); 7] = [
+    ("irqbalance", "IRQ affinities"),
+    (
+        "tuned",
+        "sysctls, cpufreq governors, IRQ and kernel-thread affinities and priorities",
+    ),
+    (
+        "thermald",
+        "cpufreq ceilings (scaling_max_freq) and cooling",
+    ),
+    (
+        "power-profiles-",
+        "cpufreq governors and energy preferences",
+    ),
+    (
+        "systemd-oomd",
+        "the groups' memory pressure (it kills in them)",
+    ),
+    (
+        "resource-tuner",
+        "cpufreq, devfreq, uclamp and sysctls (URM)",
+    ),
+    ("urm", "cpufreq, devfreq, uclamp and sysctls (URM)"),
+];
+
+/// What the policy manages that `tuner` also writes, as knob names; empty:
+/// nothing shared.
+fn shared_with(tuner: &str, policy: &Policy) -> Vec<String> {
+    let sys = &policy.system;
+    let mut out = Vec::new();
+    let irqs = || {
+        let mut v: Vec<String> = sys
+            .irqs
+            .iter()
+            .map(|r| format!("system.irqs `{}`", r.name))
+            .collect();
+        if sys
             .realtime
             .as_ref()
-            .is_some_and(|r| r.housekeeping_cpus.is_some());
-    (places && crate::kernel::irq::process_running(root, "irqbalance")).then(|| {
-        "irqbalance is running and will move the IRQs this policy places (system.irqs, realtime.housekeeping_cpus); stop it, or ban those CPUs and IRQs in its configuration (IRQBALANCE_BANNED_CPULIST, --banirq)".to_string()
-    })
+            .is_some_and(|r| r.housekeeping_cpus.is_some())
+        {
+            v.push("realtime.housekeeping_cpus".into());
+        }
+        v
+    };
+    let governors = || {
+        sys.cpufreq
+            .iter()
+            .filter(|c| c.governor.is_some())
+            .map(|c| format!("cpufreq.{}.governor", c.policy))
+            .collect::<Vec<_>>()
+    };
+    let ceilings = || {
+        let mut v: Vec<String> = sys
+            .cpufreq
+            .iter()
+            .filter(|c| c.max.is_some())
+            .map(|c| format!("cpufreq.{}.max", c.policy))
+            .collect();
+        v.extend(
+            crate::engine::supervisor::rule_knobs(policy)
+                .into_iter()
+                .filter(|k| k.is_ceiling() && k.to_string().starts_with("cpufreq."))
+                .map(|k| k.to_string()),
+        );
+        v.sort();
+        v.dedup();
+        v
+    };
+    let sysctls = || {
+        sys.sysctl
+            .iter()
+            .map(|(n, _)| format!("sysctl.{n}"))
+            .collect::<Vec<_>>()
+    };
+    match tuner {
+        "irqbalance" => out.extend(irqs()),
+        "tuned" => {
+            out.extend(sysctls());
+            out.extend(governors());
+            out.extend(irqs());
+            out.extend(
+                sys.kthreads
+                    .iter()
+                    .map(|r| format!("system.kthreads `{}`", r.name)),
+            );
+        }
+        "thermald" => out.extend(ceilings()),
+        "power-profiles-" => out.extend(governors()),
+        "systemd-oomd" => out.extend(
+            policy
+                .all_groups()
+                .into_iter()
+                .filter(|g| g.memory.high.is_some() || g.memory.max.is_some())
+                .map(|g| format!("{}.memory.*", g.name)),
+        ),
+        _ => {
+            out.extend(governors());
+            out.extend(ceilings());
+            out.extend(
+                sys.devfreq
+                    .iter()
+                    .map(|d| format!("devfreq.{}.*", d.device)),
+            );
+            out.extend(sysctls());
+        }
+    }
+    out
+}
+
+/// The warnings `doctor` and `run` give for other tuners running on the
+/// box that write what this policy manages (irqbalance would move the IRQs
+/// back, tuned rewrite the sysctls, …), one per tuner, naming the shared
+/// knobs. Empty when none runs or none shares anything.
+pub fn coexistence_warnings(root: &Root, policy: &Policy) -> Vec<String> {
+    let comms: Vec<String> = crate::kernel::procfs::pids(root)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|pid| crate::kernel::procfs::comm(root, pid).ok().flatten())
+        .collect();
+    let mut out = Vec::new();
+    for (tuner, writes) in TUNERS {
+        if !comms.iter().any(|c| c == tuner) {
+            continue;
+        }
+        let shared = shared_with(tuner, policy);
+        if shared.is_empty() {
+            continue;
+        }
+        let fix = if tuner == "irqbalance" {
+            "; stop it, or ban those CPUs and IRQs in its configuration (IRQBALANCE_BANNED_CPULIST, --banirq)"
+        } else {
+            "; one of the two will undo the other's writes"
+        };
+        out.push(format!(
+            "{tuner} is running and writes {writes}, as this policy does: {}{fix}",
+            shared.join(", ")
+        ));
+    }
+    out
 }

@@ -9,7 +9,7 @@
 //! from `min` up to `max`, processes moved only after their group is ready.
 
 mod hw;
-pub use hw::irqbalance_warning;
+pub use hw::coexistence_warnings;
 pub(crate) mod journal;
 pub mod lock;
 pub(crate) mod placement;

@@ -261,7 +261,10 @@ impl Actuator {
                 label: w.knob.to_string(),
                 path,
                 text,
-                journal: true,
+                // A drift put back (issue 24) leaves the journal untouched:
+                // the file's original is in it from before, or it lies in a
+                // group cgwarden created (reset removes the group).
+                journal: !matches!(w.cause, crate::engine::knobs::Cause::Drift),
                 deadline: self.deadline,
                 old,
                 new: w.new.to_string(),

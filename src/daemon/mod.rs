@@ -17,6 +17,7 @@
 
 pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
+mod drift; // issue 24: settings.drift
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
@@ -125,6 +126,9 @@ struct Daemon {
     irqwatch: Option<irqwatch::IrqWatch>,
     /// Issue 24: throttle episodes per cpufreq policy.
     throttle: throttle::ThrottleTracker,
+    /// Issue 24: a drift check is running; drifts seen per knob.
+    drift_busy: bool,
+    drifts: std::collections::BTreeMap<String, u64>,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -275,6 +279,12 @@ async fn run_async(opts: Options) -> u8 {
                          // nothing in the loop waits on a kernel write (the writer lanes do), so
                          // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
+    // Issue 24: settings.drift, checked off the loop; the result comes back here.
+    let drift_every = d.policy.settings.drift.as_ref().map(|x| x.interval);
+    let mut drift_timer = tokio::time::interval(drift_every.unwrap_or(Duration::from_secs(3600)));
+    drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    drift_timer.tick().await;
+    let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
 
     d.evaluate();
     let mut last_tick = Instant::now();
@@ -322,6 +332,8 @@ async fn run_async(opts: Options) -> u8 {
                 woke.rescan += 1;
                 d.rescan()
             }
+            _ = drift_timer.tick(), if drift_every.is_some() => d.start_drift_check(&drift_tx),
+            Some(found) = drift_rx.recv() => d.on_drift(found),
             _ = wd.tick(), if watchdog.is_some() => {
                 woke.watchdog += 1;
                 notify(&[sd_notify::NotifyState::Watchdog])
@@ -548,6 +560,8 @@ impl Daemon {
             observe: None,
             irqwatch: None,
             throttle: throttle::ThrottleTracker::default(),
+            drift_busy: false,
+            drifts: std::collections::BTreeMap::new(),
         }
     }
 
@@ -666,7 +680,7 @@ impl Daemon {
             tx.clone(),
         ));
         // ---- end issue #5 ----
-        if let Some(w) = crate::converge::irqbalance_warning(&root, &self.policy) {
+        for w in crate::converge::coexistence_warnings(&root, &self.policy) {
             tracing::warn!("{w}");
         }
         self.irqwatch =

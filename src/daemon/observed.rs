@@ -213,6 +213,7 @@ impl Daemon {
                 .map(|(name, counters)| HookView { name, counters })
                 .collect(),
             throttle_episodes: self.throttle.episodes.clone(),
+            drifts: self.drifts.clone(),
             ..Default::default()
         };
         if let Some(o) = &mut self.observe {

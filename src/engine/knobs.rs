@@ -51,6 +51,9 @@ pub enum Cause {
     /// The owner's claims (a boost) reached their deadline; the knob returns
     /// to its baseline.
     Expired(Owner),
+    /// `settings.drift: { on_drift: restore }` (issue 24): the file was
+    /// written behind the daemon's back and is put back.
+    Drift,
 }
 
 impl fmt::Display for Cause {
@@ -60,6 +63,7 @@ impl fmt::Display for Cause {
             Cause::Baseline => f.write_str("baseline"),
             Cause::Release(o) => write!(f, "{o} released"),
             Cause::Expired(o) => write!(f, "{o} expired"),
+            Cause::Drift => f.write_str("drift restored"),
         }
     }
 }

@@ -240,14 +240,6 @@ pub fn sched_text(root: &Root, pid: i32) -> Result<Option<String>> {
     Ok(super::sched::current_policy(root, pid)?.map(|(p, prio)| format!("{} {prio}", p.name())))
 }
 
-/// Whether a process whose comm is `comm` runs (`irqbalance`, …).
-pub fn process_running(root: &Root, comm: &str) -> bool {
-    procfs::pids(root)
-        .unwrap_or_default()
-        .into_iter()
-        .any(|pid| matches!(procfs::comm(root, pid), Ok(Some(c)) if c == comm))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,8 @@ pub(crate) struct EngineView {
     pub hooks: Vec<HookView>,
     /// Issue 24: throttle episodes per cpufreq policy.
     pub throttle_episodes: BTreeMap<String, u64>,
+    /// Issue 24: drifts seen per knob (`settings.drift`).
+    pub drifts: BTreeMap<String, u64>,
 }
 
 /// The daemon's side: counters and the watch sender.

@@ -566,6 +566,39 @@ impl<'a> Decoder<'a> {
         None
     }
 
+    /// `settings.drift` (issue 24): `{ interval: D, on_drift: warn|restore }`;
+    /// interval 1s..=1d, default 1m; on_drift default warn.
+    fn drift_settings(&mut self, node: &Node) -> Option<DriftSettings> {
+        let f = self.fields(node, "settings.drift", &["interval", "on_drift"])?;
+        let interval = match f.get("interval") {
+            None => Duration::from_secs(60),
+            Some(n) => match self.duration(n, "settings.drift.interval") {
+                Some(d) if d >= Duration::from_secs(1) && d <= Duration::from_secs(86400) => d,
+                Some(_) => {
+                    self.err(n.pos, "settings.drift.interval must be from 1s to 1d");
+                    return None;
+                }
+                None => return None,
+            },
+        };
+        let restore = match f.get("on_drift") {
+            None => false,
+            Some(n) => match self.text(n, "settings.drift.on_drift").as_deref() {
+                Some("warn") => false,
+                Some("restore") => true,
+                Some(other) => {
+                    self.err(
+                        n.pos,
+                        format!("settings.drift.on_drift `{other}`: expected `warn` or `restore`"),
+                    );
+                    return None;
+                }
+                None => return None,
+            },
+        };
+        Some(DriftSettings { interval, restore })
+    }
+
     fn settings(&mut self, node: &Node) -> Settings {
         let mut s = Settings::default();
         let Some(f) = self.fields(
@@ -581,10 +614,14 @@ impl<'a> Decoder<'a> {
                 "metrics",
                 "recorder",
                 "daemon",
+                "drift",
             ],
         ) else {
             return s;
         };
+        if let Some(n) = f.get("drift") {
+            s.drift = self.drift_settings(n);
+        }
         if let Some(n) = f.get("cgroup_root") {
             if let Some(p) = self.abs_path(n, "settings.cgroup_root") {
                 s.cgroup_root = p;

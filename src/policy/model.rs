@@ -141,6 +141,18 @@ pub struct Settings {
     pub recorder: Option<RecorderSettings>,
     /// How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve").
     pub daemon: DaemonSettings,
+    /// `settings.drift` (issue 24, SPEC §6 "Coexistence"): `None`, no check.
+    pub drift: Option<DriftSettings>,
+}
+
+/// `settings.drift`: how often every managed knob is compared with its
+/// effective value, and what a drift does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriftSettings {
+    pub interval: Duration,
+    /// `on_drift: restore` writes the effective value back; `warn` only
+    /// reports.
+    pub restore: bool,
 }
 
 /// `settings.daemon`: the priority, CPUs and memory locking of the daemon's
@@ -199,6 +211,7 @@ impl Default for Settings {
             metrics: MetricsSettings::default(),
             recorder: None,
             daemon: DaemonSettings::default(),
+            drift: None,
         }
     }
 }
