@@ -593,6 +593,16 @@ rules:
     d.wait_for("one episode", Duration::from_secs(10), || {
         episodes(&root).as_deref() == Some("1")
     });
+    d.wait_for(
+        "the limit and throttled gauges",
+        Duration::from_secs(10),
+        || {
+            std::fs::read_to_string(root.join(prom)).is_ok_and(|t| {
+                t.contains("cgwarden_cpufreq_limit_hertz{policy=\"policy7\"} 1804800000")
+                    && t.contains("cgwarden_cpufreq_throttled{policy=\"policy7\"} 1")
+            })
+        },
+    );
     // Held for many ticks: still one.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(episodes(&root).as_deref(), Some("1"));

@@ -129,6 +129,8 @@ struct Daemon {
     /// Issue 24: a drift check is running; drifts seen per knob.
     drift_busy: bool,
     drifts: std::collections::BTreeMap<String, u64>,
+    /// Issue 24: each tracked cpufreq policy's limit (kHz) and throttled().
+    cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -562,6 +564,7 @@ impl Daemon {
             throttle: throttle::ThrottleTracker::default(),
             drift_busy: false,
             drifts: std::collections::BTreeMap::new(),
+            cpufreq_limits: std::collections::BTreeMap::new(),
         }
     }
 
@@ -779,6 +782,14 @@ impl Daemon {
         self.set_asked_ceilings();
         let snap = self.sampler.sample(now);
         self.throttle_episodes(&snap.throttled);
+        if !snap.throttled.is_empty() {
+            // The limits for the metrics: republished only when they change.
+            let limits = snap.cpufreq_limits();
+            if limits != self.cpufreq_limits {
+                self.cpufreq_limits = limits;
+                self.observed_changed();
+            }
+        }
         let view = View {
             snap: &snap,
             stall: &self.sampler.stall,

@@ -214,6 +214,7 @@ impl Daemon {
                 .collect(),
             throttle_episodes: self.throttle.episodes.clone(),
             drifts: self.drifts.clone(),
+            cpufreq_limits: self.cpufreq_limits.clone(),
             ..Default::default()
         };
         if let Some(o) = &mut self.observe {

@@ -257,6 +257,19 @@ impl Sampler {
     }
 }
 
+impl Snapshot {
+    /// Issue 24: each tracked policy's limit (kHz) and `throttled()`.
+    pub fn cpufreq_limits(&self) -> std::collections::BTreeMap<String, (u64, bool)> {
+        self.limits
+            .iter()
+            .map(|(p, l)| {
+                let t = self.throttled.get(p).copied().unwrap_or(false);
+                (p.clone(), (l.limit, t))
+            })
+            .collect()
+    }
+}
+
 impl Sampler {
     /// Issue 24: the ceilings asked for (kHz), set before each sample.
     pub fn set_asked(&mut self, asked: HashMap<String, u64>) {

@@ -376,6 +376,41 @@ impl Collector for Scrape {
             None,
             &claims,
         )?;
+        // Issue 24: what the kernel lets each cpufreq policy reach now.
+        if !v.cpufreq_limits.is_empty() {
+            let limit: Vec<(Labels, f64)> = v
+                .cpufreq_limits
+                .iter()
+                .map(|(p, (khz, _))| {
+                    (
+                        vec![("policy", Cow::Borrowed(p.as_str()))],
+                        *khz as f64 * 1000.0,
+                    )
+                })
+                .collect();
+            f.gauge(
+                "cgwarden_cpufreq_limit_hertz",
+                "The ceiling the kernel lets the cpufreq policy reach now (after thermal and QoS clipping).",
+                None,
+                &limit,
+            )?;
+            let throttled: Vec<(Labels, f64)> = v
+                .cpufreq_limits
+                .iter()
+                .map(|(p, (_, t))| {
+                    (
+                        vec![("policy", Cow::Borrowed(p.as_str()))],
+                        f64::from(u8::from(*t)),
+                    )
+                })
+                .collect();
+            f.gauge(
+                "cgwarden_cpufreq_throttled",
+                "1 while throttled(POLICY) holds.",
+                None,
+                &throttled,
+            )?;
+        }
         // Issue 24: settings.drift's findings, per knob.
         if !v.drifts.is_empty() {
             let drifts: Vec<(Labels, u64)> = v

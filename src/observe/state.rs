@@ -75,6 +75,8 @@ pub(crate) struct EngineView {
     pub throttle_episodes: BTreeMap<String, u64>,
     /// Issue 24: drifts seen per knob (`settings.drift`).
     pub drifts: BTreeMap<String, u64>,
+    /// Issue 24: per cpufreq policy, its limit (kHz) and `throttled()`.
+    pub cpufreq_limits: BTreeMap<String, (u64, bool)>,
 }
 
 /// The daemon's side: counters and the watch sender.
