@@ -715,3 +715,24 @@ system:
         doc.stderr
     );
 }
+
+/// A reload that brings the first `system.irqs` rule places the IRQs at
+/// once (the watcher starts with the reload; startup placed nothing).
+#[test]
+fn a_reload_that_adds_irq_rules_places_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "version: 1\nproduct: irqs-reload\nsettings: { rescan: 10m }\nsystem:\n  sysctl: { vm.swappiness: 33 }\n";
+    let (_t, policy, root) = board(dir.path(), base);
+    write(&root, "sys/kernel/irq/24/actions", "can0");
+    let d = Daemon::start(&policy, &root, Start::default());
+    std::fs::write(
+        &policy,
+        format!("{base}  irqs:\n    - name: can0\n      cpus: \"7\"\n"),
+    )
+    .unwrap();
+    d.wait_for("placed after the reload", Duration::from_secs(10), || {
+        read(&root, "proc/irq/24/smp_affinity_list") == "7"
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

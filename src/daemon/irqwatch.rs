@@ -38,6 +38,17 @@ impl IrqWatch {
     /// Starts the thread when the policy has IRQ or kthread rules.
     /// `journal`: `None` in a dry run (plans are logged, nothing written).
     pub fn start(root: &Root, policy: &Policy, journal: Option<SharedJournal>) -> Option<IrqWatch> {
+        Self::start_with(root, policy, journal, false)
+    }
+
+    /// [`IrqWatch::start`]; `now`: plan and apply once right away (a reload
+    /// that brings the first rules: startup's `apply` did not place them).
+    pub fn start_with(
+        root: &Root,
+        policy: &Policy,
+        journal: Option<SharedJournal>,
+        now: bool,
+    ) -> Option<IrqWatch> {
         if !has_rules(policy) {
             return None;
         }
@@ -46,7 +57,7 @@ impl IrqWatch {
         let interval = policy.settings.rescan;
         let spawned = std::thread::Builder::new()
             .name("cgw-irq".into())
-            .spawn(move || run(root, p, journal, interval));
+            .spawn(move || run(root, p, journal, interval, now));
         match spawned {
             Ok(_) => Some(IrqWatch { policy: shared }),
             Err(e) => {
@@ -64,7 +75,13 @@ impl IrqWatch {
     }
 }
 
-fn run(root: Root, policy: Arc<Mutex<Policy>>, journal: Option<SharedJournal>, interval: Duration) {
+fn run(
+    root: Root,
+    policy: Arc<Mutex<Policy>>,
+    journal: Option<SharedJournal>,
+    interval: Duration,
+    mut first_now: bool,
+) {
     // Netlink needs a kernel, as the process-events connector does.
     let uevents = if !root.supports(crate::kernel::Op::ProcConnector) {
         None
@@ -78,9 +95,10 @@ fn run(root: Root, policy: Arc<Mutex<Policy>>, journal: Option<SharedJournal>, i
         }
     };
     loop {
-        let woke = match &uevents {
-            Some(u) => u.wait(interval).unwrap_or(false),
-            None => {
+        let woke = match (&uevents, std::mem::take(&mut first_now)) {
+            (_, true) => false,
+            (Some(u), false) => u.wait(interval).unwrap_or(false),
+            (None, false) => {
                 std::thread::sleep(interval);
                 false
             }
