@@ -188,6 +188,10 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
             for f in &found {
                 crate::outln!("{f}");
             }
+            hardware_lines(root);
+            for w in crate::converge::coexistence_warnings(root, policy) {
+                crate::outln!("coexistence: {w}");
+            }
             let missing = found.iter().filter(|f| f.missing).count();
             crate::outln!("{missing} missing, {} notes", found.len() - missing);
             if missing > 0 {
@@ -200,6 +204,27 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
             eprintln!("cgwarden: error: doctor: {e}");
             crate::exit::for_kernel_error(&e)
         }
+    }
+}
+
+/// The board's devfreq devices and their governors (issue 24), one line
+/// each; nothing when the kernel has none.
+fn hardware_lines(root: &Root) {
+    let mhz = |hz: Option<u64>| hz.map_or("-".to_string(), |h| format!("{}MHz", h / 1_000_000));
+    for d in crate::kernel::devfreq::devices(root) {
+        crate::outln!(
+            "devfreq {}: governor {} (offers {}), cur {} min {} max {}",
+            d.name,
+            d.governor.as_deref().unwrap_or("-"),
+            if d.available_governors.is_empty() {
+                "-".to_string()
+            } else {
+                d.available_governors.join(" ")
+            },
+            mhz(d.cur),
+            mhz(d.min),
+            mhz(d.max)
+        );
     }
 }
 

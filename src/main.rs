@@ -230,8 +230,12 @@ enum Command {
     /// Hold knobs at values through the daemon; prints the boost's handle.
     Boost {
         /// KNOB=VALUE pairs from the closed knob set, e.g. cpufreq.policy4.min=1.8GHz.
-        #[arg(required = true, value_name = "KNOB=VALUE")]
+        #[arg(required_unless_present = "caps", value_name = "KNOB=VALUE")]
         knobs: Vec<String>,
+        /// Hold a ceiling that beats every raise on a ceiling-type knob,
+        /// e.g. --cap cpufreq.policy7.max=1.8GHz (repeatable).
+        #[arg(long = "cap", value_name = "KNOB=VALUE")]
+        caps: Vec<String>,
         /// How long the boost lasts (required unless root); with CMD, at most this long.
         #[arg(long = "for", value_name = "DURATION")]
         duration: Option<String>,
@@ -461,17 +465,25 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Status { json, client } => Ok(client.run(ClientCommand::Status { json })),
         Command::Boost {
-            knobs,
+            mut knobs,
+            caps,
             duration,
             reason,
             client,
             cmd,
-        } => Ok(client.run(ClientCommand::Boost {
-            knobs,
-            duration,
-            reason,
-            cmd,
-        })),
+        } => {
+            // A cap travels as the key `cap KNOB` (docs/control.md).
+            knobs.extend(
+                caps.iter()
+                    .map(|c| format!("{}{c}", cgwarden::knobs::CAP_KEY_PREFIX)),
+            );
+            Ok(client.run(ClientCommand::Boost {
+                knobs,
+                duration,
+                reason,
+                cmd,
+            }))
+        }
         Command::Release { handle, client } => Ok(client.run(ClientCommand::Release { handle })),
         Command::Reload {
             dry_run,

@@ -83,6 +83,26 @@ pub enum Entry {
     ZramInit { device: String },
     /// A swap device cgwarden enabled.
     Swapon { path: PathBuf },
+    /// A kernel thread's scheduling and CPUs before cgwarden changed them
+    /// (`system.irqs` IRQ threads, `system.kthreads`; issue 24). `sched`
+    /// is `POLICY PRIORITY` (`fifo 50`, `other 0`), `cpus` a CPU list.
+    /// Restored only while `pid` is still the kernel thread `comm`.
+    Kthread {
+        pid: i32,
+        comm: String,
+        sched: String,
+        cpus: String,
+    },
+}
+
+/// Whether `text` is a journalled kthread scheduling: `POLICY PRIORITY`
+/// with a policy name and a priority 0..=99.
+pub fn kthread_sched_text(text: &str) -> Option<(&str, u32)> {
+    let (policy, prio) = text.split_once(' ')?;
+    let prio: u32 = prio.parse().ok().filter(|p| *p <= 99)?;
+    ["other", "batch", "idle", "fifo", "rr"]
+        .contains(&policy)
+        .then_some((policy, prio))
 }
 
 impl Entry {
@@ -93,6 +113,7 @@ impl Entry {
             Entry::ZramHotAdd { device } => format!("hotadd {device}"),
             Entry::ZramInit { device } => format!("init {device}"),
             Entry::Swapon { path } => format!("swapon {}", Root::normalize(path).display()),
+            Entry::Kthread { pid, .. } => format!("kthread {pid}"),
         }
     }
 
@@ -108,6 +129,17 @@ impl Entry {
             Entry::ZramHotAdd { device } => format!("ZRAM_HOTADD\t{}", escape(device)),
             Entry::ZramInit { device } => format!("ZRAM_INIT\t{}", escape(device)),
             Entry::Swapon { path } => format!("SWAPON\t{}", escape(&path.to_string_lossy())),
+            Entry::Kthread {
+                pid,
+                comm,
+                sched,
+                cpus,
+            } => format!(
+                "KTHREAD\t{pid}\t{}\t{}\t{}",
+                escape(comm),
+                escape(sched),
+                escape(cpus)
+            ),
         }
     }
 
@@ -117,6 +149,19 @@ impl Entry {
     fn parse(line: &str) -> Option<Entry> {
         let mut f = line.split('\t');
         let tag = f.next()?;
+        if tag == "KTHREAD" {
+            let fields: Vec<&str> = f.collect();
+            let [pid, comm, sched, cpus] = fields.as_slice() else {
+                return None;
+            };
+            let e = Entry::Kthread {
+                pid: pid.parse().ok().filter(|p: &i32| *p > 0)?,
+                comm: unescape(comm)?,
+                sched: unescape(sched)?,
+                cpus: unescape(cpus)?,
+            };
+            return (e.render() == line).then_some(e);
+        }
         let a = unescape(f.next()?)?;
         let b = match f.next() {
             Some(s) => Some(unescape(s)?),
@@ -140,6 +185,7 @@ impl Entry {
             | Entry::Mkdir { path }
             | Entry::Swapon { path } => canonical(path),
             Entry::ZramHotAdd { device } | Entry::ZramInit { device } => !device.is_empty(),
+            Entry::Kthread { .. } => true,
         };
         (absolute && e.render() == line).then_some(e)
     }
@@ -204,6 +250,17 @@ pub fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
         Entry::ZramHotAdd { device } | Entry::ZramInit { device } => {
             (numbered(device, "zram"), format!("zram device {device:?}"))
         }
+        Entry::Kthread {
+            comm, sched, cpus, ..
+        } => (
+            // A kthread's comm is its full name (up to 64 bytes since 5.17:
+            // `irq/24-virtio0-config`), not the 15 bytes of a user task's.
+            !comm.is_empty()
+                && comm.len() <= 64
+                && kthread_sched_text(sched).is_some()
+                && crate::units::CpuList::parse_kernel(cpus).is_ok(),
+            format!("kernel thread {comm:?} ({sched:?}, cpus {cpus:?})"),
+        ),
     };
     (!ok).then(|| {
         format!(

@@ -8,6 +8,8 @@
 //! knobs are written, `cpuset.mems` before `cpuset.cpus`, memory limits
 //! from `min` up to `max`, processes moved only after their group is ready.
 
+mod hw;
+pub use hw::coexistence_warnings;
 pub(crate) mod journal;
 pub mod lock;
 pub(crate) mod placement;
@@ -77,6 +79,14 @@ pub enum Step {
         comm: String,
         sched: Sched,
     },
+    /// A kernel thread's policy and/or CPUs (`system.irqs` IRQ threads,
+    /// `system.kthreads`; issue 24): its originals are journalled first.
+    Kthread {
+        pid: i32,
+        comm: String,
+        sched: Option<Sched>,
+        cpus: Option<crate::units::CpuList>,
+    },
 }
 
 impl fmt::Display for Step {
@@ -130,6 +140,24 @@ impl fmt::Display for Step {
                 }
                 Ok(())
             }
+            Step::Kthread {
+                pid,
+                comm,
+                sched,
+                cpus,
+            } => {
+                write!(f, "KTHREAD {pid} ({comm})")?;
+                if let Some(s) = sched {
+                    write!(f, " {}", s.policy.as_str())?;
+                    if let Some(p) = s.priority {
+                        write!(f, " priority {p}")?;
+                    }
+                }
+                if let Some(c) = cpus {
+                    write!(f, " cpus {c}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -138,7 +166,7 @@ impl fmt::Display for Step {
 fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
     match step {
         Step::Mkswap { .. } | Step::Swapon { .. } => Some(crate::kernel::Op::Swap),
-        Step::Sched { .. } => Some(crate::kernel::Op::Sched),
+        Step::Sched { .. } | Step::Kthread { .. } => Some(crate::kernel::Op::Sched),
         Step::ZramHotAdd { .. } | Step::Modprobe { .. } => Some(crate::kernel::Op::ZramControl),
         _ => None,
     }
@@ -278,7 +306,9 @@ impl<'p> Converger<'p> {
         self.plan_sysctls(&mut plan);
         self.plan_zram(&mut plan);
         self.plan_cpufreq(&mut plan);
+        self.plan_devfreq(&mut plan);
         self.plan_realtime(&mut plan);
+        self.plan_hardware_threads(&mut plan);
         self.plan_latency(&mut plan);
         self.plan_placement(&mut plan);
         plan
@@ -663,21 +693,21 @@ impl<'p> Converger<'p> {
                 ));
                 continue;
             }
-            if let Some(gov) = &c.governor {
-                let offered = cpufreq::available_governors(&self.root, p).unwrap_or_default();
-                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
-                    plan.missing.push(format!(
-                        "cpufreq {p}: governor `{gov}` is not offered (available: {})",
-                        offered.join(" ")
-                    ));
-                } else {
-                    self.write_step(
-                        plan,
-                        cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
-                        gov.clone(),
-                        Form::Text,
-                        true,
-                    );
+            let running = cpufreq::read(&self.root, p, cpufreq::SCALING_GOVERNOR).ok();
+            let mut governor = running.clone();
+            if let Some(list) = &c.governor {
+                match cpufreq::resolve_governor(&self.root, p, list) {
+                    Err(e) => plan.missing.push(e),
+                    Ok(gov) => {
+                        self.write_step(
+                            plan,
+                            cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
+                            gov.clone(),
+                            Form::Text,
+                            true,
+                        );
+                        governor = Some(gov);
+                    }
                 }
             }
             // Raising the floor above the current ceiling needs the ceiling first.
@@ -695,6 +725,94 @@ impl<'p> Converger<'p> {
                     true,
                 );
             }
+            self.plan_governor_tunables(plan, c, running.as_deref(), governor.as_deref());
+        }
+    }
+
+    /// `system.devfreq` (issue 24): the governor first (a governor switch
+    /// may reset the limits' QoS requests on vendor kernels), then min/max
+    /// in the order the kernel accepts, in Hz.
+    fn plan_devfreq(&self, plan: &mut Plan) {
+        use crate::kernel::devfreq;
+        for d in &self.policy.system.devfreq {
+            let n = &d.device;
+            if !devfreq::exists(&self.root, n) {
+                plan.missing.push(format!(
+                    "devfreq {n}: {} does not exist (no such devfreq device)",
+                    devfreq::device_dir(n).display()
+                ));
+                continue;
+            }
+            if let Some(gov) = &d.governor {
+                let offered = devfreq::available_governors(&self.root, n);
+                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
+                    plan.missing.push(format!(
+                        "devfreq {n}: governor `{gov}` is not offered (available: {})",
+                        offered.join(" ")
+                    ));
+                } else {
+                    let path = devfreq::attr_path(n, devfreq::GOVERNOR);
+                    self.write_step(plan, path, gov.clone(), Form::Text, true);
+                }
+            }
+            let cur_max = devfreq::read_hz(&self.root, n, devfreq::MAX_FREQ);
+            let min_first = crate::knobs::cpufreq::min_first(d.min, cur_max);
+            let min = d.min.map(|hz| (devfreq::MIN_FREQ, hz));
+            let max = d.max.map(|hz| (devfreq::MAX_FREQ, hz));
+            let order = if min_first { [min, max] } else { [max, min] };
+            for (file, hz) in order.into_iter().flatten() {
+                let path = devfreq::attr_path(n, file);
+                self.write_step(plan, path, hz.to_string(), Form::Text, true);
+            }
+        }
+    }
+
+    /// The governor tunables of one policy, after its governor (issue 24): in
+    /// the directory of the governor the plan leaves running. A governor
+    /// the plan switches to has no directory yet: its tunables are written
+    /// (with no `was`) after the switch; a running governor without the
+    /// tunable makes it missing.
+    fn plan_governor_tunables(
+        &self,
+        plan: &mut Plan,
+        c: &crate::policy::model::Cpufreq,
+        running: Option<&str>,
+        governor: Option<&str>,
+    ) {
+        let p = &c.policy;
+        let Some(gov) = governor else {
+            if !c.tunables.is_empty() {
+                plan.missing.push(format!(
+                    "cpufreq {p}: no governor is running ({} unreadable); its tunables cannot be written",
+                    cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR).display()
+                ));
+            }
+            return;
+        };
+        let switching = running != Some(gov);
+        for (attr, us) in &c.tunables {
+            let path = cpufreq::tunable_target(&self.root, p, gov, *attr);
+            if crate::knobs::cpufreq::WITHOUT_TUNABLES.contains(&gov) {
+                plan.missing.push(format!(
+                    "cpufreq {p}: governor `{gov}` has no tunables ({} cannot be set)",
+                    attr.file_name()
+                ));
+            } else if switching {
+                plan.steps.push(Step::Write {
+                    path,
+                    value: us.to_string(),
+                    form: Form::Text,
+                    was: None,
+                });
+            } else if cpufreq::existing_tunable(&self.root, p, gov, *attr).is_some() {
+                self.write_step(plan, path, us.to_string(), Form::Text, true);
+            } else {
+                plan.missing.push(format!(
+                    "cpufreq {p}: governor `{gov}` has no {} ({} does not exist)",
+                    attr.file_name(),
+                    path.display()
+                ));
+            }
         }
     }
 
@@ -706,7 +824,9 @@ impl<'p> Converger<'p> {
             let list: Vec<u32> = cpus.iter().collect();
             match realtime::irqs(&self.root) {
                 Ok(irqs) => {
-                    for irq in irqs {
+                    // `system.irqs` places its IRQs itself (issue 24).
+                    let placed = self.irqs_placed_by_rules();
+                    for irq in irqs.into_iter().filter(|i| !placed.contains(i)) {
                         let path = realtime::irq_affinity_path(irq);
                         if self.root.exists(&path) {
                             self.write_step(plan, path, cpus.to_string(), Form::CpuList, true);
@@ -859,6 +979,17 @@ impl<'p> Converger<'p> {
             &self.policy.settings.state_dir,
             &self.policy.settings.cgroup_root,
         )?;
+        self.apply_journalled(plan, &mut journal, out)
+    }
+
+    /// [`Converger::apply`] with a journal the caller holds (the daemon's,
+    /// shared with its writer lanes: issue 24's IRQ watcher).
+    pub fn apply_journalled(
+        &self,
+        plan: &Plan,
+        journal: &mut Journal,
+        out: &mut dyn FnMut(&str),
+    ) -> Result<Applied, crate::kernel::Error> {
         let mut done = Applied::default();
         let mut created: Vec<PathBuf> = journal
             .entries()
@@ -880,7 +1011,7 @@ impl<'p> Converger<'p> {
                 continue;
             }
             if let Step::Modprobe { module } = step {
-                match self.apply_step(step, &mut journal, &mut created) {
+                match self.apply_step(step, journal, &mut created) {
                     Err(StepError::Journal(e)) => return Err(e),
                     Err(StepError::Kernel(e)) => {
                         // "missing" only when loading failed (SPEC §4); with
@@ -902,7 +1033,7 @@ impl<'p> Converger<'p> {
                 }
                 continue;
             }
-            match self.apply_step(step, &mut journal, &mut created) {
+            match self.apply_step(step, journal, &mut created) {
                 Ok(true) => {
                     out(&step.to_string());
                     done.changes += 1;
@@ -1067,6 +1198,35 @@ impl<'p> Converger<'p> {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 self.cg.move_pid(&rel, *pid)?;
+                Ok(true)
+            }
+            Step::Kthread {
+                pid,
+                comm,
+                sched: s,
+                cpus,
+            } => {
+                use crate::kernel::irq;
+                if !irq::is_kthread(&self.root, *pid, comm) {
+                    return Ok(false);
+                }
+                let sched_now =
+                    irq::sched_text(&self.root, *pid)?.unwrap_or_else(|| "other 0".into());
+                let cpus_now = irq::affinity(&self.root, *pid)?.unwrap_or_default();
+                journal
+                    .record(Entry::Kthread {
+                        pid: *pid,
+                        comm: comm.clone(),
+                        sched: sched_now,
+                        cpus: cpus_now,
+                    })
+                    .map_err(StepError::Journal)?;
+                if let Some(s) = s {
+                    sched::apply(*pid, &sched_spec(s))?;
+                }
+                if let Some(c) = cpus {
+                    irq::set_affinity(&self.root, *pid, &c.iter().collect::<Vec<_>>())?;
+                }
                 Ok(true)
             }
             Step::Sched { pid, sched: s, .. } => {

@@ -230,6 +230,12 @@ pub fn reset(
                 }
             }
             Entry::Mkdir { .. } => {}
+            Entry::Kthread {
+                pid,
+                comm,
+                sched,
+                cpus,
+            } => restore_kthread(root, *pid, comm, sched, cpus, &mut rep),
         }
     }
     if rep.failures.is_empty() {
@@ -416,4 +422,54 @@ fn rmdir_retry(root: &Root, dir: &Path) -> Result<(), Error> {
         }
     }
     Err(last.unwrap_or_else(|| Error::other(dir, "rmdir kept failing")))
+}
+
+/// Puts a kernel thread's journalled scheduling and CPUs back (issue 24),
+/// only while `pid` is still that kernel thread; a thread that is gone (an
+/// IRQ freed, a module unloaded) has nothing to restore.
+fn restore_kthread(
+    root: &Root,
+    pid: i32,
+    comm: &str,
+    sched: &str,
+    cpus: &str,
+    rep: &mut ResetReport,
+) {
+    use crate::kernel::irq;
+    if !root.supports(Op::Sched) {
+        rep.lines.push(format!(
+            "# skipped on a fake root: SCHED {pid} {sched} ({comm})"
+        ));
+        return;
+    }
+    if !irq::is_kthread(root, pid, comm) {
+        return;
+    }
+    if let Some((policy, prio)) = super::journal::kthread_sched_text(sched) {
+        match irq::set_sched(pid, policy, prio) {
+            Ok(()) => rep.lines.push(format!("SCHED {pid} {sched} ({comm})")),
+            Err(e) if e.errno() == Some(libc::ESRCH) => return,
+            Err(e) => rep
+                .failures
+                .push(format!("SCHED {pid} {sched} ({comm}): {e}")),
+        }
+    }
+    let now = irq::affinity(root, pid).ok().flatten();
+    if now.as_deref() == Some(cpus) {
+        return;
+    }
+    let list: Vec<u32> = crate::units::CpuList::parse_kernel(cpus)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    if list.is_empty() {
+        return;
+    }
+    match irq::set_affinity(root, pid, &list) {
+        Ok(()) => rep.lines.push(format!("AFFINITY {pid} {cpus} ({comm})")),
+        // A per-CPU kthread refuses; it was never moved.
+        Err(e) if matches!(e.errno(), Some(libc::ESRCH) | Some(libc::EINVAL)) => {}
+        Err(e) => rep
+            .failures
+            .push(format!("AFFINITY {pid} {cpus} ({comm}): {e}")),
+    }
 }

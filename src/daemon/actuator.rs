@@ -37,7 +37,7 @@ use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::{cpufreq, zram, Root};
 use crate::knobs::sysctl;
-use crate::knobs::{Knob, KnobValue, ZramAttr};
+use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -73,6 +73,10 @@ pub struct Actuator {
     deadline: Duration,
     /// The `latency.global` request, held while its value is a tolerance.
     latency: CpuLatencyRequest,
+    /// Policy → the governor last queued for it: its tunables are written
+    /// into that governor's directory, though the governor's own write may
+    /// still be on the lane (issue 24).
+    governors: HashMap<String, String>,
 }
 
 impl Actuator {
@@ -104,6 +108,7 @@ impl Actuator {
             completions: Some(rx),
             deadline: lanes::WRITE_DEADLINE,
             latency: CpuLatencyRequest::new(root.clone()),
+            governors: HashMap::new(),
         }
     }
 
@@ -112,6 +117,12 @@ impl Actuator {
     /// released boost writes their baseline back).
     pub fn add_groups(&mut self, policy: &Policy) {
         self.groups.extend(group_paths(policy));
+    }
+
+    /// The journal the lanes write, for other writers of the daemon (the
+    /// IRQ watcher, issue 24); `None` in a dry run.
+    pub fn shared_journal(&self) -> Option<SharedJournal> {
+        self.journal.clone()
     }
 
     /// Sets the deadline of knob writes (tests).
@@ -146,7 +157,32 @@ impl Actuator {
                 let path = self.groups.get(group).ok_or_else(|| format!("group `{group}` is not in the policy"))?;
                 Ok((self.cg.file(path, gk.file_name()), knob.render(value)))
             }
+            Knob::Cpufreq { policy, attr } if *attr == CpufreqAttr::Governor => {
+                let chosen = cpufreq::resolve_governor(&self.root, policy, &value.kernel())?;
+                Ok((cpufreq::attr_path(policy, attr.file_name()), chosen))
+            }
+            Knob::Cpufreq { policy, attr } if attr.is_tunable() => {
+                let running = cpufreq::read(&self.root, policy, cpufreq::SCALING_GOVERNOR).unwrap_or_default();
+                let governor = self.governors.get(policy).cloned().unwrap_or_else(|| running.clone());
+                // The running governor lacks it: missing (a switch still on
+                // the lane gets the path its directory will have, unless the
+                // governor has no tunables at all).
+                if crate::knobs::cpufreq::WITHOUT_TUNABLES.contains(&governor.as_str()) {
+                    return Err(format!(
+                        "{knob} is missing while {policy} runs `{governor}` (no tunables); it is written again when the governor changes"
+                    ));
+                }
+                if governor == running && cpufreq::existing_tunable(&self.root, policy, &governor, *attr).is_none() {
+                    return Err(format!(
+                        "{knob} is missing: governor `{governor}` of {policy} has no {} ({} does not exist)",
+                        attr.file_name(),
+                        cpufreq::tunable_target(&self.root, policy, &governor, *attr).display()
+                    ));
+                }
+                Ok((cpufreq::tunable_target(&self.root, policy, &governor, *attr), value.kernel()))
+            }
             Knob::Cpufreq { policy, attr } => Ok((cpufreq::attr_path(policy, attr.file_name()), value.kernel())),
+            Knob::Devfreq { device, attr } => Ok((crate::knobs::devfreq::attr_path(device, attr.file_name()), value.kernel())),
             Knob::Sysctl(name) => sysctl::path(name)
                 .map(|p| (p, value.kernel()))
                 .ok_or_else(|| format!("sysctl {name} is not a sysctl cgwarden manages")),
@@ -249,6 +285,13 @@ impl Actuator {
         if w.knob.held_by_daemon() {
             return self.hold_latency(w, &old, &new);
         }
+        if let Knob::Cpufreq {
+            policy,
+            attr: CpufreqAttr::Governor,
+        } = &w.knob
+        {
+            self.governors.insert(policy.clone(), text.clone());
+        }
         let lane = match &w.knob {
             Knob::Group { group, .. } => LaneKey::Group(group.clone()),
             _ => LaneKey::System,
@@ -259,7 +302,10 @@ impl Actuator {
                 label: w.knob.to_string(),
                 path,
                 text,
-                journal: true,
+                // A drift put back (issue 24) leaves the journal untouched:
+                // the file's original is in it from before, or it lies in a
+                // group cgwarden created (reset removes the group).
+                journal: !matches!(w.cause, crate::engine::knobs::Cause::Drift),
                 deadline: self.deadline,
                 old,
                 new,
@@ -408,7 +454,6 @@ impl Actuator {
 /// ([`crate::knobs::cpufreq::min_first`]: the new floor is above the old
 /// ceiling). Knob order writes min first, right when the ceiling comes down.
 pub fn order_writes(effects: &mut [Effect]) {
-    use crate::knobs::CpufreqAttr;
     let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
         effects.iter().position(|e| {
             matches!(e, Effect::Write(w) if matches!(&w.knob, Knob::Cpufreq { policy: p, attr: a } if p == policy && *a == attr))

@@ -37,6 +37,8 @@ struct BoostEntry {
     pid: i32,
     reason: Option<String>,
     claims: Vec<(Knob, KnobValue)>,
+    /// Its caps (`boost --cap`, issue 24).
+    caps: Vec<(Knob, KnobValue)>,
     deadline: Option<Time>,
     expires_at: Option<SystemTime>,
     conn: Option<u64>,
@@ -477,8 +479,27 @@ impl Daemon {
             }
         }
         let mut wanted = Vec::new();
+        let mut wanted_caps = Vec::new();
         let mut rejected = Vec::new();
         for (k, v) in &knobs {
+            // `boost --cap` (issue 24): a ceiling on a ceiling-type knob.
+            if let Some(name) = k.strip_prefix(crate::knobs::CAP_KEY_PREFIX) {
+                let cap = self.boost_knob(name, v).and_then(|(knob, value)| {
+                    if knob.is_ceiling() {
+                        Ok((knob, value))
+                    } else {
+                        Err(format!("`{knob}` cannot be capped: only cpufreq.*.max, devfreq.*.max, G.uclamp.max, G.cpu.max, G.memory.high and G.memory.max can"))
+                    }
+                });
+                match cap {
+                    Ok(kv) => wanted_caps.push(kv),
+                    Err(why) => rejected.push(wire::Rejected {
+                        knob: k.clone(),
+                        why,
+                    }),
+                }
+                continue;
+            }
             match self.boost_knob(k, v) {
                 Ok(kv) => wanted.push(kv),
                 Err(why) => rejected.push(wire::Rejected {
@@ -487,7 +508,7 @@ impl Daemon {
                 }),
             }
         }
-        if wanted.is_empty() {
+        if wanted.is_empty() && wanted_caps.is_empty() {
             let why: Vec<String> = rejected
                 .iter()
                 .map(|r| format!("{}: {}", r.knob, r.why))
@@ -496,14 +517,15 @@ impl Daemon {
         }
         // Who may do what (SPEC §5 "Identity and grants").
         let live = self.control.boosts_of(caller.uid);
-        let (allowed, length) = match self.authorize(&caller, wanted, asked, live) {
-            Ok((allowed, more_rejected, length)) => {
-                rejected.extend(more_rejected);
-                (allowed, length)
-            }
-            Err(why) => return refused(why),
-        };
-        if allowed.is_empty() {
+        let (allowed, allowed_caps, length) =
+            match self.authorize_both(&caller, wanted, wanted_caps, asked, live) {
+                Ok((allowed, caps, more_rejected, length)) => {
+                    rejected.extend(more_rejected);
+                    (allowed, caps, length)
+                }
+                Err(why) => return refused(why),
+            };
+        if allowed.is_empty() && allowed_caps.is_empty() {
             let why: Vec<String> = rejected
                 .iter()
                 .map(|r| format!("{}: {}", r.knob, r.why))
@@ -534,7 +556,7 @@ impl Daemon {
         // do at startup (its original, else what it holds now), so it
         // returns there when the boost ends (`latency.*` above all: a
         // tolerance left behind would keep a CPU out of idle for good).
-        for (k, _) in &allowed {
+        for (k, _) in allowed.iter().chain(&allowed_caps) {
             if self.supervisor.table().baseline(k).is_none() {
                 let live = self.actuator.read(k);
                 if let Some(b) = self.actuator.original(k).or_else(|| live.clone()) {
@@ -543,12 +565,18 @@ impl Daemon {
             }
         }
         self.supervisor.boost(handle, allowed.clone(), deadline);
+        self.supervisor
+            .boost_caps(handle, allowed_caps.clone(), deadline);
         let applied: Vec<wire::Applied> = allowed
             .iter()
             .map(|(k, v)| wire::Applied {
                 knob: k.to_string(),
                 value: k.render(v),
             })
+            .chain(allowed_caps.iter().map(|(k, v)| wire::Applied {
+                knob: format!("{}{k}", crate::knobs::CAP_KEY_PREFIX),
+                value: k.render(v),
+            }))
             .collect();
         tracing::info!(
             handle,
@@ -576,6 +604,7 @@ impl Daemon {
                 pid: caller.pid,
                 reason,
                 claims: allowed,
+                caps: allowed_caps,
                 deadline,
                 expires_at,
                 conn: tied_to_connection.then_some(caller.conn),
@@ -593,6 +622,52 @@ impl Daemon {
         })
     }
 
+    /// [`Self::authorize`] for a boost's raises and its caps (issue 24):
+    /// caps are judged by the grants' `cap:` patterns; the boost lasts the
+    /// shorter of the two decisions. A refusal of either refuses it all.
+    #[allow(clippy::type_complexity)]
+    fn authorize_both(
+        &self,
+        caller: &Caller,
+        wanted: Vec<(Knob, KnobValue)>,
+        wanted_caps: Vec<(Knob, KnobValue)>,
+        asked: Option<Duration>,
+        live: usize,
+    ) -> Result<
+        (
+            Vec<(Knob, KnobValue)>,
+            Vec<(Knob, KnobValue)>,
+            Vec<wire::Rejected>,
+            Option<Duration>,
+        ),
+        String,
+    > {
+        let mut rejected = Vec::new();
+        let mut lengths = Vec::new();
+        let mut allowed = Vec::new();
+        if !wanted.is_empty() {
+            let (a, r, l) = self.authorize(caller, wanted, asked, live, false)?;
+            allowed = a;
+            rejected.extend(r);
+            lengths.push(l);
+        }
+        let mut caps = Vec::new();
+        if !wanted_caps.is_empty() {
+            let (a, r, l) = self.authorize(caller, wanted_caps, asked, live, true)?;
+            caps = a;
+            rejected.extend(r.into_iter().map(|mut r| {
+                r.knob = format!("{}{}", crate::knobs::CAP_KEY_PREFIX, r.knob);
+                r
+            }));
+            lengths.push(l);
+        }
+        let length = lengths.into_iter().reduce(|a, b| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        });
+        Ok((allowed, caps, rejected, length.flatten()))
+    }
+
     /// Which of `wanted` the caller may hold and for how long (SPEC §5
     /// "Identity and grants", decided by `engine::grants`); or why not at all.
     #[allow(clippy::type_complexity)]
@@ -602,6 +677,7 @@ impl Daemon {
         wanted: Vec<(Knob, KnobValue)>,
         asked: Option<Duration>,
         live: usize,
+        caps: bool,
     ) -> Result<
         (
             Vec<(Knob, KnobValue)>,
@@ -617,8 +693,14 @@ impl Daemon {
             groups: caller.groups.clone(),
         };
         let knobs: Vec<Knob> = wanted.iter().map(|(k, _)| k.clone()).collect();
-        let d = grants::decide(&self.control.grants, &who, &knobs, asked, live)
-            .map_err(|r| r.reason)?;
+        let cap_grants;
+        let grants_now = if caps {
+            cap_grants = grants::for_caps(&self.control.grants);
+            &cap_grants
+        } else {
+            &self.control.grants
+        };
+        let d = grants::decide(grants_now, &who, &knobs, asked, live).map_err(|r| r.reason)?;
         let allowed = wanted
             .into_iter()
             .filter(|(k, _)| d.allowed.contains(k))
@@ -691,15 +773,18 @@ impl Daemon {
             return invalid(format!("no live boost has handle {handle}"));
         };
         let wanted = b.claims.clone();
+        let wanted_caps = b.caps.clone();
         let asked = Some(d);
-        let (allowed, _, length) = match self.authorize(caller, wanted, asked, 0) {
-            Ok(t) => t,
-            Err(why) => return refused(why),
-        };
+        let (allowed, caps, _, length) =
+            match self.authorize_both(caller, wanted, wanted_caps, asked, 0) {
+                Ok(t) => t,
+                Err(why) => return refused(why),
+            };
         let now = self.now();
         let deadline = length.map(|d| now + d);
         let expires_at = length.map(|d| SystemTime::now() + d);
         self.supervisor.boost(h, allowed, deadline);
+        self.supervisor.boost_caps(h, caps, deadline);
         if let Some(b) = self.control.boosts.get_mut(&h) {
             b.deadline = deadline;
             b.expires_at = expires_at;
@@ -730,7 +815,11 @@ impl Daemon {
             .map(|c| {
                 let mut info = wire::ClaimInfo {
                     owner: c.owner.to_string(),
-                    knob: c.knob.to_string(),
+                    // A cap shows as `cap KNOB` (issue 24).
+                    knob: match c.cap {
+                        true => format!("{}{}", crate::knobs::CAP_KEY_PREFIX, c.knob),
+                        false => c.knob.to_string(),
+                    },
                     value: c.knob.render(&c.value),
                     expires_at: c
                         .deadline

@@ -17,8 +17,10 @@
 
 pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
+mod drift; // issue 24: settings.drift
 pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
+mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 pub mod lanes;
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
@@ -26,6 +28,7 @@ mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
 pub(crate) mod repair;
 pub mod sample;
+mod throttle; // issue 24: throttle episodes
 pub mod watch;
 
 use crate::converge::journal::{Entry, Journal};
@@ -119,6 +122,15 @@ struct Daemon {
     last_reload_error: Option<String>,
     /// Issue 13: metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
+    /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
+    irqwatch: Option<irqwatch::IrqWatch>,
+    /// Issue 24: throttle episodes per cpufreq policy.
+    throttle: throttle::ThrottleTracker,
+    /// Issue 24: a drift check is running; drifts seen per knob.
+    drift_busy: bool,
+    drifts: std::collections::BTreeMap<String, u64>,
+    /// Issue 24: each tracked cpufreq policy's limit (kHz) and throttled().
+    cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
 }
 
 async fn run_async(opts: Options) -> u8 {
@@ -275,6 +287,12 @@ async fn run_async(opts: Options) -> u8 {
                          // nothing in the loop waits on a kernel write (the writer lanes do), so
                          // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
+    // Issue 24: settings.drift, checked off the loop; the result comes back here.
+    let drift_every = d.policy.settings.drift.as_ref().map(|x| x.interval);
+    let mut drift_timer = tokio::time::interval(drift_every.unwrap_or(Duration::from_secs(3600)));
+    drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    drift_timer.tick().await;
+    let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
 
     d.evaluate();
     let mut last_tick = Instant::now();
@@ -322,6 +340,8 @@ async fn run_async(opts: Options) -> u8 {
                 woke.rescan += 1;
                 d.rescan()
             }
+            _ = drift_timer.tick(), if drift_every.is_some() => d.start_drift_check(&drift_tx),
+            Some(found) = drift_rx.recv() => d.on_drift(found),
             _ = wd.tick(), if watchdog.is_some() => {
                 woke.watchdog += 1;
                 notify(&[sd_notify::NotifyState::Watchdog])
@@ -546,6 +566,11 @@ impl Daemon {
             loaded_at: SystemTime::now(),
             last_reload_error: None,
             observe: None,
+            irqwatch: None,
+            throttle: throttle::ThrottleTracker::default(),
+            drift_busy: false,
+            drifts: std::collections::BTreeMap::new(),
+            cpufreq_limits: std::collections::BTreeMap::new(),
         }
     }
 
@@ -564,7 +589,10 @@ impl Daemon {
             || !n.swap_current.is_empty()
             || !n.pids_current.is_empty()
             || n.memory_available
-            || !n.thermal_zones.is_empty();
+            || !n.thermal_zones.is_empty()
+            || !n.thermal_trips.is_empty()
+            || !n.cpufreq.is_empty()
+            || n.cooling;
         // memory.events / cgroup.events are seen through inotify.
         let events_unwatched = self.events_unwatched;
         // Without exec events, placement and presence scan /proc each tick.
@@ -661,6 +689,11 @@ impl Daemon {
             tx.clone(),
         ));
         // ---- end issue #5 ----
+        for w in crate::converge::coexistence_warnings(&root, &self.policy) {
+            tracing::warn!("{w}");
+        }
+        self.irqwatch =
+            irqwatch::IrqWatch::start(&root, &self.policy, self.actuator.shared_journal());
     }
 
     /// Watches every group's `memory.events` and `cgroup.events` that
@@ -752,7 +785,17 @@ impl Daemon {
     fn evaluate(&mut self) {
         self.check_groups();
         let now = self.now();
+        self.set_asked_ceilings();
         let snap = self.sampler.sample(now);
+        self.throttle_episodes(&snap.throttled);
+        if !snap.throttled.is_empty() {
+            // The limits for the metrics: republished only when they change.
+            let limits = snap.cpufreq_limits();
+            if limits != self.cpufreq_limits {
+                self.cpufreq_limits = limits;
+                self.observed_changed();
+            }
+        }
         let view = View {
             snap: &snap,
             stall: &self.sampler.stall,
@@ -763,6 +806,57 @@ impl Daemon {
             .supervisor
             .step(&self.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Issue 24: the ceiling the engine asks of each tracked cpufreq policy
+    /// (`cpufreq.P.max`'s effective value), for `throttled()`.
+    fn set_asked_ceilings(&mut self) {
+        use crate::knobs::{CpufreqAttr, Knob, KnobValue};
+        if self.sampler.needs().cpufreq.is_empty() {
+            return;
+        }
+        let t = self.supervisor.table();
+        let asked = self
+            .sampler
+            .needs()
+            .cpufreq
+            .iter()
+            .filter_map(|p| {
+                let k = Knob::Cpufreq {
+                    policy: p.clone(),
+                    attr: CpufreqAttr::Max,
+                };
+                match t.effective(&k) {
+                    Some(KnobValue::Frequency(f)) => Some((p.clone(), f.khz())),
+                    _ => None,
+                }
+            })
+            .collect();
+        self.sampler.set_asked(asked);
+    }
+
+    /// Issue 24: counts, logs and publishes the throttle episodes starting now.
+    fn throttle_episodes(&mut self, throttled: &std::collections::BTreeMap<String, bool>) {
+        if throttled.is_empty() {
+            return;
+        }
+        let known = self.throttle.episodes.len();
+        let rising = self.throttle.observe(throttled);
+        if self.throttle.episodes.len() != known {
+            // A policy's counter appears (at 0) in the metrics.
+            self.observed_changed();
+        }
+        for policy in rising {
+            tracing::warn!(policy = %policy, "throttle episode: cpufreq {policy} is held below the ceiling asked for (thermal or QoS clipping, or a cooling device is active)");
+            self.control.publish(|| crate::control::wire::Event {
+                time: crate::show::rfc3339_millis(SystemTime::now()),
+                kind: "throttle".into(),
+                knob: Some(format!("cpufreq.{policy}")),
+                message: Some(format!("{policy} throttled")),
+                ..Default::default()
+            });
+            self.observed_changed();
+        }
     }
 
     fn carry_out(&mut self, mut effects: Vec<Effect>) {

@@ -46,6 +46,10 @@ impl Daemon {
         if !m.enabled() && r.is_none() {
             return;
         }
+        // Issue 24: throttle episodes of every cpufreq policy, for the
+        // metric and the recorder (nothing on a board without cpufreq).
+        self.sampler
+            .track_policies(crate::kernel::thermal::policies(&self.opts.root));
         let (book, view) = Book::new();
         self.observe = Some(Observe {
             book,
@@ -233,6 +237,9 @@ impl Daemon {
                 .into_iter()
                 .map(|(name, counters)| HookView { name, counters })
                 .collect(),
+            throttle_episodes: self.throttle.episodes.clone(),
+            drifts: self.drifts.clone(),
+            cpufreq_limits: self.cpufreq_limits.clone(),
             ..Default::default()
         };
         if let Some(o) = &mut self.observe {

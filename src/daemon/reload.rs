@@ -472,6 +472,19 @@ impl Daemon {
             .collect();
         self.create_groups(&new, &old_groups);
         let old = std::mem::replace(&mut self.policy, new);
+        match &self.irqwatch {
+            Some(w) => w.set_policy(&self.policy),
+            // The first IRQ/kthread rules: start the watcher, placing now
+            // (a reload --dry-run returned before this).
+            None => {
+                self.irqwatch = super::irqwatch::IrqWatch::start_with(
+                    &self.opts.root,
+                    &self.policy,
+                    self.actuator.shared_journal(),
+                    true,
+                )
+            }
+        }
         self.actuator.add_groups(&self.policy);
         // Knobs newly named by rules: seeded as at startup (Daemon::new).
         for knob in rule_knobs(&self.policy) {

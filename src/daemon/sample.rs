@@ -30,6 +30,13 @@ pub struct Snapshot {
     existing: HashMap<String, bool>,
     /// `running(NAME)` answers from presence (issue #5).
     running: HashMap<String, bool>,
+    /// Issue 24: trip points, cooling states by type, cpufreq limits.
+    trips: HashMap<(String, u32), i64>,
+    cooling: HashMap<String, u64>,
+    limits: HashMap<String, thermal::PolicyLimit>,
+    /// Issue 24: `throttled()` of every tracked policy (rules' and, with
+    /// metrics or the recorder, every policy's).
+    pub throttled: std::collections::BTreeMap<String, bool>,
 }
 
 /// Reads samples for a fixed set of needs.
@@ -46,6 +53,10 @@ pub struct Sampler {
     fired: HashMap<StallKey, (Duration, Duration)>,
     /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
+    /// Issue 24: the ceiling asked for each tracked policy's max (kHz), as
+    /// the engine holds it; a policy without one is judged against its
+    /// hardware maximum.
+    asked: HashMap<String, u64>,
 }
 
 pub fn resource_name(r: Resource) -> &'static str {
@@ -69,6 +80,7 @@ impl Sampler {
             implausible: Default::default(),
             fired: HashMap::new(),
             exec: None,
+            asked: HashMap::new(),
         }
     }
 
@@ -219,6 +231,7 @@ impl Sampler {
                 }
             }
         }
+        self.sample_hardware(&mut s);
         if let (false, Some(sh)) = (self.needs.running.is_empty(), &self.exec) {
             // Exec/exit events keep presence; without them this tick's scan does.
             if !sh.events_live() {
@@ -241,6 +254,65 @@ impl Sampler {
             }
         }
         s
+    }
+}
+
+impl Snapshot {
+    /// Issue 24: each tracked policy's limit (kHz) and `throttled()`.
+    pub fn cpufreq_limits(&self) -> std::collections::BTreeMap<String, (u64, bool)> {
+        self.limits
+            .iter()
+            .map(|(p, l)| {
+                let t = self.throttled.get(p).copied().unwrap_or(false);
+                (p.clone(), (l.limit, t))
+            })
+            .collect()
+    }
+}
+
+impl Sampler {
+    /// Issue 24: the ceilings asked for (kHz), set before each sample.
+    pub fn set_asked(&mut self, asked: HashMap<String, u64>) {
+        self.asked = asked;
+    }
+
+    /// Tracks `throttled()` of these policies too (metrics, recorder).
+    pub fn track_policies(&mut self, policies: impl IntoIterator<Item = String>) {
+        let before = self.needs.cpufreq.len();
+        self.needs.cpufreq.extend(policies);
+        if self.needs.cpufreq.len() != before {
+            self.needs.cooling = true;
+        }
+    }
+
+    /// Trip points, cooling devices and cpufreq limits the needs name.
+    fn sample_hardware(&self, s: &mut Snapshot) {
+        let n = &self.needs;
+        if !n.thermal_trips.is_empty() {
+            for z in thermal::zones(&self.root).unwrap_or_default() {
+                for (zone, trip) in n.thermal_trips.iter().filter(|(k, _)| *k == z.kind) {
+                    if let Some(t) = thermal::trip_millic(&self.root, &z, *trip) {
+                        s.trips.insert((zone.clone(), *trip), t);
+                    }
+                }
+            }
+        }
+        let cooling = if n.cooling {
+            thermal::cooling_devices(&self.root)
+        } else {
+            Vec::new()
+        };
+        for c in &cooling {
+            let e = s.cooling.entry(c.kind.clone()).or_insert(0);
+            *e = (*e).max(c.cur);
+        }
+        for p in &n.cpufreq {
+            if let Some(l) = thermal::policy_limit(&self.root, p, &cooling) {
+                s.throttled
+                    .insert(p.clone(), l.throttled(self.asked.get(p).copied()));
+                s.limits.insert(p.clone(), l);
+            }
+        }
     }
 }
 
@@ -328,5 +400,22 @@ impl Metrics for View<'_> {
     }
     fn exists(&self, group: &str) -> bool {
         self.snap.existing.get(group).copied().unwrap_or(false)
+    }
+    fn thermal_trip_millic(&self, zone: &str, trip: u32) -> Option<i64> {
+        self.snap.trips.get(&(zone.to_string(), trip)).copied()
+    }
+    fn cooling_state(&self, device: &str) -> Option<u64> {
+        self.snap.cooling.get(device).copied()
+    }
+    fn cpufreq_khz(&self, policy: &str, limit: bool) -> Option<u64> {
+        let l = self.snap.limits.get(policy)?;
+        if limit {
+            Some(l.limit)
+        } else {
+            l.cur
+        }
+    }
+    fn throttled(&self, policy: &str) -> Option<bool> {
+        self.snap.throttled.get(policy).copied()
     }
 }

@@ -22,6 +22,15 @@
 //! (different value types, which a validated policy never produces) never
 //! displaces it.
 //!
+//! **Caps** (issue 24, SPEC §6 "Caps that win"): a claim with `cap: true`
+//! (a rule's `cap KNOB at VALUE`, `boost --cap`) is a protective ceiling on
+//! a ceiling-type knob ([`Knob::is_ceiling`]). Caps take no part in the
+//! merge above: [`Claims::effective`] merges the other claims, [`Claims::cap`]
+//! is the smallest cap (ties to the first-ranked), and the knob's value is
+//! the smaller of the two ([`capped`]), so a cap beats every raise, a boost's
+//! included. With no other claim, the cap holds against the baseline
+//! (`engine::knobs`).
+//!
 //! Decisions where the SPEC is silent:
 //! - An owner holds at most one claim per knob: adding a claim replaces the
 //!   owner's previous claim on that knob; [`Claims::set_owner`] replaces an
@@ -74,6 +83,26 @@ pub struct Claim {
     pub knob: Knob,
     pub value: KnobValue,
     pub deadline: Option<Time>,
+    /// A cap: `value` is a ceiling, not a wish (module docs).
+    pub cap: bool,
+}
+
+/// The value of a knob whose other claims (or baseline) merge to `merged`
+/// while `cap` holds: the smaller of the two, the cap's owner winning when
+/// the cap is smaller (or nothing else is known). Values that cannot be
+/// compared keep the merged value.
+pub fn capped<'a>(
+    merged: Option<(&'a KnobValue, Option<&'a Owner>)>,
+    cap: Option<(&'a KnobValue, &'a Owner)>,
+) -> Option<(&'a KnobValue, Option<&'a Owner>)> {
+    match (merged, cap) {
+        (m, None) => m,
+        (None, Some((v, o))) => Some((v, Some(o))),
+        (Some((mv, mo)), Some((cv, co))) => match cv.cmp_resource(mv) {
+            Some(Ordering::Less) => Some((cv, Some(co))),
+            _ => Some((mv, mo)),
+        },
+    }
 }
 
 /// The live claims, per knob, each list in rank order.
@@ -119,6 +148,7 @@ impl Claims {
                 knob,
                 value,
                 deadline,
+                cap: false,
             });
         }
         removed
@@ -156,7 +186,7 @@ impl Claims {
     /// `None` when no claim holds the knob.
     pub fn effective(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
         let list = self.by_knob.get(knob)?;
-        let mut iter = list.iter();
+        let mut iter = list.iter().filter(|c| !c.cap);
         let mut best = iter.next()?;
         match knob.merge_policy() {
             MergePolicy::LargestWins => {
@@ -174,6 +204,18 @@ impl Claims {
                 }
             }
             MergePolicy::FirstWins => {}
+        }
+        Some((&best.value, &best.owner))
+    }
+
+    /// The smallest live cap on `knob` and its owner (ties: first-ranked).
+    pub fn cap(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
+        let mut caps = self.by_knob.get(knob)?.iter().filter(|c| c.cap);
+        let mut best = caps.next()?;
+        for c in caps {
+            if c.value.cmp_resource(&best.value) == Some(Ordering::Less) {
+                best = c;
+            }
         }
         Some((&best.value, &best.owner))
     }
@@ -236,6 +278,14 @@ pub(crate) mod tests {
             knob: knob(k),
             value,
             deadline: None,
+            cap: false,
+        }
+    }
+
+    fn cap(owner: Owner, k: &str, value: KnobValue) -> Claim {
+        Claim {
+            cap: true,
+            ..claim(owner, k, value)
         }
     }
 
@@ -452,7 +502,10 @@ pub(crate) mod tests {
     /// the first claim no other claim is strictly larger than... in rank
     /// order, replacing only on strictly larger.
     pub(crate) fn reference_merge(knob: &Knob, claims: &[Claim]) -> Option<(KnobValue, Owner)> {
-        let mut mine: Vec<&Claim> = claims.iter().filter(|c| &c.knob == knob).collect();
+        let mut mine: Vec<&Claim> = claims
+            .iter()
+            .filter(|c| &c.knob == knob && !c.cap)
+            .collect();
         mine.sort_by(|a, b| a.owner.rank_cmp(&b.owner));
         let first = mine.first()?;
         let winner = match knob.merge_policy() {
@@ -476,29 +529,70 @@ pub(crate) mod tests {
         Some((winner.value.clone(), winner.owner.clone()))
     }
 
+    /// The SPEC's cap, written out: the smallest cap value; among equals
+    /// the first-ranked.
+    pub(crate) fn reference_cap(knob: &Knob, claims: &[Claim]) -> Option<(KnobValue, Owner)> {
+        let mut caps: Vec<&Claim> = claims.iter().filter(|c| &c.knob == knob && c.cap).collect();
+        caps.sort_by(|a, b| a.owner.rank_cmp(&b.owner));
+        let mut best = *caps.first()?;
+        for c in caps {
+            if c.value.cmp_resource(&best.value) == Some(Ordering::Less) {
+                best = c;
+            }
+        }
+        Some((best.value.clone(), best.owner.clone()))
+    }
+
+    #[test]
+    fn a_cap_beats_a_larger_boost_and_yields_to_a_smaller_claim() {
+        let mut c = Claims::new();
+        let k = knob("cpufreq.policy7.max");
+        c.add(claim(boost(1), "cpufreq.policy7.max", mhz(2400)));
+        c.add(cap(rule(0), "cpufreq.policy7.max", mhz(1800)));
+        c.add(cap(rule(1), "cpufreq.policy7.max", mhz(2000)));
+        // The merge of the raises alone is the boost; the cap is the smallest.
+        assert_eq!(c.effective(&k), Some((&mhz(2400), &boost(1))));
+        assert_eq!(c.cap(&k), Some((&mhz(1800), &rule(0))));
+        let merged = c.effective(&k).map(|(v, o)| (v, Some(o)));
+        assert_eq!(
+            capped(merged, c.cap(&k)),
+            Some((&mhz(1800), Some(&rule(0))))
+        );
+        // A claim below the cap is not raised to it.
+        let low = Some((&mhz(1200), None));
+        assert_eq!(capped(low, c.cap(&k)), Some((&mhz(1200), None)));
+        // Only a cap: it holds.
+        assert_eq!(capped(None, c.cap(&k)), Some((&mhz(1800), Some(&rule(0)))));
+        c.release_owner(&rule(0));
+        assert_eq!(c.cap(&k), Some((&mhz(2000), &rule(1))));
+    }
+
     proptest! {
         #[test]
         fn merge_matches_reference(
             ops in proptest::collection::vec(
-                (0usize..4, any::<bool>(), 0u64..6, 0usize..4, 0u64..4), 0..40)
+                (0usize..4, any::<bool>(), 0u64..6, 0usize..5, 0u64..4, any::<bool>()), 0..40)
         ) {
-            let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness"), knob("latency.global")];
+            let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness"), knob("latency.global"), knob("cpufreq.policy7.max")];
             let mut c = Claims::new();
             let mut model: Vec<Claim> = Vec::new();
-            for (who, is_boost, v, k, op) in ops {
+            for (who, is_boost, v, k, op, is_cap) in ops {
                 let owner = if is_boost { boost(who as u64) } else { rule(who) };
                 let knob = knobs[k].clone();
                 let value = match k {
                     0 => KnobValue::Weight(v + 1),
                     1 => gov(&format!("g{v}")),
                     2 => KnobValue::Int(v as i64),
-                    _ => KnobValue::Latency((v < 5).then_some(v * 10)),
+                    3 => KnobValue::Latency((v < 5).then_some(v * 10)),
+                    _ => mhz(600 * (v + 1)),
                 };
+                // Caps only on the ceiling knob (issue 24).
+                let is_cap = is_cap && k == 4;
                 if op == 0 {
                     c.release_owner(&owner);
                     model.retain(|m| m.owner != owner);
                 } else {
-                    let cl = Claim { owner: owner.clone(), knob: knob.clone(), value, deadline: None };
+                    let cl = Claim { owner: owner.clone(), knob: knob.clone(), value, deadline: None, cap: is_cap };
                     c.add(cl.clone());
                     model.retain(|m| !(m.owner == owner && m.knob == knob));
                     model.push(cl);
@@ -506,6 +600,8 @@ pub(crate) mod tests {
                 for k in &knobs {
                     let got = c.effective(k).map(|(v, o)| (v.clone(), o.clone()));
                     prop_assert_eq!(got, reference_merge(k, &model));
+                    let got = c.cap(k).map(|(v, o)| (v.clone(), o.clone()));
+                    prop_assert_eq!(got, reference_cap(k, &model));
                 }
                 prop_assert_eq!(c.len(), model.len());
             }

@@ -111,6 +111,23 @@ pub trait Metrics {
     /// Whether a live process's comm matches the glob.
     fn running(&self, pattern: &str) -> bool;
     fn exists(&self, group: &str) -> bool;
+    /// Issue 24: trip point `trip` of a zone (by type), m°C.
+    fn thermal_trip_millic(&self, _zone: &str, _trip: u32) -> Option<i64> {
+        None
+    }
+    /// Issue 24: a cooling device's `cur_state`, by its type.
+    fn cooling_state(&self, _device: &str) -> Option<u64> {
+        None
+    }
+    /// Issue 24: a cpufreq policy's limit (`limit`) or current frequency,
+    /// kHz.
+    fn cpufreq_khz(&self, _policy: &str, _limit: bool) -> Option<u64> {
+        None
+    }
+    /// Issue 24: `throttled(POLICY)`; `None` when the policy is unreadable.
+    fn throttled(&self, _policy: &str) -> Option<bool> {
+        None
+    }
 }
 
 /// A measured value, in the metric's unit.
@@ -201,6 +218,8 @@ pub enum Subject<'e> {
     Metric(&'e Metric),
     /// A subtree nested deeper than [`MAX_EVAL_DEPTH`].
     TooDeep,
+    /// `throttled(POLICY)` of a policy that cannot be read (issue 24).
+    Throttled(&'e str),
 }
 
 /// A comparison that could not be evaluated.
@@ -216,6 +235,7 @@ impl Unavailable<'_> {
         match self.subject {
             Subject::Metric(m) => m.to_string(),
             Subject::TooDeep => "(expression)".to_string(),
+            Subject::Throttled(p) => format!("throttled({p})"),
         }
     }
 }
@@ -460,7 +480,7 @@ fn has_events(expr: &Expr, depth: usize) -> bool {
         }
         ExprKind::Not(a) => has_events(a, depth + 1),
         ExprKind::Compare(c) => matches!(c.metric, Metric::MemoryEvent { .. }),
-        ExprKind::Running(_) | ExprKind::Exists(_) => false,
+        ExprKind::Running(_) | ExprKind::Exists(_) | ExprKind::Throttled(_) => false,
     }
 }
 
@@ -507,7 +527,10 @@ fn refresh<M: Metrics + ?Sized>(
                 h.observe(at.now, m.memory_event(&group.value, *event));
             }
         }
-        ExprKind::Compare(_) | ExprKind::Running(_) | ExprKind::Exists(_) => {}
+        ExprKind::Compare(_)
+        | ExprKind::Running(_)
+        | ExprKind::Exists(_)
+        | ExprKind::Throttled(_) => {}
     }
 }
 
@@ -584,6 +607,22 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                     }),
                 )
             }
+            ExprKind::Throttled(policy) => match self.metrics.throttled(&policy.value) {
+                Some(v) => (
+                    v,
+                    Some(Trigger {
+                        leaf: expr,
+                        value: Measured::Flag(v),
+                    }),
+                ),
+                None => {
+                    self.unavailable.push(Unavailable {
+                        subject: Subject::Throttled(&policy.value),
+                        reason: UNAVAILABLE,
+                    });
+                    (false, None)
+                }
+            },
         }
     }
 
@@ -653,6 +692,20 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                 let v = m.thermal_millic(&zone.value).ok_or(UNAVAILABLE)?;
                 (v.cmp(&t.millidegrees), Measured::Millidegrees(v))
             }
+            (Metric::ThermalTrip { zone, trip }, Threshold::Temperature(t)) => {
+                let v = m
+                    .thermal_trip_millic(&zone.value, *trip)
+                    .ok_or(UNAVAILABLE)?;
+                (v.cmp(&t.millidegrees), Measured::Millidegrees(v))
+            }
+            (Metric::CoolingState { device }, Threshold::Count(n)) => {
+                let v = m.cooling_state(&device.value).ok_or(UNAVAILABLE)?;
+                (v.cmp(n), Measured::Count(v))
+            }
+            (Metric::CpufreqFreq { policy, limit }, Threshold::Frequency(f)) => {
+                let v = m.cpufreq_khz(&policy.value, *limit).ok_or(UNAVAILABLE)?;
+                (v.cmp(&f.khz()), Measured::Count(v))
+            }
             _ => return Err(MISMATCH),
         };
         Ok((c.op.holds(ordering), measured))
@@ -684,6 +737,12 @@ pub struct Needs {
     pub running: BTreeSet<String>,
     /// `exists()` groups.
     pub exists: BTreeSet<String>,
+    /// Issue 24: cpufreq policies whose limit/cur or `throttled()` is read.
+    pub cpufreq: BTreeSet<String>,
+    /// Issue 24: cooling devices are read.
+    pub cooling: bool,
+    /// Issue 24: trip points read, (zone type, N).
+    pub thermal_trips: BTreeSet<(String, u32)>,
 }
 
 impl Needs {
@@ -704,6 +763,10 @@ impl Needs {
                 }
                 ExprKind::Exists(g) => {
                     self.exists.insert(g.value.clone());
+                }
+                ExprKind::Throttled(p) => {
+                    self.cpufreq.insert(p.value.clone());
+                    self.cooling = true;
                 }
             }
         }
@@ -750,6 +813,13 @@ impl Needs {
             Metric::MemoryAvailable => self.memory_available = true,
             Metric::ThermalTemp { zone } => {
                 self.thermal_zones.insert(zone.value.clone());
+            }
+            Metric::ThermalTrip { zone, trip } => {
+                self.thermal_trips.insert((zone.value.clone(), *trip));
+            }
+            Metric::CoolingState { .. } => self.cooling = true,
+            Metric::CpufreqFreq { policy, .. } => {
+                self.cpufreq.insert(policy.value.clone());
             }
         }
     }

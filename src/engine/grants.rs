@@ -47,6 +47,8 @@ pub(crate) struct Grant {
     pub name: String,
     /// Knob globs (`*`, `?`) over knob names.
     pub patterns: Vec<String>,
+    /// Knob globs this grant may cap (`control.cap`, issue 24).
+    pub caps: Vec<String>,
     pub max_duration: Duration,
     pub max_boosts: u32,
 }
@@ -97,11 +99,25 @@ pub(crate) fn resolve(
             who,
             name: g.subject.to_string(),
             patterns: g.boost.clone(),
+            caps: g.cap.clone(),
             max_duration: g.max_duration,
             max_boosts: g.max_boosts,
         });
     }
     (grants, warnings)
+}
+
+/// The grants as they apply to caps (`boost --cap`): each grant's `cap:`
+/// patterns in place of its `boost:` ones, so [`decide`] judges caps apart
+/// from raises (issue 24).
+pub(crate) fn for_caps(grants: &[Grant]) -> Vec<Grant> {
+    grants
+        .iter()
+        .map(|g| Grant {
+            patterns: g.caps.clone(),
+            ..g.clone()
+        })
+        .collect()
 }
 
 /// What a boost request may do.

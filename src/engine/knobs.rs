@@ -51,6 +51,9 @@ pub enum Cause {
     /// The owner's claims (a boost) reached their deadline; the knob returns
     /// to its baseline.
     Expired(Owner),
+    /// `settings.drift: { on_drift: restore }` (issue 24): the file was
+    /// written behind the daemon's back and is put back.
+    Drift,
 }
 
 impl fmt::Display for Cause {
@@ -60,6 +63,7 @@ impl fmt::Display for Cause {
             Cause::Baseline => f.write_str("baseline"),
             Cause::Release(o) => write!(f, "{o} released"),
             Cause::Expired(o) => write!(f, "{o} expired"),
+            Cause::Drift => f.write_str("drift restored"),
         }
     }
 }
@@ -215,9 +219,29 @@ impl KnobTable {
     /// The effective value and the owner of the winning claim (`None` when
     /// the baseline is in effect).
     pub fn effective_ref(&self, knob: &Knob) -> Option<(&KnobValue, Option<&Owner>)> {
-        match self.claims.effective(knob) {
+        let merged = match self.claims.effective(knob) {
             Some((v, o)) => Some((v, Some(o))),
             None => self.baseline(knob).map(|v| (v, None)),
+        };
+        super::claims::capped(merged, self.claims.cap(knob))
+    }
+
+    /// Adds `owner`'s caps (a rule's `cap KNOB at VALUE` actions, after
+    /// [`KnobTable::set_claims`] replaced its claims; issue 24).
+    pub fn add_caps(
+        &mut self,
+        owner: &Owner,
+        caps: impl IntoIterator<Item = (Knob, KnobValue)>,
+        deadline: Option<Time>,
+    ) {
+        for (knob, value) in caps {
+            self.add_claim(Claim {
+                owner: owner.clone(),
+                knob,
+                value,
+                deadline,
+                cap: true,
+            });
         }
     }
 
@@ -310,7 +334,8 @@ impl KnobTable {
                     })?;
                 (knob, next, Some(from))
             }
-            Action::Hook(_) | Action::CompactMemory => return Ok(None),
+            // A cap is a `while` claim only (validation keeps it there).
+            Action::Hook(_) | Action::CompactMemory | Action::Cap { .. } => return Ok(None),
         };
         let e = self.entry(knob);
         e.baseline = Some(new.clone());
@@ -336,12 +361,12 @@ impl KnobTable {
                 continue;
             };
             let last_event = e.last_event.take();
-            let (new, owner) = match claims.effective(knob) {
-                Some((v, o)) => (v, Some(o)),
-                None => match &e.baseline {
-                    Some(b) => (b, None),
-                    None => continue,
-                },
+            let merged = match claims.effective(knob) {
+                Some((v, o)) => Some((v, Some(o))),
+                None => e.baseline.as_ref().map(|b| (b, None)),
+            };
+            let Some((new, owner)) = super::claims::capped(merged, claims.cap(knob)) else {
+                continue;
             };
             if e.written.as_ref().is_some_and(|w| same_value(w, new)) {
                 continue;
@@ -357,7 +382,39 @@ impl KnobTable {
                 cause,
             });
         }
+        self.rewrite_recreated(&mut out);
         out
+    }
+
+    /// Appends, after each write in `out` that recreates other knobs' files
+    /// with the kernel's defaults ([`Knob::recreated_by`]: a governor switch
+    /// and its tunables), a write of those knobs' effective values with the
+    /// same cause, unless `out` writes them already.
+    fn rewrite_recreated(&mut self, out: &mut Vec<Write>) {
+        let mut i = 0;
+        while i < out.len() {
+            let (trigger, cause) = (out[i].knob.clone(), out[i].cause.clone());
+            i += 1;
+            for (knob, e) in self.entries.iter_mut() {
+                if !knob.recreated_by(&trigger) || out.iter().any(|w| &w.knob == knob) {
+                    continue;
+                }
+                let merged = match self.claims.effective(knob) {
+                    Some((v, o)) => Some((v, Some(o))),
+                    None => e.baseline.as_ref().map(|b| (b, None)),
+                };
+                let Some((new, _)) = super::claims::capped(merged, self.claims.cap(knob)) else {
+                    continue;
+                };
+                let new = new.clone();
+                out.push(Write {
+                    knob: knob.clone(),
+                    old: e.written.replace(new.clone()),
+                    new,
+                    cause: cause.clone(),
+                });
+            }
+        }
     }
 }
 

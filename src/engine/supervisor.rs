@@ -10,7 +10,7 @@ use super::claims::Owner;
 use super::condition::{Evaluator, Metrics, Subject};
 use super::knobs::{Cause, KnobTable, Write};
 use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
-use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
+use crate::knobs::{CpufreqAttr, DevfreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::expr::Action;
 use crate::policy::model::group_baseline;
 use crate::policy::model::Policy;
@@ -125,6 +125,23 @@ pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::P
             "/sys/class/thermal/thermal_zone*/temp (the zone whose type is `{}`)",
             zone.value
         ),
+        Metric::ThermalTrip { zone, trip } => format!(
+            "/sys/class/thermal/thermal_zone*/trip_point_{trip}_temp (the zone whose type is `{}`)",
+            zone.value
+        ),
+        Metric::CoolingState { device } => format!(
+            "/sys/class/thermal/cooling_device*/cur_state (the device whose type is `{}`)",
+            device.value
+        ),
+        Metric::CpufreqFreq { policy, limit } => format!(
+            "/sys/devices/system/cpu/cpufreq/{}/{}",
+            policy.value,
+            if *limit {
+                "scaling_max_freq (and dcvsh_freq_limit)"
+            } else {
+                "scaling_cur_freq"
+            }
+        ),
     }
 }
 
@@ -155,6 +172,24 @@ pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
         }
         if let Some(f) = &c.max {
             out.push((k(CpufreqAttr::Max), KnobValue::Frequency(*f)));
+        }
+        for (attr, us) in &c.tunables {
+            out.push((k(*attr), KnobValue::Int(*us as i64)));
+        }
+    }
+    for d in &p.system.devfreq {
+        let k = |attr| Knob::Devfreq {
+            device: d.device.clone(),
+            attr,
+        };
+        if let Some(g) = &d.governor {
+            out.push((k(DevfreqAttr::Governor), KnobValue::Word(g.clone())));
+        }
+        if let Some(hz) = d.min {
+            out.push((k(DevfreqAttr::Min), KnobValue::Hz(hz)));
+        }
+        if let Some(hz) = d.max {
+            out.push((k(DevfreqAttr::Max), KnobValue::Hz(hz)));
         }
     }
     for (name, value) in &p.system.sysctl {
@@ -302,6 +337,10 @@ impl Supervisor {
                         format!("expression of rule `{}`", rule.name),
                         "the rule's condition".to_string(),
                     ),
+                    Subject::Throttled(p) => (
+                        format!("throttled({p})"),
+                        format!("/sys/devices/system/cpu/cpufreq/{p}/scaling_max_freq"),
+                    ),
                 };
                 if !self.reported.contains_key(&metric) {
                     self.reported.insert(metric.clone(), rule.name.clone());
@@ -359,6 +398,7 @@ impl Supervisor {
                             })
                             .collect();
                         self.table.set_claims(owner, claims, None);
+                        self.table.add_caps(owner, while_caps(rule), None);
                         hooks(
                             rule.while_.iter(),
                             rule,
@@ -451,11 +491,14 @@ impl Supervisor {
             let had = self.table.claims().live().any(|c| c.owner == old_owner);
             let old_sets = old.rules.get(old_index).map(while_sets).unwrap_or_default();
             let new_sets = while_sets(rule);
-            let moved = old_index != index || old_sets != new_sets;
+            let old_caps = old.rules.get(old_index).map(while_caps).unwrap_or_default();
+            let new_caps = while_caps(rule);
+            let moved = old_index != index || old_sets != new_sets || old_caps != new_caps;
             if (had || rt.state.phase().is_active()) && moved {
                 self.table.release(&old_owner);
                 if rt.state.phase().is_active() {
                     self.table.set_claims(&new_owner, new_sets, None);
+                    self.table.add_caps(&new_owner, new_caps, None);
                 }
             }
             rules.push(rt);
@@ -569,6 +612,18 @@ impl Supervisor {
             .set_claims(&Owner::Boost { handle }, claims, deadline);
     }
 
+    /// A boost's caps (`boost --cap`, issue 24), added to the claims
+    /// [`Supervisor::boost`] set for the same handle.
+    pub fn boost_caps(
+        &mut self,
+        handle: u64,
+        caps: Vec<(Knob, KnobValue)>,
+        deadline: Option<Time>,
+    ) {
+        self.table
+            .add_caps(&Owner::Boost { handle }, caps, deadline);
+    }
+
     /// Ends a boost; false when it held no claim (expired already).
     pub fn release_boost(&mut self, handle: u64) -> bool {
         !self.table.release(&Owner::Boost { handle }).is_empty()
@@ -583,6 +638,17 @@ impl Supervisor {
             .map(Effect::Write)
             .collect()
     }
+}
+
+/// A rule's `while` caps (`cap KNOB at VALUE`, issue 24).
+fn while_caps(rule: &crate::policy::model::Rule) -> Vec<(Knob, KnobValue)> {
+    rule.while_
+        .iter()
+        .filter_map(|a| match a {
+            Action::Cap { knob, value } => Some((knob.clone(), value.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A rule's `while` claims, as `set_claims` takes them.

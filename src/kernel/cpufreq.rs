@@ -16,6 +16,8 @@ pub use crate::knobs::cpufreq::{
     attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR, SCALING_MAX_FREQ,
     SCALING_MIN_FREQ,
 };
+use crate::knobs::CpufreqAttr;
+use std::path::PathBuf;
 
 /// True if `policy` exists.
 pub fn exists(root: &Root, policy: &str) -> bool {
@@ -41,6 +43,49 @@ pub fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
         .split_whitespace()
         .map(str::to_string)
         .collect())
+}
+
+/// The governor to write for fallback list `list` (`schedutil|ondemand`):
+/// the first `policy` offers (module docs of `knobs::cpufreq`).
+pub fn resolve_governor(
+    root: &Root,
+    policy: &str,
+    list: &str,
+) -> std::result::Result<String, String> {
+    let offered = available_governors(root, policy).unwrap_or_default();
+    crate::knobs::cpufreq::resolve_governor(list, &offered)
+        .map_err(|e| format!("cpufreq {policy}: {e}"))
+}
+
+/// The file of tunable `attr` of `policy` under `governor`: the per-policy
+/// directory if the governor has one there, else the global one if that
+/// exists, else `None` (the governor lacks the tunable, or is not running).
+pub fn existing_tunable(
+    root: &Root,
+    policy: &str,
+    governor: &str,
+    attr: CpufreqAttr,
+) -> Option<PathBuf> {
+    crate::knobs::cpufreq::tunable_paths(policy, governor, attr)
+        .into_iter()
+        .find(|p| root.exists(p))
+}
+
+/// Where tunable `attr` of `policy` is written under `governor`: the file
+/// that exists, else (the governor is about to start: its directory does
+/// not exist yet) the per-policy path when the policy has per-policy
+/// governors now or no global directory exists, else the global path.
+pub fn tunable_target(root: &Root, policy: &str, governor: &str, attr: CpufreqAttr) -> PathBuf {
+    if let Some(p) = existing_tunable(root, policy, governor, attr) {
+        return p;
+    }
+    let [per_policy, global] = crate::knobs::cpufreq::tunable_paths(policy, governor, attr);
+    let global_dir_exists = global.parent().is_some_and(|d| root.is_dir(d));
+    if global_dir_exists {
+        global
+    } else {
+        per_policy
+    }
 }
 
 #[cfg(test)]

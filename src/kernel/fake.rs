@@ -47,6 +47,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+pub(crate) mod sysfs;
+
 use super::cgroupfs::{join_clamped, parse_pid_cgroup, parse_pids, pid_cgroup, CgroupFs};
 use super::error::{Error, Result};
 use super::root::Root;
@@ -71,6 +73,9 @@ impl Fake {
         if kernel_written(p) {
             self.settle(root);
             return root.write_plain(p, value);
+        }
+        if let Some(done) = sysfs::write(root, p, value, |p, v| self.replace(root, p, v)) {
+            return done;
         }
         if p.file_name().is_some_and(|n| n == SUBTREE_CONTROL) {
             let current = match root.read(p) {

@@ -82,6 +82,23 @@ impl FakeTree {
             t.file(&format!("{d}/scaling_max_freq"), &max.to_string())?;
             t.file(&format!("{d}/cpuinfo_min_freq"), &min.to_string())?;
             t.file(&format!("{d}/cpuinfo_max_freq"), &max.to_string())?;
+            // schedutil's per-policy tunables (qcom-cpufreq-hw sets
+            // CPUFREQ_HAVE_GOVERNOR_PER_POLICY) as the board's vendor
+            // (Android-derived) kernel has them: up_rate_limit_us and
+            // down_rate_limit_us, both cpufreq_policy_transition_delay_us()
+            // (1000 µs when the driver gives no transition latency); and the
+            // defaults a governor switch recreates them with (fake::sysfs).
+            // Mainline's single rate_limit_us is a test fixture.
+            for f in ["up_rate_limit_us", "down_rate_limit_us"] {
+                t.file(&format!("{d}/schedutil/{f}"), "1000")?;
+                t.file(
+                    &format!(
+                        "{d}/{}/schedutil/{f}",
+                        super::fake::sysfs::GOVERNOR_DEFAULTS
+                    ),
+                    "1000",
+                )?;
+            }
         }
         for cpu in 0..8 {
             // No constraint (what the kernel shows by default).

@@ -8,7 +8,8 @@
 //! | family | names | module |
 //! |---|---|---|
 //! | group | `G.cpu.weight`, `G.memory.high`, … | [`group`] |
-//! | cpufreq | `cpufreq.policyN.{min,max,governor}` | [`cpufreq`] |
+//! | cpufreq | `cpufreq.policyN.{min,max,governor,…rate_limit_us}` | [`cpufreq`] |
+//! | devfreq | `devfreq.NAME.{min,max,governor}` | [`devfreq`] |
 //! | sysctl | `sysctl.NAME` from a closed table | [`sysctl`] |
 //! | zram | `zram.zramN.{mem_limit,swap_priority}` | [`zram`] |
 //! | latency | `latency.cpuN`, `latency.global` | [`latency`] |
@@ -47,6 +48,7 @@
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
 pub mod cpufreq;
+pub mod devfreq;
 pub mod group;
 pub mod human;
 pub mod latency;
@@ -56,6 +58,7 @@ pub mod value;
 pub mod zram;
 
 pub use cpufreq::CpufreqAttr;
+pub use devfreq::DevfreqAttr;
 pub use group::GroupKnob;
 pub use latency::{resume_latency_text, LATENCY_MAX_US};
 pub use sysctl::sysctl_range;
@@ -67,7 +70,13 @@ use latency::{parse_latency_value, parse_resume_latency_kernel};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
-use value::{parse_count, parse_governor, parse_int, parse_partition, parse_uclamp, parse_weight};
+use value::{
+    parse_count, parse_governor_list, parse_int, parse_partition, parse_uclamp, parse_weight,
+};
+
+/// How a boost request names a cap (`boost --cap KNOB=VALUE`): the key
+/// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
+pub const CAP_KEY_PREFIX: &str = "cap ";
 
 /// Whether `name` follows the SPEC naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
@@ -144,6 +153,11 @@ pub enum Knob {
         policy: String,
         attr: CpufreqAttr,
     },
+    /// `devfreq.NAME.ATTR` (GPU, bandwidth monitors, UFS).
+    Devfreq {
+        device: String,
+        attr: DevfreqAttr,
+    },
     /// Dotted sysctl name without the `sysctl.` prefix, e.g. `vm.swappiness`.
     Sysctl(String),
     Zram {
@@ -192,6 +206,10 @@ enum ValueKind {
     Partition,
     /// `latency.*`: a duration in whole µs up to [`LATENCY_MAX_US`].
     Latency,
+    /// `devfreq.*.{min,max}`: Hz.
+    Hz,
+    /// `devfreq.*.governor`.
+    DevfreqGovernor,
 }
 
 impl Knob {
@@ -231,6 +249,41 @@ impl Knob {
         matches!(self, Knob::LatencyGlobal)
     }
 
+    /// Whether the knob is a ceiling a `cap` may hold (SPEC §6 "Caps that
+    /// win"): `cpufreq.*.max`, `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`,
+    /// `G.memory.high`, `G.memory.max`.
+    pub fn is_ceiling(&self) -> bool {
+        match self {
+            Knob::Cpufreq { attr, .. } => *attr == CpufreqAttr::Max,
+            Knob::Devfreq { attr, .. } => *attr == DevfreqAttr::Max,
+            Knob::Group { knob, .. } => matches!(
+                knob,
+                GroupKnob::UclampMax
+                    | GroupKnob::CpuMax
+                    | GroupKnob::MemoryHigh
+                    | GroupKnob::MemoryMax
+            ),
+            _ => false,
+        }
+    }
+
+    /// Whether a write of `other` destroys this knob's file and recreates it
+    /// with the kernel's default, so this knob must be written again after
+    /// it: a governor switch recreates the governor's tunables directory
+    /// (module docs of [`cpufreq`]).
+    pub fn recreated_by(&self, other: &Knob) -> bool {
+        match (self, other) {
+            (
+                Knob::Cpufreq { policy, attr },
+                Knob::Cpufreq {
+                    policy: p,
+                    attr: CpufreqAttr::Governor,
+                },
+            ) => policy == p && attr.is_tunable(),
+            _ => false,
+        }
+    }
+
     /// How claims on this knob merge. This is the single table for it.
     pub fn merge_policy(&self) -> MergePolicy {
         use MergePolicy::{FirstWins, LargestWins, SmallestWins};
@@ -254,7 +307,14 @@ impl Knob {
             },
             Knob::Cpufreq { attr, .. } => match attr {
                 CpufreqAttr::Min | CpufreqAttr::Max => LargestWins,
-                CpufreqAttr::Governor => FirstWins,
+                CpufreqAttr::Governor
+                | CpufreqAttr::RateLimitUs
+                | CpufreqAttr::UpRateLimitUs
+                | CpufreqAttr::DownRateLimitUs => FirstWins,
+            },
+            Knob::Devfreq { attr, .. } => match attr {
+                DevfreqAttr::Min | DevfreqAttr::Max => LargestWins,
+                DevfreqAttr::Governor => FirstWins,
             },
             Knob::Sysctl(_) => FirstWins,
             Knob::Zram { .. } => FirstWins,
@@ -281,6 +341,16 @@ impl Knob {
             Knob::Cpufreq { attr, .. } => match attr {
                 CpufreqAttr::Min | CpufreqAttr::Max => ValueKind::Frequency,
                 CpufreqAttr::Governor => ValueKind::Governor,
+                CpufreqAttr::RateLimitUs
+                | CpufreqAttr::UpRateLimitUs
+                | CpufreqAttr::DownRateLimitUs => ValueKind::Int {
+                    min: 0,
+                    max: cpufreq::RATE_LIMIT_MAX_US,
+                },
+            },
+            Knob::Devfreq { attr, .. } => match attr {
+                DevfreqAttr::Min | DevfreqAttr::Max => ValueKind::Hz,
+                DevfreqAttr::Governor => ValueKind::DevfreqGovernor,
             },
             Knob::Sysctl(name) => {
                 let (min, max) = sysctl_range(name).unwrap_or((i64::MIN, i64::MAX));
@@ -304,6 +374,7 @@ impl Knob {
             ValueKind::CpuMax
                 | ValueKind::CpuList
                 | ValueKind::Governor
+                | ValueKind::DevfreqGovernor
                 | ValueKind::Partition
                 | ValueKind::Latency
         )
@@ -330,9 +401,13 @@ impl Knob {
             ValueKind::CpuMax => CpuMax::parse(text).map(KnobValue::CpuMax),
             ValueKind::Uclamp => parse_uclamp(text).map(KnobValue::Percent),
             ValueKind::CpuList => CpuList::parse(text).map(KnobValue::CpuList),
-            ValueKind::Governor => parse_governor(text).map(KnobValue::Word),
+            ValueKind::Governor => parse_governor_list(text).map(KnobValue::Word),
             ValueKind::Partition => parse_partition(text).map(KnobValue::Word),
             ValueKind::Latency => parse_latency_value(text).map(|us| KnobValue::Latency(Some(us))),
+            ValueKind::Hz => devfreq::parse_hz(text).map(KnobValue::Hz),
+            ValueKind::DevfreqGovernor => {
+                devfreq::parse_devfreq_governor(text).map(KnobValue::Word)
+            }
         }
     }
 
@@ -400,7 +475,11 @@ impl Knob {
                     }),
             },
             ValueKind::CpuList => CpuList::parse_kernel(t).map(KnobValue::CpuList),
-            ValueKind::Governor => Ok(KnobValue::Word(t.to_string())),
+            ValueKind::Governor | ValueKind::DevfreqGovernor => Ok(KnobValue::Word(t.to_string())),
+            ValueKind::Hz => t
+                .parse::<u64>()
+                .map(KnobValue::Hz)
+                .map_err(|_| UnitError::new("frequency", t, "expected the kernel's decimal Hz")),
             ValueKind::Latency => parse_resume_latency_kernel(t).map(KnobValue::Latency),
             ValueKind::Partition => {
                 let mut words = t.splitn(2, ' ');
@@ -424,6 +503,7 @@ impl fmt::Display for Knob {
         match self {
             Knob::Group { group, knob } => write!(f, "{group}.{}", knob.name()),
             Knob::Cpufreq { policy, attr } => write!(f, "cpufreq.{policy}.{}", attr.name()),
+            Knob::Devfreq { device, attr } => write!(f, "devfreq.{device}.{}", attr.name()),
             Knob::Sysctl(name) => write!(f, "sysctl.{name}"),
             Knob::Zram { device, attr } => write!(f, "zram.{device}.{}", attr.name()),
             Knob::LatencyCpu(cpu) => write!(f, "latency.cpu{cpu}"),
@@ -502,6 +582,7 @@ impl Family {
     fn grammar(&self) -> Option<&'static str> {
         match self.head {
             Some("cpufreq") => Some("cpufreq.POLICY.ATTR"),
+            Some("devfreq") => Some("devfreq.NAME.ATTR"),
             Some("sysctl") => Some("sysctl.NAME"),
             Some("zram") => Some("zram.DEV.ATTR"),
             Some("latency") => Some("latency.cpuN or latency.global"),
@@ -511,9 +592,10 @@ impl Family {
 }
 
 /// Every knob family.
-pub static FAMILIES: [&Family; 6] = [
+pub static FAMILIES: [&Family; 7] = [
     &group::FAMILY,
     &cpufreq::FAMILY,
+    &devfreq::FAMILY,
     &sysctl::FAMILY,
     &zram::FAMILY,
     &latency::FAMILY,
@@ -535,6 +617,7 @@ pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> =
         family_heads().map(|h| (h, "a knob family")).collect();
     out.push(("thermal", "thermal zones"));
+    out.push(("cooling", "cooling devices"));
     out.push(("system", "the whole machine"));
     out
 }

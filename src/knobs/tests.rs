@@ -699,3 +699,130 @@ fn every_family_file_is_owned_and_nothing_else() {
         assert!(!owns_file(Path::new(bad), cg), "{bad}");
     }
 }
+
+/// Issue 24: the governor tunables, the devfreq family and the ceilings.
+#[test]
+fn hardware_knobs_parse_render_and_are_owned() {
+    for form in [
+        "cpufreq.policy7.rate_limit_us",
+        "cpufreq.policy7.up_rate_limit_us",
+        "cpufreq.policy7.down_rate_limit_us",
+        "devfreq.3d00000.qcom,kgsl-3d0.max",
+        "devfreq.soc:qcom,cpu-llcc-ddr-bw.min",
+        "devfreq.1d84000.ufshc.governor",
+    ] {
+        assert_eq!(knob(form).to_string(), form);
+    }
+    assert_eq!(
+        knob("devfreq.3d00000.qcom,kgsl-3d0.max"),
+        Knob::Devfreq {
+            device: "3d00000.qcom,kgsl-3d0".into(),
+            attr: DevfreqAttr::Max
+        }
+    );
+    // Fallback lists, kept as written; a single name unchanged.
+    assert_eq!(
+        value("cpufreq.policy4.governor", "schedutil|ondemand"),
+        KnobValue::Word("schedutil|ondemand".into())
+    );
+    for bad in ["schedutil|", "a|a", "Sched", "a|b|c|d|e|f|g|h|i"] {
+        assert!(
+            knob("cpufreq.policy4.governor").parse_value(bad).is_err(),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        crate::knobs::cpufreq::resolve_governor(
+            "walt|schedutil",
+            &["performance".into(), "schedutil".into()]
+        ),
+        Ok("schedutil".to_string())
+    );
+    assert!(crate::knobs::cpufreq::resolve_governor("walt", &["schedutil".into()]).is_err());
+    // Tunables: µs integers.
+    assert_eq!(
+        value("cpufreq.policy4.rate_limit_us", "500"),
+        KnobValue::Int(500)
+    );
+    assert!(knob("cpufreq.policy4.rate_limit_us")
+        .parse_value("-1")
+        .is_err());
+    // devfreq: Hz, a bare number in the kernel's unit.
+    let gpu = knob("devfreq.3d00000.qcom,kgsl-3d0.max");
+    assert_eq!(
+        value("devfreq.3d00000.qcom,kgsl-3d0.max", "587MHz"),
+        KnobValue::Hz(587_000_000)
+    );
+    assert_eq!(
+        value("devfreq.3d00000.qcom,kgsl-3d0.max", "1.2GHz"),
+        KnobValue::Hz(1_200_000_000)
+    );
+    assert_eq!(
+        value("devfreq.soc:qcom,cpu-llcc-ddr-bw.min", "4577"),
+        KnobValue::Hz(4577)
+    );
+    assert_eq!(gpu.render(&KnobValue::Hz(587_000_000)), "587000000");
+    assert_eq!(
+        gpu.parse_kernel("587000000\n"),
+        Ok(KnobValue::Hz(587_000_000))
+    );
+    assert_eq!(KnobValue::Hz(587_000_000).to_string(), "587MHz");
+    for bad in ["0", "1.5Hz", "fast", "-3MHz"] {
+        assert!(gpu.parse_value(bad).is_err(), "{bad}");
+    }
+    assert_eq!(
+        value("devfreq.3d00000.qcom,kgsl-3d0.governor", "msm-adreno-tz"),
+        KnobValue::Word("msm-adreno-tz".into())
+    );
+    assert_eq!(gpu.merge_policy(), MergePolicy::LargestWins);
+    assert!(err("devfreq.bad/name.max")
+        .message
+        .contains("invalid devfreq device"));
+    assert_eq!(
+        err("devfreq.gpu.maxx").hint.as_deref(),
+        Some("did you mean `devfreq.gpu.max`?")
+    );
+    // The journal's allow-list knows the new files, and nothing beside them.
+    let cg = Path::new("/sys/fs/cgroup");
+    for owned in [
+        "/sys/devices/system/cpu/cpufreq/policy4/schedutil/rate_limit_us",
+        "/sys/devices/system/cpu/cpufreq/schedutil/rate_limit_us",
+        "/sys/devices/system/cpu/cpufreq/policy7/schedutil/up_rate_limit_us",
+        "/sys/class/devfreq/3d00000.qcom,kgsl-3d0/max_freq",
+        "/sys/class/devfreq/3d00000.qcom,kgsl-3d0/governor",
+    ] {
+        assert!(owns_file(Path::new(owned), cg), "{owned}");
+    }
+    for not in [
+        "/sys/devices/system/cpu/cpufreq/policy4/schedutil/hispeed_freq",
+        "/sys/class/devfreq/3d00000.qcom,kgsl-3d0/polling_interval",
+        "/sys/class/devfreq/x/y/max_freq",
+    ] {
+        assert!(!owns_file(Path::new(not), cg), "{not}");
+    }
+    // Ceilings (SPEC §6 "Caps that win").
+    for c in [
+        "cpufreq.policy7.max",
+        "devfreq.gpu.max",
+        "g.uclamp.max",
+        "g.cpu.max",
+        "g.memory.high",
+        "g.memory.max",
+    ] {
+        assert!(knob(c).is_ceiling(), "{c}");
+    }
+    for c in [
+        "cpufreq.policy7.min",
+        "devfreq.gpu.min",
+        "g.memory.low",
+        "g.cpu.weight",
+        "sysctl.vm.swappiness",
+    ] {
+        assert!(!knob(c).is_ceiling(), "{c}");
+    }
+    // A governor write recreates its policy's tunables only.
+    let gov = knob("cpufreq.policy4.governor");
+    assert!(knob("cpufreq.policy4.rate_limit_us").recreated_by(&gov));
+    assert!(!knob("cpufreq.policy0.rate_limit_us").recreated_by(&gov));
+    assert!(!knob("cpufreq.policy4.max").recreated_by(&gov));
+}

@@ -103,6 +103,41 @@ pub(super) fn parse_governor(text: &str) -> Result<String, UnitError> {
     }
 }
 
+/// A governor or a fallback list of them (`schedutil|ondemand`, SPEC §6):
+/// each name as [`parse_governor`], at most 8, no repeats. Kept as written
+/// (without spaces); the first offered is chosen when it is written.
+pub(super) fn parse_governor_list(text: &str) -> Result<String, UnitError> {
+    let names: Vec<&str> = text.split('|').map(str::trim).collect();
+    if names.len() > 8 {
+        return Err(UnitError::new(
+            "governor",
+            text,
+            "a fallback list takes at most 8 governors",
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        parse_governor(n).map_err(|e| {
+            if names.len() > 1 {
+                UnitError::new(
+                    "governor",
+                    text,
+                    format!("`{n}` in the fallback list: {}", e.reason),
+                )
+            } else {
+                e
+            }
+        })?;
+        if names[..i].contains(n) {
+            return Err(UnitError::new(
+                "governor",
+                text,
+                format!("`{n}` is listed twice"),
+            ));
+        }
+    }
+    Ok(names.join("|"))
+}
+
 // ---------------------------------------------------------------------------
 // cpu.max
 
@@ -295,6 +330,10 @@ pub enum KnobValue {
     /// `latency.*`: the tolerated wake-up latency in µs, or `None` for no
     /// constraint (what the kernel holds when nobody asks).
     Latency(Option<u64>),
+    /// `devfreq.*.{min,max}`: a frequency in Hz, devfreq's unit (a
+    /// bandwidth monitor's "frequency" is its MB/s, so a bare number is the
+    /// kernel's own unit).
+    Hz(u64),
 }
 
 impl KnobValue {
@@ -312,6 +351,7 @@ impl KnobValue {
             KnobValue::Count(Some(n)) => n.to_string(),
             KnobValue::Count(None) => "max".to_string(),
             KnobValue::Latency(v) => resume_latency_text(*v),
+            KnobValue::Hz(n) => n.to_string(),
         }
     }
 
@@ -322,6 +362,7 @@ impl KnobValue {
         match (self, other) {
             (KnobValue::Size(a), KnobValue::Size(b)) => Some(a.cmp_limit(b)),
             (KnobValue::Frequency(a), KnobValue::Frequency(b)) => Some(a.cmp(b)),
+            (KnobValue::Hz(a), KnobValue::Hz(b)) => Some(a.cmp(b)),
             (KnobValue::Int(a), KnobValue::Int(b)) => Some(a.cmp(b)),
             (KnobValue::Weight(a), KnobValue::Weight(b)) => Some(a.cmp(b)),
             (KnobValue::CpuMax(a), KnobValue::CpuMax(b)) => Some(a.cmp_bandwidth(b)),
@@ -356,6 +397,7 @@ impl KnobValue {
             self,
             KnobValue::Size(_)
                 | KnobValue::Frequency(_)
+                | KnobValue::Hz(_)
                 | KnobValue::Int(_)
                 | KnobValue::Weight(_)
                 | KnobValue::Percent(_)
@@ -384,6 +426,7 @@ impl KnobValue {
                 let khz = step_u64(cur.khz, d.khz, lim.khz, up);
                 Some(V::Frequency(Frequency { khz }))
             }
+            (V::Hz(cur), V::Hz(d), V::Hz(lim)) => Some(V::Hz(step_u64(*cur, *d, *lim, up))),
             (V::Weight(cur), V::Weight(d), V::Weight(lim)) => {
                 Some(V::Weight(step_u64(*cur, *d, *lim, up)))
             }
@@ -439,6 +482,7 @@ impl fmt::Display for KnobValue {
         match self {
             KnobValue::Size(s) => write!(f, "{s}"),
             KnobValue::Frequency(fr) => write!(f, "{fr}"),
+            KnobValue::Hz(n) => f.write_str(&super::devfreq::hz_text(*n)),
             KnobValue::Int(n) => write!(f, "{n}"),
             KnobValue::Weight(w) => write!(f, "{w}"),
             KnobValue::CpuMax(c) => write!(f, "{c}"),

@@ -376,6 +376,67 @@ impl Collector for Scrape {
             None,
             &claims,
         )?;
+        // Issue 24: what the kernel lets each cpufreq policy reach now.
+        if !v.cpufreq_limits.is_empty() {
+            let limit: Vec<(Labels, f64)> = v
+                .cpufreq_limits
+                .iter()
+                .map(|(p, (khz, _))| {
+                    (
+                        vec![("policy", Cow::Borrowed(p.as_str()))],
+                        *khz as f64 * 1000.0,
+                    )
+                })
+                .collect();
+            f.gauge(
+                "cgwarden_cpufreq_limit_hertz",
+                "The ceiling the kernel lets the cpufreq policy reach now (after thermal and QoS clipping).",
+                None,
+                &limit,
+            )?;
+            let throttled: Vec<(Labels, f64)> = v
+                .cpufreq_limits
+                .iter()
+                .map(|(p, (_, t))| {
+                    (
+                        vec![("policy", Cow::Borrowed(p.as_str()))],
+                        f64::from(u8::from(*t)),
+                    )
+                })
+                .collect();
+            f.gauge(
+                "cgwarden_cpufreq_throttled",
+                "1 while throttled(POLICY) holds.",
+                None,
+                &throttled,
+            )?;
+        }
+        // Issue 24: settings.drift's findings, per knob.
+        if !v.drifts.is_empty() {
+            let drifts: Vec<(Labels, u64)> = v
+                .drifts
+                .iter()
+                .map(|(k, n)| (vec![("knob", Cow::Borrowed(k.as_str()))], *n))
+                .collect();
+            f.counter_u64(
+                "cgwarden_drift",
+                "Managed knobs found holding another value than the effective one (settings.drift).",
+                &drifts,
+            )?;
+        }
+        // Issue 24: one episode per rising edge of throttled(POLICY).
+        if !v.throttle_episodes.is_empty() {
+            let episodes: Vec<(Labels, u64)> = v
+                .throttle_episodes
+                .iter()
+                .map(|(p, n)| (vec![("policy", Cow::Borrowed(p.as_str()))], *n))
+                .collect();
+            f.counter_u64(
+                "cgwarden_throttle_episodes",
+                "Throttle episodes (rising edges of throttled(POLICY)) per cpufreq policy.",
+                &episodes,
+            )?;
+        }
         // ---- hooks ----
         use std::sync::atomic::Ordering::Relaxed;
         let mut runs: Vec<(Labels, u64)> = Vec::new();

@@ -71,6 +71,12 @@ pub(crate) struct EngineView {
     pub reload_success: f64,
     pub exec: Option<Arc<exec::Shared>>,
     pub hooks: Vec<HookView>,
+    /// Issue 24: throttle episodes per cpufreq policy.
+    pub throttle_episodes: BTreeMap<String, u64>,
+    /// Issue 24: drifts seen per knob (`settings.drift`).
+    pub drifts: BTreeMap<String, u64>,
+    /// Issue 24: per cpufreq policy, its limit (kHz) and `throttled()`.
+    pub cpufreq_limits: BTreeMap<String, (u64, bool)>,
 }
 
 /// The daemon's side: counters and the watch sender.

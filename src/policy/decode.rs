@@ -9,7 +9,7 @@ use super::diag::{hint, Diagnostics};
 use super::expr::{self, Action};
 use super::model::*;
 use super::yaml::{Key, Node, Pos, Value};
-use crate::knobs::{CpuMax, Knob};
+use crate::knobs::{CpuMax, Knob, KnobValue};
 use crate::units::{CpuList, Frequency, Percent, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -381,6 +381,7 @@ impl<'a> Decoder<'a> {
                 "user",
                 "uid",
                 "boost",
+                "cap",
                 "max_duration",
                 "max_boosts",
             ],
@@ -412,8 +413,18 @@ impl<'a> Decoder<'a> {
             }
         };
 
+        // `cap:` (issue 24): knob patterns this entry may cap, apart from raises.
+        let mut cap = Vec::new();
+        if let Some(c) = f.get("cap") {
+            for item in self.seq(c, "control.cap") {
+                if let Some(p) = self.knob_pattern(item, groups) {
+                    cap.push(p);
+                }
+            }
+        }
         let mut boost = Vec::new();
         match f.get("boost") {
+            None if f.get("cap").is_some() => {}
             None => self.err(
                 node.pos,
                 "control entry needs `boost:`, a list of knob patterns such as [\"cpufreq.*.min\", \"vision.memory.high\"]",
@@ -471,6 +482,7 @@ impl<'a> Decoder<'a> {
         Some(ControlGrant {
             subject: subject?,
             boost,
+            cap,
             max_duration,
             max_boosts,
             pos: node.pos,
@@ -554,6 +566,39 @@ impl<'a> Decoder<'a> {
         None
     }
 
+    /// `settings.drift` (issue 24): `{ interval: D, on_drift: warn|restore }`;
+    /// interval 1s..=1d, default 1m; on_drift default warn.
+    fn drift_settings(&mut self, node: &Node) -> Option<DriftSettings> {
+        let f = self.fields(node, "settings.drift", &["interval", "on_drift"])?;
+        let interval = match f.get("interval") {
+            None => Duration::from_secs(60),
+            Some(n) => match self.duration(n, "settings.drift.interval") {
+                Some(d) if d >= Duration::from_secs(1) && d <= Duration::from_secs(86400) => d,
+                Some(_) => {
+                    self.err(n.pos, "settings.drift.interval must be from 1s to 1d");
+                    return None;
+                }
+                None => return None,
+            },
+        };
+        let restore = match f.get("on_drift") {
+            None => false,
+            Some(n) => match self.text(n, "settings.drift.on_drift").as_deref() {
+                Some("warn") => false,
+                Some("restore") => true,
+                Some(other) => {
+                    self.err(
+                        n.pos,
+                        format!("settings.drift.on_drift `{other}`: expected `warn` or `restore`"),
+                    );
+                    return None;
+                }
+                None => return None,
+            },
+        };
+        Some(DriftSettings { interval, restore })
+    }
+
     fn settings(&mut self, node: &Node) -> Settings {
         let mut s = Settings::default();
         let Some(f) = self.fields(
@@ -569,10 +614,14 @@ impl<'a> Decoder<'a> {
                 "metrics",
                 "recorder",
                 "daemon",
+                "drift",
             ],
         ) else {
             return s;
         };
+        if let Some(n) = f.get("drift") {
+            s.drift = self.drift_settings(n);
+        }
         if let Some(n) = f.get("cgroup_root") {
             if let Some(p) = self.abs_path(n, "settings.cgroup_root") {
                 s.cgroup_root = p;
@@ -1457,15 +1506,136 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// `system.irqs` / `system.kthreads` (issue 24): a list of
+    /// `{ name: GLOB, cpus: LIST, sched: {policy, priority} }`; each entry
+    /// sets `cpus`, `sched` or both; sched is fifo/rr with a priority, or
+    /// other (no deadline, no nice: kernel threads run at nice 0).
+    fn thread_rules(&mut self, node: &Node, what: &str) -> Vec<ThreadRule> {
+        let mut out = Vec::new();
+        for item in self.seq(node, what) {
+            let Some(f) = self.fields(item, &format!("{what} entry"), &["name", "cpus", "sched"])
+            else {
+                continue;
+            };
+            let Some(name) = f
+                .get("name")
+                .and_then(|n| self.text(n, &format!("{what}.name")))
+            else {
+                self.err(item.pos, format!("{what} entry needs `name:` (a glob)"));
+                continue;
+            };
+            if name.is_empty()
+                || name.len() > 64
+                || name.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                self.err(
+                    item.pos,
+                    format!("{what}.name `{name}` must be 1–64 characters without blanks"),
+                );
+                continue;
+            }
+            let cpus = f
+                .get("cpus")
+                .and_then(|n| self.unit(n, &format!("{what}.cpus"), CpuList::parse));
+            let sched = f.get("sched").and_then(|n| self.sched(n));
+            if let Some(s) = &sched {
+                let ok = matches!(
+                    s.policy,
+                    SchedPolicy::Fifo | SchedPolicy::Rr | SchedPolicy::Other
+                ) && s.nice.unwrap_or(0) == 0;
+                if !ok {
+                    self.err(item.pos, format!("{what} `{name}`: sched is fifo/rr with a priority, or other (kernel threads take no nice and no deadline)"));
+                    continue;
+                }
+            }
+            if cpus.is_none() && sched.is_none() {
+                self.err(
+                    item.pos,
+                    format!("{what} `{name}` sets nothing: give `cpus:`, `sched:` or both"),
+                );
+                continue;
+            }
+            out.push(ThreadRule { name, cpus, sched });
+        }
+        out
+    }
+
+    /// `system.devfreq` (issue 24): per device `governor`, `min`, `max`,
+    /// each checked with its knob's grammar.
+    fn devfreq(&mut self, n: &Node) -> Vec<Devfreq> {
+        let mut out = Vec::new();
+        for (k, v) in self.named_map(n, "system.devfreq") {
+            let what = format!("devfreq.{}", k.name);
+            if let Err(e) = Knob::parse(&format!("{what}.max")) {
+                self.err(k.pos, format!("system.devfreq: {}", knob_error_text(&e)));
+                continue;
+            }
+            let Some(c) = self.fields(v, &what, &["governor", "min", "max"]) else {
+                continue;
+            };
+            let mut d = Devfreq {
+                device: k.name.clone(),
+                ..Devfreq::default()
+            };
+            for attr in ["governor", "min", "max"] {
+                let Some(node) = c.get(attr) else { continue };
+                let text = match &node.value {
+                    Value::Str(s) => s.clone(),
+                    Value::Int(i) => i.to_string(),
+                    _ => {
+                        self.err(
+                            node.pos,
+                            format!("{what}.{attr} must be a value, found {}", describe(node)),
+                        );
+                        continue;
+                    }
+                };
+                let parsed = Knob::parse(&format!("{what}.{attr}")).map(|k| k.parse_value(&text));
+                match parsed {
+                    Ok(Ok(KnobValue::Word(g))) => d.governor = Some(g),
+                    Ok(Ok(KnobValue::Hz(hz))) if attr == "min" => d.min = Some(hz),
+                    Ok(Ok(KnobValue::Hz(hz))) => d.max = Some(hz),
+                    Ok(Err(e)) => self.err(node.pos, format!("{what}.{attr}: {e}")),
+                    _ => self.err(node.pos, format!("{what}.{attr}: invalid value `{text}`")),
+                }
+            }
+            if let (Some(lo), Some(hi)) = (d.min, d.max) {
+                if lo > hi {
+                    self.err(
+                        k.pos,
+                        format!(
+                            "{what}.min {} is greater than max {}",
+                            KnobValue::Hz(lo),
+                            KnobValue::Hz(hi)
+                        ),
+                    );
+                }
+            }
+            out.push(d);
+        }
+        out
+    }
+
     fn system(&mut self, node: &Node) -> System {
         let mut sys = System::default();
         let Some(f) = self.fields(
             node,
             "system",
-            &["sysctl", "zram", "cpufreq", "realtime", "latency"],
+            &[
+                "sysctl", "zram", "cpufreq", "realtime", "latency", "devfreq", "irqs", "kthreads",
+            ],
         ) else {
             return sys;
         };
+        if let Some(n) = f.get("devfreq") {
+            sys.devfreq = self.devfreq(n);
+        }
+        if let Some(n) = f.get("irqs") {
+            sys.irqs = self.thread_rules(n, "system.irqs");
+        }
+        if let Some(n) = f.get("kthreads") {
+            sys.kthreads = self.thread_rules(n, "system.kthreads");
+        }
         if let Some(n) = f.get("sysctl") {
             for (k, v) in self.named_map(n, "system.sysctl") {
                 if let Err(e) = Knob::parse(&format!("sysctl.{}", k.name)) {
@@ -1571,20 +1741,39 @@ impl<'a> Decoder<'a> {
                     continue;
                 }
                 let what = format!("cpufreq.{}", k.name);
-                let Some(c) = self.fields(v, &what, &["governor", "min", "max"]) else {
+                let Some(c) = self.fields(
+                    v,
+                    &what,
+                    &[
+                        "governor",
+                        "min",
+                        "max",
+                        "rate_limit_us",
+                        "up_rate_limit_us",
+                        "down_rate_limit_us",
+                    ],
+                ) else {
                     continue;
                 };
-                let governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
+                let mut governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
                 if let (Some(g), Some(n)) = (&governor, c.get("governor")) {
-                    if g.is_empty()
-                        || !g
-                            .chars()
-                            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
-                    {
-                        self.err(
+                    // One name or a fallback list (issue 24), the knob's grammar.
+                    let knob = Knob::parse(&format!("{what}.governor"));
+                    match knob.map(|k| k.parse_value(g)) {
+                        Ok(Ok(KnobValue::Word(list))) => governor = Some(list),
+                        _ => self.err(
                             n.pos,
-                            format!("{what}.governor `{g}` is not a governor name"),
-                        );
+                            format!("{what}.governor `{g}` is not a governor name or a fallback list like `schedutil|ondemand`"),
+                        ),
+                    }
+                }
+                let mut tunables = Vec::new();
+                for attr in crate::knobs::cpufreq::TUNABLES {
+                    if let Some(n) = c.get(attr.name()) {
+                        let max = crate::knobs::cpufreq::RATE_LIMIT_MAX_US;
+                        if let Some(us) = self.int(n, &format!("{what}.{}", attr.name()), 0, max) {
+                            tunables.push((attr, us as u64));
+                        }
                     }
                 }
                 let min = c
@@ -1603,6 +1792,7 @@ impl<'a> Decoder<'a> {
                     governor,
                     min,
                     max,
+                    tunables,
                 });
             }
         }
@@ -1823,6 +2013,23 @@ impl<'a> Decoder<'a> {
                             format!("{what}: `{}` is a step action and belongs in `then:`; `while:` holds claims (set) and hooks", first_word(&text)),
                         );
                     }
+                    if block == "then" && matches!(a, Action::Cap { .. }) {
+                        self.err(
+                            item.text_pos,
+                            format!("{what}: `cap` holds a ceiling while the rule is active and belongs in `while:`"),
+                        );
+                    }
+                    if let Action::Cap { knob, .. } = &a {
+                        let set_too = out.iter().any(
+                            |b: &Action| matches!(b, Action::Set { knob: k, .. } if k == knob),
+                        );
+                        if set_too {
+                            self.err(
+                                item.text_pos,
+                                format!("{what}: `{knob}` is both set and capped by this rule; keep one"),
+                            );
+                        }
+                    }
                     self.check_action_refs(&a, item, &text, what, groups, hooks);
                     out.push(a);
                 }
@@ -1842,9 +2049,10 @@ impl<'a> Decoder<'a> {
         hooks: &[&str],
     ) {
         let knob = match a {
-            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => {
-                Some(knob)
-            }
+            Action::Set { knob, .. }
+            | Action::Raise { knob, .. }
+            | Action::Lower { knob, .. }
+            | Action::Cap { knob, .. } => Some(knob),
             Action::Hook(name) => {
                 if !hooks.contains(&name.as_str()) {
                     let h = hint(name, hooks.iter().copied());

@@ -150,6 +150,10 @@ pub enum ExprKind {
     Running(String),
     /// `exists(GROUP)`.
     Exists(Spanned<String>),
+    /// `throttled(POLICY)` (issue 24, SPEC §6): the policy's ceiling is
+    /// clipped below what was asked, or a cooling device bound to it is
+    /// above 0.
+    Throttled(Spanned<String>),
 }
 
 /// `METRIC OP VALUE`. Equality ignores spans.
@@ -305,6 +309,17 @@ pub enum Metric {
     MemoryAvailable,
     /// `thermal.ZONE.temp`; ZONE is the zone's `type`.
     ThermalTemp { zone: Spanned<String> },
+    /// `thermal.ZONE.trip.N`: trip point N's temperature (issue 24).
+    ThermalTrip { zone: Spanned<String>, trip: u32 },
+    /// `cooling.NAME.state`: a cooling device's `cur_state`, NAME its
+    /// `type` (issue 24).
+    CoolingState { device: Spanned<String> },
+    /// `cpufreq.POLICY.limit` (the ceiling the kernel lets the policy reach
+    /// now) or `cpufreq.POLICY.cur`, kHz (issue 24).
+    CpufreqFreq {
+        policy: Spanned<String>,
+        limit: bool,
+    },
 }
 
 impl Metric {
@@ -322,7 +337,11 @@ impl Metric {
             | Metric::MemoryEvent { group, .. }
             | Metric::PidsCurrent { group }
             | Metric::Populated { group } => Some((&group.value, group.span)),
-            Metric::MemoryAvailable | Metric::ThermalTemp { .. } => None,
+            Metric::MemoryAvailable
+            | Metric::ThermalTemp { .. }
+            | Metric::ThermalTrip { .. }
+            | Metric::CoolingState { .. }
+            | Metric::CpufreqFreq { .. } => None,
         }
     }
 }
@@ -350,6 +369,14 @@ impl fmt::Display for Metric {
             Metric::Populated { group } => write!(f, "{}.cgroup.populated", group.value),
             Metric::MemoryAvailable => f.write_str("system.memory.available"),
             Metric::ThermalTemp { zone } => write!(f, "thermal.{}.temp", zone.value),
+            Metric::ThermalTrip { zone, trip } => write!(f, "thermal.{}.trip.{trip}", zone.value),
+            Metric::CoolingState { device } => write!(f, "cooling.{}.state", device.value),
+            Metric::CpufreqFreq { policy, limit } => write!(
+                f,
+                "cpufreq.{}.{}",
+                policy.value,
+                if *limit { "limit" } else { "cur" }
+            ),
         }
     }
 }
@@ -373,12 +400,15 @@ pub enum Threshold {
         window: Option<Duration>,
     },
     Temperature(Temperature),
+    /// `cpufreq.POLICY.limit|cur` (issue 24).
+    Frequency(crate::units::Frequency),
 }
 
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Threshold::Percent(p) => write!(f, "{p}"),
+            Threshold::Frequency(fr) => write!(f, "{fr}"),
             Threshold::Size(s) => write!(f, "{s}"),
             Threshold::Count(n) => write!(f, "{n}"),
             Threshold::StallTime { amount, window } => write!(f, "{amount}/{window}"),
@@ -451,6 +481,7 @@ impl fmt::Display for Expr {
                 }
             }
             ExprKind::Exists(g) => write!(f, "exists({})", g.value),
+            ExprKind::Throttled(p) => write!(f, "throttled({})", p.value),
         }
     }
 }
@@ -476,7 +507,7 @@ pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
                 }
             }
             ExprKind::Exists(g) => out.push((g.value.clone(), g.span)),
-            ExprKind::Running(_) => {}
+            ExprKind::Running(_) | ExprKind::Throttled(_) => {}
         }
     }
     out
@@ -696,7 +727,7 @@ impl Parser {
         let word_end = self.pos;
         self.skip_ws();
         let paren_follows = self.peek() == Some('(');
-        if paren_follows && (word == "running" || word == "exists") {
+        if paren_follows && (word == "running" || word == "exists" || word == "throttled") {
             return self.parse_call(&word, start);
         }
         if word == "and" || word == "or" {
@@ -824,6 +855,9 @@ impl Parser {
         let kind = if name == "running" {
             check_glob(&arg, arg_start)?;
             ExprKind::Running(arg)
+        } else if name == "throttled" {
+            hw::throttled_arg(&arg, arg_start)?;
+            ExprKind::Throttled(Spanned::new(arg, Span::new(arg_start, arg_end)))
         } else {
             if !is_valid_name(&arg) {
                 return Err(error(
@@ -926,6 +960,9 @@ fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseError> {
 
     if names == ["system", "memory", "available"] {
         return Ok(Metric::MemoryAvailable);
+    }
+    if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
+        return Ok(m);
     }
     if let ["thermal", zone @ .., "temp"] = names.as_slice() {
         if !zone.is_empty() {
@@ -1119,9 +1156,15 @@ fn parse_threshold(
             Some(n @ (0 | 1)) => Ok(Threshold::Count(n)),
             _ => Err(wrong("0 or 1")),
         },
-        Metric::ThermalTemp { .. } => Temperature::parse(value)
+        Metric::ThermalTemp { .. } | Metric::ThermalTrip { .. } => Temperature::parse(value)
             .map(Threshold::Temperature)
             .map_err(|_| wrong("a temperature like `85C`")),
+        Metric::CoolingState { .. } => parse_count(value)
+            .map(Threshold::Count)
+            .ok_or_else(|| wrong("a whole number (a cooling state)")),
+        Metric::CpufreqFreq { .. } => crate::units::Frequency::parse(value)
+            .map(Threshold::Frequency)
+            .map_err(|_| wrong("a frequency like `1.8GHz`")),
     }
 }
 
@@ -1252,21 +1295,27 @@ pub enum Action {
     Hook(String),
     /// `compact memory`.
     CompactMemory,
+    /// `cap KNOB at VALUE` (issue 24): a ceiling that beats every raise.
+    Cap { knob: Knob, value: KnobValue },
 }
 
 impl Action {
     /// Whether the action can be a `while:` claim (set, hook) rather than a
     /// one-off step that only makes sense in `then:`.
     pub fn allowed_in_while(&self) -> bool {
-        matches!(self, Action::Set { .. } | Action::Hook(_))
+        matches!(
+            self,
+            Action::Set { .. } | Action::Hook(_) | Action::Cap { .. }
+        )
     }
 
     /// The knob the action changes, if any.
     pub fn knob(&self) -> Option<&Knob> {
         match self {
-            Action::Set { knob, .. } | Action::Raise { knob, .. } | Action::Lower { knob, .. } => {
-                Some(knob)
-            }
+            Action::Set { knob, .. }
+            | Action::Raise { knob, .. }
+            | Action::Lower { knob, .. }
+            | Action::Cap { knob, .. } => Some(knob),
             Action::Hook(_) | Action::CompactMemory => None,
         }
     }
@@ -1282,6 +1331,7 @@ impl fmt::Display for Action {
             }
             Action::Hook(name) => write!(f, "hook {name}"),
             Action::CompactMemory => f.write_str("compact memory"),
+            Action::Cap { knob, value } => write!(f, "cap {knob} at {value}"),
         }
     }
 }
@@ -1318,7 +1368,7 @@ fn split_words(src: &str) -> Vec<Word<'_>> {
     words
 }
 
-const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, hook NAME or compact memory";
+const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, cap KNOB at VALUE, hook NAME or compact memory";
 
 /// Parses one action of a rule's `then:` or `while:` list.
 pub fn parse_action(src: &str) -> Result<Action, ParseError> {
@@ -1365,8 +1415,9 @@ pub fn parse_action(src: &str) -> Result<Action, ParseError> {
             )),
             [_] => Ok(Action::CompactMemory),
         },
+        "cap" => cap::parse_cap(args, total),
         other => {
-            let hint = suggest(other, ["set", "raise", "lower", "hook", "compact"])
+            let hint = suggest(other, ["set", "raise", "lower", "cap", "hook", "compact"])
                 .map(|v| format!(", did you mean `{v}`?"))
                 .unwrap_or_default();
             Err(error(
@@ -1506,5 +1557,7 @@ fn is_positive(value: &KnobValue) -> bool {
     }
 }
 
+mod cap;
+mod hw;
 #[cfg(test)]
 mod tests;

@@ -214,7 +214,7 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
                     };
                     out.extend(ctrl);
                 }
-                ExprKind::Running(_) | ExprKind::Exists(_) => {}
+                ExprKind::Running(_) | ExprKind::Exists(_) | ExprKind::Throttled(_) => {}
             }
         }
         for a in r.then.iter().chain(&r.while_) {

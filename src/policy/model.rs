@@ -141,6 +141,18 @@ pub struct Settings {
     pub recorder: Option<RecorderSettings>,
     /// How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve").
     pub daemon: DaemonSettings,
+    /// `settings.drift` (issue 24, SPEC §6 "Coexistence"): `None`, no check.
+    pub drift: Option<DriftSettings>,
+}
+
+/// `settings.drift`: how often every managed knob is compared with its
+/// effective value, and what a drift does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriftSettings {
+    pub interval: Duration,
+    /// `on_drift: restore` writes the effective value back; `warn` only
+    /// reports.
+    pub restore: bool,
 }
 
 /// `settings.daemon`: the priority, CPUs and memory locking of the daemon's
@@ -199,6 +211,7 @@ impl Default for Settings {
             metrics: MetricsSettings::default(),
             recorder: None,
             daemon: DaemonSettings::default(),
+            drift: None,
         }
     }
 }
@@ -370,9 +383,12 @@ pub struct Zram {
 #[derive(Clone, Debug, Default)]
 pub struct Cpufreq {
     pub policy: String,
+    /// A governor or a fallback list (`schedutil|ondemand`).
     pub governor: Option<String>,
     pub min: Option<Frequency>,
     pub max: Option<Frequency>,
+    /// Governor tunables (`rate_limit_us`, …) in µs, in write order.
+    pub tunables: Vec<(crate::knobs::CpufreqAttr, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -400,6 +416,38 @@ pub struct System {
     pub realtime: Option<Realtime>,
     /// `system.latency` (PM QoS; docs/latency.md).
     pub latency: Option<Latency>,
+    /// `system.devfreq` (issue 24), in file order.
+    pub devfreq: Vec<Devfreq>,
+    /// `system.irqs` (issue 24): the first entry whose glob matches one of
+    /// an IRQ's action names applies to it.
+    pub irqs: Vec<ThreadRule>,
+    /// `system.kthreads` (issue 24): the first entry whose glob matches a
+    /// kernel thread's comm applies to it.
+    pub kthreads: Vec<ThreadRule>,
+}
+
+/// One entry of `system.irqs` or `system.kthreads`.
+#[derive(Clone, Debug)]
+pub struct ThreadRule {
+    /// Glob (`*`, `?`) over IRQ action names or kernel thread comms.
+    pub name: String,
+    /// IRQ affinity, or the kthread's CPUs.
+    pub cpus: Option<CpuList>,
+    /// The threaded IRQ's `irq/N-NAME` thread, or the kthread: fifo/rr with
+    /// a priority, or other.
+    pub sched: Option<Sched>,
+}
+
+/// `system.devfreq.NAME`: a devfreq device's baseline.
+#[derive(Clone, Debug, Default)]
+pub struct Devfreq {
+    /// The device name under /sys/class/devfreq.
+    pub device: String,
+    pub governor: Option<String>,
+    /// Hz.
+    pub min: Option<u64>,
+    /// Hz.
+    pub max: Option<u64>,
 }
 
 /// `system.latency`: tolerated wake-up latencies, in µs.
@@ -472,6 +520,9 @@ pub struct ControlGrant {
     pub subject: ControlSubject,
     /// Knob globs (`*`, `?`), each checked to match some knob of the policy.
     pub boost: Vec<String>,
+    /// Knob globs this entry may cap (`boost --cap`, issue 24): granted
+    /// apart from raises.
+    pub cap: Vec<String>,
     pub max_duration: Duration,
     pub max_boosts: u32,
     pub pos: Pos,

@@ -64,7 +64,9 @@ cp -L "$chr$interp" "$r$interp"
 
 # zram and its compressors, in dependency order, with a modules.dep (as run-guest.sh).
 : >"$r/lib/modules/load-order"
-for m in zram lz4 lz4hc zstd; do
+# virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
+# (96-irqs, issue 24); built-in drivers print no insmod line.
+for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
     rel=${ko#"$kroot/lib/modules/"}
@@ -111,9 +113,10 @@ timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-2400}" qemu-system-aarch64 \
     -M virt -accel tcg,thread=multi -cpu "${CGWARDEN_VM_CPU:-max,pauth-impdef=on}" \
     -m "${CGWARDEN_VM_MEM:-2G}" -smp "${CGWARDEN_VM_SMP:-4}" \
     -nodefaults -no-user-config -display none -no-reboot -monitor none -nic none \
+    -device virtio-rng-pci \
     -serial "file:$log" \
     -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$stage/initramfs.cpio" \
-    -append "console=ttyAMA0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all rdinit=/init transparent_hugepage=${CGWARDEN_VM_THP:-madvise} ${CGWARDEN_VM_APPEND:-}" ||
+    -append "console=ttyAMA0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all threadirqs rdinit=/init transparent_hugepage=${CGWARDEN_VM_THP:-madvise} ${CGWARDEN_VM_APPEND:-}" ||
     rc=$?
 t2=$(now)
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v sz="$(du -h "$stage/initramfs.cpio" | cut -f1)" \

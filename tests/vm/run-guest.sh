@@ -64,7 +64,9 @@ copy_with_libs "$wl" cgwarden-workload
 # that a real `modprobe zram` works in the guest too (busybox modprobe reads
 # modules.dep; cgwarden runs the kernel's modprobe when zram is not loaded).
 : >"$r/lib/modules/load-order"
-for m in zram lz4 lz4hc zstd; do
+# virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
+# (96-irqs, issue 24); built-in drivers print no insmod line.
+for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
     rel=${ko#"$kroot/lib/modules/"}
@@ -102,9 +104,10 @@ timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
     -accel tcg,thread=multi -cpu max -machine q35 \
     -m "${CGWARDEN_VM_MEM:-2G}" -smp "${CGWARDEN_VM_SMP:-4}" \
     -nodefaults -no-user-config -display none -vga none -no-reboot -monitor none \
+    -device virtio-rng-pci \
     -serial "file:$log" \
     -kernel "$kernel" -initrd "$stage/initramfs.cpio" \
-    -append "console=ttyS0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all rdinit=/init" ||
+    -append "console=ttyS0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all threadirqs rdinit=/init" ||
     rc=$?
 t2=$(now)
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v sz="$(du -h "$stage/initramfs.cpio" | cut -f1)" \

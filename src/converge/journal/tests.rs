@@ -482,3 +482,60 @@ proptest! {
         }
     }
 }
+
+/// Issue 24: a kernel thread's original scheduling and CPUs round-trip, are
+/// recorded once per pid, and a damaged or foreign one is refused.
+#[test]
+fn kthread_entries_round_trip_and_are_checked() {
+    let e = Entry::Kthread {
+        pid: 137,
+        comm: "irq/24-virtio0-config".into(),
+        sched: "fifo 50".into(),
+        cpus: "0-3".into(),
+    };
+    let line = e.render();
+    assert_eq!(line, "KTHREAD\t137\tirq/24-virtio0-config\tfifo 50\t0-3");
+    assert_eq!(Entry::parse(&line), Some(e.clone()));
+    assert_eq!(managed(&e, Path::new(CG)), None);
+    for bad in [
+        "KTHREAD\t0\tx\tfifo 50\t0-3",
+        "KTHREAD\t-4\tx\tfifo 50\t0-3",
+        "KTHREAD\t12\tx\tfifo 50",
+        "KTHREAD\t12\tx\tfifo 50\t0-3\textra",
+    ] {
+        assert_eq!(Entry::parse(bad), None, "{bad}");
+    }
+    for (sched, cpus) in [
+        ("deadline 0", "0-3"),
+        ("fifo 100", "0"),
+        ("fifo", "0"),
+        ("fifo 50", "a-b"),
+    ] {
+        let e = Entry::Kthread {
+            pid: 5,
+            comm: "ksoftirqd/0".into(),
+            sched: sched.into(),
+            cpus: cpus.into(),
+        };
+        assert!(managed(&e, Path::new(CG)).is_some(), "{sched} {cpus}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::fake(dir.path());
+    let state = Path::new("/run/cgwarden");
+    let mut j = Journal::open(&root, state, Path::new(CG)).unwrap();
+    j.record(e.clone()).unwrap();
+    j.record(Entry::Kthread {
+        pid: 137,
+        comm: "irq/24-virtio0-config".into(),
+        sched: "fifo 70".into(),
+        cpus: "0-3".into(),
+    })
+    .unwrap();
+    let j = Journal::open(&root, state, Path::new(CG)).unwrap();
+    let kthreads: Vec<&Entry> = j
+        .entries()
+        .iter()
+        .filter(|x| matches!(x, Entry::Kthread { .. }))
+        .collect();
+    assert_eq!(kthreads, vec![&e], "the first original is the truth");
+}

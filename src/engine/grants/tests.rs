@@ -13,6 +13,7 @@ fn grant(who: Who, name: &str, patterns: &[&str], mins: u64, max_boosts: u32) ->
         who,
         name: name.into(),
         patterns: patterns.iter().map(|p| p.to_string()).collect(),
+        caps: Vec::new(),
         max_duration: Duration::from_secs(mins * 60),
         max_boosts,
     }
@@ -42,6 +43,7 @@ const MIN: Duration = Duration::from_secs(60);
 fn resolve_maps_names_and_warns_on_unknown_ones() {
     let pos = Pos::new(7, 5);
     let entry = |subject| ControlGrant {
+        cap: Vec::new(),
         subject,
         boost: vec!["*".into()],
         max_duration: MIN,
@@ -239,6 +241,7 @@ fn arb_grant() -> impl Strategy<Value = Grant> {
             who,
             name: format!("{who:?}"),
             patterns: pats.iter().map(|&i| PATTERNS[i].to_string()).collect(),
+            caps: Vec::new(),
             max_duration: Duration::from_secs(mins * 60),
             max_boosts,
         })
@@ -298,4 +301,33 @@ proptest! {
             }
         }
     }
+}
+
+/// Issue 24: `cap:` patterns grant caps apart from raises.
+#[test]
+fn caps_are_granted_by_cap_patterns_only() {
+    let g = Grant {
+        caps: vec!["cpufreq.*.max".into()],
+        ..grant(Who::Gid(1001), "group vision", &["cpufreq.*.min"], 60, 4)
+    };
+    let who = Caller {
+        uid: 1000,
+        gid: 1001,
+        groups: vec![],
+    };
+    let ten = Some(Duration::from_secs(600));
+    // As a raise, max is not granted; as a cap it is.
+    let raise = decide(
+        std::slice::from_ref(&g),
+        &who,
+        &[knob("cpufreq.policy7.max")],
+        ten,
+        0,
+    );
+    assert!(raise.is_err(), "{raise:?}");
+    let caps = for_caps(std::slice::from_ref(&g));
+    let d = decide(&caps, &who, &[knob("cpufreq.policy7.max")], ten, 0).unwrap();
+    assert_eq!(d.allowed, vec![knob("cpufreq.policy7.max")]);
+    // And min, granted as a raise, is not a cap.
+    assert!(decide(&caps, &who, &[knob("cpufreq.policy7.min")], ten, 0).is_err());
 }

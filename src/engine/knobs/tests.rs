@@ -1,7 +1,7 @@
 //! Tests of [`super`] (`knobs`).
 
 use super::*;
-use crate::engine::claims::tests::{boost, knob, reference_merge, rule};
+use crate::engine::claims::tests::{boost, knob, reference_cap, reference_merge, rule};
 use crate::knobs::CpuMax;
 use crate::policy::expr::parse_action;
 use crate::units::{Frequency, Percent, Size};
@@ -38,6 +38,7 @@ fn claim(owner: Owner, k: &Knob, v: KnobValue, deadline: Option<Time>) -> Claim 
         knob: k.clone(),
         value: v,
         deadline,
+        cap: false,
     }
 }
 
@@ -370,6 +371,8 @@ enum Op {
         knob: usize,
         v: u64,
         ttl: Option<u64>,
+        /// A cap (issue 24; only on knob 0, the ceiling-type one).
+        cap: bool,
     },
     SetRule {
         rule: usize,
@@ -395,13 +398,15 @@ fn op() -> impl Strategy<Value = Op> {
             owner.clone(),
             0usize..3,
             0u64..5,
-            proptest::option::of(1u64..5)
+            proptest::option::of(1u64..5),
+            any::<bool>()
         )
-            .prop_map(|(owner, knob, v, ttl)| Op::Add {
+            .prop_map(|(owner, knob, v, ttl, cap)| Op::Add {
                 owner,
                 knob,
                 v,
-                ttl
+                ttl,
+                cap: cap && knob == 0,
             }),
         (
             0usize..4,
@@ -418,7 +423,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn value(knob: usize, v: u64) -> KnobValue {
     match knob {
-        0 => KnobValue::Weight(v + 1),
+        0 => mib(v + 1),
         1 => KnobValue::Word(format!("gov{v}")),
         _ => KnobValue::Int(v as i64 - 2),
     }
@@ -430,7 +435,7 @@ proptest! {
     /// knobs whose effective value differs from what was last written.
     #[test]
     fn effective_is_merge_and_writes_only_changes(ops in proptest::collection::vec(op(), 0..60)) {
-        let knobs = [knob("g.cpu.weight"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness")];
+        let knobs = [knob("g.memory.high"), knob("cpufreq.policy0.governor"), knob("sysctl.vm.swappiness")];
         let mut t = KnobTable::new();
         let mut now = 0u64;
         let mut live: Vec<Claim> = Vec::new();
@@ -439,8 +444,8 @@ proptest! {
         let mut written: [Option<KnobValue>; 3] = [None, None, None];
         for op in ops {
             match op {
-                Op::Add { owner, knob, v, ttl } => {
-                    let c = claim(owner.clone(), &knobs[knob], value(knob, v), ttl.map(|d| s(now + d)));
+                Op::Add { owner, knob, v, ttl, cap } => {
+                    let c = Claim { cap, ..claim(owner.clone(), &knobs[knob], value(knob, v), ttl.map(|d| s(now + d))) };
                     live.retain(|l| !(l.owner == owner && l.knob == knobs[knob]));
                     live.push(c.clone());
                     t.add_claim(c);
@@ -502,9 +507,51 @@ proptest! {
                 }
             }
             for (i, k) in knobs.iter().enumerate() {
-                let want = reference_merge(k, &live).map(|(v, _)| v).or_else(|| base[i].clone());
+                let merged = reference_merge(k, &live).map(|(v, _)| v).or_else(|| base[i].clone());
+                // A cap holds the value at or below it (issue 24).
+                let want = match (merged, reference_cap(k, &live)) {
+                    (m, None) => m,
+                    (None, Some((c, _))) => Some(c),
+                    (Some(m), Some((c, _))) => Some(if c.cmp_resource(&m) == Some(std::cmp::Ordering::Less) { c } else { m }),
+                };
                 prop_assert_eq!(t.effective(k), want);
             }
         }
     }
+}
+
+/// Issue 24: a governor switch recreates the governor's tunables directory
+/// with the kernel's defaults, so the tunables are written again after every
+/// governor write, with the governor write's cause, and never twice.
+#[test]
+fn governor_write_rewrites_its_tunables_after_it() {
+    let mut t = KnobTable::new();
+    let gov = knob("cpufreq.policy4.governor");
+    let rl = knob("cpufreq.policy4.rate_limit_us");
+    let other = knob("cpufreq.policy0.rate_limit_us");
+    t.set_policy_baseline(&gov, Some(KnobValue::Word("schedutil".into())));
+    t.set_policy_baseline(&rl, Some(KnobValue::Int(500)));
+    t.set_policy_baseline(&other, Some(KnobValue::Int(2000)));
+    let first: Vec<Knob> = t.pending_writes(s(0)).into_iter().map(|w| w.knob).collect();
+    // Written once each, the governor before its tunable.
+    assert_eq!(first, vec![other.clone(), gov.clone(), rl.clone()]);
+    // A rule switches the governor: the tunable follows, though unchanged.
+    t.set_claims(
+        &rule(0),
+        [(gov.clone(), KnobValue::Word("performance".into()))],
+        None,
+    );
+    let w = t.pending_writes(s(1));
+    let knobs: Vec<&Knob> = w.iter().map(|w| &w.knob).collect();
+    assert_eq!(knobs, vec![&gov, &rl]);
+    assert_eq!(w[1].new, KnobValue::Int(500));
+    assert_eq!(w[1].cause, Cause::Owner(rule(0)));
+    // Back to schedutil: again.
+    t.release(&rule(0));
+    let knobs: Vec<Knob> = t.pending_writes(s(2)).into_iter().map(|w| w.knob).collect();
+    assert_eq!(knobs, vec![gov.clone(), rl.clone()]);
+    // A tunable change alone writes only the tunable.
+    t.set_claims(&rule(1), [(rl.clone(), KnobValue::Int(100))], None);
+    let knobs: Vec<Knob> = t.pending_writes(s(3)).into_iter().map(|w| w.knob).collect();
+    assert_eq!(knobs, vec![rl]);
 }

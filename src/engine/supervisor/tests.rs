@@ -596,6 +596,7 @@ fn reload_releases_a_boost_on_a_removed_groups_knob_only() {
             knob,
             value,
             deadline: Some(s(100)),
+            cap: false,
         }
     };
     sup.table.add_claim(boost(1, "b.memory.high", "5G"));

@@ -266,10 +266,18 @@ impl Data {
             from: self.from,
             to: self.to,
             processes: self.processes.clone(),
-            thermal: self.thermal.clone(),
             runs: self.runs.clone(),
             ..Default::default()
         };
+        // Issue 24: throttle episodes, one `throttle` event each.
+        for e in self.events.iter().filter(|e| e.kind == "throttle") {
+            let policy = e
+                .knob
+                .as_deref()
+                .map(|k| k.strip_prefix("cpufreq.").unwrap_or(k))
+                .unwrap_or("?");
+            i.throttle.entry(policy.to_string()).or_default().push(e.ts);
+        }
         for (g, s) in &self.groups {
             i.oom_kill
                 .insert(g.clone(), series(s, |s| s.ev_oom_kill.map(|v| v as f64)));

@@ -16,11 +16,14 @@
 //!   third instead, so the two halves never overlap. The moment it failed is
 //!   the first sample at which the median of the trailing comparison window
 //!   exceeds the first window's median by more than the limit.
-//! - **Thermal throttling**: per named zone, the samples at which the
-//!   temperature is at or above the zone's trip point while the zone's
-//!   previous sample was below it (the first sample in the window counts
-//!   when it is already at the trip). A zone without a trip point never
-//!   crosses. The limit is per 72 h, scaled to the span the data covers.
+//! - **Thermal throttling** (issue 24): per cpufreq policy, the throttle
+//!   episodes the daemon recorded (`throttle` events: one per rising edge of
+//!   `throttled(POLICY)` — the kernel held the policy below the ceiling
+//!   asked for, or a cooling device bound to it was active). The limit is
+//!   per 72 h, scaled to the report's window. No episode recorded passes
+//!   with 0. (Before issue 24 this counted "temperature ≥ trip" samples of
+//!   named zones, which is not throttling; the zones' temperatures are still
+//!   recorded for the chart.)
 //! - **Restarts**: every daemon start recorded in `runs` inside the window
 //!   except the first one the database knows; a start whose `boot_id`
 //!   differs from the previous run's is a reboot, else a daemon restart.
@@ -111,8 +114,8 @@ pub(crate) struct Inputs {
     pub(crate) memory: BTreeMap<String, Vec<Point>>,
     /// Per comm: summed RSS.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
-    /// Per zone.
-    pub(crate) thermal: BTreeMap<String, Vec<ThermalPoint>>,
+    /// Per cpufreq policy: the times its throttle episodes began.
+    pub(crate) throttle: BTreeMap<String, Vec<f64>>,
     /// Every run the database knows, any time.
     pub(crate) runs: Vec<RunRow>,
     /// Per group: `memory full avg10`.
@@ -351,20 +354,6 @@ fn human_secs(s: f64) -> String {
     }
 }
 
-/// The times at which a zone's temperature crossed its trip point upward.
-pub(crate) fn trip_crossings(s: &[ThermalPoint]) -> Vec<f64> {
-    let mut out = Vec::new();
-    let mut was_above = false;
-    for p in s {
-        let above = matches!(p.trip, Some(trip) if p.temp >= trip);
-        if above && !was_above {
-            out.push(p.ts);
-        }
-        was_above = above;
-    }
-    out
-}
-
 /// How many crossings are allowed over `span` seconds at `per_72h`.
 pub(crate) fn thermal_allowance(per_72h: u64, span: f64) -> f64 {
     if !span.is_finite() || span <= 0.0 {
@@ -374,64 +363,59 @@ pub(crate) fn thermal_allowance(per_72h: u64, span: f64) -> f64 {
 }
 
 fn thermal(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
-    if c.thermal_zones.is_empty() {
+    let limit = c.thermal_events_per_72h as f64;
+    let span = i.to - i.from;
+    let allowed = thermal_allowance(c.thermal_events_per_72h, span);
+    if i.throttle.is_empty() && i.runs.is_empty() {
         return vec![Verdict {
             id: "thermal_throttling",
-            subject: "no zone named".into(),
+            subject: "cpufreq".into(),
             status: Status::NotMeasured,
-            limit: c.thermal_events_per_72h as f64,
+            limit,
             measured: None,
             unit: "count",
             failed_at: None,
-            detail: "report.criteria.thermal_zones names no zone".into(),
+            detail: "the database records no daemon run".into(),
+        }];
+    }
+    if i.throttle.is_empty() {
+        return vec![Verdict {
+            id: "thermal_throttling",
+            subject: "cpufreq".into(),
+            status: Status::Pass,
+            limit,
+            measured: Some(0.0),
+            unit: "count",
+            failed_at: None,
+            detail: "no throttle episode recorded (the daemon counts one per rising edge of throttled(POLICY) for every cpufreq policy while metrics or the recorder run)".into(),
         }];
     }
     let mut out = Vec::new();
-    for z in &c.thermal_zones {
-        let s = i.thermal.get(z).map(Vec::as_slice).unwrap_or(&[]);
-        let (Some(a), Some(b)) = (s.first(), s.last()) else {
-            out.push(Verdict {
-                id: "thermal_throttling",
-                subject: format!("zone {z}"),
-                status: Status::NotMeasured,
-                limit: c.thermal_events_per_72h as f64,
-                measured: None,
-                unit: "count",
-                failed_at: None,
-                detail: "no temperature of this zone was recorded".into(),
-            });
-            continue;
-        };
-        let span = b.ts - a.ts;
-        let allowed = thermal_allowance(c.thermal_events_per_72h, span);
-        let crossings = trip_crossings(s);
-        let failed_at = crossings
+    for (policy, starts) in &i.throttle {
+        let mut starts = starts.clone();
+        starts.sort_by(f64::total_cmp);
+        let failed_at = starts
             .iter()
             .enumerate()
             .find(|(n, _)| (*n + 1) as f64 > allowed)
             .map(|(_, t)| *t);
-        let no_trip = s.iter().all(|p| p.trip.is_none());
         out.push(Verdict {
             id: "thermal_throttling",
-            subject: format!("zone {z}"),
+            subject: format!("cpufreq {policy}"),
             status: if failed_at.is_some() {
                 Status::Fail
             } else {
                 Status::Pass
             },
-            limit: c.thermal_events_per_72h as f64,
-            measured: Some(crossings.len() as f64),
+            limit,
+            measured: Some(starts.len() as f64),
             unit: "count",
             failed_at,
-            detail: if no_trip {
-                "the zone has no passive/hot trip point".into()
-            } else {
-                format!(
-                    "{} trip crossings in {}; {allowed:.2} allowed for this span",
-                    crossings.len(),
-                    human_secs(span)
-                )
-            },
+            detail: format!(
+                "{} throttle episodes in {}; {allowed:.2} allowed for this span",
+                starts.len(),
+                human_secs(span)
+            ),
         });
     }
     out
@@ -591,44 +575,39 @@ mod tests {
     }
 
     #[test]
-    fn trips_count_upward_crossings_only() {
-        let t = |ts: f64, temp: i64, trip: Option<i64>| ThermalPoint { ts, temp, trip };
-        let s = vec![
-            t(0.0, 90_000, Some(85_000)), // already above: counts
-            t(1.0, 91_000, Some(85_000)), // still above
-            t(2.0, 80_000, Some(85_000)),
-            t(3.0, 85_000, Some(85_000)), // at the trip: counts
-            t(4.0, 99_000, None),         // no trip point: never
-            t(5.0, 86_000, Some(85_000)), // after a no-trip sample: counts
-        ];
-        assert_eq!(trip_crossings(&s), vec![0.0, 3.0, 5.0]);
-    }
-
-    #[test]
     fn the_thermal_limit_scales_with_the_span() {
         assert_eq!(thermal_allowance(10, THERMAL_PERIOD), 10.0);
         assert_eq!(thermal_allowance(10, THERMAL_PERIOD / 2.0), 5.0);
         assert_eq!(thermal_allowance(10, 0.0), 0.0);
         let c = ReportCriteria {
-            thermal_zones: vec!["cpu".into(), "gpu".into()],
             thermal_events_per_72h: 2,
             ..Default::default()
         };
-        let mut i = Inputs::default();
-        let s: Vec<ThermalPoint> = (0..=72)
-            .map(|h| ThermalPoint {
-                ts: f64::from(h) * HOUR,
-                temp: if h % 10 == 5 { 90_000 } else { 50_000 },
-                trip: Some(85_000),
-            })
-            .collect();
-        i.thermal.insert("cpu".into(), s);
+        let mut i = Inputs {
+            from: 0.0,
+            to: 72.0 * HOUR,
+            ..Default::default()
+        };
+        // Nothing recorded at all: not measured; a run without episode: 0, a pass.
         let v = thermal(&c, &i);
-        assert_eq!(v[0].measured, Some(7.0));
-        assert_eq!(v[0].status, Status::Fail);
-        // The third crossing (at 25 h) is the first one past 2.
-        assert_eq!(v[0].failed_at, Some(25.0 * HOUR));
-        assert_eq!(v[1].status, Status::NotMeasured);
+        assert_eq!(v[0].status, Status::NotMeasured);
+        i.runs.push(RunRow {
+            id: 1,
+            started: 0.0,
+            boot_id: "b".into(),
+        });
+        let v = thermal(&c, &i);
+        assert_eq!((v[0].status, v[0].measured), (Status::Pass, Some(0.0)));
+        let starts: Vec<f64> = (0..7).map(|n| f64::from(10 * n + 5) * HOUR).collect();
+        i.throttle.insert("policy7".into(), starts);
+        i.throttle.insert("policy0".into(), vec![HOUR]);
+        let v = thermal(&c, &i);
+        assert_eq!(v[0].subject, "cpufreq policy0");
+        assert_eq!(v[0].status, Status::Pass);
+        assert_eq!(v[1].measured, Some(7.0));
+        assert_eq!(v[1].status, Status::Fail);
+        // The third episode (at 25 h) is the first one past 2.
+        assert_eq!(v[1].failed_at, Some(25.0 * HOUR));
     }
 
     #[test]
@@ -719,22 +698,6 @@ mod tests {
                 .sum();
             let got: u64 = counter_increments(&s).iter().map(|x| x.1).sum();
             prop_assert_eq!(got, want);
-        }
-
-        /// Crossings never exceed half the samples rounded up, and each is
-        /// at a sample at or above its trip.
-        #[test]
-        fn crossings_are_rising_edges(temps in proptest::collection::vec(0i64..100, 0..80)) {
-            let s: Vec<ThermalPoint> = temps.iter().enumerate()
-                .map(|(i, &t)| ThermalPoint { ts: i as f64, temp: t, trip: Some(50) })
-                .collect();
-            let c = trip_crossings(&s);
-            prop_assert!(c.len() <= s.len().div_ceil(2));
-            for t in &c {
-                let i = *t as usize;
-                prop_assert!(s[i].temp >= 50);
-                prop_assert!(i == 0 || s[i - 1].temp < 50);
-            }
         }
 
         /// Restarts: one per run after the first, whatever the order given.

@@ -897,3 +897,33 @@ proptest! {
         prop_assert_eq!(parse_action(&action.to_string()), Ok(action));
     }
 }
+
+/// Issue 24: the board's hardware in conditions.
+#[test]
+fn hardware_metrics_and_throttled_parse_and_print_back() {
+    for text in [
+        "throttled(policy7)",
+        "thermal.cpu-1-3.trip.0 < 95C",
+        "cooling.cpufreq-cpu7.state > 0",
+        "cpufreq.policy7.limit < 1.8GHz",
+        "cpufreq.policy4.cur >= 1200MHz",
+        "throttled(policy7) and not cpufreq.policy7.limit < 2GHz",
+    ] {
+        let e = parse_expr(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        assert_eq!(
+            parse_expr(&e.to_string()).unwrap().to_string(),
+            e.to_string(),
+            "{text}"
+        );
+    }
+    for bad in [
+        "throttled(cpu7)",
+        "throttled()",
+        "cpufreq.cpu7.limit < 1GHz",
+        "cpufreq.policy7.limit > 95C",
+        "cooling.x.state > fast",
+        "thermal.z.trip.x < 1C",
+    ] {
+        assert!(parse_expr(bad).is_err(), "{bad}");
+    }
+}
