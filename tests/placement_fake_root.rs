@@ -65,6 +65,7 @@ fn matching_against_200_rules_allocates_nothing() {
             group: format!("g{i}"),
             sched: None,
             pos: Default::default(),
+            tuning: Default::default(),
         });
     }
     let p = Placer::new(&rules, |_| None);

@@ -381,6 +381,16 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
         let pids = match cg.procs(rel) {
             Ok(p) => p,
             Err(e) if e.is_not_found() => return Ok(()),
+            // A threaded group (issue 25) has no cgroup.procs to read: its
+            // threads' processes are moved whole (a tid written to
+            // cgroup.procs moves its process).
+            Err(e) if e.errno() == Some(libc::EOPNOTSUPP) => {
+                match cg.root().read(&cg.file(rel, "cgroup.threads")) {
+                    Ok(t) => crate::kernel::cgroupfs::parse_pids(&t),
+                    Err(e) if e.is_not_found() => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
             Err(e) => return Err(e),
         };
         if pids.is_empty() {

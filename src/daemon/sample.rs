@@ -30,6 +30,8 @@ pub struct Snapshot {
     existing: HashMap<String, bool>,
     /// `running(NAME)` answers from presence (issue #5).
     running: HashMap<String, bool>,
+    /// Memory telemetry (issue 25).
+    memstat: HashMap<crate::policy::expr::MemMetric, f64>,
 }
 
 /// Reads samples for a fixed set of needs.
@@ -46,6 +48,8 @@ pub struct Sampler {
     fired: HashMap<StallKey, (Duration, Duration)>,
     /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
+    /// vmstat rate history (issue 25).
+    mem: crate::daemon::memstat::MemSampler,
 }
 
 pub fn resource_name(r: Resource) -> &'static str {
@@ -69,6 +73,7 @@ impl Sampler {
             implausible: Default::default(),
             fired: HashMap::new(),
             exec: None,
+            mem: Default::default(),
         }
     }
 
@@ -208,6 +213,9 @@ impl Sampler {
         if self.needs.memory_available {
             s.available = meminfo::mem_available(&self.root).ok().flatten();
         }
+        s.memstat = self
+            .mem
+            .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
         if !self.needs.thermal_zones.is_empty() {
             if let Ok(zones) = thermal::zones(&self.root) {
                 for z in zones {
@@ -328,5 +336,8 @@ impl Metrics for View<'_> {
     }
     fn exists(&self, group: &str) -> bool {
         self.snap.existing.get(group).copied().unwrap_or(false)
+    }
+    fn memstat(&self, m: &crate::policy::expr::MemMetric) -> Option<f64> {
+        self.snap.memstat.get(m).copied()
     }
 }

@@ -310,7 +310,11 @@ impl KnobTable {
                     })?;
                 (knob, next, Some(from))
             }
-            Action::Hook(_) | Action::CompactMemory => return Ok(None),
+            Action::Hook(_)
+            | Action::CompactMemory
+            | Action::Freeze(_)
+            | Action::Thaw(_)
+            | Action::Kill(_) => return Ok(None),
         };
         let e = self.entry(knob);
         e.baseline = Some(new.clone());

@@ -217,8 +217,25 @@ impl FakeTree {
             let _ = fs::remove_file(&link);
             std::os::unix::fs::symlink(exe, link)?;
         }
+        self.file(&format!("{d}/oom_score_adj"), "0")?;
+        // Each thread as the kernel shows it: comm (the process's until it
+        // renames itself), stat (nice 0), status (affinity), cgroup.
         for t in &p.threads {
-            fs::create_dir_all(self.dir.join(&d).join("task").join(t.to_string()))?;
+            let td = format!("{d}/task/{t}");
+            fs::create_dir_all(self.dir.join(&td))?;
+            self.file(&format!("{td}/comm"), &p.comm)?;
+            self.file(
+                &format!("{td}/stat"),
+                &format!("{t} ({}) S 1 {} {} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0", p.comm, p.pid, p.pid),
+            )?;
+            self.file(
+                &format!("{td}/status"),
+                &format!(
+                    "Name:\t{}\nPid:\t{t}\nTgid:\t{}\nCpus_allowed_list:\t0-7\n",
+                    p.comm, p.pid
+                ),
+            )?;
+            self.file(&format!("{td}/cgroup"), &format!("0::{}", p.cgroup))?;
         }
         Ok(())
     }
