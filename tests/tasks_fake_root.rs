@@ -198,6 +198,53 @@ fn apply_makes_the_file_backed_changes_and_a_second_plan_drops_them() {
         again.stdout
     );
     assert!(!again.stdout.contains("cgroup.type"), "{}", again.stdout);
+    // The original was journalled before the write; reset puts it back on
+    // the same process (pid and start time) and removes the group.
+    let journal = read(&root, "run/cgwarden/tasks.journal");
+    assert!(
+        journal.contains("TASK 412 100 412 oom_score_adj 0"),
+        "{journal}"
+    );
+    let r = cgwarden(&[
+        "reset",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("TASK 412/412 oom_score_adj 0"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(read(&root, "proc/412/oom_score_adj").trim(), "0");
+    assert!(!root.join("run/cgwarden/tasks.journal").exists());
+    assert!(!root.join("sys/fs/cgroup/node").exists());
+}
+
+#[test]
+fn reset_never_restores_on_a_process_that_reused_the_pid() {
+    let (tmp, policy) = board();
+    let root = tmp.path().join("root");
+    assert_eq!(run("apply", &tmp, &policy).code, 0);
+    assert_eq!(read(&root, "proc/412/oom_score_adj").trim(), "-900");
+    // pid 412 is now another process (a later start time).
+    let stat = read(&root, "proc/412/stat").replacen(" 100 ", " 777 ", 1);
+    std::fs::write(root.join("proc/412/stat"), stat).unwrap();
+    let r = cgwarden(&[
+        "reset",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("TASK 412/"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("TASK 600/600 oom_score_adj 0"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(read(&root, "proc/412/oom_score_adj").trim(), "-900");
 }
 
 #[test]

@@ -1098,7 +1098,15 @@ impl<'p> Converger<'p> {
                 Ok(any)
             }
             Step::Task(ch) => {
-                tuning::Tuner::new(self.root.clone(), self.policy).make(ch)?;
+                let t = tuning::Tuner::new(self.root.clone(), self.policy);
+                // The original first, as for every other write.
+                t.journal(std::slice::from_ref(ch)).map_err(|e| {
+                    StepError::Journal(crate::kernel::Error::other(
+                        tuning::journal::path(&self.policy.settings.state_dir),
+                        e,
+                    ))
+                })?;
+                t.make(ch)?;
                 Ok(true)
             }
         }

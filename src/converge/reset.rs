@@ -63,15 +63,21 @@ pub fn reset(
     policy_cgroup_root: &Path,
 ) -> Result<ResetReport, Error> {
     super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
+    // Per-task attributes of processes that outlived cgwarden (issue 25).
+    let tasks = super::tuning::journal::restore(root, state_dir);
     let Some(journal) = Journal::load(root, state_dir, policy_cgroup_root)? else {
         return Ok(ResetReport {
             cgroup_root: policy_cgroup_root.to_path_buf(),
+            lines: tasks.lines,
+            failures: tasks.failures,
             ..Default::default()
         });
     };
     let mut rep = ResetReport {
         had_journal: true,
         warnings: journal.warnings().to_vec(),
+        lines: tasks.lines,
+        failures: tasks.failures,
         ..Default::default()
     };
     let cgroup_root = match journal.cgroup_root() {

@@ -8,6 +8,8 @@
 //! from its files, ioprio and uclamp are unknown, and only `oom_score_adj`
 //! and thread moves are written (plain files there).
 
+pub mod journal;
+
 use crate::engine::tuning::{self, Compiled, TaskOp, ThreadNow};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, task_attr, Op, Root};
@@ -39,6 +41,9 @@ pub struct Tuner {
     rt_root_only: Vec<bool>,
     /// group name → (directory, cgroup as `/proc/…/cgroup` shows it)
     groups: HashMap<String, (PathBuf, String)>,
+    /// `state_dir/tasks.journal` and what this process wrote to it.
+    journal_file: PathBuf,
+    writer: std::cell::RefCell<journal::Writer>,
 }
 
 impl Tuner {
@@ -73,7 +78,35 @@ impl Tuner {
                 .collect(),
             root,
             groups,
+            journal_file: journal::path(&policy.settings.state_dir),
+            writer: Default::default(),
         }
+    }
+
+    /// Journals the originals of what `changes` will change (the first
+    /// time per process, thread and attribute), before it is changed.
+    pub fn journal(&self, changes: &[TaskChange]) -> Result<(), String> {
+        let mut originals = Vec::new();
+        for ch in changes {
+            if matches!(ch.op, TaskOp::Move(_)) || ch.denied.is_some() || !self.possible(&ch.op) {
+                continue; // a move is undone by reset moving the process out
+            }
+            let Ok(Some(Some(start))) = procfs::start_time(&self.root, ch.pid) else {
+                continue; // gone, or not tellable: nothing to restore on
+            };
+            if let Some(value) = journal::read(&self.root, ch.pid, ch.tid, ch.op.attr()) {
+                originals.push(journal::Original {
+                    pid: ch.pid,
+                    start,
+                    tid: ch.tid,
+                    attr: ch.op.attr().to_string(),
+                    value,
+                });
+            }
+        }
+        self.writer
+            .borrow_mut()
+            .append(&self.root, &self.journal_file, originals)
     }
 
     /// Whether no placement sets attributes or threads.
@@ -240,6 +273,9 @@ impl Tuner {
     /// thread, the change and the reason. Threads gone meanwhile are skipped.
     pub fn tune(&self, changes: &[TaskChange]) -> (Vec<String>, Vec<String>) {
         let (mut done, mut refused) = (Vec::new(), Vec::new());
+        if let Err(e) = self.journal(changes) {
+            refused.push(format!("journal: {e}"));
+        }
         for ch in changes {
             if let Some(why) = &ch.denied {
                 refused.push(format!("{ch}: {why}"));

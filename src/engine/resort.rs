@@ -46,7 +46,9 @@ pub fn compile(globs: &[String]) -> Vec<Pattern> {
 /// to the higher pid (the younger process, usually). `None` when every
 /// candidate is protected.
 pub fn choose(cands: &[Candidate], prefer: &[Pattern], avoid: &[Pattern]) -> Option<Choice> {
-    let eligible = cands.iter().filter(|c| !c.critical && !any_of(avoid, &c.comm));
+    let eligible = cands
+        .iter()
+        .filter(|c| !c.critical && !any_of(avoid, &c.comm));
     let best = |it: &mut dyn Iterator<Item = &Candidate>| {
         it.max_by(|a, b| a.rss.cmp(&b.rss).then(a.pid.cmp(&b.pid)))
             .cloned()

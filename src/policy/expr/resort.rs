@@ -68,7 +68,12 @@ pub(super) fn parse_freeze(
 
 fn patterns(w: &Word<'_>) -> Result<Vec<String>, ParseError> {
     let mut out = Vec::new();
-    for p in w.text.split('|') {
+    // Quoted like running()'s argument: `"batch-*"` or `'a|b'`.
+    let text = ['"', '\'']
+        .iter()
+        .find_map(|q| w.text.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)))
+        .unwrap_or(w.text);
+    for p in text.split('|') {
         if p.is_empty() {
             return Err(error(w.pos, format!("empty name in `{}`", w.text)));
         }
@@ -141,4 +146,44 @@ pub(super) fn parse_kill(args: &[Word<'_>], total: usize) -> Result<Action, Pars
         }
     }
     Ok(Action::Kill(spec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_action;
+    use super::*;
+
+    #[test]
+    fn kill_options_in_any_order_quotes_stripped_and_printed_back() {
+        let a =
+            parse_action(r#"kill in work prefer "cgwx-batch*|job?" avoid 'hmi' grace 2s"#).unwrap();
+        let Action::Kill(k) = &a else { panic!("{a:?}") };
+        assert_eq!(k.group, "work");
+        assert_eq!(k.prefer, ["cgwx-batch*", "job?"]);
+        assert_eq!(k.avoid, ["hmi"]);
+        assert_eq!(k.grace, std::time::Duration::from_secs(2));
+        assert_eq!(parse_action(&a.to_string()).unwrap(), a);
+        let b = parse_action("kill in apps").unwrap();
+        assert_eq!(b.to_string(), "kill in apps grace 5s");
+        assert_eq!(
+            parse_action("freeze rec").unwrap(),
+            Action::Freeze("rec".into())
+        );
+        assert_eq!(
+            parse_action("thaw rec").unwrap(),
+            Action::Thaw("rec".into())
+        );
+        for bad in [
+            "kill apps",
+            "kill in",
+            "kill in apps prefer",
+            "kill in apps grace 11m",
+            "kill in apps avoid a avoid b",
+            "kill in apps please",
+            "freeze",
+            "thaw a b",
+        ] {
+            assert!(parse_action(bad).is_err(), "{bad}");
+        }
+    }
 }

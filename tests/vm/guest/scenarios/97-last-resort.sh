@@ -14,6 +14,7 @@ URL=http://127.0.0.1:9624/metrics
 scrape() { wget -q -O - "$URL"; }
 
 check policy-valid "last-resort.yaml is valid" cgwarden check "$POL/last-resort.yaml"
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 env CGWARDEN_LOG=debug cgwarden run "$POL/last-resort.yaml" >"$LOG" 2>&1 &
 DPID=$!
 wait_for 60 grep -q "cgwarden running" "$LOG"
@@ -90,7 +91,8 @@ got=$(sed -n 's/^cgwarden_vmstat_total{field="pgfault"} //p' "$T/resort-scrape")
 check vmstat-pgfault "scraped pgfault $got within [$V0, $V1]" test "${got:-0}" -ge "$V0" -a "${got:-0}" -le "$V1"
 check_eq vmstat-oom "$OOM1" sed -n 's/^cgwarden_vmstat_total{field="oom_kill"} //p' "$T/resort-scrape"
 frag() { # BUDDYINFO ORDER -> the unusable free space index, all zones
-    echo "$1" | awk -v o="$2" '{ for (i = 5; i <= NF; i++) { n[i-5] += $i } } END { t = 0; u = 0; for (k in n) { p = n[k] * 2 ^ k; t += p; if (k + 0 >= o) u += p } if (t == 0) print 1; else printf "%.6f\n", (t - u) / t }'
+    # busybox awk may have no `^`: 2^k by doubling.
+    echo "$1" | awk -v o="$2" '{ for (i = 5; i <= NF; i++) { n[i-5] += $i } } END { t = 0; u = 0; for (k in n) { p = n[k]; for (j = 0; j < k + 0; j++) p *= 2; t += p; if (k + 0 >= o) u += p } if (t == 0) print 1; else printf "%.6f\n", (t - u) / t }'
 }
 for o in 0 3 6 9; do
     f0=$(frag "$B0" "$o")
