@@ -194,7 +194,7 @@ pub struct Shared {
     pub events_live: AtomicBool,
     pub counters: Counters,
     /// Critical exits, kills, freezes (issue 25).
-    pub(crate) last_resort: crate::stats::LastResortStats,
+    pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
 }
 
 impl Shared {
@@ -687,7 +687,7 @@ impl ExecWatch {
         let wake_fd = Arc::new(efd);
         let scan_pending = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std_mpsc::channel();
-        let tasks = Tasks::new(root, policy, act, &shared, wake.clone());
+        let tasks = Tasks::new(root, policy, act, &shared.last_resort, wake.clone());
         let worker = Worker {
             placer,
             ops: KernelOps::new(root.clone(), policy).dry_run(!act),
@@ -774,7 +774,7 @@ impl ExecWatch {
             placer,
             ops: KernelOps::new(root.clone(), policy).dry_run(!act),
             tracking,
-            tasks: Tasks::new(root, policy, act, &self.shared, wake.clone()),
+            tasks: Tasks::new(root, policy, act, &self.shared.last_resort, wake.clone()),
         };
         if p.tx.send(Job::Swap(Box::new(sw))).is_err() {
             tracing::error!("the exec thread is gone; placement rules not swapped");
@@ -919,7 +919,7 @@ mod tests {
         let root = Root::fake(t.path());
         let shared = Shared::new(Presence::new(&["bash".to_string()]));
         let (wake, mut wake_rx) = mpsc::channel(8);
-        let tasks = Tasks::new(&root, &policy, true, &shared, wake.clone());
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
         let mut w = Worker {
             placer: Placer::new(&policy.placement, |_| None),
             ops: KernelOps::new(root.clone(), &policy),
@@ -1014,7 +1014,7 @@ mod tests {
         let root = Root::fake(t.path());
         let (wake, _wake_rx) = mpsc::channel(8);
         let shared = Shared::new(Presence::new(&[]));
-        let tasks = Tasks::new(&root, &policy, true, &shared, wake.clone());
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
         let mut w = Worker {
             placer: Placer::new(&policy.placement, |_| None),
             ops: KernelOps::new(root.clone(), &policy),

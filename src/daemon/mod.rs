@@ -829,7 +829,7 @@ impl Daemon {
                     freeze,
                     &reason,
                     self.opts.dry_run,
-                    self.exec.as_ref().map(|x| &x.shared.last_resort),
+                    self.exec.as_ref().map(|x| &*x.shared.last_resort),
                     &self.control.events,
                 ),
                 Effect::Kill { rule, spec, reason } => {
@@ -839,7 +839,7 @@ impl Daemon {
                         &rule,
                         spec,
                         reason,
-                        self.exec.as_ref().map(|x| x.shared.clone()),
+                        self.exec.as_ref().map(|x| x.shared.last_resort.clone()),
                         self.control.events.clone(),
                         self.opts.dry_run,
                     ) {

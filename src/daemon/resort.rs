@@ -97,7 +97,7 @@ pub(crate) struct Kill {
     pub paths: Vec<String>,
     pub cg: CgroupFs,
     pub critical: Vec<String>,
-    pub stats: Option<Arc<crate::daemon::exec::Shared>>,
+    pub stats: Option<Arc<LastResortStats>>,
     pub events: broadcast::Sender<wire::Event>,
     pub dry_run: bool,
 }
@@ -111,7 +111,7 @@ impl Kill {
         rule: &str,
         spec: KillSpec,
         reason: String,
-        stats: Option<Arc<crate::daemon::exec::Shared>>,
+        stats: Option<Arc<LastResortStats>>,
         events: broadcast::Sender<wire::Event>,
         dry_run: bool,
     ) -> Option<Kill> {
@@ -238,7 +238,7 @@ impl Kill {
             return;
         }
         if let Some(s) = &self.stats {
-            LastResortStats::bump(&s.last_resort.kills, (g.clone(), self.rule.clone()));
+            LastResortStats::bump(&s.kills, (g.clone(), self.rule.clone()));
         }
         let how = match pin.signal(libc::SIGTERM) {
             Err(e) => format!("SIGTERM refused: {e}"),

@@ -15,7 +15,6 @@
 //! scan checks every thread of every placed process again.
 
 use crate::converge::tuning::Tuner;
-use crate::daemon::exec::Shared;
 use crate::daemon::watch::Wake;
 use crate::engine::critical::{Critical, Gone};
 use crate::engine::placement::Placed;
@@ -42,7 +41,7 @@ pub(crate) struct Tasks {
     act: bool,
     root: Root,
     critical: Critical,
-    shared: Arc<Shared>,
+    stats: Arc<LastResortStats>,
     wake: mpsc::Sender<Wake>,
 }
 
@@ -51,14 +50,13 @@ impl Tasks {
         root: &Root,
         policy: &Policy,
         act: bool,
-        shared: &Arc<Shared>,
+        stats: &Arc<LastResortStats>,
         wake: mpsc::Sender<Wake>,
     ) -> Tasks {
         let critical = Critical::new(&policy.settings.critical);
         // Every entry is a metric sample from the start (0 until an exit).
         {
-            let mut m = shared
-                .last_resort
+            let mut m = stats
                 .critical_exits
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -73,7 +71,7 @@ impl Tasks {
             act,
             root: root.clone(),
             critical,
-            shared: shared.clone(),
+            stats: stats.clone(),
             wake,
         }
     }
@@ -128,7 +126,7 @@ impl Tasks {
 
     fn critical_exit(&mut self, g: Gone, by_scan: bool) {
         let at = SystemTime::now();
-        LastResortStats::bump(&self.shared.last_resort.critical_exits, g.pattern.clone());
+        LastResortStats::bump(&self.stats.critical_exits, g.pattern.clone());
         let how = if by_scan {
             "found gone by a scan"
         } else {

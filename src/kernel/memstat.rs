@@ -109,6 +109,13 @@ pub fn parse_mm_stat(text: &str) -> Option<[u64; 3]> {
     Some([w.next()?.ok()?, w.next()?.ok()?, w.next()?.ok()?])
 }
 
+/// The zram devices present (`/sys/block/zram*`).
+pub fn zram_devices(root: &Root) -> Vec<String> {
+    root.list_dir(Path::new("/sys/block"))
+        .map(|d| d.into_iter().filter(|n| n.starts_with("zram")).collect())
+        .unwrap_or_default()
+}
+
 pub fn mm_stat(root: &Root, dev: &str) -> Result<Option<[u64; 3]>> {
     Ok(parse_mm_stat(&root.read(&mm_stat_path(dev))?))
 }

@@ -58,11 +58,9 @@ impl MemTelemetry {
                 }
             }
         }
-        if let Ok(devs) = root.list_dir(Path::new("/sys/block")) {
-            for d in devs.into_iter().filter(|d| d.starts_with("zram")) {
-                if let Ok(Some(s)) = memstat::mm_stat(root, &d) {
-                    t.zram.insert(d, s);
-                }
+        for d in memstat::zram_devices(root) {
+            if let Ok(Some(s)) = memstat::mm_stat(root, &d) {
+                t.zram.insert(d, s);
             }
         }
         if let Ok(b) = memstat::buddyinfo(root) {

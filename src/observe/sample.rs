@@ -96,6 +96,22 @@ pub(crate) fn read_system(root: &Root) -> GroupSample {
     s
 }
 
+/// Only the machine's memory telemetry (issue 25), for the metrics: the
+/// `system` sample without pressure or memory use, its `oom_kill` event
+/// left out when a policy group is named `system` (one label set each).
+pub(crate) fn system_memory(root: &Root, named_system: bool) -> GroupSample {
+    let mem = super::memstat::MemTelemetry::read(root);
+    let mut s = GroupSample {
+        name: "system".into(),
+        ..Default::default()
+    };
+    if let (Some(k), false) = (mem.vmstat.get("oom_kill"), named_system) {
+        s.events.insert("oom_kill".into(), *k);
+    }
+    s.mem = Some(mem);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
