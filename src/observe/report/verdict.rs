@@ -155,13 +155,13 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     out.extend(thermal(c, i));
     out.push(restarts(c.restarts, &i.runs, i.from, i.to));
     out.push(memory_full(c.memory_full_avg10, &i.memory_full));
-    out.push(critical_exits(&i.critical_exits));
+    out.push(critical_exits(&i.critical_exits, !i.runs.is_empty()));
     out
 }
 
 /// Issue 25: a `settings.critical` process must not exit during the run
 /// (the 72-hour script's "the named critical processes stay alive").
-fn critical_exits(exits: &[(f64, String)]) -> Verdict {
+fn critical_exits(exits: &[(f64, String)], recorded: bool) -> Verdict {
     let n = exits.len();
     let mut detail: Vec<&str> = exits.iter().take(5).map(|(_, d)| d.as_str()).collect();
     if n > 5 {
@@ -170,12 +170,18 @@ fn critical_exits(exits: &[(f64, String)]) -> Verdict {
     Verdict {
         id: "critical_exits",
         subject: "critical processes".into(),
-        status: if n == 0 { Status::Pass } else { Status::Fail },
+        status: match (n, recorded) {
+            (0, false) => Status::NotMeasured,
+            (0, true) => Status::Pass,
+            _ => Status::Fail,
+        },
         limit: 0.0,
-        measured: Some(n as f64),
+        measured: (recorded || n > 0).then_some(n as f64),
         unit: "count",
         failed_at: exits.first().map(|e| e.0),
-        detail: if n == 0 {
+        detail: if n == 0 && !recorded {
+            "no daemon run recorded".into()
+        } else if n == 0 {
             "no critical process exited".into()
         } else {
             detail.join("; ")
