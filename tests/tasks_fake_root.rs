@@ -261,9 +261,13 @@ groups:
     children:
       rt: { type: threaded, memory: { max: 64M } }
   other: {}
+  pinned: { cpuset: { cpus: "0-1" } }
 placement:
   - match: { comm: a }
     group: rt
+  - match: { comm: c }
+    group: pinned
+    cpus: 1-2
   - match: { comm: b }
     group: other
     oom_score_adj: 2000
@@ -282,6 +286,7 @@ placement:
         "placement group `rt` is `type: threaded`",
         "placement.oom_score_adj must be between -1000 and 1000",
         "threads group `other` is not `type: threaded`",
+        "placement cpus 1-2 is not within group `pinned`'s cpuset.cpus 0-1",
     ] {
         assert!(all.contains(want), "missing {want:?} in:\n{all}");
     }

@@ -315,6 +315,26 @@ impl<'a> Decoder<'a> {
             );
             return;
         }
+        // `cpus` within the group's cpuset (the kernel refuses the rest).
+        let within = |d: &mut Self, cpus: Option<&CpuList>, g: &Group, what: &str| {
+            if let (Some(c), Some(set)) = (cpus, g.cpuset.cpus.as_ref()) {
+                if !c.iter().all(|cpu| set.contains(cpu)) {
+                    d.err(
+                        pos,
+                        format!(
+                            "{what} cpus {c} is not within group `{}`'s cpuset.cpus {set}",
+                            g.name
+                        ),
+                    );
+                }
+            }
+        };
+        within(self, p.tuning.attrs.cpus.as_ref(), domain, "placement");
+        for t in &p.tuning.threads {
+            let tgroup = t.group.as_deref().and_then(find).unwrap_or(domain);
+            let what = format!("threads `{}`", t.name);
+            within(self, t.attrs.cpus.as_ref(), tgroup, &what);
+        }
         for t in &p.tuning.threads {
             let Some(tg) = &t.group else { continue };
             match find(tg) {
