@@ -66,3 +66,29 @@ impl Histogram {
         (self.sum_us.load(Relaxed) as f64 / 1e6, n, out)
     }
 }
+
+/// Issue 25's counters: critical process exits by `settings.critical`
+/// entry, last-resort kills by (group, rule), freezes by group. Bumped by
+/// the exec thread and the event loop, read at scrape time.
+#[derive(Debug, Default)]
+pub(crate) struct LastResortStats {
+    pub(crate) critical_exits: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    pub(crate) kills: std::sync::Mutex<std::collections::BTreeMap<(String, String), u64>>,
+    pub(crate) freezes: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl LastResortStats {
+    /// Adds one to `map[key]` (a poisoned lock is taken over: counters
+    /// stay counters).
+    pub(crate) fn bump<K: Ord>(map: &std::sync::Mutex<std::collections::BTreeMap<K, u64>>, key: K) {
+        let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(key).or_default() += 1;
+    }
+
+    /// A copy of `map` for a scrape.
+    pub(crate) fn read<K: Ord + Clone>(
+        map: &std::sync::Mutex<std::collections::BTreeMap<K, u64>>,
+    ) -> std::collections::BTreeMap<K, u64> {
+        map.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

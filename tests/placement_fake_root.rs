@@ -65,6 +65,7 @@ fn matching_against_200_rules_allocates_nothing() {
             group: format!("g{i}"),
             sched: None,
             pos: Default::default(),
+            tuning: Default::default(),
         });
     }
     let p = Placer::new(&rules, |_| None);
@@ -224,9 +225,11 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
 
     // A matched parent whose child stayed behind: the child follows.
     t.add_process(&FakeProcess::new(901, "helper")).unwrap();
+    // The child is listed before the parent appears: a scan between the two
+    // would place the parent alone and never look for its children again.
     std::fs::create_dir_all(root.join("proc/900/task/900")).unwrap();
-    t.add_process(&FakeProcess::new(900, "motion_cam")).unwrap();
     std::fs::write(root.join("proc/900/task/900/children"), "901\n").unwrap();
+    t.add_process(&FakeProcess::new(900, "motion_cam")).unwrap();
     d.wait_for("descendant moved along", Duration::from_secs(20), || {
         cgroup_of(&root, 900) == "0::/realtime" && cgroup_of(&root, 901) == "0::/realtime"
     });

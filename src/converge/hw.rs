@@ -17,12 +17,12 @@ use crate::engine::normalize::Form;
 use crate::kernel::irq;
 use crate::kernel::realtime;
 use crate::kernel::Root;
-use crate::policy::model::{Policy, ThreadRule};
+use crate::policy::model::{KthreadRule, Policy};
 use crate::policy::pattern::glob_match;
 use std::collections::BTreeSet;
 
 /// The first rule whose glob matches one of `names`.
-fn first<'r>(rules: &'r [ThreadRule], names: &[String]) -> Option<&'r ThreadRule> {
+fn first<'r>(rules: &'r [KthreadRule], names: &[String]) -> Option<&'r KthreadRule> {
     rules
         .iter()
         .find(|r| names.iter().any(|n| glob_match(&r.name, n)))
@@ -32,7 +32,7 @@ impl Converger<'_> {
     /// The IRQs `system.irqs` places (their numbers): `housekeeping_cpus`
     /// leaves these alone.
     pub(super) fn irqs_placed_by_rules(&self) -> BTreeSet<u32> {
-        let rules: Vec<&ThreadRule> = self
+        let rules: Vec<&KthreadRule> = self
             .policy
             .system
             .irqs

@@ -15,6 +15,7 @@ pub mod lock;
 pub(crate) mod placement;
 pub mod reset;
 pub mod trust;
+pub(crate) mod tuning;
 
 use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
@@ -87,6 +88,8 @@ pub enum Step {
         sched: Option<Sched>,
         cpus: Option<crate::units::CpuList>,
     },
+    /// A per-process attribute or `threads:` change on one thread (SPEC §6).
+    Task(tuning::TaskChange),
 }
 
 impl fmt::Display for Step {
@@ -158,6 +161,7 @@ impl fmt::Display for Step {
                 }
                 Ok(())
             }
+            Step::Task(ch) => write!(f, "TASK {ch}"),
         }
     }
 }
@@ -165,6 +169,7 @@ impl fmt::Display for Step {
 /// Steps that cannot be taken on a fake tree (no kernel behind the files).
 fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
     match step {
+        Step::Task(ch) if !tuning::file_only(&ch.op) => Some(crate::kernel::Op::Sched),
         Step::Mkswap { .. } | Step::Swapon { .. } => Some(crate::kernel::Op::Swap),
         Step::Sched { .. } | Step::Kthread { .. } => Some(crate::kernel::Op::Sched),
         Step::ZramHotAdd { .. } | Step::Modprobe { .. } => Some(crate::kernel::Op::ZramControl),
@@ -444,6 +449,12 @@ impl<'p> Converger<'p> {
         } else {
             Vec::new()
         };
+        if g.threaded {
+            // Before any knob: a threaded group takes single threads and
+            // only threaded controllers (docs/policy.md, `type:`).
+            let path = self.cg.file(&g.path, "cgroup.type");
+            self.write_step(plan, path, "threaded".into(), Form::Text, exists);
+        }
         let uclamp = self.root.exists(Path::new(UCLAMP_PROBE));
         for (file, value, form) in group_knobs(g) {
             let ctrl = controller_of(file);
@@ -948,11 +959,23 @@ impl<'p> Converger<'p> {
         // descendants left behind), recorded as steps. A process that
         // vanished mid-scan simply yields nothing.
         let mut ops = placement::PlanOps::new(self.root.clone(), self.policy);
+        let tuner = tuning::Tuner::new(self.root.clone(), self.policy);
+        let mut tasks = Vec::new();
         for pid in pids {
             let placed = placer.place(pid, &mut ops);
             plan.warnings.extend(placed.errors);
+            // Per-process attributes and threads, after the moves.
+            if let Some(rule) = placed.rule.filter(|_| !tuner.is_empty()) {
+                for ch in tuner.changes(pid, rule) {
+                    match &ch.denied {
+                        Some(why) => plan.warnings.push(format!("{ch}: {why}")),
+                        None => tasks.push(Step::Task(ch)),
+                    }
+                }
+            }
         }
         plan.steps.append(&mut ops.steps);
+        plan.steps.append(&mut tasks);
     }
 
     /// Whether a step is only reported, not taken: on a fake root there is no
@@ -1043,8 +1066,8 @@ impl<'p> Converger<'p> {
                 Err(StepError::Journal(e)) => return Err(e),
                 Err(StepError::Kernel(e)) => {
                     // A process that exited between scan and move is not an error.
-                    if matches!(step, Step::Move { .. } | Step::Sched { .. })
-                        && e.errno() == Some(libc::ESRCH)
+                    if matches!(step, Step::Move { .. } | Step::Sched { .. } | Step::Task(_))
+                        && e.is_gone()
                     {
                         continue;
                     }
@@ -1240,6 +1263,18 @@ impl<'p> Converger<'p> {
                     }
                 }
                 Ok(any)
+            }
+            Step::Task(ch) => {
+                let t = tuning::Tuner::new(self.root.clone(), self.policy);
+                // The original first, as for every other write.
+                t.journal(std::slice::from_ref(ch)).map_err(|e| {
+                    StepError::Journal(crate::kernel::Error::other(
+                        tuning::journal::path(&self.policy.settings.state_dir),
+                        e,
+                    ))
+                })?;
+                t.make(ch)?;
+                Ok(true)
             }
         }
     }

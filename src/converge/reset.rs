@@ -63,15 +63,21 @@ pub fn reset(
     policy_cgroup_root: &Path,
 ) -> Result<ResetReport, Error> {
     super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
+    // Per-task attributes of processes that outlived cgwarden (issue 25).
+    let tasks = super::tuning::journal::restore(root, state_dir);
     let Some(journal) = Journal::load(root, state_dir, policy_cgroup_root)? else {
         return Ok(ResetReport {
             cgroup_root: policy_cgroup_root.to_path_buf(),
+            lines: tasks.lines,
+            failures: tasks.failures,
             ..Default::default()
         });
     };
     let mut rep = ResetReport {
         had_journal: true,
         warnings: journal.warnings().to_vec(),
+        lines: tasks.lines,
+        failures: tasks.failures,
         ..Default::default()
     };
     let cgroup_root = match journal.cgroup_root() {
@@ -387,6 +393,16 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
         let pids = match cg.procs(rel) {
             Ok(p) => p,
             Err(e) if e.is_not_found() => return Ok(()),
+            // A threaded group (issue 25) has no cgroup.procs to read: its
+            // threads' processes are moved whole (a tid written to
+            // cgroup.procs moves its process).
+            Err(e) if e.errno() == Some(libc::EOPNOTSUPP) => {
+                match cg.root().read(&cg.file(rel, "cgroup.threads")) {
+                    Ok(t) => crate::kernel::cgroupfs::parse_pids(&t),
+                    Err(e) if e.is_not_found() => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
             Err(e) => return Err(e),
         };
         if pids.is_empty() {

@@ -126,6 +126,31 @@ impl ControlState {
         self.actions.push_back(a);
     }
 
+    /// A `settings.critical` process exited (issue 25): the
+    /// `critical_exit` event (recorder row; `cgwarden events`), timed when
+    /// the exec thread saw the exit.
+    pub(crate) fn note_critical_exit(
+        &self,
+        pid: i32,
+        comm: &str,
+        pattern: &str,
+        by_scan: bool,
+        at: SystemTime,
+    ) {
+        let how = if by_scan {
+            "was found gone by a scan (its exit event was not seen)"
+        } else {
+            "exited"
+        };
+        self.publish(|| wire::Event {
+            time: crate::show::rfc3339_millis(at),
+            kind: "critical_exit".into(),
+            cause: Some(format!("critical {pattern}")),
+            message: Some(format!("{comm} (pid {pid}) {how}")),
+            ..Default::default()
+        });
+    }
+
     pub(crate) fn note_phase(&self, rule: &str, phase: &dyn std::fmt::Display) {
         self.publish(|| wire::Event {
             time: now_text(),

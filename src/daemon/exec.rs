@@ -29,6 +29,7 @@
 //! left (the fork-before-move race) and match no other rule.
 
 use crate::converge::placement::KernelOps;
+use crate::daemon::tasks::Tasks;
 use crate::daemon::watch::Wake;
 use crate::engine::placement::{FactCache, Placer};
 use crate::engine::presence::Presence;
@@ -192,6 +193,8 @@ pub struct Shared {
     /// True while exec events drive presence and placement; false: scan each tick.
     pub events_live: AtomicBool,
     pub counters: Counters,
+    /// Critical exits, kills, freezes (issue 25).
+    pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
 }
 
 impl Shared {
@@ -200,6 +203,7 @@ impl Shared {
             presence: Mutex::new(presence),
             events_live: AtomicBool::new(false),
             counters: Counters::default(),
+            last_resort: Default::default(),
         })
     }
 
@@ -249,6 +253,7 @@ struct Swap {
     placer: Placer,
     ops: KernelOps,
     tracking: bool,
+    tasks: Tasks,
 }
 
 /// The exec thread's handle: queues scans and wakes the thread through an
@@ -299,6 +304,8 @@ struct Worker {
     tracking: bool,
     /// Refusals already logged (they name pid, comm, group and reason).
     refusals: HashSet<String>,
+    /// Per-process attributes, threads (SPEC §6).
+    tasks: Tasks,
 }
 
 impl Worker {
@@ -349,7 +356,9 @@ impl Worker {
                             placer,
                             ops,
                             tracking,
+                            tasks,
                         } = *sw;
+                        self.tasks = tasks;
                         self.placer = placer;
                         self.ops = ops;
                         self.tracking = tracking;
@@ -409,6 +418,7 @@ impl Worker {
         pids.clear();
         seen.clear();
         for ev in events {
+            self.tasks.event(ev);
             match *ev {
                 // An exec, or a main thread's rename (COMM), may now match a rule.
                 ProcEvent::Exec { tgid, .. } => {
@@ -448,6 +458,7 @@ impl Worker {
             let (took, now) = (start.elapsed(), read_at.elapsed());
             let n = results.len().max(1) as u32;
             for (pid, r) in results {
+                self.tasks.placed(pid, &r);
                 if self.record(pid, r, None) {
                     let c = &self.shared.counters;
                     // Per process: its share of the batch's time.
@@ -559,6 +570,7 @@ impl Worker {
             self.cache.retain(|p| live.contains(&p));
         }
         if !self.placer.is_empty() {
+            self.tasks.begin_scan();
             // Where placed processes are comes from the groups' cgroup.procs.
             self.ops.begin_scan();
             // In batches too: a scan after a loss under a flood has
@@ -568,11 +580,13 @@ impl Worker {
                     .placer
                     .place_batch(chunk, &mut self.ops, &mut self.cache);
                 for (pid, r) in results {
+                    self.tasks.placed(pid, &r);
                     self.record(pid, r, Some(kind));
                 }
             }
             self.ops.end_scan();
         }
+        self.tasks.scanned(&pids);
         for &pid in &pids {
             if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
@@ -645,7 +659,8 @@ impl ExecWatch {
         let tracking = !shared.presence().is_empty();
         // Under --dry-run placement runs too and logs each move it would make.
         let placing = !placer.is_empty();
-        if !tracking && !placing {
+        let critical = !policy.settings.critical.is_empty();
+        if !tracking && !placing && !critical {
             return ExecWatch {
                 shared,
                 placement: None,
@@ -672,6 +687,7 @@ impl ExecWatch {
         let wake_fd = Arc::new(efd);
         let scan_pending = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std_mpsc::channel();
+        let tasks = Tasks::new(root, policy, act, &shared.last_resort, wake.clone());
         let worker = Worker {
             placer,
             ops: KernelOps::new(root.clone(), policy).dry_run(!act),
@@ -683,6 +699,7 @@ impl ExecWatch {
             scan_pending: scan_pending.clone(),
             tracking,
             refusals: HashSet::new(),
+            tasks,
         };
         let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()
@@ -757,6 +774,7 @@ impl ExecWatch {
             placer,
             ops: KernelOps::new(root.clone(), policy).dry_run(!act),
             tracking,
+            tasks: Tasks::new(root, policy, act, &self.shared.last_resort, wake.clone()),
         };
         if p.tx.send(Job::Swap(Box::new(sw))).is_err() {
             tracing::error!("the exec thread is gone; placement rules not swapped");
@@ -901,6 +919,7 @@ mod tests {
         let root = Root::fake(t.path());
         let shared = Shared::new(Presence::new(&["bash".to_string()]));
         let (wake, mut wake_rx) = mpsc::channel(8);
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
         let mut w = Worker {
             placer: Placer::new(&policy.placement, |_| None),
             ops: KernelOps::new(root.clone(), &policy),
@@ -912,6 +931,7 @@ mod tests {
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
             refusals: HashSet::new(),
+            tasks,
         };
         let (mut pids, mut seen) = (Vec::new(), HashSet::new());
         let batch = [
@@ -993,17 +1013,20 @@ mod tests {
         .unwrap();
         let root = Root::fake(t.path());
         let (wake, _wake_rx) = mpsc::channel(8);
+        let shared = Shared::new(Presence::new(&[]));
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
         let mut w = Worker {
             placer: Placer::new(&policy.placement, |_| None),
             ops: KernelOps::new(root.clone(), &policy),
             root: root.clone(),
-            shared: Shared::new(Presence::new(&[])),
+            shared,
             wake,
             act: true,
             cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: false,
             refusals: HashSet::new(),
+            tasks,
         };
         let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
         let move_out = || {

@@ -22,12 +22,15 @@ pub(crate) mod exec; // issue #5: exec events, placement, presence
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 pub mod lanes;
+mod memstat; // issue 25: memory telemetry for rules
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
-pub(crate) mod priority; // issue 11: settings.daemon (mlock, cpus, sched)
+pub(crate) mod priority;
 mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 /// Whether a policy file or hook program may be trusted when running as root.
 pub(crate) mod repair;
+mod resort; // issue 25: freeze, thaw, kill in
 pub mod sample;
+mod tasks; // issue 25: per-process attributes, threads // issue 11: settings.daemon (mlock, cpus, sched)
 mod throttle; // issue 24: throttle episodes
 pub mod watch;
 
@@ -577,7 +580,9 @@ impl Daemon {
     /// Whether placement rules or `running()` conditions need the exec
     /// machinery (and with it the `settings.rescan` safety net).
     fn places_or_tracks(&self) -> bool {
-        !self.policy.placement.is_empty() || !self.sampler.needs().running.is_empty()
+        !self.policy.placement.is_empty()
+            || !self.sampler.needs().running.is_empty()
+            || !self.policy.settings.critical.is_empty()
     }
 
     /// What the tick must do now (see [`TickMode`]).
@@ -592,7 +597,8 @@ impl Daemon {
             || !n.thermal_zones.is_empty()
             || !n.thermal_trips.is_empty()
             || !n.cpufreq.is_empty()
-            || n.cooling;
+            || n.cooling
+            || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
         let events_unwatched = self.events_unwatched;
         // Without exec events, placement and presence scan /proc each tick.
@@ -770,6 +776,15 @@ impl Daemon {
             }
             Wake::Presence => tracing::debug!("running() presence changed"),
             Wake::PolicyChanged => self.reload_if_changed(),
+            Wake::CriticalExit {
+                pid,
+                comm,
+                pattern,
+                by_scan,
+                at,
+            } => self
+                .control
+                .note_critical_exit(pid, &comm, &pattern, by_scan, at),
         }
     }
 
@@ -900,6 +915,39 @@ impl Daemon {
                 }
                 Effect::CompactMemory { rule } => {
                     self.actuator.compact_memory(&rule);
+                }
+                Effect::Freeze {
+                    rule,
+                    group,
+                    freeze,
+                    reason,
+                } => resort::freeze(
+                    &self.opts.root,
+                    &self.policy,
+                    &rule,
+                    &group,
+                    freeze,
+                    &reason,
+                    self.opts.dry_run,
+                    self.exec.as_ref().map(|x| &*x.shared.last_resort),
+                    &self.control.events,
+                ),
+                Effect::Kill { rule, spec, reason } => {
+                    match resort::Kill::new(
+                        &self.opts.root,
+                        &self.policy,
+                        &rule,
+                        spec,
+                        reason,
+                        self.exec.as_ref().map(|x| x.shared.last_resort.clone()),
+                        self.control.events.clone(),
+                        self.opts.dry_run,
+                    ) {
+                        Some(k) => k.spawn(),
+                        None => {
+                            tracing::error!(rule = %rule, "kill: its group is not in the policy")
+                        }
+                    }
                 }
                 Effect::Phase { rule, phase } => {
                     self.control.note_phase(&rule, &phase);

@@ -37,6 +37,8 @@ pub struct Snapshot {
     /// Issue 24: `throttled()` of every tracked policy (rules' and, with
     /// metrics or the recorder, every policy's).
     pub throttled: std::collections::BTreeMap<String, bool>,
+    /// Memory telemetry (issue 25).
+    memstat: HashMap<crate::policy::expr::MemMetric, f64>,
 }
 
 /// Reads samples for a fixed set of needs.
@@ -57,6 +59,8 @@ pub struct Sampler {
     /// the engine holds it; a policy without one is judged against its
     /// hardware maximum.
     asked: HashMap<String, u64>,
+    /// vmstat rate history (issue 25).
+    mem: crate::daemon::memstat::MemSampler,
 }
 
 pub fn resource_name(r: Resource) -> &'static str {
@@ -81,6 +85,7 @@ impl Sampler {
             fired: HashMap::new(),
             exec: None,
             asked: HashMap::new(),
+            mem: Default::default(),
         }
     }
 
@@ -220,6 +225,9 @@ impl Sampler {
         if self.needs.memory_available {
             s.available = meminfo::mem_available(&self.root).ok().flatten();
         }
+        s.memstat = self
+            .mem
+            .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
         if !self.needs.thermal_zones.is_empty() {
             if let Ok(zones) = thermal::zones(&self.root) {
                 for z in zones {
@@ -417,5 +425,8 @@ impl Metrics for View<'_> {
     }
     fn throttled(&self, policy: &str) -> Option<bool> {
         self.snap.throttled.get(policy).copied()
+    }
+    fn memstat(&self, m: &crate::policy::expr::MemMetric) -> Option<f64> {
+        self.snap.memstat.get(m).copied()
     }
 }

@@ -50,6 +50,16 @@ pub enum Wake {
     /// The policy file was written or replaced (debounced): reload if its
     /// content changed.
     PolicyChanged,
+    /// A `settings.critical` process exited (issue 25): the exec thread
+    /// counted it; the loop publishes the `critical_exit` event.
+    CriticalExit {
+        pid: i32,
+        comm: String,
+        pattern: String,
+        /// Found gone by a scan (its exit event was not seen).
+        by_scan: bool,
+        at: std::time::SystemTime,
+    },
 }
 
 /// How long the policy watch waits after a change for more of them (an

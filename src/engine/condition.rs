@@ -67,7 +67,7 @@
 use super::rule_state::Time;
 use super::stall::StallKey;
 use crate::policy::expr::{
-    Avg, Compare, Expr, ExprKind, MemEvent, Metric, Resource, Stall, Target, Threshold,
+    Avg, Compare, Expr, ExprKind, MemEvent, MemMetric, Metric, Resource, Stall, Target, Threshold,
 };
 use crate::policy::model::Rule;
 use crate::units::{Size, Temperature};
@@ -110,6 +110,11 @@ pub trait Metrics {
     fn thermal_millic(&self, zone: &str) -> Option<i64>;
     /// Whether a live process's comm matches the glob.
     fn running(&self, pattern: &str) -> bool;
+    /// A memory telemetry value (issue 25): a vmstat rate per second,
+    /// bytes, or a fragmentation index.
+    fn memstat(&self, _m: &MemMetric) -> Option<f64> {
+        None
+    }
     fn exists(&self, group: &str) -> bool;
     /// Issue 24: trip point `trip` of a zone (by type), m°C.
     fn thermal_trip_millic(&self, _zone: &str, _trip: u32) -> Option<i64> {
@@ -137,6 +142,8 @@ pub enum Measured {
     Stall(Duration),
     Bytes(u64),
     Count(u64),
+    /// A rate or an index (issue 25's memory telemetry).
+    Number(f64),
     /// `cgroup.populated`, `running()`, `exists()`: printed as 1 or 0.
     Flag(bool),
     Millidegrees(i64),
@@ -150,6 +157,7 @@ impl fmt::Display for Measured {
             Measured::Bytes(b) | Measured::Count(b) => write!(f, "{b}"),
             Measured::Flag(b) => write!(f, "{}", u8::from(*b)),
             Measured::Millidegrees(m) => write!(f, "{}", Temperature { millidegrees: *m }),
+            Measured::Number(n) => write!(f, "{n:.3}"),
         }
     }
 }
@@ -167,6 +175,7 @@ impl Measured {
             Measured::Bytes(b) | Measured::Count(b) => b.to_string(),
             Measured::Flag(b) => u8::from(*b).to_string(),
             Measured::Millidegrees(m) => m.to_string(),
+            Measured::Number(n) => format!("{n:.3}"),
         }
     }
 }
@@ -706,6 +715,15 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                 let v = m.cpufreq_khz(&policy.value, *limit).ok_or(UNAVAILABLE)?;
                 (v.cmp(&f.khz()), Measured::Count(v))
             }
+            (Metric::Mem(mm), Threshold::Size(t)) => {
+                let v = m.memstat(mm).ok_or(UNAVAILABLE)? as u64;
+                (Size::Bytes(v).cmp_limit(t), Measured::Bytes(v))
+            }
+            (Metric::Mem(mm), Threshold::Number(t)) => {
+                let v = m.memstat(mm).ok_or(UNAVAILABLE)?;
+                let ord = v.partial_cmp(t).ok_or(NOT_A_NUMBER)?;
+                (ord, Measured::Number(v))
+            }
             _ => return Err(MISMATCH),
         };
         Ok((c.op.holds(ordering), measured))
@@ -743,6 +761,8 @@ pub struct Needs {
     pub cooling: bool,
     /// Issue 24: trip points read, (zone type, N).
     pub thermal_trips: BTreeSet<(String, u32)>,
+    /// Memory telemetry (issue 25).
+    pub memstat: BTreeSet<MemMetric>,
 }
 
 impl Needs {
@@ -820,6 +840,9 @@ impl Needs {
             Metric::CoolingState { .. } => self.cooling = true,
             Metric::CpufreqFreq { policy, .. } => {
                 self.cpufreq.insert(policy.value.clone());
+            }
+            Metric::Mem(mm) => {
+                self.memstat.insert(mm.clone());
             }
         }
     }

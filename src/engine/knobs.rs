@@ -335,7 +335,12 @@ impl KnobTable {
                 (knob, next, Some(from))
             }
             // A cap is a `while` claim only (validation keeps it there).
-            Action::Hook(_) | Action::CompactMemory | Action::Cap { .. } => return Ok(None),
+            Action::Hook(_)
+            | Action::CompactMemory
+            | Action::Cap { .. }
+            | Action::Freeze(_)
+            | Action::Thaw(_)
+            | Action::Kill(_) => return Ok(None),
         };
         let e = self.entry(knob);
         e.baseline = Some(new.clone());

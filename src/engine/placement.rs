@@ -238,6 +238,8 @@ pub trait PlaceOps {
 pub struct Placed {
     /// The group of the matching rule; `None`: no rule matched (or gone).
     pub group: Option<String>,
+    /// The matching rule's index in the policy's placement list.
+    pub rule: Option<usize>,
     /// The process was moved (it was elsewhere).
     pub moved: bool,
     /// Scheduling was applied (it differed).
@@ -463,6 +465,7 @@ impl Placer {
         }
         let m = &self.matchers[idx];
         out.group = Some(m.group.clone());
+        out.rule = Some(idx);
         let Some(target) = ops.group_cgroup(&m.group) else {
             out.errors.push(format!(
                 "pid {pid} ({}): group {} unknown",
@@ -633,6 +636,7 @@ mod tests {
             group: group.into(),
             sched: None,
             pos: Pos::default(),
+            tuning: Default::default(),
         }
     }
 
@@ -777,6 +781,7 @@ mod place_tests {
             group: group.into(),
             sched,
             pos: Pos::default(),
+            tuning: Default::default(),
         }
     }
     fn comm(c: &str) -> Match {

@@ -52,6 +52,20 @@ pub enum Effect {
     },
     /// Write 1 to /proc/sys/vm/compact_memory.
     CompactMemory { rule: String },
+    /// `freeze G` / `thaw G` (issue 25): write `cgroup.freeze`.
+    Freeze {
+        rule: String,
+        group: String,
+        freeze: bool,
+        /// What fired the rule (`metric value > threshold`).
+        reason: String,
+    },
+    /// `kill in G …` (issue 25): choose a victim and kill it.
+    Kill {
+        rule: String,
+        spec: crate::policy::expr::KillSpec,
+        reason: String,
+    },
     /// A rule changed phase (for the log and status).
     Phase { rule: String, phase: Phase },
     /// A `then` action could not be carried out (no value to step from…).
@@ -79,6 +93,20 @@ struct FiredWith {
     value: String,
     threshold: String,
     group: String,
+}
+
+impl FiredWith {
+    /// `metric value (threshold threshold)`, for a last resort's event.
+    fn reason(&self) -> String {
+        match (self.metric.is_empty(), self.threshold.is_empty()) {
+            (true, _) => "the rule fired".into(),
+            (false, true) => format!("{} = {}", self.metric, self.value),
+            (false, false) => format!(
+                "{} = {} (threshold {})",
+                self.metric, self.value, self.threshold
+            ),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -142,6 +170,7 @@ pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::P
                 "scaling_cur_freq"
             }
         ),
+        Metric::Mem(m) => crate::policy::expr::mem::source(m),
     }
 }
 
@@ -677,6 +706,17 @@ fn run_then(
             }
             Action::CompactMemory => effects.push(Effect::CompactMemory {
                 rule: rule.name.clone(),
+            }),
+            Action::Freeze(g) | Action::Thaw(g) => effects.push(Effect::Freeze {
+                rule: rule.name.clone(),
+                group: g.clone(),
+                freeze: matches!(a, Action::Freeze(_)),
+                reason: fired.reason(),
+            }),
+            Action::Kill(spec) => effects.push(Effect::Kill {
+                rule: rule.name.clone(),
+                spec: spec.clone(),
+                reason: fired.reason(),
             }),
             _ => {
                 if let Err(e) = table.apply_then(a, current, Cause::Owner(owner.clone())) {

@@ -56,6 +56,7 @@ use super::root::Root;
 const PROCS: &str = "cgroup.procs";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
 const EVENTS: &str = "cgroup.events";
+const THREADS: &str = "cgroup.threads";
 const TMP_PREFIX: &str = ".cgw-tmp.";
 
 /// The emulated kernel of one fake tree (shared by the clones of its [`Root`]).
@@ -76,6 +77,9 @@ impl Fake {
         }
         if let Some(done) = sysfs::write(root, p, value, |p, v| self.replace(root, p, v)) {
             return done;
+        }
+        if p.file_name().is_some_and(|n| n == THREADS) {
+            return self.move_thread(root, p, value);
         }
         if p.file_name().is_some_and(|n| n == SUBTREE_CONTROL) {
             let current = match root.read(p) {
@@ -235,6 +239,47 @@ impl Fake {
         cg.controllers(rel)
             .map(|cs| cs.iter().any(|c| c == ctrl))
             .unwrap_or(false)
+    }
+
+    /// A thread id written to a group's `cgroup.threads` (`type:
+    /// threaded`, issue 25): ESRCH unless some `/proc/PID/task/TID`
+    /// exists; the tid is listed in the group's `cgroup.threads` and that
+    /// thread's `cgroup` file names the group (relative to the mount: the
+    /// nearest ancestor with a `cgroup.controllers` whose parent has none).
+    fn move_thread(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+        let esrch = || Error::io("write", p, io::Error::from_raw_os_error(libc::ESRCH));
+        let tid: i32 = value.trim().parse().map_err(|_| esrch())?;
+        let proc = Path::new("/proc");
+        let task = root
+            .list_dir(proc)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.parse::<i32>().is_ok())
+            .map(|n| proc.join(n).join("task").join(tid.to_string()))
+            .find(|t| root.is_dir(t))
+            .ok_or_else(esrch)?;
+        let dir = p.parent().unwrap_or(Path::new("/"));
+        let has = |d: &Path| root.exists(&d.join("cgroup.controllers"));
+        let mount = dir
+            .ancestors()
+            .find(|a| has(a) && !a.parent().is_some_and(has))
+            .unwrap_or(dir)
+            .to_path_buf();
+        let rel = match dir.strip_prefix(&mount) {
+            Ok(r) if r.as_os_str().is_empty() => "/".to_string(),
+            Ok(r) => format!("/{}", r.display()),
+            Err(_) => dir.display().to_string(),
+        };
+        let mut tids = match root.read(p) {
+            Ok(t) => parse_pids(&t),
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if !tids.contains(&tid) {
+            tids.push(tid);
+            self.replace(root, p, &join_pids(&tids))?;
+        }
+        self.replace(root, &task.join("cgroup"), &format!("0::{rel}"))
     }
 
     /// Moves `pid` into group `rel`: ESRCH if `/proc/PID` does not exist,

@@ -48,6 +48,12 @@ pub struct FakeTree {
 /// `compact` action's trigger and a name the knob grammar cannot spell.
 const OTHER_SYSCTLS: &[(&str, &str)] = &[("vm/compact_memory", ""), ("vm/page-cluster", "3")];
 
+/// `/proc/vmstat` of the fake board (the lines cgwarden reads, and some).
+const FAKE_VMSTAT: &str = "nr_free_pages 1875233\nnr_zone_inactive_anon 1204\nnr_zone_active_anon 33088\npgpgin 424780\npgpgout 0\npswpin 0\npswpout 0\npgfault 4021137\npgmajfault 1045\npgsteal_kswapd 0\npgsteal_direct 0\npgscan_kswapd 0\npgscan_direct 0\nworkingset_refault_anon 0\nworkingset_refault_file 12\nallocstall_dma 0\nallocstall_dma32 0\nallocstall_normal 3\nallocstall_movable 0\ncompact_stall 2\ncompact_fail 1\ncompact_success 1\noom_kill 0\n";
+
+/// `/proc/buddyinfo` of the fake board: free blocks per order, per zone.
+const FAKE_BUDDYINFO: &str = "Node 0, zone      DMA      1      0      0      1      2      1      1      0      1      1      3 \nNode 0, zone    DMA32    263    154     76     41     21     14      9      6      4      3    418 \nNode 0, zone   Normal   1024    512    300    120     64     32     16      8      4      2   1200 \n";
+
 impl FakeTree {
     /// Lays out the default 8-CPU board under `dir`.
     pub fn standard(dir: impl Into<PathBuf>) -> io::Result<FakeTree> {
@@ -126,6 +132,14 @@ impl FakeTree {
         t.file("sys/block/zram0/initstate", "0")?;
         t.file("sys/block/zram0/reset", "")?;
         t.file("sys/class/zram-control/hot_add", "1")?;
+        // Memory telemetry (issue 25): an idle zram device, counters and
+        // free blocks as a 6.1 kernel prints them.
+        t.file(
+            "sys/block/zram0/mm_stat",
+            "       0        0        0        0        0        0        0        0        0",
+        )?;
+        t.file("proc/vmstat", FAKE_VMSTAT)?;
+        t.file("proc/buddyinfo", FAKE_BUDDYINFO)?;
         t.file(
             "proc/swaps",
             "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
@@ -234,8 +248,25 @@ impl FakeTree {
             let _ = fs::remove_file(&link);
             std::os::unix::fs::symlink(exe, link)?;
         }
+        self.file(&format!("{d}/oom_score_adj"), "0")?;
+        // Each thread as the kernel shows it: comm (the process's until it
+        // renames itself), stat (nice 0), status (affinity), cgroup.
         for t in &p.threads {
-            fs::create_dir_all(self.dir.join(&d).join("task").join(t.to_string()))?;
+            let td = format!("{d}/task/{t}");
+            fs::create_dir_all(self.dir.join(&td))?;
+            self.file(&format!("{td}/comm"), &p.comm)?;
+            self.file(
+                &format!("{td}/stat"),
+                &format!("{t} ({}) S 1 {} {} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0", p.comm, p.pid, p.pid),
+            )?;
+            self.file(
+                &format!("{td}/status"),
+                &format!(
+                    "Name:\t{}\nPid:\t{t}\nTgid:\t{}\nCpus_allowed_list:\t0-7\n",
+                    p.comm, p.pid
+                ),
+            )?;
+            self.file(&format!("{td}/cgroup"), &format!("0::{}", p.cgroup))?;
         }
         Ok(())
     }

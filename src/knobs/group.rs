@@ -164,6 +164,8 @@ fn owns(path: &Path, cgroup_root: &Path) -> bool {
     // files are the kernel's, not a group's).
     let in_group = path.parent().is_some_and(|p| p != cgroup_root);
     name == "cgroup.subtree_control"
+        // `type: threaded` (issue 25); a created group's, removed with it.
+        || (in_group && name == "cgroup.type")
         || (in_group && GroupKnob::EVERY.iter().any(|k| k.file_name() == name))
 }
 

@@ -45,11 +45,14 @@ impl Exposer {
     /// One OpenMetrics exposition, read now.
     pub(crate) fn scrape(&self) -> String {
         let view = self.view.borrow().clone();
-        let groups = view
+        let mut groups: Vec<super::sample::GroupSample> = view
             .groups
             .iter()
             .map(|(name, path)| super::sample::read_group(&self.cg, name, path))
             .collect();
+        // The machine's memory telemetry and OOM kills (issue 25).
+        let named_system = view.groups.iter().any(|(n, _)| n == "system");
+        groups.push(super::sample::system_memory(self.cg.root(), named_system));
         metrics::render(view, groups, OwnCost::read())
     }
 }

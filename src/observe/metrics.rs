@@ -295,6 +295,9 @@ impl Collector for Scrape {
             "memory.events counters of the group (since the group was created).",
             &events,
         )?;
+        if let Some(m) = self.groups.iter().find_map(|g| g.mem.as_ref()) {
+            memstat(&mut f, m)?;
+        }
         // ---- rules and knobs ----
         let rules_active: Vec<(Labels, f64)> = v
             .rules
@@ -523,6 +526,7 @@ impl Collector for Scrape {
                 "Exec event received to process moved.",
                 &[(vec![], c.to_placed.histogram())],
             )?;
+            last_resort(&mut f, &x.last_resort)?;
         }
         // ---- the daemon's own cost ----
         if let Some(b) = self.own.rss_bytes {
@@ -551,6 +555,98 @@ impl Collector for Scrape {
         }
         Ok(())
     }
+}
+
+/// Issue 25: memory telemetry (vmstat counters, meminfo lines, zram
+/// mm_stat, fragmentation index per order).
+fn memstat(f: &mut Family<'_, '_>, m: &super::memstat::MemTelemetry) -> Result<(), FmtError> {
+    let vm: Vec<(Labels, u64)> = m
+        .vmstat
+        .iter()
+        .map(|(k, v)| (vec![("field", Cow::Owned(k.clone()))], *v))
+        .collect();
+    f.counter_u64(
+        "cgwarden_vmstat",
+        "/proc/vmstat counters (allocstall sums the per-zone lines).",
+        &vm,
+    )?;
+    let mi: Vec<(Labels, f64)> = m
+        .meminfo
+        .iter()
+        .map(|(k, v)| (vec![("field", Cow::Owned(k.clone()))], *v as f64))
+        .collect();
+    f.gauge(
+        "cgwarden_meminfo",
+        "/proc/meminfo lines.",
+        Some(Unit::Bytes),
+        &mi,
+    )?;
+    let mut zram: Vec<(Labels, f64)> = Vec::new();
+    for (d, s) in &m.zram {
+        for (field, v) in crate::policy::expr::mem::ZRAM_FIELDS.iter().zip(s) {
+            zram.push((
+                vec![
+                    ("device", Cow::Owned(d.clone())),
+                    ("field", Cow::Borrowed(*field)),
+                ],
+                *v as f64,
+            ));
+        }
+    }
+    f.gauge(
+        "cgwarden_zram_mm_stat",
+        "zram mm_stat: orig_data_size, compr_data_size, mem_used_total.",
+        Some(Unit::Bytes),
+        &zram,
+    )?;
+    let frag: Vec<(Labels, f64)> = m
+        .fragmentation
+        .iter()
+        .enumerate()
+        .map(|(o, v)| (vec![("order", Cow::Owned(o.to_string()))], *v))
+        .collect();
+    f.gauge(
+        "cgwarden_memory_fragmentation_index",
+        "Unusable free space index of /proc/buddyinfo per page order (0-1, all zones).",
+        None,
+        &frag,
+    )?;
+    Ok(())
+}
+
+/// Issue 25: critical exits, last-resort kills and freezes (labels from
+/// the policy: `settings.critical` entries, groups, rules).
+fn last_resort(f: &mut Family<'_, '_>, lr: &crate::stats::LastResortStats) -> Result<(), FmtError> {
+    use crate::stats::LastResortStats as L;
+    let owned = |k: String| Cow::Owned(esc(&k).into_owned());
+    let crit: Vec<(Labels, u64)> = L::read(&lr.critical_exits)
+        .into_iter()
+        .map(|(k, v)| (vec![("name", owned(k))], v))
+        .collect();
+    f.counter_u64(
+        "cgwarden_critical_exits",
+        "Exits of settings.critical processes, by the entry they matched.",
+        &crit,
+    )?;
+    let kills: Vec<(Labels, u64)> = L::read(&lr.kills)
+        .into_iter()
+        .map(|((g, r), v)| (vec![("group", owned(g)), ("rule", owned(r))], v))
+        .collect();
+    f.counter_u64(
+        "cgwarden_kills",
+        "Processes killed by a rule's `kill in` last resort.",
+        &kills,
+    )?;
+    let freezes: Vec<(Labels, u64)> = L::read(&lr.freezes)
+        .into_iter()
+        .map(|(g, v)| (vec![("group", owned(g))], v))
+        .collect();
+    f.counter_u64(
+        "cgwarden_freezes",
+        "Times a rule's `freeze` froze the group.",
+        &freezes,
+    )?;
+    Ok(())
 }
 
 /// Converts an OpenMetrics exposition to the Prometheus text format 0.0.4:

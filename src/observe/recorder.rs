@@ -266,7 +266,14 @@ pub(crate) struct Recorder {
 }
 
 /// The tables with a `ts` column, oldest rows dropped first.
-const TIMED: [&str; 5] = ["samples", "processes", "thermal", "events", "daemon"];
+const TIMED: [&str; 6] = [
+    "samples",
+    "processes",
+    "thermal",
+    "events",
+    "daemon",
+    "memstat",
+];
 
 impl Recorder {
     /// Opens (or creates) the database, applies the schema, records the run
@@ -345,7 +352,7 @@ impl Recorder {
                 return Ok(());
             }
             let oldest: Option<f64> = self.conn.query_row(
-                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal)",
+                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal UNION ALL SELECT min(ts) FROM memstat)",
                 [],
                 |row| row.get(0),
             )?;
@@ -450,6 +457,16 @@ fn insert(tx: &Transaction, run: i64, r: &Reading) -> rusqlite::Result<()> {
             ev("oom_kill"),
             ev("oom_group_kill"),
         ])?;
+    }
+    let mut st =
+        tx.prepare_cached("INSERT INTO memstat (ts, run, name, value) VALUES (?1, ?2, ?3, ?4)")?;
+    for (name, value) in r
+        .groups
+        .iter()
+        .filter_map(|g| g.mem.as_ref())
+        .flat_map(|m| m.rows())
+    {
+        st.execute(params![r.ts, run, name, value])?;
     }
     let mut st = tx.prepare_cached(
         "INSERT INTO processes (ts, run, comm, pid, rss) VALUES (?1, ?2, ?3, ?4, ?5)",

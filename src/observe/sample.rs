@@ -39,8 +39,11 @@ pub(crate) struct GroupSample {
     pub memory_high: Option<Limit>,
     pub memory_max: Option<Limit>,
     pub swap_current: Option<u64>,
-    /// `memory.events` counters (empty for `system` or when unreadable).
+    /// `memory.events` counters (empty when unreadable); for `system`
+    /// only `oom_kill`, the global count of `/proc/vmstat` (issue 25).
     pub events: BTreeMap<String, u64>,
+    /// Memory telemetry, for `system` only (issue 25).
+    pub mem: Option<super::memstat::MemTelemetry>,
 }
 
 impl GroupSample {
@@ -84,6 +87,28 @@ pub(crate) fn read_system(root: &Root) -> GroupSample {
     for (i, r) in RESOURCES.iter().enumerate() {
         s.psi[i] = psi::read_system(root, r).unwrap_or_default();
     }
+    let mem = super::memstat::MemTelemetry::read(root);
+    if let Some(k) = mem.vmstat.get("oom_kill") {
+        // Every OOM kill of the machine, in a group or not (issue 25).
+        s.events.insert("oom_kill".into(), *k);
+    }
+    s.mem = Some(mem);
+    s
+}
+
+/// Only the machine's memory telemetry (issue 25), for the metrics: the
+/// `system` sample without pressure or memory use, its `oom_kill` event
+/// left out when a policy group is named `system` (one label set each).
+pub(crate) fn system_memory(root: &Root, named_system: bool) -> GroupSample {
+    let mem = super::memstat::MemTelemetry::read(root);
+    let mut s = GroupSample {
+        name: "system".into(),
+        ..Default::default()
+    };
+    if let (Some(k), false) = (mem.vmstat.get("oom_kill"), named_system) {
+        s.events.insert("oom_kill".into(), *k);
+    }
+    s.mem = Some(mem);
     s
 }
 

@@ -73,7 +73,8 @@ CREATE INDEX IF NOT EXISTS thermal_ts ON thermal (ts);
 -- Every action and rule transition, as the control socket's event stream
 -- names them (kind: start, stop, rule, write, write_failed, claim_granted,
 -- claim_expired, claim_released, claim_owner_gone, drift, reload,
--- reload_failed). start/stop are the daemon's own.
+-- reload_failed, critical_exit, kill, freeze, thaw). start/stop are the
+-- daemon's own.
 CREATE TABLE IF NOT EXISTS events (
     ts     REAL NOT NULL,
     run    INTEGER NOT NULL,
@@ -87,6 +88,17 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT
 );
 CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
+
+-- Memory telemetry of the whole machine, per interval (issue 25): name is
+-- vmstat.FIELD (the counter as read), meminfo.FIELD (bytes),
+-- zram.DEV.FIELD (mm_stat bytes) or fragmentation.ORDER (0-1).
+CREATE TABLE IF NOT EXISTS memstat (
+    ts    REAL NOT NULL,
+    run   INTEGER NOT NULL,
+    name  TEXT NOT NULL,
+    value REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memstat_ts ON memstat (ts);
 
 -- The daemon's own cost, per interval.
 CREATE TABLE IF NOT EXISTS daemon (

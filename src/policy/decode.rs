@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+mod tuning;
+
 /// The bounds of a `when:` stall window (SPEC §3), enforced by the expression parser.
 const TOP_FIELDS: &[&str] = &[
     "version",
@@ -297,6 +299,7 @@ impl<'a> Decoder<'a> {
             }
         }
         self.check_groups(&groups);
+        self.check_threaded(&groups);
 
         let mut hooks = Vec::new();
         if let Some(n) = top.get("hooks") {
@@ -310,13 +313,17 @@ impl<'a> Decoder<'a> {
         let all: Vec<&Group> = groups.iter().flat_map(|g| g.walk()).collect();
         let group_names: Vec<&str> = all.iter().map(|g| g.name.as_str()).collect();
         let leaf: BTreeMap<&str, bool> =
-            all.iter().map(|g| (g.name.as_str(), g.is_leaf())).collect();
+            // A threaded domain holds processes beside its threaded children.
+            all.iter()
+                .map(|g| (g.name.as_str(), g.children.iter().all(|c| c.threaded)))
+                .collect();
         let hook_names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
 
         let mut placement = Vec::new();
         if let Some(n) = top.get("placement") {
             for item in self.seq(n, "placement") {
                 if let Some(p) = self.placement(item, &group_names, &leaf) {
+                    self.check_placement_groups(&p, &groups, item.pos);
                     placement.push(p);
                 }
             }
@@ -615,12 +622,16 @@ impl<'a> Decoder<'a> {
                 "recorder",
                 "daemon",
                 "drift",
+                "critical",
             ],
         ) else {
             return s;
         };
         if let Some(n) = f.get("drift") {
             s.drift = self.drift_settings(n);
+        }
+        if let Some(n) = f.get("critical") {
+            s.critical = self.critical(n);
         }
         if let Some(n) = f.get("cgroup_root") {
             if let Some(p) = self.abs_path(n, "settings.cgroup_root") {
@@ -1020,7 +1031,7 @@ impl<'a> Decoder<'a> {
             node,
             &format!("group `{}`", key.name),
             &[
-                "cpuset", "cpu", "uclamp", "memory", "io", "pids", "children",
+                "cpuset", "cpu", "uclamp", "memory", "io", "pids", "children", "type",
             ],
         )?;
         let path = if parent_path.is_empty() {
@@ -1039,8 +1050,12 @@ impl<'a> Decoder<'a> {
             io: IoSpec::default(),
             pids: PidsSpec::default(),
             children: Vec::new(),
+            threaded: false,
         };
         let gname = key.name.clone();
+        if let Some(n) = f.get("type") {
+            g.threaded = self.group_type(n, &gname);
+        }
         if let Some(n) = f.get("cpuset") {
             if let Some(c) = self.fields(
                 n,
@@ -1303,7 +1318,11 @@ impl<'a> Decoder<'a> {
         groups: &[&str],
         leaf: &BTreeMap<&str, bool>,
     ) -> Option<Placement> {
-        let f = self.fields(node, "placement entry", &["match", "group", "sched"])?;
+        let allowed: Vec<&str> = ["match", "group", "sched"]
+            .into_iter()
+            .chain(tuning::PLACEMENT_FIELDS.iter().copied())
+            .collect();
+        let f = self.fields(node, "placement entry", &allowed)?;
         let mut matcher = Match::default();
         match f.get("match") {
             None => self.err(node.pos, "placement entry needs `match:`"),
@@ -1364,11 +1383,13 @@ impl<'a> Decoder<'a> {
             }
         };
         let sched = f.get("sched").and_then(|n| self.sched(n));
+        let tuning = self.tuning(&f);
         Some(Placement {
             matcher,
             group,
             sched,
             pos: node.pos,
+            tuning,
         })
     }
 
@@ -1510,7 +1531,7 @@ impl<'a> Decoder<'a> {
     /// `{ name: GLOB, cpus: LIST, sched: {policy, priority} }`; each entry
     /// sets `cpus`, `sched` or both; sched is fifo/rr with a priority, or
     /// other (no deadline, no nice: kernel threads run at nice 0).
-    fn thread_rules(&mut self, node: &Node, what: &str) -> Vec<ThreadRule> {
+    fn thread_rules(&mut self, node: &Node, what: &str) -> Vec<KthreadRule> {
         let mut out = Vec::new();
         for item in self.seq(node, what) {
             let Some(f) = self.fields(item, &format!("{what} entry"), &["name", "cpus", "sched"])
@@ -1555,7 +1576,7 @@ impl<'a> Decoder<'a> {
                 );
                 continue;
             }
-            out.push(ThreadRule { name, cpus, sched });
+            out.push(KthreadRule { name, cpus, sched });
         }
         out
     }
@@ -2066,6 +2087,16 @@ impl<'a> Decoder<'a> {
             }
             _ => None,
         };
+        if let Some(group) = a.resort_group() {
+            if !groups.contains(&group) {
+                let h = hint(group, groups.iter().copied());
+                let col = argument_offset(text);
+                self.err(
+                    item.pos_at(col),
+                    format!("{what}: unknown group `{group}`{h}"),
+                );
+            }
+        }
         if let Some(Knob::Group { group, .. }) = knob {
             if !groups.contains(&group.as_str()) {
                 let h = hint(group, groups.iter().copied());

@@ -320,6 +320,9 @@ pub enum Metric {
         policy: Spanned<String>,
         limit: bool,
     },
+    /// Memory telemetry (issue 25): vmstat rates, meminfo, zram mm_stat,
+    /// the fragmentation index ([`mem`]).
+    Mem(MemMetric),
 }
 
 impl Metric {
@@ -341,7 +344,8 @@ impl Metric {
             | Metric::ThermalTemp { .. }
             | Metric::ThermalTrip { .. }
             | Metric::CoolingState { .. }
-            | Metric::CpufreqFreq { .. } => None,
+            | Metric::CpufreqFreq { .. }
+            | Metric::Mem(_) => None,
         }
     }
 }
@@ -377,6 +381,7 @@ impl fmt::Display for Metric {
                 policy.value,
                 if *limit { "limit" } else { "cur" }
             ),
+            Metric::Mem(m) => write!(f, "{m}"),
         }
     }
 }
@@ -402,6 +407,9 @@ pub enum Threshold {
     Temperature(Temperature),
     /// `cpufreq.POLICY.limit|cur` (issue 24).
     Frequency(crate::units::Frequency),
+    /// A plain non-negative number: a vmstat rate per second, a
+    /// fragmentation index (issue 25).
+    Number(f64),
 }
 
 impl fmt::Display for Threshold {
@@ -421,6 +429,7 @@ impl fmt::Display for Threshold {
                 window: Some(window),
             } => write!(f, "{count}/{window}"),
             Threshold::Temperature(t) => write!(f, "{t}"),
+            Threshold::Number(n) => write!(f, "{n}"),
         }
     }
 }
@@ -913,7 +922,7 @@ fn check_glob(glob: &str, pos: usize) -> Result<(), ParseError> {
     Ok(())
 }
 
-const METRIC_FORMS: &str = "G.{cpu,memory,io}.{some,full}.{avg10,avg60,avg300}, G.{cpu,memory,io}.{some,full} > AMOUNT/WINDOW, G.memory.current, G.memory.swap.current, G.memory.events.{high,max,oom,oom_kill,oom_group_kill}, G.pids.current, G.cgroup.populated, system.memory.available or thermal.ZONE.temp";
+const METRIC_FORMS: &str = "G.{cpu,memory,io}.{some,full}.{avg10,avg60,avg300}, G.{cpu,memory,io}.{some,full} > AMOUNT/WINDOW, G.memory.current, G.memory.swap.current, G.memory.events.{high,max,oom,oom_kill,oom_group_kill}, G.pids.current, G.cgroup.populated, system.memory.available, system.vmstat.FIELD, system.meminfo.FIELD, system.fragmentation.ORDER, zram.DEV.{orig_data_size,compr_data_size,mem_used_total} or thermal.ZONE.temp";
 
 /// Every valid metric after the `G.` part, for suggestions.
 fn metric_suffixes() -> Vec<String> {
@@ -963,6 +972,9 @@ fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseError> {
     }
     if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
         return Ok(m);
+    }
+    if let Some(m) = mem::parse(&names) {
+        return m.map(Metric::Mem).map_err(|e| error(start, e));
     }
     if let ["thermal", zone @ .., "temp"] = names.as_slice() {
         if !zone.is_empty() {
@@ -1165,6 +1177,24 @@ fn parse_threshold(
         Metric::CpufreqFreq { .. } => crate::units::Frequency::parse(value)
             .map(Threshold::Frequency)
             .map_err(|_| wrong("a frequency like `1.8GHz`")),
+        Metric::Mem(m) if m.is_bytes() => match Size::parse(value) {
+            Ok(Size::Bytes(b)) => Ok(Threshold::Size(Size::Bytes(b))),
+            _ => Err(wrong("a byte size like `64M` (not `max`)")),
+        },
+        Metric::Mem(m) => {
+            let n: f64 = value
+                .parse()
+                .ok()
+                .filter(|n: &f64| n.is_finite() && *n >= 0.0 && !value.starts_with('+'))
+                .ok_or_else(|| match m {
+                    MemMetric::Fragmentation(_) => wrong("an index between 0 and 1 like `0.75`"),
+                    _ => wrong("a rate per second like `100` or `0.5`"),
+                })?;
+            if matches!(m, MemMetric::Fragmentation(_)) && n > 1.0 {
+                return Err(wrong("an index between 0 and 1 like `0.75`"));
+            }
+            Ok(Threshold::Number(n))
+        }
     }
 }
 
@@ -1297,6 +1327,12 @@ pub enum Action {
     CompactMemory,
     /// `cap KNOB at VALUE` (issue 24): a ceiling that beats every raise.
     Cap { knob: Knob, value: KnobValue },
+    /// `freeze G` (issue 25): `cgroup.freeze` 1.
+    Freeze(String),
+    /// `thaw G`: `cgroup.freeze` 0.
+    Thaw(String),
+    /// `kill in G …`: the last resort ([`resort`]).
+    Kill(KillSpec),
 }
 
 impl Action {
@@ -1316,7 +1352,20 @@ impl Action {
             | Action::Raise { knob, .. }
             | Action::Lower { knob, .. }
             | Action::Cap { knob, .. } => Some(knob),
-            Action::Hook(_) | Action::CompactMemory => None,
+            Action::Hook(_)
+            | Action::CompactMemory
+            | Action::Freeze(_)
+            | Action::Thaw(_)
+            | Action::Kill(_) => None,
+        }
+    }
+
+    /// The group a last-resort action acts on.
+    pub fn resort_group(&self) -> Option<&str> {
+        match self {
+            Action::Freeze(g) | Action::Thaw(g) => Some(g),
+            Action::Kill(k) => Some(&k.group),
+            _ => None,
         }
     }
 }
@@ -1332,6 +1381,9 @@ impl fmt::Display for Action {
             Action::Hook(name) => write!(f, "hook {name}"),
             Action::CompactMemory => f.write_str("compact memory"),
             Action::Cap { knob, value } => write!(f, "cap {knob} at {value}"),
+            Action::Freeze(g) => write!(f, "freeze {g}"),
+            Action::Thaw(g) => write!(f, "thaw {g}"),
+            Action::Kill(k) => write!(f, "{k}"),
         }
     }
 }
@@ -1368,7 +1420,7 @@ fn split_words(src: &str) -> Vec<Word<'_>> {
     words
 }
 
-const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, cap KNOB at VALUE, hook NAME or compact memory";
+const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, cap KNOB at VALUE, hook NAME, compact memory, freeze GROUP, thaw GROUP or kill in GROUP [prefer NAMES] [avoid NAMES] [grace D]";
 
 /// Parses one action of a rule's `then:` or `while:` list.
 pub fn parse_action(src: &str) -> Result<Action, ParseError> {
@@ -1416,10 +1468,18 @@ pub fn parse_action(src: &str) -> Result<Action, ParseError> {
             [_] => Ok(Action::CompactMemory),
         },
         "cap" => cap::parse_cap(args, total),
+        "freeze" => resort::parse_freeze(true, args, total),
+        "thaw" => resort::parse_freeze(false, args, total),
+        "kill" => resort::parse_kill(args, total),
         other => {
-            let hint = suggest(other, ["set", "raise", "lower", "cap", "hook", "compact"])
-                .map(|v| format!(", did you mean `{v}`?"))
-                .unwrap_or_default();
+            let hint = suggest(
+                other,
+                [
+                    "set", "raise", "lower", "cap", "hook", "compact", "freeze", "thaw", "kill",
+                ],
+            )
+            .map(|v| format!(", did you mean `{v}`?"))
+            .unwrap_or_default();
             Err(error(
                 verb.pos,
                 format!("unknown action `{other}`: expected {ACTION_FORMS}{hint}"),
@@ -1561,3 +1621,8 @@ mod cap;
 mod hw;
 #[cfg(test)]
 mod tests;
+
+pub mod mem;
+pub use mem::MemMetric;
+pub mod resort;
+pub use resort::KillSpec;

@@ -120,9 +120,12 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
 /// processes (SPEC §4 "Trust", README "Decisions").
 pub fn rt_by_name(p: &model::Placement) -> bool {
     use model::SchedPolicy::{Deadline, Fifo, Rr};
-    p.sched
-        .as_ref()
-        .is_some_and(|s| matches!(s.policy, Fifo | Rr | Deadline))
+    let rt = |s: &model::Sched| matches!(s.policy, Fifo | Rr | Deadline);
+    (p.sched.as_ref().is_some_and(rt)
+        || p.tuning
+            .threads
+            .iter()
+            .any(|t| t.sched.as_ref().is_some_and(rt)))
         && p.matcher.exe.is_none()
         && p.matcher.user.is_none()
 }
@@ -133,7 +136,11 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
     let mut out = Vec::new();
     for pl in &p.placement {
         if rt_by_name(pl) {
-            let policy = pl.sched.as_ref().map_or("", |s| s.policy.as_str());
+            let policy = pl
+                .sched
+                .as_ref()
+                .or_else(|| pl.tuning.threads.iter().find_map(|t| t.sched.as_ref()))
+                .map_or("", |s| s.policy.as_str());
             out.push(diag::Diagnostic {
                 pos: pl.pos,
                 message: format!(

@@ -143,6 +143,10 @@ pub struct Settings {
     pub daemon: DaemonSettings,
     /// `settings.drift` (issue 24, SPEC §6 "Coexistence"): `None`, no check.
     pub drift: Option<DriftSettings>,
+    /// `settings.critical`: comm globs of the processes whose exit is a
+    /// `critical_exit` event, a counter, a recorder row and a report
+    /// criterion; `kill in` never picks one (SPEC §6).
+    pub critical: Vec<String>,
 }
 
 /// `settings.drift`: how often every managed knob is compared with its
@@ -212,6 +216,7 @@ impl Default for Settings {
             recorder: None,
             daemon: DaemonSettings::default(),
             drift: None,
+            critical: Vec::new(),
         }
     }
 }
@@ -294,6 +299,9 @@ pub struct Group {
     pub io: IoSpec,
     pub pids: PidsSpec,
     pub children: Vec<Group>,
+    /// `type: threaded`: holds single threads of a process placed in its
+    /// domain ancestor (`cgroup.type`, `cgroup.threads`).
+    pub threaded: bool,
 }
 
 impl Group {
@@ -369,6 +377,89 @@ pub struct Placement {
     pub group: String,
     pub sched: Option<Sched>,
     pub pos: Pos,
+    /// Per-process attributes and `threads:` (SPEC §6; docs/policy.md).
+    pub tuning: Tuning,
+}
+
+/// What a placement sets on a matched process beyond its group and sched:
+/// attributes applied to every thread, and per-thread rules by thread comm.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tuning {
+    pub attrs: TaskAttrs,
+    /// `threads:` in file order; the first entry whose name matches a
+    /// thread's comm applies to it.
+    pub threads: Vec<ThreadRule>,
+}
+
+impl Tuning {
+    pub fn is_empty(&self) -> bool {
+        self.attrs.is_empty() && self.threads.is_empty()
+    }
+}
+
+/// Attributes of a task (SPEC §6 "Per-process attributes"): each `None` is
+/// left as the process has it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskAttrs {
+    /// -20..19 (`setpriority`, per thread).
+    pub nice: Option<i32>,
+    /// -1000..1000 (`/proc/PID/oom_score_adj`, per process).
+    pub oom_score_adj: Option<i32>,
+    pub ioprio: Option<IoPrio>,
+    /// Affinity (`sched_setaffinity`, per thread).
+    pub cpus: Option<CpuList>,
+    /// Per-task utilization clamps (`sched_setattr` with UTIL_CLAMP).
+    pub uclamp: Option<TaskUclamp>,
+}
+
+impl TaskAttrs {
+    pub fn is_empty(&self) -> bool {
+        *self == TaskAttrs::default()
+    }
+}
+
+/// `ioprio: { class: rt|be|idle, level: 0-7 }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoPrio {
+    pub class: IoClass,
+    /// 0 (highest) to 7; ignored by the kernel for `idle`.
+    pub level: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoClass {
+    Rt,
+    Be,
+    Idle,
+}
+
+impl IoClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoClass::Rt => "rt",
+            IoClass::Be => "be",
+            IoClass::Idle => "idle",
+        }
+    }
+}
+
+/// Per-task `uclamp: { min, max }` (percent of capacity).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskUclamp {
+    pub min: Option<Percent>,
+    pub max: Option<Percent>,
+}
+
+/// One `threads:` entry: threads of the matched process whose comm matches
+/// `name` (a glob) get these, over the process's own attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadRule {
+    pub name: String,
+    /// A `type: threaded` group the thread is moved to (`cgroup.threads`).
+    pub group: Option<String>,
+    pub sched: Option<Sched>,
+    pub attrs: TaskAttrs,
+    pub pos: Pos,
 }
 
 #[derive(Clone, Debug)]
@@ -420,15 +511,15 @@ pub struct System {
     pub devfreq: Vec<Devfreq>,
     /// `system.irqs` (issue 24): the first entry whose glob matches one of
     /// an IRQ's action names applies to it.
-    pub irqs: Vec<ThreadRule>,
+    pub irqs: Vec<KthreadRule>,
     /// `system.kthreads` (issue 24): the first entry whose glob matches a
     /// kernel thread's comm applies to it.
-    pub kthreads: Vec<ThreadRule>,
+    pub kthreads: Vec<KthreadRule>,
 }
 
 /// One entry of `system.irqs` or `system.kthreads`.
 #[derive(Clone, Debug)]
-pub struct ThreadRule {
+pub struct KthreadRule {
     /// Glob (`*`, `?`) over IRQ action names or kernel thread comms.
     pub name: String,
     /// IRQ affinity, or the kthread's CPUs.

@@ -25,6 +25,10 @@
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
 //! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
 //! cgwarden-workload s32 FILE                  print the first 4 bytes of FILE as a native-endian s32 (/dev/cpu_dma_latency)
+//! cgwarden-workload threads SECS              threads ctrl, log and late→ctrl-late (renamed after 2 s); live SECS
+//! cgwarden-workload stamp-exit SECS FILE      sleep SECS, write the Unix time to FILE, exit 3
+//! cgwarden-workload ioprio TID                print a thread's I/O priority as CLASS LEVEL
+//! cgwarden-workload since FILE TIME           ms from the Unix time in FILE to the RFC 3339 TIME
 //! ```
 //!
 //! The last three are for the guest suite's reference implementation
@@ -47,6 +51,7 @@ mod flood;
 mod notify;
 mod poll;
 mod storm;
+mod threads;
 
 const SELF_NAME: &str = "cgwarden-workload";
 
@@ -86,6 +91,11 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              boost KNOB=VALUE tied to a short-lived child over the control
                              socket; check FILE holds EXPECT; print how soon after the
                              child's exit FILE changes back
+  threads SECS               threads named ctrl and log, and one named late that renames
+                             itself ctrl-late after 2 s; the process lives SECS
+  stamp-exit SECS FILE       sleep SECS, write the Unix time (µs) to FILE, exit 3
+  ioprio TID                 print the thread's I/O priority as CLASS LEVEL
+  since FILE TIME            milliseconds from the Unix time in FILE to RFC 3339 TIME
 SECS may be fractional.";
 
 fn usage(msg: &str) -> ExitCode {
@@ -354,6 +364,22 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             None => usage("run-as: UID[:GID,..] must be numbers"),
         },
         ("s32", [file]) => read_s32(file),
+        ("threads", [secs]) => match parse_secs(secs) {
+            Some(d) => threads::threads(d),
+            None => usage("threads: SECS must be a number"),
+        },
+        ("ioprio", [tid]) => match tid.to_str() {
+            Some(t) => threads::ioprio(t),
+            None => usage("ioprio: TID must be a number"),
+        },
+        ("since", [file, time]) => match time.to_str() {
+            Some(t) => threads::since(Path::new(file), t),
+            None => usage("since: TIME must be text"),
+        },
+        ("stamp-exit", [secs, file]) => match parse_secs(secs) {
+            Some(d) => threads::stamp_exit(d, Path::new(file)),
+            None => usage("stamp-exit: SECS must be a number"),
+        },
         ("swapon", [dev, prio]) => swapon(dev, prio),
         ("swapoff", [dev]) => swapoff(dev),
         ("setsched", [pid, policy, prio]) => setsched(pid, policy, prio),

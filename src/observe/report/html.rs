@@ -30,6 +30,7 @@ pub(crate) fn name(id: &str) -> &'static str {
         "thermal_throttling" => "Thermal throttling",
         "restarts" => "Restarts",
         "memory_full_avg10" => "PSI memory full avg10",
+        "critical_exits" => "Critical process exits",
         _ => "other",
     }
 }

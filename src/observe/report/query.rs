@@ -286,6 +286,12 @@ impl Data {
             i.memory_full
                 .insert(g.clone(), series(s, |s| s.memory_full));
         }
+        i.critical_exits = self
+            .events
+            .iter()
+            .filter(|e| e.kind == "critical_exit")
+            .map(|e| (e.ts, e.detail.clone().unwrap_or_default()))
+            .collect();
         i
     }
 }

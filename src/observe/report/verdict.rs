@@ -120,6 +120,8 @@ pub(crate) struct Inputs {
     pub(crate) runs: Vec<RunRow>,
     /// Per group: `memory full avg10`.
     pub(crate) memory_full: BTreeMap<String, Vec<Point>>,
+    /// `critical_exit` events (issue 25): (time, what exited).
+    pub(crate) critical_exits: Vec<(f64, String)>,
 }
 
 /// All verdicts, in the table's order.
@@ -156,7 +158,38 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     out.extend(thermal(c, i));
     out.push(restarts(c.restarts, &i.runs, i.from, i.to));
     out.push(memory_full(c.memory_full_avg10, &i.memory_full));
+    out.push(critical_exits(&i.critical_exits, !i.runs.is_empty()));
     out
+}
+
+/// Issue 25: a `settings.critical` process must not exit during the run
+/// (the 72-hour script's "the named critical processes stay alive").
+fn critical_exits(exits: &[(f64, String)], recorded: bool) -> Verdict {
+    let n = exits.len();
+    let mut detail: Vec<&str> = exits.iter().take(5).map(|(_, d)| d.as_str()).collect();
+    if n > 5 {
+        detail.push("…");
+    }
+    Verdict {
+        id: "critical_exits",
+        subject: "critical processes".into(),
+        status: match (n, recorded) {
+            (0, false) => Status::NotMeasured,
+            (0, true) => Status::Pass,
+            _ => Status::Fail,
+        },
+        limit: 0.0,
+        measured: (recorded || n > 0).then_some(n as f64),
+        unit: "count",
+        failed_at: exits.first().map(|e| e.0),
+        detail: if n == 0 && !recorded {
+            "no daemon run recorded".into()
+        } else if n == 0 {
+            "no critical process exited".into()
+        } else {
+            detail.join("; ")
+        },
+    }
 }
 
 /// Whether the report passes: no criterion failed.
@@ -184,7 +217,59 @@ pub(crate) fn counter_increments(s: &[Point]) -> Vec<(f64, u64)> {
     out
 }
 
+/// OOM kills: the groups' `memory.events oom_kill`, and (issue 25) the
+/// machine's `/proc/vmstat oom_kill` recorded as group `system`, which
+/// counts every kill — the groups' and those outside any group. The total
+/// is the larger of the two counts (a group's kill is in both); the time it
+/// failed comes from the series that makes that total.
 fn oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
+    let global: Vec<(f64, u64)> = per_group
+        .get("system")
+        .map(|s| counter_increments(s))
+        .unwrap_or_default();
+    let global_total: u64 = global.iter().map(|a| a.1).fold(0, u64::saturating_add);
+    let groups: BTreeMap<String, Vec<Point>> = per_group
+        .iter()
+        .filter(|(g, _)| g.as_str() != "system")
+        .map(|(g, s)| (g.clone(), s.clone()))
+        .collect();
+    let mut v = group_oom_kills(limit, &groups);
+    let groups_total = v.measured.unwrap_or(0.0) as u64;
+    if per_group.get("system").is_some_and(|s| !s.is_empty()) && global_total > groups_total {
+        let mut seen = 0u64;
+        v.failed_at = None;
+        for (t, n) in &global {
+            seen = seen.saturating_add(*n);
+            if seen > limit {
+                v.failed_at = Some(*t);
+                break;
+            }
+        }
+        let outside = format!(
+            "outside the groups: {}",
+            global_total.saturating_sub(groups_total)
+        );
+        v.detail = if groups_total == 0 {
+            outside
+        } else {
+            format!("{}, {outside}", v.detail)
+        };
+        v.measured = Some(global_total as f64);
+        v.status = if v.failed_at.is_some() {
+            Status::Fail
+        } else {
+            Status::Pass
+        };
+    } else if v.status == Status::NotMeasured
+        && per_group.get("system").is_some_and(|s| !s.is_empty())
+    {
+        v.status = Status::Pass;
+        v.measured = Some(0.0);
+    }
+    v
+}
+
+fn group_oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
     let mut all: Vec<(f64, u64, &str)> = Vec::new();
     for (g, s) in per_group {
         all.extend(
@@ -518,6 +603,36 @@ mod tests {
     }
 
     #[test]
+    fn a_global_oom_kill_outside_the_groups_counts_once() {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "app".to_string(),
+            pts(&[(1.0, 0.0), (2.0, 1.0), (3.0, 1.0)]),
+        );
+        // The machine's counter: the app's kill and one outside any group.
+        m.insert(
+            "system".to_string(),
+            pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 7.0)]),
+        );
+        let v = oom_kills(1, &m);
+        assert_eq!(v.measured, Some(2.0));
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.failed_at, Some(3.0));
+        assert_eq!(v.detail, "app: 1, outside the groups: 1");
+        // The same kill seen by both counts once.
+        m.insert(
+            "system".to_string(),
+            pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 6.0)]),
+        );
+        let v = oom_kills(1, &m);
+        assert_eq!((v.measured, v.status), (Some(1.0), Status::Pass));
+        // Only the machine's counter recorded.
+        m.remove("app");
+        m.insert("system".to_string(), pts(&[(1.0, 5.0), (2.0, 5.0)]));
+        assert_eq!(oom_kills(0, &m).status, Status::Pass);
+    }
+
+    #[test]
     fn oom_verdict_fails_at_the_first_kill_past_the_limit() {
         let mut m = BTreeMap::new();
         m.insert(
@@ -657,7 +772,8 @@ mod tests {
                 "memory_growth",
                 "thermal_throttling",
                 "restarts",
-                "memory_full_avg10"
+                "memory_full_avg10",
+                "critical_exits"
             ]
         );
         assert!(passed(&v));
