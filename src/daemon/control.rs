@@ -68,6 +68,8 @@ pub(crate) struct ControlState {
     pub(crate) loop_wakes: u64,
     /// The policy's `control:` grants, names resolved (at start and reload).
     grants: Vec<crate::engine::grants::Grant>,
+    /// Failed writes and drift since the policy was loaded (`health`).
+    pub(crate) health: super::health::Tally,
 }
 
 impl ControlState {
@@ -83,6 +85,7 @@ impl ControlState {
             gone_tx,
             loop_wakes: 0,
             grants: Vec::new(),
+            health: Default::default(),
         }
     }
 
@@ -91,9 +94,14 @@ impl ControlState {
         self.events.receiver_count() > 0
     }
 
+    /// An event: logged as a structured record (journald fields, issue
+    /// 28), counted for `health`, and sent to the followers.
     pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
+        let e = make();
+        super::eventlog::log(&e);
+        self.health.note(&e);
         if self.followed() {
-            let _ = self.events.send(make());
+            let _ = self.events.send(e);
         }
     }
 
@@ -244,6 +252,7 @@ impl Daemon {
                 claims: self.claim_infos(),
             }),
             Request::Verify => Response::Verify(self.verify()),
+            Request::Health => Response::Health(self.health()),
             Request::Reload { dry_run } => Response::Reload(self.reload_for_control(dry_run)),
             Request::Boost {
                 caller,
@@ -288,7 +297,11 @@ impl Daemon {
     /// A reload asked over the socket; SIGHUP and the file watch go through
     /// the same path.
     pub(crate) fn reload_for_control(&mut self, dry_run: bool) -> wire::ReloadReply {
+        let before = self.policy_hash.clone();
         let r = self.reload(dry_run);
+        if r.ok && !dry_run && self.policy_hash != before {
+            self.control.health.restart();
+        }
         if r.ok && !dry_run {
             self.resolve_grants();
         }

@@ -17,7 +17,9 @@
 
 pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
+mod eventlog; // issue 28: every event as a structured (journald) record
 pub(crate) mod exec; // issue #5: exec events, placement, presence
+mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 pub mod lanes;
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
@@ -802,9 +804,9 @@ impl Daemon {
                     self.actuator.compact_memory(&rule);
                 }
                 Effect::Phase { rule, phase } => {
+                    // Logged as the event's record (daemon/eventlog.rs).
                     self.control.note_phase(&rule, &phase);
                     self.observed_phase(&rule, phase);
-                    tracing::info!(rule = %rule, "rule {phase}")
                 }
                 Effect::ActionFailed {
                     rule,

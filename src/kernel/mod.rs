@@ -17,6 +17,7 @@ pub mod error;
 mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
+pub(crate) mod identity;
 pub(crate) mod meminfo;
 pub(crate) mod pm_qos;
 pub(crate) mod proc_events;
