@@ -880,6 +880,9 @@ impl Daemon {
     pub(crate) fn verify(&self) -> wire::VerifyReply {
         let t = self.supervisor.table();
         let mut knobs = Vec::new();
+        // A knob whose write is still queued or in flight is not drift:
+        // the file holds the old value until the write is made.
+        let pending = self.actuator.pending();
         for k in t.knobs() {
             let Some(expected) = t.effective(k) else {
                 continue;
@@ -893,7 +896,7 @@ impl Daemon {
             let drift = match &actual {
                 Some(a) => a != &expected && a.kernel() != expected.kernel(),
                 None => true,
-            };
+            } && !pending.contains(&k.to_string());
             knobs.push(wire::KnobCheck {
                 knob: k.to_string(),
                 path,
