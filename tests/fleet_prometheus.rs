@@ -285,8 +285,11 @@ fn promtool_checks_and_unit_tests_the_shipped_rules() {
                 "{alert}: docs/operations.md has no runbook line `<a id=\"{anchor}\"></a>`"
             );
             let summary = r["annotations"]["summary"].as_str().unwrap_or("");
+            // CgwardenAbsent is about the whole job: there is no device.
             assert!(
-                summary.contains("$labels.hostname") || summary.contains("$labels.instance"),
+                alert == "CgwardenAbsent"
+                    || summary.contains("$labels.hostname")
+                    || summary.contains("$labels.instance"),
                 "{alert}: the summary does not name the device: {summary}"
             );
         }
@@ -756,6 +759,13 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
         down[0]["annotations"]["summary"],
         "cgwarden on cell-01 (vision-cell) is down: its metrics endpoint does not answer"
     );
+    // Device b's rule is still active past its bound.
+    assert_eq!(
+        prom.firing("CgwardenRuleActiveTooLong").len(),
+        1,
+        "{}",
+        curl(&prom.url("/api/v1/alerts"))
+    );
     eprintln!(
         "CgwardenDown firing {:.1}s after the stop (scrape 1s, for 3s)",
         stopped.elapsed().as_secs_f64()
@@ -791,6 +801,11 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
         .map(|(t, _)| t)
         .collect();
     assert!(empty.is_empty(), "panels without data: {empty:?}");
+    // The device table lists both devices, the stopped one as not up.
+    assert!(
+        page.html.contains("<td>cell-01</td>") && page.html.contains("<td>cell-02</td>"),
+        "the device table misses a device"
+    );
     let png = tmp.path().join("dashboard.png");
     screenshot(tmp.path(), &html, &png, page.height);
     let bytes = std::fs::read(&png).expect("the screenshot");
@@ -861,6 +876,9 @@ fn fmt_value(v: f64, unit: &str) -> String {
         }
         "percentunit" => format!("{:.1}%", v * 100.0),
         "s" => format!("{:.1} ms", v * 1000.0),
+        _ if v.abs() >= 1e9 => format!("{:.2} G", v / 1e9),
+        _ if v.abs() >= 1e6 => format!("{:.2} M", v / 1e6),
+        _ if v.abs() >= 1e4 => format!("{:.1} k", v / 1e3),
         _ if v.fract() == 0.0 => format!("{v:.0}"),
         _ => format!("{v:.3}"),
     }
@@ -944,7 +962,9 @@ fn render_dashboard(
                 let e = substitute(&exprs[0], vars);
                 match prom.query(&e, None) {
                     Ok(data) => {
-                        let cols = ["hostname", "product", "instance", "model", "kernel", "hash"];
+                        let cols = [
+                            "hostname", "product", "instance", "model", "kernel", "hash", "up",
+                        ];
                         let mut t = String::from("<table><tr>");
                         for c in cols {
                             t.push_str(&format!("<th>{c}</th>"));
@@ -954,7 +974,10 @@ fn render_dashboard(
                             any = true;
                             t.push_str("<tr>");
                             for c in cols {
-                                let mut v = r["metric"][c].as_str().unwrap_or("").to_string();
+                                let mut v = match c {
+                                    "up" => r["value"][1].as_str().unwrap_or("").to_string(),
+                                    _ => r["metric"][c].as_str().unwrap_or("").to_string(),
+                                };
                                 if c == "hash" {
                                     v.truncate(12);
                                 }
@@ -1086,6 +1109,19 @@ fn chart(
             left - 6.0,
             y + 4.0,
             esc(&fmt_value(v, unit))
+        ));
+    }
+    // The time axis: its two ends, UTC.
+    let hms = |t: f64| {
+        let s = t as u64 % 86400;
+        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    };
+    for (t, anchor) in [(t0, "start"), (t1, "end")] {
+        svg.push_str(&format!(
+            "<text x=\"{:.0}\" y=\"{:.0}\" fill=\"#8e8e8e\" font-size=\"10\" text-anchor=\"{anchor}\">{}</text>",
+            sx(t),
+            ph - 1.0,
+            hms(t)
         ));
     }
     for (i, (_, pts)) in series.iter().enumerate() {
