@@ -232,3 +232,76 @@ fn a_write_the_kernel_refused_is_1_and_events_are_structured_records() {
         assert!(failed.contains(field), "{field} missing: {failed}");
     }
 }
+
+/// packaging/ota/cgwarden-policy-update, the flow docs/operations.md shows
+/// for RAUC, Mender and SWUpdate, against the daemon.
+fn update(root: &Path, live: &Path, new: &Path) -> Run {
+    support::run(
+        Command::new("sh")
+            .arg(support::repo("packaging/ota/cgwarden-policy-update"))
+            .arg(new)
+            .env("LIVE", live)
+            .env("SETTLE", "1")
+            .env("CGWARDEN", BIN)
+            .env(
+                "CGWARDEN_OPTS",
+                format!("--policy {} --root {}", live.display(), root.display()),
+            ),
+    )
+}
+
+#[test]
+fn the_ota_update_flow_commits_a_good_policy_and_rolls_back_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root, d) = start(dir.path());
+    let new = dir.path().join("policy.yaml.staged");
+    // A broken policy never reaches the daemon.
+    std::fs::write(&new, POLICY.replace("weight: 200", "wieght: 200")).unwrap();
+    let r = update(&root, &policy, &new);
+    assert_eq!(r.code, 1, "{r}");
+    assert!(
+        r.stderr
+            .contains("refused by cgwarden check; nothing installed"),
+        "{r}"
+    );
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), POLICY);
+    // A good one is installed, judged healthy and committed.
+    let good = POLICY.replace("weight: 200", "weight: 250");
+    std::fs::write(&new, &good).unwrap();
+    let r = update(&root, &policy, &new);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stderr.contains("committed"), "{r}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), good);
+    assert!(!dir.path().join("policy.yaml.previous").exists());
+    assert_eq!(
+        support::read(&root, "sys/fs/cgroup/vision/cpu.weight"),
+        "250"
+    );
+    // One whose write the kernel refuses: unhealthy, rolled back.
+    let knob = root.join("sys/fs/cgroup/inference/memory.high");
+    std::fs::remove_file(&knob).unwrap();
+    std::fs::create_dir(&knob).unwrap();
+    let bad = good.replace("high: 100M", "high: 150M");
+    std::fs::write(&new, &bad).unwrap();
+    let r = update(&root, &policy, &new);
+    assert_eq!(r.code, 1, "{r}");
+    assert!(
+        r.stderr.contains("write refused by the kernel")
+            && r.stderr.contains("rolling back: unhealthy with"),
+        "{r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&policy).unwrap(),
+        good,
+        "the old file is back"
+    );
+    assert!(!dir.path().join("policy.yaml.previous").exists());
+    let j = health(&root, &policy, true);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(
+        v["hash"], v["disk_hash"],
+        "the daemon runs the old policy again: {v}"
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
