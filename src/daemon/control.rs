@@ -70,6 +70,8 @@ pub(crate) struct ControlState {
     grants: Vec<crate::engine::grants::Grant>,
     /// Failed writes and drift since the policy was loaded (`health`).
     pub(crate) health: super::health::Tally,
+    /// `run --dry-run`: the event records say that nothing is written.
+    dry_run: bool,
 }
 
 impl ControlState {
@@ -86,7 +88,14 @@ impl ControlState {
             loop_wakes: 0,
             grants: Vec::new(),
             health: Default::default(),
+            dry_run: false,
         }
+    }
+
+    /// Marks a `--dry-run` daemon's event records (see [`Self::publish`]).
+    pub(crate) fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
     }
 
     /// Whether anyone follows the events (events are built only then).
@@ -98,7 +107,7 @@ impl ControlState {
     /// 28), counted for `health`, and sent to the followers.
     pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
         let e = make();
-        super::eventlog::log(&e);
+        super::eventlog::log(&e, self.dry_run);
         self.health.note(&e);
         if self.followed() {
             let _ = self.events.send(e);

@@ -12,6 +12,7 @@
 //! | `CGWARDEN_KNOB`, `CGWARDEN_OLD`, `CGWARDEN_NEW` | the knob and its values (`write`, `write_failed`, `drift`, claims) |
 //! | `CGWARDEN_CAUSE` | what made the write (`rule NAME`, `boost N`, `baseline`) or the boost's reason |
 //! | `CGWARDEN_HANDLE` | the boost's handle (claims) |
+//! | `CGWARDEN_DRY_RUN` | `true` under `run --dry-run` (nothing was written) |
 //! | `MESSAGE` | one readable line |
 //!
 //! A field an event does not have is absent, not empty. The records go
@@ -113,13 +114,20 @@ pub(crate) fn message(e: &Event) -> String {
     }
 }
 
-/// Logs `e` as one structured record (see the module docs).
-pub(crate) fn log(e: &Event) {
+/// Logs `e` as one structured record (see the module docs). Under
+/// `--dry-run` the text starts with `(dry run)` and `CGWARDEN_DRY_RUN=true`
+/// says that nothing was written.
+pub(crate) fn log(e: &Event, dry_run: bool) {
     if e.kind == "subscribed" || e.kind == "lagged" {
         return;
     }
     let id = message_id(&e.kind);
-    let text = message(e);
+    let text = if dry_run {
+        format!("(dry run) {}", message(e))
+    } else {
+        message(e)
+    };
+    let dry = dry_run.then_some(true);
     let (rule, state, knob) = (e.rule.as_deref(), e.state.as_deref(), e.knob.as_deref());
     let (old, new, cause) = (e.old.as_deref(), e.new.as_deref(), e.cause.as_deref());
     let handle = e.handle;
@@ -136,6 +144,7 @@ pub(crate) fn log(e: &Event) {
             cgwarden_new = new,
             cgwarden_cause = cause,
             cgwarden_handle = handle,
+            cgwarden_dry_run = dry,
             "{text}"
         );
     } else {
@@ -150,6 +159,7 @@ pub(crate) fn log(e: &Event) {
             cgwarden_new = new,
             cgwarden_cause = cause,
             cgwarden_handle = handle,
+            cgwarden_dry_run = dry,
             "{text}"
         );
     }

@@ -521,7 +521,7 @@ impl Daemon {
         }
         let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         Daemon {
-            control: control::ControlState::new(gone_tx),
+            control: control::ControlState::new(gone_tx).dry_run(opts.dry_run),
             gone_rx: Some(gone_rx),
             opts,
             policy,
