@@ -20,7 +20,8 @@
 //! structured journald records under systemd (`tracing-journald`, fields
 //! upper-cased, no prefix), `key=value` text on stderr otherwise. Failures
 //! (`write_failed`, `reload_failed`, `drift`, `kill`, `critical_exit`) are
-//! warnings (PRIORITY 4), the rest informational (6).
+//! warnings (PRIORITY 4), the rest informational (tracing-journald gives
+//! INFO the PRIORITY 5, notice).
 //!
 //! The ids are part of the interface (docs/operations.md lists them): never
 //! change one; a new kind gets a new id.
