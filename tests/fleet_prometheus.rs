@@ -1182,3 +1182,74 @@ fn screenshot(dir: &Path, page: &Path, png: &Path, height: u32) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn the_dashboard_is_well_formed_for_grafana() {
+    let d = dashboard();
+    assert_eq!(d["uid"], "cgwarden-fleet");
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(vars, ["datasource", "product", "instance"]);
+    let panels = d["panels"].as_array().unwrap();
+    let mut ids = BTreeSet::new();
+    let mut cells: BTreeMap<(i64, i64), String> = BTreeMap::new();
+    let (mut fleet, mut device) = (0, 0);
+    let mut row = "";
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        assert!(
+            ids.insert(p["id"].as_i64().unwrap()),
+            "{title}: id used twice"
+        );
+        let g = &p["gridPos"];
+        let (x, y, w, h) = (
+            g["x"].as_i64().unwrap(),
+            g["y"].as_i64().unwrap(),
+            g["w"].as_i64().unwrap(),
+            g["h"].as_i64().unwrap(),
+        );
+        assert!(x >= 0 && w > 0 && x + w <= 24 && h > 0, "{title}: {g}");
+        // No two panels share a grid cell.
+        for cx in x..x + w {
+            for cy in y..y + h {
+                if let Some(other) = cells.insert((cx, cy), title.to_string()) {
+                    panic!("{title} overlaps {other} at ({cx}, {cy})");
+                }
+            }
+        }
+        if p["type"] == "row" {
+            row = title;
+            continue;
+        }
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let exprs: Vec<&str> = p["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["expr"].as_str().unwrap())
+            .collect();
+        assert!(!exprs.is_empty(), "{title}: no query");
+        // The overview filters by product, the drill-down by instance.
+        if row.starts_with("Fleet") {
+            fleet += 1;
+            assert!(
+                exprs.iter().all(|e| e.contains("$product")),
+                "{title}: a fleet panel not filtered by $product"
+            );
+        } else {
+            device += 1;
+            assert!(
+                exprs.iter().all(|e| e.contains("instance=\"$instance\"")),
+                "{title}: a device panel not filtered by $instance"
+            );
+        }
+    }
+    assert!(
+        fleet >= 8 && device >= 10,
+        "{fleet} fleet, {device} device panels"
+    );
+}
