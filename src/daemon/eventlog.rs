@@ -31,7 +31,7 @@ use crate::control::wire::Event;
 /// The journald MESSAGE_ID of each event kind (32 hex digits, as
 /// `journalctl --new-id128` makes them). Kinds without their own id (a
 /// kind added later) log under `other`.
-pub(crate) const MESSAGE_IDS: [(&str, &str); 14] = [
+pub(crate) const MESSAGE_IDS: [(&str, &str); 16] = [
     ("rule", "1122b142d8ff40ce86670a70fbecdcca"),
     ("write", "19aa36027d324aaeade6a5ac99084eda"),
     ("write_failed", "afe3d479b2304e37900c209cac1434df"),
@@ -45,6 +45,8 @@ pub(crate) const MESSAGE_IDS: [(&str, &str); 14] = [
     ("kill", "0c5e53e03960462eb30b6007fbdcf99b"),
     ("critical_exit", "dcc9c1887f2249a08dcfe4a1b146ed06"),
     ("throttle", "763ae1cb14864c349bc5fa9469ecbcfc"),
+    ("freeze", "d3478eac96204fb899f1798b663a667e"),
+    ("thaw", "390106a0c5724121add33c82aa066de7"),
     ("other", "95d7a6d012de43eaaa89b9a302f9b6ca"),
 ];
 
