@@ -273,6 +273,13 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
+    Health {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Follow the daemon's events: rules, writes, claims, reloads.
     Events {
         /// One JSON object per line.
@@ -375,7 +382,12 @@ fn init_logging() {
         .with_target("zlink_core::server", zlink);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
-            tracing_journald::layer().ok()
+            // Fields as named, upper-cased, without tracing-journald's `F_`
+            // prefix: `KNOB=`, and the event records' `MESSAGE_ID=` and
+            // `CGWARDEN_*=` (src/daemon/eventlog.rs, docs/operations.md).
+            tracing_journald::layer()
+                .ok()
+                .map(|l| l.with_field_prefix(None))
         } else {
             None
         };
@@ -491,6 +503,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             client,
         } => Ok(client.run(ClientCommand::Reload { dry_run, candidate })),
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
+        Command::Health { json, client } => Ok(client.run(ClientCommand::Health { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
         Command::Top { client } => Ok(match client.socket() {
             Ok(socket) => cgwarden::top::run(&socket),

@@ -4,7 +4,8 @@
 //! they show, any other varlink client can get too.
 //!
 //! Exit statuses: 0 done; 1 refused (the daemon's error is printed) or,
-//! for `verify`, drift found; 4 no daemon answers on the socket (its path
+//! for `verify`, drift found, for `health`, unhealthy (each reason on
+//! stderr); 4 no daemon answers on the socket (its path
 //! is in the message).
 
 use super::wire::{self, DaemonError, EventReply};
@@ -38,6 +39,7 @@ pub(crate) trait DaemonProxy {
         candidate_name: Option<String>,
     ) -> zlink::Result<Result<wire::ReloadReply, DaemonError>>;
     async fn verify(&mut self) -> zlink::Result<Result<wire::VerifyReply, DaemonError>>;
+    async fn health(&mut self) -> zlink::Result<Result<wire::HealthReply, DaemonError>>;
     #[zlink(more)]
     async fn subscribe(
         &mut self,
@@ -66,6 +68,9 @@ pub enum Command {
         candidate: Option<PathBuf>,
     },
     Verify {
+        json: bool,
+    },
+    Health {
         json: bool,
     },
     Events {
@@ -214,6 +219,23 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                 crate::out!("{}", super::render::verify(&v));
             }
             Ok(if v.drift { exit::REFUSED } else { exit::OK })
+        }
+        Command::Health { json: j } => {
+            let h = answer(conn.health().await)?;
+            if j {
+                crate::outln!("{}", json(&h));
+            } else if h.healthy {
+                crate::outln!(
+                    "healthy: policy {} in force since {}",
+                    crate::show::short(&h.hash),
+                    h.since
+                );
+            } else {
+                for r in &h.reasons {
+                    eprintln!("cgwarden: unhealthy: {r}");
+                }
+            }
+            Ok(if h.healthy { exit::OK } else { exit::REFUSED })
         }
         Command::Events { json: j } => {
             let stream = conn.subscribe().await.map_err(Failure::Link)?;

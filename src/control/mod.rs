@@ -40,6 +40,7 @@ pub enum Request {
     Status,
     ListClaims,
     Verify,
+    Health,
     Reload {
         dry_run: bool,
         /// A candidate to preview instead of the policy file (dry run only):
@@ -77,6 +78,7 @@ pub enum Response {
     Status(Box<wire::StatusReply>),
     Claims(wire::ClaimsReply),
     Verify(wire::VerifyReply),
+    Health(wire::HealthReply),
     Reload(wire::ReloadReply),
     Boost(wire::BoostReply),
     Extend(wire::ExtendReply),

@@ -209,6 +209,23 @@ pub struct VerifyReply {
     pub knobs: Vec<KnobCheck>,
 }
 
+/// `Health()`: the post-update check (SPEC §7 "Fleet").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct HealthReply {
+    /// The policy on disk is in force, its last reload did not fail, and no
+    /// drift or failed write was seen since it was put in force.
+    pub healthy: bool,
+    /// Why not, one line each; empty when healthy.
+    pub reasons: Vec<String>,
+    /// Hex SHA-256 of the policy in force.
+    pub hash: String,
+    /// Hex SHA-256 of the policy file on disk now; none when unreadable.
+    pub disk_hash: Option<String>,
+    /// Since when drift and failed writes count: when the policy in force
+    /// was loaded (daemon start or the reload that changed it).
+    pub since: String,
+}
+
 /// One event of the stream.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
 pub struct Event {

@@ -396,6 +396,11 @@ impl Actuator {
         self.lanes.check_late(now);
     }
 
+    /// The knobs with a write queued or in flight (see [`Lanes::pending`]).
+    pub fn pending(&self) -> std::collections::HashSet<String> {
+        self.lanes.pending()
+    }
+
     /// When the loop should look for late writes again.
     pub fn next_check(&self, now: Instant) -> Option<Instant> {
         self.lanes.next_check(now)

@@ -70,6 +70,10 @@ pub(crate) struct ControlState {
     pub(crate) loop_wakes: u64,
     /// The policy's `control:` grants, names resolved (at start and reload).
     grants: Vec<crate::engine::grants::Grant>,
+    /// Failed writes and drift since the policy was loaded (`health`).
+    pub(crate) health: super::health::Tally,
+    /// `run --dry-run`: the event records say that nothing is written.
+    dry_run: bool,
 }
 
 impl ControlState {
@@ -85,7 +89,15 @@ impl ControlState {
             gone_tx,
             loop_wakes: 0,
             grants: Vec::new(),
+            health: Default::default(),
+            dry_run: false,
         }
+    }
+
+    /// Marks a `--dry-run` daemon's event records (see [`Self::publish`]).
+    pub(crate) fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
     }
 
     /// Whether anyone follows the events (events are built only then).
@@ -93,9 +105,14 @@ impl ControlState {
         self.events.receiver_count() > 0
     }
 
+    /// An event: logged as a structured record (journald fields, issue
+    /// 28), counted for `health`, and sent to the followers.
     pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
+        let e = make();
+        super::eventlog::log(&e, self.dry_run);
+        self.health.note(&e);
         if self.followed() {
-            let _ = self.events.send(make());
+            let _ = self.events.send(e);
         }
     }
 
@@ -271,6 +288,7 @@ impl Daemon {
                 claims: self.claim_infos(),
             }),
             Request::Verify => Response::Verify(self.verify()),
+            Request::Health => Response::Health(self.health()),
             Request::Reload { dry_run, candidate } => {
                 Response::Reload(self.reload_for_control(dry_run, candidate))
             }
@@ -321,7 +339,11 @@ impl Daemon {
         dry_run: bool,
         candidate: Option<(String, String)>,
     ) -> wire::ReloadReply {
+        let before = self.policy_hash.clone();
         let r = self.reload(dry_run, candidate);
+        if r.ok && !dry_run && self.policy_hash != before {
+            self.control.health.restart();
+        }
         if r.ok && !dry_run {
             self.resolve_grants();
         }
@@ -991,6 +1013,9 @@ impl Daemon {
     pub(crate) fn verify(&self) -> wire::VerifyReply {
         let t = self.supervisor.table();
         let mut knobs = Vec::new();
+        // A knob whose write is still queued or in flight is not drift:
+        // the file holds the old value until the write is made.
+        let pending = self.actuator.pending();
         for k in t.knobs() {
             let Some(expected) = t.effective(k) else {
                 continue;
@@ -1010,7 +1035,7 @@ impl Daemon {
             let drift = match &actual {
                 Some(a) => a != &expected && a.kernel() != expected.kernel(),
                 None => skipped.is_none(),
-            };
+            } && !pending.contains(&k.to_string());
             knobs.push(wire::KnobCheck {
                 knob: k.to_string(),
                 path,

@@ -375,6 +375,18 @@ impl Lanes {
             .sum()
     }
 
+    /// The knobs (labels) with a write queued or in flight: until it is
+    /// made, the file may still hold the old value (`verify`, `health`).
+    pub fn pending(&self) -> std::collections::HashSet<String> {
+        let mut out = std::collections::HashSet::new();
+        for l in self.lanes.values() {
+            let s = l.lock();
+            out.extend(s.queue.iter().map(|(_, j)| j.label.clone()));
+            out.extend(s.in_flight.as_ref().map(|f| f.label.clone()));
+        }
+        out
+    }
+
     /// Takes a completion: counts it and forgets its late report. Returns
     /// whether the write was late (reported while in flight, or past its
     /// deadline when it finished: then it is counted here). The caller logs.

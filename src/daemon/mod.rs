@@ -18,7 +18,9 @@
 pub mod actuator;
 pub(crate) mod control; // issue 12: the daemon's side of the control socket
 mod drift; // issue 24: settings.drift
+mod eventlog; // issue 28: every event as a structured (journald) record
 pub(crate) mod exec; // issue #5: exec events, placement, presence
+mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 pub mod lanes;
@@ -548,7 +550,7 @@ impl Daemon {
         }
         let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         Daemon {
-            control: control::ControlState::new(gone_tx),
+            control: control::ControlState::new(gone_tx).dry_run(opts.dry_run),
             gone_rx: Some(gone_rx),
             opts,
             policy,
@@ -950,9 +952,9 @@ impl Daemon {
                     }
                 }
                 Effect::Phase { rule, phase } => {
+                    // Logged as the event's record (daemon/eventlog.rs).
                     self.control.note_phase(&rule, &phase);
                     self.observed_phase(&rule, phase);
-                    tracing::info!(rule = %rule, "rule {phase}")
                 }
                 Effect::ActionFailed {
                     rule,

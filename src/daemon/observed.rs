@@ -16,6 +16,8 @@ use std::time::Duration;
 /// What runs for observability.
 pub(crate) struct Observe {
     book: Book,
+    /// The device's identity, read when observability starts.
+    device: std::sync::Arc<crate::kernel::identity::Device>,
     recorder: Option<recorder::Handle>,
     /// Host path of the metrics socket, removed at stop.
     socket: Option<PathBuf>,
@@ -32,6 +34,11 @@ impl std::fmt::Debug for Observe {
             .field("socket", &self.socket)
             .finish()
     }
+}
+
+/// The identity read at start (an empty one before).
+fn o_device(o: &Option<Observe>) -> std::sync::Arc<crate::kernel::identity::Device> {
+    o.as_ref().map(|o| o.device.clone()).unwrap_or_default()
 }
 
 /// How long a stop waits for the recorder's last interval.
@@ -53,6 +60,7 @@ impl Daemon {
         let (book, view) = Book::new();
         self.observe = Some(Observe {
             book,
+            device: std::sync::Arc::new(crate::kernel::identity::Device::read(&self.opts.root)),
             recorder: None,
             socket: None,
             unavailable: Vec::new(),
@@ -180,7 +188,7 @@ impl Daemon {
             if phase == Phase::Active {
                 b.rule_fired(rule);
             }
-            b.dirty = true;
+            b.rule_active(rule, matches!(phase, Phase::Active | Phase::Clearing));
         }
     }
 
@@ -215,7 +223,8 @@ impl Daemon {
             .map(|(r, (phase, _))| RuleView {
                 name: r.name.clone(),
                 active: matches!(phase, Phase::Active | Phase::Clearing),
-                fired: 0,
+                max_active: r.max_active.map(|d| d.as_secs_f64()),
+                ..Default::default()
             })
             .collect();
         let view = EngineView {
@@ -240,6 +249,7 @@ impl Daemon {
             throttle_episodes: self.throttle.episodes.clone(),
             drifts: self.drifts.clone(),
             cpufreq_limits: self.cpufreq_limits.clone(),
+            device: o_device(&self.observe),
             ..Default::default()
         };
         if let Some(o) = &mut self.observe {

@@ -331,7 +331,10 @@ impl Daemon {
     /// one in force (an editor rewriting the same bytes, a touch).
     pub(super) fn reload_if_changed(&mut self) {
         if let Ok(bytes) = read_policy(&self.opts.policy_path) {
-            if hash_hex(&bytes) == self.policy_hash {
+            // The content in force, and its last reload did not fail (a
+            // rollback writing the old file back after a refused one is
+            // reloaded: the refusal is over, `health` and the metric say so).
+            if hash_hex(&bytes) == self.policy_hash && self.last_reload_error.is_none() {
                 tracing::debug!("policy file written, content unchanged: no reload");
                 return;
             }

@@ -1501,6 +1501,7 @@ mod tests {
             cooldown: None,
             then: vec![],
             while_: vec![],
+            max_active: None,
         };
         let rules = [
             rule(

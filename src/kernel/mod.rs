@@ -18,6 +18,7 @@ pub mod error;
 mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
+pub(crate) mod identity;
 pub(crate) mod irq;
 pub(crate) mod meminfo;
 pub(crate) mod memstat;

@@ -219,6 +219,18 @@ impl Collector for Scrape {
             "The policy in force: its product and the sha256 of its file.",
             &vec![("product", esc(&v.product)), ("hash", esc(&v.policy_hash))],
         )?;
+        let d = &v.device;
+        f.info(
+            "cgwarden_device",
+            "Which device this is: the policy's product, host name, machine id, board model (device tree or DMI) and kernel release.",
+            &vec![
+                ("product", esc(&v.product)),
+                ("hostname", esc(&d.hostname)),
+                ("machine_id", esc(&d.machine_id)),
+                ("model", esc(&d.model)),
+                ("kernel", esc(&d.kernel)),
+            ],
+        )?;
         f.gauge(
             "cgwarden_config_last_reload_successful",
             "Whether the last policy (re)load succeeded (1) or was refused (0).",
@@ -314,6 +326,28 @@ impl Collector for Scrape {
             "Whether the rule is active (its claims held) now.",
             None,
             &rules_active,
+        )?;
+        let since: Vec<(Labels, f64)> = v
+            .rules
+            .iter()
+            .filter_map(|r| Some((vec![("rule", esc(&r.name))], r.active_since?)))
+            .collect();
+        f.gauge(
+            "cgwarden_rule_active_since_timestamp",
+            "When the rule became active (Unix time); no sample while it is not active.",
+            Some(Unit::Seconds),
+            &since,
+        )?;
+        let bounds: Vec<(Labels, f64)> = v
+            .rules
+            .iter()
+            .filter_map(|r| Some((vec![("rule", esc(&r.name))], r.max_active?)))
+            .collect();
+        f.gauge(
+            "cgwarden_rule_max_active",
+            "The policy's `max_active` of the rule: how long it is expected to stay active at most.",
+            Some(Unit::Seconds),
+            &bounds,
         )?;
         let fired: Vec<(Labels, u64)> = v
             .rules
@@ -721,6 +755,8 @@ mod tests {
                 name: "r1".into(),
                 active: true,
                 fired: 3,
+                active_since: Some(1700000100.0),
+                max_active: Some(600.0),
             }],
             knobs: vec![KnobView {
                 name: "app.memory.high".into(),
@@ -730,6 +766,12 @@ mod tests {
             }],
             reload_ok: true,
             reload_success: 1700000000.0,
+            device: Arc::new(crate::kernel::identity::Device {
+                hostname: "cell-07".into(),
+                machine_id: "0123abcd".into(),
+                model: "IQ-9075 EVK".into(),
+                kernel: "6.6.52".into(),
+            }),
             ..Default::default()
         };
         render(
@@ -765,6 +807,9 @@ mod tests {
             "cgwarden_process_cpu_seconds_total 1.5",
             "cgwarden_process_open_fds 12",
             "cgwarden_boosts_total{result=\"granted\"} 0",
+            "cgwarden_device_info{product=\"cam\",hostname=\"cell-07\",machine_id=\"0123abcd\",model=\"IQ-9075 EVK\",kernel=\"6.6.52\"} 1",
+            "cgwarden_rule_active_since_timestamp_seconds{rule=\"r1\"} 1700000100",
+            "cgwarden_rule_max_active_seconds{rule=\"r1\"} 600",
         ] {
             assert!(t.contains(want), "missing `{want}` in\n{t}");
         }

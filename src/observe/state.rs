@@ -25,13 +25,18 @@ use std::time::SystemTime;
 use tokio::sync::watch;
 
 /// One rule as the metrics show it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct RuleView {
     pub name: String,
     /// Active or clearing (its `while` claims are held).
     pub active: bool,
     /// Times it became active since the daemon started.
     pub fired: u64,
+    /// Unix time it became active (kept while it is clearing); none when
+    /// it is not active. Filled by [`Book::publish`].
+    pub active_since: Option<f64>,
+    /// The policy's `max_active`, in seconds.
+    pub max_active: Option<f64>,
 }
 
 /// One managed knob.
@@ -77,6 +82,8 @@ pub(crate) struct EngineView {
     pub drifts: BTreeMap<String, u64>,
     /// Issue 24: per cpufreq policy, its limit (kHz) and `throttled()`.
     pub cpufreq_limits: BTreeMap<String, (u64, bool)>,
+    /// Who this device is (`cgwarden_device_info`), read at start.
+    pub device: Arc<crate::kernel::identity::Device>,
 }
 
 /// The daemon's side: counters and the watch sender.
@@ -84,6 +91,8 @@ pub(crate) struct EngineView {
 pub(crate) struct Book {
     tx: watch::Sender<Arc<EngineView>>,
     fired: BTreeMap<String, u64>,
+    /// When each active rule became active.
+    active_since: BTreeMap<String, SystemTime>,
     writes: BTreeMap<String, (u64, u64)>,
     boosts: BTreeMap<&'static str, u64>,
     reload_ok: bool,
@@ -102,6 +111,7 @@ impl Book {
         let book = Book {
             tx,
             fired: BTreeMap::new(),
+            active_since: BTreeMap::new(),
             writes: BTreeMap::new(),
             boosts: BOOST_RESULTS.iter().map(|r| (*r, 0)).collect(),
             reload_ok: true,
@@ -114,6 +124,20 @@ impl Book {
     /// A rule became active.
     pub(crate) fn rule_fired(&mut self, rule: &str) {
         *self.fired.entry(rule.to_string()).or_default() += 1;
+        self.dirty = true;
+    }
+
+    /// A rule changed phase: `active` (active or clearing) keeps or starts
+    /// its active-since time; anything else ends it.
+    pub(crate) fn rule_active(&mut self, rule: &str, active: bool) {
+        if active {
+            if !self.active_since.contains_key(rule) {
+                self.active_since
+                    .insert(rule.to_string(), SystemTime::now());
+            }
+        } else {
+            self.active_since.remove(rule);
+        }
         self.dirty = true;
     }
 
@@ -157,8 +181,11 @@ impl Book {
             .retain(|name, _| view.rules.iter().any(|r| &r.name == name));
         self.writes
             .retain(|name, _| view.knobs.iter().any(|k| &k.name == name));
+        self.active_since
+            .retain(|name, _| view.rules.iter().any(|r| &r.name == name && r.active));
         for r in &mut view.rules {
             r.fired = self.fired.get(&r.name).copied().unwrap_or(0);
+            r.active_since = self.active_since.get(&r.name).map(|t| unix_seconds(*t));
         }
         for k in &mut view.knobs {
             let (ok, failed) = self.writes.get(&k.name).copied().unwrap_or((0, 0));
@@ -194,8 +221,7 @@ mod tests {
     fn rule(name: &str) -> RuleView {
         RuleView {
             name: name.into(),
-            active: false,
-            fired: 0,
+            ..Default::default()
         }
     }
 
@@ -228,6 +254,38 @@ mod tests {
         assert_eq!(v.boosts.len(), BOOST_RESULTS.len());
         // The removed rule's counter is gone for good.
         assert!(!b.fired.contains_key("gone"));
+    }
+
+    #[test]
+    fn active_since_is_kept_while_clearing_and_ends_when_idle() {
+        let (mut b, rx) = Book::new();
+        let active = |name: &str| RuleView {
+            name: name.into(),
+            active: true,
+            ..Default::default()
+        };
+        b.rule_active("a", true);
+        b.publish(EngineView {
+            rules: vec![active("a"), rule("b")],
+            ..Default::default()
+        });
+        let first = rx.borrow().rules[0].active_since.expect("active since");
+        assert!(first > 1.7e9, "{first}");
+        assert_eq!(rx.borrow().rules[1].active_since, None);
+        // Clearing then active again: still the first activation's time.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        b.rule_active("a", true);
+        b.publish(EngineView {
+            rules: vec![active("a")],
+            ..Default::default()
+        });
+        assert_eq!(rx.borrow().rules[0].active_since, Some(first));
+        b.rule_active("a", false);
+        b.publish(EngineView {
+            rules: vec![rule("a")],
+            ..Default::default()
+        });
+        assert_eq!(rx.borrow().rules[0].active_since, None);
     }
 
     #[test]

@@ -1915,7 +1915,16 @@ impl<'a> Decoder<'a> {
         let f = self.fields(
             node,
             "rule",
-            &["name", "when", "for", "hold", "cooldown", "then", "while"],
+            &[
+                "name",
+                "when",
+                "for",
+                "hold",
+                "cooldown",
+                "then",
+                "while",
+                "max_active",
+            ],
         )?;
         let (name, name_pos) = match f.get("name") {
             Some(n) => {
@@ -1961,6 +1970,12 @@ impl<'a> Decoder<'a> {
         let for_ = dur(self, "for").unwrap_or_default();
         let hold = dur(self, "hold").unwrap_or_default();
         let cooldown = dur(self, "cooldown");
+        let max_active = dur(self, "max_active");
+        if let (Some(d), Some(k)) = (max_active, f.key("max_active")) {
+            if d.is_zero() {
+                self.err(k.pos, format!("{what}: `max_active` must be longer than 0"));
+            }
+        }
         let then = match f.get("then") {
             Some(n) => {
                 let actions = self.actions(n, &what, "then", groups, hooks);
@@ -2008,6 +2023,7 @@ impl<'a> Decoder<'a> {
                 cooldown,
                 then,
                 while_,
+                max_active,
             },
             name_pos,
         ))

@@ -570,6 +570,11 @@ pub struct Rule {
     pub cooldown: Option<Duration>,
     pub then: Vec<Action>,
     pub while_: Vec<Action>,
+    /// `max_active`: how long the rule is expected to stay active at most
+    /// (metric `cgwarden_rule_max_active_seconds`; the shipped alert
+    /// `CgwardenRuleActiveTooLong` fires past it). Changes nothing the
+    /// daemon does.
+    pub max_active: Option<Duration>,
 }
 
 /// Whom a `control:` entry grants to, as written: names are resolved to

@@ -80,6 +80,7 @@ def main(sock):
             "Status",
             "Subscribe",
             "Verify",
+            "Health",
         ]:
             check(m in methods, "the IDL declares %s" % m)
 
@@ -130,6 +131,13 @@ def main(sock):
             print("Verify: drift=%s, %d knobs" % (v["drift"], len(v["knobs"])))
             check(isinstance(v["drift"], bool), "Verify: drift is a bool")
             check(len(v["knobs"]) > 0, "Verify: knobs checked")
+
+            # --- Health ---------------------------------------------------
+            h = d.Health()
+            print("Health:", h)
+            check(isinstance(h["healthy"], bool), "Health: healthy is a bool")
+            check(h["hash"] == st["policy"]["hash"], "Health: the hash in force")
+            check(isinstance(h["reasons"], list), "Health: reasons")
 
             # --- Reload (dry run): that it answers, not what ---------------
             r = d.Reload(dry_run=True)

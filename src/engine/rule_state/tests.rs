@@ -290,6 +290,7 @@ fn timing_of_rule() {
         cooldown: Some(s(3)),
         then: vec![],
         while_: vec![],
+        max_active: None,
     };
     assert_eq!(Timing::of(&rule), timing(1, 2, Some(3)));
 }

@@ -55,7 +55,7 @@ check usual-fired "spin-stall acted (no write in flight)" wait_for 60 more_fired
 usual=$(ms "$t0" "$(tail -n 1 "$FIRED" 2>/dev/null || echo "$t0")")
 echo "MEASURE spin-stall reaction without a blocked write: ${usual} ms (spinners start -> hook)"
 stop_spinners
-check usual-cleared "spin-stall cleared once the spinners stopped" wait_for 60 grep -q 'rule idle rule=spin-stall' "$DLOG"
+check usual-cleared "spin-stall cleared once the spinners stopped" wait_for 60 grep -q 'rule spin-stall idle' "$DLOG"
 
 # Phase B: squeeze the hog, then stall `spin` while the write reclaims.
 cgwarden-workload exec-as squeezeme 200 &

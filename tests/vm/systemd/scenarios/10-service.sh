@@ -39,6 +39,23 @@ rule_write_in_journal() {
 check rule-in-journal "journal: a write record of app.memory.high with cause rule app-stall" rule_write_in_journal
 echo "a write record:"
 journalctl -q --no-pager -o verbose -u $U --since "$SCEN_SINCE" MESSAGE=write | head -n 40 | sed 's/^/  jrnl| /'
+# Issue 28: every event is a record with fixed fields, so `journalctl -o
+# json` filters by field: the rule firing (MESSAGE_ID of kind `rule`, fixed
+# in src/daemon/eventlog.rs and docs/operations.md) and its write.
+rule_event_in_journal() {
+    journalctl -q --no-pager -o json -u $U --since "$SCEN_SINCE" \
+        MESSAGE_ID=1122b142d8ff40ce86670a70fbecdcca CGWARDEN_RULE=app-stall |
+        grep '"CGWARDEN_EVENT":"rule"' | grep -q '"CGWARDEN_STATE":"active"'
+}
+check journal-rule-fields "journal: a MESSAGE_ID/CGWARDEN_RULE record of app-stall going active" rule_event_in_journal
+write_event_in_journal() {
+    journalctl -q --no-pager -o json -u $U --since "$SCEN_SINCE" \
+        MESSAGE_ID=19aa36027d324aaeade6a5ac99084eda CGWARDEN_KNOB=app.memory.high |
+        grep -q '"CGWARDEN_CAUSE":"rule app-stall"'
+}
+check journal-write-fields "journal: a MESSAGE_ID/CGWARDEN_KNOB record of the rule's write" write_event_in_journal
+echo "the rule's event record:"
+journalctl -q --no-pager -o json -u $U --since "$SCEN_SINCE" CGWARDEN_RULE=app-stall | head -n 2 | sed 's/^/  jrnl| /'
 kill "$HOG"; wait "$HOG" 2>/dev/null
 
 # The control socket: root, a member of cgwops, a non-member.
