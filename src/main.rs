@@ -575,6 +575,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let plan = conv.plan();
             report_missing(&plan);
             if plan.no_groups.is_some() {
+                conv.check_journal().context("the originals journal")?;
                 eprintln!("cgwarden: no group can be built; nothing was written");
                 return Ok(exit::MISSING);
             }
