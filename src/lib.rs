@@ -16,6 +16,7 @@
 pub mod control;
 pub mod converge;
 pub mod daemon;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod doctor;
 pub mod engine;
@@ -27,5 +28,6 @@ pub mod out;
 pub mod policy;
 pub mod show;
 pub mod stats;
+#[cfg(feature = "top")]
 pub mod top;
 pub mod units;
