@@ -21,6 +21,8 @@ pub mod demo;
 pub mod doctor;
 pub mod engine;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kernel;
 pub mod knobs;
 pub mod observe;
