@@ -318,3 +318,25 @@ fn help_in_every_form() {
     let out = cgwarden(&["help", "nope"]);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
 }
+
+/// The guest scenarios' policies pass `check` (all but `broken.yaml`, which
+/// exists to fail): a rule tightened on the host side (a reserved group
+/// name) otherwise surfaces only as a failing guest run.
+#[test]
+fn guest_policies_pass_check() {
+    let files: Vec<PathBuf> = files_in("tests/vm/guest/policies")
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| !p.ends_with("broken.yaml"))
+        .collect();
+    assert!(files.len() > 10, "{} guest policies found", files.len());
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let file = path.to_str().expect("policy file names are UTF-8");
+            let out = cgwarden(&["check", file]);
+            (out.code != Some(0)).then(|| format!("{file}: {}", out.stderr))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
