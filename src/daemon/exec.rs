@@ -582,7 +582,6 @@ impl Worker {
             self.cache.retain(|p| live.contains(&p));
         }
         if !self.placer.is_empty() {
-            self.tasks.begin_scan();
             // Where placed processes are comes from the groups' cgroup.procs.
             self.ops.begin_scan();
             // In batches too: a scan after a loss under a flood has

@@ -110,13 +110,16 @@ impl Tasks {
     /// those no longer alive reported (their exit events were lost, or
     /// there are none on a fake tree).
     pub(crate) fn scanned(&mut self, pids: &[i32]) {
+        let live: HashSet<i32> = pids.iter().copied().collect();
+        // Followed processes a scan no longer finds are gone (an exit event
+        // may have been lost).
+        self.known.retain(|p, _| live.contains(p));
         if self.critical.is_empty() {
             return;
         }
         for &p in pids {
             self.look(p);
         }
-        let live: HashSet<i32> = pids.iter().copied().collect();
         let root = self.root.clone();
         let alive = |p: i32| live.contains(&p) || procfs::alive(&root, p);
         for g in self.critical.reconcile(&alive) {
@@ -142,18 +145,17 @@ impl Tasks {
         });
     }
 
-    /// A full scan starts: what is remembered is refilled by its placements.
-    pub(crate) fn begin_scan(&mut self) {
-        self.known.clear();
-    }
-
     /// `pid` was placed (or found in place) by a rule: its threads get
     /// the rule's attributes.
     pub(crate) fn placed(&mut self, pid: i32, r: &Placed) {
+        // No rule: nothing matched, or a scan skipped a process its cache
+        // shows placed (it stays followed until it exits).
         let Some(rule) = r.rule else {
             return;
         };
-        if self.tuner.follows_threads(rule) {
+        if !self.tuner.follows_threads(rule) {
+            self.known.remove(&pid);
+        } else {
             if self.known.len() >= KNOWN_MAX {
                 self.known.clear();
             }

@@ -85,14 +85,16 @@ cgw() {
     return 0
 }
 
+# (Its counters have names no check function uses: sh has no locals, and a
+# check that set `_t` once ended the wait at its first try.)
 wait_for() {
-    _t=$1
+    _wait_for_n=$(($1 * 5))
     shift
-    _i=0
-    while [ "$_i" -lt $((_t * 5)) ]; do
+    _wait_for_i=0
+    while [ "$_wait_for_i" -lt "$_wait_for_n" ]; do
         "$@" >/dev/null 2>&1 && return 0
         sleep 0.2
-        _i=$((_i + 1))
+        _wait_for_i=$((_wait_for_i + 1))
     done
     return 1
 }

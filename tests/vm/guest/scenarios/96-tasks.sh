@@ -63,9 +63,9 @@ check_eq main-ioprio "2 1" cgwarden-workload ioprio "$P"
 check_eq oom-score-adj -900 cat "/proc/$P/oom_score_adj"
 # The rename (2 s after start): followed by its COMM event.
 late_ok() {
-    _t=$(tid_of "$P" ctrl-late) || return 1
-    [ "$(tfield "$P" "$_t" 41)" = 1 ] && [ "$(tfield "$P" "$_t" 40)" = 90 ] &&
-        [ "$(tcgroup "$P" "$_t")" = /node/node-rt ] && [ "$(tcpus "$P" "$_t")" = 3 ]
+    _lt=$(tid_of "$P" ctrl-late) || return 1
+    [ "$(tfield "$P" "$_lt" 41)" = 1 ] && [ "$(tfield "$P" "$_lt" 40)" = 90 ] &&
+        [ "$(tcgroup "$P" "$_lt")" = /node/node-rt ] && [ "$(tcpus "$P" "$_lt")" = 3 ]
 }
 check renamed "ctrl-late (renamed after start): FIFO 90, node-rt, CPU 3" wait_for 20 late_ok
 check renamed-by-event "the rename was handled by its COMM event" grep -q "renamed thread: set" "$LOG"
