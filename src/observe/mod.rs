@@ -12,6 +12,7 @@ pub(crate) mod recorder; // issue 13 item 2: the SQLite flight recorder, on cgw-
 pub mod report;
 pub(crate) mod sample; // issue 13: one reading of a group, for metrics and recorder
 pub(crate) mod state; // issue 13: what the daemon publishes for the observe threads
+pub(crate) mod tape; // issue 27: the input tape replay reads
 
 /// The flight recorder's schema (version 1), shared by the writer and
 /// `report`; documented in docs/recorder.md.
