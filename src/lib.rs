@@ -16,10 +16,13 @@
 pub mod control;
 pub mod converge;
 pub mod daemon;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod doctor;
 pub mod engine;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kernel;
 pub mod knobs;
 pub mod observe;
@@ -27,5 +30,6 @@ pub mod out;
 pub mod policy;
 pub mod show;
 pub mod stats;
+#[cfg(feature = "top")]
 pub mod top;
 pub mod units;

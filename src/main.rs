@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+#[cfg(feature = "docgen")]
 mod manual;
 
 use cgwarden::control::client::DEFAULT_POLICY;
@@ -103,6 +104,7 @@ impl ClientArgs {
 }
 
 /// `cgwarden report` (issue 13): where the recorder is, the window, the output.
+#[cfg(feature = "report")]
 #[derive(clap::Args)]
 struct ReportArgs {
     /// The window: this long before now (e.g. 72h, 30m, 7d).
@@ -125,6 +127,7 @@ struct ReportArgs {
     root: Option<PathBuf>,
 }
 
+#[cfg(feature = "report")]
 impl ReportArgs {
     fn run(self) -> u8 {
         use cgwarden::observe::report;
@@ -143,6 +146,7 @@ impl ReportArgs {
     }
 }
 
+#[cfg(feature = "report")]
 fn parse_since(s: &str) -> Result<std::time::Duration, String> {
     let d = policy::decode::parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
@@ -289,28 +293,33 @@ enum Command {
         client: ClientArgs,
     },
     /// The daemon on a fake board for twenty seconds of a device's life, narrated; no root needed.
+    #[cfg(feature = "demo")]
     Demo {
         /// Keep the board, policy and daemon log in DIR (a new or empty directory; anything else is a usage error, exit 2).
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },
     /// Print shell completions (bash, zsh, fish) to stdout.
+    #[cfg(feature = "docgen")]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (cgwarden.8, cgwarden-SUB.8, cgwarden-policy.5) into DIR.
+    #[cfg(feature = "docgen")]
     #[command(hide = true)]
     Manpages {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
     /// Live terminal view of groups, pressure, rules, claims and actions (keys: docs/top.md).
+    #[cfg(feature = "top")]
     Top {
         #[command(flatten)]
         client: ClientArgs,
     },
     /// Stability report from the flight recorder; exit 1 when a criterion fails (docs/report.md).
+    #[cfg(feature = "report")]
     Report(ReportArgs),
     /// Print this message or the help of the given command.
     Help {
@@ -460,12 +469,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             cgwarden::out!("{}", target.render_help());
             Ok(exit::OK)
         }
+        #[cfg(feature = "demo")]
         Command::Demo { keep } => Ok(cgwarden::demo::run(keep.as_deref())),
+        #[cfg(feature = "docgen")]
         Command::Completions { shell } => {
             use clap::CommandFactory;
             manual::completions(&mut Cli::command(), shell);
             Ok(exit::OK)
         }
+        #[cfg(feature = "docgen")]
         Command::Manpages { dir } => {
             use clap::CommandFactory;
             let written = manual::manpages(Cli::command(), &dir)
@@ -505,10 +517,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
         Command::Health { json, client } => Ok(client.run(ClientCommand::Health { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
+        #[cfg(feature = "top")]
         Command::Top { client } => Ok(match client.socket() {
             Ok(socket) => cgwarden::top::run(&socket),
             Err(code) => code,
         }),
+        #[cfg(feature = "report")]
         Command::Report(r) => Ok(r.run()),
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
@@ -575,6 +589,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let plan = conv.plan();
             report_missing(&plan);
             if plan.no_groups.is_some() {
+                conv.check_journal().context("the originals journal")?;
                 eprintln!("cgwarden: no group can be built; nothing was written");
                 return Ok(exit::MISSING);
             }

@@ -1,6 +1,7 @@
 //! `cgwarden demo` is the README's first command: it must run unprivileged
 //! state-free (a temp board), show every scripted reaction, and leave
 //! nothing behind.
+#![cfg(feature = "demo")]
 
 use std::process::Command;
 

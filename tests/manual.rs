@@ -1,6 +1,7 @@
 //! Man pages and completions come out of the real binary and are usable:
 //! `man -l` renders every page without a warning, and each shell accepts
 //! its completion script.
+#![cfg(feature = "docgen")]
 
 use std::process::Command;
 

@@ -6,6 +6,7 @@
 //! end, the signals within 100 ms (asserted with slack for a loaded CI).
 //!
 //! tmux missing is a failure, not a skip (tests/run-all.sh installs it).
+#![cfg(feature = "top")]
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};

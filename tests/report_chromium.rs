@@ -13,6 +13,7 @@
 //!   that is how docs/report.png is made).
 //!
 //! Chromium missing is a failure, not a skip: tests/run-all.sh installs it.
+#![cfg(feature = "report")]
 
 use rusqlite::{params, Connection};
 use std::path::{Path, PathBuf};

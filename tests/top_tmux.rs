@@ -6,6 +6,7 @@
 //!
 //! tmux missing is a failure, not a skip: tests/run-all.sh installs it.
 //! Each test runs its own tmux server (`-L`), killed at the end.
+#![cfg(feature = "top")]
 
 use cgwarden::kernel::fake_tree::FakeTree;
 use std::path::{Path, PathBuf};

@@ -992,6 +992,18 @@ impl<'p> Converger<'p> {
     /// Carries out a plan: journal first, then each step, re-checking the
     /// current value right before writing. A step the kernel rejects is
     /// reported and does not stop the others.
+    /// Checks the originals journal as `apply` opens it (a journal of another
+    /// cgroup root is refused), writing nothing: `apply` refuses what it
+    /// finds there before it refuses a plan that builds no group.
+    pub fn check_journal(&self) -> Result<(), crate::kernel::Error> {
+        Journal::open(
+            &self.root,
+            &self.policy.settings.state_dir,
+            &self.policy.settings.cgroup_root,
+        )
+        .map(drop)
+    }
+
     pub fn apply(
         &self,
         plan: &Plan,

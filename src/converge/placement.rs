@@ -5,11 +5,54 @@
 
 use super::Step;
 use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, Pin, PlaceOps};
-use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs};
+use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs, ProcsFiles};
 use crate::kernel::{procfs, sched, Op, Root};
 use crate::policy::model::{Policy, Sched};
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd};
+
+/// What each kind of kernel operation of placement cost this thread
+/// (issue 29: where a flood's time goes), when `CGWARDEN_PLACEMENT_PROFILE`
+/// is set (a benchmark's switch: two clock reads per operation).
+#[derive(Debug, Default)]
+pub struct OpProfile {
+    on: bool,
+    /// Per [`OP_NAMES`] entry: calls and thread CPU time (user + system), ns.
+    ops: [(u64, u64); OP_NAMES.len()],
+}
+
+/// The operations [`OpProfile`] tells apart.
+pub const OP_NAMES: [&str; 8] = [
+    "comm", "pin", "same", "facts", "cgroup", "move", "sched", "children",
+];
+
+impl OpProfile {
+    fn start(&self) -> Option<u64> {
+        self.on.then(crate::kernel::selfproc::thread_cpu_ns)
+    }
+    fn end(&mut self, op: usize, t0: Option<u64>) {
+        if let Some(t0) = t0 {
+            let e = &mut self.ops[op];
+            e.0 += 1;
+            e.1 += crate::kernel::selfproc::thread_cpu_ns().saturating_sub(t0);
+        }
+    }
+    /// `comm 2000×12µs …`, or `None` when off or nothing was done.
+    pub fn summary(&self) -> Option<String> {
+        if !self.on || self.ops.iter().all(|o| o.0 == 0) {
+            return None;
+        }
+        Some(
+            OP_NAMES
+                .iter()
+                .zip(&self.ops)
+                .filter(|(_, o)| o.0 > 0)
+                .map(|(n, o)| format!("{n} {}x{}us", o.0, o.1 / o.0 / 1000))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    }
+}
 
 /// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
 pub struct KernelOps {
@@ -29,6 +72,10 @@ pub struct KernelOps {
     /// every process in a policy group, from one `cgroup.procs` read per
     /// group ([`KernelOps::begin_scan`]).
     members: Option<HashMap<i32, String>>,
+    /// Each group's `cgroup.procs`, kept open between moves.
+    procs_files: ProcsFiles,
+    /// Cost per operation kind (off unless asked for).
+    pub profile: OpProfile,
 }
 
 impl KernelOps {
@@ -61,6 +108,11 @@ impl KernelOps {
             dry_run: false,
             said: HashSet::new(),
             members: None,
+            procs_files: ProcsFiles::default(),
+            profile: OpProfile {
+                on: std::env::var_os("CGWARDEN_PLACEMENT_PROFILE").is_some(),
+                ..OpProfile::default()
+            },
         }
     }
 
@@ -120,6 +172,79 @@ fn pidfd_alive(fd: BorrowedFd<'_>) -> bool {
 
 impl PlaceOps for KernelOps {
     fn pin(&mut self, pid: i32) -> Option<Pin> {
+        let t = self.profile.start();
+        let r = self.pin_inner(pid);
+        self.profile.end(1, t);
+        r
+    }
+    fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+        let t = self.profile.start();
+        let r = self.same_inner(pid, pin);
+        self.profile.end(2, t);
+        r
+    }
+    fn comm(&mut self, pid: i32) -> Option<String> {
+        if pid == self.me || pid <= 0 {
+            return None;
+        }
+        let t = self.profile.start();
+        let r = procfs::comm(&self.root, pid).ok().flatten();
+        self.profile.end(0, t);
+        r
+    }
+    fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+        let t = self.profile.start();
+        let r = self.facts_inner(pid, comm, needs);
+        self.profile.end(3, t);
+        r
+    }
+    fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+        if let Some(shown) = self.members.as_ref().and_then(|m| m.get(&pid)) {
+            return Some(shown.clone());
+        }
+        let t = self.profile.start();
+        let r = pid_cgroup(&self.root, pid).ok().flatten();
+        self.profile.end(4, t);
+        r
+    }
+    fn group_cgroup(&self, group: &str) -> Option<String> {
+        self.groups.get(group).map(|(_, shown)| shown.clone())
+    }
+    fn known_cgroup(&mut self, pid: i32) -> Option<String> {
+        self.members.as_ref()?.get(&pid).cloned()
+    }
+    fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+        let t = self.profile.start();
+        let r = self.move_inner(group, pid);
+        self.profile.end(5, t);
+        r
+    }
+    fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+        if !self.root.supports(Op::Sched) {
+            return true; // no kernel behind a fake tree: sched is not attempted
+        }
+        super::sched_matches(&self.root, pid, s)
+    }
+    fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+        let t = self.profile.start();
+        let r = self.set_sched_inner(pid, s);
+        self.profile.end(6, t);
+        r
+    }
+    fn children(&mut self, pid: i32, single_threaded: bool) -> Vec<i32> {
+        let t = self.profile.start();
+        let r = if single_threaded {
+            procfs::main_thread_children(&self.root, pid)
+        } else {
+            procfs::children(&self.root, pid)
+        };
+        self.profile.end(7, t);
+        r
+    }
+}
+
+impl KernelOps {
+    fn pin_inner(&mut self, pid: i32) -> Option<Pin> {
         if pid == self.me || pid <= 0 {
             return None;
         }
@@ -142,10 +267,16 @@ impl PlaceOps for KernelOps {
         } else {
             None
         };
-        let start = procfs::start_time(&self.root, pid).ok()??;
-        Some(Pin { start, fd })
+        let f = procfs::pin_facts(&self.root, pid).ok()??;
+        Some(Pin {
+            start: f.start,
+            fd,
+            comm: f.comm,
+            threads: f.threads,
+            kernel_thread: f.kernel_thread,
+        })
     }
-    fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+    fn same_inner(&mut self, pid: i32, pin: &Pin) -> bool {
         if let Some(fd) = &pin.fd {
             // A live pidfd's process still owns its pid (a pid is freed
             // only when reaped): no second /proc read (issue 11: a flood
@@ -157,13 +288,7 @@ impl PlaceOps for KernelOps {
             _ => false,
         }
     }
-    fn comm(&mut self, pid: i32) -> Option<String> {
-        if pid == self.me || pid <= 0 {
-            return None;
-        }
-        procfs::comm(&self.root, pid).ok().flatten()
-    }
-    fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+    fn facts_inner(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
         let want = procfs::Fields {
             exe: needs.exe,
             cmdline: needs.cmdline,
@@ -177,16 +302,7 @@ impl PlaceOps for KernelOps {
             uid: info.uid,
         })
     }
-    fn cgroup_of(&mut self, pid: i32) -> Option<String> {
-        if let Some(shown) = self.members.as_ref().and_then(|m| m.get(&pid)) {
-            return Some(shown.clone());
-        }
-        pid_cgroup(&self.root, pid).ok().flatten()
-    }
-    fn group_cgroup(&self, group: &str) -> Option<String> {
-        self.groups.get(group).map(|(_, shown)| shown.clone())
-    }
-    fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+    fn move_inner(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
         let Some((rel, _)) = self.groups.get(group) else {
             return Err(OpError::Refused(format!("no group {group}")));
         };
@@ -195,7 +311,7 @@ impl PlaceOps for KernelOps {
             self.say(format!("would move {pid} {comm} to {group} (dry run)"));
             return Ok(());
         }
-        match self.cg.move_pid(rel, pid) {
+        match self.cg.move_pid_kept(&mut self.procs_files, rel, pid) {
             Ok(()) => {
                 if let Some(m) = self.members.as_mut() {
                     if let Some((_, shown)) = self.groups.get(group) {
@@ -208,13 +324,7 @@ impl PlaceOps for KernelOps {
             Err(e) => Err(OpError::Refused(e.to_string())),
         }
     }
-    fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
-        if !self.root.supports(Op::Sched) {
-            return true; // no kernel behind a fake tree: sched is not attempted
-        }
-        super::sched_matches(&self.root, pid, s)
-    }
-    fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+    fn set_sched_inner(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
         let spec = super::sched_spec(s);
         if self.dry_run {
             let comm = self.comm_or_dash(pid);
@@ -234,9 +344,6 @@ impl PlaceOps for KernelOps {
         } else {
             Err(OpError::Gone)
         }
-    }
-    fn children(&mut self, pid: i32) -> Vec<i32> {
-        procfs::children(&self.root, pid)
     }
 }
 
@@ -324,8 +431,8 @@ impl PlaceOps for PlanOps {
         });
         Ok(())
     }
-    fn children(&mut self, pid: i32) -> Vec<i32> {
-        self.kernel.children(pid)
+    fn children(&mut self, pid: i32, single_threaded: bool) -> Vec<i32> {
+        self.kernel.children(pid, single_threaded)
     }
 }
 
@@ -382,8 +489,8 @@ mod tests {
         fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
             self.k.set_sched(pid, s)
         }
-        fn children(&mut self, pid: i32) -> Vec<i32> {
-            self.k.children(pid)
+        fn children(&mut self, pid: i32, single_threaded: bool) -> Vec<i32> {
+            self.k.children(pid, single_threaded)
         }
     }
 
@@ -397,7 +504,9 @@ mod tests {
         tree.add_process(&FakeProcess::new(401, "rtloop")).unwrap();
         let policy = crate::policy::load_bytes(
             "p.yaml",
-            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\" }\n    group: rt\n",
+            // A cmdline in the match: the facts are read (a comm-only match
+            // reads none past the pin), and the race is after them.
+            b"version: 1\nproduct: t\ngroups:\n  rt: {}\nplacement:\n  - match: { comm: \"rtloop*\", cmdline: \"*\" }\n    group: rt\n",
         )
         .unwrap();
         let root = Root::fake(t.path());

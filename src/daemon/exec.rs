@@ -323,6 +323,7 @@ impl Worker {
         let mut pids: Vec<i32> = Vec::new();
         let mut seen = HashSet::new();
         let mut more = false;
+        let mut profile_said = Instant::now();
         loop {
             if !more {
                 let mut fds = [
@@ -374,7 +375,12 @@ impl Worker {
                         }
                     }
                     Err(std_mpsc::TryRecvError::Empty) => break,
-                    Err(std_mpsc::TryRecvError::Disconnected) => return,
+                    Err(std_mpsc::TryRecvError::Disconnected) => {
+                        if let Some(p) = self.ops.profile.summary() {
+                            tracing::info!("placement profile (thread CPU per operation): {p}");
+                        }
+                        return;
+                    }
                 }
             }
             more = false;
@@ -400,6 +406,12 @@ impl Worker {
             if let Some(kind) = scan {
                 self.scan_pending.store(false, Ordering::Release);
                 self.full_scan(kind);
+            }
+            if !more && profile_said.elapsed() >= Duration::from_secs(5) {
+                if let Some(p) = self.ops.profile.summary() {
+                    tracing::info!("placement profile (thread CPU per operation): {p}");
+                    profile_said = Instant::now();
+                }
             }
         }
     }

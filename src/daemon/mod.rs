@@ -273,9 +273,10 @@ async fn run_async(opts: Options) -> u8 {
         groups = d.policy.all_groups().len(),
         psi_triggers = d.triggers.iter().filter(|t| t.state == TriggerState::Armed).count(),
         dry_run = d.opts.dry_run,
+        // Issue 29: what startup cost, apart from what each episode costs.
+        startup_cpu_ms = crate::kernel::selfproc::cpu_seconds().map_or(0, |s| (s * 1e3) as u64),
         "cgwarden running"
     );
-
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
     let tick = d
@@ -283,6 +284,11 @@ async fn run_async(opts: Options) -> u8 {
         .tick
         .unwrap_or(d.policy.settings.tick)
         .max(MIN_WATCHDOG);
+    // Issue 29: what only startup ran leaves memory now; what only the
+    // first round of each periodic job ran (compiling the recorder's SQL,
+    // the first textfile) once that round is over.
+    priority::shed("startup");
+    priority::shed_after(priority::warm_up(&d.policy.settings, tick));
     // The safety-net /proc scan, only when something places or tracks processes.
     let rescan_on = d.places_or_tracks();
     let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));

@@ -206,6 +206,15 @@ pub struct Pin {
     pub start: Option<u64>,
     /// A pidfd on it (real kernels from 5.3).
     pub fd: Option<std::os::fd::OwnedFd>,
+    /// Its comm as read right after pinning (`/proc/PID/stat` gives it
+    /// with the start time): identifying it reads no second file.
+    pub comm: Option<String>,
+    /// Its thread count when pinned: a single-threaded process's children
+    /// are its main thread's.
+    pub threads: Option<u32>,
+    /// Whether it is a kernel thread, as read when pinned: a match on the
+    /// comm alone then needs no other read.
+    pub kernel_thread: Option<bool>,
 }
 
 /// The kernel side of placement: the engine decides, these do.
@@ -223,14 +232,22 @@ pub trait PlaceOps {
     fn cgroup_of(&mut self, pid: i32) -> Option<String>;
     /// Group `name`'s cgroup as `/proc/PID/cgroup` would show it.
     fn group_cgroup(&self, group: &str) -> Option<String>;
+    /// The process's cgroup when it is known without reading (a full
+    /// scan's snapshot of the groups' members); `None` otherwise.
+    fn known_cgroup(&mut self, _pid: i32) -> Option<String> {
+        None
+    }
     /// Writes `pid` to group `name`'s `cgroup.procs` (the whole process).
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError>;
     /// Whether the process already has this scheduling.
     fn sched_is(&mut self, pid: i32, sched: &Sched) -> bool;
     /// Applies `sched` to every thread of `pid`.
     fn set_sched(&mut self, pid: i32, sched: &Sched) -> Result<(), OpError>;
-    /// Direct children of `pid` (`/proc/PID/task/*/children`).
-    fn children(&mut self, pid: i32) -> Vec<i32>;
+    /// Direct children of `pid` (`/proc/PID/task/*/children`);
+    /// `single_threaded`: it had one thread when pinned, whose children
+    /// are all of them (a thread started since and forking before the
+    /// move is the rescan's).
+    fn children(&mut self, pid: i32, single_threaded: bool) -> Vec<i32>;
 }
 
 /// What placing one process did.
@@ -426,7 +443,8 @@ impl Placer {
             }
             if !p.stop && p.out.moved {
                 let mut out = std::mem::take(&mut p.out);
-                self.move_left_behind(p.pid, p.idx, &p.was, &p.target, ops, &mut out);
+                let single = p.pin.threads == Some(1);
+                self.move_left_behind(p.pid, single, p.idx, &p.was, &p.target, ops, &mut out);
                 p.out = out;
             }
             done.push((p.pid, p.out));
@@ -438,9 +456,27 @@ impl Placer {
     fn prepare(&self, pid: i32, ops: &mut dyn PlaceOps, cache: Option<&mut FactCache>) -> Prepared {
         let mut out = Placed::default();
         // Most execs match no rule by their comm: one read, no pin.
-        match ops.comm(pid) {
-            Some(comm) if self.needs_for(&comm).is_some() => {}
+        let comm = match ops.comm(pid) {
+            Some(comm) if self.needs_for(&comm).is_some() => comm,
             _ => return Prepared::Done(out),
+        };
+        // A scan meets every process it placed before: known to the cache
+        // by pid and comm, in its rule's group by the scan's snapshot, and
+        // without a sched to check, there is nothing to do — no pin, no
+        // stat read (issue 29: a rescan during a flood pinned thousands).
+        // Its start time is not checked: a pid reused by a fork in that
+        // group stays there whatever it matches, as an unmatched one would.
+        if let Some(c) = cache.as_ref().and_then(|c| c.entries.get(&pid)) {
+            if let Some(m) = c.rule.map(|i| &self.matchers[i]) {
+                if c.comm == comm && m.sched.is_none() {
+                    if let Some(was) = ops.known_cgroup(pid) {
+                        if ops.group_cgroup(&m.group).as_ref() == Some(&was) {
+                            out.group = Some(m.group.clone());
+                            return Prepared::Done(out);
+                        }
+                    }
+                }
+            }
         }
         // Pinned before the facts are read (the comm again too): what is
         // read and what is done below are about this process, whatever
@@ -530,8 +566,12 @@ impl Placer {
         ops: &mut dyn PlaceOps,
         cache: Option<&mut FactCache>,
     ) -> Identity {
-        let Some(comm) = ops.comm(pid) else {
-            return Identity::Gone;
+        let comm = match &pin.comm {
+            Some(c) => c.clone(),
+            None => match ops.comm(pid) {
+                Some(c) => c,
+                None => return Identity::Gone,
+            },
         };
         // Only a process with a known start time can be told from its
         // pid's next owner, so only those are cached.
@@ -547,6 +587,15 @@ impl Placer {
         }
         let (rule, uid) = match self.needs_for(&comm) {
             None => (None, None),
+            // The comm decides and the pin's stat said it is a user
+            // process: nothing more to read.
+            Some(needs) if needs == FactNeeds::default() && pin.kernel_thread == Some(false) => {
+                let facts = OwnedFacts {
+                    comm: comm.clone(),
+                    ..OwnedFacts::default()
+                };
+                (self.find_index(&facts.as_facts()), None)
+            }
             Some(needs) => {
                 let Some(facts) = ops.facts(pid, comm.clone(), needs) else {
                     return Identity::Gone;
@@ -575,9 +624,11 @@ impl Placer {
     }
 
     /// The exec race: children forked before the move stay in `was`.
+    #[allow(clippy::too_many_arguments)]
     fn move_left_behind(
         &self,
         pid: i32,
+        single_threaded: bool,
         idx: usize,
         was: &str,
         target: &str,
@@ -585,7 +636,7 @@ impl Placer {
         out: &mut Placed,
     ) {
         let group = &self.matchers[idx].group;
-        let mut stack = ops.children(pid);
+        let mut stack = ops.children(pid, single_threaded);
         let mut seen = 0;
         while let Some(c) = stack.pop() {
             seen += 1;
@@ -619,7 +670,7 @@ impl Placer {
                 // Elsewhere (a group someone else manages) or gone: leave it.
                 _ => continue,
             }
-            stack.extend(ops.children(c));
+            stack.extend(ops.children(c, pin.threads == Some(1)));
         }
     }
 }
@@ -879,6 +930,10 @@ mod place_tests {
         /// After this pid's facts are read, it exits and its pid is reused
         /// by a process with these facts and a later start (the race).
         reuse_after_facts: Option<(i32, OwnedFacts)>,
+        /// Pins made; with `scanning`, `known_cgroup` answers from `cg`
+        /// (a scan's snapshot) and pins report user processes.
+        pins: u32,
+        scanning: bool,
     }
     impl Fake {
         fn start_of(&self, pid: i32) -> Option<u64> {
@@ -889,10 +944,19 @@ mod place_tests {
     }
     impl PlaceOps for Fake {
         fn pin(&mut self, pid: i32) -> Option<Pin> {
+            self.pins += 1;
             Some(Pin {
                 start: Some(self.start_of(pid)?),
-                fd: None,
+                kernel_thread: self.scanning.then_some(false),
+                comm: self
+                    .scanning
+                    .then(|| self.procs.get(&pid).map(|f| f.comm.clone()))
+                    .flatten(),
+                ..Pin::default()
             })
+        }
+        fn known_cgroup(&mut self, pid: i32) -> Option<String> {
+            self.scanning.then(|| self.cg.get(&pid).cloned()).flatten()
         }
         fn same(&mut self, pid: i32, pin: &Pin) -> bool {
             self.start_of(pid) == pin.start
@@ -955,7 +1019,7 @@ mod place_tests {
             self.sched.insert(pid, s.policy);
             Ok(())
         }
-        fn children(&mut self, pid: i32) -> Vec<i32> {
+        fn children(&mut self, pid: i32, _single_threaded: bool) -> Vec<i32> {
             self.kids.get(&pid).cloned().unwrap_or_default()
         }
     }
@@ -989,6 +1053,43 @@ mod place_tests {
         k.procs.insert(11, f("bash"));
         k.cg.insert(11, "/".into());
         assert_eq!(p.place(11, &mut k).group, None);
+    }
+
+    /// Issue 29: a scan re-meeting processes it placed (cache by pid and
+    /// comm, the snapshot has them in their group) pins nothing and reads
+    /// nothing past the comm; one moved out since is placed again, and a
+    /// comm-only match of a pinned user process reads no other fact.
+    #[test]
+    fn a_scan_skips_what_it_placed_and_a_comm_match_reads_nothing_more() {
+        let rules = vec![rule(comm("cam*"), "vision", None)];
+        let p = Placer::new(&rules, |_| None);
+        let mut k = Fake {
+            scanning: true,
+            ..Fake::default()
+        };
+        for pid in [30, 31, 32] {
+            k.procs.insert(pid, f("camd"));
+            k.cg.insert(pid, "/".into());
+        }
+        let mut cache = FactCache::default();
+        let done = p.place_batch(&[30, 31, 32], &mut k, &mut cache);
+        assert_eq!(done.iter().filter(|(_, r)| r.moved).count(), 3);
+        assert_eq!(k.pins, 3);
+        assert_eq!(k.reads.len(), 3, "the pin's stat gave the comm again");
+        assert!(
+            !k.reads.iter().any(|(_, what)| *what != "comm"),
+            "a comm-only match read more: {:?}",
+            k.reads
+        );
+        k.cg.insert(31, "/".into()); // moved out behind our back
+        k.reads.clear();
+        let done = p.place_batch(&[30, 31, 32], &mut k, &mut cache);
+        assert_eq!(k.pins, 4, "only the process not in its group is pinned");
+        assert_eq!(k.cg[&31], "/vision");
+        assert!(done
+            .iter()
+            .all(|(_, r)| r.group.as_deref() == Some("vision")));
+        assert_eq!(k.reads.len(), 3, "one comm read each: {:?}", k.reads);
     }
 
     #[test]

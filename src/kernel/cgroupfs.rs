@@ -38,6 +38,26 @@ use super::root::Root;
 
 pub use crate::knobs::group::CGROUP2_MOUNT;
 
+/// Open `cgroup.procs` files by group ([`CgroupFs::move_pid_kept`]).
+#[derive(Debug, Default)]
+pub struct ProcsFiles {
+    files: std::collections::HashMap<String, std::fs::File>,
+}
+
+impl ProcsFiles {
+    /// Files kept open at most (a policy has tens of groups).
+    const MAX: usize = 256;
+
+    fn files_len_capped(&self) -> bool {
+        self.files.len() >= Self::MAX
+    }
+
+    /// Closes every file (a reload, a group removed).
+    pub fn clear(&mut self) {
+        self.files.clear();
+    }
+}
+
 /// Typed access to a cgroup v2 (sub)hierarchy below `base`.
 #[derive(Clone, Debug)]
 pub struct CgroupFs {
@@ -241,6 +261,41 @@ impl CgroupFs {
         }
     }
 
+    /// [`Self::move_pid`] through `open`, which keeps each group's
+    /// `cgroup.procs` open between moves (issue 29: under an exec flood a
+    /// move is then one write(2), not a path walk, an open, a write and
+    /// closes). A file whose cgroup was removed (ENODEV, its kernfs node
+    /// is dead) is opened again once: the group may have been recreated.
+    pub fn move_pid_kept(&self, open: &mut ProcsFiles, rel: &str, pid: i32) -> Result<()> {
+        if self.root.emulation().is_some() {
+            return self.move_pid(rel, pid);
+        }
+        let path = self.file(rel, PROCS);
+        let value = pid.to_string();
+        for fresh in [false, true] {
+            if fresh {
+                open.files.remove(rel);
+            }
+            if !open.files.contains_key(rel) && open.files_len_capped() {
+                // Bounded: groups come and go with reloads.
+                return self.move_pid(rel, pid);
+            }
+            let f =
+                match open.files.entry(rel.to_string()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(
+                        self.root
+                            .open_beneath("open", &path, nix::fcntl::OFlag::O_WRONLY, 0)?,
+                    ),
+                };
+            match super::root::write_once(f, &path, &value) {
+                Err(e) if !fresh && e.errno() == Some(libc::ENODEV) => continue,
+                r => return r,
+            }
+        }
+        Ok(())
+    }
+
     /// SIGKILLs every process in group `rel` and its descendants: writes
     /// "1" to `cgroup.kill` (Linux ≥ 5.14); without that file, SIGKILLs
     /// every pid in `cgroup.procs`, again while new pids show up (a fork
@@ -355,7 +410,8 @@ impl CgroupFs {
 /// `/proc/PID/cgroup` → `Some("/path")`; `None` if there is no v2 line.
 /// A vanished process is an error with [`Error::is_gone`].
 pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
-    let text = root.read(Path::new(&format!("/proc/{pid}/cgroup")))?;
+    // One read(2): the exec path reads it for every matched process.
+    let text = root.read_small(Path::new(&format!("/proc/{pid}/cgroup")))?;
     Ok(parse_pid_cgroup(&text))
 }
 

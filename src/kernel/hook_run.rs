@@ -149,6 +149,9 @@ impl ChildSetup {
         if let Err(e) = write_c(c"/proc/self/oom_score_adj", b"0") {
             ignore_weaker(e)?;
         }
+        // The daemon runs without transparent huge pages; its hooks with
+        // the system's default (the flag survives fork and exec).
+        super::residency::allow_thp();
         Ok(())
     }
 }

@@ -28,6 +28,7 @@ pub mod procfs;
 pub(crate) mod psi;
 pub mod psi_trigger;
 pub(crate) mod realtime;
+pub(crate) mod residency;
 pub mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;

@@ -75,14 +75,30 @@ pub const COMM_MAX: usize = 256;
 
 /// Reads at most `cap` bytes of `p` (a longer file is cut, never an error):
 /// what a process controls never sizes the daemon's memory.
+///
+/// A file shorter than the first read's buffer is read with that one
+/// read(2) (issue 29: `/proc` files are produced whole by one `show`, so a
+/// short read is the end; the exec path reads several per process under a
+/// flood); only a longer one is read on to its end.
 pub fn read_capped(root: &Root, p: &Path, cap: usize) -> Result<Vec<u8>> {
     let host = root.host_path(p);
-    let f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
-    let mut buf = Vec::with_capacity(cap.min(4096));
-    // `cap` fits u64 on every Linux target.
-    f.take(cap as u64)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io("read", p, e))?;
+    let mut f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
+    let first = cap.min(4096);
+    let mut buf = vec![0u8; first];
+    let n = loop {
+        match f.read(&mut buf) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read", p, e)),
+        }
+    };
+    buf.truncate(n);
+    if n == first && n < cap {
+        // `cap` fits u64 on every Linux target.
+        f.take((cap - n) as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", p, e))?;
+    }
     Ok(buf)
 }
 
@@ -318,6 +334,45 @@ pub fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
     }
 }
 
+/// What one `/proc/PID/stat` read tells the exec path about a process it
+/// just pinned (issue 29: one read instead of a `comm` read beside it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PinFacts {
+    /// Field 22, clock ticks since boot ([`start_time`]).
+    pub start: Option<u64>,
+    /// Field 2: the same bytes as `/proc/PID/comm`.
+    pub comm: Option<String>,
+    /// Field 20, `num_threads`.
+    pub threads: Option<u32>,
+    /// `PF_KTHREAD` in field 9.
+    pub kernel_thread: Option<bool>,
+}
+
+/// [`PinFacts`] of `pid`: `Ok(None)` when the process is gone; all `None`
+/// when it is there but its stat cannot be read (a sparse fake tree).
+pub fn pin_facts(root: &Root, pid: i32) -> Result<Option<PinFacts>> {
+    if pid <= 0 {
+        return Ok(None);
+    }
+    match got(
+        root,
+        pid,
+        read_capped_text(root, &proc_dir(pid).join("stat"), STAT_MAX),
+    )? {
+        Got::Val(s) => Ok(Some(match parse_stat(&s) {
+            Some(st) => PinFacts {
+                start: st.num(22),
+                threads: st.num(20),
+                kernel_thread: st.is_kernel_thread(),
+                comm: Some(st.comm),
+            },
+            None => PinFacts::default(),
+        })),
+        Got::Missing => Ok(Some(PinFacts::default())),
+        Got::Vanished => Ok(None),
+    }
+}
+
 /// A pidfd (`pidfd_open(2)`, Linux 5.3+): a handle on one process that a
 /// reused pid cannot take over.
 #[derive(Debug)]
@@ -487,6 +542,24 @@ pub fn threads(root: &Root, pid: i32) -> Vec<i32> {
     root.list_dir(&proc_dir(pid).join("task"))
         .map(numeric)
         .unwrap_or_default()
+}
+
+/// Children of a single-threaded `pid`: its main thread's
+/// `/proc/PID/task/PID/children` only (one read instead of listing `task/`).
+pub fn main_thread_children(root: &Root, pid: i32) -> Vec<i32> {
+    let p = proc_dir(pid).join(format!("task/{pid}/children"));
+    let mut v: Vec<i32> = root
+        .read_small(&p)
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|t| t.parse::<i32>().ok())
+                .filter(|&c| c > 0)
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Children of `pid`: union of `/proc/PID/task/*/children`, sorted.

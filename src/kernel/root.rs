@@ -276,6 +276,28 @@ impl Root {
     }
 }
 
+/// Exactly one write(2) of `value` to the open kernel file `f` (the
+/// kernel parses each write separately); `p` names it in errors.
+pub(crate) fn write_once(f: &mut fs::File, p: &Path, value: &str) -> Result<()> {
+    let n = loop {
+        match f.write(value.as_bytes()) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("write", Root::dev(p), e)),
+        }
+    };
+    if n != value.len() {
+        return Err(Error::other(
+            Root::dev(p),
+            format!(
+                "short write: {n} of {} bytes of {value:?} accepted",
+                value.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `openat2`'s fallback: opens `rel` below the directory `base` one
 /// component at a time with `O_NOFOLLOW`, following no symlink at all.
 fn walk_nofollow(base: OwnedFd, rel: &Path, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
@@ -422,24 +444,7 @@ impl Root {
         }
         // Never O_CREAT: a typo can never create a file in sysfs/cgroupfs.
         let mut f = self.open_beneath("open", p, OFlag::O_WRONLY, 0)?;
-        // Exactly one write(2): the kernel parses each write separately.
-        let n = loop {
-            match f.write(value.as_bytes()) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("write", Self::dev(p), e)),
-            }
-        };
-        if n != value.len() {
-            return Err(Error::other(
-                Self::dev(p),
-                format!(
-                    "short write: {n} of {} bytes of {value:?} accepted",
-                    value.len()
-                ),
-            ));
-        }
-        Ok(())
+        write_once(&mut f, p, value)
     }
 
     /// Creates or truncates and writes (`write_new` on a real root).

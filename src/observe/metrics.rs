@@ -566,7 +566,7 @@ impl Collector for Scrape {
         if let Some(b) = self.own.rss_bytes {
             f.gauge(
                 "cgwarden_process_resident_memory",
-                "The daemon's resident memory (VmRSS).",
+                "The daemon's resident memory (smaps_rollup Rss).",
                 Some(Unit::Bytes),
                 &[(vec![], b as f64)],
             )?;

@@ -9,6 +9,7 @@ pub(crate) mod http; // issue 13 item 1: GET /metrics and the textfile, on cgw-m
 pub(crate) mod memstat; // issue 25: memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // issue 13 item 1: the OpenMetrics exposition
 pub(crate) mod recorder; // issue 13 item 2: the SQLite flight recorder, on cgw-recorder
+#[cfg(feature = "report")]
 pub mod report;
 pub(crate) mod sample; // issue 13: one reading of a group, for metrics and recorder
 pub(crate) mod state; // issue 13: what the daemon publishes for the observe threads

@@ -35,7 +35,7 @@ use crate::control::wire;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
 use crate::policy::model::{RecorderSettings, ReportCriteria};
-use rusqlite::{params, Connection, Transaction};
+use rusqlite::{params, Connection};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -306,6 +306,12 @@ impl Recorder {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(Duration::from_secs(2))?;
+        // The recorder appends and rarely reads back: SQLite's default
+        // 2 MiB page cache would be a third of the daemon's memory once
+        // filled (issue 29). 256 KiB holds the indexes' hot pages.
+        conn.pragma_update(None, "cache_size", -256)?;
+        // Every statement the recorder runs stays compiled (about 12).
+        conn.set_prepared_statement_cache_capacity(32);
         let wal_limit = wal_limit(s.max_size);
         conn.pragma_update(None, "journal_size_limit", wal_limit as i64)?;
         let page: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
@@ -354,10 +360,11 @@ impl Recorder {
     /// Writes one interval in one transaction.
     pub(crate) fn record(&mut self, r: &Reading) -> rusqlite::Result<()> {
         let run = self.run;
-        let tx = self.conn.transaction()?;
-        insert(&tx, run, r)?;
-        super::tape::insert(&tx, run, &mut self.tape_keys, &r.tape)?;
-        tx.commit()
+        let keys = &mut self.tape_keys;
+        in_transaction(&self.conn, |tx| {
+            insert(tx, run, r)?;
+            super::tape::insert(tx, run, keys, &r.tape)
+        })
     }
 
     /// Applies `retention` and `max_size` (see the module docs).
@@ -391,16 +398,17 @@ impl Recorder {
     }
 
     fn delete_before(&mut self, ts: f64) -> rusqlite::Result<()> {
-        let tx = self.conn.transaction()?;
-        for t in TIMED {
-            tx.execute(&format!("DELETE FROM {t} WHERE ts < ?1"), params![ts])?;
-        }
-        // Runs older than everything kept, except this one.
-        tx.execute(
-            "DELETE FROM runs WHERE started < ?1 AND id <> ?2",
-            params![ts, self.run],
-        )?;
-        tx.commit()
+        let run = self.run;
+        in_transaction(&self.conn, |tx| {
+            for t in TIMED {
+                tx.prepare_cached(&format!("DELETE FROM {t} WHERE ts < ?1"))?
+                    .execute(params![ts])?;
+            }
+            // Runs older than everything kept, except this one.
+            tx.prepare_cached("DELETE FROM runs WHERE started < ?1 AND id <> ?2")?
+                .execute(params![ts, run])?;
+            Ok(())
+        })
     }
 
     /// Returns free pages to the file system and truncates the WAL.
@@ -408,6 +416,28 @@ impl Recorder {
         self.conn.execute_batch("PRAGMA incremental_vacuum;")?;
         self.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+    }
+}
+
+/// Runs `f` in one transaction, with every statement — `BEGIN` and
+/// `COMMIT` too — from the connection's cache: compiled once, not every
+/// interval, so the SQL compiler's code is not part of what the daemon
+/// keeps touching (and, locked, resident: issue 29). Rolled back on error.
+fn in_transaction(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("BEGIN")?.execute([])?;
+    match f(conn).and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            if !conn.is_autocommit() {
+                let _ = conn
+                    .prepare_cached("ROLLBACK")
+                    .and_then(|mut s| s.execute([]));
+            }
+            Err(e)
+        }
     }
 }
 
@@ -440,7 +470,7 @@ fn int(v: Option<u64>) -> Option<i64> {
     v.and_then(|v| i64::try_from(v).ok())
 }
 
-fn insert(tx: &Transaction, run: i64, r: &Reading) -> rusqlite::Result<()> {
+fn insert(tx: &Connection, run: i64, r: &Reading) -> rusqlite::Result<()> {
     let mut st = tx.prepare_cached(
         "INSERT INTO samples (ts, run, grp, cpu_some_avg10, cpu_full_avg10, memory_some_avg10, memory_full_avg10, io_some_avg10, io_full_avg10, cpu_some_total, cpu_full_total, memory_some_total, memory_full_total, io_some_total, io_full_total, memory_current, memory_high, memory_max, swap_current, ev_low, ev_high, ev_max, ev_oom, ev_oom_kill, ev_oom_group_kill) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
     )?;

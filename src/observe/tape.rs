@@ -37,7 +37,7 @@ use crate::engine::condition::Metrics;
 use crate::engine::stall::{StallHistory, StallKey};
 use crate::policy::expr::{Expr, ExprKind, Metric, Target};
 use crate::policy::model::Policy;
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -510,7 +510,7 @@ pub(crate) fn decode(ts: f64, data: &[u8]) -> Option<Decoded> {
 
 /// The database id of a key, creating it.
 fn key_id(
-    tx: &Transaction,
+    tx: &Connection,
     cache: &mut HashMap<String, i64>,
     name: &str,
     scale: f64,
@@ -533,7 +533,7 @@ fn key_id(
 
 /// Writes the chunks (one row each) inside the recorder's transaction.
 pub(crate) fn insert(
-    tx: &Transaction,
+    tx: &Connection,
     run: i64,
     cache: &mut HashMap<String, i64>,
     chunks: &[Chunk],

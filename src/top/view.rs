@@ -517,7 +517,9 @@ fn claims(f: &mut Frame, app: &mut App, area: Rect, now: SystemTime) {
                 Row::new(vec![
                     Cell::from(fit(&c.owner, 14)),
                     Cell::from(c.knob.clone()),
-                    Cell::from(fit(&c.value, 10)),
+                    // Units for people (knobs::human), shortened only if
+                    // still too wide.
+                    Cell::from(fit(&crate::knobs::human::human_text(&c.knob, &c.value), 10)),
                     Cell::from(fit(&exp, 13)),
                     Cell::from(c.reason.clone().unwrap_or_default()),
                 ])
@@ -670,11 +672,20 @@ mod tests {
         let mut app = App::new("/run/cgwarden/io.cgwarden".into());
         let mut st = sample();
         st.claims[0].value = "42949672960".into();
+        st.claims[0].knob = "inference.memory.high".into();
         app.status = Some(st);
         app.set_view(View::Claims);
         let s = screen(&mut app, 100, 30);
-        assert!(s.contains("≈42.95G"), "{s}");
+        // A knob's value in units (issue 22 item 8), never cut.
+        assert!(s.contains(" 40G "), "{s}");
         assert!(!s.contains("4294967296"), "{s}");
+        // A number that is no knob value is still shortened, marked.
+        let mut st = sample();
+        st.claims[0].value = "42949672960".into();
+        st.claims[0].knob = "no.such.knob".into();
+        app.status = Some(st);
+        let s = screen(&mut app, 100, 30);
+        assert!(s.contains("≈42.95G"), "{s}");
     }
 
     #[test]

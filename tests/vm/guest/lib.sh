@@ -153,6 +153,21 @@ stop_daemon() { # SIGTERM, reap; exit status in $DRC ("hung" if it did not exit)
     fi
     DPID=
 }
+rss_kib() { # PID: resident KiB as the page tables say (smaps_rollup's Rss). Not VmRSS: on 6.1 each
+    # thread batches its RSS counter updates for 64 faults, and a fault maps up to 16 file pages
+    # (fault-around), so VmRSS can lag MiBs behind what is mapped (issue 29 saw 984 KiB vs 4476 KiB).
+    awk '$1 == "Rss:" { print $2; f = 1 } END { if (!f) exit 1 }' "/proc/$1/smaps_rollup" 2>/dev/null ||
+        awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
+}
+mem_report() { # PID: where the RSS is — smaps_rollup's totals, then one "SMAPS" line per mapping with Rss > 0
+    grep -E '^(Rss|Pss_Anon|Pss_File|Anonymous|AnonHugePages|Locked):' "/proc/$1/smaps_rollup" 2>/dev/null |
+        awk '{ printf "%s%s=%sKiB", sep, $1, $2; sep = " " } END { print "" }' | sed 's/^/MEMROLLUP /; s/://g'
+    awk '/^[0-9a-f]+-[0-9a-f]+ / { if (rss > 0) printf "SMAPS rss=%d anon=%d thp=%d %s %s\n", rss, anon, thp, range, name
+            range = $1; name = ($6 != "" ? $6 : "[anon]"); rss = 0; anon = 0; thp = 0; next }
+        /^Rss:/ { rss = $2 } /^Anonymous:/ { anon = $2 } /^AnonHugePages:/ { thp = $2 }
+        END { if (rss > 0) printf "SMAPS rss=%d anon=%d thp=%d %s %s\n", rss, anon, thp, range, name }' "/proc/$1/smaps" 2>/dev/null
+    for t in /proc/$1/task/*; do printf '%s ' "$(cat "$t/comm" 2>/dev/null)"; done | sed 's/^/THREADS /'; echo
+}
 show_log() { # the daemon log, less lines matching $DLOG_FILTER, into the console
     echo "daemon log ($DLOG):"
     grep -v -e "${DLOG_FILTER:-^@@@}" "$DLOG" | sed 's/^/  dlog| /' | head -n "${1:-150}"

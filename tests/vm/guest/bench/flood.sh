@@ -49,21 +49,23 @@ policy "$D/policy.yaml" ""
 policy "$D/policy-other.yaml" "  daemon: { sched: { policy: other, nice: 0 }, mlock: false }"
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo), cgroup2 $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
 
 ROWS=$D/rows
 : >"$ROWS"
 flood() { # LABEL PLACER_PID
     echo "BENCH == $1: flood N=$N, deadline $DEADLINE ms, poll $POLL_US us"
-    c0=$(cpu_ticks "$2")
+    c0=$(cpu_ticks "$2") k0=$(sys_ticks "$2")
     "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" >"$D/out"
     sleep 1
-    c1=$(cpu_ticks "$2")
+    c1=$(cpu_ticks "$2") k1=$(sys_ticks "$2")
     sed 's/^/BENCH /' "$D/out"
     missed=$(sed -n 's/^missed \([0-9]*\/[0-9]*\).*/\1/p' "$D/out")
     p99=$(sed -n 's/^placement ms.* p99 \([^ ]*\) .*/\1/p' "$D/out")
     cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.2f", c / hz }')
-    echo "BENCH placer CPU over the flood: $cpu s"
+    sys=$(awk -v c=$((k1 - k0)) -v hz="$hz" 'BEGIN { printf "%.2f", c / hz }')
+    echo "BENCH placer CPU over the flood: $cpu s (system $sys s)"
     printf '%s | %s | %s | %s\n' "$1" "$missed" "$p99" "$cpu" >>"$ROWS"
 }
 storm() { # LABEL PLACER_PID
@@ -82,7 +84,8 @@ daemon_status() { # PID: the reacting threads' policy/priority, memory
 cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     _label=$1 _bin=$2 _pol=$3 _kind=$4
     shift 4
-    env CGWARDEN_LOG=info "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
+    # CGWARDEN_PLACEMENT_PROFILE: the exec thread logs its CPU per kind of operation.
+    env CGWARDEN_LOG=info CGWARDEN_PLACEMENT_PROFILE=1 "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
     _pid=$!
     wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
     sleep 2
@@ -91,6 +94,7 @@ cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     kill -TERM "$_pid"
     wait "$_pid"
     grep -E "placement: placed|settings.daemon|overran|lost" "$D/daemon.log" | head -n 8 | sed 's/^/BENCH   log| /'
+    grep "placement profile" "$D/daemon.log" | tail -n 1 | sed 's/^/BENCH   log| /'
 }
 
 cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood
@@ -100,9 +104,14 @@ fi
 if [ -f /cgw/flood_ablation ]; then
     cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
 fi
-cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1
+# /cgw/flood_rows (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_ROWS): which
+# anchor rows run besides cgwarden's own (default: scan and cgrules).
+rows=$(cat /cgw/flood_rows 2>/dev/null || echo "scan cgrules")
+case " $rows " in *" scan "*)
+    cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1 ;;
+esac
 cgrules=false
-if command -v cgrulesengd >/dev/null 2>&1; then
+if command -v cgrulesengd >/dev/null 2>&1 && case " $rows " in *" cgrules "*) true ;; *) false ;; esac; then
     cgrules=true
     cgrulesengd -n -f "$D/cgrules.log" >/dev/null 2>&1 &
     _pid=$!

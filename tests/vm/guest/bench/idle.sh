@@ -54,7 +54,7 @@ sleep "$SECS"
 up1=$(cut -d' ' -f1 /proc/uptime)
 threads "$DP" >"$D/d1"
 threads "$PP" >"$D/p1"
-rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DP/status")
+rss=$(rss_kib "$DP") # smaps_rollup: VmRSS lags on 6.1 after the daemon gives pages back
 lck=$(awk '/^VmLck:/ { print $2 }' "/proc/$DP/status")
 prss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PP/status")
 row() { # LABEL BEFORE AFTER

@@ -1,0 +1,58 @@
+#!/bin/bash
+# Issue 29's figures, each beside its anchor, from ONE guest boot (Debian
+# 6.1 under TCG, 2 vCPUs): the idle cost against a 1 s poller, the idle
+# footprint with metrics and the recorder against the 6 MiB target, the exec
+# flood against cgrulesengd and a 100 ms /proc scan; then, on the host, the
+# stripped binary against the 6 MB target. Prints a table at the end.
+# TCG: compare rows of one run, not absolute times.
+#
+#   bash tests/bench-issue29.sh [N=2000] [DEADLINE_MS=3000] [POLL_US=1000] [IDLE_SECS=60]
+#
+# Needs tests/vm/setup.sh done; builds release binaries; downloads
+# cgroup-tools + libcgroup2 (.deb, not installed) into the VM cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-2000}
+DEADLINE=${2:-3000}
+POLL=${3:-1000}
+IDLE=${4:-60}
+CACHE=${CGWARDEN_VM_CACHE:-$HOME/.cache/cgwarden-vm}
+cargo build --release --quiet --bin cgwarden --bin cgwarden-workload
+extra=$(mktemp -d /tmp/cgwarden-i29-extra.XXXXXX)
+trap 'rm -rf "$extra"' EXIT
+mkdir -p "$extra/cgw"
+echo "$N" >"$extra/cgw/flood_n"
+echo "$DEADLINE" >"$extra/cgw/flood_deadline"
+echo "$POLL" >"$extra/cgw/flood_poll"
+echo "$IDLE" >"$extra/cgw/idle_secs"
+bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra" ||
+    echo "bench-issue29: cgrulesengd not available; its row is left out" >&2
+log=${CGWARDEN_I29_LOG:-$CACHE/bench-issue29-serial.log}
+CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY="footprint idle flood" CGWARDEN_VM_EXTRA=$extra \
+    CGWARDEN_VM_SMP=${CGWARDEN_VM_SMP:-2} CGWARDEN_VM_MEM=${CGWARDEN_VM_MEM:-3G} \
+    CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-4000} \
+    bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
+grep '^BENCH' "$log" | sed 's/^BENCH //'
+stripped=$(mktemp)
+cp target/release/cgwarden "$stripped"
+strip "$stripped"
+size=$(stat -c %s "$stripped")
+rm -f "$stripped"
+b() { grep '^BENCH' "$log" | sed 's/^BENCH //'; }
+echo
+echo "| figure | cgwarden | anchor |"
+echo "|---|---|---|"
+b | awk '
+    /^cgwarden run \(PSI trigger\)/ { sub(/ +threads:.*/, ""); d = $0 }
+    /^poll-file, 1 s/ { sub(/ +threads:.*/, ""); p = $0 }
+    END { if (d != "") printf "| idle cost, %s | %s | %s |\n", "same window", d, p }'
+b | sed -n 's/^footprint: \(.*\) (target \(.*\))$/| idle RSS, metrics + recorder | \1 | target \2 |/p'
+# The flood table's rows: | placer | missed | p99 ms | CPU s |
+b | awk -F' *[|] *' -v n="$N" '
+    function cell(i) { return $3 " missed, p99 " $4 " ms, CPU " $5 " s" }
+    $2 == "cgwarden, connector" && $3 ~ /\// { c = cell() }
+    $2 ~ /^cgrulesengd/ { r = "cgrulesengd: " cell() }
+    $2 ~ /^100 ms/ { s = "100 ms scan: " cell() }
+    END { if (c != "") printf "| exec flood, N=%s | %s | %s; %s |\n", n, c, r, s }'
+echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
+grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }
