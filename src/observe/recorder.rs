@@ -110,7 +110,11 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
             next = Instant::now() + every; // fell behind (a slow disk): no burst
         }
         let mut events = drain(&mut cfg.events, stopping);
-        let (tape, lost) = cfg.tape.as_deref().map(super::tape::take).unwrap_or_default();
+        let (tape, lost) = cfg
+            .tape
+            .as_deref()
+            .map(super::tape::take)
+            .unwrap_or_default();
         if lost > 0 {
             events.push(EventRow::own(
                 "lost",

@@ -35,7 +35,7 @@
 
 use crate::engine::condition::Metrics;
 use crate::engine::stall::{StallHistory, StallKey};
-use crate::policy::expr::{Expr, ExprKind, Metric, Target};
+use crate::policy::expr::{Expr, ExprKind, Metric};
 use crate::policy::model::Policy;
 use rusqlite::{params, Connection};
 use std::collections::{BTreeMap, HashMap};
@@ -389,6 +389,9 @@ fn put_value(out: &mut Vec<u8>, prev: &mut i64, v: Option<i64>) {
     }
 }
 
+/// One input's changes in a chunk: `(evaluation index, value)`.
+pub(crate) type Changes = Vec<(u32, Option<i64>)>;
+
 /// One decoded chunk, with database key ids.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Decoded {
@@ -396,7 +399,7 @@ pub(crate) struct Decoded {
     pub evals: Vec<f64>,
     pub watched: Vec<i64>,
     /// `(key id, [(evaluation index, value)])`, values unscaled integers.
-    pub series: Vec<(i64, Vec<(u32, Option<i64>)>)>,
+    pub series: Vec<(i64, Changes)>,
 }
 
 /// Encodes `c` with database ids `ids` (by tape-local index; triggers by
@@ -415,7 +418,7 @@ pub(crate) fn encode(c: &Chunk, ids: &[i64], trigger_ids: &HashMap<String, i64>)
     for id in ids {
         put_varint(&mut out, *id as u64);
     }
-    let mut series: Vec<(i64, Vec<(u32, Option<i64>)>)> = ids
+    let mut series: Vec<(i64, Changes)> = ids
         .iter()
         .zip(&c.values)
         .filter(|(_, v)| !v.is_empty())
@@ -565,7 +568,7 @@ pub(crate) fn insert(
 mod tests {
     use super::*;
     use crate::engine::condition::Metrics;
-    use crate::policy::expr::{Avg, MemEvent, Resource, Stall};
+    use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
 
     struct M {
         avg: f64,
@@ -649,7 +652,11 @@ mod tests {
                 m.oom = 4;
             }
             let trig = if i == 4 {
-                vec![(key.clone(), Duration::from_millis(100), Duration::from_secs(1))]
+                vec![(
+                    key.clone(),
+                    Duration::from_millis(100),
+                    Duration::from_secs(1),
+                )]
             } else {
                 vec![]
             };
@@ -677,13 +684,19 @@ mod tests {
         let d = decode(1000.0, &data).unwrap();
         assert_eq!(d.evals, c.evals);
         assert_eq!(d.watched, ids);
-        let avg_id = ids[c.keys.iter().position(|k| k.0 == "app.memory.some.avg10").unwrap()];
+        let avg_id = ids[c
+            .keys
+            .iter()
+            .position(|k| k.0 == "app.memory.some.avg10")
+            .unwrap()];
         let s = d.series.iter().find(|s| s.0 == avg_id).unwrap();
         assert_eq!(s.1, [(0, Some(125)), (3, Some(1250))]);
         let t = d.series.iter().find(|s| s.0 == 99).unwrap();
         assert_eq!(t.1, [(4, Some(100_000))]);
-        // Small: five evaluations of six inputs.
-        assert!(data.len() < 60, "{} bytes", data.len());
+        // Small: five evaluations of six inputs and a trigger: ~11 bytes
+        // of times, 7 of ids, ~22 for the ticking counter, ~5 per other
+        // input (restated once), 6 for the trigger.
+        assert!(data.len() < 80, "{} bytes", data.len());
         // A damaged blob decodes to nothing, never panics.
         for cut in 0..data.len() {
             assert!(decode(0.0, &data[..cut]).is_none());
