@@ -418,3 +418,121 @@ fn since_keeps_the_last_part() {
 }
 
 use std::path::Path;
+
+/// Issue 27 item 1: the tape's cost for policies/iq9100-vision.yaml, a day
+/// at its 1 s tick, written in its 10 s recorder rows to a SQLite file as
+/// the recorder writes it. Busy: every input the rules read changes at
+/// every evaluation (a CPU stall counter ticking up to 120 ms a second,
+/// avg10 moving, the big cluster's temperature in 0.1 °C steps, MemAvailable
+/// by up to 8 MiB); quiet: only the stall counter moves. Printed for the
+/// README; bounded so an encoding regression fails.
+#[test]
+fn the_iq9100_tape_costs_little_per_day() {
+    let p = crate::policy::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/iq9100-vision.yaml"
+    )))
+    .unwrap_or_else(|d| panic!("{d}"));
+    let names: Vec<String> = tape::leaves(&p).into_iter().map(|l| l.name).collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    let mut lcg = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move |n: u64| {
+        lcg = lcg
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (lcg >> 33) % n
+    };
+    for (busy, bound) in [(true, 2_500_000u64), (false, 1_500_000)] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Connection::open(dir.path().join("t.db")).unwrap();
+        db.execute_batch("PRAGMA synchronous = OFF;").unwrap();
+        db.execute_batch(crate::observe::SCHEMA).unwrap();
+        db.execute_batch(tape::SCHEMA).unwrap();
+        let size = |db: &Connection| -> u64 {
+            let pages: i64 = db.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+            let page: i64 = db.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+            (pages * page) as u64
+        };
+        let before = size(&db);
+        let mut t = Tape::new(&p, BASE);
+        let mut keys = HashMap::new();
+        let mut f = Fake {
+            mem: 0,
+            ..Default::default()
+        };
+        let (mut temp, mut avail) = (60_000i64, 2_000_000_000i64);
+        struct Busy<'a>(&'a Fake, i64, i64);
+        impl Metrics for Busy<'_> {
+            fn psi_avg(&self, a: &Target, b: Resource, c: Stall, d: Avg) -> Option<f64> {
+                self.0.psi_avg(a, b, c, d)
+            }
+            fn psi_stall(
+                &self,
+                _: &Target,
+                _: Resource,
+                _: Stall,
+                _: Duration,
+            ) -> Option<Duration> {
+                None
+            }
+            fn memory_current(&self, _: &str) -> Option<u64> {
+                None
+            }
+            fn swap_current(&self, _: &str) -> Option<u64> {
+                None
+            }
+            fn memory_event(&self, _: &str, _: MemEvent) -> Option<u64> {
+                Some(0)
+            }
+            fn pids_current(&self, _: &str) -> Option<u64> {
+                None
+            }
+            fn populated(&self, _: &str) -> Option<bool> {
+                None
+            }
+            fn memory_available(&self) -> Option<u64> {
+                u64::try_from(self.2).ok()
+            }
+            fn thermal_millic(&self, _: &str) -> Option<i64> {
+                Some(self.1)
+            }
+            fn running(&self, _: &str) -> bool {
+                false
+            }
+            fn exists(&self, _: &str) -> bool {
+                true
+            }
+        }
+        let key = StallKey {
+            target: Target::Group("inference".into()),
+            resource: Resource::Cpu,
+            stall: Stall::Some,
+        };
+        for s in 0..86_400u64 {
+            let now = Duration::from_secs(s);
+            f.total += rnd(120_000);
+            if busy {
+                f.avg = rnd(3000) as f64 / 100.0;
+                temp += (rnd(11) as i64 - 5) * 100;
+                avail += (rnd(4097) as i64 - 2048) * 4096;
+            }
+            f.stall.record(&key, now, f.total);
+            t.record(now, &Busy(&f, temp, avail), &f.stall, &[]);
+            if s % 10 == 9 {
+                let (chunks, _) = tape::take(&t.shared());
+                let tx = db.unchecked_transaction().unwrap();
+                tape::insert(&tx, 1, &mut keys, &chunks).unwrap();
+                tx.commit().unwrap();
+            }
+        }
+        let payload: i64 = db
+            .query_row("SELECT sum(length(data)) FROM tape", [], |r| r.get(0))
+            .unwrap();
+        let grown = size(&db) - before;
+        eprintln!(
+            "iq9100 tape, {}: {grown} bytes/day on disk ({payload} bytes of encoded rows)",
+            if busy { "busy" } else { "quiet" }
+        );
+        assert!(grown < bound, "{grown} bytes/day");
+    }
+}
