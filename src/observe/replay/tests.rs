@@ -213,6 +213,24 @@ fn the_sweep_gives_the_hand_computed_firings() {
 }
 
 #[test]
+fn a_changed_policy_is_evaluated_at_its_own_deadlines_too() {
+    // Evaluations were taped every second; `for: 1500ms` comes due between
+    // two of them, and the daemon running that policy would have woken then.
+    let rec = avg_recording();
+    let p = policy(AVG_POLICY);
+    let s = Sweep::parse(&p, "hot.for=1500ms..1500ms/1ms").unwrap();
+    let out = simulate(&s.apply(&p, "1500ms").unwrap(), &rec);
+    let starts: Vec<f64> = out.rules[0]
+        .episodes
+        .iter()
+        .map(|e| e.start - BASE)
+        .collect();
+    // Pending at 1 and at 4; due at 2.5 and 5.5, with the inputs as last
+    // taped (15 and 25). Without the deadline steps: only [6.0].
+    assert_eq!(starts, [2.5, 5.5]);
+}
+
+#[test]
 fn a_bad_sweep_is_refused_with_the_reason() {
     let p = policy(AVG_POLICY);
     for (spec, says) in [
