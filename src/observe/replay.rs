@@ -254,7 +254,12 @@ impl Plan {
                     }
                 }
                 stall_windows(&r.when, &mut triggers);
-                leaves.into_keys().collect()
+                // Whether a trigger was armed is a hint, not an input: a
+                // recording without it is no gap.
+                leaves
+                    .into_keys()
+                    .filter(|n| !n.starts_with("armed("))
+                    .collect()
             })
             .collect();
         Plan {
@@ -341,6 +346,8 @@ impl Metrics for Inputs<'_> {
             Some(d) => Some(d),
             // As the daemon: one sample is not a window yet, but no stall.
             None if self.stall.series(&key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
+            // As the daemon: a silent armed kernel trigger is no stall.
+            None if self.flag(&tape::armed_name(&key)) == Some(true) => Some(Duration::ZERO),
             None => None,
         }
     }

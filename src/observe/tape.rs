@@ -8,7 +8,9 @@
 //! temperatures, trip points, cooling states, cpufreq limits, memory
 //! telemetry, `running()`, `exists()`, `throttled()`), named as a rule
 //! names them (`inference.memory.some.avg10`; a stall line's counter is
-//! `inference.cpu.some.total`), plus the kernel PSI triggers that woke the
+//! `inference.cpu.some.total`, with `armed(inference.cpu.some)`: whether a
+//! registered kernel trigger watches the line, whose silence the engine
+//! reads as no stall), plus the kernel PSI triggers that woke the
 //! daemon (`trigger(inference.cpu.some/1s)`, value: the trigger's amount in
 //! µs). Each evaluation's time is taped too, so a replay evaluates when the
 //! daemon did.
@@ -58,6 +60,9 @@ pub(crate) enum Query {
     Metric(Metric),
     /// A stall line's `total=` as read this evaluation.
     Total(StallKey),
+    /// Whether a registered kernel trigger watches the line (its silence
+    /// then answers for windows nobody sampled, as in the daemon's view).
+    Armed(StallKey),
     Running(String),
     Exists(String),
     Throttled(String),
@@ -157,8 +162,21 @@ pub(crate) fn expr_leaves(expr: &Expr, out: &mut BTreeMap<String, Leaf>) {
                 query: Query::Throttled(p.value.clone()),
             },
         };
+        if let Query::Total(k) = &leaf.query {
+            let armed = Leaf {
+                name: armed_name(k),
+                scale: 1.0,
+                query: Query::Armed(k.clone()),
+            };
+            out.entry(armed.name.clone()).or_insert(armed);
+        }
         out.entry(leaf.name.clone()).or_insert(leaf);
     }
+}
+
+/// The name of a line's armed-trigger flag on the tape.
+pub(crate) fn armed_name(k: &StallKey) -> String {
+    format!("armed({})", line_name(k))
 }
 
 /// Every input the policy's rules read, sorted by name.
@@ -190,6 +208,7 @@ pub(crate) fn read<M: Metrics + ?Sized>(
             // Only a read of this evaluation (a stale one is not a reading).
             (t == now).then(|| i64::try_from(total).ok()).flatten()
         }
+        Query::Armed(k) => Some(i64::from(stall.is_armed(k))),
         Query::Running(p) => Some(i64::from(m.running(p))),
         Query::Exists(g) => Some(i64::from(m.exists(g))),
         Query::Throttled(p) => m.throttled(p).map(i64::from),
@@ -627,6 +646,7 @@ mod tests {
                 "app.memory.current",
                 "app.memory.events.oom_kill",
                 "app.memory.some.avg10",
+                "armed(app.cpu.some)",
                 "running(x)",
                 "thermal.cpu.temp"
             ]
@@ -693,10 +713,11 @@ mod tests {
         assert_eq!(s.1, [(0, Some(125)), (3, Some(1250))]);
         let t = d.series.iter().find(|s| s.0 == 99).unwrap();
         assert_eq!(t.1, [(4, Some(100_000))]);
-        // Small: five evaluations of six inputs and a trigger: ~11 bytes
-        // of times, 7 of ids, ~22 for the ticking counter, ~5 per other
-        // input (restated once), 6 for the trigger.
-        assert!(data.len() < 80, "{} bytes", data.len());
+        // Small: five evaluations of seven inputs (six and the line's armed
+        // flag) and a trigger: ~11 bytes of times, 8 of ids, ~22 for the
+        // ticking counter, ~5 per other input (restated once), 6 for the
+        // trigger.
+        assert!(data.len() < 90, "{} bytes", data.len());
         // A damaged blob decodes to nothing, never panics.
         for cut in 0..data.len() {
             assert!(decode(0.0, &data[..cut]).is_none());

@@ -21,6 +21,8 @@ struct Fake {
     mem: u64,
     stall: StallHistory,
     now: Duration,
+    /// The stall line is not read (a kernel trigger watches it, silent).
+    skip_stall: bool,
 }
 
 fn cpu_some() -> StallKey {
@@ -35,13 +37,18 @@ impl Metrics for Fake {
     fn psi_avg(&self, _: &Target, _: Resource, _: Stall, _: Avg) -> Option<f64> {
         Some(self.avg)
     }
+    /// As the daemon's view: a silent armed trigger is no stall.
     fn psi_stall(&self, t: &Target, r: Resource, s: Stall, window: Duration) -> Option<Duration> {
-        Inputs {
+        let view = Inputs {
             vals: &HashMap::new(),
             stall: &self.stall,
             now: self.now,
         }
-        .psi_stall(t, r, s, window)
+        .psi_stall(t, r, s, window);
+        match view {
+            None if self.stall.is_armed(&cpu_some()) => Some(Duration::ZERO),
+            v => v,
+        }
     }
     fn memory_current(&self, _: &str) -> Option<u64> {
         Some(self.mem)
@@ -124,7 +131,9 @@ impl Writer {
     fn eval_at(&mut self, now: Duration, f: &mut Fake) {
         let t = now.as_secs_f64();
         f.now = now;
-        f.stall.record(&cpu_some(), now, f.total);
+        if !f.skip_stall {
+            f.stall.record(&cpu_some(), now, f.total);
+        }
         self.tape.record(now, &*f, &f.stall, &[]);
         let effects = self.sup.step(&self.policy, now, &*f, &|_| None);
         for e in effects {
@@ -376,6 +385,31 @@ fn replaying_the_recorded_policy_reproduces_the_recorded_firings() {
 }
 
 #[test]
+fn a_line_behind_a_silent_armed_trigger_replays_as_no_stall() {
+    // A real kernel: the daemon registered a PSI trigger and does not poll
+    // the line; between wakes the engine reads "no stall" from the trigger's
+    // silence. The tape keeps that flag, so the replay reads the same.
+    let yaml = "version: 1\nproduct: t\ngroups:\n  app: {}\nrules:\n  - name: stall\n    when: app.cpu.some > 100ms/1s\n    then: [compact memory]\n  - name: hot\n    when: app.memory.some.avg10 > 10%\n    then: [compact memory]\n";
+    let mut w = Writer::new(yaml, 3);
+    let mut f = Fake::default();
+    f.stall.set_armed(&cpu_some(), true);
+    // Two reads (a window's worth of history), then only the trigger's silence.
+    w.eval(0.0, &mut f);
+    f.total += 10_000;
+    w.eval(0.5, &mut f);
+    f.skip_stall = true;
+    for i in 1..6 {
+        f.avg = if i == 3 { 20.0 } else { 0.0 };
+        w.eval(f64::from(i), &mut f);
+    }
+    let rec = w.recording();
+    let out = simulate(&policy(yaml), &rec);
+    assert!(out.unavailable.is_empty(), "{:?}", out.unavailable);
+    assert!(out.gaps.is_empty(), "{:?}", out.gaps);
+    assert_eq!(out.rules[1].firings(), 1);
+}
+
+#[test]
 fn a_daemon_restart_starts_a_new_engine_and_the_json_has_the_parts() {
     let mut w = Writer::new(MIXED, 4);
     let mut f = Fake::default();
@@ -452,7 +486,7 @@ fn the_iq9100_tape_costs_little_per_day() {
     )))
     .unwrap_or_else(|d| panic!("{d}"));
     let names: Vec<String> = tape::leaves(&p).into_iter().map(|l| l.name).collect();
-    assert_eq!(names.len(), 5, "{names:?}");
+    assert_eq!(names.len(), 6, "{names:?}");
     let mut lcg = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = move |n: u64| {
         lcg = lcg
