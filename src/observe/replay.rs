@@ -15,8 +15,10 @@
 //! times) and, like the daemon, also at the engine's own deadlines (`for`,
 //! `hold`, `cooldown`, event windows) in between, with the inputs as last
 //! taped. A daemon restart (a new `run`) starts a new engine, as the daemon
-//! does. Knob values a `raise`/`lower` would read from the kernel are not
-//! on the tape: such an action is listed as failed, never guessed.
+//! does. A knob without a policy baseline is seeded with the original the
+//! recording shows (the first recorded write's `old`), as the daemon seeds
+//! it from its journal; one never written there stays unknown, and a
+//! `raise`/`lower` of it is listed as failed, never guessed.
 
 mod show;
 pub(crate) mod sweep;
@@ -64,6 +66,10 @@ pub(crate) struct Recording {
     pub rule_events: Vec<(f64, String, String)>,
     /// `write` events' causes (`rule NAME`), with their time.
     pub write_causes: Vec<(f64, String)>,
+    /// Per knob (as the policy names it), the value before the first
+    /// recorded write: the original the daemon seeds a knob the policy
+    /// gives no baseline with (what a released claim returns to).
+    pub originals: HashMap<String, String>,
 }
 
 impl Recording {
@@ -133,6 +139,15 @@ impl Recording {
                 }
                 _ => {}
             }
+        }
+        let mut st = db.prepare(
+            "SELECT knob, old FROM events WHERE kind = 'write' AND knob IS NOT NULL AND old IS NOT NULL ORDER BY ts DESC, rowid DESC",
+        )?;
+        for e in st.query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })? {
+            let (knob, old) = e?;
+            r.originals.insert(knob, old); // the earliest wins: read last
         }
         Ok(r)
     }
@@ -398,6 +413,24 @@ impl Metrics for Inputs<'_> {
     }
 }
 
+/// A new engine for `policy`, its knobs without a policy baseline seeded
+/// with the originals the recording shows (as the daemon seeds them from
+/// its journal); a knob never written in the recording stays unseeded.
+fn engine(policy: &Policy, rec: &Recording) -> Supervisor {
+    let mut sup = Supervisor::new(policy);
+    for knob in crate::engine::supervisor::rule_knobs(policy) {
+        let Some(v) = rec
+            .originals
+            .get(&knob.to_string())
+            .and_then(|t| knob.parse_value(t).ok())
+        else {
+            continue;
+        };
+        sup.seed(&knob, v.clone(), Some(v));
+    }
+    sup
+}
+
 /// The simulation's running state.
 struct Sim<'p> {
     policy: &'p Policy,
@@ -510,13 +543,13 @@ impl<'p> Sim<'p> {
 
     /// A daemon stop: open episodes end at its last evaluation; the next
     /// run starts a new engine.
-    fn restart(&mut self, at: f64) {
+    fn restart(&mut self, at: f64, rec: &Recording) {
         for r in &mut self.out.rules {
             if r.episodes.last().is_some_and(|e| e.end.is_none()) {
                 close(r, at);
             }
         }
-        self.sup = Supervisor::new(self.policy);
+        self.sup = engine(self.policy, rec);
         self.stall = StallHistory::new();
         self.vals.clear();
     }
@@ -555,7 +588,7 @@ pub(crate) fn simulate(policy: &Policy, rec: &Recording) -> Outcome {
             damaged: rec.damaged.clone(),
             ..Default::default()
         },
-        sup: Supervisor::new(policy),
+        sup: engine(policy, rec),
         stall: StallHistory::new(),
         vals: HashMap::new(),
         t0: from,
@@ -568,7 +601,7 @@ pub(crate) fn simulate(policy: &Policy, rec: &Recording) -> Outcome {
     let mut last_ts = from;
     for (ri, row) in rec.rows.iter().enumerate() {
         if run.is_some() && run != Some(row.run) {
-            sim.restart(last_ts);
+            sim.restart(last_ts, rec);
         }
         run = Some(row.run);
         let names: HashMap<i64, &(String, f64)> = row

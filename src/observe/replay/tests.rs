@@ -149,8 +149,14 @@ impl Writer {
                 Effect::Write(w) => {
                     self.db
                         .execute(
-                            "INSERT INTO events (ts, run, kind, knob, cause) VALUES (?1, ?2, 'write', ?3, ?4)",
-                            rusqlite::params![BASE + t, self.run, w.knob.to_string(), w.cause.to_string()],
+                            "INSERT INTO events (ts, run, kind, knob, old, cause) VALUES (?1, ?2, 'write', ?3, ?4, ?5)",
+                            rusqlite::params![
+                                BASE + t,
+                                self.run,
+                                w.knob.to_string(),
+                                w.old.as_ref().map(|v| w.knob.render(v)),
+                                w.cause.to_string()
+                            ],
                         )
                         .unwrap();
                 }
@@ -237,6 +243,31 @@ fn a_changed_policy_is_evaluated_at_its_own_deadlines_too() {
     // Pending at 1 and at 4; due at 2.5 and 5.5, with the inputs as last
     // taped (15 and 25). Without the deadline steps: only [6.0].
     assert_eq!(starts, [2.5, 5.5]);
+}
+
+#[test]
+fn a_knob_without_baseline_returns_to_the_recorded_original() {
+    // The daemon seeds such a knob from its journal (here: 100); a release
+    // writes it back. The replay seeds it from the first recorded write's
+    // `old`, so it counts the same writes.
+    let yaml = AVG_POLICY.replace("app: { cpu: { weight: 100 } }", "app: {}");
+    let mut w = Writer::new(&yaml, 5);
+    let knob = crate::knobs::Knob::parse("app.cpu.weight").unwrap();
+    let v = knob.parse_value("100").unwrap();
+    w.sup.seed(&knob, v.clone(), Some(v));
+    let mut f = Fake::default();
+    for (i, a) in AVGS.iter().enumerate() {
+        f.avg = *a;
+        w.eval(i as f64, &mut f);
+    }
+    let rec = w.recording();
+    assert_eq!(
+        rec.originals.get("app.cpu.weight").map(String::as_str),
+        Some("100")
+    );
+    let out = simulate(&policy(&yaml), &rec);
+    let d = &diff(&out, &rec)[0];
+    assert_eq!((d.recorded_writes, d.replayed_writes), (6, 6), "{d:?}");
 }
 
 #[test]
