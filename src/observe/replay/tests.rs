@@ -617,5 +617,21 @@ fn the_iq9100_tape_costs_little_per_day() {
             if busy { "busy" } else { "quiet" }
         );
         assert!(grown < bound, "{grown} bytes/day");
+        // And the day replays: every evaluation, no gap.
+        let t0 = std::time::Instant::now();
+        let rec = Recording::read(&db, None).unwrap();
+        let out = simulate(&p, &rec);
+        eprintln!(
+            "  replayed {} evaluations in {:.2?} (debug build); firings {:?}",
+            out.evaluations,
+            t0.elapsed(),
+            out.rules.iter().map(RuleOut::firings).collect::<Vec<_>>()
+        );
+        assert_eq!(out.evaluations, 86_400);
+        assert!(
+            out.gaps.is_empty() && out.damaged.is_empty(),
+            "{:?}",
+            out.gaps
+        );
     }
 }
