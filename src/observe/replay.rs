@@ -241,6 +241,8 @@ pub(crate) struct Outcome {
     /// Metrics the engine found unavailable in the taped values themselves
     /// (the daemon could not read them either): `(rule, metric)`.
     pub unavailable: Vec<(String, String)>,
+    /// Each written knob's timeline: `(ts, value)` as the policy writes it.
+    pub knobs: BTreeMap<String, Vec<(f64, String)>>,
 }
 
 /// The inputs of a policy by name.
@@ -491,6 +493,11 @@ impl<'p> Sim<'p> {
                         ) => Some(name.clone()),
                         _ => None,
                     };
+                    self.out
+                        .knobs
+                        .entry(w.knob.to_string())
+                        .or_default()
+                        .push((ts, w.knob.render(&w.new)));
                     let old = w.old.map(|o| o.to_string()).unwrap_or_else(|| "-".into());
                     (
                         rule,

@@ -183,6 +183,21 @@ pub(crate) fn text(policy: &std::path::Path, out: &Outcome, diff: &[RuleDiff]) -
             );
         }
     }
+    if !out.knobs.is_empty() {
+        let _ = writeln!(s, "\nknob timelines (value from then on):");
+        for (knob, points) in &out.knobs {
+            let shown: Vec<String> = points
+                .iter()
+                .take(8)
+                .map(|(t, v)| format!("{v} at {}", when(*t)))
+                .collect();
+            let more = match points.len().saturating_sub(8) {
+                0 => String::new(),
+                n => format!(", … {n} more"),
+            };
+            let _ = writeln!(s, "  {knob}: {}{more}", shown.join(", "));
+        }
+    }
     if !out.actions.is_empty() {
         let _ = writeln!(s, "\nwould-be actions:");
         for a in &out.actions {

@@ -266,6 +266,21 @@ fn a_knob_without_baseline_returns_to_the_recorded_original() {
         Some("100")
     );
     let out = simulate(&policy(&yaml), &rec);
+    let timeline: Vec<(f64, &str)> = out.knobs["app.cpu.weight"]
+        .iter()
+        .map(|(t, v)| (t - BASE, v.as_str()))
+        .collect();
+    assert_eq!(
+        timeline,
+        [
+            (1.0, "200"),
+            (3.0, "100"),
+            (4.0, "200"),
+            (7.0, "100"),
+            (8.0, "200"),
+            (9.0, "100")
+        ]
+    );
     let d = &diff(&out, &rec)[0];
     assert_eq!((d.recorded_writes, d.replayed_writes), (6, 6), "{d:?}");
 }
