@@ -448,7 +448,12 @@ struct Sim<'p> {
 
 impl<'p> Sim<'p> {
     fn now(&self, ts: f64) -> Time {
-        Duration::from_secs_f64((ts - self.t0).max(0.0)).max(self.last)
+        // A hostile or broken clock in the database (a jump of centuries,
+        // an infinity) is held at a century, never a panic.
+        let secs = (ts - self.t0).clamp(0.0, 3.2e9);
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or_default()
+            .max(self.last)
     }
 
     fn step(&mut self, ts: f64, now: Time) {

@@ -92,13 +92,17 @@ pub fn run(o: &Options) -> u8 {
 
 /// RFC 3339 of Unix seconds.
 pub(crate) fn when(ts: f64) -> String {
-    let t = std::time::UNIX_EPOCH + Duration::try_from_secs_f64(ts.max(0.0)).unwrap_or_default();
+    let d = Duration::try_from_secs_f64(ts.max(0.0)).unwrap_or_default();
+    let t = std::time::UNIX_EPOCH
+        .checked_add(d)
+        .unwrap_or(std::time::UNIX_EPOCH);
     crate::show::rfc3339_millis(t)
 }
 
 /// Seconds as `1h2m3s`.
 pub(crate) fn span(s: f64) -> String {
-    crate::units::Duration(Duration::from_secs_f64(s.max(0.0).round())).to_string()
+    crate::units::Duration(Duration::try_from_secs_f64(s.max(0.0).round()).unwrap_or(Duration::MAX))
+        .to_string()
 }
 
 /// The text report.

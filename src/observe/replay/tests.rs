@@ -501,6 +501,40 @@ fn a_recording_without_a_tape_says_so() {
 }
 
 #[test]
+fn hostile_times_and_values_do_not_panic() {
+    let db = Connection::open_in_memory().unwrap();
+    db.execute_batch(crate::observe::SCHEMA).unwrap();
+    db.execute_batch(tape::SCHEMA).unwrap();
+    db.execute(
+        "INSERT INTO tape_keys (id, name, scale) VALUES (1, 'app.memory.some.avg10', 0.0)",
+        [],
+    )
+    .unwrap();
+    // Three evaluations, the key watched, values 1, -1 and i64::MAX.
+    let c = tape::Chunk {
+        keys: vec![("app.memory.some.avg10".into(), 0.0)],
+        evals: vec![0.0, 1e18, 1e19],
+        values: vec![vec![(0, Some(1)), (1, Some(-1)), (2, Some(i64::MAX))]],
+        triggers: vec![],
+    };
+    let data = tape::encode(&c, &[1], &HashMap::new());
+    for ts in [-1e300, 1e300, 0.0] {
+        db.execute(
+            "INSERT INTO tape (ts, run, until, evals, data) VALUES (?1, 1, ?1, 3, ?2)",
+            rusqlite::params![ts, data],
+        )
+        .unwrap();
+    }
+    let rec = Recording::read(&db, None).unwrap();
+    assert_eq!((rec.rows.len(), rec.damaged.len()), (3, 0));
+    let out = simulate(&policy(AVG_POLICY), &rec);
+    assert_eq!(out.evaluations, 9);
+    let _ = text(Path::new("p"), &out, &diff(&out, &rec));
+    let s = Sweep::parse(&policy(AVG_POLICY), "hot.threshold=0%..1e300%/1e299%");
+    assert!(s.is_err() || s.is_ok_and(|s| s.values.len() <= 1000));
+}
+
+#[test]
 fn since_keeps_the_last_part() {
     let mut w = Writer::new(AVG_POLICY, 3);
     let mut f = Fake::default();
