@@ -190,3 +190,98 @@ fn a_recorded_run_replays_to_the_recorded_firings_and_sweeps_by_hand() {
     assert_eq!(r.code, 4, "{r}");
     assert!(r.stderr.contains("/nonexistent/recorder.db"), "{r}");
 }
+
+/// Issue 27 item 1, on the fake board: the real daemon runs
+/// policies/iq9100-vision.yaml (1 s tick, 10 s recorder interval) for 60 s
+/// while every input its rules read changes each second; the tape's bytes
+/// are extrapolated to a day. A measurement, not a gate (slow):
+/// `cargo test --test replay_fake_root -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn iq9100_tape_bytes_per_day_on_the_fake_board() {
+    let (tmp, _t) = support::processes_board();
+    let root = tmp.path().to_path_buf();
+    let policy = support::repo("policies/iq9100-vision.yaml");
+    let z = root.join("sys/class/thermal/thermal_zone3");
+    std::fs::create_dir_all(&z).unwrap();
+    std::fs::write(z.join("type"), "cpu-1-0-usr\n").unwrap();
+    for g in ["inference", "vision"] {
+        std::fs::create_dir_all(root.join("sys/fs/cgroup").join(g)).unwrap();
+    }
+    put(
+        &root,
+        "sys/fs/cgroup/vision/memory.events",
+        "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n",
+    );
+    let mut lcg = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move |n: u64| {
+        lcg = lcg
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (lcg >> 33) % n
+    };
+    let (mut cpu, mut mem, mut temp, mut avail) =
+        (1_000_000u64, 1_000_000u64, 60_000i64, 2_000_000i64);
+    let mut write_all = |rnd: &mut dyn FnMut(u64) -> u64| {
+        cpu += rnd(120_000);
+        mem += rnd(20_000);
+        temp += (rnd(11) as i64 - 5) * 100;
+        avail += rnd(4097) as i64 - 2048;
+        let avg = rnd(3000) as f64 / 100.0;
+        put(&root, "sys/fs/cgroup/inference/cpu.pressure", &format!("some avg10=1.00 avg60=0.00 avg300=0.00 total={cpu}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+        put(&root, "sys/fs/cgroup/inference/memory.pressure", &format!("some avg10={avg:.2} avg60=0.00 avg300=0.00 total={mem}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+        put(
+            &root,
+            "sys/class/thermal/thermal_zone3/temp",
+            &format!("{temp}\n"),
+        );
+        put(&root, "proc/meminfo", &format!("MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:   {avail} kB\n"));
+    };
+    write_all(&mut rnd);
+    let d = Daemon::start(
+        Path::new(&policy),
+        &root,
+        Start {
+            tick: "1s",
+            ..Start::default()
+        },
+    );
+    d.wait_log("flight recorder running", Duration::from_secs(10));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        write_all(&mut rnd);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let c = rusqlite::Connection::open(root.join("var/lib/cgwarden/recorder.db")).unwrap();
+    let (rows, evals, bytes, from, to): (i64, i64, i64, f64, f64) = c
+        .query_row(
+            "SELECT count(*), sum(evals), sum(length(data)), min(ts), max(until) FROM tape",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .unwrap();
+    let keys: Vec<String> = c
+        .prepare("SELECT name FROM tape_keys ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let per_day = bytes as f64 * 86_400.0 / (to - from);
+    eprintln!("iq9100 on the fake board: {rows} rows, {evals} evaluations in {:.1} s, {bytes} bytes of tape = {:.0} bytes/day (+ SQLite row and page overhead); inputs {keys:?}", to - from, per_day);
+    assert!(
+        evals as f64 >= (to - from) * 0.9,
+        "the daemon evaluates every tick"
+    );
+    assert!(per_day < 2_500_000.0, "{per_day} bytes/day");
+    let r = cgwarden(&[
+        "replay",
+        &policy,
+        "--recording",
+        root.join("var/lib/cgwarden/recorder.db").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(!r.stdout.contains("GAP"), "{r}");
+}
