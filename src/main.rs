@@ -165,6 +165,9 @@ struct ReplayArgs {
     /// JSON instead of text (fields in docs/replay.md).
     #[arg(long)]
     json: bool,
+    /// Also write one self-contained HTML page: each rule's inputs charted, firings and writes marked.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 #[cfg(feature = "report")]
@@ -556,6 +559,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 since: r.since,
                 sweep: r.sweep,
                 json: r.json,
+                html: r.html,
             },
         )),
         Command::Check { policy } => match load(&policy) {

@@ -129,6 +129,24 @@ fn a_recorded_run_replays_to_the_recorded_firings_and_sweeps_by_hand() {
         assert_eq!(d["recorded_writes"], d["replayed_writes"], "{d:#}");
     }
 
+    // The charts page: each rule's inputs, the firings marked.
+    let html = dir.path().join("replay.html");
+    let r = cgwarden(&[
+        "replay",
+        p,
+        "--recording",
+        db,
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3, "one chart per rule input");
+    // The pressure rule's two firings, on its one chart.
+    let marks = page.matches("would fire: inference.memory.some.avg10");
+    assert_eq!(marks.count(), 2);
+    assert!(page.contains("fired in the recording"));
+
     // By hand: avg10 was 20 for the first burst and 30 for the second.
     let s = json(&[
         "replay",

@@ -20,15 +20,16 @@
 //! it from its journal; one never written there stays unknown, and a
 //! `raise`/`lower` of it is listed as failed, never guessed.
 
+mod html;
 mod show;
 pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use show::span;
 #[cfg(test)]
 use show::text;
 pub use show::{run, Options};
+pub(crate) use show::{span, when};
 
 use super::tape::{self, Leaf, Query};
 use crate::engine::condition::Metrics;

@@ -16,11 +16,14 @@ pub struct Options {
     /// `RULE.THRESHOLD=LO..HI/STEP`.
     pub sweep: Option<String>,
     pub json: bool,
+    /// Also write the charts page here.
+    pub html: Option<std::path::PathBuf>,
 }
 
-/// `cgwarden replay`: prints the replay (or the sweep table); the exit
-/// status: 0 done, 1 the policy or `--sweep` is invalid or the recording
-/// holds no tape, 4 no recording at the path, 75 it cannot be read.
+/// `cgwarden replay`: prints the replay (or the sweep table), and writes
+/// the charts page with `--html`; the exit status: 0 done, 1 the policy or
+/// `--sweep` is invalid or the recording holds no tape, 4 no recording at
+/// the path, 75 it cannot be read or the page cannot be written.
 pub fn run(o: &Options) -> u8 {
     let policy = match crate::policy::load(&o.policy) {
         Ok(p) => p,
@@ -81,6 +84,15 @@ pub fn run(o: &Options) -> u8 {
     }
     let out = simulate(&policy, &rec);
     let d = diff(&out, &rec);
+    if let Some(path) = &o.html {
+        if let Err(e) = std::fs::write(path, super::html::page(&policy, &out, &d, &rec)) {
+            eprintln!(
+                "cgwarden: error: replay: cannot write {}: {e}",
+                path.display()
+            );
+            return exit::TEMPFAIL;
+        }
+    }
     if o.json {
         let v = serde_json::json!({ "policy": o.policy, "recording": o.recording, "interval": rec.interval(), "replay": out, "diff": d });
         crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());

@@ -286,6 +286,56 @@ fn a_knob_without_baseline_returns_to_the_recorded_original() {
 }
 
 #[test]
+fn the_html_page_charts_the_taped_inputs_with_the_firings_marked() {
+    let rec = avg_recording();
+    let avg: Vec<(f64, f64)> = super::html::series(&rec)["app.memory.some.avg10"]
+        .iter()
+        .map(|(t, v)| (t - BASE, *v))
+        .collect();
+    // Every change, and each row's restatement (rows start at 0, 5, 10).
+    assert_eq!(
+        avg,
+        [
+            (0.0, 5.0),
+            (1.0, 15.0),
+            (3.0, 5.0),
+            (4.0, 25.0),
+            (5.0, 25.0),
+            (7.0, 5.0),
+            (8.0, 35.0),
+            (9.0, 5.0),
+            (10.0, 5.0)
+        ]
+    );
+    let mut w = Writer::new(MIXED, 4);
+    let mut f = Fake::default();
+    mixed(&mut w, 0, 70, &mut f);
+    let rec = w.recording();
+    let p = policy(MIXED);
+    let out = simulate(&p, &rec);
+    let page = super::html::page(&p, &out, &diff(&out, &rec), &rec);
+    let stall = super::html::series(&rec)["app.cpu.some (stall %)"].clone();
+    // 50 ms between the evaluations at 0 and 1.25 s: 4 %; the burst's
+    // 300 ms a second shows as 24 % or more.
+    assert_eq!(stall[0], (BASE + 1.25, 4.0));
+    assert!(stall.iter().any(|p| p.1 >= 24.0), "{stall:?}");
+    for want in [
+        "<svg",
+        "would fire: app.cpu.some",
+        "fired in the recording",
+        "would write app.cpu.weight = 300",
+        "app.cpu.some (stall %)",
+    ] {
+        assert!(page.contains(want), "no {want}");
+    }
+    assert_eq!(
+        page.matches("<svg").count(),
+        6,
+        "one chart per input of each rule"
+    );
+}
+
+#[test]
 fn a_bad_sweep_is_refused_with_the_reason() {
     let p = policy(AVG_POLICY);
     for (spec, says) in [
