@@ -376,6 +376,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[cfg(any(test, feature = "report"))] // the reading side: `cgwarden replay`
 pub(crate) fn get_varint(data: &[u8], at: &mut usize) -> Option<u64> {
     let mut v: u64 = 0;
     for shift in (0..64).step_by(7) {
@@ -393,6 +394,7 @@ fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
+#[cfg(any(test, feature = "report"))] // the reading side: `cgwarden replay`
 fn unzigzag(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
@@ -411,6 +413,7 @@ fn put_value(out: &mut Vec<u8>, prev: &mut i64, v: Option<i64>) {
 /// One input's changes in a chunk: `(evaluation index, value)`.
 pub(crate) type Changes = Vec<(u32, Option<i64>)>;
 
+#[cfg(any(test, feature = "report"))] // the reading side: `cgwarden replay`
 /// One decoded chunk, with database key ids.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Decoded {
@@ -464,6 +467,7 @@ pub(crate) fn encode(c: &Chunk, ids: &[i64], trigger_ids: &HashMap<String, i64>)
     out
 }
 
+#[cfg(any(test, feature = "report"))] // the reading side: `cgwarden replay`
 /// Decodes a chunk written at `ts`; `None` when damaged or of another
 /// version (the replay names it, never guesses).
 pub(crate) fn decode(ts: f64, data: &[u8]) -> Option<Decoded> {
