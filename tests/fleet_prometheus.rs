@@ -315,6 +315,7 @@ product: {product}
 settings:
   metrics:
     listen: 127.0.0.1:{port}
+  drift: {{ interval: 1s }}
 groups:
   inference:
     memory: {{ high: 100M, max: 1G }}
@@ -677,6 +678,16 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
         }
     };
     play(6);
+    // Someone else writes a knob device a manages: a drift, counted.
+    std::fs::write(
+        a.root.join("sys/fs/cgroup/inference/memory.max"),
+        "2147483648\n",
+    )
+    .unwrap();
+    da.wait_for("the drift counted", Duration::from_secs(10), || {
+        curl(&format!("http://127.0.0.1:{}/metrics", a.port))
+            .contains("cgwarden_drift_total{knob=\"inference.memory.max\"}")
+    });
     std::fs::write(
         b.root.join("sys/fs/cgroup/inference/memory.current"),
         format!("{}\n", 600u64 << 20),

@@ -191,7 +191,7 @@ fn a_10mb_cmdline_is_read_capped_and_not_reread_by_scans() {
         || read(&root, "proc/600/cgroup") == "0::/vision",
     );
     // A rename (a new comm) is a change: re-read, no longer matches.
-    std::fs::write(root.join("proc/600/comm"), "python3.11\n").unwrap();
+    t.rename(600, "python3.11").unwrap();
     std::fs::write(root.join("proc/600/cgroup"), "0::/\n").unwrap();
     std::fs::write(root.join("sys/fs/cgroup/vision/cgroup.procs"), "").unwrap();
     std::thread::sleep(Duration::from_millis(1000));

@@ -404,6 +404,19 @@ pub fn locate(
                     let text = e.to_string();
                     let first = text.lines().next().unwrap_or("");
                     let why = first.split_once(": error: ").map_or(first, |(_, m)| m);
+                    // A policy file being edited (a typo saved, an update the
+                    // daemon refused) must not lock the operator out of
+                    // `status`, `health` or `reload`: its settings.state_dir,
+                    // read leniently, or the default, when a daemon listens
+                    // there.
+                    if let Some(socket) = lenient_socket(policy, root) {
+                        eprintln!(
+                            "cgwarden: warning: --policy {}: {why}; reaching the daemon at {}",
+                            policy.display(),
+                            socket.display()
+                        );
+                        return Ok(socket);
+                    }
                     return Err(format!(
                         "--policy {}: {why} (the daemon's policy names its socket's state_dir; or give --socket PATH)",
                         policy.display(),
@@ -413,10 +426,29 @@ pub fn locate(
             super::wire::socket_path(&state_dir)
         }
     };
-    Ok(match root {
+    Ok(on_host(device_path, root))
+}
+
+fn on_host(device_path: PathBuf, root: Option<&Path>) -> PathBuf {
+    match root {
         Some(r) => crate::kernel::Root::fake(r).host_path(&device_path),
         None => device_path,
-    })
+    }
+}
+
+/// The socket a policy that does not load still names: `settings.state_dir`
+/// read from the YAML alone (the default when absent), if a socket exists
+/// there. `None` when the file is unreadable or not YAML.
+fn lenient_socket(policy: &Path, root: Option<&Path>) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(policy).ok()?;
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).ok()?;
+    let state_dir = match doc.pointer("/settings/state_dir") {
+        Some(serde_json::Value::String(s)) => PathBuf::from(s),
+        Some(_) => return None,
+        None => crate::policy::model::Settings::default().state_dir,
+    };
+    let socket = on_host(super::wire::socket_path(&state_dir), root);
+    socket.exists().then_some(socket)
 }
 
 /// The policy clients read when `--policy` is not given.

@@ -147,6 +147,13 @@ impl Actuator {
 
     /// The file a knob lives in.
     fn path_of(&self, knob: &Knob) -> Result<PathBuf, String> {
+        if let Knob::Cpufreq { policy, attr } = knob {
+            if *attr == CpufreqAttr::Governor {
+                // `target` resolves a value among the available governors;
+                // reading needs only the file.
+                return Ok(cpufreq::attr_path(policy, attr.file_name()));
+            }
+        }
         self.target(knob, &KnobValue::Int(0)).map(|(p, _)| p)
     }
 

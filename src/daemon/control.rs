@@ -1020,20 +1020,27 @@ impl Daemon {
             let Some(expected) = t.effective(k) else {
                 continue;
             };
-            let path = self
-                .actuator
-                .target(k, &expected)
-                .map(|(p, _)| p)
-                .unwrap_or_else(|_| self.actuator.read_path(k))
+            let target = self.actuator.target(k, &expected).ok();
+            let path = target
+                .as_ref()
+                .map(|(p, _)| p.clone())
+                .unwrap_or_else(|| self.actuator.read_path(k))
                 .display()
                 .to_string();
+            // What the actuator writes for it: a governor list resolves to
+            // the first available one, which the file then holds.
+            let written = target.map(|(_, text)| text.trim().to_string());
             let actual = self.actuator.read(k);
             let skipped = match actual {
                 None => self.actuator.unverifiable(k).map(String::from),
                 Some(_) => None,
             };
             let drift = match &actual {
-                Some(a) => a != &expected && a.kernel() != expected.kernel(),
+                Some(a) => {
+                    a != &expected
+                        && a.kernel() != expected.kernel()
+                        && written.as_deref() != Some(a.kernel().as_str())
+                }
                 None => skipped.is_none(),
             } && !pending.contains(&k.to_string());
             knobs.push(wire::KnobCheck {

@@ -220,6 +220,28 @@ impl FakeTree {
         Ok(())
     }
 
+    /// A process renames itself (`prctl(PR_SET_NAME)` on its main thread):
+    /// the kernel shows the new name in `comm`, `stat`'s second field and
+    /// `status`'s `Name:` alike.
+    pub fn rename(&self, pid: i32, comm: &str) -> io::Result<()> {
+        let d = format!("proc/{pid}");
+        self.file(&format!("{d}/comm"), comm)?;
+        let stat = self.read(&format!("{d}/stat"))?;
+        if let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) {
+            let renamed = format!("{}({comm}){}", &stat[..open], &stat[close + 1..]);
+            self.file(&format!("{d}/stat"), &renamed)?;
+        }
+        let status = self.read(&format!("{d}/status"))?;
+        let renamed: String = status
+            .lines()
+            .map(|l| match l.strip_prefix("Name:") {
+                Some(_) => format!("Name:\t{comm}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        self.file(&format!("{d}/status"), &renamed)
+    }
+
     fn proc_files(&self, p: &FakeProcess) -> io::Result<()> {
         let d = format!("proc/{}", p.pid);
         self.file(&format!("{d}/comm"), &p.comm)?;

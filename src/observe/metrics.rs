@@ -448,19 +448,19 @@ impl Collector for Scrape {
                 &throttled,
             )?;
         }
-        // Issue 24: settings.drift's findings, per knob.
-        if !v.drifts.is_empty() {
-            let drifts: Vec<(Labels, u64)> = v
-                .drifts
-                .iter()
-                .map(|(k, n)| (vec![("knob", Cow::Borrowed(k.as_str()))], *n))
-                .collect();
-            f.counter_u64(
-                "cgwarden_drift",
-                "Managed knobs found holding another value than the effective one (settings.drift).",
-                &drifts,
-            )?;
-        }
+        // Issue 24: settings.drift's findings, per knob. The family is
+        // declared before the first drift (a fleet query names it; a series
+        // per managed knob at 0 would multiply the fleet's series).
+        let drifts: Vec<(Labels, u64)> = v
+            .drifts
+            .iter()
+            .map(|(k, n)| (vec![("knob", Cow::Borrowed(k.as_str()))], *n))
+            .collect();
+        f.counter_u64(
+            "cgwarden_drift",
+            "Managed knobs found holding another value than the effective one (settings.drift).",
+            &drifts,
+        )?;
         // Issue 24: one episode per rising edge of throttled(POLICY).
         if !v.throttle_episodes.is_empty() {
             let episodes: Vec<(Labels, u64)> = v
