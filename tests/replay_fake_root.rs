@@ -303,3 +303,60 @@ fn iq9100_tape_bytes_per_day_on_the_fake_board() {
     assert_eq!(r.code, 0, "{r}");
     assert!(!r.stdout.contains("GAP"), "{r}");
 }
+
+/// A reload that adds a rule reading a new input: the tape watches it from
+/// the reload on, so replaying the new policy names the gap before it only.
+#[test]
+fn a_reload_starts_taping_the_new_rules_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = support::board(dir.path(), POLICY);
+    std::fs::create_dir_all(root.join("sys/fs/cgroup/inference")).unwrap();
+    memory_events(&root, 0);
+    let mut total = 1_000_000;
+    memory_pressure(&root, 0.0, total);
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log("flight recorder running", Duration::from_secs(10));
+    phase(&root, &mut total, 0.0, 10_000, 3.0);
+    let newer = POLICY.to_string()
+        + "  - name: big\n    when: inference.memory.current > 1G\n    then: [compact memory]\n";
+    let tmp = policy.with_extension("new");
+    std::fs::write(&tmp, &newer).unwrap();
+    std::fs::rename(&tmp, &policy).unwrap();
+    d.signal(libc::SIGHUP);
+    d.wait_log(": done", Duration::from_secs(10));
+    let reloaded = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    phase(&root, &mut total, 0.0, 10_000, 3.0);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let db = root.join("var/lib/cgwarden/recorder.db");
+    let v = json(&[
+        "replay",
+        policy.to_str().unwrap(),
+        "--recording",
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    let gaps = v["replay"]["gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 1, "{gaps:#?}");
+    assert_eq!(gaps[0]["rule"], "big");
+    assert_eq!(gaps[0]["input"], "inference.memory.current");
+    let (from, to) = (
+        gaps[0]["from"].as_f64().unwrap(),
+        gaps[0]["to"].as_f64().unwrap(),
+    );
+    assert!(
+        (from - v["replay"]["from"].as_f64().unwrap()).abs() < 0.01,
+        "{gaps:#?}"
+    );
+    assert!(
+        to <= reloaded && to > reloaded - 3.0,
+        "the gap ends at the reload: {to} vs {reloaded}"
+    );
+    assert!(
+        v["replay"]["to"].as_f64().unwrap() > reloaded + 2.0,
+        "the rest is taped"
+    );
+}
