@@ -146,6 +146,30 @@ impl ReportArgs {
     }
 }
 
+/// `cgwarden replay` (issue 27): a policy over a recording's input tape.
+#[cfg(feature = "report")]
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// The policy to replay (not necessarily the one recorded).
+    #[arg(value_name = "POLICY")]
+    policy: PathBuf,
+    /// The flight recorder database (recorder.db).
+    #[arg(long, value_name = "DB")]
+    recording: PathBuf,
+    /// Only the last DURATION of the recording (before its last evaluation).
+    #[arg(long, value_name = "DURATION", value_parser = parse_since)]
+    since: Option<std::time::Duration>,
+    /// Replay once per value: RULE.threshold|RULE.METRIC|RULE.for|RULE.hold=LO..HI/STEP.
+    #[arg(long, value_name = "RULE.THRESHOLD=LO..HI/STEP")]
+    sweep: Option<String>,
+    /// JSON instead of text (fields in docs/replay.md).
+    #[arg(long)]
+    json: bool,
+    /// Also write one self-contained HTML page: each rule's inputs charted, firings and writes marked.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
 #[cfg(feature = "report")]
 fn parse_since(s: &str) -> Result<std::time::Duration, String> {
     let d = policy::decode::parse_duration(s).map_err(|e| e.to_string())?;
@@ -321,6 +345,9 @@ enum Command {
     /// Stability report from the flight recorder; exit 1 when a criterion fails (docs/report.md).
     #[cfg(feature = "report")]
     Report(ReportArgs),
+    /// What would POLICY have done? The engine over a recording (docs/replay.md).
+    #[cfg(feature = "report")]
+    Replay(ReplayArgs),
     /// Print this message or the help of the given command.
     Help {
         /// The command to describe.
@@ -524,6 +551,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }),
         #[cfg(feature = "report")]
         Command::Report(r) => Ok(r.run()),
+        #[cfg(feature = "report")]
+        Command::Replay(r) => Ok(cgwarden::observe::replay::run(
+            &cgwarden::observe::replay::Options {
+                policy: r.policy,
+                recording: r.recording,
+                since: r.since,
+                sweep: r.sweep,
+                json: r.json,
+                html: r.html,
+            },
+        )),
         Command::Check { policy } => match load(&policy) {
             Ok(p) => {
                 for w in policy::warnings(&p) {

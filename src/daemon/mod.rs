@@ -824,6 +824,10 @@ impl Daemon {
             stall: &self.sampler.stall,
             now,
         };
+        // Issue 27: the recorder's input tape gets what the engine reads.
+        if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
+            tape.record(now, &view, &self.sampler.stall, &snap.triggered);
+        }
         let actuator = &self.actuator;
         let effects = self
             .supervisor

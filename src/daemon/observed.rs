@@ -19,6 +19,8 @@ pub(crate) struct Observe {
     /// The device's identity, read when observability starts.
     device: std::sync::Arc<crate::kernel::identity::Device>,
     recorder: Option<recorder::Handle>,
+    /// Issue 27: the input tape the recorder writes (with the recorder).
+    pub(crate) tape: Option<crate::observe::tape::Tape>,
     /// Host path of the metrics socket, removed at stop.
     socket: Option<PathBuf>,
     /// What the policy asks to serve and the daemon could not (a metrics
@@ -62,6 +64,7 @@ impl Daemon {
             book,
             device: std::sync::Arc::new(crate::kernel::identity::Device::read(&self.opts.root)),
             recorder: None,
+            tape: None,
             socket: None,
             unavailable: Vec::new(),
         });
@@ -128,6 +131,10 @@ impl Daemon {
         }
         if let Some(s) = r {
             let path = root.host_path(&s.dir).join(recorder::DB_NAME);
+            // Issue 27: the tape's times are Unix seconds of the engine's clock.
+            let wall_base = crate::observe::state::unix_seconds(std::time::SystemTime::now())
+                - self.now().as_secs_f64();
+            let tape = crate::observe::tape::Tape::new(&self.policy, wall_base);
             let cfg = recorder::Config {
                 settings: s,
                 path: path.clone(),
@@ -136,12 +143,14 @@ impl Daemon {
                 cg: self.cg.clone(),
                 view,
                 events: self.control.events.subscribe(),
+                tape: Some(tape.shared()),
             };
             match recorder::start(cfg) {
                 Ok(h) => {
                     tracing::info!(db = %path.display(), "flight recorder running");
                     if let Some(o) = &mut self.observe {
                         o.recorder = Some(h);
+                        o.tape = Some(tape);
                     }
                 }
                 Err(e) => {

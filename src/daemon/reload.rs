@@ -506,6 +506,9 @@ impl Daemon {
         let needs = sampled_needs(&self.policy.rules);
         self.sampler
             .set_needs(super::actuator::group_paths(&self.policy), needs);
+        if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
+            tape.set_policy(&self.policy); // issue 27: the new rules' inputs
+        }
         self.sync_triggers();
         self.groups_dirty = true;
         self.watch_event_files();

@@ -39,6 +39,9 @@ pub struct Snapshot {
     pub throttled: std::collections::BTreeMap<String, bool>,
     /// Memory telemetry (issue 25).
     memstat: HashMap<crate::policy::expr::MemMetric, f64>,
+    /// Issue 27: kernel PSI triggers this sample recorded, (line, amount,
+    /// window), for the recorder's input tape.
+    pub triggered: Vec<(StallKey, Duration, Duration)>,
 }
 
 /// Reads samples for a fixed set of needs.
@@ -168,9 +171,11 @@ impl Sampler {
             });
             if let Some(l) = line {
                 let r = match self.fired.remove(&key) {
-                    Some((amount, window)) => self
-                        .stall
-                        .record_trigger(&key, now, l.total_us, amount, window),
+                    Some((amount, window)) => {
+                        s.triggered.push((key.clone(), amount, window));
+                        self.stall
+                            .record_trigger(&key, now, l.total_us, amount, window)
+                    }
                     None => self.stall.record(&key, now, l.total_us),
                 };
                 if r == Recorded::Implausible && self.implausible.insert(key.clone()) {

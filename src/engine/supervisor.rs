@@ -625,6 +625,12 @@ impl Supervisor {
             .min()
     }
 
+    /// What rule `index` last fired with (`metric = value (threshold T)`),
+    /// for `cgwarden replay`'s "why" (issue 27).
+    pub fn fired_reason(&self, index: usize) -> Option<String> {
+        self.rules.get(index).map(|r| r.fired.reason())
+    }
+
     /// Phase and since-when of each rule, in policy order.
     pub fn phases(&self) -> Vec<(Phase, Option<Time>)> {
         self.rules

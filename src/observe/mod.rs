@@ -10,9 +10,12 @@ pub(crate) mod memstat; // issue 25: memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // issue 13 item 1: the OpenMetrics exposition
 pub(crate) mod recorder; // issue 13 item 2: the SQLite flight recorder, on cgw-recorder
 #[cfg(feature = "report")]
+pub mod replay; // issue 27: `cgwarden replay`, the engine over the tape
+#[cfg(feature = "report")]
 pub mod report;
 pub(crate) mod sample; // issue 13: one reading of a group, for metrics and recorder
 pub(crate) mod state; // issue 13: what the daemon publishes for the observe threads
+pub(crate) mod tape; // issue 27: the input tape replay reads
 
 /// The flight recorder's schema (version 1), shared by the writer and
 /// `report`; documented in docs/recorder.md.

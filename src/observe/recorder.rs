@@ -54,6 +54,8 @@ pub(crate) struct Config {
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
     pub events: broadcast::Receiver<wire::Event>,
+    /// Issue 27: the input tape the event loop fills.
+    pub tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
 }
 
 /// The running recorder: stop it to record the last interval and `stop`.
@@ -107,8 +109,20 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
         if next < Instant::now() {
             next = Instant::now() + every; // fell behind (a slow disk): no burst
         }
-        let events = drain(&mut cfg.events, stopping);
-        let reading = Reading::take(&cfg, events);
+        let mut events = drain(&mut cfg.events, stopping);
+        let (tape, lost) = cfg
+            .tape
+            .as_deref()
+            .map(super::tape::take)
+            .unwrap_or_default();
+        if lost > 0 {
+            events.push(EventRow::own(
+                "lost",
+                format!("{lost} evaluations not taped (the recorder fell behind)"),
+            ));
+        }
+        let mut reading = Reading::take(&cfg, events);
+        reading.tape = tape;
         if let Err(e) = rec.record(&reading) {
             tracing::warn!(db = %cfg.path.display(), "recorder: {e}");
         }
@@ -200,6 +214,8 @@ pub(crate) struct Reading {
     pub thermal: Vec<(String, i64, Option<i64>)>,
     pub own: OwnCost,
     pub events: Vec<EventRow>,
+    /// Issue 27: the input tape's chunks.
+    pub tape: Vec<super::tape::Chunk>,
 }
 
 impl Reading {
@@ -219,6 +235,7 @@ impl Reading {
             thermal: zones(&cfg.root, &cfg.criteria.thermal_zones),
             own: OwnCost::read(),
             events,
+            tape: Vec::new(),
         }
     }
 }
@@ -263,16 +280,19 @@ fn zones(root: &Root, names: &[String]) -> Vec<(String, i64, Option<i64>)> {
 pub(crate) struct Recorder {
     conn: Connection,
     run: i64,
+    /// Issue 27: tape key ids by name.
+    tape_keys: std::collections::HashMap<String, i64>,
 }
 
 /// The tables with a `ts` column, oldest rows dropped first.
-const TIMED: [&str; 6] = [
+const TIMED: [&str; 7] = [
     "samples",
     "processes",
     "thermal",
     "events",
     "daemon",
     "memstat",
+    "tape",
 ];
 
 impl Recorder {
@@ -305,6 +325,7 @@ impl Recorder {
             (wal_limit as i64 / page.max(512)).max(16),
         )?;
         conn.execute_batch(super::SCHEMA)?;
+        conn.execute_batch(super::tape::SCHEMA)?;
         let now = unix_seconds(SystemTime::now());
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1), ('product', ?2)",
@@ -320,7 +341,11 @@ impl Recorder {
             params![now, boot_id, std::process::id(), view.product, view.policy_hash, env!("CARGO_PKG_VERSION")],
         )?;
         let run = conn.last_insert_rowid();
-        let rec = Recorder { conn, run };
+        let rec = Recorder {
+            conn,
+            run,
+            tape_keys: Default::default(),
+        };
         rec.conn.execute(
             "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, 'start', ?3)",
             params![
@@ -339,7 +364,11 @@ impl Recorder {
     /// Writes one interval in one transaction.
     pub(crate) fn record(&mut self, r: &Reading) -> rusqlite::Result<()> {
         let run = self.run;
-        in_transaction(&self.conn, |tx| insert(tx, run, r))
+        let keys = &mut self.tape_keys;
+        in_transaction(&self.conn, |tx| {
+            insert(tx, run, r)?;
+            super::tape::insert(tx, run, keys, &r.tape)
+        })
     }
 
     /// Applies `retention` and `max_size` (see the module docs).
@@ -356,7 +385,7 @@ impl Recorder {
                 return Ok(());
             }
             let oldest: Option<f64> = self.conn.query_row(
-                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal UNION ALL SELECT min(ts) FROM memstat)",
+                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal UNION ALL SELECT min(ts) FROM memstat UNION ALL SELECT min(ts) FROM tape)",
                 [],
                 |row| row.get(0),
             )?;
@@ -579,6 +608,7 @@ mod tests {
                 state: Some("active".into()),
                 ..Default::default()
             }],
+            tape: Vec::new(),
         }
     }
 

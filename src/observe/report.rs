@@ -11,7 +11,7 @@
 
 mod html;
 mod query;
-mod svg;
+pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
 
 use crate::exit;
