@@ -361,16 +361,8 @@ impl Metrics for View<'_> {
             resource: res,
             stall,
         };
-        match self.stall.stall_in_window(&key, self.now, window) {
-            Some(d) => Some(d),
-            // The file is being read, but one sample is not a window yet:
-            // no stall has been observed, which is not "unavailable".
-            None if self.stall.series(&key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
-            // Nobody sampled the window, but a registered kernel trigger
-            // watched it and stayed silent: the stall stayed below its amount.
-            None if self.stall.is_armed(&key) => Some(Duration::ZERO),
-            None => None,
-        }
+        self.stall
+            .condition_stall(&key, self.now, window, self.stall.is_armed(&key))
     }
     fn memory_current(&self, group: &str) -> Option<u64> {
         self.snap.memory_current.get(group).copied()

@@ -768,15 +768,9 @@ pub struct Needs {
 impl Needs {
     /// Adds what one condition reads.
     pub fn add_expr(&mut self, expr: &Expr) {
-        // Explicit stack: hand-built trees have no depth limit.
-        let mut stack = vec![expr];
-        while let Some(e) = stack.pop() {
+        for e in expr.leaves() {
             match &e.kind {
-                ExprKind::Or(a, b) | ExprKind::And(a, b) => {
-                    stack.push(b);
-                    stack.push(a);
-                }
-                ExprKind::Not(a) => stack.push(a),
+                ExprKind::Or(..) | ExprKind::And(..) | ExprKind::Not(_) => {}
                 ExprKind::Compare(c) => self.add_compare(c),
                 ExprKind::Running(p) => {
                     self.running.insert(p.clone());

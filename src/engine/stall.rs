@@ -345,6 +345,28 @@ impl StallHistory {
         self.series.get(key)?.stall_in_window(now, window)
     }
 
+    /// The stall a rule condition sees over `window`: the recorded stall;
+    /// zero when the line is read but one sample is not a window yet (no
+    /// stall observed is not "unavailable"), or when nobody sampled the
+    /// window but an armed kernel trigger (`armed`: this history's own
+    /// registration, or a replay's record of it) watched it and stayed
+    /// silent; `None` when nothing is known. The daemon and replay both ask
+    /// here.
+    pub fn condition_stall(
+        &self,
+        key: &StallKey,
+        now: Time,
+        window: Duration,
+        armed: bool,
+    ) -> Option<Duration> {
+        match self.stall_in_window(key, now, window) {
+            Some(d) => Some(d),
+            None if self.series(key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
+            None if armed => Some(Duration::ZERO),
+            None => None,
+        }
+    }
+
     pub fn series(&self, key: &StallKey) -> Option<&StallSeries> {
         self.series.get(key)
     }

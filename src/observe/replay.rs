@@ -290,33 +290,24 @@ impl Plan {
 
 /// The trigger names of the stall conditions in `expr`.
 fn stall_windows(expr: &Expr, out: &mut HashMap<String, (StallKey, Duration)>) {
-    let mut stack = vec![expr];
-    while let Some(e) = stack.pop() {
-        match &e.kind {
-            ExprKind::Or(a, b) | ExprKind::And(a, b) => {
-                stack.push(a);
-                stack.push(b);
+    for e in expr.leaves() {
+        if let ExprKind::Compare(c) = &e.kind {
+            if let (
+                Metric::PsiStall {
+                    target,
+                    resource,
+                    stall,
+                },
+                Threshold::StallTime { window, .. },
+            ) = (&c.metric, &c.value)
+            {
+                let key = StallKey {
+                    target: target.value.clone(),
+                    resource: *resource,
+                    stall: *stall,
+                };
+                out.insert(tape::trigger_name(&key, window.0), (key, window.0));
             }
-            ExprKind::Not(a) => stack.push(a),
-            ExprKind::Compare(c) => {
-                if let (
-                    Metric::PsiStall {
-                        target,
-                        resource,
-                        stall,
-                    },
-                    Threshold::StallTime { window, .. },
-                ) = (&c.metric, &c.value)
-                {
-                    let key = StallKey {
-                        target: target.value.clone(),
-                        resource: *resource,
-                        stall: *stall,
-                    };
-                    out.insert(tape::trigger_name(&key, window.0), (key, window.0));
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -360,14 +351,9 @@ impl Metrics for Inputs<'_> {
             resource: res,
             stall,
         };
-        match self.stall.stall_in_window(&key, self.now, window) {
-            Some(d) => Some(d),
-            // As the daemon: one sample is not a window yet, but no stall.
-            None if self.stall.series(&key).is_some_and(|s| s.len() == 1) => Some(Duration::ZERO),
-            // As the daemon: a silent armed kernel trigger is no stall.
-            None if self.flag(&tape::armed_name(&key)) == Some(true) => Some(Duration::ZERO),
-            None => None,
-        }
+        // As the daemon; the armed trigger as the tape recorded it.
+        let armed = self.flag(&tape::armed_name(&key)) == Some(true);
+        self.stall.condition_stall(&key, self.now, window, armed)
     }
     fn memory_current(&self, group: &str) -> Option<u64> {
         self.uint(&format!("{group}.memory.current"))
@@ -753,6 +739,12 @@ pub(crate) struct RuleDiff {
     /// Starts only the replay has / only the recording has.
     pub only_replay: Vec<f64>,
     pub only_recording: Vec<f64>,
+    /// Matched episodes that end more than one recorder interval apart
+    /// (or one still active at the end and the other not): the start, and
+    /// the replayed end minus the recorded one in seconds (`None`: one of
+    /// them never ended). A lower threshold that holds a rule longer shows
+    /// here.
+    pub ends_apart: Vec<(f64, Option<f64>)>,
     pub recorded_writes: usize,
     pub replayed_writes: usize,
 }
@@ -782,16 +774,13 @@ pub(crate) fn diff(out: &Outcome, rec: &Recording) -> Vec<RuleDiff> {
     names
         .into_iter()
         .map(|name| {
-            let rep: Vec<f64> = out
+            let rep: Vec<(f64, Option<f64>)> = out
                 .rules
                 .iter()
                 .find(|r| r.name == name)
-                .map(|r| r.episodes.iter().map(|e| e.start).collect())
+                .map(|r| r.episodes.iter().map(|e| (e.start, e.end)).collect())
                 .unwrap_or_default();
-            let mut recd: Vec<f64> = recorded
-                .get(name)
-                .map(|e| e.iter().map(|e| e.0).collect())
-                .unwrap_or_default();
+            let mut recd: Vec<(f64, Option<f64>)> = recorded.get(name).cloned().unwrap_or_default();
             let mut d = RuleDiff {
                 rule: name.to_string(),
                 recorded: recd.len(),
@@ -808,16 +797,22 @@ pub(crate) fn diff(out: &Outcome, rec: &Recording) -> Vec<RuleDiff> {
                     .map_or(0, |r| r.writes),
                 ..Default::default()
             };
-            for s in rep {
-                match recd.iter().position(|r| (r - s).abs() <= tol) {
+            for (s, end) in rep {
+                match recd.iter().position(|r| (r.0 - s).abs() <= tol) {
                     Some(p) => {
-                        recd.remove(p);
+                        let (_, rec_end) = recd.remove(p);
                         d.matched += 1;
+                        let apart = match (end, rec_end) {
+                            (Some(a), Some(b)) => ((a - b).abs() > tol).then_some(Some(a - b)),
+                            (None, None) => None,
+                            _ => Some(None),
+                        };
+                        d.ends_apart.extend(apart.map(|delta| (s, delta)));
                     }
                     None => d.only_replay.push(s),
                 }
             }
-            d.only_recording = recd;
+            d.only_recording = recd.into_iter().map(|r| r.0).collect();
             d
         })
         .collect()

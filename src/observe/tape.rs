@@ -133,18 +133,9 @@ pub(crate) fn metric_leaf(m: &Metric) -> Leaf {
 
 /// The leaves of one condition, by name (explicit stack: no depth limit).
 pub(crate) fn expr_leaves(expr: &Expr, out: &mut BTreeMap<String, Leaf>) {
-    let mut stack = vec![expr];
-    while let Some(e) = stack.pop() {
+    for e in expr.leaves() {
         let leaf = match &e.kind {
-            ExprKind::Or(a, b) | ExprKind::And(a, b) => {
-                stack.push(b);
-                stack.push(a);
-                continue;
-            }
-            ExprKind::Not(a) => {
-                stack.push(a);
-                continue;
-            }
+            ExprKind::Or(..) | ExprKind::And(..) | ExprKind::Not(_) => continue,
             ExprKind::Compare(c) => metric_leaf(&c.metric),
             ExprKind::Running(p) => Leaf {
                 name: format!("running({p})"),

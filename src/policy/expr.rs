@@ -450,6 +450,28 @@ fn precedence(kind: &ExprKind) -> u8 {
 }
 
 impl Expr {
+    /// The leaves of the condition — comparisons and the `running`,
+    /// `exists`, `throttled` predicates — in source order, through
+    /// `and`/`or`/`not`. An explicit stack rather than recursion: trees
+    /// built by hand have no depth limit. Every reader of a condition's
+    /// inputs walks it here.
+    pub fn leaves(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                // Right first: the left one is popped next.
+                ExprKind::Or(l, r) | ExprKind::And(l, r) => {
+                    stack.push(r);
+                    stack.push(l);
+                }
+                ExprKind::Not(inner) => stack.push(inner),
+                _ => out.push(e),
+            }
+        }
+        out
+    }
+
     /// Prints `self`, parenthesised if it binds weaker than `min`.
     fn fmt_at(&self, f: &mut fmt::Formatter<'_>, min: u8) -> fmt::Result {
         if precedence(&self.kind) < min {
@@ -500,23 +522,15 @@ impl fmt::Display for Expr {
 /// and not listed.
 pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
     let mut out = Vec::new();
-    // Explicit stack rather than recursion: trees built by hand have no
-    // depth limit. Right children are pushed first to keep source order.
-    let mut stack = vec![expr];
-    while let Some(e) = stack.pop() {
+    for e in expr.leaves() {
         match &e.kind {
-            ExprKind::Or(l, r) | ExprKind::And(l, r) => {
-                stack.push(r);
-                stack.push(l);
-            }
-            ExprKind::Not(inner) => stack.push(inner),
             ExprKind::Compare(c) => {
                 if let Some((g, span)) = c.metric.group() {
                     out.push((g.to_string(), span));
                 }
             }
             ExprKind::Exists(g) => out.push((g.value.clone(), g.span)),
-            ExprKind::Running(_) | ExprKind::Throttled(_) => {}
+            _ => {}
         }
     }
     out

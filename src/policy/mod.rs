@@ -201,27 +201,18 @@ pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
     use expr::{ExprKind, Metric};
     let mut out = Vec::new();
     for r in &p.rules {
-        let mut stack = vec![&r.when];
-        while let Some(e) = stack.pop() {
-            match &e.kind {
-                ExprKind::Or(a, b) | ExprKind::And(a, b) => {
-                    stack.push(a);
-                    stack.push(b);
-                }
-                ExprKind::Not(a) => stack.push(a),
-                ExprKind::Compare(c) => {
-                    let ctrl = match &c.metric {
-                        Metric::MemoryCurrent { group: g }
-                        | Metric::SwapCurrent { group: g }
-                        | Metric::MemoryEvent { group: g, .. } => {
-                            (g.value == group).then_some("memory")
-                        }
-                        Metric::PidsCurrent { group: g } => (g.value == group).then_some("pids"),
-                        _ => None,
-                    };
-                    out.extend(ctrl);
-                }
-                ExprKind::Running(_) | ExprKind::Exists(_) | ExprKind::Throttled(_) => {}
+        for e in r.when.leaves() {
+            if let ExprKind::Compare(c) = &e.kind {
+                let ctrl = match &c.metric {
+                    Metric::MemoryCurrent { group: g }
+                    | Metric::SwapCurrent { group: g }
+                    | Metric::MemoryEvent { group: g, .. } => {
+                        (g.value == group).then_some("memory")
+                    }
+                    Metric::PidsCurrent { group: g } => (g.value == group).then_some("pids"),
+                    _ => None,
+                };
+                out.extend(ctrl);
             }
         }
         for a in r.then.iter().chain(&r.while_) {

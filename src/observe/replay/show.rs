@@ -174,11 +174,12 @@ pub(crate) fn text(policy: &std::path::Path, out: &Outcome, diff: &[RuleDiff]) -
         "\ndiff against the recording (episodes matched within one recorder interval):"
     );
     for d in diff {
-        let verdict = if d.only_replay.is_empty() && d.only_recording.is_empty() {
-            "same"
-        } else {
-            "differs"
-        };
+        let verdict =
+            if d.only_replay.is_empty() && d.only_recording.is_empty() && d.ends_apart.is_empty() {
+                "same"
+            } else {
+                "differs"
+            };
         let _ = writeln!(
             s,
             "  {}: recorded {} firing(s), replayed {} ({} matched) — {verdict}; writes recorded {}, replayed {}",
@@ -190,6 +191,14 @@ pub(crate) fn text(policy: &std::path::Path, out: &Outcome, diff: &[RuleDiff]) -
                 "    + {} would fire (did not in the recording)",
                 when(*t)
             );
+        }
+        for (t, delta) in &d.ends_apart {
+            let how = match delta {
+                Some(x) if *x > 0.0 => format!("ends {x:.1}s later than in the recording"),
+                Some(x) => format!("ends {:.1}s earlier than in the recording", -x),
+                None => "ends otherwise: one of the two is still active at the end".to_string(),
+            };
+            let _ = writeln!(s, "    ~ {} {how}", when(*t));
         }
         for t in &d.only_recording {
             let _ = writeln!(

@@ -478,6 +478,27 @@ fn replaying_the_recorded_policy_reproduces_the_recorded_firings() {
     );
     let t = text(Path::new("p.yaml"), &out, &diff(&out, &rec));
     assert!(t.contains("would fire (did not in the recording)"), "{t}");
+    // A longer `hold` starts each episode at the same evaluation but ends
+    // it later (by more than the tape rows' spacing): matched, yet not
+    // "same".
+    let held = Sweep::parse(&policy(MIXED), "stall.hold=15s..15s/1s").unwrap();
+    let p = held.apply(&policy(MIXED), "15s").unwrap();
+    let out = simulate(&p, &rec);
+    let d = &diff(&out, &rec)[0];
+    assert!(
+        d.matched > 0 && !d.ends_apart.is_empty(),
+        "{d:?} (within {} s)",
+        rec.interval()
+    );
+    assert!(
+        d.ends_apart.iter().all(|(_, x)| x.is_none_or(|x| x > 0.0)),
+        "{d:?}"
+    );
+    let t = text(Path::new("p.yaml"), &out, &diff(&out, &rec));
+    assert!(
+        t.contains("later than in the recording") && t.contains("— differs"),
+        "{t}"
+    );
 }
 
 #[test]

@@ -927,3 +927,33 @@ fn hardware_metrics_and_throttled_parse_and_print_back() {
         assert!(parse_expr(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn leaves_are_in_source_order_through_and_or_not() {
+    let e =
+        parse_expr("running(a) or not (exists(g) and running(b)) or throttled(policy0)").unwrap();
+    let shown: Vec<String> = e.leaves().iter().map(|l| l.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "running(a)",
+            "exists(g)",
+            "running(b)",
+            "throttled(policy0)"
+        ]
+    );
+}
+
+#[test]
+fn leaves_of_a_deep_hand_built_tree_do_not_recurse() {
+    let mut e = parse_expr("running(a)").unwrap();
+    for _ in 0..100_000 {
+        e = Expr {
+            span: e.span,
+            kind: ExprKind::Not(Box::new(e)),
+        };
+    }
+    assert_eq!(e.leaves().len(), 1);
+    // The tree's own drop recurses; leak it rather than overflow here.
+    std::mem::forget(e);
+}
