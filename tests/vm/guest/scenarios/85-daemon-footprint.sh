@@ -53,8 +53,10 @@ th=$(awk '/^Threads:/ { print $2 }' "/proc/$DPID/status")
 echo "FOOTPRINT-OBSERVE rss=${r2}KiB threads=$th"
 mem_report "$DPID"
 pass measured-observe "metrics and recorder on: rss=${r2}KiB threads=$th"
-# Issue 29's target is 6 MiB; measured 5.8-6.1 MiB (12.9 before): held to 7 MiB until it has a margin.
-limit=7168
+# Issue 29's target is 6 MiB, not met: measured 5.8-6.1 MiB (12.9 before) until
+# issue 27's input tape joined the recorder, 7.0-7.2 MiB since. Held to 8 MiB
+# (a regression guard with a margin) until the target is met.
+limit=8192
 [ -e /cgw/debug_build ] && limit=16384
 check rss-observe-under-limit "with metrics and recorder, RSS after ${secs}s is under $limit KiB (${r2} KiB)" \
     test "${r2:-999999}" -lt "$limit"
