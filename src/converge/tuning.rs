@@ -49,12 +49,7 @@ pub struct Tuner {
 impl Tuner {
     pub fn new(root: Root, policy: &Policy) -> Tuner {
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
-        let mount = cg.mount();
-        let prefix = match cg.base().strip_prefix(&mount) {
-            Ok(p) if p.as_os_str().is_empty() => String::new(),
-            Ok(p) => format!("/{}", p.display()),
-            Err(_) => String::new(),
-        };
+        let prefix = cg.proc_prefix();
         let groups = policy
             .all_groups()
             .into_iter()

@@ -373,6 +373,16 @@ impl CgroupFs {
         }
     }
 
+    /// Where the base lies inside its cgroup2 mount, as `/proc/PID/cgroup`
+    /// shows paths: `""` when the base is the mount, else `/a/b`. A group
+    /// `rel` is then `{prefix}/{rel}` there.
+    pub fn proc_prefix(&self) -> String {
+        match self.base.strip_prefix(self.mount()) {
+            Ok(p) if !p.as_os_str().is_empty() => format!("/{}", p.display()),
+            _ => String::new(),
+        }
+    }
+
     /// Super-block options of the cgroup2 mount the base lives in (from
     /// `/proc/self/mountinfo`: `nsdelegate`, `favordynmods`, ...); `None`
     /// when it cannot be told (a fake tree without mountinfo).
