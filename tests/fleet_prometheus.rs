@@ -1152,37 +1152,14 @@ fn chart(
 }
 
 fn screenshot(dir: &Path, page: &Path, png: &Path, height: u32) {
-    const CHROMIUM: &str = "/usr/bin/chromium";
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's `chromium` (tests/run-all.sh does)"
-    );
-    let profile = tempfile::tempdir_in(dir).unwrap();
-    let o = Command::new("timeout")
-        .arg("120")
-        .arg(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
+    support::chromium(
+        dir,
+        &[
             "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--window-size={},{height}", WIDTH as u32 + 16))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(
-        o.status.success(),
-        "chromium failed: {:?}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
+            &format!("--window-size={},{height}", WIDTH as u32 + 16),
+            &format!("--screenshot={}", png.display()),
+        ],
+        page,
     );
 }
 

@@ -21,8 +21,7 @@ use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 mod support;
-use support::BIN;
-const CHROMIUM: &str = "/usr/bin/chromium";
+use support::{chromium, BIN};
 
 fn now() -> f64 {
     SystemTime::now()
@@ -167,42 +166,6 @@ fn report(dir: &Path, db: &Path, extra: &[&str]) -> (Output, PathBuf) {
         .output()
         .expect("run cgwarden report");
     (o, out)
-}
-
-/// Chromium with the flags of docs/report.md and a fresh profile.
-fn chromium(dir: &Path, args: &[&str], page: &Path) -> Output {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's `chromium` (tests/run-all.sh does)"
-    );
-    let profile = tempfile::tempdir_in(dir).unwrap();
-    let o = Command::new("timeout")
-        .arg("120")
-        .arg(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(
-        o.status.success(),
-        "chromium failed: {:?}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
 }
 
 /// The console messages Chromium logged (`:CONSOLE:` lines).

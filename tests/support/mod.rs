@@ -15,12 +15,14 @@
 #![allow(dead_code, unused_imports)]
 
 mod board;
+mod chromium;
 mod daemon;
 mod guest;
 mod tree;
 mod varlink;
 
 pub use board::{board, memory_events, memory_pressure, processes_board};
+pub use chromium::{chromium, CHROMIUM};
 pub use daemon::{Daemon, Start};
 pub use guest::{need, prom_blocks, promtool_check};
 pub use tree::{text_snapshot, tree_diff, tree_snapshot, Node};
