@@ -237,6 +237,14 @@ impl ExecCounters {
     }
 }
 
+/// What the metrics read of the exec watcher (`daemon::exec::Shared`
+/// holds the same `Arc`s): its counters and the last-resort actions'.
+#[derive(Clone, Debug)]
+pub(crate) struct ExecStats {
+    pub(crate) counters: std::sync::Arc<ExecCounters>,
+    pub(crate) last_resort: std::sync::Arc<LastResortStats>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,7 +52,7 @@ pub struct Shared {
     pub presence: Mutex<Presence>,
     /// True while exec events drive presence and placement; false: scan each tick.
     pub events_live: AtomicBool,
-    pub(crate) counters: Counters,
+    pub(crate) counters: Arc<Counters>,
     /// Critical exits, kills, freezes (issue 25).
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
 }
@@ -62,13 +62,21 @@ impl Shared {
         Arc::new(Shared {
             presence: Mutex::new(presence),
             events_live: AtomicBool::new(false),
-            counters: Counters::default(),
+            counters: Default::default(),
             last_resort: Default::default(),
         })
     }
 
     pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
         self.presence.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the metrics read: the counters and the last-resort actions'.
+    pub(crate) fn stats(&self) -> crate::stats::ExecStats {
+        crate::stats::ExecStats {
+            counters: self.counters.clone(),
+            last_resort: self.last_resort.clone(),
+        }
     }
 
     pub fn events_live(&self) -> bool {

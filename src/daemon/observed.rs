@@ -248,7 +248,7 @@ impl Daemon {
             rules,
             knobs,
             claims_live,
-            exec: self.exec.as_ref().map(|x| x.shared.clone()),
+            exec: self.exec.as_ref().map(|x| x.shared.stats()),
             hooks: self
                 .hooks
                 .counters()
