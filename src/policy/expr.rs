@@ -628,10 +628,10 @@ mod cap;
 mod hw;
 mod metric;
 mod parse;
-pub(crate) use action::parse_action;
+pub use action::parse_action;
 use action::{knob_at, value_at, Word};
 use parse::is_bare_glob_char;
-pub(crate) use parse::parse_expr;
+pub use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
