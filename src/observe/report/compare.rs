@@ -361,13 +361,18 @@ pub(crate) fn human(v: f64, unit: &str) -> String {
     }
 }
 
-/// The change for people: `-10.0 ms (-35.7 %)`, `+3 (new)`, `=`.
+/// The change for people: `-10.0 ms (-35.7 %)`, `-9.20 pp (-74.8 %)`,
+/// `+3 (new)`, `=`.
 pub(crate) fn human_change(r: &Row) -> String {
     match r.change {
         Change::Changed { absolute: 0.0, .. } => "=".into(),
         Change::Changed { absolute, percent } => {
             let sign = if absolute > 0.0 { "+" } else { "-" };
-            let abs = human(absolute.abs(), &r.unit);
+            // A change of a percentage is in percentage points.
+            let abs = match r.unit.as_str() {
+                "percent" => format!("{:.2} pp", absolute.abs()),
+                u => human(absolute.abs(), u),
+            };
             match percent {
                 Some(p) => format!("{sign}{abs} ({p:+.1} %)"),
                 None => format!("{sign}{abs} (new)"),

@@ -104,7 +104,7 @@ fn the_seed_table_criteria_kpis_and_fragmentation() {
         find(&rows, "loop_latency", stat);
     }
     let fr = find(&rows, "fragmentation", "order 4");
-    assert_eq!(human_change(fr), "-9.20 % (-74.8 %)");
+    assert_eq!(human_change(fr), "-9.20 pp (-74.8 %)");
     assert_eq!(
         find(&rows, "memory_growth", "process camd").change.kind(),
         "not_measured"
