@@ -138,4 +138,17 @@ mod tests {
         assert_eq!((rows[0].rss, rows[0].pss), (100_000 * 1024, None));
         assert!(read(&root, &Selection::default(), true).is_empty());
     }
+
+    /// The parser against this kernel's own smaps_rollup (reading our own
+    /// /proc only): PSS is there, non-zero and at most the RSS.
+    #[test]
+    fn this_process_on_the_running_kernel() {
+        let root = Root::real();
+        let me = std::process::id() as i32;
+        let comm = procfs::comm(&root, me).unwrap().unwrap();
+        let rows = read(&root, &Selection::new(&[comm], &[]), true);
+        let mine = rows.iter().find(|r| r.pid == me).expect("this process");
+        let pss = mine.pss.expect("smaps_rollup has Pss: (Linux >= 4.14)");
+        assert!(pss > 0 && pss <= mine.rss + (1 << 20), "{mine:?}");
+    }
 }
