@@ -25,6 +25,7 @@ use crate::exit;
 use crate::policy::model::ReportCriteria;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -79,15 +80,21 @@ pub(crate) fn load(
     criteria: &ReportCriteria,
 ) -> Result<Side, InputError> {
     let name = path.display().to_string();
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    let unreadable = |e: std::io::Error| InputError::Unreadable(format!("{name}: {e}"));
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(InputError::Missing(format!("no file at {name}")))
         }
-        Err(e) => return Err(InputError::Unreadable(format!("{name}: {e}"))),
+        Err(e) => return Err(unreadable(e)),
     };
-    if bytes.starts_with(SQLITE_MAGIC) {
-        drop(bytes);
+    // The header only: a database may be tens of MiB, read by SQLite itself.
+    let mut head = Vec::with_capacity(SQLITE_MAGIC.len());
+    (&mut file)
+        .take(SQLITE_MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(unreadable)?;
+    if head == SQLITE_MAGIC {
         let report = from_database(path, since, criteria)
             .map_err(|e| InputError::Unreadable(format!("{name}: {e}")))?;
         return Ok(Side {
@@ -96,6 +103,8 @@ pub(crate) fn load(
             report,
         });
     }
+    let mut bytes = head;
+    file.read_to_end(&mut bytes).map_err(unreadable)?;
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         return Err(InputError::Unreadable(format!(
