@@ -139,6 +139,7 @@ impl Daemon {
                 settings: s,
                 path: path.clone(),
                 criteria: self.policy.report.clone(),
+                critical: self.policy.settings.critical.clone(),
                 root: root.clone(),
                 cg: self.cg.clone(),
                 view,
