@@ -146,6 +146,30 @@ impl ReportArgs {
     }
 }
 
+/// `cgwarden soak` (issue 26): how long, which load, where the results go.
+#[cfg(feature = "report")]
+#[derive(clap::Args)]
+struct SoakArgs {
+    /// How long the soak lasts from its first start (e.g. 72h, 3m).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_since)]
+    duration: std::time::Duration,
+    /// seed: the load matrix of docs/soak.md; none: record and judge only.
+    #[arg(long, value_name = "LOAD", default_value = "seed", value_parser = ["seed", "none"])]
+    load: String,
+    /// soak.json, report.html and report.json go here; the same DIR resumes an unfinished soak.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/cgwarden/soak")]
+    out: PathBuf,
+    /// A progress line this often.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_since)]
+    progress: std::time::Duration,
+    /// The daemon's policy (its socket, settings.recorder, report.criteria).
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
+    policy: PathBuf,
+    /// Resolve the socket and recorder under DIR (a daemon run with --root DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
 /// `cgwarden replay` (issue 27): a policy over a recording's input tape.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
@@ -348,6 +372,9 @@ enum Command {
     /// What would POLICY have done? The engine over a recording (docs/replay.md).
     #[cfg(feature = "report")]
     Replay(ReplayArgs),
+    /// The validation soak beside the daemon: load matrix, progress, then the report; resumable (docs/soak.md).
+    #[cfg(feature = "report")]
+    Soak(SoakArgs),
     /// Print this message or the help of the given command.
     Help {
         /// The command to describe.
@@ -551,6 +578,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }),
         #[cfg(feature = "report")]
         Command::Report(r) => Ok(r.run()),
+        #[cfg(feature = "report")]
+        Command::Soak(a) => Ok(cgwarden::soak::run(&cgwarden::soak::Options {
+            duration: a.duration,
+            load: a.load,
+            out: a.out,
+            policy: a.policy,
+            root: a.root,
+            progress: a.progress,
+        })),
         #[cfg(feature = "report")]
         Command::Replay(r) => Ok(cgwarden::observe::replay::run(
             &cgwarden::observe::replay::Options {

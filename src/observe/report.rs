@@ -13,6 +13,7 @@ mod html;
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
+pub(crate) mod window; // issue 26: `cgwarden soak`'s window, judged and rendered
 
 use crate::exit;
 use crate::policy::model::ReportCriteria;
