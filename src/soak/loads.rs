@@ -91,23 +91,23 @@ pub(crate) fn plan(root: &Root, fake: bool, groups: &[CpuGroup], dir: &Path) -> 
     let stress = which("stress-ng");
     let fio = which("fio");
     let allowed = topology::allowed_cpus();
+    // Pinned only to CPUs the soak may use (a fake root names the fake
+    // board's CPUs, a cpuset may hide some); a group with none is left out.
     let mut v: Vec<Spec> = groups
         .iter()
-        .map(|g| {
-            // Pinned only to CPUs the soak may use (a fake root names the
-            // fake board's CPUs, a cpuset may hide some).
+        .filter_map(|g| {
             let cpus = if allowed.0.is_empty() {
                 g.cpus.clone()
             } else {
                 CpuList(g.cpus.0.intersection(&allowed.0).copied().collect())
             };
-            Spec {
+            (!cpus.0.is_empty()).then(|| Spec {
                 kind: Kind::Cpu(CpuGroup {
                     name: g.name.clone(),
                     cpus,
                 }),
                 tool: stress.clone(),
-            }
+            })
         })
         .collect();
     let avail = crate::kernel::meminfo::mem_available(root)
@@ -434,12 +434,26 @@ mod tests {
             },
             CpuGroup {
                 name: "policy4".into(),
-                cpus: CpuList([4, 5].into()),
+                cpus: CpuList([1, 4, 5].into()),
             },
         ];
         let p = plan(&Root::fake(&root), true, &groups, t.path());
-        let cpus = p.iter().filter(|s| matches!(s.kind, Kind::Cpu(_))).count();
-        assert_eq!(cpus, 2);
+        // Each group pinned to the CPUs this process may use; a group
+        // with none of them is left out.
+        let allowed = topology::allowed_cpus();
+        let cpus: Vec<&CpuGroup> = p
+            .iter()
+            .filter_map(|s| match &s.kind {
+                Kind::Cpu(g) => Some(g),
+                _ => None,
+            })
+            .collect();
+        let expect = groups
+            .iter()
+            .filter(|g| g.cpus.iter().any(|c| allowed.0.contains(&c)))
+            .count();
+        assert_eq!(cpus.len(), expect);
+        assert!(cpus.iter().all(|g| g.cpus.is_subset(&allowed)));
         // The fake root's 40 % of 4 GB is capped.
         assert!(p.contains(&Spec {
             kind: Kind::MemFlip {

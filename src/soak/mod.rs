@@ -287,14 +287,18 @@ async fn soak(o: &Options) -> Result<u8, (u8, String)> {
     let mut running: Option<loads::Running> = None;
     let mut next_progress = 0.0f64;
     let mut last_pid: Option<i64> = None;
+    let mut announced: Option<Phase> = None;
     let cpu0 = crate::kernel::selfproc::cpu_seconds();
     let loop_start = now();
     let interrupted = loop {
         let t = now();
         let phase = st.phase(t);
-        if phase.as_str() != st.phase {
-            st.phase = phase.as_str().into();
-            let _ = state::save(dir, &st);
+        if announced != Some(phase) {
+            announced = Some(phase);
+            if phase.as_str() != st.phase {
+                st.phase = phase.as_str().into();
+                let _ = state::save(dir, &st);
+            }
             crate::outln!("soak: {} at {}", phase.as_str(), clock(st.elapsed(t)));
         }
         if phase == Phase::Done {
@@ -328,7 +332,9 @@ async fn soak(o: &Options) -> Result<u8, (u8, String)> {
                 last_pid = Some(p);
             }
         }
-        let nap = Duration::from_secs_f64((next_progress - now()).clamp(0.05, 1.0));
+        let phase_end = st.started + state::phase_end(st.elapsed(t), st.duration_seconds, st.load);
+        let wake = next_progress.min(phase_end);
+        let nap = Duration::from_secs_f64((wake - now()).clamp(0.05, 1.0));
         tokio::select! {
             _ = tokio::time::sleep(nap) => {}
             Some(_) = async { match &mut int { Some(s) => s.recv().await, None => std::future::pending().await } } => break Some("SIGINT"),
