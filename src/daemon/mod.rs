@@ -23,6 +23,7 @@ pub(crate) mod exec; // issue #5: exec events, placement, presence
 mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
+mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
 pub mod lanes;
 mod memstat; // issue 25: memory telemetry for rules
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
@@ -127,6 +128,8 @@ struct Daemon {
     last_reload_error: Option<String>,
     /// Issue 13: metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
+    /// Issue 26: the KPIs applications report (kpisock.rs).
+    kpi: std::sync::Arc<crate::observe::kpi::Store>,
     /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
     irqwatch: Option<irqwatch::IrqWatch>,
     /// Issue 24: throttle episodes per cpufreq policy.
@@ -577,6 +580,7 @@ impl Daemon {
             loaded_at: SystemTime::now(),
             last_reload_error: None,
             observe: None,
+            kpi: Default::default(),
             irqwatch: None,
             throttle: throttle::ThrottleTracker::default(),
             drift_busy: false,

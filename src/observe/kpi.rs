@@ -45,7 +45,9 @@
 //!   octaves) keeps ~100 buckets per slot, see docs/kpi.md for the
 //!   measured size.
 
+pub(crate) mod expose;
 pub mod parse;
+pub mod record;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -66,6 +68,8 @@ pub const SLOT: Duration = Duration::from_secs(5);
 pub const SLOTS: usize = 60;
 /// The longest trailing window a rule or the metrics may ask for.
 pub const MAX_WINDOW: Duration = Duration::from_secs(300);
+/// The window of the metrics' summary quantiles.
+pub const METRICS_WINDOW: Duration = MAX_WINDOW;
 /// Mantissa bits of a bucket index: 2^5 = 32 sub-buckets per octave.
 const SUB_BITS: u32 = 5;
 
@@ -663,6 +667,48 @@ impl Store {
             })
             .sum()
     }
+}
+
+/// One value of `cgwarden kpi NAME VALUE…`: a plain number (unit none) or
+/// a time with its unit (`2.5ms`, `180us`, `0.01s`, `500ns`), in seconds.
+pub fn parse_value(text: &str) -> Result<(Unit, f64), String> {
+    let units = [
+        ("ms", 1e-3),
+        ("us", 1e-6),
+        ("µs", 1e-6),
+        ("ns", 1e-9),
+        ("s", 1.0),
+    ];
+    let (number, unit, scale) = match units.iter().find(|(u, _)| text.ends_with(u)) {
+        Some((u, scale)) => (&text[..text.len() - u.len()], Unit::Seconds, *scale),
+        None => (text, Unit::None, 1.0),
+    };
+    let ok = !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && number.bytes().filter(|b| *b == b'.').count() <= 1;
+    let v: f64 = number.parse().ok().filter(|_| ok).ok_or_else(|| {
+        format!("`{text}` is not a KPI value: a number (`29.8`) or a time (`2.5ms`, `180us`)")
+    })?;
+    let v = v * scale;
+    check_value(v)?;
+    Ok((unit, v))
+}
+
+/// `cgwarden kpi NAME VALUE…`: the values, all of one unit.
+pub fn parse_values(values: &[String]) -> Result<(Unit, Vec<(f64, u64)>), String> {
+    let mut unit = None;
+    let mut out = Vec::with_capacity(values.len());
+    for t in values {
+        let (u, v) = parse_value(t)?;
+        if unit.is_some_and(|x| x != u) {
+            return Err(format!(
+                "`{t}` is not of the same kind as the values before it: give times (`2ms`) or plain numbers, not both"
+            ));
+        }
+        unit = Some(u);
+        out.push((v, 1));
+    }
+    Ok((unit.unwrap_or(Unit::None), out))
 }
 
 fn merged(s: &Series, window: Duration, slot: u64) -> Hist {

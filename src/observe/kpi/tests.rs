@@ -217,3 +217,21 @@ fn cyclictest_real_output() {
         .contains("cut short"));
     assert!(cyclictest("000000 000001 000002 000003\n# Max Latencies: 00001\n").is_err());
 }
+
+#[test]
+fn cli_values() {
+    assert_eq!(parse_value("29.8"), Ok((Unit::None, 29.8)));
+    assert_eq!(
+        parse_value("2.5ms").map(|(u, v)| (u, (v * 1e6).round())),
+        Ok((Unit::Seconds, 2500.0))
+    );
+    let (u, v) = parse_value("180us").unwrap();
+    assert!(u == Unit::Seconds && (v - 180e-6).abs() < 1e-15, "{v}");
+    assert_eq!(parse_value("1s"), Ok((Unit::Seconds, 1.0)));
+    for bad in ["", "-1", "1e3", "ms", "1.2.3", "inf", "nan", "3h"] {
+        assert!(parse_value(bad).is_err(), "{bad}");
+    }
+    let v = |a: &[&str]| parse_values(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(v(&["1", "2"]).unwrap().1.len(), 2);
+    assert!(v(&["1", "2ms"]).unwrap_err().contains("same kind"));
+}
