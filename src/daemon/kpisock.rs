@@ -88,6 +88,22 @@ impl Daemon {
         }
     }
 
+    /// The KPI statistics the rules read, now.
+    pub(crate) fn kpi_values(
+        &self,
+    ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
+        let now = Instant::now();
+        self.sampler
+            .needs()
+            .kpi
+            .iter()
+            .filter_map(|(name, stat, w)| {
+                let s = self.kpi.window(name, *w, now)?;
+                Some(((name.clone(), *stat, *w), s.stat(*stat)))
+            })
+            .collect()
+    }
+
     /// The KPI store (rules, metrics, recorder).
     pub(crate) fn kpi_store(&self) -> Arc<Store> {
         self.kpi.clone()

@@ -609,6 +609,7 @@ impl Daemon {
             || !n.thermal_zones.is_empty()
             || !n.thermal_trips.is_empty()
             || !n.cpufreq.is_empty()
+            || !n.kpi.is_empty() // issue 26
             || n.cooling
             || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
@@ -813,7 +814,8 @@ impl Daemon {
         self.check_groups();
         let now = self.now();
         self.set_asked_ceilings();
-        let snap = self.sampler.sample(now);
+        let mut snap = self.sampler.sample(now);
+        snap.kpi = self.kpi_values(); // issue 26, kpisock.rs
         self.throttle_episodes(&snap.throttled);
         if !snap.throttled.is_empty() {
             // The limits for the metrics: republished only when they change.

@@ -56,8 +56,7 @@ use std::time::{Duration, Instant};
 
 /// Most distinct KPI names the daemon keeps.
 pub const MAX_NAMES: usize = 64;
-/// Longest KPI name.
-pub const MAX_NAME_LEN: usize = 64;
+pub use crate::policy::expr::kpi::{check_name, Stat, MAX_NAME_LEN};
 /// Values below this count as 0 (in the zero bucket).
 pub const MIN_VALUE: f64 = 1e-9;
 /// Values above this are refused.
@@ -67,7 +66,7 @@ pub const SLOT: Duration = Duration::from_secs(5);
 /// Complete slots kept.
 pub const SLOTS: usize = 60;
 /// The longest trailing window a rule or the metrics may ask for.
-pub const MAX_WINDOW: Duration = Duration::from_secs(300);
+pub const MAX_WINDOW: Duration = crate::policy::expr::kpi::MAX_WINDOW;
 /// The window of the metrics' summary quantiles.
 pub const METRICS_WINDOW: Duration = MAX_WINDOW;
 /// Mantissa bits of a bucket index: 2^5 = 32 sub-buckets per octave.
@@ -97,30 +96,6 @@ impl Unit {
             _ => None,
         }
     }
-}
-
-/// Whether `name` may name a KPI; the error says why not.
-pub fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("a KPI name may not be empty".into());
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(format!(
-            "KPI name `{}…` is longer than {MAX_NAME_LEN} characters",
-            name.chars().take(32).collect::<String>()
-        ));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        return Err(format!(
-            "KPI name `{}` has `{}`: names use A-Z a-z 0-9 _ . -",
-            name.escape_debug(),
-            c.escape_debug()
-        ));
-    }
-    Ok(())
 }
 
 /// Whether `v` may be a KPI value; the error says why not.
@@ -350,51 +325,11 @@ pub struct Summary {
     pub p99: f64,
 }
 
-/// What a rule condition reads of a KPI (`kpi.NAME.STAT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Stat {
-    P50,
-    P90,
-    P99,
-    Max,
-    Min,
-    Mean,
-    Stddev,
-    Count,
-}
-
-impl Stat {
-    pub const ALL: [Stat; 8] = [
-        Stat::P50,
-        Stat::P90,
-        Stat::P99,
-        Stat::Max,
-        Stat::Min,
-        Stat::Mean,
-        Stat::Stddev,
-        Stat::Count,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stat::P50 => "p50",
-            Stat::P90 => "p90",
-            Stat::P99 => "p99",
-            Stat::Max => "max",
-            Stat::Min => "min",
-            Stat::Mean => "mean",
-            Stat::Stddev => "stddev",
-            Stat::Count => "count",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Stat> {
-        Stat::ALL.into_iter().find(|x| x.name() == s)
-    }
-
+impl Summary {
     /// The statistic of a summary.
-    pub fn of(self, s: &Summary) -> f64 {
-        match self {
+    pub fn stat(&self, stat: Stat) -> f64 {
+        let s = self;
+        match stat {
             Stat::P50 => s.p50,
             Stat::P90 => s.p90,
             Stat::P99 => s.p99,

@@ -95,6 +95,40 @@ pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged
     Ok((out, skipped))
 }
 
+/// Every row within `[from, to]`, in time order: (ts, name, histogram);
+/// rows that do not decode are left out.
+pub fn rows(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<Vec<(f64, String, Hist)>> {
+    let has: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kpi'",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut out = Vec::new();
+    if has == 0 {
+        return Ok(out);
+    }
+    let mut st = conn.prepare(
+        "SELECT ts, name, count, sum, sumsq, min, max, buckets FROM kpi WHERE ts >= ?1 AND ts <= ?2 ORDER BY ts",
+    )?;
+    let mut q = st.query(params![from, to])?;
+    while let Some(r) = q.next()? {
+        let row = (|| -> Option<(f64, String, Hist)> {
+            let count = u64::try_from(r.get::<_, i64>(2).ok()?).ok()?;
+            let h = Hist::decode(
+                &r.get::<_, Vec<u8>>(7).ok()?,
+                count,
+                r.get(3).ok()?,
+                r.get(4).ok()?,
+                r.get(5).ok()?,
+                r.get(6).ok()?,
+            )?;
+            Some((r.get(0).ok()?, r.get(1).ok()?, h))
+        })();
+        out.extend(row);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
