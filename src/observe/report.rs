@@ -10,6 +10,7 @@
 //! docs/report.md documents the JSON fields and the definitions.
 
 mod html;
+mod kpi; // issue 26: loop_p99, fps_stddev, the kpis table
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
@@ -118,6 +119,8 @@ pub(crate) fn human_value(v: f64, unit: &str) -> String {
             format!("{m:.1} MiB")
         }
         "percent" => format!("{v:.2} %"),
+        "seconds" => format!("{:.3} ms", v * 1e3), // issue 26: loop_p99
+        "number" => format!("{v:.3}"),             // issue 26: fps_stddev
         _ => format!("{v:.0}"),
     }
 }
@@ -125,7 +128,9 @@ pub(crate) fn human_value(v: f64, unit: &str) -> String {
 /// The limit as the criterion states it.
 pub(crate) fn human_limit(v: &verdict::Verdict) -> String {
     match v.id {
-        "memory_full_avg10" => format!("< {}", human_value(v.limit, v.unit)),
+        "memory_full_avg10" | "loop_p99" | "fps_stddev" => {
+            format!("< {}", human_value(v.limit, v.unit))
+        }
         "thermal_throttling" => format!("≤ {:.0} per 72 h", v.limit),
         _ => format!("≤ {}", human_value(v.limit, v.unit)),
     }
@@ -212,13 +217,16 @@ pub fn run(o: &Options) -> u8 {
             );
         }
     }
-    let verdicts = verdict::judge(&o.criteria, &d.inputs());
+    let mut verdicts = verdict::judge(&o.criteria, &d.inputs());
+    let kpis = kpi::read(&o.db, from, to); // issue 26
+    verdicts.extend(kpi::judge(&o.criteria, &kpis));
     let passed = verdict::passed(&verdicts);
     let db = o.db.display().to_string();
     let text = match o.format {
-        Format::Html => html::page(&db, &d, &verdicts, passed),
+        Format::Html => kpi::splice_html(html::page(&db, &d, &verdicts, passed), &kpis),
         Format::Json => {
-            let v = to_json(&db, &d, &verdicts, passed);
+            let mut v = to_json(&db, &d, &verdicts, passed);
+            v["kpis"] = kpi::json(&kpis); // issue 26
             serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
                 + "\n"
         }

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+mod kpi; // issue 26: report.criteria loop_p99, fps_stddev
 mod tuning;
 
 /// The bounds of a `when:` stall window (SPEC §3), enforced by the expression parser.
@@ -833,10 +834,15 @@ impl<'a> Decoder<'a> {
                 "thermal_events",
                 "restarts",
                 "memory_full_avg10",
+                "loop_p99",
+                "loop_kpi",
+                "fps_stddev",
+                "fps_kpi",
             ],
         ) else {
             return c;
         };
+        self.report_kpi(&f, &mut c); // issue 26, decode/kpi.rs
         let count = |d: &mut Self, name: &str| {
             f.get(name)
                 .and_then(|n| d.int(n, &format!("report.criteria.{name}"), 0, i64::MAX))

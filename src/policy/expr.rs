@@ -323,6 +323,9 @@ pub enum Metric {
     /// Memory telemetry (issue 25): vmstat rates, meminfo, zram mm_stat,
     /// the fragmentation index ([`mem`]).
     Mem(MemMetric),
+    /// Issue 26: `kpi.NAME.STAT`, a KPI's statistic over a trailing window
+    /// (the threshold is [`Threshold::Kpi`]).
+    Kpi { name: String, stat: kpi::Stat },
 }
 
 impl Metric {
@@ -345,7 +348,8 @@ impl Metric {
             | Metric::ThermalTrip { .. }
             | Metric::CoolingState { .. }
             | Metric::CpufreqFreq { .. }
-            | Metric::Mem(_) => None,
+            | Metric::Mem(_)
+            | Metric::Kpi { .. } => None,
         }
     }
 }
@@ -382,6 +386,7 @@ impl fmt::Display for Metric {
                 if *limit { "limit" } else { "cur" }
             ),
             Metric::Mem(m) => write!(f, "{m}"),
+            Metric::Kpi { name, stat } => write!(f, "kpi.{name}.{stat}"),
         }
     }
 }
@@ -410,6 +415,14 @@ pub enum Threshold {
     /// A plain non-negative number: a vmstat rate per second, a
     /// fragmentation index (issue 25).
     Number(f64),
+    /// Issue 26: a KPI threshold, `value` in the KPI's unit (seconds for a
+    /// duration, as `text` was written), over `window` (`None`: the
+    /// default, [`kpi::DEFAULT_WINDOW`]).
+    Kpi {
+        value: f64,
+        text: String,
+        window: Option<Duration>,
+    },
 }
 
 impl fmt::Display for Threshold {
@@ -430,6 +443,10 @@ impl fmt::Display for Threshold {
             } => write!(f, "{count}/{window}"),
             Threshold::Temperature(t) => write!(f, "{t}"),
             Threshold::Number(n) => write!(f, "{n}"),
+            Threshold::Kpi { text, window, .. } => match window {
+                Some(w) => write!(f, "{text}/{w}"),
+                None => f.write_str(text),
+            },
         }
     }
 }
@@ -785,8 +802,9 @@ impl Parser {
                 ),
             ));
         }
-        let value_span = Span::new(value_start, self.pos);
-        let threshold = parse_threshold(&metric, &word, op, op_pos, &value, value_start)?;
+        let mut value_span = Span::new(value_start, self.pos);
+        let mut threshold = parse_threshold(&metric, &word, op, op_pos, &value, value_start)?;
+        self.kpi_over(&mut threshold, &mut value_span)?; // issue 26: `over 1m`
         Ok(Expr {
             kind: ExprKind::Compare(Compare {
                 metric,
@@ -987,6 +1005,11 @@ fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseError> {
     if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
         return Ok(m);
     }
+    if let Some(m) = kpi::parse(&names) {
+        return m
+            .map(|(name, stat)| Metric::Kpi { name, stat })
+            .map_err(|e| error(start, e));
+    }
     if let Some(m) = mem::parse(&names) {
         return m.map(Metric::Mem).map_err(|e| error(start, e));
     }
@@ -1131,7 +1154,10 @@ fn parse_threshold(
         )
     };
     if let Some(slash) = value.find('/') {
-        if !matches!(metric, Metric::PsiStall { .. } | Metric::MemoryEvent { .. }) {
+        if !matches!(
+            metric,
+            Metric::PsiStall { .. } | Metric::MemoryEvent { .. } | Metric::Kpi { .. }
+        ) {
             let (before, window) = value.split_at(slash);
             return Err(error(
                 value_pos.saturating_add(before.chars().count()),
@@ -1142,6 +1168,22 @@ fn parse_threshold(
         }
     }
     match metric {
+        Metric::Kpi { stat, .. } => {
+            let (text, window) = match value.split_once('/') {
+                Some((v, w)) => {
+                    let at = value_pos.saturating_add(v.chars().count() + 1);
+                    let w = kpi::parse_window(w).map_err(|e| error(at, e))?;
+                    (v, Some(Duration(w)))
+                }
+                None => (value, None),
+            };
+            let (v, _) = kpi::parse_value(text, *stat).map_err(|e| error(value_pos, e))?;
+            Ok(Threshold::Kpi {
+                value: v,
+                text: text.to_string(),
+                window,
+            })
+        }
         Metric::PsiAvg { .. } => Percent::parse(value)
             .map(Threshold::Percent)
             .map_err(|_| wrong("a percentage like `10%`")),
@@ -1636,7 +1678,8 @@ mod hw;
 #[cfg(test)]
 mod tests;
 
-pub mod mem;
+pub mod kpi;
+pub mod mem; // issue 26: kpi.NAME.STAT conditions
 pub use mem::MemMetric;
 pub mod resort;
 pub use resort::KillSpec;
