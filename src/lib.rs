@@ -11,6 +11,7 @@
 //! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses;
 //! - [`out`]: standard output that ends quietly on a closed pipe;
+//! - `soak`: `cgwarden soak`, the load matrix beside the daemon, judged by the report;
 //! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
 
 pub mod control;
@@ -29,6 +30,8 @@ pub mod observe;
 pub mod out;
 pub mod policy;
 pub mod show;
+#[cfg(feature = "report")]
+pub mod soak; // issue 26: `cgwarden soak`, the seed's validation run
 pub mod stats;
 #[cfg(feature = "top")]
 pub mod top;

@@ -176,6 +176,30 @@ impl ReportArgs {
     }
 }
 
+/// `cgwarden soak` (issue 26): how long, which load, where the results go.
+#[cfg(feature = "report")]
+#[derive(clap::Args)]
+struct SoakArgs {
+    /// How long the soak lasts from its first start (e.g. 72h, 3m).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_since)]
+    duration: std::time::Duration,
+    /// seed: the load matrix of docs/soak.md; none: record and judge only.
+    #[arg(long, value_name = "LOAD", default_value = "seed", value_parser = ["seed", "none"])]
+    load: String,
+    /// soak.json, report.html and report.json go here; the same DIR resumes an unfinished soak.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/cgwarden/soak")]
+    out: PathBuf,
+    /// A progress line this often.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_since)]
+    progress: std::time::Duration,
+    /// The daemon's policy (its socket, settings.recorder, report.criteria).
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
+    policy: PathBuf,
+    /// Resolve the socket and recorder under DIR (a daemon run with --root DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
 /// `cgwarden replay` (issue 27): a policy over a recording's input tape.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
@@ -346,6 +370,23 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Report KPI samples to the daemon (docs/kpi.md): `cgwarden kpi fps 29.8 30.1`,
+    /// `cgwarden kpi loop_latency 2.1ms`, or a cyclictest histogram.
+    Kpi {
+        /// The KPI's name ([A-Za-z0-9_.-], at most 64 characters); with
+        /// --cyclictest, default `cyclictest`.
+        #[arg(value_name = "NAME", required_unless_present = "cyclictest")]
+        name: Option<String>,
+        /// Samples: plain numbers (`29.8`) or times (`2.5ms`, `180us`).
+        #[arg(value_name = "VALUE", required_unless_present = "cyclictest")]
+        values: Vec<String>,
+        /// Ingest cyclictest's `-h`/`--histfile` output (every thread's
+        /// latencies, overflows at the thread's max) instead of VALUEs.
+        #[arg(long, value_name = "FILE", conflicts_with = "values")]
+        cyclictest: Option<PathBuf>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// The daemon on a fake board for twenty seconds of a device's life, narrated; no root needed.
     #[cfg(feature = "demo")]
     Demo {
@@ -378,6 +419,9 @@ enum Command {
     /// What would POLICY have done? The engine over a recording (docs/replay.md).
     #[cfg(feature = "report")]
     Replay(ReplayArgs),
+    /// The validation soak beside the daemon: load matrix, progress, then the report; resumable (docs/soak.md).
+    #[cfg(feature = "report")]
+    Soak(SoakArgs),
     /// Print this message or the help of the given command.
     Help {
         /// The command to describe.
@@ -574,6 +618,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
         Command::Health { json, client } => Ok(client.run(ClientCommand::Health { json })),
         Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
+        Command::Kpi {
+            name,
+            values,
+            cyclictest,
+            client,
+        } => Ok(kpi_command(name, &values, cyclictest.as_deref(), &client)),
         #[cfg(feature = "top")]
         Command::Top { client } => Ok(match client.socket() {
             Ok(socket) => cgwarden::top::run(&socket),
@@ -581,6 +631,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }),
         #[cfg(feature = "report")]
         Command::Report(r) => Ok(r.run()),
+        #[cfg(feature = "report")]
+        Command::Soak(a) => Ok(cgwarden::soak::run(&cgwarden::soak::Options {
+            duration: a.duration,
+            load: a.load,
+            out: a.out,
+            policy: a.policy,
+            root: a.root,
+            progress: a.progress,
+        })),
         #[cfg(feature = "report")]
         Command::Replay(r) => Ok(cgwarden::observe::replay::run(
             &cgwarden::observe::replay::Options {
@@ -780,4 +839,52 @@ fn report_missing(plan: &cgwarden::converge::Plan) {
     for w in &plan.warnings {
         eprintln!("cgwarden: warning: {w}");
     }
+}
+
+/// `cgwarden kpi` (issue 26): the values or the cyclictest file, checked
+/// here, sent by `RecordKpi`.
+fn kpi_command(
+    name: Option<String>,
+    values: &[String],
+    cyclictest: Option<&std::path::Path>,
+    client: &ClientArgs,
+) -> u8 {
+    use cgwarden::observe::kpi;
+    let parsed = match cyclictest {
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| format!("{}: {e}", f.display()))
+            .and_then(|t| kpi::parse::cyclictest(&t).map_err(|e| format!("{}: {e}", f.display())))
+            .map(|c| {
+                (
+                    name.unwrap_or_else(|| "cyclictest".into()),
+                    kpi::Unit::Seconds,
+                    c.samples(),
+                    f.display().to_string(),
+                )
+            }),
+        None => kpi::parse_values(values).map(|(u, s)| {
+            (
+                name.unwrap_or_default(),
+                u,
+                s,
+                "the command line".to_string(),
+            )
+        }),
+    };
+    let (name, unit, samples, source) = match parsed.and_then(|p| {
+        kpi::check_name(&p.0)?;
+        Ok(p)
+    }) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cgwarden: error: {e}");
+            return exit::USAGE;
+        }
+    };
+    client.run(ClientCommand::Kpi {
+        name,
+        unit: unit.name().to_string(),
+        samples,
+        source,
+    })
 }

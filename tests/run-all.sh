@@ -61,6 +61,13 @@ if ! python3 -c 'import varlink' 2>/dev/null; then
     python3 -m pip install --quiet varlink 2>/dev/null ||
         python3 -m pip install --quiet --break-system-packages varlink
 fi
+# Issue 26: a real StatsD client library (PyPI `statsd` 4.0.1) sends KPI
+# samples in tests/kpi_fake_root.rs; the test fails without it.
+if ! python3 -c 'import statsd; assert statsd.__version__ == "4.0.1"' 2>/dev/null; then
+    echo "run-all: installing the Python statsd package"
+    python3 -m pip install --quiet statsd==4.0.1 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages statsd==4.0.1
+fi
 # Independent checkers of issue 13's outputs: promtool (Debian's prometheus)
 # for the metrics exposition, tmux for `cgwarden top`, headless chromium for
 # the report page, sqlite3 for the recorder. Their tests fail without them.

@@ -40,6 +40,13 @@ pub(crate) trait DaemonProxy {
     ) -> zlink::Result<Result<wire::ReloadReply, DaemonError>>;
     async fn verify(&mut self) -> zlink::Result<Result<wire::VerifyReply, DaemonError>>;
     async fn health(&mut self) -> zlink::Result<Result<wire::HealthReply, DaemonError>>;
+    async fn record_kpi(
+        &mut self,
+        name: &str,
+        values: &[f64],
+        counts: Option<&[i64]>,
+        unit: Option<&str>,
+    ) -> zlink::Result<Result<wire::RecordKpiReply, DaemonError>>;
     #[zlink(more)]
     async fn subscribe(
         &mut self,
@@ -75,6 +82,14 @@ pub enum Command {
     },
     Events {
         json: bool,
+    },
+    /// Issue 26: `cgwarden kpi`: samples `(value, repeat)` in `unit`.
+    Kpi {
+        name: String,
+        unit: String,
+        samples: Vec<(f64, u64)>,
+        /// Where they came from, for the line printed.
+        source: String,
     },
 }
 
@@ -155,6 +170,30 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
             reason,
             cmd,
         } => boost(conn, knobs, duration, reason, cmd).await,
+        Command::Kpi {
+            name,
+            unit,
+            samples,
+            source,
+        } => {
+            // A histogram may be large: 1000 buckets per call keeps a call
+            // far below the service's 64 KiB message limit.
+            let mut recorded = 0i64;
+            for chunk in samples.chunks(1000) {
+                let values: Vec<f64> = chunk.iter().map(|(v, _)| *v).collect();
+                let counts: Vec<i64> = chunk
+                    .iter()
+                    .map(|(_, n)| i64::try_from(*n).unwrap_or(i64::MAX))
+                    .collect();
+                let r = answer(
+                    conn.record_kpi(&name, &values, Some(&counts), Some(&unit))
+                        .await,
+                )?;
+                recorded = recorded.saturating_add(r.recorded);
+            }
+            crate::outln!("kpi {name}: {recorded} samples recorded ({unit}) from {source}");
+            Ok(exit::OK)
+        }
         Command::Release { handle } => {
             answer(conn.release(handle).await)?;
             crate::outln!("released boost {handle}");

@@ -66,6 +66,13 @@ pub enum Request {
         caller: Caller,
         handle: i64,
     },
+    /// Issue 26: KPI samples, `(value, repeat)` in `unit` (`seconds` or
+    /// `none`, default `none`).
+    RecordKpi {
+        name: String,
+        unit: Option<String>,
+        samples: Vec<(f64, u64)>,
+    },
     /// A control connection closed: its connection-tied boosts end.
     ConnClosed {
         conn: u64,
@@ -83,6 +90,7 @@ pub enum Response {
     Boost(wire::BoostReply),
     Extend(wire::ExtendReply),
     Released,
+    RecordKpi(wire::RecordKpiReply),
     Error(wire::DaemonError),
 }
 
@@ -91,4 +99,30 @@ pub enum Response {
 pub struct Call {
     pub request: Request,
     pub reply: Option<oneshot::Sender<Response>>,
+}
+
+/// Issue 26: `RecordKpi`'s values and optional counts as `(value, repeat)`
+/// pairs; the lengths must agree and counts be ≥ 0.
+pub(crate) fn kpi_samples(
+    values: &[f64],
+    counts: Option<&[i64]>,
+) -> Result<Vec<(f64, u64)>, wire::DaemonError> {
+    let bad = |m: String| wire::DaemonError::InvalidRequest { message: m };
+    match counts {
+        None => Ok(values.iter().map(|v| (*v, 1)).collect()),
+        Some(c) if c.len() != values.len() => Err(bad(format!(
+            "{} counts for {} values: give one count per value, or none",
+            c.len(),
+            values.len()
+        ))),
+        Some(c) => values
+            .iter()
+            .zip(c)
+            .map(|(v, n)| {
+                u64::try_from(*n)
+                    .map(|n| (*v, n))
+                    .map_err(|_| bad(format!("count {n} is negative")))
+            })
+            .collect(),
+    }
 }

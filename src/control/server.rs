@@ -602,6 +602,29 @@ where
         }
     }
 
+    /// Record samples of a KPI (issue 26): `values` in `unit` (`seconds` or `none`, the default); `counts[i]`, when given, repeats `values[i]` (a histogram). Anyone who may connect may record.
+    async fn record_kpi(
+        &mut self,
+        name: String,
+        values: Vec<f64>,
+        counts: Option<Vec<i64>>,
+        unit: Option<String>,
+    ) -> Result<wire::RecordKpiReply, DaemonError> {
+        let samples = super::kpi_samples(&values, counts.as_deref())?;
+        match self
+            .ask(Request::RecordKpi {
+                name,
+                unit,
+                samples,
+            })
+            .await
+        {
+            Response::RecordKpi(r) => Ok(r),
+            Response::Error(e) => Err(e),
+            _ => Err(unexpected()),
+        }
+    }
+
     /// The event stream: rules, writes, claims, reloads (call with `more`).
     #[zlink(more)]
     async fn subscribe(&mut self, more: bool) -> impl Stream<Item = Reply<EventReply>> + Unpin {

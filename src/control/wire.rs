@@ -163,6 +163,13 @@ pub struct ExtendReply {
     pub expires_at: Option<String>,
 }
 
+/// `RecordKpi(...)` (issue 26).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct RecordKpiReply {
+    /// Samples recorded (the sum of `counts`, or the number of values).
+    pub recorded: i64,
+}
+
 /// `ListClaims()`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct ClaimsReply {

@@ -274,6 +274,7 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
+                self.start_kpi_socket(&state_dir, gid); // issue 26, kpisock.rs
                 Some(path)
             }
             Err(e) => {
@@ -319,6 +320,11 @@ impl Daemon {
                 duration,
             } => self.on_extend(&caller, handle, &duration),
             Request::Release { caller, handle } => self.on_release(&caller, handle),
+            Request::RecordKpi {
+                name,
+                unit,
+                samples,
+            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // issue 26, kpisock.rs
             Request::ConnClosed { conn } => {
                 let tied: Vec<u64> = self
                     .control

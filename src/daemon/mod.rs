@@ -23,6 +23,7 @@ pub(crate) mod exec; // issue #5: exec events, placement, presence
 mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
+mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
 pub mod lanes;
 mod memstat; // issue 25: memory telemetry for rules
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
@@ -127,6 +128,8 @@ struct Daemon {
     last_reload_error: Option<String>,
     /// Issue 13: metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
+    /// Issue 26: the KPIs applications report (kpisock.rs).
+    kpi: std::sync::Arc<crate::observe::kpi::Store>,
     /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
     irqwatch: Option<irqwatch::IrqWatch>,
     /// Issue 24: throttle episodes per cpufreq policy.
@@ -577,6 +580,7 @@ impl Daemon {
             loaded_at: SystemTime::now(),
             last_reload_error: None,
             observe: None,
+            kpi: Default::default(),
             irqwatch: None,
             throttle: throttle::ThrottleTracker::default(),
             drift_busy: false,
@@ -605,6 +609,7 @@ impl Daemon {
             || !n.thermal_zones.is_empty()
             || !n.thermal_trips.is_empty()
             || !n.cpufreq.is_empty()
+            || !n.kpi.is_empty() // issue 26
             || n.cooling
             || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
@@ -809,7 +814,8 @@ impl Daemon {
         self.check_groups();
         let now = self.now();
         self.set_asked_ceilings();
-        let snap = self.sampler.sample(now);
+        let mut snap = self.sampler.sample(now);
+        snap.kpi = self.kpi_values(); // issue 26, kpisock.rs
         self.throttle_episodes(&snap.throttled);
         if !snap.throttled.is_empty() {
             // The limits for the metrics: republished only when they change.

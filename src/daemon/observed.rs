@@ -123,6 +123,7 @@ impl Daemon {
             let exposer = http::Exposer {
                 cg: self.cg.clone(),
                 view: view.clone(),
+                kpi: Some(self.kpi_store()), // issue 26
             };
             if let Err(e) = http::start(exposer, ends) {
                 tracing::error!("metrics thread: {e}");
@@ -145,6 +146,7 @@ impl Daemon {
                 view,
                 events: self.control.events.subscribe(),
                 tape: Some(tape.shared()),
+                kpi: Some(self.kpi_store()), // issue 26
             };
             match recorder::start(cfg) {
                 Ok(h) => {

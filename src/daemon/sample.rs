@@ -18,6 +18,8 @@ use std::time::Duration;
 /// One sample of everything the rules need.
 #[derive(Debug, Default)]
 pub struct Snapshot {
+    /// Issue 26: the KPI statistics the rules read (kpisock.rs fills them).
+    pub(crate) kpi: HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64>,
     psi: HashMap<(Target, Resource), Psi>,
     memory_current: HashMap<String, u64>,
     swap_current: HashMap<String, u64>,
@@ -425,5 +427,8 @@ impl Metrics for View<'_> {
     }
     fn memstat(&self, m: &crate::policy::expr::MemMetric) -> Option<f64> {
         self.snap.memstat.get(m).copied()
+    }
+    fn kpi(&self, name: &str, stat: crate::policy::expr::kpi::Stat, w: Duration) -> Option<f64> {
+        self.snap.kpi.get(&(name.to_string(), stat, w)).copied()
     }
 }

@@ -68,6 +68,7 @@ mod history;
 
 use super::rule_state::Time;
 use super::stall::StallKey;
+use crate::policy::expr::kpi::Stat as KpiStat;
 use crate::policy::expr::{
     Avg, Compare, Expr, ExprKind, MemEvent, MemMetric, Metric, Resource, Stall, Target, Threshold,
 };
@@ -134,6 +135,11 @@ pub trait Metrics {
     }
     /// Issue 24: `throttled(POLICY)`; `None` when the policy is unreadable.
     fn throttled(&self, _policy: &str) -> Option<bool> {
+        None
+    }
+    /// Issue 26: a KPI's statistic over the trailing window, in its unit
+    /// (seconds for times); `None` without a sample in the window.
+    fn kpi(&self, _name: &str, _stat: KpiStat, _window: Duration) -> Option<f64> {
         None
     }
 }
@@ -609,6 +615,12 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
                 let v = m.memstat(mm).ok_or(UNAVAILABLE)? as u64;
                 (Size::Bytes(v).cmp_limit(t), Measured::Bytes(v))
             }
+            (Metric::Kpi { name, stat }, Threshold::Kpi { value, window, .. }) => {
+                let w = window.map_or(crate::policy::expr::kpi::DEFAULT_WINDOW, |w| w.get());
+                let v = m.kpi(name, *stat, w).ok_or(UNAVAILABLE)?;
+                let ord = v.partial_cmp(value).ok_or(NOT_A_NUMBER)?;
+                (ord, Measured::Number(v))
+            }
             (Metric::Mem(mm), Threshold::Number(t)) => {
                 let v = m.memstat(mm).ok_or(UNAVAILABLE)?;
                 let ord = v.partial_cmp(t).ok_or(NOT_A_NUMBER)?;
@@ -653,6 +665,8 @@ pub struct Needs {
     pub thermal_trips: BTreeSet<(String, u32)>,
     /// Memory telemetry (issue 25).
     pub memstat: BTreeSet<MemMetric>,
+    /// Issue 26: KPI statistics read, with their windows.
+    pub kpi: BTreeSet<(String, KpiStat, Duration)>,
 }
 
 impl Needs {
@@ -727,6 +741,12 @@ impl Needs {
             }
             Metric::Mem(mm) => {
                 self.memstat.insert(mm.clone());
+            }
+            Metric::Kpi { name, stat } => {
+                if let Threshold::Kpi { window, .. } = &c.value {
+                    let w = window.map_or(crate::policy::expr::kpi::DEFAULT_WINDOW, |w| w.get());
+                    self.kpi.insert((name.clone(), *stat, w));
+                }
             }
         }
     }

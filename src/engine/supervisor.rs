@@ -149,6 +149,7 @@ pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::P
         Metric::PidsCurrent { group: g } => group(&g.value, "pids.current"),
         Metric::Populated { group: g } => group(&g.value, "cgroup.events"),
         Metric::MemoryAvailable => "/proc/meminfo (MemAvailable)".to_string(),
+        Metric::Kpi { name, .. } => format!("KPI {name} (no sample in the window)"),
         Metric::ThermalTemp { zone } => format!(
             "/sys/class/thermal/thermal_zone*/temp (the zone whose type is `{}`)",
             zone.value

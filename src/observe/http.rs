@@ -39,6 +39,8 @@ pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Exposer {
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
+    /// Issue 26: the KPI store (`cgwarden_kpi`).
+    pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
 impl Exposer {
@@ -53,7 +55,11 @@ impl Exposer {
         // The machine's memory telemetry and OOM kills (issue 25).
         let named_system = view.groups.iter().any(|(n, _)| n == "system");
         groups.push(super::sample::system_memory(self.cg.root(), named_system));
-        metrics::render(view, groups, OwnCost::read())
+        let om = metrics::render(view, groups, OwnCost::read());
+        match &self.kpi {
+            Some(k) => super::kpi::expose::splice(om, k, std::time::Instant::now()),
+            None => om,
+        }
     }
 }
 

@@ -707,6 +707,7 @@ pub(crate) fn to_prometheus_text(om: &str) -> String {
                 Some("info") => (format!("{name}_info"), "gauge"),
                 Some("gauge") => (name.to_string(), "gauge"),
                 Some("histogram") => (name.to_string(), "histogram"),
+                Some("summary") => (name.to_string(), "summary"), // issue 26: cgwarden_kpi
                 _ => (name.to_string(), "untyped"),
             };
             out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));

@@ -58,6 +58,8 @@ pub(crate) struct Config {
     pub events: broadcast::Receiver<wire::Event>,
     /// Issue 27: the input tape the event loop fills.
     pub tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
+    /// Issue 26: the KPI store, drained into `kpi` every interval.
+    pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
 /// The running recorder: stop it to record the last interval and `stop`.
@@ -226,6 +228,8 @@ pub(crate) struct Reading {
     pub events: Vec<EventRow>,
     /// Issue 27: the input tape's chunks.
     pub tape: Vec<super::tape::Chunk>,
+    /// Issue 26: each KPI's samples of the interval.
+    pub kpi: Vec<(String, super::kpi::Unit, super::kpi::Hist)>,
 }
 
 impl Reading {
@@ -246,6 +250,7 @@ impl Reading {
             own: OwnCost::read(),
             events,
             tape: Vec::new(),
+            kpi: cfg.kpi.as_ref().map(|k| k.drain()).unwrap_or_default(),
         }
     }
 }
@@ -275,7 +280,8 @@ pub(crate) struct Recorder {
 }
 
 /// The tables with a `ts` column, oldest rows dropped first.
-const TIMED: [&str; 7] = [
+const TIMED: [&str; 8] = [
+    "kpi", // issue 26
     "samples",
     "processes",
     "thermal",
@@ -358,6 +364,7 @@ impl Recorder {
         let keys = &mut self.tape_keys;
         in_transaction(&self.conn, |tx| {
             insert(tx, run, r)?;
+            super::kpi::record::insert(tx, run, r.ts, &r.kpi)?; // issue 26
             super::tape::insert(tx, run, keys, &r.tape)
         })
     }
@@ -376,7 +383,7 @@ impl Recorder {
                 return Ok(());
             }
             let oldest: Option<f64> = self.conn.query_row(
-                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal UNION ALL SELECT min(ts) FROM memstat UNION ALL SELECT min(ts) FROM tape)",
+                "SELECT min(ts) FROM (SELECT min(ts) AS ts FROM samples UNION ALL SELECT min(ts) FROM events UNION ALL SELECT min(ts) FROM daemon UNION ALL SELECT min(ts) FROM processes UNION ALL SELECT min(ts) FROM thermal UNION ALL SELECT min(ts) FROM memstat UNION ALL SELECT min(ts) FROM tape UNION ALL SELECT min(ts) FROM kpi)",
                 [],
                 |row| row.get(0),
             )?;
@@ -625,6 +632,7 @@ mod tests {
                 state: Some("active".into()),
                 ..Default::default()
             }],
+            kpi: Vec::new(),
             tape: Vec::new(),
         }
     }

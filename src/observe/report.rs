@@ -11,10 +11,12 @@
 
 pub mod compare; // issue 26: `report --compare A B`
 mod html;
+mod kpi; // issue 26: loop_p99, fps_stddev, the kpis table
 mod measured; // issue 26: fragmentation, a figure without a criterion
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
+pub(crate) mod window; // issue 26: `cgwarden soak`'s window, judged and rendered
 
 use crate::exit;
 use crate::policy::model::ReportCriteria;
@@ -119,6 +121,8 @@ pub(crate) fn human_value(v: f64, unit: &str) -> String {
             format!("{m:.1} MiB")
         }
         "percent" => format!("{v:.2} %"),
+        "seconds" => format!("{:.3} ms", v * 1e3), // issue 26: loop_p99
+        "number" => format!("{v:.3}"),             // issue 26: fps_stddev
         _ => format!("{v:.0}"),
     }
 }
@@ -126,7 +130,9 @@ pub(crate) fn human_value(v: f64, unit: &str) -> String {
 /// The limit as the criterion states it.
 pub(crate) fn human_limit(v: &verdict::Verdict) -> String {
     match v.id {
-        "memory_full_avg10" => format!("< {}", human_value(v.limit, v.unit)),
+        "memory_full_avg10" | "loop_p99" | "fps_stddev" => {
+            format!("< {}", human_value(v.limit, v.unit))
+        }
         "thermal_throttling" => format!("≤ {:.0} per 72 h", v.limit),
         _ => format!("≤ {}", human_value(v.limit, v.unit)),
     }
@@ -184,6 +190,35 @@ fn to_json(db: &str, d: &query::Data, v: &[verdict::Verdict], passed: bool) -> s
 }
 
 /// Runs `cgwarden report`; returns the exit status.
+/// Every verdict over a window of the database — the recorder's criteria
+/// and the KPIs' (issue 26) — and the KPIs read: what `report` and
+/// `report --compare` both judge with.
+pub(crate) fn judge(
+    db: &Path,
+    d: &query::Data,
+    criteria: &ReportCriteria,
+    from: f64,
+    to: f64,
+) -> (Vec<verdict::Verdict>, kpi::Kpis) {
+    let mut verdicts = verdict::judge(criteria, &d.inputs());
+    let kpis = kpi::read(db, from, to);
+    verdicts.extend(kpi::judge(criteria, &kpis));
+    (verdicts, kpis)
+}
+
+/// The report's JSON: [`to_json`] with the KPIs' table.
+pub(crate) fn json_report(
+    db: &str,
+    d: &query::Data,
+    verdicts: &[verdict::Verdict],
+    kpis: &kpi::Kpis,
+    passed: bool,
+) -> serde_json::Value {
+    let mut v = to_json(db, d, verdicts, passed);
+    v["kpis"] = kpi::json(kpis);
+    v
+}
+
 pub fn run(o: &Options) -> u8 {
     let to = unix(SystemTime::now());
     let from = to - o.since.as_secs_f64();
@@ -214,13 +249,13 @@ pub fn run(o: &Options) -> u8 {
             );
         }
     }
-    let verdicts = verdict::judge(&o.criteria, &d.inputs());
+    let (verdicts, kpis) = judge(&o.db, &d, &o.criteria, from, to);
     let passed = verdict::passed(&verdicts);
     let db = o.db.display().to_string();
     let text = match o.format {
-        Format::Html => html::page(&db, &d, &verdicts, passed),
+        Format::Html => kpi::splice_html(html::page(&db, &d, &verdicts, passed), &kpis),
         Format::Json => {
-            let v = to_json(&db, &d, &verdicts, passed);
+            let v = json_report(&db, &d, &verdicts, &kpis, passed);
             serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
                 + "\n"
         }

@@ -111,3 +111,23 @@ CREATE TABLE IF NOT EXISTS daemon (
     fds         INTEGER
 );
 CREATE INDEX IF NOT EXISTS daemon_ts ON daemon (ts);
+
+-- KPIs from applications (issue 26), one row per name per interval: the
+-- interval's samples as a histogram (blob: LEB128 varints, the zero
+-- bucket's count then (bucket index delta, count) pairs; a bucket index is
+-- an f64's top 16 bits: 11 exponent and 5 mantissa bits) with count, sum,
+-- sum of squares, min and max, so any window merges exactly. unit is
+-- `seconds` (values in seconds) or `none`.
+CREATE TABLE IF NOT EXISTS kpi (
+    ts      REAL NOT NULL,
+    run     INTEGER NOT NULL,
+    name    TEXT NOT NULL,
+    unit    TEXT NOT NULL,
+    count   INTEGER NOT NULL,
+    sum     REAL NOT NULL,
+    sumsq   REAL NOT NULL,
+    min     REAL NOT NULL,
+    max     REAL NOT NULL,
+    buckets BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kpi_ts ON kpi (ts);

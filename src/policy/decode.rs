@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod grants;
 mod groups;
+mod kpi; // issue 26: report.criteria loop_p99, fps_stddev
 mod placement;
 mod rules;
 mod settings;

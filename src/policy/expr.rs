@@ -323,6 +323,9 @@ pub enum Metric {
     /// Memory telemetry (issue 25): vmstat rates, meminfo, zram mm_stat,
     /// the fragmentation index ([`mem`]).
     Mem(MemMetric),
+    /// Issue 26: `kpi.NAME.STAT`, a KPI's statistic over a trailing window
+    /// (the threshold is [`Threshold::Kpi`]).
+    Kpi { name: String, stat: kpi::Stat },
 }
 
 impl Metric {
@@ -345,7 +348,8 @@ impl Metric {
             | Metric::ThermalTrip { .. }
             | Metric::CoolingState { .. }
             | Metric::CpufreqFreq { .. }
-            | Metric::Mem(_) => None,
+            | Metric::Mem(_)
+            | Metric::Kpi { .. } => None,
         }
     }
 }
@@ -382,6 +386,7 @@ impl fmt::Display for Metric {
                 if *limit { "limit" } else { "cur" }
             ),
             Metric::Mem(m) => write!(f, "{m}"),
+            Metric::Kpi { name, stat } => write!(f, "kpi.{name}.{stat}"),
         }
     }
 }
@@ -410,6 +415,14 @@ pub enum Threshold {
     /// A plain non-negative number: a vmstat rate per second, a
     /// fragmentation index (issue 25).
     Number(f64),
+    /// Issue 26: a KPI threshold, `value` in the KPI's unit (seconds for a
+    /// duration, as `text` was written), over `window` (`None`: the
+    /// default, [`kpi::DEFAULT_WINDOW`]).
+    Kpi {
+        value: f64,
+        text: String,
+        window: Option<Duration>,
+    },
 }
 
 impl fmt::Display for Threshold {
@@ -430,6 +443,10 @@ impl fmt::Display for Threshold {
             } => write!(f, "{count}/{window}"),
             Threshold::Temperature(t) => write!(f, "{t}"),
             Threshold::Number(n) => write!(f, "{n}"),
+            Threshold::Kpi { text, window, .. } => match window {
+                Some(w) => write!(f, "{text}/{w}"),
+                None => f.write_str(text),
+            },
         }
     }
 }
@@ -635,7 +652,8 @@ pub use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
-pub mod mem;
+pub mod kpi;
+pub mod mem; // issue 26: kpi.NAME.STAT conditions
 pub use mem::MemMetric;
 pub mod resort;
 pub use resort::KillSpec;

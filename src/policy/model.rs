@@ -105,6 +105,14 @@ pub struct ReportCriteria {
     pub restarts: u64,
     /// Highest PSI memory `full` avg10 allowed, percent. Default 5.
     pub memory_full_avg10: f64,
+    /// Issue 26: the control loop latency's p99 must stay below this. Default 5ms.
+    pub loop_p99: std::time::Duration,
+    /// Issue 26: the KPI judged by `loop_p99` (besides `cyclictest`). Default `loop_latency`.
+    pub loop_kpi: String,
+    /// Issue 26: the frame rate's standard deviation must stay below this. Default 2.
+    pub fps_stddev: f64,
+    /// Issue 26: the KPI judged by `fps_stddev`. Default `fps`.
+    pub fps_kpi: String,
 }
 
 impl Default for ReportCriteria {
@@ -117,6 +125,10 @@ impl Default for ReportCriteria {
             thermal_events_per_72h: 10,
             restarts: 0,
             memory_full_avg10: 5.0,
+            loop_p99: std::time::Duration::from_millis(5),
+            loop_kpi: "loop_latency".into(),
+            fps_stddev: 2.0,
+            fps_kpi: "fps".into(),
         }
     }
 }

@@ -161,9 +161,15 @@ fn from_database(
         Err(query::ReadError::Missing) => return Err("no such file".into()),
         Err(query::ReadError::Unreadable(e)) => return Err(e),
     };
-    let v = verdict::judge(criteria, &d.inputs());
+    let (v, kpis) = super::judge(path, &d, criteria, from, last);
     let passed = verdict::passed(&v);
-    Ok(super::to_json(&path.display().to_string(), &d, &v, passed))
+    Ok(super::json_report(
+        &path.display().to_string(),
+        &d,
+        &v,
+        &kpis,
+        passed,
+    ))
 }
 
 /// One side's value and verdict in a row.

@@ -31,6 +31,8 @@ pub(crate) fn name(id: &str) -> &'static str {
         "restarts" => "Restarts",
         "memory_full_avg10" => "PSI memory full avg10",
         "critical_exits" => "Critical process exits",
+        "loop_p99" => "Control loop latency p99", // issue 26
+        "fps_stddev" => "Frame rate deviation",   // issue 26
         _ => "other",
     }
 }

@@ -270,10 +270,15 @@ impl<'a> Decoder<'a> {
                 "thermal_events",
                 "restarts",
                 "memory_full_avg10",
+                "loop_p99",
+                "loop_kpi",
+                "fps_stddev",
+                "fps_kpi",
             ],
         ) else {
             return c;
         };
+        self.report_kpi(&f, &mut c); // issue 26, decode/kpi.rs
         let count = |d: &mut Self, name: &str| {
             f.get(name)
                 .and_then(|n| d.int(n, &format!("report.criteria.{name}"), 0, i64::MAX))

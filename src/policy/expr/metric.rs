@@ -3,8 +3,8 @@
 //! a window, stall time).
 
 use super::{
-    error, hw, mem, Avg, CmpOp, MemEvent, MemMetric, Metric, ParseError, Resource, Span, Spanned,
-    Stall, Target, Threshold,
+    error, hw, kpi, mem, Avg, CmpOp, MemEvent, MemMetric, Metric, ParseError, Resource, Span,
+    Spanned, Stall, Target, Threshold,
 };
 use crate::knobs::{is_valid_name, suggest};
 use crate::units::{Duration, Percent, Size, Temperature};
@@ -59,6 +59,11 @@ pub(super) fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseErro
     }
     if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
         return Ok(m);
+    }
+    if let Some(m) = kpi::parse(&names) {
+        return m
+            .map(|(name, stat)| Metric::Kpi { name, stat })
+            .map_err(|e| error(start, e));
     }
     if let Some(m) = mem::parse(&names) {
         return m.map(Metric::Mem).map_err(|e| error(start, e));
@@ -204,7 +209,10 @@ pub(super) fn parse_threshold(
         )
     };
     if let Some(slash) = value.find('/') {
-        if !matches!(metric, Metric::PsiStall { .. } | Metric::MemoryEvent { .. }) {
+        if !matches!(
+            metric,
+            Metric::PsiStall { .. } | Metric::MemoryEvent { .. } | Metric::Kpi { .. }
+        ) {
             let (before, window) = value.split_at(slash);
             return Err(error(
                 value_pos.saturating_add(before.chars().count()),
@@ -215,6 +223,22 @@ pub(super) fn parse_threshold(
         }
     }
     match metric {
+        Metric::Kpi { stat, .. } => {
+            let (text, window) = match value.split_once('/') {
+                Some((v, w)) => {
+                    let at = value_pos.saturating_add(v.chars().count() + 1);
+                    let w = kpi::parse_window(w).map_err(|e| error(at, e))?;
+                    (v, Some(Duration(w)))
+                }
+                None => (value, None),
+            };
+            let (v, _) = kpi::parse_value(text, *stat).map_err(|e| error(value_pos, e))?;
+            Ok(Threshold::Kpi {
+                value: v,
+                text: text.to_string(),
+                window,
+            })
+        }
         Metric::PsiAvg { .. } => Percent::parse(value)
             .map(Threshold::Percent)
             .map_err(|_| wrong("a percentage like `10%`")),

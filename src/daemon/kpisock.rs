@@ -1,0 +1,170 @@
+//! Issue 26 (SPEC §7): the inputs of the KPI store
+//! ([`crate::observe::kpi`]) — StatsD lines on the unix datagram socket
+//! `state_dir/kpi.sock`, and varlink `RecordKpi` (answered here for the
+//! event loop).
+//!
+//! Decisions:
+//! - The socket is `SOCK_DGRAM`, mode 0660, group `settings.socket_group`,
+//!   beside the control socket (and only when it is served): whoever may
+//!   use the control socket may report KPIs, nobody else. A datagram
+//!   carries its own boundaries, so a client that dies mid-send leaves
+//!   nothing half-read, and a sender never waits for the daemon beyond the
+//!   socket buffer (a full buffer makes its `send` fail or block, as with
+//!   a StatsD daemon over UDP).
+//! - Its own thread (`cgw-kpi`) with a blocking `recv`: samples go straight
+//!   into the store (one short mutex), never through the event loop, so a
+//!   flood of samples costs the loop nothing.
+//! - Malformed lines (and refused samples) never stop the datagram's other
+//!   lines; each is counted (`cgwarden_kpi_refused_total{reason}`), and the
+//!   reason is logged at most once a minute.
+//! - `RecordKpi` needs no grant: it writes no knob and only adds numbers to
+//!   a bounded store, exactly what anyone who may write to `kpi.sock` can
+//!   do. The socket's mode and group are the authorization.
+
+use super::Daemon;
+use crate::control::{wire, Response};
+use crate::observe::kpi::{parse, Refusal, Store, Unit};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The datagram socket's name in `state_dir`.
+pub(crate) const KPI_SOCKET: &str = "kpi.sock";
+/// The largest datagram read (the rest of a longer one is dropped by the
+/// kernel and the datagram's last line counted as malformed).
+const DATAGRAM: usize = 64 * 1024;
+
+impl Daemon {
+    /// Binds `state_dir/kpi.sock` and starts its thread; logs (never fails
+    /// the daemon) when it cannot.
+    pub(crate) fn start_kpi_socket(&mut self, state_dir: &Path, gid: u32) {
+        let path = state_dir.join(KPI_SOCKET);
+        match bind(&path, gid) {
+            Ok(sock) => {
+                let store = self.kpi.clone();
+                match std::thread::Builder::new()
+                    .name("cgw-kpi".into())
+                    .spawn(move || serve(&sock, &store))
+                {
+                    Ok(_) => tracing::info!(socket = %path.display(), "KPI socket listening"),
+                    Err(e) => tracing::error!("KPI socket thread: {e}"),
+                }
+            }
+            Err(e) => tracing::error!(socket = %path.display(), "KPI socket unavailable: {e}"),
+        }
+    }
+
+    /// `RecordKpi`.
+    pub(crate) fn on_record_kpi(
+        &mut self,
+        name: &str,
+        unit: Option<&str>,
+        samples: &[(f64, u64)],
+    ) -> Response {
+        let unit = match unit.map(Unit::from_name) {
+            None => Unit::None,
+            Some(Some(u)) => u,
+            Some(None) => {
+                self.kpi.refuse(Refusal::Unit);
+                return Response::Error(wire::DaemonError::InvalidRequest {
+                    message: format!(
+                        "unit `{}` is not a KPI unit: `seconds` or `none`",
+                        unit.unwrap_or_default()
+                    ),
+                });
+            }
+        };
+        match self.kpi.record(name, unit, samples, Instant::now()) {
+            Ok(n) => Response::RecordKpi(wire::RecordKpiReply {
+                recorded: i64::try_from(n).unwrap_or(i64::MAX),
+            }),
+            Err((r, message)) => Response::Error(if r == Refusal::Names {
+                wire::DaemonError::Refused { message }
+            } else {
+                wire::DaemonError::InvalidRequest { message }
+            }),
+        }
+    }
+
+    /// The KPI statistics the rules read, now.
+    pub(crate) fn kpi_values(
+        &self,
+    ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
+        let now = Instant::now();
+        self.sampler
+            .needs()
+            .kpi
+            .iter()
+            .filter_map(|(name, stat, w)| {
+                let s = self.kpi.window(name, *w, now)?;
+                Some(((name.clone(), *stat, *w), s.stat(*stat)))
+            })
+            .collect()
+    }
+
+    /// The KPI store (rules, metrics, recorder).
+    pub(crate) fn kpi_store(&self) -> Arc<Store> {
+        self.kpi.clone()
+    }
+}
+
+/// Binds the datagram socket as the control socket is bound: a stale socket
+/// is replaced, anything else at the path is not; 0660, group `gid`.
+fn bind(path: &Path, gid: u32) -> std::io::Result<UnixDatagram> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() || m.is_file() || m.is_dir() => {
+            return Err(std::io::Error::other(format!(
+                "{} exists and is not a socket; refusing to replace it",
+                path.display()
+            )))
+        }
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(_) => {}
+    }
+    let s = UnixDatagram::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
+        .map_err(std::io::Error::from)?;
+    Ok(s)
+}
+
+/// Reads datagrams until the socket fails (the daemon's exit ends it).
+fn serve(sock: &UnixDatagram, store: &Store) {
+    let mut buf = vec![0u8; DATAGRAM];
+    let mut last_warn: Option<Instant> = None;
+    loop {
+        let n = match sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::error!("KPI socket: {e}; no more StatsD samples are read");
+                return;
+            }
+        };
+        let mut warn = |why: &str| {
+            if last_warn.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                last_warn = Some(Instant::now());
+                tracing::warn!(
+                    "KPI socket: {why} (counted in cgwarden_kpi_refused_total; said once a minute)"
+                );
+            }
+        };
+        for line in parse::statsd(buf.get(..n).unwrap_or_default()) {
+            match line {
+                Ok(s) => {
+                    if let Err((_, why)) =
+                        store.record(&s.name, s.unit, &[(s.value, 1)], Instant::now())
+                    {
+                        warn(&why);
+                    }
+                }
+                Err(why) => {
+                    store.refuse(Refusal::Malformed);
+                    warn(&why);
+                }
+            }
+        }
+    }
+}
