@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::policy::expr::parse_expr;
 use proptest::prelude::*;
