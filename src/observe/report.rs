@@ -9,8 +9,10 @@
 //! the database exists but cannot be read, or the output cannot be written.
 //! docs/report.md documents the JSON fields and the definitions.
 
+pub mod compare; // issue 26: `report --compare A B`
 mod html;
 mod kpi; // issue 26: loop_p99, fps_stddev, the kpis table
+mod measured; // issue 26: fragmentation, a figure without a criterion
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
@@ -171,6 +173,7 @@ fn to_json(db: &str, d: &query::Data, v: &[verdict::Verdict], passed: bool) -> s
             "runs": d.runs.len(),
             "events": d.events.len(),
         },
+        "measurements": measured::json(d),
         "passed": passed,
         "criteria": v.iter().map(|v| json!({
             "id": v.id,
