@@ -41,7 +41,21 @@ fn decoder_fields(src: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_field_the_decoder_accepts_is_in_docs_policy_md() {
-    let src = include_str!("../src/policy/decode.rs");
+    // decode.rs and the modules it was split into (issue 21 item 5);
+    // tuning.rs (placement attributes, documented in threads.md) was never
+    // scanned.
+    let src = [
+        include_str!("../src/policy/decode.rs"),
+        include_str!("../src/policy/decode/grants.rs"),
+        include_str!("../src/policy/decode/groups.rs"),
+        include_str!("../src/policy/decode/kpi.rs"),
+        include_str!("../src/policy/decode/placement.rs"),
+        include_str!("../src/policy/decode/rules.rs"),
+        include_str!("../src/policy/decode/settings.rs"),
+        include_str!("../src/policy/decode/system.rs"),
+    ]
+    .concat();
+    let src = src.as_str();
     let doc = include_str!("../docs/policy.md");
     let fields = decoder_fields(src);
     // Sanity: the scan must find the lists it is about (else it proves nothing).

@@ -332,6 +332,37 @@ print("sent")
     let k = kpi(&v, "py.fps");
     assert_eq!(k["count"].as_u64(), Some(60));
     assert!((k["mean"].as_f64().unwrap() - 30.0).abs() < 1e-9, "{k}");
+    // `report --compare` of the database with itself: the KPI rows and the
+    // loop_p99 criterion, read from the recorder (not the report JSON).
+    let dbs = db(&root).to_string_lossy().into_owned();
+    let pol = policy.to_string_lossy().into_owned();
+    let r = support::cgwarden(&[
+        "report",
+        "--compare",
+        &dbs,
+        &dbs,
+        "--format",
+        "json",
+        "--policy",
+        &pol,
+    ]);
+    let c: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r}"));
+    let rows = c["rows"].as_array().unwrap_or_else(|| panic!("{c:#}"));
+    let row = |section: &str, id: &str, subject: &str| {
+        rows.iter()
+            .find(|x| x["section"] == section && x["id"] == id && x["subject"] == subject)
+            .unwrap_or_else(|| panic!("no {section} {id} {subject} in {c:#}"))
+    };
+    let p99 = row("kpi", "py.loop_latency", "p99");
+    assert_eq!(p99["a"]["value"], p99["b"]["value"], "{p99}");
+    assert!(
+        (p99["a"]["value"].as_f64().unwrap() - 0.0024).abs() < 0.0024 / 64.0,
+        "{p99}"
+    );
+    assert_eq!(
+        row("criterion", "loop_p99", "KPI py.loop_latency")["a"]["status"],
+        "pass"
+    );
     d.stop();
 }
 

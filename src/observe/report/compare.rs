@@ -161,15 +161,14 @@ fn from_database(
         Err(query::ReadError::Missing) => return Err("no such file".into()),
         Err(query::ReadError::Unreadable(e)) => return Err(e),
     };
-    let (v, kpis) = super::judge(path, &d, criteria, from, last);
+    let mut v = verdict::judge(criteria, &d.inputs());
+    // Issue 26: the KPI criteria and the `kpis` array, as `report` has them.
+    let kpis = super::kpi::read(path, from, last);
+    v.extend(super::kpi::judge(criteria, &kpis));
     let passed = verdict::passed(&v);
-    Ok(super::json_report(
-        &path.display().to_string(),
-        &d,
-        &v,
-        &kpis,
-        passed,
-    ))
+    let mut j = super::to_json(&path.display().to_string(), &d, &v, passed);
+    j["kpis"] = super::kpi::json(&kpis);
+    Ok(j)
 }
 
 /// One side's value and verdict in a row.

@@ -154,6 +154,29 @@ pub fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// The threshold of a `kpi.NAME.STAT` comparison: `VALUE` or
+/// `VALUE/WINDOW` (the ` over WINDOW` spelling is read by the parser).
+pub(super) fn threshold(
+    stat: Stat,
+    value: &str,
+    value_pos: usize,
+) -> Result<super::Threshold, super::ParseError> {
+    let (text, window) = match value.split_once('/') {
+        Some((v, w)) => {
+            let at = value_pos.saturating_add(v.chars().count() + 1);
+            let w = parse_window(w).map_err(|e| super::error(at, e))?;
+            (v, Some(crate::units::Duration(w)))
+        }
+        None => (value, None),
+    };
+    let (v, _) = parse_value(text, stat).map_err(|e| super::error(value_pos, e))?;
+    Ok(super::Threshold::Kpi {
+        value: v,
+        text: text.to_string(),
+        window,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::policy::expr::{parse_expr, ExprKind, Metric, Threshold};

@@ -3,8 +3,8 @@
 //! a window, stall time).
 
 use super::{
-    error, hw, kpi, mem, Avg, CmpOp, MemEvent, MemMetric, Metric, ParseError, Resource, Span,
-    Spanned, Stall, Target, Threshold,
+    error, hw, mem, Avg, CmpOp, MemEvent, MemMetric, Metric, ParseError, Resource, Span, Spanned,
+    Stall, Target, Threshold,
 };
 use crate::knobs::{is_valid_name, suggest};
 use crate::units::{Duration, Percent, Size, Temperature};
@@ -60,7 +60,7 @@ pub(super) fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseErro
     if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
         return Ok(m);
     }
-    if let Some(m) = kpi::parse(&names) {
+    if let Some(m) = super::kpi::parse(&names) {
         return m
             .map(|(name, stat)| Metric::Kpi { name, stat })
             .map_err(|e| error(start, e));
@@ -223,22 +223,7 @@ pub(super) fn parse_threshold(
         }
     }
     match metric {
-        Metric::Kpi { stat, .. } => {
-            let (text, window) = match value.split_once('/') {
-                Some((v, w)) => {
-                    let at = value_pos.saturating_add(v.chars().count() + 1);
-                    let w = kpi::parse_window(w).map_err(|e| error(at, e))?;
-                    (v, Some(Duration(w)))
-                }
-                None => (value, None),
-            };
-            let (v, _) = kpi::parse_value(text, *stat).map_err(|e| error(value_pos, e))?;
-            Ok(Threshold::Kpi {
-                value: v,
-                text: text.to_string(),
-                window,
-            })
-        }
+        Metric::Kpi { stat, .. } => super::kpi::threshold(*stat, value, value_pos),
         Metric::PsiAvg { .. } => Percent::parse(value)
             .map(Threshold::Percent)
             .map_err(|_| wrong("a percentage like `10%`")),
