@@ -107,15 +107,21 @@ impl ClientArgs {
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// The window: this long before now (e.g. 72h, 30m, 7d).
-    #[arg(long, value_name = "DURATION", default_value = "72h", value_parser = parse_since)]
-    since: std::time::Duration,
+    /// The window: this long before now (default 72h; e.g. 30m, 7d). With
+    /// --compare: the last DURATION of each database's data (default: all).
+    #[arg(long, value_name = "DURATION", value_parser = parse_since)]
+    since: Option<std::time::Duration>,
     /// Write the report here (default: stdout) and print the verdicts.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// html: one self-contained page; json: for CI (fields in docs/report.md).
-    #[arg(long, value_name = "FORMAT", default_value = "html", value_parser = ["html", "json"])]
-    format: String,
+    /// html: one self-contained page; json: for CI (fields in docs/report.md);
+    /// text: --compare's table (its default without --out).
+    #[arg(long, value_name = "FORMAT", value_parser = ["html", "json", "text"])]
+    format: Option<String>,
+    /// Before/after: two recorder databases or report JSONs, side by side
+    /// (issue 26; exit 1 when B fails a criterion).
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    compare: Option<Vec<PathBuf>>,
     /// The policy naming settings.recorder.dir and report.criteria.
     #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
     policy: PathBuf,
@@ -132,14 +138,38 @@ impl ReportArgs {
     fn run(self) -> u8 {
         use cgwarden::observe::report;
         let (db, criteria) = report::locate(self.db.as_deref(), &self.policy, self.root.as_deref());
+        if let Some(ab) = self.compare {
+            use report::compare::Format as F;
+            let Ok([a, b]) = <[PathBuf; 2]>::try_from(ab) else {
+                eprintln!("cgwarden: error: report: --compare takes two files, A and B");
+                return exit::USAGE;
+            };
+            return report::compare::run(&report::compare::Options {
+                a,
+                b,
+                since: self.since,
+                format: match (self.format.as_deref(), &self.out) {
+                    (Some("json"), _) => F::Json,
+                    (Some("html"), _) | (None, Some(_)) => F::Html,
+                    _ => F::Text,
+                },
+                out: self.out,
+                criteria,
+            });
+        }
         report::run(&report::Options {
             db,
-            since: self.since,
+            since: self
+                .since
+                .unwrap_or(std::time::Duration::from_secs(72 * 3600)),
             out: self.out,
-            format: if self.format == "json" {
-                report::Format::Json
-            } else {
-                report::Format::Html
+            format: match self.format.as_deref() {
+                Some("json") => report::Format::Json,
+                Some("text") => {
+                    eprintln!("cgwarden: error: report: --format text is for --compare");
+                    return exit::USAGE;
+                }
+                _ => report::Format::Html,
             },
             criteria,
         })

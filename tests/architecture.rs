@@ -3,7 +3,7 @@
 //! children. A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are
 //! `a::b`); a path `crate::a::b::Item` is an arrow to the longest module
 //! prefix it names. Test modules (`#[cfg(test)] mod tests`, inline or in a
-//! sibling `tests.rs`) are left out: a test may reach anywhere.
+//! sibling `tests.rs` or `*_tests.rs`) are left out: a test may reach anywhere.
 //!
 //! Also the kernel seam: `unsafe` appears only under `src/kernel/`.
 
@@ -32,7 +32,8 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             }
             sources(&p, out);
         } else if p.extension().is_some_and(|x| x == "rs")
-            && p.file_name().is_some_and(|n| n != "tests.rs")
+            && p.file_name()
+                .is_some_and(|n| !n.to_string_lossy().ends_with("tests.rs"))
         {
             out.push(p);
         }

@@ -3,7 +3,8 @@
 # 6.1 under TCG, 2 vCPUs): the idle cost against a 1 s poller, the idle
 # footprint with metrics and the recorder against the 6 MiB target, the exec
 # flood against cgrulesengd and a 100 ms /proc scan; then, on the host, the
-# stripped binary against the 6 MB target. Prints a table at the end.
+# stripped binary against the 6 MB target; and the reaction cost: memory-pressure
+# episodes handled by a PSI-trigger rule against a 1 s poller (startup and per episode). Prints a table at the end.
 # TCG: compare rows of one run, not absolute times.
 #
 #   bash tests/bench-issue29.sh [N=2000] [DEADLINE_MS=3000] [POLL_US=1000] [IDLE_SECS=60]
@@ -28,7 +29,7 @@ echo "$IDLE" >"$extra/cgw/idle_secs"
 bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra" ||
     echo "bench-issue29: cgrulesengd not available; its row is left out" >&2
 log=${CGWARDEN_I29_LOG:-$CACHE/bench-issue29-serial.log}
-CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY="footprint idle flood" CGWARDEN_VM_EXTRA=$extra \
+CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY="footprint idle reaction flood" CGWARDEN_VM_EXTRA=$extra \
     CGWARDEN_VM_SMP=${CGWARDEN_VM_SMP:-2} CGWARDEN_VM_MEM=${CGWARDEN_VM_MEM:-3G} \
     CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-4000} \
     bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
@@ -54,5 +55,6 @@ b | awk -F' *[|] *' -v n="$N" '
     $2 ~ /^cgrulesengd/ { r = "cgrulesengd: " cell() }
     $2 ~ /^100 ms/ { s = "100 ms scan: " cell() }
     END { if (c != "") printf "| exec flood, N=%s | %s | %s; %s |\n", n, c, r, s }'
+b | sed -n 's/^reaction: cgwarden \(.*\); 1 s poller \(.*\)$/| reaction cost | \1 | 1 s poller: \2 |/p'
 echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

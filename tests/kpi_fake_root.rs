@@ -334,3 +334,71 @@ print("sent")
     assert!((k["mean"].as_f64().unwrap() - 30.0).abs() < 1e-9, "{k}");
     d.stop();
 }
+
+/// The daemon's CPU per StatsD datagram (not a check: prints the numbers
+/// docs/kpi.md quotes). `cargo test --release --test kpi_fake_root --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn statsd_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = support::board(dir.path(), POLICY);
+    let d = Daemon::start(&policy, &root, Start::default());
+    let sock_path = root.join("run/cgwarden/kpi.sock");
+    let stat = |pid: u32| -> (f64, u64) {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = s.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        let tick = 100.0; // USER_HZ
+        let cpu = (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / tick;
+        let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let rss = st
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        (cpu, rss)
+    };
+    let prom = root.join("var/lib/node_exporter/cgwarden.prom");
+    let accepted = || -> u64 {
+        std::fs::read_to_string(&prom)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("cgwarden_kpi_samples_total "))
+                    .and_then(|v| v.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let s = UnixDatagram::unbound().unwrap();
+    let mut total = 0u64;
+    for (lines, n) in [(1usize, 200_000u64), (10, 20_000)] {
+        let (cpu0, rss0) = stat(d.pid());
+        let t0 = std::time::Instant::now();
+        for i in 0..n {
+            let dgram: String = (0..lines)
+                .map(|j| {
+                    format!(
+                        "bench{}:{}|ms\n",
+                        (i as usize + j) % 8,
+                        1.0 + (i % 1000) as f64 / 100.0
+                    )
+                })
+                .collect();
+            s.send_to(dgram.as_bytes(), &sock_path).unwrap();
+        }
+        total += n * lines as u64;
+        d.wait_for("every sample counted", Duration::from_secs(120), || {
+            accepted() >= total
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        let (cpu1, rss1) = stat(d.pid());
+        println!(
+            "{lines} line(s) per datagram: {n} datagrams in {secs:.2} s = {:.0}/s ({:.0} samples/s); daemon CPU {:.2} s = {:.1} µs per datagram; RSS {rss0} -> {rss1} KiB",
+            n as f64 / secs,
+            (n * lines as u64) as f64 / secs,
+            cpu1 - cpu0,
+            (cpu1 - cpu0) / n as f64 * 1e6
+        );
+    }
+    d.stop();
+}

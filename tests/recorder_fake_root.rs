@@ -22,6 +22,7 @@ settings:
   recorder:
     dir: /var/lib/cgwarden
     interval: 1s
+  critical: ["npu-*"]
 groups:
   inference:
     memory: { high: 100M, max: 1G }
@@ -53,6 +54,22 @@ fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
     std::fs::create_dir_all(&p).unwrap();
     std::fs::write(p.join("comm"), "camd\n").unwrap();
     std::fs::write(p.join("status"), "Name:\tcamd\nVmRSS:\t   2048 kB\n").unwrap();
+    // Issue 26: PSS from smaps_rollup, for the named process and a
+    // settings.critical one (the latter not named in report.criteria).
+    std::fs::write(
+        p.join("smaps_rollup"),
+        cgwarden::kernel::fake_tree::smaps_rollup_text(2048, 1536),
+    )
+    .unwrap();
+    let p = root.join("proc/4243");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join("comm"), "npu-infer\n").unwrap();
+    std::fs::write(p.join("status"), "Name:\tnpu-infer\nVmRSS:\t   4096 kB\n").unwrap();
+    std::fs::write(
+        p.join("smaps_rollup"),
+        cgwarden::kernel::fake_tree::smaps_rollup_text(4096, 3000),
+    )
+    .unwrap();
     let z = root.join("sys/class/thermal/thermal_zone0");
     std::fs::create_dir_all(&z).unwrap();
     for (f, v) in [
@@ -209,6 +226,18 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
     assert!(write >= 1, "the write is recorded");
     let rss: i64 = one(&c, "SELECT rss FROM processes WHERE comm = 'camd' LIMIT 1");
     assert_eq!(rss, 2048 * 1024);
+    // Issue 26: PSS of the named and the critical process (the first
+    // interval of every run reads it).
+    let pss: i64 = one(&c, "SELECT max(pss) FROM processes WHERE comm = 'camd'");
+    assert_eq!(pss, 1536 * 1024);
+    let (rss, pss): (i64, i64) = c
+        .query_row(
+            "SELECT rss, max(pss) FROM processes WHERE comm = 'npu-infer'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rss, pss), (4096 * 1024, 3000 * 1024));
     let (temp, trip): (i64, i64) = c
         .query_row("SELECT temp, trip FROM thermal LIMIT 1", [], |r| {
             Ok((r.get(0)?, r.get(1)?))

@@ -125,8 +125,13 @@ fn soak_db(path: &Path) -> (Connection, f64) {
             .unwrap();
         }
         tx.execute(
-            "INSERT INTO processes VALUES (?1, 1, 'camera_pipeline', 900, ?2)",
-            params![ts, (4.2e8 + 1e7 * daily) as i64],
+            "INSERT INTO processes (ts, run, comm, pid, rss, pss) \
+             VALUES (?1, 1, 'camera_pipeline', 900, ?2, ?3)",
+            params![
+                ts,
+                (4.2e8 + 1e7 * daily) as i64,
+                (2.5e8 + 1e7 * daily) as i64
+            ],
         )
         .unwrap();
         tx.execute(

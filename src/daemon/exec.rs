@@ -37,154 +37,14 @@ use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::wait::EventFd;
 use crate::kernel::{procfs, Root};
 use crate::policy::model::Policy;
-use std::collections::{BTreeMap, HashSet};
+pub(crate) use crate::stats::ExecCounters as Counters;
+use std::collections::HashSet;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-
-/// Counters for status and metrics.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Processes moved, per group (exec path and scans; descendants included).
-    pub placed: Mutex<BTreeMap<String, u64>>,
-    /// Processes a safety-net rescan had to move (exec events missed them).
-    pub misses: AtomicU64,
-    /// Socket overruns (ENOBUFS / NLMSG_OVERRUN).
-    pub overruns: AtomicU64,
-    /// Per-CPU sequence gaps seen (events lost without an overrun).
-    pub gaps: AtomicU64,
-    /// EXEC and COMM events handled.
-    pub events: AtomicU64,
-    /// Moves or sched changes the kernel refused.
-    pub refused: AtomicU64,
-    /// Full /proc scans done.
-    pub scans: AtomicU64,
-    /// Processes that exited (or whose pid was reused) between the /proc
-    /// reads and the move or sched change: nothing was done to them.
-    pub gone: AtomicU64,
-    /// Exec event received → process moved (exec path only).
-    pub to_placed: Latency,
-    /// Of that, the placement itself: /proc reads, the `cgroup.procs`
-    /// write (where the kernel may wait for an RCU grace period), sched —
-    /// per process, its share of its batch's time.
-    pub placing: Latency,
-}
-
-/// Upper bounds of the latency buckets, in µs (the last is open).
-const BUCKETS_US: [u64; 17] = [
-    50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 7_500, 10_000, 15_000, 20_000,
-    30_000, 50_000,
-];
-
-/// A fixed-bucket latency histogram: lock-free, no allocation.
-#[derive(Debug, Default)]
-pub struct Latency {
-    buckets: [AtomicU64; BUCKETS_US.len() + 1],
-    max_us: AtomicU64,
-    /// Sum of all samples (the metrics' histogram `_sum`, issue 13).
-    sum_us: AtomicU64,
-}
-
-impl Latency {
-    pub fn record(&self, d: std::time::Duration) {
-        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let i = BUCKETS_US
-            .iter()
-            .position(|&b| us <= b)
-            .unwrap_or(BUCKETS_US.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.max_us.fetch_max(us, Ordering::Relaxed);
-        self.sum_us.fetch_add(us, Ordering::Relaxed);
-    }
-
-    /// (sum in seconds, count, per-bucket (upper bound in seconds, count)
-    /// with `f64::MAX` for the open bucket), for the metrics (issue 13).
-    pub fn histogram(&self) -> (f64, u64, Vec<(f64, u64)>) {
-        let out: Vec<(f64, u64)> = self
-            .buckets
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let bound = BUCKETS_US.get(i).map_or(f64::MAX, |us| *us as f64 / 1e6);
-                (bound, b.load(Ordering::Relaxed))
-            })
-            .collect();
-        let n = out.iter().map(|(_, c)| c).sum();
-        (self.sum_us.load(Ordering::Relaxed) as f64 / 1e6, n, out)
-    }
-
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
-    }
-
-    /// The bucket bound at or under which `q` (0..1) of the samples fall,
-    /// in µs; `None` without samples; the max for the open bucket.
-    pub fn quantile_us(&self, q: f64) -> Option<u64> {
-        let n = self.count();
-        if n == 0 {
-            return None;
-        }
-        let want = ((n as f64) * q).ceil().max(1.0) as u64;
-        let mut acc = 0;
-        for (i, b) in self.buckets.iter().enumerate() {
-            acc += b.load(Ordering::Relaxed);
-            if acc >= want {
-                return Some(
-                    BUCKETS_US
-                        .get(i)
-                        .copied()
-                        .unwrap_or_else(|| self.max_us.load(Ordering::Relaxed)),
-                );
-            }
-        }
-        Some(self.max_us.load(Ordering::Relaxed))
-    }
-
-    /// `n=…, p50≤…ms p90≤…ms p99≤…ms max …ms`.
-    pub fn summary(&self) -> String {
-        let ms = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1000.0);
-        format!(
-            "n={} p50≤{}ms p90≤{}ms p99≤{}ms max {}ms",
-            self.count(),
-            ms(self.quantile_us(0.5)),
-            ms(self.quantile_us(0.9)),
-            ms(self.quantile_us(0.99)),
-            ms(Some(self.max_us.load(Ordering::Relaxed)))
-        )
-    }
-}
-
-impl Counters {
-    pub(super) fn placed_in(&self, group: &str, n: u64) {
-        if n == 0 {
-            return;
-        }
-        let mut m = self.placed.lock().unwrap_or_else(|e| e.into_inner());
-        *m.entry(group.to_string()).or_default() += n;
-    }
-
-    /// One line for logs.
-    pub fn summary(&self) -> String {
-        let placed = self.placed.lock().unwrap_or_else(|e| e.into_inner());
-        format!(
-            "placed {:?}, misses {}, overruns {}, gaps {}, events {}, refused {}, scans {}, \
-             gone {}; exec→placed {}; placing {}",
-            *placed,
-            self.misses.load(Ordering::Relaxed),
-            self.overruns.load(Ordering::Relaxed),
-            self.gaps.load(Ordering::Relaxed),
-            self.events.load(Ordering::Relaxed),
-            self.refused.load(Ordering::Relaxed),
-            self.scans.load(Ordering::Relaxed),
-            self.gone.load(Ordering::Relaxed),
-            self.to_placed.summary(),
-            self.placing.summary(),
-        )
-    }
-}
 
 /// State shared by the exec thread, the event loop and the sampler.
 #[derive(Debug)]
@@ -192,7 +52,7 @@ pub struct Shared {
     pub presence: Mutex<Presence>,
     /// True while exec events drive presence and placement; false: scan each tick.
     pub events_live: AtomicBool,
-    pub counters: Counters,
+    pub(crate) counters: Arc<Counters>,
     /// Critical exits, kills, freezes (issue 25).
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
 }
@@ -202,13 +62,21 @@ impl Shared {
         Arc::new(Shared {
             presence: Mutex::new(presence),
             events_live: AtomicBool::new(false),
-            counters: Counters::default(),
+            counters: Default::default(),
             last_resort: Default::default(),
         })
     }
 
     pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
         self.presence.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the metrics read: the counters and the last-resort actions'.
+    pub(crate) fn stats(&self) -> crate::stats::ExecStats {
+        crate::stats::ExecStats {
+            counters: self.counters.clone(),
+            last_resort: self.last_resort.clone(),
+        }
     }
 
     pub fn events_live(&self) -> bool {
@@ -885,28 +753,6 @@ fn fail(shared: &Shared, wake: &mpsc::Sender<Wake>, what: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latency_quantiles_come_from_the_buckets() {
-        let l = Latency::default();
-        assert_eq!(l.quantile_us(0.5), None);
-        for _ in 0..98 {
-            l.record(Duration::from_micros(80));
-        }
-        l.record(Duration::from_millis(4));
-        l.record(Duration::from_millis(90));
-        assert_eq!(l.count(), 100);
-        assert_eq!(l.quantile_us(0.5), Some(100));
-        assert_eq!(l.quantile_us(0.98), Some(100));
-        assert_eq!(l.quantile_us(0.99), Some(5_000));
-        // The open bucket reports the max seen.
-        assert_eq!(l.quantile_us(1.0), Some(90_000));
-        assert!(
-            l.summary().starts_with("n=100 p50≤0.1ms"),
-            "{}",
-            l.summary()
-        );
-    }
 
     /// The exec thread's batch handling on a fake tree: each exec'd pid is
     /// placed once however many events name it, a renamed main thread is

@@ -140,6 +140,7 @@ impl Daemon {
                 settings: s,
                 path: path.clone(),
                 criteria: self.policy.report.clone(),
+                critical: self.policy.settings.critical.clone(),
                 root: root.clone(),
                 cg: self.cg.clone(),
                 view,
@@ -250,7 +251,7 @@ impl Daemon {
             rules,
             knobs,
             claims_live,
-            exec: self.exec.as_ref().map(|x| x.shared.clone()),
+            exec: self.exec.as_ref().map(|x| x.shared.stats()),
             hooks: self
                 .hooks
                 .counters()

@@ -220,6 +220,15 @@ impl FakeTree {
         Ok(())
     }
 
+    /// `proc/PID/smaps_rollup` as a 6.x kernel prints it (issue 26), with
+    /// `Rss:` and `Pss:` set (KiB); the other lines are a real process's.
+    pub fn set_smaps_rollup(&self, pid: i32, rss_kib: u64, pss_kib: u64) -> io::Result<()> {
+        self.file(
+            &format!("proc/{pid}/smaps_rollup"),
+            &smaps_rollup_text(rss_kib, pss_kib),
+        )
+    }
+
     /// A process renames itself (`prctl(PR_SET_NAME)` on its main thread):
     /// the kernel shows the new name in `comm`, `stat`'s second field and
     /// `status`'s `Name:` alike.
@@ -271,6 +280,8 @@ impl FakeTree {
             std::os::unix::fs::symlink(exe, link)?;
         }
         self.file(&format!("{d}/oom_score_adj"), "0")?;
+        // Issue 26: PSS for the recorder (a small process's figures).
+        self.file(&format!("{d}/smaps_rollup"), &smaps_rollup_text(1756, 280))?;
         // Each thread as the kernel shows it: comm (the process's until it
         // renames itself), stat (nice 0), status (affinity), cgroup.
         for t in &p.threads {
@@ -292,4 +303,36 @@ impl FakeTree {
         }
         Ok(())
     }
+}
+
+/// `/proc/PID/smaps_rollup` text with `Rss:` and `Pss:` set (KiB): the
+/// layout and the other values are what a 6.8 kernel printed for a shell's
+/// `cat` (`cat /proc/self/smaps_rollup`).
+pub fn smaps_rollup_text(rss_kib: u64, pss_kib: u64) -> String {
+    format!(
+        "559bcf987000-7fff3ffd6000 ---p 00000000 00:00 0                          [rollup]
+Rss:            {rss_kib:>8} kB
+Pss:            {pss_kib:>8} kB
+Pss_Dirty:           112 kB
+Pss_Anon:            112 kB
+Pss_File:            168 kB
+Pss_Shmem:             0 kB
+Shared_Clean:       1604 kB
+Shared_Dirty:          0 kB
+Private_Clean:        40 kB
+Private_Dirty:       112 kB
+Referenced:         1756 kB
+Anonymous:           112 kB
+KSM:                   0 kB
+LazyFree:              0 kB
+AnonHugePages:         0 kB
+ShmemPmdMapped:        0 kB
+FilePmdMapped:         0 kB
+Shared_Hugetlb:        0 kB
+Private_Hugetlb:       0 kB
+Swap:                  0 kB
+SwapPss:               0 kB
+Locked:                0 kB
+"
+    )
 }

@@ -289,6 +289,35 @@ pub fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
         .and_then(|kib| kib.checked_mul(1024)))
 }
 
+/// `/proc/PID/smaps_rollup` is ~25 lines (~800 bytes) on 5.x/6.x kernels.
+pub const SMAPS_ROLLUP_MAX: usize = 4 * 1024;
+
+/// `Pss:` of `pid` in bytes (`/proc/PID/smaps_rollup`, Linux ≥ 4.14, issue
+/// 26): its resident pages, each shared one divided by its sharers.
+/// `Ok(None)` if the process vanished, the file is absent (an older kernel)
+/// or has no `Pss:` line (a kernel thread's is empty).
+///
+/// The read is capped in size, not in time: the kernel walks the process's
+/// page tables to produce it, so its cost grows with the resident set
+/// (measured on the x86-64 CI host: ~80 µs for `sleep`, ~50 ms for a
+/// 2.5 GiB process with 2 100 mappings). Callers sample it sparingly.
+pub fn pss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
+    let text = match read_capped_text(root, &proc_dir(pid).join("smaps_rollup"), SMAPS_ROLLUP_MAX) {
+        Ok(t) => t,
+        Err(e) if e.is_gone() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(parse_pss(&text))
+}
+
+/// The `Pss:` line of smaps_rollup text, in bytes.
+pub fn parse_pss(text: &str) -> Option<u64> {
+    status_field(text, "Pss")
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|kib| kib.checked_mul(1024))
+}
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`), trimmed.
 pub fn boot_id(root: &Root) -> Result<String> {
     root.read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
@@ -843,5 +872,21 @@ mod tests {
         assert_eq!(s.field(2), None);
         assert_eq!(s.field(99), None);
         assert_eq!(s.is_kernel_thread(), None);
+    }
+
+    #[test]
+    fn pss_from_smaps_rollup_as_the_kernel_prints_it() {
+        let t = TempDir::new().unwrap();
+        let r = Root::fake(t.path());
+        fs::create_dir_all(t.path().join("proc/7")).unwrap();
+        let text = crate::kernel::fake_tree::smaps_rollup_text(1756, 280);
+        fs::write(t.path().join("proc/7/smaps_rollup"), text).unwrap();
+        assert_eq!(pss_bytes(&r, 7).unwrap(), Some(280 * 1024));
+        // Vanished process, kernel thread (empty file), junk: None.
+        assert_eq!(pss_bytes(&r, 8).unwrap(), None);
+        fs::write(t.path().join("proc/7/smaps_rollup"), "").unwrap();
+        assert_eq!(pss_bytes(&r, 7).unwrap(), None);
+        assert_eq!(parse_pss("Pss: lots kB\n"), None);
+        assert_eq!(parse_pss("Rss: 5 kB\nPss_Anon: 9 kB\n"), None);
     }
 }

@@ -497,6 +497,9 @@ impl Store {
         if let Err(e) = check_name(name) {
             return refuse(Refusal::Name, e);
         }
+        if samples.iter().all(|(_, n)| *n == 0) {
+            return refuse(Refusal::Value, format!("{name}: no sample given"));
+        }
         if let Some(e) = samples.iter().find_map(|(v, _)| check_value(*v).err()) {
             return refuse(Refusal::Value, format!("{name}: {e}"));
         }

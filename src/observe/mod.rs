@@ -9,6 +9,7 @@ pub(crate) mod http; // issue 13 item 1: GET /metrics and the textfile, on cgw-m
 pub mod kpi; // issue 26: KPIs from applications (store, StatsD and cyclictest parsers)
 pub(crate) mod memstat; // issue 25: memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // issue 13 item 1: the OpenMetrics exposition
+pub(crate) mod procmem; // issue 26: RSS and PSS of the judged processes, for the recorder
 pub(crate) mod recorder; // issue 13 item 2: the SQLite flight recorder, on cgw-recorder
 #[cfg(feature = "report")]
 pub mod replay; // issue 27: `cgwarden replay`, the engine over the tape

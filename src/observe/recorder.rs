@@ -50,6 +50,8 @@ pub(crate) struct Config {
     /// Host path of the database.
     pub path: PathBuf,
     pub criteria: ReportCriteria,
+    /// `settings.critical` (issue 26: their memory is recorded too).
+    pub critical: Vec<String>,
     pub root: Root,
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
@@ -101,6 +103,8 @@ pub(crate) fn start(cfg: Config) -> Result<Handle, String> {
 fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) {
     let every = cfg.settings.interval;
     let mut next = Instant::now() + every;
+    let procs = super::procmem::Selection::new(&cfg.criteria.processes, &cfg.critical);
+    let mut pss_at: Option<Instant> = None;
     loop {
         let stopping = match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
@@ -123,7 +127,13 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
                 format!("{lost} evaluations not taped (the recorder fell behind)"),
             ));
         }
+        // Issue 26: PSS at most once per PSS_EVERY (its read walks page tables).
+        let pss_due = pss_at.is_none_or(|t| t.elapsed() >= super::procmem::PSS_EVERY);
+        if pss_due {
+            pss_at = Some(Instant::now());
+        }
         let mut reading = Reading::take(&cfg, events);
+        reading.processes = super::procmem::read(&cfg.root, &procs, pss_due);
         reading.tape = tape;
         if let Err(e) = rec.record(&reading) {
             tracing::warn!(db = %cfg.path.display(), "recorder: {e}");
@@ -210,8 +220,8 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
 pub(crate) struct Reading {
     pub ts: f64,
     pub groups: Vec<GroupSample>,
-    /// (comm, pid, rss bytes)
-    pub processes: Vec<(String, i32, u64)>,
+    /// Issue 26: RSS and (some intervals) PSS per selected process.
+    pub processes: Vec<super::procmem::ProcRow>,
     /// (zone type, temp m°C, lowest passive/hot trip m°C)
     pub thermal: Vec<(String, i64, Option<i64>)>,
     pub own: OwnCost,
@@ -235,7 +245,7 @@ impl Reading {
         Reading {
             ts: unix_seconds(SystemTime::now()),
             groups,
-            processes: processes(&cfg.root, &cfg.criteria.processes),
+            processes: Vec::new(), // read by `run`, which knows when PSS is due
             thermal: zones(&cfg.root, &cfg.criteria.thermal_zones),
             own: OwnCost::read(),
             events,
@@ -243,26 +253,6 @@ impl Reading {
             kpi: cfg.kpi.as_ref().map(|k| k.drain()).unwrap_or_default(),
         }
     }
-}
-
-/// The RSS of every process whose comm is one of `names`.
-fn processes(root: &Root, names: &[String]) -> Vec<(String, i32, u64)> {
-    if names.is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for pid in procfs::pids(root).unwrap_or_default() {
-        let Ok(Some(comm)) = procfs::comm(root, pid) else {
-            continue;
-        };
-        if !names.contains(&comm) {
-            continue;
-        }
-        if let Ok(Some(rss)) = procfs::rss_bytes(root, pid) {
-            out.push((comm, pid, rss));
-        }
-    }
-    out
 }
 
 /// The temperature and lowest trip point of every zone whose type is named.
@@ -331,6 +321,7 @@ impl Recorder {
             (wal_limit as i64 / page.max(512)).max(16),
         )?;
         conn.execute_batch(super::SCHEMA)?;
+        add_pss_column(&conn)?;
         conn.execute_batch(super::tape::SCHEMA)?;
         let now = unix_seconds(SystemTime::now());
         conn.execute(
@@ -452,6 +443,20 @@ fn in_transaction(
     }
 }
 
+/// Issue 26: a database created before `processes.pss` gets the column
+/// (NULL in its old rows; the report reads either).
+fn add_pss_column(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('processes') WHERE name = 'pss'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has {
+        conn.execute_batch("ALTER TABLE processes ADD COLUMN pss INTEGER")?;
+    }
+    Ok(())
+}
+
 /// The WAL's share of `max_size`.
 fn wal_limit(max_size: u64) -> u64 {
     (max_size / 16).max(64 * 1024)
@@ -532,10 +537,17 @@ fn insert(tx: &Connection, run: i64, r: &Reading) -> rusqlite::Result<()> {
         st.execute(params![r.ts, run, name, value])?;
     }
     let mut st = tx.prepare_cached(
-        "INSERT INTO processes (ts, run, comm, pid, rss) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO processes (ts, run, comm, pid, rss, pss) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    for (comm, pid, rss) in &r.processes {
-        st.execute(params![r.ts, run, comm, pid, int(Some(*rss))])?;
+    for p in &r.processes {
+        st.execute(params![
+            r.ts,
+            run,
+            p.comm,
+            p.pid,
+            int(Some(p.rss)),
+            int(p.pss)
+        ])?;
     }
     let mut st = tx.prepare_cached(
         "INSERT INTO thermal (ts, run, zone, temp, trip) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -601,7 +613,12 @@ mod tests {
         Reading {
             ts,
             groups: gs,
-            processes: vec![("camd".into(), 42, 10 << 20)],
+            processes: vec![super::super::procmem::ProcRow {
+                comm: "camd".into(),
+                pid: 42,
+                rss: 10 << 20,
+                pss: Some(6 << 20),
+            }],
             thermal: vec![("cpu-thermal".into(), 45000, Some(95000))],
             own: OwnCost {
                 rss_bytes: Some(8 << 20),
@@ -660,6 +677,35 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_database_from_before_pss_gets_the_column_and_keeps_its_rows() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join(DB_NAME);
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE processes (ts REAL NOT NULL, run INTEGER NOT NULL, comm TEXT NOT NULL, pid INTEGER NOT NULL, rss INTEGER NOT NULL);
+                 INSERT INTO processes VALUES (1.0, 1, 'camd', 42, 1024);",
+            )
+            .unwrap();
+        }
+        let s = settings(t.path(), 64 << 20);
+        let mut rec = open(t.path(), &s);
+        rec.record(&reading(1000.0, 1)).unwrap();
+        let rows: Vec<(i64, Option<i64>)> = rec
+            .conn
+            .prepare("SELECT rss, pss FROM processes ORDER BY ts")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows, vec![(1024, None), (10 << 20, Some(6 << 20))]);
+        // Opening again (the column is there now) changes nothing.
+        drop(rec);
+        let _again = open(t.path(), &s);
     }
 
     #[test]

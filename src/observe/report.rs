@@ -9,8 +9,10 @@
 //! the database exists but cannot be read, or the output cannot be written.
 //! docs/report.md documents the JSON fields and the definitions.
 
+pub mod compare; // issue 26: `report --compare A B`
 mod html;
 mod kpi; // issue 26: loop_p99, fps_stddev, the kpis table
+mod measured; // issue 26: fragmentation, a figure without a criterion
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
@@ -172,6 +174,7 @@ fn to_json(db: &str, d: &query::Data, v: &[verdict::Verdict], passed: bool) -> s
             "runs": d.runs.len(),
             "events": d.events.len(),
         },
+        "measurements": measured::json(d),
         "passed": passed,
         "criteria": v.iter().map(|v| json!({
             "id": v.id,
@@ -187,6 +190,35 @@ fn to_json(db: &str, d: &query::Data, v: &[verdict::Verdict], passed: bool) -> s
 }
 
 /// Runs `cgwarden report`; returns the exit status.
+/// Every verdict over a window of the database — the recorder's criteria
+/// and the KPIs' (issue 26) — and the KPIs read: what `report` and
+/// `report --compare` both judge with.
+pub(crate) fn judge(
+    db: &Path,
+    d: &query::Data,
+    criteria: &ReportCriteria,
+    from: f64,
+    to: f64,
+) -> (Vec<verdict::Verdict>, kpi::Kpis) {
+    let mut verdicts = verdict::judge(criteria, &d.inputs());
+    let kpis = kpi::read(db, from, to);
+    verdicts.extend(kpi::judge(criteria, &kpis));
+    (verdicts, kpis)
+}
+
+/// The report's JSON: [`to_json`] with the KPIs' table.
+pub(crate) fn json_report(
+    db: &str,
+    d: &query::Data,
+    verdicts: &[verdict::Verdict],
+    kpis: &kpi::Kpis,
+    passed: bool,
+) -> serde_json::Value {
+    let mut v = to_json(db, d, verdicts, passed);
+    v["kpis"] = kpi::json(kpis);
+    v
+}
+
 pub fn run(o: &Options) -> u8 {
     let to = unix(SystemTime::now());
     let from = to - o.since.as_secs_f64();
@@ -217,16 +249,13 @@ pub fn run(o: &Options) -> u8 {
             );
         }
     }
-    let mut verdicts = verdict::judge(&o.criteria, &d.inputs());
-    let kpis = kpi::read(&o.db, from, to); // issue 26
-    verdicts.extend(kpi::judge(&o.criteria, &kpis));
+    let (verdicts, kpis) = judge(&o.db, &d, &o.criteria, from, to);
     let passed = verdict::passed(&verdicts);
     let db = o.db.display().to_string();
     let text = match o.format {
         Format::Html => kpi::splice_html(html::page(&db, &d, &verdicts, passed), &kpis),
         Format::Json => {
-            let mut v = to_json(&db, &d, &verdicts, passed);
-            v["kpis"] = kpi::json(&kpis); // issue 26
+            let v = json_report(&db, &d, &verdicts, &kpis, passed);
             serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
                 + "\n"
         }

@@ -50,13 +50,15 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts);
 
--- RSS of the processes named in report.criteria.processes, per interval.
+-- RSS of the processes named in report.criteria.processes or matching
+-- settings.critical, per interval; PSS at most once a minute (issue 26).
 CREATE TABLE IF NOT EXISTS processes (
     ts   REAL NOT NULL,
     run  INTEGER NOT NULL,
     comm TEXT NOT NULL,
     pid  INTEGER NOT NULL,
-    rss  INTEGER NOT NULL            -- bytes (VmRSS)
+    rss  INTEGER NOT NULL,           -- bytes (VmRSS)
+    pss  INTEGER                     -- bytes (smaps_rollup Pss:); NULL: not read
 );
 CREATE INDEX IF NOT EXISTS processes_ts ON processes (ts);
 

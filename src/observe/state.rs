@@ -18,7 +18,7 @@
 //! counters of a rule or knob a reload removed are dropped with it, so
 //! memory stays bounded however long the daemon runs.
 
-use crate::daemon::exec;
+use crate::stats::ExecStats;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -74,7 +74,7 @@ pub(crate) struct EngineView {
     pub reload_ok: bool,
     /// Unix time of the last successful (re)load.
     pub reload_success: f64,
-    pub exec: Option<Arc<exec::Shared>>,
+    pub exec: Option<ExecStats>,
     pub hooks: Vec<HookView>,
     /// Issue 24: throttle episodes per cpufreq policy.
     pub throttle_episodes: BTreeMap<String, u64>,

@@ -120,8 +120,13 @@ fn store_caps_names_and_units() {
         s.record("k1", Unit::None, &[(-1.0, 1)], t0).unwrap_err().0,
         Refusal::Value
     );
+    // Nothing to record takes no name.
+    assert_eq!(
+        s.record("k2", Unit::None, &[], t0).unwrap_err().0,
+        Refusal::Value
+    );
     let refused: Vec<u64> = s.refused().iter().map(|(_, n)| *n).collect();
-    assert_eq!(refused, vec![1, 1, 1, 1, 0]);
+    assert_eq!(refused, vec![1, 1, 2, 1, 0]);
     assert_eq!(s.accepted(), MAX_NAMES as u64 + 5);
 }
 

@@ -196,23 +196,36 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
         ));
     }
     if !d.processes.is_empty() {
-        o.push_str("<h2>Processes (RSS)</h2>");
+        o.push_str("<h2>Processes (RSS, PSS dashed)</h2>");
         let palette = [
             "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
         ];
-        let series: Vec<Series> = d
+        // Issue 26: each comm's PSS (when recorded) dashed in its RSS colour.
+        let pss_labels: Vec<String> = d.processes.keys().map(|c| format!("{c} PSS")).collect();
+        let mut series: Vec<Series> = Vec::new();
+        for (((comm, pts), c), pss_label) in d
             .processes
             .iter()
             .zip(palette.iter().cycle())
-            .map(|((comm, pts), c)| Series {
+            .zip(&pss_labels)
+        {
+            series.push(Series {
                 label: comm,
                 color: c,
                 dashed: false,
                 points: pts.iter().map(|p| (p.ts, p.v)).collect(),
-            })
-            .collect();
+            });
+            if let Some(pss) = d.pss.get(comm) {
+                series.push(Series {
+                    label: pss_label,
+                    color: c,
+                    dashed: true,
+                    points: pss.iter().map(|p| (p.ts, p.v)).collect(),
+                });
+            }
+        }
         o.push_str(&svg::chart(
-            "named processes: RSS",
+            "processes: RSS and PSS",
             cfrom,
             cto,
             Unit::Bytes,

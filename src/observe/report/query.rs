@@ -48,6 +48,11 @@ pub(crate) struct Data {
     pub(crate) groups: BTreeMap<String, Vec<Sample>>,
     /// Per comm: summed RSS by time.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
+    /// Per comm: summed PSS by time (issue 26), where every process of the
+    /// comm had it read; empty for a database from before the column.
+    pub(crate) pss: BTreeMap<String, Vec<Point>>,
+    /// `memstat` rows whose name starts `fragmentation.` (issue 25), by time.
+    pub(crate) fragmentation: BTreeMap<String, Vec<Point>>,
     pub(crate) thermal: BTreeMap<String, Vec<ThermalPoint>>,
     /// By time.
     pub(crate) events: Vec<EventRow>,
@@ -84,6 +89,18 @@ fn s(row: &Row, i: usize) -> Option<String> {
         rusqlite::types::ValueRef::Real(v) => Some(v.to_string()),
         _ => None,
     }
+}
+
+/// Whether `table` has `column` (a database from an older cgwarden may
+/// lack either).
+fn has_column(db: &Connection, table: &str, column: &str) -> bool {
+    db.query_row(
+        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .unwrap_or(false)
 }
 
 /// Reads the window [from, to] of the database at `path`.
@@ -164,21 +181,55 @@ pub(crate) fn read(path: &Path, from: f64, to: f64) -> Result<Data, ReadError> {
         }
     }
     {
+        // Issue 26: `pss` is absent from databases written before it.
+        let pss = if has_column(&db, "processes", "pss") {
+            "CASE WHEN count(pss) = count(*) THEN SUM(pss) END"
+        } else {
+            "NULL"
+        };
         let mut st = db
-            .prepare(
-                "SELECT ts, comm, SUM(rss) FROM processes WHERE ts >= ?1 AND ts <= ?2 \
-                 GROUP BY ts, comm ORDER BY ts",
-            )
+            .prepare(&format!(
+                "SELECT ts, comm, SUM(rss), {pss} FROM processes WHERE ts >= ?1 AND ts <= ?2 \
+                 GROUP BY ts, comm ORDER BY ts"
+            ))
             .map_err(bad)?;
         let rows = st
-            .query_map([from, to], |r| Ok((f(r, 0), s(r, 1), n(r, 2))))
+            .query_map([from, to], |r| Ok((f(r, 0), s(r, 1), n(r, 2), n(r, 3))))
             .map_err(bad)?;
-        for (ts, comm, rss) in rows.flatten() {
-            if let (Some(ts), Some(comm), Some(rss)) = (ts, comm, rss) {
+        for (ts, comm, rss, pss) in rows.flatten() {
+            let (Some(ts), Some(comm)) = (ts, comm) else {
+                continue;
+            };
+            if let Some(pss) = pss {
+                d.pss
+                    .entry(comm.clone())
+                    .or_default()
+                    .push(Point { ts, v: pss as f64 });
+            }
+            if let Some(rss) = rss {
                 d.processes
                     .entry(comm)
                     .or_default()
                     .push(Point { ts, v: rss as f64 });
+            }
+        }
+    }
+    if has_column(&db, "memstat", "name") {
+        let mut st = db
+            .prepare(
+                "SELECT ts, name, value FROM memstat WHERE ts >= ?1 AND ts <= ?2 \
+                 AND name LIKE 'fragmentation.%' ORDER BY ts",
+            )
+            .map_err(bad)?;
+        let rows = st
+            .query_map([from, to], |r| Ok((f(r, 0), s(r, 1), f(r, 2))))
+            .map_err(bad)?;
+        for (ts, name, v) in rows.flatten() {
+            if let (Some(ts), Some(name), Some(v)) = (ts, name, v) {
+                d.fragmentation
+                    .entry(name)
+                    .or_default()
+                    .push(Point { ts, v });
             }
         }
     }
@@ -266,6 +317,7 @@ impl Data {
             from: self.from,
             to: self.to,
             processes: self.processes.clone(),
+            pss: self.pss.clone(),
             runs: self.runs.clone(),
             ..Default::default()
         };

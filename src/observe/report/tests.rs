@@ -186,7 +186,8 @@ fn odd_rows_never_panic() {
          INSERT INTO samples (ts, run, grp) VALUES ({t}, 1, 'empty');
          INSERT INTO thermal VALUES ({t}, 1, 'cpu', 90000, NULL);
          INSERT INTO thermal VALUES ({t}, 1, 'cpu', 95000, 85000);
-         INSERT INTO processes VALUES ({t}, 1, 'worker', 1, -5);
+         INSERT INTO processes VALUES ({t}, 1, 'worker', 1, -5, 'x');
+         INSERT INTO processes VALUES ({t}, 1, 'worker', 2, 7, NULL);
          INSERT INTO runs VALUES (9, 1e300, 'z', 1, 'p', 'h', 'v');
          INSERT INTO events (ts, run, kind) VALUES ({t}, 1, '');",
         t = now - 10.0
@@ -264,4 +265,69 @@ fn charts_span_the_data_not_the_window() {
     c.execute_batch(crate::observe::SCHEMA).unwrap();
     let d = query::read(&db, 100.0, 200.0).unwrap();
     assert_eq!(d.chart_span(), (100.0, 200.0));
+}
+
+/// Issue 26: `memory_growth` per process from the recorder's PSS column;
+/// RSS when a database has none (the detail says so).
+#[test]
+fn process_growth_is_judged_on_pss_and_falls_back_to_rss() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = |db: &Connection, now: f64, pss_mib: &dyn Fn(u32) -> Option<i64>| {
+        for m in 0..=240u32 {
+            let ts = now - 4.0 * 3600.0 + f64::from(m) * 60.0;
+            db.execute(
+                "INSERT INTO processes (ts, run, comm, pid, rss, pss) VALUES (?1, 1, 'camd', 42, ?2, ?3)",
+                params![ts, 300i64 << 20, pss_mib(m).map(|p| p << 20)],
+            )
+            .unwrap();
+        }
+    };
+    let camd = |v: &serde_json::Value| {
+        v["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "memory_growth" && c["subject"] == "process camd")
+            .cloned()
+            .unwrap_or_default()
+    };
+    // PSS grows 150 MiB while RSS is flat: fail, on PSS.
+    let p = dir.path().join("grow.db");
+    let (db, now) = synthetic(&p, 4);
+    rows(&db, now, &|m| Some(40 + i64::from(m) * 150 / 240));
+    let (code, v) = json_of(&p);
+    let c = camd(&v);
+    assert_eq!((code, c["status"].as_str()), (1, Some("fail")), "{c}");
+    assert!(c["detail"].as_str().unwrap().starts_with("PSS"), "{c}");
+    // PSS flat, read once a minute in five (NULL between): pass, on PSS.
+    let p = dir.path().join("flat.db");
+    let (db, now) = synthetic(&p, 4);
+    rows(&db, now, &|m| (m % 5 == 0).then_some(40));
+    let (code, v) = json_of(&p);
+    let c = camd(&v);
+    assert_eq!((code, c["status"].as_str()), (0, Some("pass")), "{c}");
+    assert!(c["detail"].as_str().unwrap().starts_with("PSS"), "{c}");
+    // A database from before the column: RSS judges, and says so.
+    let p = dir.path().join("old.db");
+    let (db, now) = synthetic(&p, 4);
+    db.execute_batch(
+        "DROP TABLE processes; CREATE TABLE processes (ts REAL NOT NULL, run INTEGER NOT NULL, \
+         comm TEXT NOT NULL, pid INTEGER NOT NULL, rss INTEGER NOT NULL);",
+    )
+    .unwrap();
+    for m in 0..=240u32 {
+        let ts = now - 4.0 * 3600.0 + f64::from(m) * 60.0;
+        db.execute(
+            "INSERT INTO processes VALUES (?1, 1, 'camd', 42, ?2)",
+            params![ts, (100i64 + i64::from(m)) << 20],
+        )
+        .unwrap();
+    }
+    let (code, v) = json_of(&p);
+    let c = camd(&v);
+    assert_eq!((code, c["status"].as_str()), (1, Some("fail")), "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().starts_with("RSS (no PSS"),
+        "{c}"
+    );
 }

@@ -33,6 +33,8 @@
 use crate::policy::model::ReportCriteria;
 use std::collections::BTreeMap;
 
+mod process;
+
 /// One hour, in seconds: the comparison window of the growth criterion.
 const HOUR: f64 = 3600.0;
 /// The thermal limit is per this many seconds (72 h).
@@ -114,6 +116,8 @@ pub(crate) struct Inputs {
     pub(crate) memory: BTreeMap<String, Vec<Point>>,
     /// Per comm: summed RSS.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
+    /// Per comm: summed PSS (issue 26; empty when not recorded).
+    pub(crate) pss: BTreeMap<String, Vec<Point>>,
     /// Per cpufreq policy: the times its throttle episodes began.
     pub(crate) throttle: BTreeMap<String, Vec<f64>>,
     /// Every run the database knows, any time.
@@ -135,14 +139,7 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
         }
         out.push(growth_verdict(format!("group {g}"), s, c.memory_growth));
     }
-    for name in &c.processes {
-        let s = i.processes.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        out.push(growth_verdict(
-            format!("process {name}"),
-            s,
-            c.memory_growth,
-        ));
-    }
+    out.extend(process::growth(c, i)); // issue 26: PSS, else RSS
     if !out.iter().any(|v| v.id == "memory_growth") {
         out.push(Verdict {
             id: "memory_growth",

@@ -3,7 +3,7 @@
 //! progress line, once at the end for `report.html` and `report.json` —
 //! with the same reading, criteria and renderings as `cgwarden report`.
 
-use super::{html, human_value, kpi, query, to_json, verdict, when};
+use super::{html, human_value, json_report, kpi, query, verdict, when};
 use crate::exit;
 use crate::policy::model::ReportCriteria;
 use std::path::Path;
@@ -67,10 +67,8 @@ pub(crate) fn judge(
             ))
         }
     };
-    // As `report::run` assembles them (keep the two alike).
-    let mut verdicts = verdict::judge(criteria, &d.inputs());
-    let kpis = kpi::read(db, from, to);
-    verdicts.extend(kpi::judge(criteria, &kpis));
+    // The criteria as `report` judges them (the seed's table and the KPIs).
+    let (verdicts, kpis) = super::judge(db, &d, criteria, from, to);
     let passed = verdict::passed(&verdicts);
     let rows = verdicts
         .iter()
@@ -100,8 +98,7 @@ pub(crate) fn judge(
     let rendered = render.then(|| {
         let name = db.display().to_string();
         let page = kpi::splice_html(html::page(&name, &d, &verdicts, passed), &kpis);
-        let mut v = to_json(&name, &d, &verdicts, passed);
-        v["kpis"] = kpi::json(&kpis);
+        let v = json_report(&name, &d, &verdicts, &kpis, passed);
         let json = serde_json::to_string_pretty(&v)
             .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
             + "\n";

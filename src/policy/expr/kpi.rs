@@ -154,48 +154,6 @@ pub fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
-impl super::Parser {
-    /// After a KPI threshold: the ` over WINDOW` spelling of `/WINDOW`
-    /// (`kpi.loop.p99 > 5ms over 1m`, the issue's); anything else is left
-    /// for the caller.
-    pub(super) fn kpi_over(
-        &mut self,
-        threshold: &mut super::Threshold,
-        span: &mut super::Span,
-    ) -> Result<(), super::ParseError> {
-        let super::Threshold::Kpi { window, .. } = threshold else {
-            return Ok(());
-        };
-        let back = self.pos;
-        self.skip_ws();
-        if self.word_here().as_deref() != Some("over") {
-            self.pos = back;
-            return Ok(());
-        }
-        let over_at = self.pos;
-        self.pos = self.pos.saturating_add(4).min(self.chars.len());
-        self.skip_ws();
-        let at = self.pos;
-        let text = self.take_while(|c| !c.is_whitespace() && c != '(' && c != ')');
-        if window.is_some() {
-            return Err(super::error(
-                over_at,
-                "a KPI condition has one window: `/1m` or `over 1m`, not both",
-            ));
-        }
-        if text.is_empty() {
-            return Err(super::error(
-                at,
-                "expected a window after `over`, like `over 1m`",
-            ));
-        }
-        let w = parse_window(&text).map_err(|e| super::error(at, e))?;
-        *window = Some(crate::units::Duration(w));
-        span.end = self.pos;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::policy::expr::{parse_expr, ExprKind, Metric, Threshold};

@@ -1,0 +1,187 @@
+//! Starting and re-arming what wakes the loop: the file watches on
+//! `memory.events`/`cgroup.events`, the kernel PSI triggers the rules need,
+//! and their re-registration when a group comes back or a reload changes them.
+
+use super::watch::{FileWatcher, Wake};
+use super::{exec, irqwatch, watch, Daemon, TriggerSpec, TriggerState};
+use crate::engine::stall::StallKey;
+use crate::kernel::{psi_trigger, Root};
+use crate::policy::expr::Target;
+use crate::policy::model::Group;
+use std::path::PathBuf;
+use tokio::sync::mpsc;
+
+impl Daemon {
+    pub(super) fn start_watchers(&mut self, tx: &mpsc::Sender<Wake>) {
+        let root = self.opts.root.clone();
+        // Kernel PSI triggers for the stall-time conditions; the tick polls
+        // `total=` for any that cannot be registered, with the same meaning.
+        let wanted: Vec<_> = self.sampler.needs().psi_triggers.iter().cloned().collect();
+        for (key, amount, window) in wanted {
+            let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
+                continue;
+            };
+            if key.target == Target::System
+                && !root.exists(std::path::Path::new(crate::kernel::psi::PRESSURE_DIR))
+                && root.supports(crate::kernel::Op::PsiTrigger)
+            {
+                tracing::warn!(
+                    "/proc/pressure is absent: the kernel has PSI disabled; boot with psi=1"
+                );
+                continue;
+            }
+            self.triggers.push(TriggerSpec {
+                key,
+                path,
+                amount,
+                window,
+                state: TriggerState::Unarmed,
+                task: None,
+            });
+        }
+        for id in 0..self.triggers.len() {
+            self.arm_trigger(id, tx, false);
+        }
+        self.tx = Some(tx.clone());
+        // memory.events and cgroup.events of every group: oom/high events
+        // are seen when they happen, and a group deleted from outside is noticed.
+        match FileWatcher::new(&root, tx.clone()) {
+            Ok(w) => self.watcher = Some(w),
+            Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
+        }
+        self.watch_event_files();
+        // ---- issue #5: exec events drive placement and running() presence ----
+        let presence =
+            crate::engine::presence::Presence::new(&self.sampler.needs().running.clone());
+        let shared = exec::Shared::new(presence);
+        self.sampler.set_exec(shared.clone());
+        self.exec = Some(exec::ExecWatch::start(
+            &root,
+            &self.policy,
+            shared,
+            !self.opts.dry_run,
+            tx.clone(),
+        ));
+        // ---- end issue #5 ----
+        for w in crate::converge::coexistence_warnings(&root, &self.policy) {
+            tracing::warn!("{w}");
+        }
+        self.irqwatch =
+            irqwatch::IrqWatch::start(&root, &self.policy, self.actuator.shared_journal());
+    }
+
+    /// Watches every group's `memory.events` and `cgroup.events` that
+    /// exists and is not watched yet; records whether one the daemon relies
+    /// on (every `cgroup.events`, the `memory.events` conditions read) is
+    /// still unwatched.
+    pub(super) fn watch_event_files(&mut self) {
+        let n = self.sampler.needs();
+        let mut read: Vec<PathBuf> = Vec::new();
+        for g in self.policy.all_groups() {
+            for file in ["memory.events", "cgroup.events"] {
+                let needed = file == "cgroup.events" || n.memory_events.contains(&g.name);
+                let path = Root::normalize(&self.cg.file(&g.path, file));
+                if let Some(w) = &mut self.watcher {
+                    if self.opts.root.exists(&path) {
+                        if let Err(e) = w.watch(&path) {
+                            tracing::debug!("inotify {}: {e}", path.display());
+                        }
+                    }
+                }
+                if needed {
+                    read.push(path);
+                }
+            }
+        }
+        let watched = self
+            .watcher
+            .as_ref()
+            .map(|w| w.watched())
+            .unwrap_or_default();
+        self.events_unwatched = read.iter().any(|p| !watched.contains(p));
+    }
+
+    /// Watches a recreated group's event files again.
+    pub(super) fn rearm_group(&mut self, g: &Group) {
+        if let Some(w) = &mut self.watcher {
+            for file in ["memory.events", "cgroup.events"] {
+                let path = self.cg.file(&g.path, file);
+                if self.opts.root.exists(&path) {
+                    if let Err(e) = w.watch(&path) {
+                        tracing::debug!("inotify {}: {e}", path.display());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Registers again the PSI triggers whose group is back (recreated by a
+    /// repair, or created after the daemon started).
+    pub(super) fn rearm_triggers(&mut self) {
+        let Some(tx) = self.tx.clone() else { return };
+        for id in 0..self.triggers.len() {
+            if self.triggers[id].state == TriggerState::Gone
+                && self.opts.root.exists(&self.triggers[id].path)
+            {
+                self.arm_trigger(id, &tx, true);
+            }
+        }
+    }
+
+    /// Registers trigger `id`; `again` after its group came back.
+    pub(super) fn arm_trigger(&mut self, id: usize, tx: &mpsc::Sender<Wake>, again: bool) {
+        let root = self.opts.root.clone();
+        let Some(t) = self.triggers.get_mut(id) else {
+            return;
+        };
+        let stall = match t.key.stall {
+            crate::policy::expr::Stall::Some => "some",
+            crate::policy::expr::Stall::Full => "full",
+        };
+        t.state = match psi_trigger::open(&root, &t.path, stall, t.amount, t.window) {
+            Ok(trigger) => match watch::spawn_psi_trigger(trigger, id, tx.clone()) {
+                Ok(task) => {
+                    t.task = Some(task);
+                    if again {
+                        tracing::info!(trigger = %t.label(), "PSI trigger registered again");
+                    } else {
+                        tracing::debug!(trigger = %t.label(), "PSI trigger registered");
+                    }
+                    TriggerState::Armed
+                }
+                Err(e) => {
+                    tracing::warn!(path = %t.path.display(), "PSI trigger not watched ({e}); polling total= each tick");
+                    TriggerState::Unarmed
+                }
+            },
+            Err(psi_trigger::TriggerError::Gone { .. }) => {
+                tracing::info!(path = %t.path.display(), "PSI trigger waits for its group; polling total= each tick meanwhile");
+                TriggerState::Gone
+            }
+            Err(e) => {
+                tracing::info!(path = %t.path.display(), "PSI trigger unavailable ({e}); polling total= each tick");
+                TriggerState::Unarmed
+            }
+        };
+        self.sync_armed();
+    }
+
+    /// Tells the stall history which lines a silent kernel trigger answers
+    /// for: those whose every trigger is registered (the tick polls the rest).
+    pub(super) fn sync_armed(&mut self) {
+        let keys: Vec<StallKey> = self
+            .triggers
+            .iter()
+            .filter(|t| t.state != TriggerState::Retired)
+            .map(|t| t.key.clone())
+            .collect();
+        for key in keys {
+            let armed = self
+                .triggers
+                .iter()
+                .filter(|t| t.key == key && t.state != TriggerState::Retired)
+                .all(|t| t.state == TriggerState::Armed);
+            self.sampler.stall.set_armed(&key, armed);
+        }
+    }
+}

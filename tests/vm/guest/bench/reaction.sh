@@ -1,0 +1,98 @@
+# The reaction-cost benchmark in the guest (issue 29 item 2), not a test: prints BENCH
+# lines, asserts nothing. Run from the host with tests/bench-issue29.sh.
+#
+# One stall rule served by a kernel PSI trigger (`inference.memory.some > 100ms/1s`,
+# `while: set inference.memory.high = 256M`, hold 3 s) and EPISODES memory-pressure
+# episodes: a 150 MiB hog held 6 s in `inference` (memory.high 64M, no swap), then
+# quiet. Side by side over the same window, the anchor an integrator would write: a
+# 1 s poller of the same memory.pressure file (`cgwarden-workload poll-file`), which
+# acts at its next read at best. CPU from each thread's schedstat, split into the
+# daemon's startup (exec to "running" plus 2 s) and the episodes' window, so the note
+# can say what an episode costs. Lag: from the hog's start to the daemon's write of
+# memory.high (the log's time against a stamp taken just before the hog started).
+EPISODES=$(cat /cgw/reaction_episodes 2>/dev/null || echo 6)
+D=/tmp/cgwreact
+mkdir -p "$D"
+cat >"$D/policy.yaml" <<EOP
+version: 1
+product: reaction-bench
+settings:
+  cgroup_root: $CG
+  state_dir: $D/state
+groups:
+  inference:
+    memory: { high: 64M, max: 512M, swap_max: 0 }
+rules:
+  - name: inference-stall
+    when: inference.memory.some > 100ms/1s
+    while:
+      - set inference.memory.high = 256M
+    hold: 3s
+EOP
+
+threads() {
+    for t in /proc/"$1"/task/*; do
+        [ -r "$t/schedstat" ] || continue
+        echo "${t##*/} $(cat "$t/comm") $(cat "$t/schedstat")"
+    done
+}
+sum_ns() { awk '{ s += $3 } END { print s + 0 }' "$1"; }
+
+echo "BENCH == reaction cost: $EPISODES memory-pressure episodes, PSI-trigger rule vs. a 1 s poller"
+if ! cgwarden check "$D/policy.yaml" >"$D/check.out" 2>&1; then
+    sed 's/^/BENCH   check| /' "$D/check.out"
+    fail reaction-policy "the reaction policy does not check"
+    return 0 2>/dev/null || exit 0
+fi
+env CGWARDEN_LOG=info cgwarden run "$D/policy.yaml" 2>"$D/daemon.log" &
+DP=$!
+wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
+sleep 2
+threads "$DP" >"$D/d0" # startup: everything until now
+cgwarden-workload poll-file "$CG/inference/memory.pressure" 1000 100000 >"$D/poll.out" &
+PP=$!
+sleep 1
+threads "$PP" >"$D/p0"
+up0=$(cut -d' ' -f1 /proc/uptime)
+: >"$D/lags"
+i=0
+while [ "$i" -lt "$EPISODES" ]; do
+    i=$((i + 1))
+    w0=$(grep -c 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log")
+    cgwarden-workload stamp-exit 0 "$D/t0" 2>/dev/null
+    sh -c 'echo $$ >"$0" && exec "$@"' "$CG/inference/cgroup.procs" \
+        cgwarden-workload exec-as memhog alloc 150 6 >/dev/null &
+    HOG=$!
+    if wait_for 30 sh -c "[ \$(grep -c 'new=268435456 (256M) cause=rule inference-stall' '$D/daemon.log') -gt $w0 ]"; then
+        t=$(grep 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
+        lag=$(cgwarden-workload since "$D/t0" "$t")
+        echo "$lag" >>"$D/lags"
+        echo "BENCH   episode $i: hog start to memory.high=256M ${lag} ms"
+    else
+        echo "BENCH   episode $i: no reaction within 30 s"
+    fi
+    wait "$HOG" 2>/dev/null
+    # The rule holds 3 s after the stall ends, then gives the knob back: wait for it.
+    wait_for 30 sh -c "[ \"\$(cat $CG/inference/memory.high)\" = 67108864 ]" || echo "BENCH   episode $i: not released"
+    sleep 3
+done
+up1=$(cut -d' ' -f1 /proc/uptime)
+threads "$DP" >"$D/d1"
+threads "$PP" >"$D/p1"
+kill "$PP" 2>/dev/null
+wait "$PP" 2>/dev/null
+wall=$(awk -v a="$up0" -v b="$up1" 'BEGIN { printf "%.0f", b - a }')
+start_ms=$(awk -v s="$(sum_ns "$D/d0")" 'BEGIN { printf "%.1f", s / 1e6 }')
+win_ms=$(awk -v a="$(sum_ns "$D/d0")" -v b="$(sum_ns "$D/d1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+poll_ms=$(awk -v a="$(sum_ns "$D/p0")" -v b="$(sum_ns "$D/p1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+per=$(awk -v w="$win_ms" -v n="$EPISODES" 'BEGIN { printf "%.1f", w / n }')
+lags=$(sort -n "$D/lags" | tr '\n' ' ')
+p90=$(sort -n "$D/lags" | awk '{ v[NR] = $1 } END { if (NR) { i = int(0.9 * NR + 0.999); print v[i] } else print "-" }')
+echo "BENCH   daemon threads over the window:"
+awk 'FNR == NR { ns[$1] = $3; next } { printf "BENCH     %s %.1f ms\n", $2, ($3 - ns[$1]) / 1e6 }' "$D/d0" "$D/d1"
+echo "BENCH reaction: cgwarden startup ${start_ms} ms CPU; ${EPISODES} episodes in ${wall} s: ${win_ms} ms CPU (${per} ms an episode), lag p90 ${p90} ms (${lags}); 1 s poller ${poll_ms} ms CPU over the same window"
+kill -TERM "$DP"
+wait "$DP"
+grep -E "event loop wake-ups" "$D/daemon.log" | sed 's/^/BENCH   log| /'
+cgwarden reset --policy "$D/policy.yaml" >/dev/null 2>&1
+pass reaction-done "reaction benchmark ran"
