@@ -48,7 +48,9 @@ fn failure(e: &std::io::Error) {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         STATE.store(1, Ordering::Relaxed);
     } else if STATE.swap(2, Ordering::Relaxed) == 0 {
-        eprintln!("cgwarden: error: writing to stdout: {e}");
+        // Not eprintln!: on a hung-up terminal stderr fails too (EIO), and
+        // that must not panic (a soak goes on after SIGHUP).
+        let _ = writeln!(std::io::stderr(), "cgwarden: error: writing to stdout: {e}");
     }
 }
 

@@ -197,7 +197,7 @@ impl Running {
                     let (stop, d, n) = (r.stop.clone(), dir.clone(), r.io_bytes.clone());
                     r.thread("io writer", move || {
                         if let Err(e) = io_writer(&stop, &d, &n) {
-                            eprintln!(
+                            say!(
                                 "cgwarden: warning: soak: io writer into {}: {e}",
                                 d.display()
                             );
@@ -208,7 +208,7 @@ impl Running {
                     let (stop, n) = (r.stop.clone(), r.net_bytes.clone());
                     r.thread("network", move || {
                         if let Err(e) = net(&stop, &n) {
-                            eprintln!("cgwarden: warning: soak: loopback network load: {e}");
+                            say!("cgwarden: warning: soak: loopback network load: {e}");
                         }
                     });
                 }

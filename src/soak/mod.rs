@@ -9,6 +9,15 @@
 //! window are counted by the report's `restarts` criterion, never hidden.
 //! docs/soak.md is the user's page.
 
+/// A line on stderr that never panics: after a SIGHUP the terminal may be
+/// gone (`eprintln!` panics on EIO), and a 72-hour soak must not die of it.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub(crate) mod loads;
 pub(crate) mod state;
 
@@ -98,7 +107,10 @@ struct Setup {
 
 fn setup(o: &Options) -> Result<Setup, (u8, String)> {
     let p = crate::policy::load(&o.policy).map_err(|d| {
-        eprint!("{d}");
+        {
+            use std::io::Write as _;
+            let _ = write!(std::io::stderr(), "{d}");
+        }
         (
             CANNOT,
             format!("the policy {} does not load", o.policy.display()),
@@ -172,14 +184,14 @@ pub fn run(o: &Options) -> u8 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cgwarden: error: soak: cannot start the runtime: {e}");
+            say!("cgwarden: error: soak: cannot start the runtime: {e}");
             return exit::TEMPFAIL;
         }
     };
     match rt.block_on(soak(o)) {
         Ok(code) => code,
         Err((code, msg)) => {
-            eprintln!("cgwarden: error: soak: {msg}");
+            say!("cgwarden: error: soak: {msg}");
             code
         }
     }
@@ -226,7 +238,7 @@ async fn soak(o: &Options) -> Result<u8, (u8, String)> {
         Some(mut st) => {
             let pid = wait_daemon(&s, Duration::from_secs(30)).await?;
             if (st.duration_seconds - o.duration.as_secs_f64()).abs() > 0.5 || st.load != load {
-                eprintln!(
+                say!(
                     "cgwarden: warning: soak: resuming the soak in {} as it began (--for {}, --load {}), not as asked now",
                     dir.display(),
                     clock(st.duration_seconds),
@@ -312,7 +324,7 @@ async fn soak(o: &Options) -> Result<u8, (u8, String)> {
                     Duration::from_secs_f64((end - st.elapsed(t)).max(1.0)),
                 );
                 for w in &r.warnings {
-                    eprintln!("cgwarden: warning: soak: {w}");
+                    say!("cgwarden: warning: soak: {w}");
                 }
                 crate::outln!("soak: {} loads running", r.count());
                 running = Some(r);
@@ -340,7 +352,7 @@ async fn soak(o: &Options) -> Result<u8, (u8, String)> {
             Some(_) = async { match &mut int { Some(s) => s.recv().await, None => std::future::pending().await } } => break Some("SIGINT"),
             Some(_) = async { match &mut term { Some(s) => s.recv().await, None => std::future::pending().await } } => break Some("SIGTERM"),
             Some(_) = async { match &mut hup { Some(s) => s.recv().await, None => std::future::pending().await } } => {
-                eprintln!("cgwarden: soak: SIGHUP (terminal closed?): the soak goes on");
+                say!("cgwarden: soak: SIGHUP (terminal closed?): the soak goes on");
             }
         }
     };

@@ -3,7 +3,7 @@
 //! progress line, once at the end for `report.html` and `report.json` —
 //! with the same reading, criteria and renderings as `cgwarden report`.
 
-use super::{html, human_value, query, to_json, verdict, when};
+use super::{html, human_value, json_report, kpi, query, verdict, when};
 use crate::exit;
 use crate::policy::model::ReportCriteria;
 use std::path::Path;
@@ -67,7 +67,8 @@ pub(crate) fn judge(
             ))
         }
     };
-    let verdicts = verdict::judge(criteria, &d.inputs());
+    // The criteria as `report` judges them (the seed's table and the KPIs).
+    let (verdicts, kpis) = super::judge(db, &d, criteria, from, to);
     let passed = verdict::passed(&verdicts);
     let rows = verdicts
         .iter()
@@ -96,8 +97,9 @@ pub(crate) fn judge(
         .collect();
     let rendered = render.then(|| {
         let name = db.display().to_string();
-        let page = html::page(&name, &d, &verdicts, passed);
-        let json = serde_json::to_string_pretty(&to_json(&name, &d, &verdicts, passed))
+        let page = kpi::splice_html(html::page(&name, &d, &verdicts, passed), &kpis);
+        let v = json_report(&name, &d, &verdicts, &kpis, passed);
+        let json = serde_json::to_string_pretty(&v)
             .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
             + "\n";
         (page, json)

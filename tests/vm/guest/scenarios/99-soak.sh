@@ -6,9 +6,10 @@
 # writer into DIR, loopback TCP. In the middle the daemon is SIGKILLed and
 # restarted, and the soak itself is stopped (SIGTERM) and run again: it resumes
 # from its first start, and the report at the end counts the daemon restart
-# (restarts FAIL, exit 1). A toy control loop (cgwx-ctl) is a critical process.
+# (restarts FAIL). A toy control loop (cgwx-ctl, a critical process) reports its loop
+# latency and a frame rate as KPIs; an injected slow loop turns loop_p99 FAIL (exit 1).
 # Not on this guest: cpufreq (thermal_throttling has no policy to watch; its 0 is
-# vacuous) and stress-ng/fio (the built-in loads run).
+# vacuous), stress-ng/fio (the built-in loads run) and cyclictest (not in the image).
 P=$POL/soak.yaml
 OUTD=/run/cgw-soak-out
 rm -rf /run/cgw-soak-rec "$OUTD"
@@ -21,6 +22,18 @@ CTL=$!
 start_daemon "$P"
 placed() { [ "$(cgroup_of "$CTL")" = /ctl ]; }
 check ctl-placed "the control loop runs in /ctl" wait_for 20 placed
+# The toy control loop's KPIs, twice a second through `cgwarden kpi`: its loop latency
+# (nominal 0.9–1.2 ms: busybox sh cannot time a loop below /proc/uptime's 10 ms, so the
+# values are the pipeline's test, not a measurement) and a vision pipeline's frame rate.
+toy_loop() {
+    while :; do
+        cgwarden kpi --policy "$P" loop_latency 1.2ms 0.9ms >/dev/null 2>&1
+        cgwarden kpi --policy "$P" fps 29.8 30.1 >/dev/null 2>&1
+        sleep 0.5
+    done
+}
+toy_loop &
+TOY=$!
 
 # Refused while the recorder is off: another policy without settings.recorder.
 sed '/recorder:/,/interval:/d' "$P" >"$T/soak-norec.yaml"
@@ -63,6 +76,8 @@ start_daemon "$P"
 restarted() { grep -q 'restarted; was' "$SOAKLOG"; }
 check progress-sees-restart "a progress line names the daemon's restart" wait_for 20 restarted
 
+kpis_pass() { grep -q '1 fail (restarts), 0 not measured' "$SOAKLOG"; }
+check kpis-pass-before "before the slow loop: only restarts fails, loop_p99 and fps_stddev measured" wait_for 20 kpis_pass
 # The soak itself is stopped and run again: it resumes.
 kill -TERM "$SOAK"
 wait "$SOAK"
@@ -75,6 +90,11 @@ cgwarden soak --for 100s --out "$OUTD" --policy "$P" --progress 5s >"$SOAKLOG" 2
 SOAK=$!
 resumed() { grep -q 'resumed at 0:0' "$SOAKLOG"; }
 check soak-resumed "the rerun resumed from the first start" wait_for 30 resumed
+# The injected slow loop: 40 iterations of 20 ms (over 1 % of the loop's samples).
+cgw kpi --policy "$P" loop_latency $(for i in $(seq 40); do printf '20ms '; done)
+check_eq slow-loop-sent 0 echo "$RC"
+slow_seen() { grep -q 'fail (restarts, loop_p99)' "$SOAKLOG"; }
+check progress-sees-slow-loop "a progress line names loop_p99 failing" wait_for 30 slow_seen
 soak_done() { ! alive "$SOAK"; }
 wait_for 150 soak_done
 wait "$SOAK"
@@ -87,7 +107,7 @@ crit() { # ID FIELD: the first criterion ID's FIELD in report.json (a string or 
     tr -d '\n' <"$OUTD/report.json" | sed 's/},/}\n/g' | grep "\"id\": \"$1\"" | head -n 1 |
         sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p; t; s/.*\"$2\": *\([^,}]*\).*/\1/p"
 }
-for id in oom_kills memory_growth thermal_throttling restarts memory_full_avg10 critical_exits; do
+for id in oom_kills memory_growth thermal_throttling restarts memory_full_avg10 critical_exits loop_p99 fps_stddev; do
     echo "SOAK_CRITERION $id status=$(crit "$id" status) measured=$(crit "$id" measured) detail=$(crit "$id" detail)"
 done
 check_eq restarts-fail fail crit restarts status
@@ -96,10 +116,14 @@ check restarts-detail "restarts' detail says a daemon restart" restart_detail
 all_measured() { ! grep -q '"status": "not_measured"' "$OUTD/report.json"; }
 check all-measured "no criterion is 'not measured'" all_measured
 check_eq oom-pass pass crit oom_kills status
+check_eq loop-p99-fail fail crit loop_p99 status
+check_eq fps-stddev-pass pass crit fps_stddev status
 grep '^soak: this run used' "$T/soak-run1.log" "$SOAKLOG" | sed 's/^/SOAK_CPU /'
 cgw soak --for 100s --out "$OUTD" --policy "$P"
 check_eq finished-rerun 1 echo "$RC"
 
+kill "$TOY" 2>/dev/null
+wait "$TOY" 2>/dev/null
 kill "$CTL" 2>/dev/null
 wait "$CTL" 2>/dev/null
 stop_daemon
