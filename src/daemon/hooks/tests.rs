@@ -1,7 +1,9 @@
 //! Tests of [`super`] (`hooks`).
 
+use super::run::{drain, substitute, Drained, Stream};
 use super::*;
 use std::fs;
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 use tempfile::TempDir;
