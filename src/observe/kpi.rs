@@ -38,12 +38,15 @@
 //!   refused by the rule language. The report's window (hours, days) comes
 //!   from the recorder's `kpi` table, one row per name per recorder
 //!   interval ([`Store::drain`]).
-//! - **Memory bound**: at most `MAX_NAMES × (SLOTS + 2)` histograms of at
-//!   most 2240 buckets (16 bytes each in a BTreeMap node, about 36 KiB),
-//!   i.e. ~2.2 MiB per name for an adversarial spread of values, 64 names
-//!   ~140 MiB in the worst case; a real latency KPI (values within a few
-//!   octaves) keeps ~100 buckets per slot, see docs/kpi.md for the
-//!   measured size.
+//! - **Memory bound**: at most [`MAX_BUCKETS`] buckets over every name
+//!   and slot together (16–32 bytes each in a BTreeMap node: 2–4 MiB at
+//!   most). A sample that would open a bucket past it is refused and
+//!   counted (`reason="memory"`); one falling into a bucket already held
+//!   is always taken. Without the budget an adversarial spread of values
+//!   could hold 2240 buckets per histogram, `MAX_NAMES × (SLOTS + 2)`
+//!   histograms (~140 MiB). A real latency KPI (values within a few
+//!   octaves) keeps ~100 buckets per slot, ~6,200 in the ring: the budget
+//!   holds about 20 such KPIs; see docs/kpi.md for the measured size.
 
 pub(crate) mod expose;
 pub mod parse;
@@ -56,6 +59,9 @@ use std::time::{Duration, Instant};
 
 /// Most distinct KPI names the daemon keeps.
 pub const MAX_NAMES: usize = 64;
+/// Most histogram buckets held in memory, every name and slot together
+/// (the memory bound, see the module docs).
+pub const MAX_BUCKETS: usize = 131_072;
 pub use crate::policy::expr::kpi::{check_name, Stat, MAX_NAME_LEN};
 /// Values below this count as 0 (in the zero bucket).
 pub const MIN_VALUE: f64 = 1e-9;
@@ -163,6 +169,11 @@ impl Hist {
         self.count = self.count.saturating_add(n);
         self.sum += v * nf;
         self.sumsq += v * v * nf;
+    }
+
+    /// Whether adding `v` would open a bucket this histogram does not hold.
+    pub fn would_open(&self, v: f64) -> bool {
+        v >= MIN_VALUE && check_value(v).is_ok() && !self.buckets.contains_key(&bucket_of(v))
     }
 
     /// Adds every sample of `other`.
@@ -356,15 +367,18 @@ pub enum Refusal {
     Unit,
     /// A StatsD line that does not parse, or of a type that is no KPI.
     Malformed,
+    /// The sample would open a bucket past [`MAX_BUCKETS`].
+    Memory,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 5] = [
+    pub const ALL: [Refusal; 6] = [
         Refusal::Name,
         Refusal::Names,
         Refusal::Value,
         Refusal::Unit,
         Refusal::Malformed,
+        Refusal::Memory,
     ];
 
     pub fn label(self) -> &'static str {
@@ -374,6 +388,7 @@ impl Refusal {
             Refusal::Value => "value",
             Refusal::Unit => "unit",
             Refusal::Malformed => "malformed",
+            Refusal::Memory => "memory",
         }
     }
 }
@@ -391,9 +406,17 @@ struct Series {
     /// Since the daemon started (the summary's `_count` and `_sum`).
     total_count: u64,
     total_sum: f64,
+    /// Buckets in `ring`, `current` and `pending` as last counted.
+    held: usize,
 }
 
 impl Series {
+    fn count_held(&mut self) {
+        self.held = self.ring.iter().map(|(_, h)| h.buckets()).sum::<usize>()
+            + self.current.1.buckets()
+            + self.pending.buckets();
+    }
+
     fn roll(&mut self, slot: u64) {
         if self.current.0 == slot {
             return;
@@ -430,7 +453,7 @@ pub struct Store {
     start: Instant,
     series: Mutex<BTreeMap<String, Series>>,
     accepted: AtomicU64,
-    refused: [AtomicU64; 5],
+    refused: [AtomicU64; 6],
 }
 
 impl Default for Store {
@@ -524,6 +547,7 @@ impl Store {
                 pending: Hist::default(),
                 total_count: 0,
                 total_sum: 0.0,
+                held: 0,
             }),
         };
         if s.unit != unit {
@@ -538,6 +562,35 @@ impl Store {
             );
         }
         s.roll(slot);
+        s.count_held();
+        let mine = s.held;
+        let opened: usize = samples
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(v, _)| {
+                usize::from(s.current.1.would_open(*v)) + usize::from(s.pending.would_open(*v))
+            })
+            .sum();
+        if opened > 0 {
+            let others: usize = all
+                .iter()
+                .filter(|(n, _)| n.as_str() != name)
+                .map(|(_, s)| s.held)
+                .sum();
+            if others + mine + opened > MAX_BUCKETS {
+                drop(all);
+                return refuse(
+                    Refusal::Memory,
+                    format!(
+                        "{name}: the KPIs hold {MAX_BUCKETS} histogram buckets already; \
+                         a sample outside them is refused"
+                    ),
+                );
+            }
+        }
+        let Some(s) = all.get_mut(name) else {
+            return Ok(0);
+        };
         let mut added = 0u64;
         for (v, n) in samples {
             s.current.1.add(*v, *n);
@@ -546,6 +599,7 @@ impl Store {
             s.total_sum += v * *n as f64;
             added = added.saturating_add(*n);
         }
+        s.held = mine + opened;
         drop(all);
         self.accepted.fetch_add(added, Relaxed);
         Ok(added)
@@ -589,7 +643,11 @@ impl Store {
         let mut all = self.lock();
         all.iter_mut()
             .filter(|(_, s)| s.pending.count > 0)
-            .map(|(n, s)| (n.clone(), s.unit, std::mem::take(&mut s.pending)))
+            .map(|(n, s)| {
+                let h = std::mem::take(&mut s.pending);
+                s.count_held();
+                (n.clone(), s.unit, h)
+            })
             .collect()
     }
 

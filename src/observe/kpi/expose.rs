@@ -46,7 +46,7 @@ pub(crate) fn families(store: &Store, now: Instant) -> String {
     let _ = writeln!(out, "cgwarden_kpi_samples_total {}", store.accepted());
     let _ = writeln!(
         out,
-        "# HELP cgwarden_kpi_refused KPI samples refused, by reason: name (invalid), names (more than 64), value, unit (a time for a number's name or the reverse), malformed (a StatsD line)."
+        "# HELP cgwarden_kpi_refused KPI samples refused, by reason: name (invalid), names (more than 64), value, unit (a time for a number's name or the reverse), malformed (a StatsD line), memory (past the bucket budget)."
     );
     let _ = writeln!(out, "# TYPE cgwarden_kpi_refused counter");
     for (r, n) in store.refused() {

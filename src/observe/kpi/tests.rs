@@ -126,7 +126,7 @@ fn store_caps_names_and_units() {
         Refusal::Value
     );
     let refused: Vec<u64> = s.refused().iter().map(|(_, n)| *n).collect();
-    assert_eq!(refused, vec![1, 1, 2, 1, 0]);
+    assert_eq!(refused, vec![1, 1, 2, 1, 0, 0]);
     assert_eq!(s.accepted(), MAX_NAMES as u64 + 5);
 }
 
@@ -170,11 +170,50 @@ fn memory_per_name_is_bounded() {
         v *= 1.0 + 1.0 / 64.0;
     }
     for slot in 0..(SLOTS as u32 + 5) {
-        s.record("x", Unit::None, &values, t0 + SLOT * slot)
-            .unwrap();
+        // Past the budget (every name together) a slot is refused whole.
+        match s.record("x", Unit::None, &values, t0 + SLOT * slot) {
+            Ok(_) | Err((Refusal::Memory, _)) => {}
+            Err(e) => panic!("{e:?}"),
+        }
     }
     let held = s.buckets_held();
-    assert!(held <= (SLOTS + 2) * 2241, "{held}");
+    assert!(held <= ((SLOTS + 2) * 2241).min(MAX_BUCKETS), "{held}");
+}
+
+#[test]
+fn every_name_together_stays_within_the_bucket_budget() {
+    // 64 names, each sending the whole range in every slot: without the
+    // budget ~8.9 M buckets (~140 MiB); with it, at most MAX_BUCKETS.
+    let t0 = Instant::now();
+    let s = Store::new(t0);
+    let mut v = MIN_VALUE;
+    let mut values = Vec::new();
+    while v < MAX_VALUE {
+        values.push((v, 1));
+        v *= 1.0 + 1.0 / 64.0;
+    }
+    let mut refused = 0;
+    for slot in 0..(SLOTS as u32 + 2) {
+        for n in 0..MAX_NAMES {
+            if let Err((r, why)) = s.record(&format!("k{n}"), Unit::None, &values, t0 + SLOT * slot)
+            {
+                assert_eq!(r, Refusal::Memory, "{why}");
+                refused += 1;
+            }
+        }
+    }
+    let held = s.buckets_held();
+    assert!(held <= MAX_BUCKETS, "{held} buckets held");
+    assert!(refused > 0, "the budget was never reached");
+    let memory = s
+        .refused()
+        .into_iter()
+        .find(|(r, _)| *r == Refusal::Memory)
+        .map(|(_, n)| n);
+    assert_eq!(memory, Some(refused));
+    // A sample into a bucket a name already holds is still taken.
+    let last = t0 + SLOT * (SLOTS as u32 + 1);
+    assert_eq!(s.record("k0", Unit::None, &[(values[3].0, 1)], last), Ok(1));
 }
 
 #[test]
