@@ -207,6 +207,29 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
     assert_eq!(boot, "0f1e2d3c-aaaa-bbbb-cccc-000000000001");
     let starts: i64 = one(&c, "SELECT count(*) FROM events WHERE kind = 'start'");
     assert_eq!(starts, 4);
+    // Each run names the cpufreq policies it watches for throttling (what
+    // the report's thermal_throttling can judge; issue 26).
+    let mut pol: Vec<(u32, String)> =
+        std::fs::read_dir(root.join("sys/devices/system/cpu/cpufreq"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        let n = e.file_name().to_string_lossy().to_string();
+                        Some((n.strip_prefix("policy")?.parse().ok()?, n))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+    pol.sort();
+    let want: Vec<String> = pol.into_iter().map(|(_, n)| n).collect();
+    let watched: Vec<String> = c
+        .prepare("SELECT detail FROM events WHERE kind = 'cpufreq'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(watched, vec![want.join(" "); 4]);
     let rule: i64 = one(
         &c,
         "SELECT count(*) FROM events WHERE kind = 'rule' AND rule = 'oom-seen' AND state = 'active'",

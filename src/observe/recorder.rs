@@ -355,6 +355,14 @@ impl Recorder {
                 )
             ],
         )?;
+        // What `thermal_throttling` can judge (issue 26): the cpufreq
+        // policies the daemon watches for throttle episodes in this run;
+        // none (an empty detail) means nothing here can throttle, and the
+        // report says "not measured" rather than a vacuous pass.
+        rec.conn.execute(
+            "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, 'cpufreq', ?3)",
+            params![now, run, thermal::policies(root).join(" ")],
+        )?;
         Ok(rec)
     }
 

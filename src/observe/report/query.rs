@@ -56,6 +56,9 @@ pub(crate) struct Data {
     pub(crate) thermal: BTreeMap<String, Vec<ThermalPoint>>,
     /// By time.
     pub(crate) events: Vec<EventRow>,
+    /// Per run start, any time: the cpufreq policies the daemon watched
+    /// for throttling (`cpufreq` events; none before issue 26).
+    pub(crate) cpufreq_watched: Vec<String>,
 }
 
 /// Why the database could not be read.
@@ -253,6 +256,13 @@ pub(crate) fn read(path: &Path, from: f64, to: f64) -> Result<Data, ReadError> {
     }
     {
         let mut st = db
+            .prepare("SELECT detail FROM events WHERE kind = 'cpufreq'")
+            .map_err(bad)?;
+        let rows = st.query_map([], |r| Ok(s(r, 0))).map_err(bad)?;
+        d.cpufreq_watched = rows.flatten().map(Option::unwrap_or_default).collect();
+    }
+    {
+        let mut st = db
             .prepare(
                 "SELECT ts, kind, rule, state, knob, old, new, cause, detail FROM events \
                  WHERE ts >= ?1 AND ts <= ?2 ORDER BY ts",
@@ -319,6 +329,8 @@ impl Data {
             processes: self.processes.clone(),
             pss: self.pss.clone(),
             runs: self.runs.clone(),
+            no_cpufreq: !self.cpufreq_watched.is_empty()
+                && self.cpufreq_watched.iter().all(|p| p.trim().is_empty()),
             ..Default::default()
         };
         // Issue 24: throttle episodes, one `throttle` event each.

@@ -120,6 +120,9 @@ pub(crate) struct Inputs {
     pub(crate) pss: BTreeMap<String, Vec<Point>>,
     /// Per cpufreq policy: the times its throttle episodes began.
     pub(crate) throttle: BTreeMap<String, Vec<f64>>,
+    /// Every run recorded which cpufreq policies it watched, and none had
+    /// any: nothing on the device can throttle (issue 26).
+    pub(crate) no_cpufreq: bool,
     /// Every run the database knows, any time.
     pub(crate) runs: Vec<RunRow>,
     /// Per group: `memory full avg10`.
@@ -460,6 +463,18 @@ fn thermal(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
             detail: "the database records no daemon run".into(),
         }];
     }
+    if i.throttle.is_empty() && i.no_cpufreq {
+        return vec![Verdict {
+            id: "thermal_throttling",
+            subject: "cpufreq".into(),
+            status: Status::NotMeasured,
+            limit,
+            measured: None,
+            unit: "count",
+            failed_at: None,
+            detail: "the device has no cpufreq policy: nothing to throttle or to watch".into(),
+        }];
+    }
     if i.throttle.is_empty() {
         return vec![Verdict {
             id: "thermal_throttling",
@@ -710,6 +725,13 @@ mod tests {
         });
         let v = thermal(&c, &i);
         assert_eq!((v[0].status, v[0].measured), (Status::Pass, Some(0.0)));
+        // Every run said it watched no cpufreq policy: nothing can throttle,
+        // so 0 episodes is no measurement (issue 26), never a pass.
+        i.no_cpufreq = true;
+        let v = thermal(&c, &i);
+        assert_eq!(v[0].status, Status::NotMeasured, "{}", v[0].detail);
+        assert!(v[0].detail.contains("no cpufreq policy"), "{}", v[0].detail);
+        i.no_cpufreq = false;
         let starts: Vec<f64> = (0..7).map(|n| f64::from(10 * n + 5) * HOUR).collect();
         i.throttle.insert("policy7".into(), starts);
         i.throttle.insert("policy0".into(), vec![HOUR]);
