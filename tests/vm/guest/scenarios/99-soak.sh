@@ -8,8 +8,9 @@
 # from its first start, and the report at the end counts the daemon restart
 # (restarts FAIL). A toy control loop (cgwx-ctl, a critical process) reports its loop
 # latency and a frame rate as KPIs; an injected slow loop turns loop_p99 FAIL (exit 1).
-# Not on this guest: cpufreq (thermal_throttling has no policy to watch; its 0 is
-# vacuous), stress-ng/fio (the built-in loads run) and cyclictest (not in the image).
+# The report of the window before the slow loop, compared with the soak's own report
+# at the end (`report --compare`: the before/after table). Not on this guest: cpufreq
+# (thermal_throttling has no policy to watch: not measured), stress-ng/fio (the built-in loads run) and cyclictest (not in the image).
 P=$POL/soak.yaml
 OUTD=/run/cgw-soak-out
 rm -rf /run/cgw-soak-rec "$OUTD"
@@ -79,6 +80,9 @@ check progress-sees-restart "a progress line names the daemon's restart" wait_fo
 # thermal_throttling is the one criterion not measured: the guest has no cpufreq.
 kpis_pass() { grep -q '1 fail (restarts), 1 not measured' "$SOAKLOG"; }
 check kpis-pass-before "before the slow loop: only restarts fails, loop_p99 and fps_stddev measured" wait_for 20 kpis_pass
+# The window so far, before the slow loop: side A of the compare below.
+cgw report --policy "$P" --since 60s --format json --out "$T/soak-before.json"
+check report-before "a report of the window before the slow loop" test -s "$T/soak-before.json"
 # The soak itself is stopped and run again: it resumes.
 kill -TERM "$SOAK"
 wait "$SOAK"
@@ -123,6 +127,10 @@ check_eq fps-stddev-pass pass crit fps_stddev status
 grep '^soak: this run used' "$T/soak-run1.log" "$SOAKLOG" | sed 's/^/SOAK_CPU /'
 cgw soak --for 100s --out "$OUTD" --policy "$P"
 check_eq finished-rerun 1 echo "$RC"
+cgw report --policy "$P" --compare "$T/soak-before.json" "$OUTD/report.json"
+check_eq compare-exit-1 1 echo "$RC"
+loop_row() { echo "$OUT" | grep -E '^Control loop|loop_latency .*p99' | grep -q 'FAIL\|ms'; }
+check compare-loop-row "the compare table has the loop latency row" loop_row
 
 kill "$TOY" 2>/dev/null
 wait "$TOY" 2>/dev/null
