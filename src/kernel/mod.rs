@@ -34,6 +34,7 @@ pub(crate) mod sched;
 pub(crate) mod selfproc;
 pub(crate) mod task_attr;
 pub(crate) mod thermal;
+#[cfg(feature = "report")]
 pub(crate) mod topology; // issue 26: the CPU clusters `soak` loads
 pub mod trust;
 pub(crate) mod uevent;
