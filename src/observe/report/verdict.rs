@@ -451,7 +451,14 @@ fn thermal(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     let limit = c.thermal_events_per_72h as f64;
     let span = i.to - i.from;
     let allowed = thermal_allowance(c.thermal_events_per_72h, span);
-    if i.throttle.is_empty() && i.runs.is_empty() {
+    let unmeasured = if i.throttle.is_empty() && i.runs.is_empty() {
+        Some("the database records no daemon run")
+    } else if i.throttle.is_empty() && i.no_cpufreq {
+        Some("the device has no cpufreq policy: nothing to throttle or to watch")
+    } else {
+        None
+    };
+    if let Some(why) = unmeasured {
         return vec![Verdict {
             id: "thermal_throttling",
             subject: "cpufreq".into(),
@@ -460,19 +467,7 @@ fn thermal(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
             measured: None,
             unit: "count",
             failed_at: None,
-            detail: "the database records no daemon run".into(),
-        }];
-    }
-    if i.throttle.is_empty() && i.no_cpufreq {
-        return vec![Verdict {
-            id: "thermal_throttling",
-            subject: "cpufreq".into(),
-            status: Status::NotMeasured,
-            limit,
-            measured: None,
-            unit: "count",
-            failed_at: None,
-            detail: "the device has no cpufreq policy: nothing to throttle or to watch".into(),
+            detail: why.into(),
         }];
     }
     if i.throttle.is_empty() {
