@@ -190,6 +190,27 @@ fn to_json(db: &str, d: &query::Data, v: &[verdict::Verdict], passed: bool) -> s
 }
 
 /// Runs `cgwarden report`; returns the exit status.
+/// One verdict as a line: `PASS Name (subject): value, failed at …` (the
+/// summary `report --out` and `soak` print).
+pub(crate) fn verdict_line(v: &verdict::Verdict) -> String {
+    format!(
+        "{:<4} {} ({}): {}{}",
+        match v.status {
+            verdict::Status::Pass => "PASS",
+            verdict::Status::Fail => "FAIL",
+            verdict::Status::NotMeasured => "-",
+        },
+        html::name(v.id),
+        v.subject,
+        v.measured
+            .map(|m| human_value(m, v.unit))
+            .unwrap_or_else(|| "not measured".into()),
+        v.failed_at
+            .map(|t| format!(", failed at {}", when(t)))
+            .unwrap_or_default()
+    )
+}
+
 /// Every verdict over a window of the database — the recorder's criteria
 /// and the KPIs' (issue 26) — and the KPIs read: what `report` and
 /// `report --compare` both judge with.
@@ -274,22 +295,7 @@ pub fn run(o: &Options) -> u8 {
             }
             // A summary for the log of whoever ran it (CI, an operator).
             for v in &verdicts {
-                crate::outln!(
-                    "{:<4} {} ({}): {}{}",
-                    match v.status {
-                        verdict::Status::Pass => "PASS",
-                        verdict::Status::Fail => "FAIL",
-                        verdict::Status::NotMeasured => "-",
-                    },
-                    html::name(v.id),
-                    v.subject,
-                    v.measured
-                        .map(|m| human_value(m, v.unit))
-                        .unwrap_or_else(|| "not measured".into()),
-                    v.failed_at
-                        .map(|t| format!(", failed at {}", when(t)))
-                        .unwrap_or_default()
-                );
+                crate::outln!("{}", verdict_line(v));
             }
             crate::outln!(
                 "report {}: {}",

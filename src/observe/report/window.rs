@@ -3,7 +3,7 @@
 //! progress line, once at the end for `report.html` and `report.json` —
 //! with the same reading, criteria and renderings as `cgwarden report`.
 
-use super::{html, human_value, json_report, kpi, query, verdict, when};
+use super::{html, json_report, kpi, query, verdict};
 use crate::exit;
 use crate::policy::model::ReportCriteria;
 use std::path::Path;
@@ -76,22 +76,7 @@ pub(crate) fn judge(
             id: v.id,
             subject: v.subject.clone(),
             status: v.status.as_str(),
-            line: format!(
-                "{:<4} {} ({}): {}{}",
-                match v.status {
-                    verdict::Status::Pass => "PASS",
-                    verdict::Status::Fail => "FAIL",
-                    verdict::Status::NotMeasured => "-",
-                },
-                html::name(v.id),
-                v.subject,
-                v.measured
-                    .map(|m| human_value(m, v.unit))
-                    .unwrap_or_else(|| "not measured".into()),
-                v.failed_at
-                    .map(|t| format!(", failed at {}", when(t)))
-                    .unwrap_or_default()
-            ),
+            line: super::verdict_line(v),
             detail: v.detail.clone(),
         })
         .collect();
