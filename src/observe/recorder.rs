@@ -669,7 +669,11 @@ mod tests {
         assert_eq!(count("processes"), 1);
         assert_eq!(count("thermal"), 1);
         assert_eq!(count("daemon"), 1);
-        assert_eq!(count("events"), 2, "start + the rule transition");
+        assert_eq!(
+            count("events"),
+            3,
+            "start + the cpufreq policies watched + the rule transition"
+        );
         assert_eq!(count("runs"), 1);
         let (high, max, total): (Option<i64>, Option<i64>, i64) = rec
             .conn
