@@ -71,6 +71,19 @@ pub struct Handle {
 /// Binds `path` (removing a stale socket: the caller holds the state_dir
 /// lock, so no other daemon serves it), mode 0660, group `gid`.
 pub fn bind(path: &Path, gid: u32) -> std::io::Result<std::os::unix::net::UnixListener> {
+    let l = bind_socket(path, gid, |p| std::os::unix::net::UnixListener::bind(p))?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
+/// Binds a unix socket of the daemon's (`bind_with` makes it: a stream
+/// listener, the KPI datagram socket) at `path`: a stale socket there is
+/// replaced, anything else is refused; mode 0660, group `gid`.
+pub(crate) fn bind_socket<S>(
+    path: &Path,
+    gid: u32,
+    bind_with: impl FnOnce(&Path) -> std::io::Result<S>,
+) -> std::io::Result<S> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() || m.is_file() || m.is_dir() => {
             return Err(std::io::Error::other(format!(
@@ -81,12 +94,11 @@ pub fn bind(path: &Path, gid: u32) -> std::io::Result<std::os::unix::net::UnixLi
         Ok(_) => std::fs::remove_file(path)?,
         Err(_) => {}
     }
-    let l = std::os::unix::net::UnixListener::bind(path)?;
+    let s = bind_with(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
         .map_err(std::io::Error::from)?;
-    l.set_nonblocking(true)?;
-    Ok(l)
+    Ok(s)
 }
 
 /// Starts the service thread on `listener`. Calls go to `calls`; events

@@ -24,7 +24,6 @@
 use super::Daemon;
 use crate::control::{wire, Response};
 use crate::observe::kpi::{parse, Refusal, Store, Unit};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::sync::Arc;
@@ -113,21 +112,7 @@ impl Daemon {
 /// Binds the datagram socket as the control socket is bound: a stale socket
 /// is replaced, anything else at the path is not; 0660, group `gid`.
 fn bind(path: &Path, gid: u32) -> std::io::Result<UnixDatagram> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() || m.is_file() || m.is_dir() => {
-            return Err(std::io::Error::other(format!(
-                "{} exists and is not a socket; refusing to replace it",
-                path.display()
-            )))
-        }
-        Ok(_) => std::fs::remove_file(path)?,
-        Err(_) => {}
-    }
-    let s = UnixDatagram::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
-    nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
-        .map_err(std::io::Error::from)?;
-    Ok(s)
+    crate::control::server::bind_socket(path, gid, |p| UnixDatagram::bind(p))
 }
 
 /// Reads datagrams until the socket fails (the daemon's exit ends it).
