@@ -70,16 +70,7 @@ pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged
         let row = (|| -> Option<(String, Unit, Hist)> {
             let name: String = r.get(0).ok()?;
             let unit = Unit::from_name(&r.get::<_, String>(1).ok()?)?;
-            let count = u64::try_from(r.get::<_, i64>(2).ok()?).ok()?;
-            let h = Hist::decode(
-                &r.get::<_, Vec<u8>>(7).ok()?,
-                count,
-                r.get(3).ok()?,
-                r.get(4).ok()?,
-                r.get(5).ok()?,
-                r.get(6).ok()?,
-            )?;
-            Some((name, unit, h))
+            Some((name, unit, hist_of(r)?))
         })();
         match row {
             Some((name, unit, h)) => match out.get_mut(&name) {
@@ -93,6 +84,20 @@ pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged
         }
     }
     Ok((out, skipped))
+}
+
+/// A `kpi` row's histogram from columns 2–7 (`count, sum, sumsq, min, max,
+/// buckets`, as both queries here select them); none when it does not decode.
+fn hist_of(r: &rusqlite::Row) -> Option<Hist> {
+    let count = u64::try_from(r.get::<_, i64>(2).ok()?).ok()?;
+    Hist::decode(
+        &r.get::<_, Vec<u8>>(7).ok()?,
+        count,
+        r.get(3).ok()?,
+        r.get(4).ok()?,
+        r.get(5).ok()?,
+        r.get(6).ok()?,
+    )
 }
 
 /// Every row within `[from, to]`, in time order: (ts, name, histogram);
@@ -113,16 +118,7 @@ pub fn rows(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<Vec<(f64,
     let mut q = st.query(params![from, to])?;
     while let Some(r) = q.next()? {
         let row = (|| -> Option<(f64, String, Hist)> {
-            let count = u64::try_from(r.get::<_, i64>(2).ok()?).ok()?;
-            let h = Hist::decode(
-                &r.get::<_, Vec<u8>>(7).ok()?,
-                count,
-                r.get(3).ok()?,
-                r.get(4).ok()?,
-                r.get(5).ok()?,
-                r.get(6).ok()?,
-            )?;
-            Some((r.get(0).ok()?, r.get(1).ok()?, h))
+            Some((r.get(0).ok()?, r.get(1).ok()?, hist_of(r)?))
         })();
         out.extend(row);
     }
