@@ -161,6 +161,13 @@ rss_kib() { # PID: resident KiB as the page tables say (smaps_rollup's Rss). Not
     awk '$1 == "Rss:" { print $2; f = 1 } END { if (!f) exit 1 }' "/proc/$1/smaps_rollup" 2>/dev/null ||
         awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
 }
+thread_schedstat() { # PID: ns on CPU and wake-ups (schedstat field 3: timeslices run) of
+    # every thread, one line each: "TID COMM NS WAIT_NS SLICES" (the benchmarks' CPU split)
+    for t in /proc/"$1"/task/*; do
+        [ -r "$t/schedstat" ] || continue
+        echo "${t##*/} $(cat "$t/comm") $(cat "$t/schedstat")"
+    done
+}
 mem_report() { # PID: where the RSS is — smaps_rollup's totals, then one "SMAPS" line per mapping with Rss > 0
     grep -E '^(Rss|Pss_Anon|Pss_File|Anonymous|AnonHugePages|Locked):' "/proc/$1/smaps_rollup" 2>/dev/null |
         awk '{ printf "%s%s=%sKiB", sep, $1, $2; sep = " " } END { print "" }' | sed 's/^/MEMROLLUP /; s/://g'

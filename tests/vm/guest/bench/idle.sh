@@ -27,14 +27,7 @@ rules:
     cooldown: 3s
 EOP
 
-# ns on CPU and wake-ups (field 3: timeslices run) of every thread of PID,
-# one line per thread: "TID COMM NS SLICES".
-threads() {
-    for t in /proc/"$1"/task/*; do
-        [ -r "$t/schedstat" ] || continue
-        echo "${t##*/} $(cat "$t/comm") $(cat "$t/schedstat")"
-    done
-}
+threads() { thread_schedstat "$1"; } # lib.sh
 total_ns() { threads "$1" | awk '{ s += $3 } END { print s + 0 }'; }
 total_slices() { threads "$1" | awk '{ s += $5 } END { print s + 0 }'; }
 

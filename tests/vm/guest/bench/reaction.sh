@@ -30,12 +30,7 @@ rules:
     hold: 3s
 EOP
 
-threads() {
-    for t in /proc/"$1"/task/*; do
-        [ -r "$t/schedstat" ] || continue
-        echo "${t##*/} $(cat "$t/comm") $(cat "$t/schedstat")"
-    done
-}
+threads() { thread_schedstat "$1"; } # lib.sh
 sum_ns() { awk '{ s += $3 } END { print s + 0 }' "$1"; }
 
 echo "BENCH == reaction cost: $EPISODES memory-pressure episodes, PSI-trigger rule vs. a 1 s poller"
