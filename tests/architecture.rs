@@ -277,3 +277,102 @@ fn unsafe_and_device_paths_stay_behind_the_kernel_seam() {
         found.join("\n")
     );
 }
+
+/// The house's floors: what each room of `src/` may import from the others.
+/// A room not listed here, or an arrow not allowed, fails the test. Leaves
+/// first; a room reaches only downwards (SPEC's architecture: policy and the
+/// engine are pure, the kernel seam is the only I/O, the daemon wires them).
+const FLOORS: &[(&str, &[&str])] = &[
+    ("units", &[]),
+    ("out", &[]),
+    ("stats", &[]),
+    ("show", &[]),
+    ("knobs", &["units"]),
+    ("kernel", &["knobs", "units"]),
+    ("exit", &["kernel"]),
+    ("policy", &["knobs", "units"]),
+    ("engine", &["knobs", "policy", "units"]),
+    (
+        "converge",
+        &["engine", "exit", "kernel", "knobs", "policy", "units"],
+    ),
+    (
+        "doctor",
+        &[
+            "converge", "engine", "exit", "kernel", "knobs", "policy", "units",
+        ],
+    ),
+    (
+        "control",
+        &["exit", "kernel", "knobs", "out", "policy", "show", "units"],
+    ),
+    (
+        "observe",
+        &[
+            "control", "engine", "exit", "kernel", "knobs", "out", "policy", "show", "stats",
+            "units",
+        ],
+    ),
+    (
+        "daemon",
+        &[
+            "control", "converge", "doctor", "engine", "exit", "kernel", "knobs", "observe",
+            "policy", "show", "stats", "units",
+        ],
+    ),
+    (
+        "soak",
+        &[
+            "control", "exit", "kernel", "observe", "out", "policy", "units",
+        ],
+    ),
+    ("top", &["control", "exit", "knobs", "out", "show", "units"]),
+    (
+        "demo",
+        &[
+            "control", "converge", "exit", "kernel", "knobs", "out", "policy", "units",
+        ],
+    ),
+    ("fuzzing", &["control", "converge", "kernel", "policy"]),
+];
+
+/// No arrow runs up a floor (issue 21 item 3): `engine → kernel` (I/O in
+/// the pure engine) or `policy → observe` fail here.
+#[test]
+fn no_arrow_runs_up_a_floor() {
+    let h = house();
+    let floors: BTreeMap<&str, &[&str]> = FLOORS.iter().copied().collect();
+    let mut wrong = Vec::new();
+    for m in &h.modules {
+        // `main.rs`'s own modules are the binary: it may use every room.
+        let binary = ["manual", "report_args"];
+        if !m.is_empty() && !binary.contains(&m[0].as_str()) && !floors.contains_key(m[0].as_str())
+        {
+            wrong.push(format!(
+                "{}: room `{}` has no floor in FLOORS",
+                m.join("::"),
+                m[0]
+            ));
+        }
+    }
+    let mut seen = 0;
+    for (from, tos) in &h.edges {
+        for to in tos {
+            if from[0] == to[0] {
+                continue;
+            }
+            seen += 1;
+            if from.is_empty() || ["manual", "report_args"].contains(&from[0].as_str()) {
+                continue;
+            }
+            let allowed = floors.get(from[0].as_str()).copied().unwrap_or(&[]);
+            if !allowed.contains(&to[0].as_str()) {
+                wrong.push(format!("{} → {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(seen > 100, "the scan saw only {seen} arrows between rooms");
+    wrong.sort();
+    wrong.dedup();
+    assert!(wrong.is_empty(), "arrows up a floor:\n{}", wrong.join("\n"));
+}

@@ -3,8 +3,9 @@
 
 use super::journal::{Entry, Journal};
 use super::{check_partition, sched_spec, tuning, Converger, Step, StepError};
-use crate::engine::normalize::{self, Form};
+use crate::kernel::wait::page_size;
 use crate::kernel::{procfs, sched, zram};
+use crate::knobs::normalize::{self, Form};
 use std::path::PathBuf;
 
 impl Converger<'_> {
@@ -44,7 +45,7 @@ impl Converger<'_> {
                     None
                 };
                 if let Some(cur) = &current {
-                    if normalize::same(*form, cur, value) {
+                    if normalize::same(*form, cur, value, page_size()) {
                         return Ok(false);
                     }
                 }

@@ -3,8 +3,9 @@
 //! request, each step read against the current state.
 
 use super::{Converger, Plan, Step};
-use crate::engine::normalize::{self, Form};
+use crate::kernel::wait::page_size;
 use crate::kernel::{cpufreq, pm_qos, realtime, zram};
+use crate::knobs::normalize::{self, Form};
 use crate::knobs::sysctl;
 use crate::knobs::{Knob, KnobValue};
 use std::path::Path;
@@ -176,7 +177,7 @@ impl Converger<'_> {
                 // The reset zeroes mem_limit: then it is written even if it matched.
                 let same = cur_limit
                     .as_deref()
-                    .is_some_and(|c| normalize::same(Form::Size, c, &value));
+                    .is_some_and(|c| normalize::same(Form::Size, c, &value, page_size()));
                 if reset || !same {
                     plan.steps.push(Step::Write {
                         path: limit_path,

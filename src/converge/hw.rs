@@ -13,10 +13,10 @@
 //! again whenever an IRQ may have appeared (daemon::irqwatch).
 
 use super::{sched_matches, Converger, Plan, Step};
-use crate::engine::normalize::Form;
 use crate::kernel::irq;
 use crate::kernel::realtime;
 use crate::kernel::Root;
+use crate::knobs::normalize::Form;
 use crate::policy::model::{KthreadRule, Policy};
 use crate::policy::pattern::glob_match;
 use std::collections::BTreeSet;

@@ -19,11 +19,12 @@ pub mod reset;
 pub mod trust;
 pub(crate) mod tuning;
 
-use crate::engine::normalize::{self, Form};
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::HOOKS_PARENT;
+use crate::kernel::wait::page_size;
 use crate::kernel::{procfs, sched, zram, Root};
+use crate::knobs::normalize::{self, Form};
 use crate::knobs::Knob;
 use crate::policy::model::group_baseline;
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
@@ -334,7 +335,7 @@ impl<'p> Converger<'p> {
             None
         };
         if let Some(cur) = &current {
-            if normalize::same(form, cur, &value) {
+            if normalize::same(form, cur, &value, page_size()) {
                 return;
             }
         }

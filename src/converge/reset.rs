@@ -17,10 +17,11 @@
 //! reset can be run again.
 
 use super::journal::{Entry, Journal};
-use crate::engine::normalize::{self, Form};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::{remove_runs, HOOKS_PARENT};
+use crate::kernel::wait::page_size;
 use crate::kernel::{zram, Error, Op, Root};
+use crate::knobs::normalize::{self, Form};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -359,7 +360,7 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
         }
         ops.join(" ")
     } else {
-        if normalize::same(Form::Text, &current, original) {
+        if normalize::same(Form::Text, &current, original, page_size()) {
             return;
         }
         original.trim_end_matches('\n').to_string()

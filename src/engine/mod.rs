@@ -1,7 +1,6 @@
 //! Pure, deterministic decisions: what a knob should hold, whether the kernel
 //! already holds it, which group a process belongs in. No I/O here.
 
-pub(crate) mod normalize;
 pub mod placement;
 pub(crate) mod presence;
 

@@ -495,7 +495,7 @@ impl Placer {
         // took out of it would escape the kill.
         if was
             .split('/')
-            .any(|c| c == crate::kernel::hook_run::HOOKS_PARENT)
+            .any(|c| c == crate::knobs::group::HOOKS_PARENT)
         {
             return Prepared::Done(out);
         }

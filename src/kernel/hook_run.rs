@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 use super::cgroupfs::CgroupFs;
 use super::error::Result;
 
-/// The parent of every hook run's cgroup, relative to `settings.cgroup_root`.
-pub const HOOKS_PARENT: &str = "cgwarden.hooks";
+pub use crate::knobs::group::HOOKS_PARENT;
 
 /// Relative path (to `settings.cgroup_root`) of run `seq` of hook `hook`.
 pub fn run_rel(hook: &str, seq: u64) -> String {

@@ -52,7 +52,7 @@ pub fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {
 /// significant first, the first word unpadded, the rest 8 digits
 /// (`[0..=7]` → `ff`; `[0, 32]` → `1,00000001`; empty → `0`). The kernel
 /// pads the first word to its CPU count; it accepts either form on write,
-/// so compare masks as CPU sets, not as text (`engine::normalize` does).
+/// so compare masks as CPU sets, not as text (`knobs::normalize` does).
 pub fn cpulist_to_hex_mask(cpus: &[u32]) -> String {
     let Some(&max) = cpus.iter().max() else {
         return "0".to_string();
@@ -125,13 +125,14 @@ mod tests {
         assert_eq!(cpulist_to_hex_mask(&[31]), "80000000");
         assert_eq!(cpulist_to_hex_mask(&[64]), "1,00000000,00000000");
         // What converge writes compares equal to the kernel's padded form.
-        use crate::engine::normalize::{same, Form};
+        use crate::knobs::normalize::{same, Form};
         let mask = cpulist_to_hex_mask(&[0, 1, 2, 3, 4, 5, 6, 63, 64, 65]);
         assert_eq!(mask, "3,80000000,0000007f");
         assert!(same(
             Form::HexMask,
             "00000000,00000003,80000000,0000007f\n",
-            &mask
+            &mask,
+            4096
         ));
     }
 }

@@ -10,6 +10,11 @@
 use super::{did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, Shape, Tok};
 use std::path::Path;
 
+/// The parent of every hook run's cgroup, relative to `settings.cgroup_root`
+/// (`kernel::hook_run` makes the runs; placement never moves a process out
+/// of one). Policy group names cannot contain a dot, so no group is it.
+pub const HOOKS_PARENT: &str = "cgwarden.hooks";
+
 /// Where cgroup2 is mounted on a systemd or Debian system: the default
 /// `settings.cgroup_root`, and the only place a journal's recorded root may
 /// be below unless it is the policy's own.

@@ -52,6 +52,7 @@ pub mod devfreq;
 pub mod group;
 pub mod human;
 pub mod latency;
+pub(crate) mod normalize;
 pub mod sysctl;
 pub mod system;
 pub mod value;

@@ -36,7 +36,7 @@ impl<'a> Decoder<'a> {
             if let Some(n) = f.get(name) {
                 let what = format!("report.criteria.{name}");
                 if let Some(t) = self.text(n, &what) {
-                    match crate::observe::kpi::check_name(&t) {
+                    match crate::policy::expr::kpi::check_name(&t) {
                         Ok(()) => *out = t,
                         Err(e) => self.err(n.pos, format!("{what}: {e}")),
                     }

@@ -36,14 +36,6 @@ pub enum Form {
     Bracketed,
 }
 
-/// The running kernel's page size, read once: the kernel keeps memory.*
-/// limits in pages, so a written size reads back rounded down to a page.
-/// A hard-coded 4 KiB made 16K/64K-page kernels rewrite every size on every
-/// apply. 4 KiB if sysconf cannot say (it always can on Linux).
-pub fn page_size() -> u64 {
-    crate::kernel::wait::page_size()
-}
-
 /// How a group knob's file is compared with a desired value.
 pub fn form_of(knob: GroupKnob) -> Form {
     match knob {
@@ -61,13 +53,12 @@ pub fn form_of(knob: GroupKnob) -> Form {
     }
 }
 
-/// True when `current` (as read from the file) already has the effect of `desired`.
-pub fn same(form: Form, current: &str, desired: &str) -> bool {
-    same_with_page(form, current, desired, page_size())
-}
-
-/// [`same`] for a kernel with pages of `page` bytes.
-fn same_with_page(form: Form, current: &str, desired: &str, page: u64) -> bool {
+/// True when `current` (as read from the file) already has the effect of
+/// `desired` on a kernel with pages of `page` bytes: the kernel keeps
+/// memory.* limits in pages, so a written size reads back rounded down to a
+/// page (a hard-coded 4 KiB made 16K/64K-page kernels rewrite every size on
+/// every apply). The caller asks the kernel (`kernel::wait::page_size`).
+pub fn same(form: Form, current: &str, desired: &str, page: u64) -> bool {
     let cur = current.trim();
     let want = desired.trim();
     match form {
@@ -211,16 +202,19 @@ fn active_choice(s: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// [`super::same`] on a 4 KiB-page kernel.
+    fn same(form: Form, current: &str, desired: &str) -> bool {
+        super::same(form, current, desired, 4096)
+    }
+
     #[test]
     fn sizes_compare_in_the_kernels_pages() {
         // 16 KiB pages: 30000 bytes reads back as 16384 (4 KiB pages: 28672).
-        assert!(same_with_page(Form::Size, "16384", "30000", 16384));
-        assert!(!same_with_page(Form::Size, "16384", "30000", 4096));
+        assert!(super::same(Form::Size, "16384", "30000", 16384));
+        assert!(!super::same(Form::Size, "16384", "30000", 4096));
         // 64 KiB pages.
-        assert!(same_with_page(Form::Size, "65536", "100000", 65536));
-        assert!(!same_with_page(Form::Size, "65536", "131072", 65536));
-        let p = page_size();
-        assert!(p >= 4096 && p.is_power_of_two(), "{p}");
+        assert!(super::same(Form::Size, "65536", "100000", 65536));
+        assert!(!super::same(Form::Size, "65536", "131072", 65536));
     }
 
     #[test]
