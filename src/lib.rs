@@ -29,10 +29,10 @@ pub mod knobs;
 pub mod observe;
 pub mod out;
 pub mod policy;
-pub mod show;
+pub(crate) mod show;
 #[cfg(feature = "report")]
 pub mod soak; // issue 26: `cgwarden soak`, the seed's validation run
-pub mod stats;
+pub(crate) mod stats;
 #[cfg(feature = "top")]
 pub mod top;
-pub mod units;
+pub(crate) mod units;

@@ -12,9 +12,9 @@
 //! of varlink's framing or JSON is written by hand here.
 
 pub mod client;
-pub mod render;
-pub mod server;
-pub mod wire;
+pub(crate) mod render;
+pub(crate) mod server;
+pub(crate) mod wire;
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;

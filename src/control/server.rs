@@ -59,7 +59,7 @@ impl Default for Limits {
     }
 }
 
-pub use super::wire::{socket_path, SOCKET_NAME};
+pub use super::wire::socket_path;
 
 /// What the service thread shares with the daemon.
 #[derive(Debug, Clone)]

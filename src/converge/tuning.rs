@@ -8,7 +8,7 @@
 //! from its files, ioprio and uclamp are unknown, and only `oom_score_adj`
 //! and thread moves are written (plain files there).
 
-pub mod journal;
+pub(crate) mod journal;
 
 use crate::engine::tuning::{self, Compiled, TaskOp, ThreadNow};
 use crate::kernel::cgroupfs::CgroupFs;

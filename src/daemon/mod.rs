@@ -26,7 +26,7 @@ mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
-pub mod lanes;
+pub(crate) mod lanes;
 mod memstat; // issue 25: memory telemetry for rules
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
 pub(crate) mod priority;

@@ -92,11 +92,8 @@ impl Critical {
         out
     }
 
-    pub fn pids(&self) -> Vec<i32> {
-        self.live.keys().copied().collect()
-    }
-
-    pub fn is_critical(&self, pid: i32) -> bool {
+    #[cfg(test)]
+    fn is_critical(&self, pid: i32) -> bool {
         self.live.contains_key(&pid)
     }
 }

@@ -6,13 +6,13 @@ pub(crate) mod presence;
 
 pub(crate) mod claims;
 pub mod condition;
-pub mod critical;
+pub(crate) mod critical;
 // Used by the control socket (SPEC §5), which is wired in separately; until
 // then only the tests call it.
 pub(crate) mod grants;
 pub(crate) mod knobs;
-pub mod resort;
+pub(crate) mod resort;
 pub(crate) mod rule_state;
 pub(crate) mod stall;
 pub mod supervisor;
-pub mod tuning;
+pub(crate) mod tuning;

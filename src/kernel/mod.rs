@@ -14,7 +14,7 @@ pub(crate) mod boot;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
 pub(crate) mod devfreq;
-pub mod error;
+pub(crate) mod error;
 mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
@@ -29,14 +29,14 @@ pub(crate) mod psi;
 pub mod psi_trigger;
 pub(crate) mod realtime;
 pub(crate) mod residency;
-pub mod root;
+pub(crate) mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;
 pub(crate) mod task_attr;
 pub(crate) mod thermal;
 #[cfg(feature = "report")]
 pub(crate) mod topology; // issue 26: the CPU clusters `soak` loads
-pub mod trust;
+pub(crate) mod trust;
 pub(crate) mod uevent;
 pub(crate) mod wait;
 pub(crate) mod zram;

@@ -28,7 +28,6 @@ pub const MIN_FREQ: &str = "min_freq";
 pub const MAX_FREQ: &str = "max_freq";
 pub const GOVERNOR: &str = "governor";
 pub const AVAILABLE_GOVERNORS: &str = "available_governors";
-pub const AVAILABLE_FREQUENCIES: &str = "available_frequencies";
 pub const CUR_FREQ: &str = "cur_freq";
 
 /// A devfreq device attribute.

@@ -47,16 +47,16 @@
 //!   [`latency::LATENCY_MAX_US`] and merge [`MergePolicy::SmallestWins`];
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
-pub mod cpufreq;
-pub mod devfreq;
-pub mod group;
-pub mod human;
-pub mod latency;
+pub(crate) mod cpufreq;
+pub(crate) mod devfreq;
+pub(crate) mod group;
+pub(crate) mod human;
+pub(crate) mod latency;
 pub(crate) mod normalize;
-pub mod sysctl;
-pub mod system;
-pub mod value;
-pub mod zram;
+pub(crate) mod sysctl;
+pub(crate) mod system;
+pub(crate) mod value;
+pub(crate) mod zram;
 
 pub use cpufreq::CpufreqAttr;
 pub use devfreq::DevfreqAttr;

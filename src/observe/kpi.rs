@@ -50,7 +50,7 @@
 
 pub(crate) mod expose;
 pub mod parse;
-pub mod record;
+pub(crate) mod record;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

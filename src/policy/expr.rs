@@ -652,8 +652,8 @@ pub use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
-pub mod kpi;
-pub mod mem; // issue 26: kpi.NAME.STAT conditions
+pub(crate) mod kpi;
+pub(crate) mod mem; // issue 26: kpi.NAME.STAT conditions
 pub use mem::MemMetric;
-pub mod resort;
+pub(crate) mod resort;
 pub use resort::KillSpec;
