@@ -43,7 +43,7 @@ use std::fmt;
 
 /// What a policy asks of the kernel's boot and build.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Needs {
+pub(crate) struct Needs {
     /// CPUs reserved for RT work.
     pub rt: CpuSet,
     /// Of those, the CPUs of `partition: isolated` groups.
@@ -66,7 +66,7 @@ pub struct Needs {
 
 impl Needs {
     /// The needs of `policy` on a machine with `possible` CPUs.
-    pub fn of(policy: &Policy, possible: &CpuSet) -> Needs {
+    pub(crate) fn of(policy: &Policy, possible: &CpuSet) -> Needs {
         let mut n = Needs::default();
         for g in policy.all_groups() {
             if g.cpuset.partition == Some(Partition::Isolated) {
@@ -126,7 +126,7 @@ impl Needs {
 
 /// One thing the kernel lacks (or may lack).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The check's name (`nohz_full`).
     pub check: &'static str,
     /// The policy needs it (exit 3); otherwise a note to look at.
@@ -148,10 +148,10 @@ impl fmt::Display for Finding {
 }
 
 /// A check: the needs and the kernel's state in, findings out.
-pub type Check = fn(&Needs, &BootState) -> Vec<Finding>;
+pub(crate) type Check = fn(&Needs, &BootState) -> Vec<Finding>;
 
 /// Every check, in the order findings are reported.
-pub const CHECKS: &[(&str, Check)] = &[
+pub(crate) const CHECKS: &[(&str, Check)] = &[
     ("cmdline", check_cmdline),
     ("isolcpus", check_isolcpus),
     ("nohz_full", check_nohz_full),
@@ -169,12 +169,12 @@ pub const CHECKS: &[(&str, Check)] = &[
 ];
 
 /// Every finding for `needs` on a kernel in `state`.
-pub fn findings(needs: &Needs, state: &BootState) -> Vec<Finding> {
+pub(crate) fn findings(needs: &Needs, state: &BootState) -> Vec<Finding> {
     CHECKS.iter().flat_map(|(_, c)| c(needs, state)).collect()
 }
 
 /// Reads the kernel's state under `root` and compares it with `policy`.
-pub fn diagnose(root: &Root, policy: &Policy) -> crate::kernel::Result<Vec<Finding>> {
+pub(crate) fn diagnose(root: &Root, policy: &Policy) -> crate::kernel::Result<Vec<Finding>> {
     let state = BootState::read(root, &policy.settings.cgroup_root)?;
     Ok(findings(&Needs::of(policy, &state.possible), &state))
 }

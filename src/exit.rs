@@ -16,7 +16,7 @@ pub const USAGE: u8 = 2;
 /// The system lacks what the policy requires and `on_missing: fail` is set.
 pub const MISSING: u8 = 3;
 /// The daemon is not reachable on its control socket.
-pub const UNREACHABLE: u8 = 4;
+pub(crate) const UNREACHABLE: u8 = 4;
 /// A runtime failure that may pass (`EX_TEMPFAIL`): state_dir or the journal
 /// cannot be created, read, written or synced for an I/O reason.
 pub const TEMPFAIL: u8 = 75;

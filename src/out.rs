@@ -56,7 +56,7 @@ fn failure(e: &std::io::Error) {
 
 /// Whether stdout can no longer be written (its reader went away, or an
 /// error): a command that streams (`events`) stops.
-pub fn closed() -> bool {
+pub(crate) fn closed() -> bool {
     STATE.load(Ordering::Relaxed) != 0
 }
 

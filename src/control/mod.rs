@@ -17,26 +17,23 @@ pub(crate) mod server;
 pub(crate) mod wire;
 
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
 use tokio::sync::oneshot;
 
 /// Who is calling, as the kernel says.
 #[derive(Debug)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub uid: u32,
     pub gid: u32,
     /// Supplementary groups (SO_PEERGROUPS).
     pub groups: Vec<u32>,
     pub pid: i32,
-    /// SO_PEERPIDFD, where the kernel has it (6.5+).
-    pub pidfd: Option<OwnedFd>,
     /// The control connection (a boost may end with it).
     pub conn: u64,
 }
 
 /// A request the daemon's event loop answers.
 #[derive(Debug)]
-pub enum Request {
+pub(crate) enum Request {
     Status,
     ListClaims,
     Verify,
@@ -81,7 +78,7 @@ pub enum Request {
 
 /// The daemon's answer.
 #[derive(Debug)]
-pub enum Response {
+pub(crate) enum Response {
     Status(Box<wire::StatusReply>),
     Claims(wire::ClaimsReply),
     Verify(wire::VerifyReply),
@@ -96,7 +93,7 @@ pub enum Response {
 
 /// A request and where its answer goes (none for [`Request::ConnClosed`]).
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub request: Request,
     pub reply: Option<oneshot::Sender<Response>>,
 }

@@ -20,7 +20,7 @@
 use super::wire::{self, DaemonError, EventReply};
 use super::{Call, Caller, Request, Response};
 use futures_util::Stream;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::pin::Pin;
@@ -445,9 +445,6 @@ where
         .map_err(|e| DaemonError::Refused {
             message: format!("the kernel did not say who is calling: {e}"),
         })?;
-    let pidfd: Option<OwnedFd> = creds
-        .process_fd()
-        .and_then(|fd| fd.try_clone_to_owned().ok());
     Ok(Caller {
         uid: creds.unix_user_id().as_raw(),
         gid: creds.unix_primary_group_id().as_raw(),
@@ -457,7 +454,6 @@ where
             .map(|g| g.as_raw())
             .collect(),
         pid: creds.process_id().as_raw_nonzero().get(),
-        pidfd,
         conn: id,
     })
 }

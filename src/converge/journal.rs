@@ -586,11 +586,13 @@ impl Journal {
         &self.path
     }
 
+    #[cfg(test)]
     pub fn exists(&self) -> bool {
         self.root.exists(&self.path)
     }
 
     /// The format on disk, `None` while no journal exists.
+    #[cfg(test)]
     pub fn version(&self) -> Option<Version> {
         self.version
     }
@@ -622,10 +624,6 @@ impl Journal {
             Entry::File { content, .. } => Some(content),
             _ => None,
         }
-    }
-
-    pub fn has(&self, e: &Entry) -> bool {
-        self.keys.contains(&e.key())
     }
 
     /// Appends and syncs an entry unless one for the same thing is recorded.

@@ -71,12 +71,13 @@ impl LockError {
 pub struct StateLock {
     file: Flock<fs::File>,
     host: PathBuf,
+    #[cfg(test)]
     path: PathBuf,
 }
 
 impl StateLock {
     /// The lock file in a state_dir (device path).
-    pub fn path_in(state_dir: &Path) -> PathBuf {
+    pub(crate) fn path_in(state_dir: &Path) -> PathBuf {
         Root::normalize(state_dir).join("lock")
     }
 
@@ -145,6 +146,7 @@ impl StateLock {
             return Ok(StateLock {
                 file: locked,
                 host,
+                #[cfg(test)]
                 path,
             });
         }
@@ -155,7 +157,8 @@ impl StateLock {
     }
 
     /// Device path of the lock file.
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
@@ -198,7 +201,7 @@ fn one_line(s: &str) -> String {
 
 /// Makes sure `state_dir` exists and is safe (see module docs); returns its
 /// host path. A refusal is an [`Error::Other`], an I/O failure an [`Error::Io`].
-pub fn prepare_state_dir(root: &Root, state_dir: &Path) -> Result<PathBuf, Error> {
+pub(crate) fn prepare_state_dir(root: &Root, state_dir: &Path) -> Result<PathBuf, Error> {
     let dev = Root::normalize(state_dir);
     if dev == Path::new("/") || dev.starts_with("/proc") || dev.starts_with("/sys") {
         return Err(Error::other(
@@ -276,7 +279,7 @@ pub fn prepare_state_dir(root: &Root, state_dir: &Path) -> Result<PathBuf, Error
 }
 
 /// Refuses a `state_dir` at or below `cgroup_root` (a managed group).
-pub fn refuse_managed_group(state_dir: &Path, cgroup_root: &Path) -> Result<(), Error> {
+pub(crate) fn refuse_managed_group(state_dir: &Path, cgroup_root: &Path) -> Result<(), Error> {
     let dev = Root::normalize(state_dir);
     if dev.starts_with(Root::normalize(cgroup_root)) {
         return Err(Error::other(

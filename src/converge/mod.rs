@@ -11,7 +11,7 @@
 mod apply;
 mod baseline;
 mod hw;
-pub use hw::coexistence_warnings;
+pub(crate) use hw::coexistence_warnings;
 pub(crate) mod journal;
 pub mod lock;
 pub(crate) mod placement;
@@ -221,7 +221,8 @@ impl From<crate::kernel::Error> for StepError {
 }
 
 /// Exit code when the system lacks what the policy needs and `on_missing: fail`.
-pub const EXIT_MISSING: i32 = 3;
+#[cfg(test)]
+pub(crate) const EXIT_MISSING: i32 = 3;
 
 pub struct Converger<'p> {
     root: Root,
@@ -243,7 +244,7 @@ fn controller_of(file: &str) -> &'static str {
 
 /// A group's baseline knobs in the order they are written: the policy's
 /// [`group_baseline`] as file, kernel text and comparison form.
-pub fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
+pub(crate) fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
     group_baseline(g)
         .into_iter()
         .map(|(gk, v)| {
@@ -271,7 +272,7 @@ fn own_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
 
 /// Controllers `g`'s children need enabled in its `cgroup.subtree_control`
 /// (a repair of `g` enables exactly these).
-pub fn children_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
+pub(crate) fn children_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
     g.children
         .iter()
         .flat_map(|c| subtree_controllers(policy, c))
@@ -280,7 +281,7 @@ pub fn children_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str
 
 /// Every controller the policy's groups need somewhere in the hierarchy
 /// (what `doctor` checks the cgroup root offers).
-pub fn policy_controllers(policy: &Policy) -> BTreeSet<&'static str> {
+pub(crate) fn policy_controllers(policy: &Policy) -> BTreeSet<&'static str> {
     policy
         .groups
         .iter()
@@ -588,7 +589,7 @@ impl<'p> Converger<'p> {
 
     /// [`Converger::apply`] with a journal the caller holds (the daemon's,
     /// shared with its writer lanes: issue 24's IRQ watcher).
-    pub fn apply_journalled(
+    pub(crate) fn apply_journalled(
         &self,
         plan: &Plan,
         journal: &mut Journal,
@@ -707,7 +708,7 @@ fn to_kernel_policy(p: SchedPolicy) -> sched::Policy {
 /// Whether a process already runs with a rule's scheduling (policy and the
 /// parameters that go with it: nice, rt priority or deadline runtime/
 /// deadline/period), so rescans do not apply it again.
-pub fn sched_matches(root: &Root, pid: i32, s: &Sched) -> bool {
+pub(crate) fn sched_matches(root: &Root, pid: i32, s: &Sched) -> bool {
     match sched::current_attr(root, pid) {
         Ok(Some(cur)) => sched::attr_matches(&cur, &sched_spec(s)),
         _ => false,
@@ -715,7 +716,7 @@ pub fn sched_matches(root: &Root, pid: i32, s: &Sched) -> bool {
 }
 
 /// A placement rule's `sched:` in the kernel layer's terms.
-pub fn sched_spec(s: &Sched) -> sched::SchedSpec {
+pub(crate) fn sched_spec(s: &Sched) -> sched::SchedSpec {
     sched::SchedSpec {
         policy: to_kernel_policy(s.policy),
         priority: s.priority,

@@ -42,7 +42,7 @@ pub struct ResetReport {
 
 impl ResetReport {
     /// How many things were restored (lines that are not skip notes).
-    pub fn restored(&self) -> usize {
+    pub(crate) fn restored(&self) -> usize {
         self.lines.iter().filter(|l| !l.starts_with('#')).count()
     }
 

@@ -23,7 +23,7 @@ pub fn refusals(path: &Path, p: &Policy) -> Vec<String> {
 
 /// Why root may not run `p`'s hook programs, one line per refused file;
 /// empty when it may, or when not running as root.
-pub fn hook_refusals(p: &Policy) -> Vec<String> {
+pub(crate) fn hook_refusals(p: &Policy) -> Vec<String> {
     let mut out = Vec::new();
     if !nix::unistd::geteuid().is_root() {
         return out;

@@ -47,7 +47,7 @@ use tokio::sync::mpsc;
 
 /// What happened to one write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Handed to its lane; the result comes back as a [`Done`].
     Queued,
     DryRun,
@@ -57,7 +57,7 @@ pub enum Outcome {
     Held,
 }
 
-pub struct Actuator {
+pub(crate) struct Actuator {
     root: Root,
     cg: CgroupFs,
     /// Group name → path below the cgroup root.
@@ -80,7 +80,7 @@ pub struct Actuator {
 }
 
 impl Actuator {
-    pub fn new(root: Root, policy: &Policy, journal: Option<Journal>) -> Self {
+    pub(crate) fn new(root: Root, policy: &Policy, journal: Option<Journal>) -> Self {
         let r = root.clone();
         let write: WriteFn = Arc::new(move |p, v| r.write(p, v));
         Self::with_writer(root, policy, journal, write)
@@ -88,7 +88,7 @@ impl Actuator {
 
     /// An actuator whose lanes write through `write` (the test seam: a
     /// write that blocks or fails).
-    pub fn with_writer(
+    pub(crate) fn with_writer(
         root: Root,
         policy: &Policy,
         journal: Option<Journal>,
@@ -115,30 +115,31 @@ impl Actuator {
     /// A reload: knobs of the new policy's groups resolve from now on. The
     /// groups it no longer has keep resolving (their directories stay; a
     /// released boost writes their baseline back).
-    pub fn add_groups(&mut self, policy: &Policy) {
+    pub(crate) fn add_groups(&mut self, policy: &Policy) {
         self.groups.extend(group_paths(policy));
     }
 
     /// The journal the lanes write, for other writers of the daemon (the
     /// IRQ watcher, issue 24); `None` in a dry run.
-    pub fn shared_journal(&self) -> Option<SharedJournal> {
+    pub(crate) fn shared_journal(&self) -> Option<SharedJournal> {
         self.journal.clone()
     }
 
     /// Sets the deadline of knob writes (tests).
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
     }
 
     /// The receiver of finished writes, for the event loop (once).
-    pub fn take_completions(&mut self) -> Option<mpsc::UnboundedReceiver<Done>> {
+    pub(crate) fn take_completions(&mut self) -> Option<mpsc::UnboundedReceiver<Done>> {
         self.completions.take()
     }
 
     /// Records an entry in the originals journal (a group a repair creates).
     /// No journal (dry run): nothing to do.
-    pub fn record(&self, e: Entry) -> crate::kernel::Result<()> {
+    pub(crate) fn record(&self, e: Entry) -> crate::kernel::Result<()> {
         match &self.journal {
             Some(j) => lanes::lock_journal(j).record(e),
             None => Ok(()),
@@ -158,7 +159,11 @@ impl Actuator {
     }
 
     /// The file a knob lives in and the text to write for `value`.
-    pub fn target(&self, knob: &Knob, value: &KnobValue) -> Result<(PathBuf, String), String> {
+    pub(crate) fn target(
+        &self,
+        knob: &Knob,
+        value: &KnobValue,
+    ) -> Result<(PathBuf, String), String> {
         match knob {
             Knob::Group { group, knob: gk } => {
                 let path = self.groups.get(group).ok_or_else(|| format!("group `{group}` is not in the policy"))?;
@@ -206,7 +211,7 @@ impl Actuator {
 
     /// Reads a knob's current value from the kernel, in the kernel's
     /// rendering (for `raise`/`lower` of a knob with no baseline).
-    pub fn read(&self, knob: &Knob) -> Option<KnobValue> {
+    pub(crate) fn read(&self, knob: &Knob) -> Option<KnobValue> {
         if knob.held_by_daemon() {
             // What this daemon's request holds (the device reads the
             // aggregate of every process's requests).
@@ -230,7 +235,7 @@ impl Actuator {
 
     /// Where `verify` reads the knob: its file, or `/proc/swaps` for a zram
     /// swap priority.
-    pub fn read_path(&self, knob: &Knob) -> PathBuf {
+    pub(crate) fn read_path(&self, knob: &Knob) -> PathBuf {
         match knob {
             Knob::Zram {
                 attr: ZramAttr::SwapPriority,
@@ -244,7 +249,7 @@ impl Actuator {
     /// Why the knob cannot be read back on this root, if it cannot: a zram
     /// swap priority on a fake root, where `apply` skips `swapon` (issue 22
     /// item 3: `verify` called it drift).
-    pub fn unverifiable(&self, knob: &Knob) -> Option<&'static str> {
+    pub(crate) fn unverifiable(&self, knob: &Knob) -> Option<&'static str> {
         match knob {
             Knob::Zram {
                 attr: ZramAttr::SwapPriority,
@@ -259,7 +264,7 @@ impl Actuator {
     /// What the knob held before cgwarden first wrote it, from the journal:
     /// the baseline of a knob the policy leaves alone (never the live value a
     /// crashed predecessor may have left behind).
-    pub fn original(&self, knob: &Knob) -> Option<KnobValue> {
+    pub(crate) fn original(&self, knob: &Knob) -> Option<KnobValue> {
         if knob.held_by_daemon() {
             return None;
         }
@@ -270,7 +275,7 @@ impl Actuator {
     }
 
     /// Queues one write on its lane (the group's, or the system knobs').
-    pub fn apply(&mut self, w: &Write) -> Outcome {
+    pub(crate) fn apply(&mut self, w: &Write) -> Outcome {
         let (path, text) = match self.target(&w.knob, &w.new) {
             Ok(t) => t,
             Err(reason) => {
@@ -351,7 +356,7 @@ impl Actuator {
 
     /// Queues a write of 1 to /proc/sys/vm/compact_memory (its own lane:
     /// compaction runs inside the write).
-    pub fn compact_memory(&mut self, rule: &str) -> Outcome {
+    pub(crate) fn compact_memory(&mut self, rule: &str) -> Outcome {
         let path = PathBuf::from(sysctl::COMPACT_MEMORY);
         if self.dry_run {
             tracing::info!(rule, path = %path.display(), "would compact memory (dry run)");
@@ -374,7 +379,7 @@ impl Actuator {
     }
 
     /// Logs and counts a finished write.
-    pub fn finished(&mut self, d: Done) {
+    pub(crate) fn finished(&mut self, d: Done) {
         let was_late = self.lanes.finished(&d);
         let elapsed_ms = d.elapsed.as_secs_f64() * 1000.0;
         let j = &d.job;
@@ -399,29 +404,29 @@ impl Actuator {
     }
 
     /// Reports writes past their deadline (call when [`next_check`](Self::next_check) is due).
-    pub fn check_late(&mut self, now: Instant) {
+    pub(crate) fn check_late(&mut self, now: Instant) {
         self.lanes.check_late(now);
     }
 
     /// The knobs with a write queued or in flight (see [`Lanes::pending`]).
-    pub fn pending(&self) -> std::collections::HashSet<String> {
+    pub(crate) fn pending(&self) -> std::collections::HashSet<String> {
         self.lanes.pending()
     }
 
     /// When the loop should look for late writes again.
-    pub fn next_check(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_check(&self, now: Instant) -> Option<Instant> {
         self.lanes.next_check(now)
     }
 
     /// Writes made, refused, late, superseded, and outstanding now.
-    pub fn counters(&self) -> (lanes::Counters, usize) {
+    pub(crate) fn counters(&self) -> (lanes::Counters, usize) {
         (self.lanes.counters, self.lanes.outstanding())
     }
 
     /// Waits up to `grace` for every queued write (the stop's releases),
     /// taking completions from `rx`; then reports what is still blocked and
     /// lets the lanes go. Returns how many writes were left unfinished.
-    pub async fn drain(
+    pub(crate) async fn drain(
         &mut self,
         rx: &mut mpsc::UnboundedReceiver<Done>,
         grace: Duration,
@@ -465,7 +470,7 @@ impl Actuator {
 /// `scaling_min_freq` write when the family says so
 /// ([`crate::knobs::cpufreq::min_first`]: the new floor is above the old
 /// ceiling). Knob order writes min first, right when the ceiling comes down.
-pub fn order_writes(effects: &mut [Effect]) {
+pub(crate) fn order_writes(effects: &mut [Effect]) {
     let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
         effects.iter().position(|e| {
             matches!(e, Effect::Write(w) if matches!(&w.knob, Knob::Cpufreq { policy: p, attr: a } if p == policy && *a == attr))

@@ -137,7 +137,7 @@ const FIELDS: [(&str, &str); 8] = [
 ];
 
 /// Why a hook runs (the engine decides it): the rule fired or cleared.
-pub use crate::engine::supervisor::HookEvent;
+pub(crate) use crate::engine::supervisor::HookEvent;
 
 /// What a hook is told about the firing. Empty strings mean "unknown for
 /// this firing" (e.g. `group` for a thermal rule).

@@ -92,7 +92,9 @@ pub struct Job {
 
 /// A finished write, as the loop receives it.
 #[derive(Debug)]
-pub struct Done {
+pub(crate) struct Done {
+    /// The lane that made it (read by the tests; `Debug` shows it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub lane: LaneKey,
     pub seq: u64,
     pub job: Job,

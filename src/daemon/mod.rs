@@ -69,12 +69,12 @@ pub struct Options {
 }
 
 /// Exit codes of SPEC §1.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_INVALID: u8 = 1;
-pub const EXIT_MISSING: u8 = 3;
+pub(crate) const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_INVALID: u8 = 1;
+pub(crate) const EXIT_MISSING: u8 = 3;
 /// A runtime failure that may pass (the journal's file, the runtime): the
 /// service manager restarts the daemon (EX_TEMPFAIL).
-pub const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
+pub(crate) const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
 
 /// Runs the daemon until SIGTERM/SIGINT; returns the process exit code.
 pub fn run(opts: Options) -> u8 {

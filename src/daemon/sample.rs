@@ -68,7 +68,7 @@ pub struct Sampler {
     mem: crate::daemon::memstat::MemSampler,
 }
 
-pub fn resource_name(r: Resource) -> &'static str {
+pub(crate) fn resource_name(r: Resource) -> &'static str {
     match r {
         Resource::Cpu => "cpu",
         Resource::Memory => "memory",
@@ -95,26 +95,26 @@ impl Sampler {
     }
 
     /// `running()` answers from this presence from now on (issue #5).
-    pub fn set_exec(&mut self, shared: std::sync::Arc<crate::daemon::exec::Shared>) {
+    pub(crate) fn set_exec(&mut self, shared: std::sync::Arc<crate::daemon::exec::Shared>) {
         self.exec = Some(shared);
     }
 
     /// A reload: samples `needs` of `groups` from now on. The stall history
     /// of PSI lines still needed is kept (with the new retention); lines no
     /// longer needed are dropped, as are pending trigger firings of them.
-    pub fn set_needs(&mut self, groups: HashMap<String, String>, needs: Needs) {
+    pub(crate) fn set_needs(&mut self, groups: HashMap<String, String>, needs: Needs) {
         self.stall.configure(needs.psi_stall.iter());
         self.fired.retain(|k, _| needs.psi_stall.contains_key(k));
         self.groups = groups;
         self.needs = needs;
     }
 
-    pub fn needs(&self) -> &Needs {
+    pub(crate) fn needs(&self) -> &Needs {
         &self.needs
     }
 
     /// The pressure file of a PSI target (device path).
-    pub fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
+    pub(crate) fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
         match target {
             Target::System => Some(
                 std::path::Path::new(crate::kernel::psi::PRESSURE_DIR).join(resource_name(res)),
@@ -145,7 +145,7 @@ impl Sampler {
     /// held at least `amount` of stall ([`StallHistory::record_trigger`]);
     /// the file is read once, by that sample. Of two triggers on one line,
     /// the larger amount is the stronger word.
-    pub fn trigger_fired(&mut self, key: &StallKey, amount: Duration, window: Duration) {
+    pub(crate) fn trigger_fired(&mut self, key: &StallKey, amount: Duration, window: Duration) {
         let e = self.fired.entry(key.clone()).or_insert((amount, window));
         if amount > e.0 {
             *e = (amount, window);
@@ -274,7 +274,7 @@ impl Sampler {
 
 impl Snapshot {
     /// Issue 24: each tracked policy's limit (kHz) and `throttled()`.
-    pub fn cpufreq_limits(&self) -> std::collections::BTreeMap<String, (u64, bool)> {
+    pub(crate) fn cpufreq_limits(&self) -> std::collections::BTreeMap<String, (u64, bool)> {
         self.limits
             .iter()
             .map(|(p, l)| {
@@ -287,12 +287,12 @@ impl Snapshot {
 
 impl Sampler {
     /// Issue 24: the ceilings asked for (kHz), set before each sample.
-    pub fn set_asked(&mut self, asked: HashMap<String, u64>) {
+    pub(crate) fn set_asked(&mut self, asked: HashMap<String, u64>) {
         self.asked = asked;
     }
 
     /// Tracks `throttled()` of these policies too (metrics, recorder).
-    pub fn track_policies(&mut self, policies: impl IntoIterator<Item = String>) {
+    pub(crate) fn track_policies(&mut self, policies: impl IntoIterator<Item = String>) {
         let before = self.needs.cpufreq.len();
         self.needs.cpufreq.extend(policies);
         if self.needs.cpufreq.len() != before {

@@ -64,7 +64,7 @@ pub enum Wake {
 
 /// How long the policy watch waits after a change for more of them (an
 /// editor's save is several events; a package manager may write twice).
-pub const POLICY_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
+pub(crate) const POLICY_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Watches the policy file's directory (IN_CLOSE_WRITE, IN_MOVED_TO,
 /// IN_CREATE for the file's name) in a thread of its own, so an in-place
@@ -73,7 +73,7 @@ pub const POLICY_DEBOUNCE: std::time::Duration = std::time::Duration::from_milli
 /// been quiet for [`POLICY_DEBOUNCE`]. The directory (not the file) is
 /// watched: a watch on the file would follow the old inode after a rename.
 /// The thread ends when the receiver is gone (checked at the next change).
-pub fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Result<()> {
+pub(crate) fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Result<()> {
     let dir = match policy.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -297,7 +297,7 @@ fn lock(m: &Mutex<WatchMap>) -> MutexGuard<'_, WatchMap> {
 /// internally, but polling it needs the `futures` `Stream` trait, which is
 /// not a dependency of this crate). Dropping the watcher aborts the task and
 /// closes the fd.
-pub struct FileWatcher {
+pub(crate) struct FileWatcher {
     root: Root,
     watches: Watches,
     map: Arc<Mutex<WatchMap>>,
@@ -306,7 +306,7 @@ pub struct FileWatcher {
 
 impl FileWatcher {
     /// A watcher with no watches. Panics outside a tokio runtime.
-    pub fn new(root: &Root, tx: mpsc::Sender<Wake>) -> Result<Self> {
+    pub(crate) fn new(root: &Root, tx: mpsc::Sender<Wake>) -> Result<Self> {
         let inotify = Inotify::init().map_err(|e| Error::io("inotify_init", "inotify", e))?;
         let watches = inotify.watches();
         let afd = crate::kernel::wait::async_fd(inotify, Interest::READABLE)
@@ -324,7 +324,7 @@ impl FileWatcher {
     /// Watches `device_path` for IN_MODIFY (and its removal, see the type
     /// docs). Watching a path again is a no-op. A missing file is an error
     /// naming the device path.
-    pub fn watch(&mut self, device_path: &Path) -> Result<()> {
+    pub(crate) fn watch(&mut self, device_path: &Path) -> Result<()> {
         let dev = Root::normalize(device_path);
         // Held across the adds: the task cannot see an event for a new wd
         // before it is mapped.
@@ -377,7 +377,8 @@ impl FileWatcher {
 
     /// Stops watching `device_path`. Not watched (or already forgotten
     /// because the file went away): no-op.
-    pub fn unwatch(&mut self, device_path: &Path) -> Result<()> {
+    #[cfg(test)]
+    pub(crate) fn unwatch(&mut self, device_path: &Path) -> Result<()> {
         let dev = Root::normalize(device_path);
         let rm = lock(&self.map).forget(&dev);
         for wd in rm {
@@ -392,7 +393,7 @@ impl FileWatcher {
     }
 
     /// Device paths currently watched, sorted.
-    pub fn watched(&self) -> Vec<PathBuf> {
+    pub(crate) fn watched(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = lock(&self.map).files.keys().cloned().collect();
         v.sort();
         v

@@ -112,6 +112,7 @@ pub struct Claims {
 }
 
 impl Claims {
+    #[cfg(test)]
     pub fn new() -> Self {
         Claims::default()
     }
@@ -231,6 +232,7 @@ impl Claims {
     }
 
     /// The knobs with at least one live claim.
+    #[cfg(test)]
     pub fn knobs(&self) -> impl Iterator<Item = &Knob> {
         self.by_knob.keys()
     }
@@ -240,11 +242,13 @@ impl Claims {
         self.live().filter_map(|c| c.deadline).min()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.by_knob.is_empty()
     }
 
     /// The number of live claims.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_knob.values().map(Vec::len).sum()
     }

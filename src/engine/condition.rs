@@ -74,20 +74,21 @@ use crate::policy::expr::{
 };
 use crate::policy::model::Rule;
 use crate::units::{Size, Temperature};
-use history::{event_window, slot, GroupHistories, History};
+use history::{event_window, slot, GroupHistories};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
 /// Deepest expression tree evaluated; deeper subtrees are false.
-pub const MAX_EVAL_DEPTH: usize = 1024;
+pub(crate) const MAX_EVAL_DEPTH: usize = 1024;
 
 /// Buckets per retention window: changes within one bucket are merged.
 const BUCKETS: u32 = 256;
 /// Most samples one counter's history holds: the baseline or reference
 /// sample, one per bucket of the retention window, and the bucket `now`
 /// is in.
-pub const MAX_SAMPLES: usize = BUCKETS as usize + 2;
+#[cfg(test)]
+pub(crate) const MAX_SAMPLES: usize = BUCKETS as usize + 2;
 
 /// The metrics snapshot a condition is evaluated against. `None` means the
 /// value is unavailable right now.
@@ -146,7 +147,7 @@ pub trait Metrics {
 
 /// A measured value, in the metric's unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Measured {
+pub(crate) enum Measured {
     Percent(f64),
     Stall(Duration),
     Bytes(u64),
@@ -177,7 +178,7 @@ impl Measured {
     /// percent for `%` metrics, **microseconds** for stall times (PSI's own
     /// `total=` unit), bytes, counts, 1/0 for flags, millidegrees Celsius
     /// for temperatures. Never `78ms40us` or `12.50%`.
-    pub fn plain(&self) -> String {
+    pub(crate) fn plain(&self) -> String {
         match self {
             Measured::Percent(p) => format!("{p:.2}"),
             Measured::Stall(d) => d.as_micros().to_string(),
@@ -191,7 +192,7 @@ impl Measured {
 
 /// The leaf that decided a condition, for hook placeholders.
 #[derive(Debug, Clone, Copy)]
-pub struct Trigger<'e> {
+pub(crate) struct Trigger<'e> {
     /// The leaf: a comparison, `running()` or `exists()`.
     pub leaf: &'e Expr,
     pub value: Measured,
@@ -199,7 +200,7 @@ pub struct Trigger<'e> {
 
 impl Trigger<'_> {
     /// `{metric}`: the metric name, or the call (`running(cyclictest)`).
-    pub fn metric(&self) -> String {
+    pub(crate) fn metric(&self) -> String {
         match &self.leaf.kind {
             ExprKind::Compare(c) => c.metric.to_string(),
             _ => self.leaf.to_string(),
@@ -207,12 +208,12 @@ impl Trigger<'_> {
     }
 
     /// `{value}`: the measured value as a bare number ([`Measured::plain`]).
-    pub fn value(&self) -> String {
+    pub(crate) fn value(&self) -> String {
         self.value.plain()
     }
 
     /// `{threshold}`: the comparison's value; empty for calls.
-    pub fn threshold(&self) -> String {
+    pub(crate) fn threshold(&self) -> String {
         match &self.leaf.kind {
             ExprKind::Compare(c) => c.value.to_string(),
             _ => String::new(),
@@ -221,7 +222,7 @@ impl Trigger<'_> {
 
     /// The group the leaf reads, for `{group}`; `None` for system-wide and
     /// thermal metrics and `running()`.
-    pub fn group(&self) -> Option<&str> {
+    pub(crate) fn group(&self) -> Option<&str> {
         match &self.leaf.kind {
             ExprKind::Compare(c) => c.metric.group().map(|(g, _)| g),
             ExprKind::Exists(g) => Some(&g.value),
@@ -232,7 +233,7 @@ impl Trigger<'_> {
 
 /// What an unavailable entry is about.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Subject<'e> {
+pub(crate) enum Subject<'e> {
     Metric(&'e Metric),
     /// A subtree nested deeper than [`MAX_EVAL_DEPTH`].
     TooDeep,
@@ -242,14 +243,14 @@ pub enum Subject<'e> {
 
 /// A comparison that could not be evaluated.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Unavailable<'e> {
+pub(crate) struct Unavailable<'e> {
     pub subject: Subject<'e>,
     pub reason: &'static str,
 }
 
 impl Unavailable<'_> {
     /// The metric description, e.g. `vision.memory.current`.
-    pub fn metric(&self) -> String {
+    pub(crate) fn metric(&self) -> String {
         match self.subject {
             Subject::Metric(m) => m.to_string(),
             Subject::TooDeep => "(expression)".to_string(),
@@ -271,7 +272,7 @@ const TOO_DEEP: &str = "expression nested too deeply";
 
 /// The result of evaluating one condition.
 #[derive(Debug, Clone)]
-pub struct Evaluation<'e> {
+pub(crate) struct Evaluation<'e> {
     pub value: bool,
     /// The leaf that decided the result (see the module docs).
     pub trigger: Option<Trigger<'e>>,
@@ -288,19 +289,19 @@ struct At {
 
 /// Evaluates conditions and keeps the `memory.events` histories they need.
 #[derive(Debug, Clone, Default)]
-pub struct Evaluator {
+pub(crate) struct Evaluator {
     /// Keyed by group name; shared by every rule (see the module docs).
     events: HashMap<String, GroupHistories>,
 }
 
 impl Evaluator {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Evaluator::default()
     }
 
     /// Evaluates a policy rule's `when:` at `now`; `tick` is
     /// `settings.tick`, the window of the bare `memory.events` form.
-    pub fn evaluate_rule<'e, M: Metrics + ?Sized>(
+    pub(crate) fn evaluate_rule<'e, M: Metrics + ?Sized>(
         &mut self,
         rule: &'e Rule,
         now: Time,
@@ -311,7 +312,7 @@ impl Evaluator {
     }
 
     /// Evaluates `expr` at `now`; `tick` is the bare event form's window.
-    pub fn evaluate<'e, M: Metrics + ?Sized>(
+    pub(crate) fn evaluate<'e, M: Metrics + ?Sized>(
         &mut self,
         expr: &'e Expr,
         now: Time,
@@ -338,12 +339,13 @@ impl Evaluator {
 
     /// Forgets the histories of counters `keep` rejects (after a reload,
     /// those no rule reads any more): if read again, they re-baseline.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str, MemEvent) -> bool) {
+    #[cfg(test)]
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str, MemEvent) -> bool) {
         for (group, histories) in &mut self.events {
             for event in MemEvent::ALL {
                 if !keep(group, *event) {
                     if let Some(h) = histories.get_mut(slot(*event)) {
-                        *h = History::default();
+                        *h = history::History::default();
                     }
                 }
             }
@@ -355,7 +357,7 @@ impl Evaluator {
     /// The earliest time a `memory.events` count drops with no new input
     /// (an event leaves its window), so the daemon can wake then and a rule
     /// clears on time even when nothing else wakes it.
-    pub fn next_expiry(&self, now: Time) -> Option<Time> {
+    pub(crate) fn next_expiry(&self, now: Time) -> Option<Time> {
         self.events
             .values()
             .flat_map(|hs| hs.iter())
@@ -365,7 +367,8 @@ impl Evaluator {
 
     /// Samples held over all counters (diagnostics; bounded by
     /// [`MAX_SAMPLES`] per counter).
-    pub fn samples_held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn samples_held(&self) -> usize {
         self.events
             .values()
             .flat_map(|hs| hs.iter())
@@ -671,7 +674,7 @@ pub struct Needs {
 
 impl Needs {
     /// Adds what one condition reads.
-    pub fn add_expr(&mut self, expr: &Expr) {
+    pub(crate) fn add_expr(&mut self, expr: &Expr) {
         for e in expr.leaves() {
             match &e.kind {
                 ExprKind::Or(..) | ExprKind::And(..) | ExprKind::Not(_) => {}
@@ -752,7 +755,8 @@ impl Needs {
     }
 
     /// Whether nothing needs sampling.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Needs::default()
     }
 }

@@ -176,6 +176,7 @@ impl KnobTable {
 
     /// Forgets what was written to `knob`, so its effective value is
     /// written again at the next [`KnobTable::pending_writes`].
+    #[cfg(test)]
     pub fn invalidate(&mut self, knob: &Knob) {
         if let Some(e) = self.entries.get_mut(knob) {
             e.written = None;
@@ -184,6 +185,7 @@ impl KnobTable {
     }
 
     /// [`KnobTable::invalidate`] for every knob of `group`.
+    #[cfg(test)]
     pub fn invalidate_group(&mut self, group: &str) {
         for (k, e) in self.entries.iter_mut() {
             if k.group() == Some(group) {
@@ -198,6 +200,7 @@ impl KnobTable {
     }
 
     /// The value last written (or seeded).
+    #[cfg(test)]
     pub fn written(&self, knob: &Knob) -> Option<&KnobValue> {
         self.entries.get(knob)?.written.as_ref()
     }

@@ -50,7 +50,7 @@ pub struct Placer {
 }
 
 /// The kernel keeps at most 15 bytes of a task's comm.
-pub const COMM_LEN: usize = 15;
+pub(crate) const COMM_LEN: usize = 15;
 
 // `*` must cross `/` in exe and cmdline globs (`/opt/npu/bin/*` matches a
 // nested path too, as a shell user would expect from `case`).
@@ -132,7 +132,7 @@ fn comm_pattern(s: &str) -> Option<Pattern> {
 }
 
 impl Matcher {
-    pub fn matches(&self, p: &ProcessFacts) -> bool {
+    pub(crate) fn matches(&self, p: &ProcessFacts) -> bool {
         if let Some(c) = &self.comm {
             if !c.matches_with(p.comm, OPTS) {
                 return false;
@@ -162,7 +162,7 @@ impl Matcher {
 
 /// What placement needs to know about a process, owned (read from /proc).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OwnedFacts {
+pub(crate) struct OwnedFacts {
     pub comm: String,
     pub exe: Option<String>,
     /// The arguments joined by single spaces.
@@ -171,7 +171,7 @@ pub struct OwnedFacts {
 }
 
 impl OwnedFacts {
-    pub fn as_facts(&self) -> ProcessFacts<'_> {
+    pub(crate) fn as_facts(&self) -> ProcessFacts<'_> {
         ProcessFacts {
             comm: &self.comm,
             exe: self.exe.as_deref(),
@@ -191,7 +191,7 @@ pub struct FactNeeds {
 
 /// Why a kernel operation on a process did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OpError {
+pub(crate) enum OpError {
     /// The process (or thread) exited: not an error.
     Gone,
     /// The kernel refused; the text names the file or call and the reason.
@@ -201,7 +201,7 @@ pub enum OpError {
 /// A process pinned before its facts are read, so the move and the sched
 /// change act on that process and not on one that reused its pid.
 #[derive(Debug, Default)]
-pub struct Pin {
+pub(crate) struct Pin {
     /// `/proc/PID/stat` start time; `None` where it cannot be told.
     pub start: Option<u64>,
     /// A pidfd on it (real kernels from 5.3).
@@ -218,7 +218,7 @@ pub struct Pin {
 }
 
 /// The kernel side of placement: the engine decides, these do.
-pub trait PlaceOps {
+pub(crate) trait PlaceOps {
     /// Pins `pid` (start time, pidfd); `None` when it is gone.
     fn pin(&mut self, pid: i32) -> Option<Pin>;
     /// Whether `pid` is still the pinned process (alive, same start time).
@@ -252,7 +252,7 @@ pub trait PlaceOps {
 
 /// What placing one process did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Placed {
+pub(crate) struct Placed {
     /// The group of the matching rule; `None`: no rule matched (or gone).
     pub group: Option<String>,
     /// The matching rule's index in the policy's placement list.
@@ -276,7 +276,7 @@ pub struct Placed {
 /// exec or a rename must [`FactCache::forget`] it (exec keeps the start
 /// time; a comm change is also seen by the comm compare).
 #[derive(Debug, Default)]
-pub struct FactCache {
+pub(crate) struct FactCache {
     entries: std::collections::HashMap<i32, Cached>,
 }
 
@@ -294,18 +294,16 @@ const CACHE_MAX: usize = 65_536;
 
 impl FactCache {
     /// Drops what is known about `pid` (it exec'd or renamed itself).
-    pub fn forget(&mut self, pid: i32) {
+    pub(crate) fn forget(&mut self, pid: i32) {
         self.entries.remove(&pid);
     }
     /// Keeps only the pids for which `keep` is true (after a full scan).
-    pub fn retain(&mut self, mut keep: impl FnMut(i32) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(i32) -> bool) {
         self.entries.retain(|&pid, _| keep(pid));
     }
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -351,7 +349,7 @@ const MAX_DESCENDANTS: usize = 4096;
 
 impl Placer {
     /// Index of the first rule matching `p`.
-    pub fn find_index(&self, p: &ProcessFacts) -> Option<usize> {
+    pub(crate) fn find_index(&self, p: &ProcessFacts) -> Option<usize> {
         self.matchers.iter().position(|m| m.matches(p))
     }
 
@@ -361,13 +359,19 @@ impl Placer {
     /// Processes in groups cgwarden does not manage are moved only when a
     /// rule matches them (never as someone's descendant unless they are in
     /// the very group the matched parent left).
-    pub fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
+    pub(crate) fn place(&self, pid: i32, ops: &mut dyn PlaceOps) -> Placed {
         self.place_with(pid, ops, None)
     }
 
     /// [`Placer::place`], remembering per process which rule it falls under
     /// (see [`FactCache`]).
-    pub fn place_cached(&self, pid: i32, ops: &mut dyn PlaceOps, cache: &mut FactCache) -> Placed {
+    #[cfg(test)]
+    pub(crate) fn place_cached(
+        &self,
+        pid: i32,
+        ops: &mut dyn PlaceOps,
+        cache: &mut FactCache,
+    ) -> Placed {
         self.place_with(pid, ops, Some(cache))
     }
 
@@ -391,7 +395,7 @@ impl Placer {
     /// this is "place everything pending now", not a round trip per event.
     /// Returns one [`Placed`] per pid that matched a rule or was handled
     /// (order not kept); pids matching nothing may be left out.
-    pub fn place_batch(
+    pub(crate) fn place_batch(
         &self,
         pids: &[i32],
         ops: &mut dyn PlaceOps,

@@ -149,6 +149,7 @@ impl Presence {
     }
 
     /// Number of live processes tracked (matching some pattern).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.live.len()
     }

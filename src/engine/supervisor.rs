@@ -24,7 +24,7 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HookEvent::Fired => "fired",
             HookEvent::Cleared => "cleared",
@@ -130,7 +130,10 @@ pub struct Supervisor {
 }
 
 /// Where `m` is read from, for the "metric unavailable" report.
-pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::Path) -> String {
+pub(crate) fn metric_source(
+    m: &crate::policy::expr::Metric,
+    cgroup_root: &std::path::Path,
+) -> String {
     use crate::policy::expr::{Metric, Target};
     let group = |g: &str, file: &str| cgroup_root.join(g).join(file).display().to_string();
     match m {
@@ -176,7 +179,7 @@ pub fn metric_source(m: &crate::policy::expr::Metric, cgroup_root: &std::path::P
 }
 
 /// The knobs a policy sets as baseline, in the closed knob set's terms.
-pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
+pub(crate) fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
     let mut out = Vec::new();
     for g in p.all_groups() {
         for (knob, value) in group_baseline(g) {
@@ -259,7 +262,7 @@ pub fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
 }
 
 /// Every knob a rule's actions name.
-pub fn rule_knobs(p: &Policy) -> Vec<Knob> {
+pub(crate) fn rule_knobs(p: &Policy) -> Vec<Knob> {
     let mut out: Vec<Knob> = p
         .rules
         .iter()
@@ -307,7 +310,7 @@ impl Supervisor {
     /// kernel held when cgwarden first saw it. `live` is what the kernel holds
     /// now; when it differs (a crashed predecessor left a claim behind), the
     /// next step writes the baseline back.
-    pub fn seed(&mut self, knob: &Knob, baseline: KnobValue, live: Option<KnobValue>) {
+    pub(crate) fn seed(&mut self, knob: &Knob, baseline: KnobValue, live: Option<KnobValue>) {
         if self.table.baseline(knob).is_none() {
             self.table.seed(knob, baseline.clone());
             self.table.mark_written(knob, live.unwrap_or(baseline));
@@ -316,12 +319,12 @@ impl Supervisor {
 
     /// Records that `value` was written to `knob` outside a step (a repair
     /// rewrote a recreated group's baseline).
-    pub fn mark_written(&mut self, knob: &Knob, value: KnobValue) {
+    pub(crate) fn mark_written(&mut self, knob: &Knob, value: KnobValue) {
         self.table.mark_written(knob, value);
     }
 
     /// The baselines of `group`'s knobs, in write order.
-    pub fn group_baselines(&self, group: &str) -> Vec<(Knob, KnobValue)> {
+    pub(crate) fn group_baselines(&self, group: &str) -> Vec<(Knob, KnobValue)> {
         self.table
             .knobs()
             .filter(|k| k.group() == Some(group))
@@ -329,14 +332,8 @@ impl Supervisor {
             .collect()
     }
 
-    pub fn table(&self) -> &KnobTable {
+    pub(crate) fn table(&self) -> &KnobTable {
         &self.table
-    }
-
-    /// Forget what was written to a group's knobs (it was recreated), so
-    /// the next step writes them again.
-    pub fn invalidate_group(&mut self, group: &str) {
-        self.table.invalidate_group(group);
     }
 
     /// Evaluates every rule at `now`. `current` reads a knob from the kernel,
@@ -493,7 +490,7 @@ impl Supervisor {
     ///   ([`KnobTable::set_policy_baseline`]): a `then`-set baseline survives.
     /// - Boost claims stay while their knob exists in the new policy: a
     ///   boost on a knob of a group the new policy no longer has is released.
-    pub fn reload(&mut self, old: &Policy, new: &Policy, now: Time) -> Vec<Effect> {
+    pub(crate) fn reload(&mut self, old: &Policy, new: &Policy, now: Time) -> Vec<Effect> {
         let mut effects = Vec::new();
         let mut before: HashMap<String, (usize, RuleRuntime)> = HashMap::new();
         for ((index, rule), rt) in old.rules.iter().enumerate().zip(self.rules.drain(..)) {
@@ -576,7 +573,7 @@ impl Supervisor {
     }
 
     /// Phase and since-when of each rule, by name (for a reload's diff).
-    pub fn phases_by_name(&self, policy: &Policy) -> HashMap<String, (Phase, Option<Time>)> {
+    pub(crate) fn phases_by_name(&self, policy: &Policy) -> HashMap<String, (Phase, Option<Time>)> {
         policy
             .rules
             .iter()
@@ -589,7 +586,7 @@ impl Supervisor {
     /// (knobs return to their baselines) and its `while` hooks run with
     /// `cleared`, as if its condition had gone — and every rule is idle
     /// afterwards. Returns the hooks, phase changes and writes that does.
-    pub fn release_all(&mut self, policy: &Policy, now: Time) -> Vec<Effect> {
+    pub(crate) fn release_all(&mut self, policy: &Policy, now: Time) -> Vec<Effect> {
         let mut effects = Vec::new();
         for (index, rule) in policy.rules.iter().enumerate() {
             self.table.release(&Owner::Rule {
@@ -615,7 +612,7 @@ impl Supervisor {
     /// The earliest time a rule or claim changes state with no new input
     /// (end of a `for`, `hold` or `cooldown`, an event leaving its
     /// `memory.events` window), so the daemon can wake then.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         let rules = self
             .rules
             .iter()
@@ -628,12 +625,13 @@ impl Supervisor {
 
     /// What rule `index` last fired with (`metric = value (threshold T)`),
     /// for `cgwarden replay`'s "why" (issue 27).
-    pub fn fired_reason(&self, index: usize) -> Option<String> {
+    #[cfg(any(test, feature = "report"))]
+    pub(crate) fn fired_reason(&self, index: usize) -> Option<String> {
         self.rules.get(index).map(|r| r.fired.reason())
     }
 
     /// Phase and since-when of each rule, in policy order.
-    pub fn phases(&self) -> Vec<(Phase, Option<Time>)> {
+    pub(crate) fn phases(&self) -> Vec<(Phase, Option<Time>)> {
         self.rules
             .iter()
             .map(|r| (r.state.phase(), r.state.since()))
@@ -643,14 +641,19 @@ impl Supervisor {
     /// A boost's claims (SPEC §5 "Boosts"), replacing any the handle held,
     /// until `deadline` (none: until released). Merged as §3: boosts rank
     /// before rules on first-wins knobs, the latest boost first.
-    pub fn boost(&mut self, handle: u64, claims: Vec<(Knob, KnobValue)>, deadline: Option<Time>) {
+    pub(crate) fn boost(
+        &mut self,
+        handle: u64,
+        claims: Vec<(Knob, KnobValue)>,
+        deadline: Option<Time>,
+    ) {
         self.table
             .set_claims(&Owner::Boost { handle }, claims, deadline);
     }
 
     /// A boost's caps (`boost --cap`, issue 24), added to the claims
     /// [`Supervisor::boost`] set for the same handle.
-    pub fn boost_caps(
+    pub(crate) fn boost_caps(
         &mut self,
         handle: u64,
         caps: Vec<(Knob, KnobValue)>,
@@ -661,13 +664,13 @@ impl Supervisor {
     }
 
     /// Ends a boost; false when it held no claim (expired already).
-    pub fn release_boost(&mut self, handle: u64) -> bool {
+    pub(crate) fn release_boost(&mut self, handle: u64) -> bool {
         !self.table.release(&Owner::Boost { handle }).is_empty()
     }
 
     /// The writes claims changed outside a step (a boost granted, extended
     /// or released) make due, and claims expired by `now`.
-    pub fn flush(&mut self, now: Time) -> Vec<Effect> {
+    pub(crate) fn flush(&mut self, now: Time) -> Vec<Effect> {
         self.table
             .pending_writes(now)
             .into_iter()

@@ -36,11 +36,11 @@ use super::error::Result;
 use super::psi::{parse_psi, Psi};
 use super::root::Root;
 
-pub use crate::knobs::group::CGROUP2_MOUNT;
+pub(crate) use crate::knobs::group::CGROUP2_MOUNT;
 
 /// Open `cgroup.procs` files by group ([`CgroupFs::move_pid_kept`]).
 #[derive(Debug, Default)]
-pub struct ProcsFiles {
+pub(crate) struct ProcsFiles {
     files: std::collections::HashMap<String, std::fs::File>,
 }
 
@@ -50,11 +50,6 @@ impl ProcsFiles {
 
     fn files_len_capped(&self) -> bool {
         self.files.len() >= Self::MAX
-    }
-
-    /// Closes every file (a reload, a group removed).
-    pub fn clear(&mut self) {
-        self.files.clear();
     }
 }
 
@@ -105,7 +100,7 @@ fn parse_tokens(text: &str) -> Vec<String> {
 /// Parses flat-keyed files (`cgroup.events`, `memory.events`, `cpu.stat`,
 /// `memory.stat`): `key value` lines. Lines that are not exactly a key and
 /// an unsigned number are skipped.
-pub fn parse_flat_keyed(text: &str) -> BTreeMap<String, u64> {
+pub(crate) fn parse_flat_keyed(text: &str) -> BTreeMap<String, u64> {
     let mut map = BTreeMap::new();
     for line in text.lines() {
         let mut it = line.split_whitespace();
@@ -120,7 +115,7 @@ pub fn parse_flat_keyed(text: &str) -> BTreeMap<String, u64> {
 }
 
 /// Parses `cgroup.procs` / `cgroup.threads`: one pid per line; junk skipped.
-pub fn parse_pids(text: &str) -> Vec<i32> {
+pub(crate) fn parse_pids(text: &str) -> Vec<i32> {
     text.split_whitespace()
         .filter_map(|t| t.parse::<i32>().ok())
         .filter(|&p| p > 0)
@@ -137,23 +132,23 @@ impl CgroupFs {
     }
 
     /// The [`Root`] this hierarchy is accessed through.
-    pub fn root(&self) -> &Root {
+    pub(crate) fn root(&self) -> &Root {
         &self.root
     }
 
     /// Device path of the base (`settings.cgroup_root`).
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         &self.base
     }
 
     /// Device path of group `rel` (`""` = the base; `"a/b"` nested).
     /// `..` never leaves the base.
-    pub fn dir(&self, rel: &str) -> PathBuf {
+    pub(crate) fn dir(&self, rel: &str) -> PathBuf {
         join_clamped(&self.base, rel)
     }
 
     /// Device path of file `name` in group `rel`.
-    pub fn file(&self, rel: &str, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, rel: &str, name: &str) -> PathBuf {
         join_clamped(&self.base, &format!("{rel}/{name}"))
     }
 
@@ -175,7 +170,7 @@ impl CgroupFs {
     }
 
     /// Controllers available in group `rel` (`cgroup.controllers`).
-    pub fn controllers(&self, rel: &str) -> Result<Vec<String>> {
+    pub(crate) fn controllers(&self, rel: &str) -> Result<Vec<String>> {
         match self.root.read(&self.file(rel, CONTROLLERS)) {
             Ok(t) => Ok(parse_tokens(&t)),
             Err(e) if e.is_not_found() => match self.root.emulation() {
@@ -188,7 +183,7 @@ impl CgroupFs {
 
     /// Controllers enabled for the children of `rel` (`cgroup.subtree_control`),
     /// `+` stripped.
-    pub fn subtree_control(&self, rel: &str) -> Result<Vec<String>> {
+    pub(crate) fn subtree_control(&self, rel: &str) -> Result<Vec<String>> {
         Ok(parse_tokens(
             &self.root.read(&self.file(rel, SUBTREE_CONTROL))?,
         ))
@@ -197,7 +192,7 @@ impl CgroupFs {
     /// Enables controllers for the children of `rel`: writes `+a +b` to
     /// `cgroup.subtree_control` in one write (additive, on a fake root too).
     /// Empty list: no write.
-    pub fn enable_controllers(&self, rel: &str, ctrls: &[&str]) -> Result<()> {
+    pub(crate) fn enable_controllers(&self, rel: &str, ctrls: &[&str]) -> Result<()> {
         if ctrls.is_empty() {
             return Ok(());
         }
@@ -212,7 +207,7 @@ impl CgroupFs {
 
     /// Creates group `rel` (one level). `Ok(false)` if it already existed.
     /// On a fake root the core files are created too (see module docs).
-    pub fn mkdir(&self, rel: &str) -> Result<bool> {
+    pub(crate) fn mkdir(&self, rel: &str) -> Result<bool> {
         let created = self.root.mkdir(&self.dir(rel))?;
         if let Some(fake) = self.root.emulation().filter(|_| created) {
             fake.populate_group(self, rel)?;
@@ -221,24 +216,25 @@ impl CgroupFs {
     }
 
     /// Removes group `rel` (see [`Root::rmdir`]).
-    pub fn rmdir(&self, rel: &str) -> Result<()> {
+    pub(crate) fn rmdir(&self, rel: &str) -> Result<()> {
         self.root.rmdir(&self.dir(rel))
     }
 
     /// Reads knob `knob` of group `rel`, trimmed.
-    pub fn read(&self, rel: &str, knob: &str) -> Result<String> {
+    pub(crate) fn read(&self, rel: &str, knob: &str) -> Result<String> {
         self.root.read_trimmed(&self.file(rel, knob))
     }
 
     /// Writes knob `knob` of group `rel` (see [`Root::write`]). On a fake
     /// root a knob file that is absent is created if the group exists.
-    pub fn write(&self, rel: &str, knob: &str, value: &str) -> Result<()> {
+    #[cfg(test)]
+    pub(crate) fn write(&self, rel: &str, knob: &str, value: &str) -> Result<()> {
         self.root.write(&self.file(rel, knob), value)
     }
 
     /// True if knob `knob` exists in group `rel`. On a fake root also true
     /// when the knob's controller is enabled for the group (module docs).
-    pub fn knob_exists(&self, rel: &str, knob: &str) -> bool {
+    pub(crate) fn knob_exists(&self, rel: &str, knob: &str) -> bool {
         self.root.exists(&self.file(rel, knob))
             || self
                 .root
@@ -247,14 +243,14 @@ impl CgroupFs {
     }
 
     /// Pids in group `rel` (`cgroup.procs`); junk lines are skipped.
-    pub fn procs(&self, rel: &str) -> Result<Vec<i32>> {
+    pub(crate) fn procs(&self, rel: &str) -> Result<Vec<i32>> {
         Ok(parse_pids(&self.root.read(&self.file(rel, PROCS))?))
     }
 
     /// Moves process `pid` into group `rel` by writing it to `cgroup.procs`.
     /// On a fake root the kernel's side is emulated (module docs). A vanished
     /// process gives an error with [`Error::is_gone`] (ESRCH).
-    pub fn move_pid(&self, rel: &str, pid: i32) -> Result<()> {
+    pub(crate) fn move_pid(&self, rel: &str, pid: i32) -> Result<()> {
         match self.root.emulation() {
             Some(fake) => fake.move_pid(self, rel, pid),
             None => self.root.write(&self.file(rel, PROCS), &pid.to_string()),
@@ -266,7 +262,7 @@ impl CgroupFs {
     /// move is then one write(2), not a path walk, an open, a write and
     /// closes). A file whose cgroup was removed (ENODEV, its kernfs node
     /// is dead) is opened again once: the group may have been recreated.
-    pub fn move_pid_kept(&self, open: &mut ProcsFiles, rel: &str, pid: i32) -> Result<()> {
+    pub(crate) fn move_pid_kept(&self, open: &mut ProcsFiles, rel: &str, pid: i32) -> Result<()> {
         if self.root.emulation().is_some() {
             return self.move_pid(rel, pid);
         }
@@ -302,7 +298,7 @@ impl CgroupFs {
     /// racing the read), at most 64 rounds. A process with SIGKILL pending
     /// cannot fork again, so the rounds end. Returns once every process was
     /// signalled, not when they are gone (see [`Self::populated`]).
-    pub fn kill(&self, rel: &str) -> Result<()> {
+    pub(crate) fn kill(&self, rel: &str) -> Result<()> {
         match self.root.write(&self.file(rel, KILL), "1") {
             Err(e) if e.is_not_found() && self.exists(rel) => {}
             r => return r,
@@ -340,7 +336,7 @@ impl CgroupFs {
 
     /// True while group `rel` or a descendant holds a process (`populated`
     /// in `cgroup.events`; `cgroup.procs` when that file is absent).
-    pub fn populated(&self, rel: &str) -> Result<bool> {
+    pub(crate) fn populated(&self, rel: &str) -> Result<bool> {
         match self.events(rel) {
             Ok(ev) if ev.contains_key("populated") => Ok(ev["populated"] != 0),
             Ok(_) => Ok(!self.procs(rel)?.is_empty()),
@@ -350,7 +346,7 @@ impl CgroupFs {
     }
 
     /// Device path of the cgroup2 mount the base lives in (module docs).
-    pub fn mount(&self) -> PathBuf {
+    pub(crate) fn mount(&self) -> PathBuf {
         let has = |d: &Path| self.root.exists(&d.join(CONTROLLERS));
         if has(&self.base) {
             let mut cur = self.base.clone();
@@ -376,7 +372,7 @@ impl CgroupFs {
     /// Where the base lies inside its cgroup2 mount, as `/proc/PID/cgroup`
     /// shows paths: `""` when the base is the mount, else `/a/b`. A group
     /// `rel` is then `{prefix}/{rel}` there.
-    pub fn proc_prefix(&self) -> String {
+    pub(crate) fn proc_prefix(&self) -> String {
         match self.base.strip_prefix(self.mount()) {
             Ok(p) if !p.as_os_str().is_empty() => format!("/{}", p.display()),
             _ => String::new(),
@@ -386,28 +382,28 @@ impl CgroupFs {
     /// Super-block options of the cgroup2 mount the base lives in (from
     /// `/proc/self/mountinfo`: `nsdelegate`, `favordynmods`, ...); `None`
     /// when it cannot be told (a fake tree without mountinfo).
-    pub fn mount_options(&self) -> Option<Vec<String>> {
+    pub(crate) fn mount_options(&self) -> Option<Vec<String>> {
         let text = self.root.read(Path::new("/proc/self/mountinfo")).ok()?;
         parse_cgroup2_options(&text, &self.mount())
     }
 
     /// A flat-keyed file of group `rel` (`memory.events`, `cpu.stat`, ...).
-    pub fn flat_keyed(&self, rel: &str, knob: &str) -> Result<BTreeMap<String, u64>> {
+    pub(crate) fn flat_keyed(&self, rel: &str, knob: &str) -> Result<BTreeMap<String, u64>> {
         Ok(parse_flat_keyed(&self.root.read(&self.file(rel, knob))?))
     }
 
     /// `cgroup.events` of group `rel` (`populated`, `frozen`).
-    pub fn events(&self, rel: &str) -> Result<BTreeMap<String, u64>> {
+    pub(crate) fn events(&self, rel: &str) -> Result<BTreeMap<String, u64>> {
         self.flat_keyed(rel, EVENTS)
     }
 
     /// `memory.events` of group `rel` (`low`, `high`, `max`, `oom`, `oom_kill`, ...).
-    pub fn memory_events(&self, rel: &str) -> Result<BTreeMap<String, u64>> {
+    pub(crate) fn memory_events(&self, rel: &str) -> Result<BTreeMap<String, u64>> {
         self.flat_keyed(rel, "memory.events")
     }
 
     /// `<resource>.pressure` of group `rel` (`resource`: cpu, memory, io, irq).
-    pub fn psi(&self, rel: &str, resource: &str) -> Result<Psi> {
+    pub(crate) fn psi(&self, rel: &str, resource: &str) -> Result<Psi> {
         Ok(parse_psi(
             &self
                 .root
@@ -419,7 +415,7 @@ impl CgroupFs {
 /// The cgroup v2 path of process `pid`: the `0::/path` line of
 /// `/proc/PID/cgroup` → `Some("/path")`; `None` if there is no v2 line.
 /// A vanished process is an error with [`Error::is_gone`].
-pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
+pub(crate) fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
     // One read(2): the exec path reads it for every matched process.
     let text = root.read_small(Path::new(&format!("/proc/{pid}/cgroup")))?;
     Ok(parse_pid_cgroup(&text))
@@ -428,7 +424,7 @@ pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
 /// The super options of the cgroup2 mount at `mount_point` in a
 /// `/proc/PID/mountinfo` text (proc(5): `... MOUNTPOINT OPTS [TAGS] - TYPE
 /// SOURCE SUPEROPTS`).
-pub fn parse_cgroup2_options(mountinfo: &str, mount_point: &Path) -> Option<Vec<String>> {
+pub(crate) fn parse_cgroup2_options(mountinfo: &str, mount_point: &Path) -> Option<Vec<String>> {
     mountinfo.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;
         let mut r = right.split_whitespace();
@@ -445,7 +441,7 @@ pub fn parse_cgroup2_options(mountinfo: &str, mount_point: &Path) -> Option<Vec<
 }
 
 /// Parses the content of `/proc/PID/cgroup` (see [`pid_cgroup`]).
-pub fn parse_pid_cgroup(text: &str) -> Option<String> {
+pub(crate) fn parse_pid_cgroup(text: &str) -> Option<String> {
     text.lines()
         .find_map(|l| l.strip_prefix("0::"))
         .map(|p| p.trim_end().to_string())

@@ -222,7 +222,8 @@ impl FakeTree {
 
     /// `proc/PID/smaps_rollup` as a 6.x kernel prints it (issue 26), with
     /// `Rss:` and `Pss:` set (KiB); the other lines are a real process's.
-    pub fn set_smaps_rollup(&self, pid: i32, rss_kib: u64, pss_kib: u64) -> io::Result<()> {
+    #[cfg(test)]
+    pub(crate) fn set_smaps_rollup(&self, pid: i32, rss_kib: u64, pss_kib: u64) -> io::Result<()> {
         self.file(
             &format!("proc/{pid}/smaps_rollup"),
             &smaps_rollup_text(rss_kib, pss_kib),

@@ -66,12 +66,12 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 pub const CMDLINE_MAX: usize = 64 * 1024;
 /// `/proc/PID/status` is ~1.5 KiB; a long `Groups:` line can grow it, but
 /// the fields read (`Uid:`, `PPid:`) come first.
-pub const STATUS_MAX: usize = 16 * 1024;
+pub(crate) const STATUS_MAX: usize = 16 * 1024;
 /// `/proc/PID/stat` is one line of ~52 numbers and a 15-byte comm.
-pub const STAT_MAX: usize = 4 * 1024;
+pub(crate) const STAT_MAX: usize = 4 * 1024;
 /// `/proc/PID/comm` holds at most 15 bytes and a newline; a fake tree can
 /// hold anything.
-pub const COMM_MAX: usize = 256;
+pub(crate) const COMM_MAX: usize = 256;
 
 /// Reads at most `cap` bytes of `p` (a longer file is cut, never an error):
 /// what a process controls never sizes the daemon's memory.
@@ -113,7 +113,7 @@ fn read_capped_text(root: &Root, p: &Path, cap: usize) -> Result<String> {
 /// What placement reads about a user process beyond its comm ([`comm`]);
 /// a field not asked for in [`Fields`] is empty/`None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProcessInfo {
+pub(crate) struct ProcessInfo {
     pub pid: i32,
     /// Resolved executable (`/proc/PID/exe`); `None` for exited zombies,
     /// or without permission.
@@ -129,7 +129,7 @@ pub struct ProcessInfo {
 /// `/proc/PID/stat`, split safely: `comm` may contain spaces and `)`, so
 /// the fields are split after the *last* `)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     pub pid: i32,
     pub comm: String,
     /// Fields 3.. (state, ppid, ...), as text.
@@ -139,7 +139,7 @@ pub struct Stat {
 impl Stat {
     /// Field `n` in proc(5) numbering (1 = pid, 2 = comm, 3 = state, ...);
     /// `None` for 1, 2, or past the end.
-    pub fn field(&self, n: usize) -> Option<&str> {
+    pub(crate) fn field(&self, n: usize) -> Option<&str> {
         if n < 3 {
             return None;
         }
@@ -147,23 +147,23 @@ impl Stat {
     }
 
     /// Numeric field `n` (see [`Stat::field`]).
-    pub fn num<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+    pub(crate) fn num<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
         self.field(n)?.parse().ok()
     }
 
     /// Process flags (field 9).
-    pub fn flags(&self) -> Option<u64> {
+    pub(crate) fn flags(&self) -> Option<u64> {
         self.num(9)
     }
 
     /// True if `PF_KTHREAD` is set.
-    pub fn is_kernel_thread(&self) -> Option<bool> {
+    pub(crate) fn is_kernel_thread(&self) -> Option<bool> {
         self.flags().map(|f| f & PF_KTHREAD != 0)
     }
 }
 
 /// Parses `/proc/PID/stat`; `None` for garbage.
-pub fn parse_stat(text: &str) -> Option<Stat> {
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     if close < open {
@@ -183,7 +183,7 @@ fn proc_dir(pid: i32) -> PathBuf {
 }
 
 /// Reads `/proc/PID/stat`; `Ok(None)` if the process vanished.
-pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
+pub(crate) fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
     let p = proc_dir(pid).join("stat");
     let text = match read_capped_text(root, &p, STAT_MAX) {
         Ok(t) => t,
@@ -196,12 +196,12 @@ pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
 }
 
 /// Whether `/proc/PID` still exists (the process has not been reaped).
-pub fn alive(root: &Root, pid: i32) -> bool {
+pub(crate) fn alive(root: &Root, pid: i32) -> bool {
     root.is_dir(Path::new(&format!("/proc/{pid}")))
 }
 
 /// Numeric entries of `/proc`, sorted.
-pub fn pids(root: &Root) -> Result<Vec<i32>> {
+pub(crate) fn pids(root: &Root) -> Result<Vec<i32>> {
     Ok(numeric(root.list_dir(Path::new("/proc"))?))
 }
 
@@ -238,7 +238,7 @@ fn got<T>(root: &Root, pid: i32, r: Result<T>) -> Result<Got<T>> {
 }
 
 /// Splits `/proc/PID/cmdline` at NUL bytes (trailing empty parts dropped).
-pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = bytes
         .split(|&b| b == 0)
         .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -258,7 +258,7 @@ fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Parses real uid and ppid from `/proc/PID/status`.
-pub fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
+pub(crate) fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
     let uid = status_field(status, "Uid")
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok());
@@ -267,7 +267,7 @@ pub fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
 }
 
 /// The comm of `pid`; `Ok(None)` if the process vanished.
-pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
+pub(crate) fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
     match read_capped_text(root, &proc_dir(pid).join("comm"), COMM_MAX) {
         Ok(s) => Ok(Some(s.strip_suffix('\n').unwrap_or(&s).to_string())),
         Err(e) if e.is_gone() => Ok(None),
@@ -277,7 +277,7 @@ pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
 
 /// `VmRSS` of `pid` in bytes (`/proc/PID/status`); `Ok(None)` if the
 /// process vanished or has no such line (a kernel thread).
-pub fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
+pub(crate) fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
     let text = match read_capped_text(root, &proc_dir(pid).join("status"), STATUS_MAX) {
         Ok(t) => t,
         Err(e) if e.is_gone() => return Ok(None),
@@ -290,7 +290,7 @@ pub fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
 }
 
 /// `/proc/PID/smaps_rollup` is ~25 lines (~800 bytes) on 5.x/6.x kernels.
-pub const SMAPS_ROLLUP_MAX: usize = 4 * 1024;
+pub(crate) const SMAPS_ROLLUP_MAX: usize = 4 * 1024;
 
 /// `Pss:` of `pid` in bytes (`/proc/PID/smaps_rollup`, Linux ≥ 4.14, issue
 /// 26): its resident pages, each shared one divided by its sharers.
@@ -301,7 +301,7 @@ pub const SMAPS_ROLLUP_MAX: usize = 4 * 1024;
 /// page tables to produce it, so its cost grows with the resident set
 /// (measured on the x86-64 CI host: ~80 µs for `sleep`, ~50 ms for a
 /// 2.5 GiB process with 2 100 mappings). Callers sample it sparingly.
-pub fn pss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
+pub(crate) fn pss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
     let text = match read_capped_text(root, &proc_dir(pid).join("smaps_rollup"), SMAPS_ROLLUP_MAX) {
         Ok(t) => t,
         Err(e) if e.is_gone() => return Ok(None),
@@ -311,7 +311,7 @@ pub fn pss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
 }
 
 /// The `Pss:` line of smaps_rollup text, in bytes.
-pub fn parse_pss(text: &str) -> Option<u64> {
+pub(crate) fn parse_pss(text: &str) -> Option<u64> {
     status_field(text, "Pss")
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse::<u64>().ok())
@@ -319,14 +319,14 @@ pub fn parse_pss(text: &str) -> Option<u64> {
 }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`), trimmed.
-pub fn boot_id(root: &Root) -> Result<String> {
+pub(crate) fn boot_id(root: &Root) -> Result<String> {
     root.read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
 }
 
 /// How long ago `pid` was started (`/proc/PID/stat` field 22 against
 /// CLOCK_BOOTTIME); `None` when it cannot be told (vanished, a fake tree
 /// without it). Only meaningful on the real kernel.
-pub fn age(root: &Root, pid: i32) -> Option<std::time::Duration> {
+pub(crate) fn age(root: &Root, pid: i32) -> Option<std::time::Duration> {
     let start_ticks: u64 = stat(root, pid).ok()??.num(22)?;
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -348,7 +348,7 @@ pub fn age(root: &Root, pid: i32) -> Option<std::time::Duration> {
 /// with the pid, it names one process for its whole life (a reused pid has
 /// a later start). `Ok(None)`: the process is gone; `Ok(Some(None))`: it is
 /// there but the start cannot be told (a sparse fake tree).
-pub fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
+pub(crate) fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
     if pid <= 0 {
         return Ok(None);
     }
@@ -366,7 +366,7 @@ pub fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
 /// What one `/proc/PID/stat` read tells the exec path about a process it
 /// just pinned (issue 29: one read instead of a `comm` read beside it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PinFacts {
+pub(crate) struct PinFacts {
     /// Field 22, clock ticks since boot ([`start_time`]).
     pub start: Option<u64>,
     /// Field 2: the same bytes as `/proc/PID/comm`.
@@ -379,7 +379,7 @@ pub struct PinFacts {
 
 /// [`PinFacts`] of `pid`: `Ok(None)` when the process is gone; all `None`
 /// when it is there but its stat cannot be read (a sparse fake tree).
-pub fn pin_facts(root: &Root, pid: i32) -> Result<Option<PinFacts>> {
+pub(crate) fn pin_facts(root: &Root, pid: i32) -> Result<Option<PinFacts>> {
     if pid <= 0 {
         return Ok(None);
     }
@@ -405,11 +405,11 @@ pub fn pin_facts(root: &Root, pid: i32) -> Result<Option<PinFacts>> {
 /// A pidfd (`pidfd_open(2)`, Linux 5.3+): a handle on one process that a
 /// reused pid cannot take over.
 #[derive(Debug)]
-pub struct PidFd(OwnedFd);
+pub(crate) struct PidFd(OwnedFd);
 
 /// Why [`pidfd_open`] gave no handle.
 #[derive(Debug, PartialEq, Eq)]
-pub enum PidFdError {
+pub(crate) enum PidFdError {
     /// The process is gone.
     Gone,
     /// The kernel has no pidfd_open (before 5.3) or refused it otherwise.
@@ -417,7 +417,7 @@ pub enum PidFdError {
 }
 
 /// Opens a pidfd on `pid` (never on a fake root: the caller decides).
-pub fn pidfd_open(pid: i32) -> std::result::Result<PidFd, PidFdError> {
+pub(crate) fn pidfd_open(pid: i32) -> std::result::Result<PidFd, PidFdError> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if r < 0 {
@@ -450,7 +450,7 @@ impl From<OwnedFd> for PidFd {
 
 impl PidFd {
     /// [`PidFd::alive`] on a borrowed pidfd.
-    pub fn alive_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    pub(crate) fn alive_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
         // SAFETY: signal 0 with a null siginfo only checks the target.
         let r = unsafe {
             libc::syscall(
@@ -466,7 +466,8 @@ impl PidFd {
 
     /// False once the process has exited (its pid may then be reused):
     /// `pidfd_send_signal(fd, 0)` says ESRCH.
-    pub fn alive(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn alive(&self) -> bool {
         use std::os::fd::AsFd;
         Self::alive_fd(self.0.as_fd())
     }
@@ -474,7 +475,7 @@ impl PidFd {
 
 /// Which optional fields [`user_process`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Fields {
+pub(crate) struct Fields {
     pub exe: bool,
     pub cmdline: bool,
     pub uid: bool,
@@ -482,7 +483,7 @@ pub struct Fields {
 
 #[cfg(test)]
 impl Fields {
-    pub const ALL: Fields = Fields {
+    pub(crate) const ALL: Fields = Fields {
         exe: true,
         cmdline: true,
         uid: true,
@@ -494,7 +495,7 @@ impl Fields {
 /// (ENOENT/ESRCH at any step) or is a kernel thread; fields not asked for
 /// are empty/`None`. One to four files, so an exec only matched by comm
 /// costs little.
-pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
+pub(crate) fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
     if pid <= 0 {
         return Ok(None);
     }
@@ -567,7 +568,7 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
 }
 
 /// Thread ids of `pid` (`/proc/PID/task`), sorted; empty if missing.
-pub fn threads(root: &Root, pid: i32) -> Vec<i32> {
+pub(crate) fn threads(root: &Root, pid: i32) -> Vec<i32> {
     root.list_dir(&proc_dir(pid).join("task"))
         .map(numeric)
         .unwrap_or_default()
@@ -575,7 +576,7 @@ pub fn threads(root: &Root, pid: i32) -> Vec<i32> {
 
 /// Children of a single-threaded `pid`: its main thread's
 /// `/proc/PID/task/PID/children` only (one read instead of listing `task/`).
-pub fn main_thread_children(root: &Root, pid: i32) -> Vec<i32> {
+pub(crate) fn main_thread_children(root: &Root, pid: i32) -> Vec<i32> {
     let p = proc_dir(pid).join(format!("task/{pid}/children"));
     let mut v: Vec<i32> = root
         .read_small(&p)
@@ -593,7 +594,7 @@ pub fn main_thread_children(root: &Root, pid: i32) -> Vec<i32> {
 
 /// Children of `pid`: union of `/proc/PID/task/*/children`, sorted.
 /// Missing files give an empty list (the files need CONFIG_PROC_CHILDREN).
-pub fn children(root: &Root, pid: i32) -> Vec<i32> {
+pub(crate) fn children(root: &Root, pid: i32) -> Vec<i32> {
     let mut set = BTreeSet::new();
     for tid in threads(root, pid) {
         let p = proc_dir(pid).join(format!("task/{tid}/children"));

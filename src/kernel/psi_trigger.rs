@@ -42,18 +42,19 @@ use super::error::Error;
 use super::root::{Op, Root};
 
 /// Shortest window the kernel accepts.
-pub const WINDOW_MIN: Duration = Duration::from_millis(500);
+pub(crate) const WINDOW_MIN: Duration = Duration::from_millis(500);
 /// Longest window the kernel accepts.
-pub const WINDOW_MAX: Duration = Duration::from_secs(10);
+pub(crate) const WINDOW_MAX: Duration = Duration::from_secs(10);
 /// Unprivileged triggers need a window that is a multiple of this.
-pub const UNPRIVILEGED_WINDOW_UNIT: Duration = Duration::from_secs(2);
+pub(crate) const UNPRIVILEGED_WINDOW_UNIT: Duration = Duration::from_secs(2);
 
 const CAP_SYS_RESOURCE: u32 = 24;
 
 /// Device path of a pressure file: `/proc/pressure/<resource>` for the whole
 /// system (`cgroup_dir == None`), `<cgroup_dir>/<resource>.pressure` for a
 /// group. `resource` is `cpu`, `memory` or `io` (not checked here).
-pub fn pressure_path(cgroup_dir: Option<&Path>, resource: &str) -> PathBuf {
+#[cfg(test)]
+pub(crate) fn pressure_path(cgroup_dir: Option<&Path>, resource: &str) -> PathBuf {
     match cgroup_dir {
         None => Path::new("/proc/pressure").join(resource),
         Some(dir) => dir.join(format!("{resource}.pressure")),
@@ -101,7 +102,7 @@ pub struct PsiTrigger {
 
 impl PsiTrigger {
     /// Device path of the pressure file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -135,7 +136,7 @@ impl AsRawFd for PsiTrigger {
 
 /// The trigger text (without newline) for `stall` (`some`/`full`), stall
 /// `amount` and `window`, both in whole microseconds.
-pub fn trigger_spec(stall: &str, amount: Duration, window: Duration) -> String {
+pub(crate) fn trigger_spec(stall: &str, amount: Duration, window: Duration) -> String {
     format!("{stall} {} {}", amount.as_micros(), window.as_micros())
 }
 
@@ -157,7 +158,7 @@ fn validate(stall: &str, amount: Duration, window: Duration) -> Result<(), Strin
 }
 
 /// True if the window is a multiple of 2 s (what unprivileged triggers need).
-pub fn unprivileged_window_ok(window: Duration) -> bool {
+pub(crate) fn unprivileged_window_ok(window: Duration) -> bool {
     window
         .as_micros()
         .is_multiple_of(UNPRIVILEGED_WINDOW_UNIT.as_micros())

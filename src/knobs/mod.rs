@@ -58,13 +58,13 @@ pub(crate) mod system;
 pub(crate) mod value;
 pub(crate) mod zram;
 
-pub use cpufreq::CpufreqAttr;
-pub use devfreq::DevfreqAttr;
-pub use group::GroupKnob;
-pub use latency::{resume_latency_text, LATENCY_MAX_US};
-pub use sysctl::sysctl_range;
+pub(crate) use cpufreq::CpufreqAttr;
+pub(crate) use devfreq::DevfreqAttr;
+pub(crate) use group::GroupKnob;
+
+pub(crate) use sysctl::sysctl_range;
 pub use value::{CpuMax, KnobValue, PIDS_LIMIT};
-pub use zram::ZramAttr;
+pub(crate) use zram::ZramAttr;
 
 use crate::units::{CpuList, Frequency, Percent, Size, UnitError};
 use latency::{parse_latency_value, parse_resume_latency_kernel};
@@ -81,7 +81,7 @@ pub const CAP_KEY_PREFIX: &str = "cap ";
 
 /// Whether `name` follows the SPEC naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
-pub fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     match bytes.next() {
         Some(b) if b.is_ascii_lowercase() || b.is_ascii_digit() => {}
@@ -216,7 +216,7 @@ enum ValueKind {
 impl Knob {
     /// Parses a knob name such as `inference.memory.high`: the family is
     /// the one whose head the name starts with, else the group family.
-    pub fn parse(text: &str) -> Result<Knob, KnobError> {
+    pub(crate) fn parse(text: &str) -> Result<Knob, KnobError> {
         let Some((head, rest)) = text.split_once('.') else {
             let grammars: Vec<&str> = FAMILIES.iter().filter_map(|f| f.grammar()).collect();
             return Err(KnobError::new(format!(
@@ -235,7 +235,7 @@ impl Knob {
     }
 
     /// The group a group knob belongs to.
-    pub fn group(&self) -> Option<&str> {
+    pub(crate) fn group(&self) -> Option<&str> {
         match self {
             Knob::Group { group, .. } => Some(group),
             _ => None,
@@ -246,14 +246,14 @@ impl Knob {
     /// kernel drops it when its file descriptor closes): `apply` cannot set
     /// it and writes nothing for it; it is never journalled (there is
     /// nothing to restore).
-    pub fn held_by_daemon(&self) -> bool {
+    pub(crate) fn held_by_daemon(&self) -> bool {
         matches!(self, Knob::LatencyGlobal)
     }
 
     /// Whether the knob is a ceiling a `cap` may hold (SPEC §6 "Caps that
     /// win"): `cpufreq.*.max`, `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`,
     /// `G.memory.high`, `G.memory.max`.
-    pub fn is_ceiling(&self) -> bool {
+    pub(crate) fn is_ceiling(&self) -> bool {
         match self {
             Knob::Cpufreq { attr, .. } => *attr == CpufreqAttr::Max,
             Knob::Devfreq { attr, .. } => *attr == DevfreqAttr::Max,
@@ -272,7 +272,7 @@ impl Knob {
     /// with the kernel's default, so this knob must be written again after
     /// it: a governor switch recreates the governor's tunables directory
     /// (module docs of [`cpufreq`]).
-    pub fn recreated_by(&self, other: &Knob) -> bool {
+    pub(crate) fn recreated_by(&self, other: &Knob) -> bool {
         match (self, other) {
             (
                 Knob::Cpufreq { policy, attr },
@@ -286,7 +286,7 @@ impl Knob {
     }
 
     /// How claims on this knob merge. This is the single table for it.
-    pub fn merge_policy(&self) -> MergePolicy {
+    pub(crate) fn merge_policy(&self) -> MergePolicy {
         use MergePolicy::{FirstWins, LargestWins, SmallestWins};
         match self {
             Knob::Group { knob, .. } => match knob {
@@ -369,7 +369,7 @@ impl Knob {
     }
 
     /// Whether `raise`/`lower` can step this knob (its value is a number).
-    pub fn is_numeric(&self) -> bool {
+    pub(crate) fn is_numeric(&self) -> bool {
         !matches!(
             self.value_kind(),
             ValueKind::CpuMax
@@ -382,7 +382,7 @@ impl Knob {
     }
 
     /// Parses a value for this knob into its typed form.
-    pub fn parse_value(&self, text: &str) -> Result<KnobValue, UnitError> {
+    pub(crate) fn parse_value(&self, text: &str) -> Result<KnobValue, UnitError> {
         match self.value_kind() {
             ValueKind::Size { allow_max } => {
                 let size = Size::parse(text)?;
@@ -414,7 +414,7 @@ impl Knob {
 
     /// The exact text written to the knob's kernel file for `value`
     /// (`io.weight` takes `default N`; everything else its kernel form).
-    pub fn render(&self, value: &KnobValue) -> String {
+    pub(crate) fn render(&self, value: &KnobValue) -> String {
         match (self, value) {
             (
                 Knob::Group {
@@ -433,7 +433,7 @@ impl Knob {
     /// sizes and frequencies as plain numbers. [`Knob::render`] of a value
     /// parses back to the same value. An invalid partition
     /// (`isolated invalid (reason)`) is an error carrying the kernel's reason.
-    pub fn parse_kernel(&self, text: &str) -> Result<KnobValue, UnitError> {
+    pub(crate) fn parse_kernel(&self, text: &str) -> Result<KnobValue, UnitError> {
         let t = text.trim();
         let number = |kind: &'static str| {
             t.parse::<u64>()
@@ -527,13 +527,13 @@ impl FromStr for Knob {
 /// bytes of a class (grant patterns are matched against these shapes, since
 /// the numbered families are infinite sets).
 #[derive(Clone, Copy)]
-pub enum Tok {
+pub(crate) enum Tok {
     Lit(u8),
     Run(fn(u8) -> bool, usize, usize),
 }
 
 /// The shape of one set of knob names.
-pub type Shape = Vec<Tok>;
+pub(crate) type Shape = Vec<Tok>;
 
 /// `pre`, an optional run, `post`.
 pub(crate) fn shape(pre: &str, run: Option<Tok>, post: &str) -> Shape {
@@ -545,12 +545,13 @@ pub(crate) fn shape(pre: &str, run: Option<Tok>, post: &str) -> Shape {
 }
 
 /// A decimal digit (the numbered parts of names: `policy4`, `zram0`, `cpu7`).
-pub fn digit(b: u8) -> bool {
+pub(crate) fn digit(b: u8) -> bool {
     b.is_ascii_digit()
 }
 
 /// One row of docs/policy.md's knob table.
-pub struct DocRow {
+#[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
+pub(crate) struct DocRow {
     pub knob: String,
     pub values: &'static str,
     pub merge: MergePolicy,
@@ -558,10 +559,10 @@ pub struct DocRow {
 }
 
 /// A family's name parser: the whole text (for messages) and the part after `head.`.
-pub type ParseFn = fn(&str, &str) -> Result<Knob, KnobError>;
+pub(crate) type ParseFn = fn(&str, &str) -> Result<Knob, KnobError>;
 
 /// A knob family of the registry.
-pub struct Family {
+pub(crate) struct Family {
     /// The first part of the family's knob names; `None` for the group
     /// family (`G.…`, the fallback) and the realtime switch (no names).
     pub head: Option<&'static str>,
@@ -575,6 +576,7 @@ pub struct Family {
     /// allow-list is the union of these.
     pub owns: fn(&Path, &Path) -> bool,
     /// Its rows of the docs' knob table.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
     pub doc: fn() -> Vec<DocRow>,
 }
 
@@ -593,7 +595,7 @@ impl Family {
 }
 
 /// Every knob family.
-pub static FAMILIES: [&Family; 7] = [
+pub(crate) static FAMILIES: [&Family; 7] = [
     &group::FAMILY,
     &cpufreq::FAMILY,
     &devfreq::FAMILY,
@@ -605,7 +607,7 @@ pub static FAMILIES: [&Family; 7] = [
 
 /// The heads of the named families (`cpufreq`, `sysctl`, `zram`,
 /// `latency`): reserved, so no group may take one of these names.
-pub fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
+pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
     FAMILIES.iter().filter_map(|f| f.head)
 }
 
@@ -625,18 +627,19 @@ pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
 
 /// Whether canonical device path `path` is a file some family owns (the
 /// journal's allow-list: cgwarden records and `reset` restores only these).
-pub fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
+pub(crate) fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
     FAMILIES.iter().any(|f| (f.owns)(path, cgroup_root))
 }
 
 /// The shapes of every knob name of a policy with `groups`.
-pub fn shapes(groups: &[&str]) -> Vec<Shape> {
+pub(crate) fn shapes(groups: &[&str]) -> Vec<Shape> {
     FAMILIES.iter().flat_map(|f| (f.shapes)(groups)).collect()
 }
 
 /// docs/policy.md's knob table, generated from the families (a test checks
 /// the document holds exactly this).
-pub fn doc_table() -> String {
+#[cfg(test)]
+pub(crate) fn doc_table() -> String {
     let mut out = String::from("| knob | values | merge | file |\n|---|---|---|---|\n");
     for f in FAMILIES {
         let rows = (f.doc)();

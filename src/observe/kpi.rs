@@ -58,23 +58,23 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Most distinct KPI names the daemon keeps.
-pub const MAX_NAMES: usize = 64;
+pub(crate) const MAX_NAMES: usize = 64;
 /// Most histogram buckets held in memory, every name and slot together
 /// (the memory bound, see the module docs).
-pub const MAX_BUCKETS: usize = 131_072;
+pub(crate) const MAX_BUCKETS: usize = 131_072;
 pub use crate::policy::expr::kpi::{check_name, Stat, MAX_NAME_LEN};
 /// Values below this count as 0 (in the zero bucket).
-pub const MIN_VALUE: f64 = 1e-9;
+pub(crate) const MIN_VALUE: f64 = 1e-9;
 /// Values above this are refused.
-pub const MAX_VALUE: f64 = 1e12;
+pub(crate) const MAX_VALUE: f64 = 1e12;
 /// One slot of the in-memory ring.
-pub const SLOT: Duration = Duration::from_secs(5);
+pub(crate) const SLOT: Duration = Duration::from_secs(5);
 /// Complete slots kept.
-pub const SLOTS: usize = 60;
+pub(crate) const SLOTS: usize = 60;
 /// The longest trailing window a rule or the metrics may ask for.
-pub const MAX_WINDOW: Duration = crate::policy::expr::kpi::MAX_WINDOW;
+pub(crate) const MAX_WINDOW: Duration = crate::policy::expr::kpi::MAX_WINDOW;
 /// The window of the metrics' summary quantiles.
-pub const METRICS_WINDOW: Duration = MAX_WINDOW;
+pub(crate) const METRICS_WINDOW: Duration = MAX_WINDOW;
 /// Mantissa bits of a bucket index: 2^5 = 32 sub-buckets per octave.
 const SUB_BITS: u32 = 5;
 
@@ -95,7 +95,7 @@ impl Unit {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Unit> {
+    pub(crate) fn from_name(s: &str) -> Option<Unit> {
         match s {
             "seconds" => Some(Unit::Seconds),
             "none" => Some(Unit::None),
@@ -105,7 +105,7 @@ impl Unit {
 }
 
 /// Whether `v` may be a KPI value; the error says why not.
-pub fn check_value(v: f64) -> Result<(), String> {
+pub(crate) fn check_value(v: f64) -> Result<(), String> {
     if !v.is_finite() {
         return Err(format!("KPI value {v} is not a finite number"));
     }
@@ -121,7 +121,7 @@ pub fn check_value(v: f64) -> Result<(), String> {
 /// A mergeable log-linear histogram with count, sum, sum of squares, min
 /// and max (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Hist {
+pub(crate) struct Hist {
     /// Bucket index (the f64's exponent and top mantissa bits) → count.
     buckets: BTreeMap<u16, u64>,
     /// Values below [`MIN_VALUE`].
@@ -148,7 +148,7 @@ fn bucket_mid(i: u16) -> f64 {
 impl Hist {
     /// Adds `n` samples of value `v` (checked by the caller with
     /// [`check_value`]; an unchecked one is dropped).
-    pub fn add(&mut self, v: f64, n: u64) {
+    pub(crate) fn add(&mut self, v: f64, n: u64) {
         if n == 0 || check_value(v).is_err() {
             return;
         }
@@ -172,12 +172,12 @@ impl Hist {
     }
 
     /// Whether adding `v` would open a bucket this histogram does not hold.
-    pub fn would_open(&self, v: f64) -> bool {
+    pub(crate) fn would_open(&self, v: f64) -> bool {
         v >= MIN_VALUE && check_value(v).is_ok() && !self.buckets.contains_key(&bucket_of(v))
     }
 
     /// Adds every sample of `other`.
-    pub fn merge(&mut self, other: &Hist) {
+    pub(crate) fn merge(&mut self, other: &Hist) {
         if other.count == 0 {
             return;
         }
@@ -199,13 +199,13 @@ impl Hist {
     }
 
     /// Number of non-empty buckets (for the memory bound).
-    pub fn buckets(&self) -> usize {
+    pub(crate) fn buckets(&self) -> usize {
         self.buckets.len() + usize::from(self.zeros > 0)
     }
 
     /// The `q` quantile (0–1), nearest rank: the midpoint of the bucket
     /// holding the ⌈q·count⌉-th smallest sample, clamped to [min, max].
-    pub fn quantile(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile(&self, q: f64) -> Option<f64> {
         if self.count == 0 || !q.is_finite() {
             return None;
         }
@@ -223,19 +223,19 @@ impl Hist {
         Some(self.max)
     }
 
-    pub fn mean(&self) -> Option<f64> {
+    pub(crate) fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum / self.count as f64)
     }
 
     /// Population standard deviation.
-    pub fn stddev(&self) -> Option<f64> {
+    pub(crate) fn stddev(&self) -> Option<f64> {
         let mean = self.mean()?;
         let var = self.sumsq / self.count as f64 - mean * mean;
         Some(var.max(0.0).sqrt())
     }
 
     /// The summary every reader shows.
-    pub fn summary(&self) -> Option<Summary> {
+    pub(crate) fn summary(&self) -> Option<Summary> {
         Some(Summary {
             count: self.count,
             min: self.min,
@@ -250,7 +250,7 @@ impl Hist {
 
     /// The buckets as a compact blob for the recorder: LEB128 varints, the
     /// zero count, then (index delta, count) pairs in index order.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(2 + self.buckets.len() * 3);
         varint(&mut out, self.zeros);
         let mut last = 0u16;
@@ -265,7 +265,8 @@ impl Hist {
     /// Rebuilds a histogram from [`Hist::encode`]'s blob and the row's
     /// count, sum, sum of squares, min and max; `None` when the blob is not
     /// one (never panics).
-    pub fn decode(
+    #[cfg(any(test, feature = "report"))]
+    pub(crate) fn decode(
         blob: &[u8],
         count: u64,
         sum: f64,
@@ -325,7 +326,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 
 /// One KPI over a window, in its canonical unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub count: u64,
     pub min: f64,
     pub max: f64,
@@ -338,7 +339,7 @@ pub struct Summary {
 
 impl Summary {
     /// The statistic of a summary.
-    pub fn stat(&self, stat: Stat) -> f64 {
+    pub(crate) fn stat(&self, stat: Stat) -> f64 {
         let s = self;
         match stat {
             Stat::P50 => s.p50,
@@ -356,7 +357,7 @@ impl Summary {
 /// Why a sample was refused; each is a `reason` label of
 /// `cgwarden_kpi_refused_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Not a valid name.
     Name,
     /// [`MAX_NAMES`] names are kept already.
@@ -372,7 +373,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 6] = [
+    pub(crate) const ALL: [Refusal; 6] = [
         Refusal::Name,
         Refusal::Names,
         Refusal::Value,
@@ -381,7 +382,7 @@ impl Refusal {
         Refusal::Memory,
     ];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Refusal::Name => "name",
             Refusal::Names => "names",
@@ -437,7 +438,7 @@ impl Series {
 
 /// A KPI with its window summary, for metrics and `status`.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub name: String,
     pub unit: Unit,
     pub window: Option<Summary>,
@@ -449,7 +450,7 @@ pub struct Row {
 /// recorder threads). One short mutex: every operation is a few map
 /// lookups and bucket increments.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     start: Instant,
     series: Mutex<BTreeMap<String, Series>>,
     accepted: AtomicU64,
@@ -463,7 +464,7 @@ impl Default for Store {
 }
 
 impl Store {
-    pub fn new(start: Instant) -> Store {
+    pub(crate) fn new(start: Instant) -> Store {
         Store {
             start,
             series: Mutex::new(BTreeMap::new()),
@@ -481,7 +482,7 @@ impl Store {
     }
 
     /// Counts a refusal (also used by the inputs for malformed lines).
-    pub fn refuse(&self, r: Refusal) {
+    pub(crate) fn refuse(&self, r: Refusal) {
         if let Some(c) = self
             .refused
             .get(Refusal::ALL.iter().position(|x| *x == r).unwrap_or(0))
@@ -491,12 +492,12 @@ impl Store {
     }
 
     /// Samples accepted since start.
-    pub fn accepted(&self) -> u64 {
+    pub(crate) fn accepted(&self) -> u64 {
         self.accepted.load(Relaxed)
     }
 
     /// Refusals since start, by reason.
-    pub fn refused(&self) -> Vec<(Refusal, u64)> {
+    pub(crate) fn refused(&self) -> Vec<(Refusal, u64)> {
         Refusal::ALL
             .iter()
             .zip(&self.refused)
@@ -506,7 +507,7 @@ impl Store {
 
     /// Records `(value, repeat)` samples of `name` at `now`; all or none.
     /// Returns how many samples were added, or the refusal and its reason.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         name: &str,
         unit: Unit,
@@ -605,14 +606,9 @@ impl Store {
         Ok(added)
     }
 
-    /// The unit of a known KPI.
-    pub fn unit(&self, name: &str) -> Option<Unit> {
-        self.lock().get(name).map(|s| s.unit)
-    }
-
     /// `name` over the trailing `window` (whole slots, plus the one being
     /// filled); `None` when it has no sample there.
-    pub fn window(&self, name: &str, window: Duration, now: Instant) -> Option<Summary> {
+    pub(crate) fn window(&self, name: &str, window: Duration, now: Instant) -> Option<Summary> {
         let slot = self.slot(now);
         let mut all = self.lock();
         let s = all.get_mut(name)?;
@@ -621,7 +617,7 @@ impl Store {
     }
 
     /// Every KPI over the trailing `window`, by name.
-    pub fn rows(&self, window: Duration, now: Instant) -> Vec<Row> {
+    pub(crate) fn rows(&self, window: Duration, now: Instant) -> Vec<Row> {
         let slot = self.slot(now);
         let mut all = self.lock();
         all.iter_mut()
@@ -639,7 +635,7 @@ impl Store {
     }
 
     /// What arrived since the last drain, per name (the recorder's row).
-    pub fn drain(&self) -> Vec<(String, Unit, Hist)> {
+    pub(crate) fn drain(&self) -> Vec<(String, Unit, Hist)> {
         let mut all = self.lock();
         all.iter_mut()
             .filter(|(_, s)| s.pending.count > 0)
@@ -653,7 +649,8 @@ impl Store {
 
     /// Buckets held in memory, all names (for the memory bound's tests and
     /// measurements).
-    pub fn buckets_held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn buckets_held(&self) -> usize {
         self.lock()
             .values()
             .map(|s| {
@@ -667,7 +664,7 @@ impl Store {
 
 /// One value of `cgwarden kpi NAME VALUE…`: a plain number (unit none) or
 /// a time with its unit (`2.5ms`, `180us`, `0.01s`, `500ns`), in seconds.
-pub fn parse_value(text: &str) -> Result<(Unit, f64), String> {
+pub(crate) fn parse_value(text: &str) -> Result<(Unit, f64), String> {
     let units = [
         ("ms", 1e-3),
         ("us", 1e-6),

@@ -22,4 +22,4 @@ pub(crate) mod tape; // issue 27: the input tape replay reads
 /// The flight recorder's schema (version 1), shared by the writer and
 /// `report`; documented in docs/recorder.md.
 pub const SCHEMA: &str = include_str!("schema.sql");
-pub const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 1;

@@ -45,9 +45,9 @@ pub struct Options {
 }
 
 /// The database file inside `settings.recorder.dir`.
-pub const DB_FILE: &str = "recorder.db";
+pub(crate) const DB_FILE: &str = "recorder.db";
 /// Where the recorder lives when the policy names no `settings.recorder`.
-pub const DEFAULT_DIR: &str = "/var/lib/cgwarden";
+pub(crate) const DEFAULT_DIR: &str = "/var/lib/cgwarden";
 
 /// The database and the criteria: `--db`, else the policy's
 /// `settings.recorder.dir` (default /var/lib/cgwarden) under `--root`; the

@@ -37,7 +37,7 @@ const TOP_FIELDS: &[&str] = &[
 ];
 
 /// Decodes a parsed document. Returns the policy only when there was no error.
-pub fn decode(doc: &Node, diags: &mut Diagnostics) -> Option<Policy> {
+pub(crate) fn decode(doc: &Node, diags: &mut Diagnostics) -> Option<Policy> {
     let before = diags.items.len();
     let mut d = Decoder { diags };
     let policy = d.policy(doc);
@@ -75,7 +75,7 @@ impl<'n> Fields<'n> {
 static EMPTY: [(Key, Node); 0] = [];
 
 /// `[a-z0-9][a-z0-9_-]{0,63}`: group, hook and rule names.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 64

@@ -67,9 +67,9 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// Longest expression or action accepted, in characters.
-pub const MAX_CHARS: usize = 4096;
+pub(crate) const MAX_CHARS: usize = 4096;
 /// Deepest nesting of `(` and `not` accepted.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 /// Longest `running(...)` pattern accepted, in characters.
 const MAX_GLOB_CHARS: usize = 64;
 /// The kernel's comm length (TASK_COMM_LEN - 1).
@@ -83,7 +83,7 @@ pub struct Span {
 }
 
 impl Span {
-    pub fn new(start: usize, end: usize) -> Self {
+    pub(crate) fn new(start: usize, end: usize) -> Self {
         Span { start, end }
     }
 }
@@ -102,7 +102,7 @@ impl<T: PartialEq> PartialEq for Spanned<T> {
 }
 
 impl<T> Spanned<T> {
-    pub fn new(value: T, span: Span) -> Self {
+    pub(crate) fn new(value: T, span: Span) -> Self {
         Spanned { value, span }
     }
 }
@@ -183,7 +183,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             CmpOp::Gt => ">",
             CmpOp::Ge => ">=",
@@ -195,7 +195,7 @@ impl CmpOp {
     }
 
     /// Whether `measured OP threshold` holds, given `measured.cmp(threshold)`.
-    pub fn holds(self, ordering: Ordering) -> bool {
+    pub(crate) fn holds(self, ordering: Ordering) -> bool {
         match self {
             CmpOp::Gt => ordering == Ordering::Greater,
             CmpOp::Ge => ordering != Ordering::Less,
@@ -330,7 +330,7 @@ pub enum Metric {
 
 impl Metric {
     /// The group this metric reads, with where it was written.
-    pub fn group(&self) -> Option<(&str, Span)> {
+    pub(crate) fn group(&self) -> Option<(&str, Span)> {
         match self {
             Metric::PsiAvg { target, .. } | Metric::PsiStall { target, .. } => {
                 match &target.value {
@@ -472,7 +472,7 @@ impl Expr {
     /// `and`/`or`/`not`. An explicit stack rather than recursion: trees
     /// built by hand have no depth limit. Every reader of a condition's
     /// inputs walks it here.
-    pub fn leaves(&self) -> Vec<&Expr> {
+    pub(crate) fn leaves(&self) -> Vec<&Expr> {
         let mut out = Vec::new();
         let mut stack = vec![self];
         while let Some(e) = stack.pop() {
@@ -590,7 +590,7 @@ pub enum Action {
 impl Action {
     /// Whether the action can be a `while:` claim (set, hook) rather than a
     /// one-off step that only makes sense in `then:`.
-    pub fn allowed_in_while(&self) -> bool {
+    pub(crate) fn allowed_in_while(&self) -> bool {
         matches!(
             self,
             Action::Set { .. } | Action::Hook(_) | Action::Cap { .. }
@@ -598,7 +598,7 @@ impl Action {
     }
 
     /// The knob the action changes, if any.
-    pub fn knob(&self) -> Option<&Knob> {
+    pub(crate) fn knob(&self) -> Option<&Knob> {
         match self {
             Action::Set { knob, .. }
             | Action::Raise { knob, .. }
@@ -613,7 +613,7 @@ impl Action {
     }
 
     /// The group a last-resort action acts on.
-    pub fn resort_group(&self) -> Option<&str> {
+    pub(crate) fn resort_group(&self) -> Option<&str> {
         match self {
             Action::Freeze(g) | Action::Thaw(g) => Some(g),
             Action::Kill(k) => Some(&k.group),

@@ -8,7 +8,7 @@ pub mod model;
 pub(crate) mod pattern;
 pub(crate) mod yaml;
 
-pub use diag::Diagnostics;
+pub(crate) use diag::Diagnostics;
 pub use model::Policy;
 
 use std::path::Path;
@@ -16,7 +16,7 @@ use std::path::Path;
 /// The largest policy file accepted (SPEC §4 "Trust"): far above any real
 /// policy, small enough that a careless path (`/dev/zero`, a log file) is
 /// refused before it costs memory or time.
-pub const MAX_POLICY_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
 
 /// Reads, parses and validates a policy file; every problem is in the error.
 /// The file must be a regular file of at most [`MAX_POLICY_BYTES`]: it is
@@ -37,7 +37,7 @@ pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
 
 /// The bytes of a policy file, or why it is refused (startup and reload
 /// read through this one reader).
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -118,7 +118,7 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
 /// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
 /// `check` warns on it; the daemon grants such a policy only to root's
 /// processes (SPEC §4 "Trust", README "Decisions").
-pub fn rt_by_name(p: &model::Placement) -> bool {
+pub(crate) fn rt_by_name(p: &model::Placement) -> bool {
     use model::SchedPolicy::{Deadline, Fifo, Rr};
     let rt = |s: &model::Sched| matches!(s.policy, Fifo | Rr | Deadline);
     (p.sched.as_ref().is_some_and(rt)
@@ -197,7 +197,7 @@ fn count(n: usize, noun: &str) -> String {
 /// Controllers the rules need in group `group`: `memory` to read its
 /// `memory.*` metrics, `pids` for `pids.current`, and the controller of every
 /// group knob a rule sets, raises or lowers there.
-pub fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
+pub(crate) fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
     use expr::{ExprKind, Metric};
     let mut out = Vec::new();
     for r in &p.rules {

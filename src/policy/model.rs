@@ -53,7 +53,7 @@ impl Default for MetricsSettings {
 
 impl MetricsSettings {
     /// Whether any exposition is configured.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.socket.is_some() || self.listen.is_some() || self.textfile.is_some()
     }
 }
@@ -73,7 +73,7 @@ pub struct RecorderSettings {
 }
 
 impl RecorderSettings {
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         RecorderSettings {
             dir,
             interval: Duration::from_secs(10),
@@ -241,7 +241,7 @@ pub enum Partition {
 }
 
 impl Partition {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Partition::Member => "member",
             Partition::Root => "root",
@@ -318,16 +318,12 @@ pub struct Group {
 
 impl Group {
     /// This group and all its descendants, parents before children.
-    pub fn walk(&self) -> Vec<&Group> {
+    pub(crate) fn walk(&self) -> Vec<&Group> {
         let mut out = vec![self];
         for c in &self.children {
             out.extend(c.walk());
         }
         out
-    }
-
-    pub fn is_leaf(&self) -> bool {
-        self.children.is_empty()
     }
 }
 
@@ -356,7 +352,7 @@ pub enum SchedPolicy {
 }
 
 impl SchedPolicy {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SchedPolicy::Other => "other",
             SchedPolicy::Batch => "batch",
@@ -404,7 +400,7 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.attrs.is_empty() && self.threads.is_empty()
     }
 }
@@ -425,7 +421,7 @@ pub struct TaskAttrs {
 }
 
 impl TaskAttrs {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == TaskAttrs::default()
     }
 }
@@ -446,7 +442,7 @@ pub enum IoClass {
 }
 
 impl IoClass {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             IoClass::Rt => "rt",
             IoClass::Be => "be",
@@ -613,13 +609,13 @@ impl std::fmt::Display for ControlSubject {
 }
 
 /// `max_duration` when a `control:` entry leaves it out.
-pub const DEFAULT_CONTROL_MAX_DURATION: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_CONTROL_MAX_DURATION: Duration = Duration::from_secs(3600);
 /// The largest `max_duration` a `control:` entry may give.
-pub const MAX_CONTROL_MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_CONTROL_MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 /// `max_boosts` when a `control:` entry leaves it out.
-pub const DEFAULT_CONTROL_MAX_BOOSTS: u32 = 4;
+pub(crate) const DEFAULT_CONTROL_MAX_BOOSTS: u32 = 4;
 /// The largest `max_boosts` a `control:` entry may give.
-pub const MAX_CONTROL_MAX_BOOSTS: u32 = 1000;
+pub(crate) const MAX_CONTROL_MAX_BOOSTS: u32 = 1000;
 
 /// One `control:` entry: what a non-root caller may boost, for how long, and
 /// how many boosts it may hold at once.
@@ -642,7 +638,7 @@ impl Policy {
         self.groups.iter().flat_map(|g| g.walk()).collect()
     }
 
-    pub fn group(&self, name: &str) -> Option<&Group> {
+    pub(crate) fn group(&self, name: &str) -> Option<&Group> {
         self.all_groups().into_iter().find(|g| g.name == name)
     }
 }
@@ -650,7 +646,7 @@ impl Policy {
 /// A group's baseline as the policy sets it, in write order: the one list of
 /// which group files cgwarden manages and with what value. `apply` writes it,
 /// the daemon's knob table starts from it and a repair rewrites it.
-pub fn group_baseline(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
+pub(crate) fn group_baseline(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
     let mut out = Vec::new();
     if let Some(m) = &g.cpuset.mems {
         out.push((GroupKnob::CpusetMems, KnobValue::CpuList(m.clone())));

@@ -1,3 +1,4 @@
+use super::history::History;
 use super::*;
 use crate::policy::expr::parse_expr;
 use proptest::prelude::*;

@@ -30,14 +30,14 @@ use super::Unit;
 
 /// One StatsD sample, in the canonical unit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub name: String,
     pub unit: Unit,
     pub value: f64,
 }
 
 /// Parses one datagram: each non-empty line is a sample or why it is not.
-pub fn statsd(datagram: &[u8]) -> Vec<Result<Sample, String>> {
+pub(crate) fn statsd(datagram: &[u8]) -> Vec<Result<Sample, String>> {
     datagram
         .split(|b| *b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
@@ -144,7 +144,7 @@ impl Cyclictest {
             .collect()
     }
 
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.threads
             .iter()
             .flat_map(|t| t.iter().map(|(_, n)| *n))

@@ -12,6 +12,7 @@
 
 use super::{Hist, Unit};
 use rusqlite::{params, Connection};
+#[cfg(any(test, feature = "report"))]
 use std::collections::BTreeMap;
 
 /// Writes one interval's rows.
@@ -45,11 +46,13 @@ pub(crate) fn insert(
 }
 
 /// KPIs by name with their merged histograms.
+#[cfg(any(test, feature = "report"))]
 pub type Merged = BTreeMap<String, (Unit, Hist)>;
 
 /// Every KPI's rows within `[from, to]` merged, by name; rows that do not
 /// decode (a damaged blob, text in a number column) are skipped and
 /// counted in the second value.
+#[cfg(any(test, feature = "report"))]
 pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged, u64)> {
     let mut out = Merged::new();
     let mut skipped = 0u64;
@@ -88,6 +91,7 @@ pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged
 
 /// A `kpi` row's histogram from columns 2–7 (`count, sum, sumsq, min, max,
 /// buckets`, as both queries here select them); none when it does not decode.
+#[cfg(any(test, feature = "report"))]
 fn hist_of(r: &rusqlite::Row) -> Option<Hist> {
     let count = u64::try_from(r.get::<_, i64>(2).ok()?).ok()?;
     Hist::decode(
@@ -102,6 +106,7 @@ fn hist_of(r: &rusqlite::Row) -> Option<Hist> {
 
 /// Every row within `[from, to]`, in time order: (ts, name, histogram);
 /// rows that do not decode are left out.
+#[cfg(any(test, feature = "report"))]
 pub fn rows(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<Vec<(f64, String, Hist)>> {
     let has: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kpi'",
