@@ -17,7 +17,8 @@
 //! kernel's side (a new group's core files, controllers derived from the
 //! parent, knobs present when their controller is enabled, additive
 //! `subtree_control` writes, moves through `cgroup.procs`, rmdir refusal)
-//! the methods here hand over to [`super::fake`], which owns that emulation.
+//! the methods here hand over to their child module `fake`, which owns that
+//! emulation (its atomic writes are the fake backend of `Root`).
 //!
 //! # The cgroup2 mount
 //! [`CgroupFs::mount`] walks up from the base while the parent directory
@@ -32,6 +33,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub(crate) use super::cgroup_text::{join_clamped, parse_pid_cgroup, parse_pids};
 use super::error::Result;
 use super::psi::{parse_psi, Psi};
 use super::root::Root;
@@ -60,31 +62,13 @@ pub struct CgroupFs {
     base: PathBuf,
 }
 
+mod fake;
+
 const CONTROLLERS: &str = "cgroup.controllers";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
 const PROCS: &str = "cgroup.procs";
 const EVENTS: &str = "cgroup.events";
 const KILL: &str = "cgroup.kill";
-
-/// Joins `rel` (slash-separated) onto `base`; `.`/empty segments are
-/// skipped and `..` never climbs above `base`.
-pub(super) fn join_clamped(base: &Path, rel: &str) -> PathBuf {
-    let mut segs: Vec<&str> = Vec::new();
-    for s in rel.split('/') {
-        match s {
-            "" | "." => {}
-            ".." => {
-                segs.pop();
-            }
-            s => segs.push(s),
-        }
-    }
-    let mut p = base.to_path_buf();
-    for s in segs {
-        p.push(s);
-    }
-    p
-}
 
 /// Parses a whitespace-separated controller list, stripping a leading `+`
 /// and dropping `-ctrl` tokens.
@@ -112,14 +96,6 @@ pub(crate) fn parse_flat_keyed(text: &str) -> BTreeMap<String, u64> {
         }
     }
     map
-}
-
-/// Parses `cgroup.procs` / `cgroup.threads`: one pid per line; junk skipped.
-pub(crate) fn parse_pids(text: &str) -> Vec<i32> {
-    text.split_whitespace()
-        .filter_map(|t| t.parse::<i32>().ok())
-        .filter(|&p| p > 0)
-        .collect()
 }
 
 impl CgroupFs {
@@ -173,10 +149,9 @@ impl CgroupFs {
     pub(crate) fn controllers(&self, rel: &str) -> Result<Vec<String>> {
         match self.root.read(&self.file(rel, CONTROLLERS)) {
             Ok(t) => Ok(parse_tokens(&t)),
-            Err(e) if e.is_not_found() => match self.root.emulation() {
-                Some(fake) => fake.controllers(self, rel, e),
-                None => Err(e),
-            },
+            Err(e) if e.is_not_found() && self.root.emulation().is_some() => {
+                self.emulated_controllers(rel, e)
+            }
             Err(e) => Err(e),
         }
     }
@@ -209,8 +184,8 @@ impl CgroupFs {
     /// On a fake root the core files are created too (see module docs).
     pub(crate) fn mkdir(&self, rel: &str) -> Result<bool> {
         let created = self.root.mkdir(&self.dir(rel))?;
-        if let Some(fake) = self.root.emulation().filter(|_| created) {
-            fake.populate_group(self, rel)?;
+        if created && self.root.emulation().is_some() {
+            self.emulate_populate(rel)?;
         }
         Ok(created)
     }
@@ -236,10 +211,7 @@ impl CgroupFs {
     /// when the knob's controller is enabled for the group (module docs).
     pub(crate) fn knob_exists(&self, rel: &str, knob: &str) -> bool {
         self.root.exists(&self.file(rel, knob))
-            || self
-                .root
-                .emulation()
-                .is_some_and(|fake| fake.knob_enabled(self, rel, knob))
+            || (self.root.emulation().is_some() && self.emulated_knob(rel, knob))
     }
 
     /// Pids in group `rel` (`cgroup.procs`); junk lines are skipped.
@@ -251,10 +223,10 @@ impl CgroupFs {
     /// On a fake root the kernel's side is emulated (module docs). A vanished
     /// process gives an error with [`Error::is_gone`] (ESRCH).
     pub(crate) fn move_pid(&self, rel: &str, pid: i32) -> Result<()> {
-        match self.root.emulation() {
-            Some(fake) => fake.move_pid(self, rel, pid),
-            None => self.root.write(&self.file(rel, PROCS), &pid.to_string()),
+        if self.root.emulation().is_some() {
+            return self.emulate_move(rel, pid);
         }
+        self.root.write(&self.file(rel, PROCS), &pid.to_string())
     }
 
     /// [`Self::move_pid`] through `open`, which keeps each group's
@@ -438,14 +410,6 @@ pub(crate) fn parse_cgroup2_options(mountinfo: &str, mount_point: &Path) -> Opti
         let opts = r.nth(1).unwrap_or("");
         Some(opts.split(',').map(str::to_string).collect())
     })
-}
-
-/// Parses the content of `/proc/PID/cgroup` (see [`pid_cgroup`]).
-pub(crate) fn parse_pid_cgroup(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .map(|p| p.trim_end().to_string())
-        .filter(|p| p.starts_with('/'))
 }
 
 #[cfg(test)]

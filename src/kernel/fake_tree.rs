@@ -100,7 +100,7 @@ impl FakeTree {
                 t.file(
                     &format!(
                         "{d}/{}/schedutil/{f}",
-                        super::fake::sysfs::GOVERNOR_DEFAULTS
+                        super::root::fake::sysfs::GOVERNOR_DEFAULTS
                     ),
                     "1000",
                 )?;

@@ -11,11 +11,11 @@
 
 pub(crate) mod accounts;
 pub(crate) mod boot;
+pub(crate) mod cgroup_text;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
 pub(crate) mod devfreq;
 pub(crate) mod error;
-mod fake;
 pub mod fake_tree;
 pub(crate) mod hook_run;
 pub(crate) mod identity;
@@ -32,6 +32,8 @@ pub(crate) mod residency;
 pub(crate) mod root;
 pub(crate) mod sched;
 pub(crate) mod selfproc;
+#[cfg(feature = "top")]
+pub(crate) mod signals;
 pub(crate) mod task_attr;
 pub(crate) mod thermal;
 #[cfg(feature = "report")]

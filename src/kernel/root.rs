@@ -32,7 +32,7 @@
 //!   parse per write.
 //! - fake: there is no kernel; its side (atomic writes that create or
 //!   replace the file, `subtree_control` merging, group creation, moves,
-//!   rmdir refusal) is emulated by [`super::fake`], to which `Root` and
+//!   rmdir refusal) is emulated by its child module `fake`, to which `Root` and
 //!   [`CgroupFs`](super::cgroupfs::CgroupFs) dispatch.
 //!
 //! What has no emulation at all (swap, scheduling syscalls, zram control,
@@ -52,7 +52,9 @@ use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::Mode;
 
 use super::error::{Error, Result};
-use super::fake::Fake;
+pub(super) mod fake;
+
+use fake::Fake;
 
 /// Maps absolute device paths under a base directory (see module docs).
 #[derive(Clone, Debug)]
@@ -147,7 +149,7 @@ impl Root {
     /// True for a fake tree (no kernel behind the files).
     #[deprecated(
         note = "ask `root.supports(Op::...)` for what needs a kernel; the fake \
-                         tree's side lives in kernel::fake"
+                         tree's side lives in kernel::root::fake"
     )]
     pub fn is_fake(&self) -> bool {
         self.emulation().is_some()
@@ -535,7 +537,7 @@ impl Root {
     ///
     /// Fake: the directory holds plain files, so it is removed recursively,
     /// but only if it looks like a cgroup, and with the kernel's refusal
-    /// emulated (see [`super::fake`]).
+    /// emulated (see [`fake`]).
     pub fn rmdir(&self, p: &Path) -> Result<()> {
         match self.emulation() {
             Some(fake) => fake.rmdir(self, p),
@@ -548,7 +550,7 @@ impl Root {
     }
 
     /// On a fake tree, before the first mutation: clears what killed
-    /// writers left (see [`super::fake`]). Nothing on a real root.
+    /// writers left (see [`fake`]). Nothing on a real root.
     fn settle(&self) {
         if let Some(fake) = self.emulation() {
             fake.settle(self);

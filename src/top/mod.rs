@@ -35,7 +35,6 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 use view::{App, Link, View};
@@ -49,32 +48,6 @@ enum Update {
     DaemonError(String),
     /// Nothing answers on the socket (the first one: exit 4).
     Unreachable(String),
-}
-
-/// The last terminating signal received (0: none).
-static SIGNALLED: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    SIGNALLED.store(sig, Ordering::SeqCst);
-}
-
-fn catch_signals() {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let act = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
-    for s in [
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGINT,
-        Signal::SIGQUIT,
-    ] {
-        // SAFETY: the handler only stores to an atomic.
-        let _ = unsafe { sigaction(s, &act) };
-    }
 }
 
 /// Puts the terminal back: cooked mode, main screen, cursor shown.
@@ -234,7 +207,7 @@ pub fn run(socket: &Path) -> u8 {
     if let Some(u) = first {
         apply(&mut app, u);
     }
-    catch_signals();
+    crate::kernel::signals::note_terminating();
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
@@ -319,7 +292,7 @@ fn ui<B: ratatui::backend::Backend>(
     let mut last_draw = Instant::now();
     let mut size = terminal::size().ok();
     loop {
-        if SIGNALLED.load(Ordering::SeqCst) != 0 {
+        if crate::kernel::signals::terminating().is_some() {
             return exit::OK;
         }
         while let Ok(u) = rx.try_recv() {

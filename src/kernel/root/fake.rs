@@ -1,6 +1,6 @@
 //! The kernel's side of a fake tree (`--root DIR`, SPEC §1): everything a
 //! kernel would do behind cgroupfs, procfs and sysfs files, emulated on
-//! plain files. [`Root`] and [`CgroupFs`] dispatch here when their root is
+//! plain files. [`Root`] dispatches here when its root is
 //! fake; nothing outside `kernel::` knows this module exists (callers ask
 //! [`Root::supports`](super::Root::supports) for what cannot be emulated).
 //!
@@ -49,13 +49,12 @@ use std::sync::OnceLock;
 
 pub(crate) mod sysfs;
 
-use super::cgroupfs::{join_clamped, parse_pid_cgroup, parse_pids, pid_cgroup, CgroupFs};
-use super::error::{Error, Result};
-use super::root::Root;
+use super::Root;
+use crate::kernel::cgroup_text::{join_pids, parse_pid_cgroup, parse_pids};
+use crate::kernel::error::{Error, Result};
 
 const PROCS: &str = "cgroup.procs";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
-const EVENTS: &str = "cgroup.events";
 const THREADS: &str = "cgroup.threads";
 const TMP_PREFIX: &str = ".cgw-tmp.";
 
@@ -70,7 +69,7 @@ pub struct Fake {
 
 impl Fake {
     /// A knob write (see module docs: atomic; `cgroup.subtree_control` merges).
-    pub(super) fn write(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+    pub(in crate::kernel) fn write(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
         if kernel_written(p) {
             self.settle(root);
             return root.write_plain(p, value);
@@ -94,7 +93,7 @@ impl Fake {
 
     /// Replaces the content of `p` with `value` plus a newline if missing,
     /// atomically (temp file + rename); creates `p` if absent.
-    pub(super) fn replace(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
+    pub(in crate::kernel) fn replace(&self, root: &Root, p: &Path, value: &str) -> Result<()> {
         let mut data = value.to_string();
         if !data.ends_with('\n') {
             data.push('\n');
@@ -104,7 +103,12 @@ impl Fake {
 
     /// Replaces the content of `p` with exactly `data`, atomically (temp
     /// file + rename); creates `p` if absent.
-    pub(super) fn replace_bytes(&self, root: &Root, p: &Path, data: &[u8]) -> Result<()> {
+    pub(in crate::kernel) fn replace_bytes(
+        &self,
+        root: &Root,
+        p: &Path,
+        data: &[u8],
+    ) -> Result<()> {
         self.settle(root);
         let dev = Root::normalize(p);
         // Resolved beneath the tree without following symlinks (see
@@ -147,7 +151,7 @@ impl Fake {
 
     /// Removes temp files whose writer was killed, once per tree and
     /// process, before the first mutation (module docs). Never on `/`.
-    pub(super) fn settle(&self, root: &Root) {
+    pub(in crate::kernel) fn settle(&self, root: &Root) {
         self.settled.get_or_init(|| {
             if root
                 .base()
@@ -160,7 +164,7 @@ impl Fake {
     }
 
     /// The fake side of [`Root::rmdir`] (module docs: membership, EBUSY).
-    pub(super) fn rmdir(&self, root: &Root, p: &Path) -> Result<()> {
+    pub(in crate::kernel) fn rmdir(&self, root: &Root, p: &Path) -> Result<()> {
         self.settle(root);
         let dev = Root::normalize(p);
         let host = root.host_path(p);
@@ -204,43 +208,6 @@ impl Fake {
         fs::remove_dir_all(&host).map_err(|e| Error::io("rmdir", &dev, e))
     }
 
-    /// The core files of a group [`CgroupFs::mkdir`] just created.
-    pub(super) fn populate_group(&self, cg: &CgroupFs, rel: &str) -> Result<()> {
-        let root = cg.root();
-        self.replace(root, &cg.file(rel, PROCS), "")?;
-        self.replace(root, &cg.file(rel, SUBTREE_CONTROL), "")?;
-        self.replace(root, &cg.file(rel, EVENTS), "populated 0\nfrozen 0")
-    }
-
-    /// `cgroup.controllers` of a group that has no such file: its parent's
-    /// `subtree_control`. `missing` (the read error) for the base or a group
-    /// that does not exist.
-    pub(super) fn controllers(
-        &self,
-        cg: &CgroupFs,
-        rel: &str,
-        missing: Error,
-    ) -> Result<Vec<String>> {
-        match CgroupFs::parent_rel(rel) {
-            Some(parent) if cg.exists(rel) => cg.subtree_control(&parent),
-            _ => Err(missing),
-        }
-    }
-
-    /// Whether the knob's controller (the part before the first `.`) is
-    /// enabled for an existing group; `cgroup.*` files are not controller knobs.
-    pub(super) fn knob_enabled(&self, cg: &CgroupFs, rel: &str, knob: &str) -> bool {
-        let Some((ctrl, _)) = knob.split_once('.') else {
-            return false;
-        };
-        if ctrl == "cgroup" || !cg.exists(rel) {
-            return false;
-        }
-        cg.controllers(rel)
-            .map(|cs| cs.iter().any(|c| c == ctrl))
-            .unwrap_or(false)
-    }
-
     /// A thread id written to a group's `cgroup.threads` (`type:
     /// threaded`, issue 25): ESRCH unless some `/proc/PID/task/TID`
     /// exists; the tid is listed in the group's `cgroup.threads` and that
@@ -281,108 +248,6 @@ impl Fake {
         }
         self.replace(root, &task.join("cgroup"), &format!("0::{rel}"))
     }
-
-    /// Moves `pid` into group `rel`: ESRCH if `/proc/PID` does not exist,
-    /// ENOENT if the group does not. Three atomic file writes, in this order:
-    ///
-    /// 1. the pid is appended to the new group's `cgroup.procs`;
-    /// 2. the `0::` line of `/proc/PID/cgroup` names the new group — the
-    ///    commit point: from here on the process *is* in the new group;
-    /// 3. the pid is removed from the old group's `cgroup.procs` (the old
-    ///    group is what `/proc/PID/cgroup` named before step 2).
-    ///
-    /// Killed after 1, the pid is listed in both groups and `/proc` names the
-    /// old one: the new group may be removed (the pid is not its member) and
-    /// a move anywhere works. Killed after 2, it is listed in both and `/proc`
-    /// names the new one: the next move out of it takes it off the new
-    /// group's list in step 3. Either way no process is listed nowhere, and
-    /// `/proc/PID/cgroup` never names a group that does not list it — which
-    /// is what `reset` needs to empty and remove every group it created.
-    pub(super) fn move_pid(&self, cg: &CgroupFs, rel: &str, pid: i32) -> Result<()> {
-        let root = cg.root();
-        let procs_path = cg.file(rel, PROCS);
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        if pid <= 0 || !root.is_dir(&proc_dir) {
-            return Err(Error::io(
-                "write",
-                procs_path,
-                io::Error::from_raw_os_error(libc::ESRCH),
-            ));
-        }
-        let target = cg.dir(rel);
-        if !root.is_dir(&target) {
-            return Err(Error::io(
-                "write",
-                procs_path,
-                io::Error::from_raw_os_error(libc::ENOENT),
-            ));
-        }
-        let mount = cg.mount();
-        let old = match pid_cgroup(root, pid) {
-            Ok(old) => old.map(|o| join_clamped(&mount, &o)),
-            Err(e) => {
-                tracing::debug!(pid, error = %e, "fake move: no old cgroup");
-                None
-            }
-        };
-
-        // 1. Listed in the new group.
-        let mut pids = match root.read(&procs_path) {
-            Ok(t) => parse_pids(&t),
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        if !pids.contains(&pid) {
-            pids.push(pid);
-            self.replace(root, &procs_path, &join_pids(&pids))?;
-        }
-
-        // 2. /proc/PID/cgroup names it (hybrid v1 lines are kept).
-        let rel_to_mount = match target.strip_prefix(&mount) {
-            Ok(r) if r.as_os_str().is_empty() => "/".to_string(),
-            Ok(r) => format!("/{}", r.display()),
-            Err(_) => target.display().to_string(),
-        };
-        let cg_path = proc_dir.join("cgroup");
-        let old_text = match root.read(&cg_path) {
-            Ok(t) => t,
-            Err(e) if e.is_not_found() => String::new(),
-            Err(e) => return Err(e),
-        };
-        let new_line = format!("0::{rel_to_mount}");
-        let mut replaced = false;
-        let mut lines: Vec<&str> = Vec::new();
-        for l in old_text.lines() {
-            if l.starts_with("0::") {
-                if !replaced {
-                    lines.push(&new_line);
-                    replaced = true;
-                }
-            } else if !l.trim().is_empty() {
-                lines.push(l);
-            }
-        }
-        if !replaced {
-            lines.push(&new_line);
-        }
-        let new_text = lines.join("\n");
-        if new_text.trim_end() != old_text.trim_end() {
-            self.replace(root, &cg_path, &new_text)?;
-        }
-
-        // 3. Off the old group's list.
-        if let Some(old_dir) = old.filter(|d| *d != target) {
-            let old_procs = old_dir.join(PROCS);
-            if let Ok(text) = root.read(&old_procs) {
-                let pids = parse_pids(&text);
-                if pids.contains(&pid) {
-                    let rest: Vec<i32> = pids.into_iter().filter(|&p| p != pid).collect();
-                    self.replace(root, &old_procs, &join_pids(&rest))?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Event files (`cgroup.events`, `memory.events`, `memory.events.local`):
@@ -394,13 +259,6 @@ fn kernel_written(p: &Path) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.ends_with(".events") || n.ends_with(".events.local"))
-}
-
-fn join_pids(pids: &[i32]) -> String {
-    pids.iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Applies a `cgroup.subtree_control` write to the current content the way
