@@ -266,6 +266,11 @@ async fn run_async(opts: Options) -> u8 {
             return EXIT_TEMPFAIL;
         }
     };
+    // The first evaluation takes every counter's baseline (SPEC §3: counted
+    // "from the value seen when the daemon started watching"), so it comes
+    // before READY and "cgwarden running": an event right after them counts
+    // (it was lost when the baseline came later and already held it).
+    d.evaluate();
     notify(&[
         sd_notify::NotifyState::Ready,
         sd_notify::NotifyState::Status("supervising"),
@@ -309,7 +314,6 @@ async fn run_async(opts: Options) -> u8 {
     drift_timer.tick().await;
     let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
 
-    d.evaluate();
     let mut last_tick = Instant::now();
     // Why the loop woke, counted for the stop line: where an idle daemon's
     // CPU goes (issue 11), until `status` shows it.
