@@ -15,25 +15,7 @@ use support::{read, Daemon, Run, Start, BIN};
 const MIN: &str = "sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq";
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    support::board(
-        dir,
-        r#"version: 1
-product: control-test
-groups:
-  inference:
-    memory: { high: 100M, max: 1G }
-  vision:
-    cpu: { weight: 200 }
-system:
-  cpufreq:
-    policy4: { min: 1GHz }
-rules:
-  - name: oom-seen
-    when: inference.memory.events.oom_kill > 0
-    while:
-      - set cpufreq.policy4.min = 1.5GHz
-"#,
-    )
+    support::control_board(dir)
 }
 
 fn cli(root: &Path, policy: &Path, args: &[&str]) -> Run {

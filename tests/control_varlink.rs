@@ -15,25 +15,7 @@ mod support;
 use support::{Daemon, Start};
 
 fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
-    support::board(
-        dir,
-        r#"version: 1
-product: control-test
-groups:
-  inference:
-    memory: { high: 100M, max: 1G }
-  vision:
-    cpu: { weight: 200 }
-system:
-  cpufreq:
-    policy4: { min: 1GHz }
-rules:
-  - name: oom-seen
-    when: inference.memory.events.oom_kill > 0
-    while:
-      - set cpufreq.policy4.min = 1.5GHz
-"#,
-    )
+    support::control_board(dir)
 }
 
 /// Fails (never skips) without python3 and its `varlink` module.

@@ -19,8 +19,7 @@ use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "polish_common/mod.rs"]
-mod common;
+mod support;
 
 const MARK: &str = "<!-- fake-root -->";
 
@@ -152,7 +151,7 @@ fn scratch() -> tempfile::TempDir {
 #[test]
 fn runnable_doc_examples_print_what_the_docs_say() {
     let all = examples();
-    let bin = common::bin();
+    let bin = support::bin();
     let bindir = bin.parent().unwrap().to_path_buf();
     // The binary must be called `cgwarden` in PATH.
     let link_dir = tempfile::tempdir().unwrap();

@@ -9,9 +9,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "polish_common/mod.rs"]
-mod common;
-use common::{Board, Daemon};
+mod support;
+use support::{Board, Daemon};
 
 const POLICY: &str = r#"version: 1
 product: epipe-cell
@@ -79,7 +78,7 @@ fn commands_without_a_daemon_end_quietly_on_a_closed_stdout() {
         ("--help", vec!["--help"]),
         ("--version", vec!["--version"]),
     ] {
-        let mut c = common::cmd();
+        let mut c = support::cmd();
         c.args(&args);
         let o = into_closed_pipe(c);
         assert_quiet(what, &o, &[0]);
@@ -90,7 +89,7 @@ fn commands_without_a_daemon_end_quietly_on_a_closed_stdout() {
 fn client_commands_end_quietly_and_the_daemon_does_not_warn() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     for (what, args, codes) in [
         ("status", vec!["status"], &[0][..]),
         ("status --json", vec!["status", "--json"], &[0]),
@@ -135,7 +134,7 @@ fn client_commands_end_quietly_and_the_daemon_does_not_warn() {
 }
 
 fn reload(policy: &Path, root: &Path) {
-    let _ = common::cmd()
+    let _ = support::cmd()
         .arg("reload")
         .arg("--policy")
         .arg(policy)

@@ -1,11 +1,10 @@
 //! The rest of issue 22 (items 3, 4, 7, 8, 12, 13, 15): each test here
-//! failed before its fix. `CGWARDEN_POLISH_BIN` runs them against another
-//! build (tests/polish_common).
+//! failed before its fix. `CGWARDEN_TEST_BIN` runs them against another
+//! build (tests/support).
 
-#[path = "polish_common/mod.rs"]
-mod common;
-use common::{Board, Daemon};
+mod support;
 use std::process::Output;
+use support::{Board, Daemon};
 
 const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
 
@@ -28,7 +27,7 @@ fn verify_on_a_fake_root_does_not_call_skipped_steps_drift() {
     let dir = tempfile::tempdir().unwrap();
     let policy = std::fs::read_to_string(repo("policies/iq9100-vision.yaml")).unwrap();
     let b = Board::new(dir.path(), &policy);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let o = b.client(&["verify"]).output().unwrap();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -61,7 +60,7 @@ fn plan_says_when_no_group_can_be_built() {
     std::fs::create_dir_all(root.join("sys/fs/cgroup")).unwrap();
     let policy = dir.path().join("p.yaml");
     std::fs::write(&policy, POLICY).unwrap();
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("plan")
         .arg(&policy)
         .arg("--root")
@@ -72,7 +71,7 @@ fn plan_says_when_no_group_can_be_built() {
     assert_eq!(o.status.code(), Some(3), "{out}{err}");
     assert_eq!(out, "no group can be built; 0 other changes\n", "{err}");
     assert!(err.contains("not a cgroup v2 directory"), "{err}");
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("apply")
         .arg(&policy)
         .arg("--root")
@@ -95,7 +94,7 @@ fn a_client_with_a_policy_it_cannot_load_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let typo = dir.path().join("typo.yaml");
     for args in [&["status"][..], &["verify", "--json"], &["top"]] {
-        let o = common::cmd()
+        let o = support::cmd()
             .args(args)
             .arg("--policy")
             .arg(&typo)
@@ -119,7 +118,7 @@ fn a_client_with_a_policy_it_cannot_load_names_the_file() {
 fn demo_keep_refuses_a_used_directory_before_running() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("mine"), "x").unwrap();
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("demo")
         .arg("--keep")
         .arg(dir.path())
@@ -158,7 +157,7 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: hold\n    when: running(holder)\n    while:\n      - set sysctl.vm.swappiness = 10\n";
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), policy);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     b.tree
         .add_process(&FakeProcess::new(4000, "holder"))
         .unwrap();
@@ -261,7 +260,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
             format!("version: 1\ngroups:\n  {n}:\n    cpu: {{ weight: 50 }}\n"),
         )
         .unwrap();
-        let o = common::cmd().arg("check").arg(&p).output().unwrap();
+        let o = support::cmd().arg("check").arg(&p).output().unwrap();
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{n}: {out}{err}");
         assert!(
@@ -292,7 +291,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
         "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: system.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
     )
     .unwrap();
-    let o = common::cmd().arg("check").arg(&p).output().unwrap();
+    let o = support::cmd().arg("check").arg(&p).output().unwrap();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
@@ -311,7 +310,7 @@ fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
     let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: fast\n    when: running(holder)\n    while:\n      - set cpufreq.policy7.min = 2.4GHz\n";
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), policy);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let follow = |json: bool| {
         let mut args = vec!["events"];
         if json {
@@ -414,7 +413,7 @@ fn a_metrics_port_in_use_is_shown_by_status() {
     );
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), &policy);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let o = b.client(&["status"]).output().unwrap();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
@@ -450,11 +449,11 @@ fn uid_65534_in_the_socket_group_boosts_through_its_grant() {
     // uid 65534 must reach the socket below the temporary directory.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let b = Board::new(dir.path(), policy);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let sock = b.root.join("run/cgwarden/io.cgwarden");
     let as_nobody = |gid: u32, args: &[&str]| {
         // `--socket` before the arguments: after a `--` they are CMD's.
-        let mut c = common::cmd();
+        let mut c = support::cmd();
         c.arg(args[0]).arg("--socket").arg(&sock).args(&args[1..]);
         c.uid(65534).gid(gid);
         c.output().unwrap()

@@ -6,8 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-#[path = "polish_common/mod.rs"]
-mod common;
+mod support;
 
 fn policies() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
@@ -25,7 +24,7 @@ fn policies() -> Vec<PathBuf> {
 fn shipped_policies_pass_check_without_a_warning() {
     let mut bad = Vec::new();
     for p in policies() {
-        let o = common::cmd().arg("check").arg(&p).output().unwrap();
+        let o = support::cmd().arg("check").arg(&p).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         if !o.status.success() || !err.trim().is_empty() {
             bad.push(format!(
@@ -49,7 +48,7 @@ fn a_grant_behind_a_root_only_socket_is_a_warning() {
     };
     let p = dir.path().join("p.yaml");
     std::fs::write(&p, policy("root")).unwrap();
-    let o = common::cmd().arg("check").arg(&p).output().unwrap();
+    let o = support::cmd().arg("check").arg(&p).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -58,6 +57,6 @@ fn a_grant_behind_a_root_only_socket_is_a_warning() {
         "{err}"
     );
     std::fs::write(&p, policy("vision")).unwrap();
-    let o = common::cmd().arg("check").arg(&p).output().unwrap();
+    let o = support::cmd().arg("check").arg(&p).output().unwrap();
     assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
 }

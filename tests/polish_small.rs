@@ -3,9 +3,8 @@
 //! paths where they are under `--root` (the lock error named
 //! `/run/cgwarden/lock`, reset's "no journal at /run/cgwarden/originals").
 
-#[path = "polish_common/mod.rs"]
-mod common;
-use common::{Board, Daemon};
+mod support;
+use support::{Board, Daemon};
 
 const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
 
@@ -13,7 +12,7 @@ const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n"
 fn reset_takes_the_policy_positionally_or_as_an_option() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("reset")
         .arg(&b.policy)
         .arg("--root")
@@ -24,7 +23,7 @@ fn reset_takes_the_policy_positionally_or_as_an_option() {
     assert!(o.status.success(), "{o:?}");
     assert!(out.contains("reset complete"), "{out}");
     // Again: nothing left, and the path named is the one under --root.
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("reset")
         .arg("--policy")
         .arg(&b.policy)
@@ -40,7 +39,7 @@ fn reset_takes_the_policy_positionally_or_as_an_option() {
         "{out}"
     );
     // Both at once is a usage error, not a silent choice.
-    let o = common::cmd()
+    let o = support::cmd()
         .arg("reset")
         .arg(&b.policy)
         .arg("--policy")
@@ -54,8 +53,8 @@ fn reset_takes_the_policy_positionally_or_as_an_option() {
 fn the_lock_error_names_the_lock_under_root() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
-    let o = common::cmd()
+    let d = Daemon::on(&b);
+    let o = support::cmd()
         .arg("apply")
         .arg(&b.policy)
         .arg("--root")
@@ -75,7 +74,7 @@ fn events_ends_by_sigint_as_documented() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let mut c = b
         .client(&["events"])
         .stdout(std::process::Stdio::piped())
@@ -121,7 +120,7 @@ fn startup_placements_are_counted() {
     )
     .unwrap();
     let log = dir.path().join("daemon.log");
-    let mut child = common::cmd()
+    let mut child = support::cmd()
         .arg("run")
         .arg(&policy)
         .arg("--root")

@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[path = "polish_common/mod.rs"]
-mod common;
-use common::{bin, wait_ended, Board, Daemon};
+mod support;
+use support::{bin, wait_ended, Board, Daemon};
 
 const POLICY: &str = r#"version: 1
 product: top-cell
@@ -155,7 +154,7 @@ impl Drop for OnPty {
 
 /// Kills `pid` (a top this test started through tmux) if it is left over.
 fn kill_leftover(pid: i32) {
-    if !common::ended(pid) {
+    if !support::ended(pid) {
         // SAFETY: kill(2) on the top this test started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
@@ -171,7 +170,7 @@ fn tmux(server: &str) -> Command {
 fn killing_the_tmux_session_ends_top() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let server = format!("cgw-polish-top-{}", std::process::id());
     let line = top_args(&b).join(" ");
     let ok = tmux(&server)
@@ -223,7 +222,7 @@ fn killing_the_tmux_session_ends_top() {
 fn a_closed_terminal_ends_top_even_without_a_hangup() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     let mut t = top_on_pty(&b, Some("4-7"));
     t.wait_screen("4-7");
     let r = t.wait_exit(Duration::from_secs(3));
@@ -241,7 +240,7 @@ fn a_closed_terminal_ends_top_even_without_a_hangup() {
 fn each_terminating_signal_ends_top_within_100ms() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
-    let d = Daemon::start(&b);
+    let d = Daemon::on(&b);
     for (sig, name) in [
         (libc::SIGTERM, "SIGTERM"),
         (libc::SIGHUP, "SIGHUP"),

@@ -75,3 +75,66 @@ pub fn memory_pressure(root: &Path, group: &str, avg10: f64, total: u64) {
         ),
     );
 }
+
+/// A fake board under `DIR/root` with `policy` in `DIR/policy.yaml`,
+/// applied (`cgwarden apply`).
+pub struct Board {
+    pub tree: FakeTree,
+    pub root: PathBuf,
+    pub policy: PathBuf,
+}
+
+impl Board {
+    pub fn new(dir: &Path, policy: &str) -> Board {
+        let (tree, policy, root) = board(dir, policy);
+        let out = super::cmd()
+            .arg("apply")
+            .arg(&policy)
+            .arg("--root")
+            .arg(&root)
+            .output()
+            .expect("run cgwarden apply");
+        assert!(
+            out.status.success(),
+            "apply failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Board { tree, root, policy }
+    }
+
+    /// `cgwarden SUB ARGS --policy P --root R` (a client command).
+    pub fn client(&self, args: &[&str]) -> std::process::Command {
+        let mut c = super::cmd();
+        c.args(args)
+            .arg("--policy")
+            .arg(&self.policy)
+            .arg("--root")
+            .arg(&self.root);
+        c
+    }
+}
+
+/// The control tests' board (`control_fake_root`, `control_varlink`): two
+/// groups, a cpufreq floor, and a rule an OOM kill fires that raises it.
+pub fn control_board(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
+    board(
+        dir,
+        r#"version: 1
+product: control-test
+groups:
+  inference:
+    memory: { high: 100M, max: 1G }
+  vision:
+    cpu: { weight: 200 }
+system:
+  cpufreq:
+    policy4: { min: 1GHz }
+rules:
+  - name: oom-seen
+    when: inference.memory.events.oom_kill > 0
+    while:
+      - set cpufreq.policy4.min = 1.5GHz
+"#,
+    )
+}

@@ -2,10 +2,10 @@
 //! file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::BIN;
+use super::Board;
 
 /// How to start the daemon.
 pub struct Start<'a> {
@@ -40,7 +40,7 @@ impl Daemon {
     pub fn start(policy: &Path, root: &Path, how: Start) -> Daemon {
         let log = how.log.unwrap_or_else(|| root.join("daemon.log"));
         let f = std::fs::File::create(&log).expect("create daemon log");
-        let child = Command::new(BIN)
+        let child = super::cmd()
             .arg("run")
             .arg(policy)
             .arg("--root")
@@ -54,6 +54,14 @@ impl Daemon {
             .expect("start cgwarden run");
         let d = Daemon { child, log };
         d.wait_log("cgwarden running", Duration::from_secs(20));
+        d
+    }
+
+    /// Starts it on a [`Board`] (default [`Start`]) and waits until its
+    /// control socket listens.
+    pub fn on(b: &Board) -> Daemon {
+        let d = Daemon::start(&b.policy, &b.root, Start::default());
+        d.wait_log("control socket listening", Duration::from_secs(20));
         d
     }
 
@@ -111,4 +119,28 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether process `pid` has ended (gone or a zombie).
+pub fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|st| st == "Z" || st == "X"),
+    }
+}
+
+/// Waits up to `limit` for `pid` to end; how long it took, or None.
+pub fn wait_ended(pid: i32, limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if ended(pid) {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
 }

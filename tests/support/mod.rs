@@ -1,11 +1,13 @@
 //! What every test crate (and the daemon benchmark) shares, one copy each:
 //!
-//! - [`BIN`], [`read`], and the client runs [`cgwarden`] / [`run`] /
+//! - [`BIN`] (or another build: [`bin`], `CGWARDEN_TEST_BIN`), [`cmd`],
+//!   [`read`], and the client runs [`cgwarden`] / [`run`] /
 //!   [`apply`] with their [`Run`] (exit code, stdout, stderr);
-//! - the fake board ([`board`], [`processes_board`]) and what a kernel would
+//! - the fake board ([`board`], [`Board`] with its policy applied,
+//!   [`processes_board`]) and what a kernel would
 //!   show in it ([`memory_events`], [`memory_pressure`]);
 //! - the daemon harness ([`Daemon`], [`Start`]): the real binary on a fake
-//!   root, readiness, stop, log;
+//!   root, readiness, stop, log; [`ended`] / [`wait_ended`] for a pid;
 //! - one raw varlink client ([`Conn`], [`call`]) on [`socket`];
 //! - tree snapshots and their differences ([`tree_snapshot`], [`tree_diff`]);
 //! - for the guest and packaging tests: [`need`] a tool, the serial log's
@@ -21,18 +23,31 @@ mod guest;
 mod tree;
 mod varlink;
 
-pub use board::{board, memory_events, memory_pressure, processes_board};
+pub use board::{board, control_board, memory_events, memory_pressure, processes_board, Board};
 pub use chromium::{chromium, CHROMIUM};
-pub use daemon::{Daemon, Start};
+pub use daemon::{ended, wait_ended, Daemon, Start};
 pub use guest::{need, prom_blocks, promtool_check};
 pub use tree::{text_snapshot, tree_diff, tree_snapshot, Node};
 pub use varlink::{call, socket, Conn};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_cgwarden");
+
+/// The binary the harness runs: [`BIN`], or `CGWARDEN_TEST_BIN` (how a fix
+/// is seen to fail: the same tests against the build before it).
+pub fn bin() -> PathBuf {
+    std::env::var_os("CGWARDEN_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(BIN))
+}
+
+/// A command of [`bin`].
+pub fn cmd() -> Command {
+    Command::new(bin())
+}
 
 /// `REL` in this repository (a shipped policy, a fixture), as a string.
 pub fn repo(rel: &str) -> String {
