@@ -6,11 +6,25 @@ use super::{Converger, Plan, Step};
 use crate::kernel::wait::page_size;
 use crate::kernel::{cpufreq, pm_qos, realtime, zram};
 use crate::knobs::normalize::{self, Form};
-use crate::knobs::sysctl;
-use crate::knobs::{Knob, KnobValue};
+use crate::knobs::order::in_write_order;
+use crate::knobs::{CpufreqAttr, DevfreqAttr, Knob, KnobValue, ZramAttr};
+use std::collections::HashMap;
 use std::path::Path;
 
 impl Converger<'_> {
+    /// Write steps for knobs that depend on each other (a cpufreq policy's
+    /// or devfreq device's min and max), in the order [`in_write_order`] gives
+    /// against what the kernel holds now: the daemon's rule too.
+    fn ordered_steps(&self, plan: &mut Plan, writes: Vec<(Knob, KnobValue)>) {
+        let files = self.files();
+        for (knob, value) in in_write_order(writes, |k| files.read(k)) {
+            match files.target(&knob, &value) {
+                Ok((path, text)) => self.write_step(plan, path, text, Form::Text, true),
+                Err(e) => plan.missing.push(e),
+            }
+        }
+    }
+
     pub(super) fn plan_sysctls(&self, plan: &mut Plan) {
         for (name, value) in &self.policy.system.sysctl {
             self.sysctl_step(plan, name, value);
@@ -18,15 +32,17 @@ impl Converger<'_> {
     }
 
     fn sysctl_step(&self, plan: &mut Plan, name: &str, value: &str) {
-        match sysctl::path(name) {
-            Some(path) if self.root.exists(&path) => {
-                self.write_step(plan, path, value.to_string(), Form::Text, true)
+        // The policy's text as it stands (a sysctl may hold several numbers).
+        let value = KnobValue::Word(value.to_string());
+        match self.files().target(&Knob::Sysctl(name.to_string()), &value) {
+            Ok((path, text)) if self.root.exists(&path) => {
+                self.write_step(plan, path, text, Form::Text, true)
             }
-            Some(path) => plan.missing.push(format!(
+            Ok((path, _)) => plan.missing.push(format!(
                 "sysctl {name}: {} does not exist on this kernel",
                 path.display()
             )),
-            None => plan
+            Err(_) => plan
                 .missing
                 .push(format!("sysctl {name}: not a sysctl cgwarden manages")),
         }
@@ -110,13 +126,6 @@ impl Converger<'_> {
             } else {
                 0
             };
-            // mem_limit is write-only (0200); its value comes from mm_stat.
-            let limit_path = zram::attr_path(dev, "mem_limit");
-            let cur_limit = if present {
-                zram::current(&self.root, &limit_path).ok().flatten()
-            } else {
-                None
-            };
             let alg_ok = z.algorithm.as_ref().is_none_or(|a| *a == active);
             let mut reset = false;
             if let Some(swap) = &in_swap {
@@ -172,19 +181,35 @@ impl Converger<'_> {
                     });
                 }
             }
-            if let Some(limit) = &z.mem_limit {
-                let value = limit.kernel().replace("max", "0");
-                // The reset zeroes mem_limit: then it is written even if it matched.
-                let same = cur_limit
-                    .as_deref()
-                    .is_some_and(|c| normalize::same(Form::Size, c, &value, page_size()));
-                if reset || !same {
-                    plan.steps.push(Step::Write {
-                        path: limit_path,
-                        value,
-                        form: Form::Size,
-                        was: cur_limit.map(|c| normalize::display(Form::Size, &c)),
-                    });
+            let limit = z.mem_limit.map(|l| {
+                let knob = Knob::Zram {
+                    device: dev.clone(),
+                    attr: ZramAttr::MemLimit,
+                };
+                self.files().target(&knob, &KnobValue::Size(l))
+            });
+            match limit {
+                None => {}
+                Some(Err(e)) => plan.missing.push(format!("zram {dev}: {e}")),
+                Some(Ok((limit_path, value))) => {
+                    // mem_limit is write-only (0200); its value comes from mm_stat.
+                    let cur_limit = if present {
+                        zram::current(&self.root, &limit_path).ok().flatten()
+                    } else {
+                        None
+                    };
+                    // The reset zeroes mem_limit: then it is written even if it matched.
+                    let same = cur_limit
+                        .as_deref()
+                        .is_some_and(|c| normalize::same(Form::Size, c, &value, page_size()));
+                    if reset || !same {
+                        plan.steps.push(Step::Write {
+                            path: limit_path,
+                            value,
+                            form: Form::Size,
+                            was: cur_limit.map(|c| normalize::display(Form::Size, &c)),
+                        });
+                    }
                 }
             }
             if in_swap.is_none() {
@@ -212,36 +237,25 @@ impl Converger<'_> {
             }
             let running = cpufreq::read(&self.root, p, cpufreq::SCALING_GOVERNOR).ok();
             let mut governor = running.clone();
+            let knob = |attr| Knob::Cpufreq {
+                policy: p.clone(),
+                attr,
+            };
             if let Some(list) = &c.governor {
-                match cpufreq::resolve_governor(&self.root, p, list) {
+                let list = KnobValue::Word(list.clone());
+                match self.files().target(&knob(CpufreqAttr::Governor), &list) {
                     Err(e) => plan.missing.push(e),
-                    Ok(gov) => {
-                        self.write_step(
-                            plan,
-                            cpufreq::attr_path(p, cpufreq::SCALING_GOVERNOR),
-                            gov.clone(),
-                            Form::Text,
-                            true,
-                        );
+                    Ok((path, gov)) => {
+                        self.write_step(plan, path, gov.clone(), Form::Text, true);
                         governor = Some(gov);
                     }
                 }
             }
-            // Raising the floor above the current ceiling needs the ceiling first.
-            let cur_max = cpufreq::read_khz(&self.root, p, cpufreq::SCALING_MAX_FREQ).ok();
-            let min_first = crate::knobs::cpufreq::min_first(c.min.map(|f| f.khz()), cur_max);
-            let min = c.min.as_ref().map(|f| (cpufreq::SCALING_MIN_FREQ, f.khz()));
-            let max = c.max.as_ref().map(|f| (cpufreq::SCALING_MAX_FREQ, f.khz()));
-            let order = if min_first { [min, max] } else { [max, min] };
-            for (attr, khz) in order.into_iter().flatten() {
-                self.write_step(
-                    plan,
-                    cpufreq::attr_path(p, attr),
-                    khz.to_string(),
-                    Form::Text,
-                    true,
-                );
-            }
+            let bounds = [(CpufreqAttr::Min, c.min), (CpufreqAttr::Max, c.max)]
+                .into_iter()
+                .filter_map(|(attr, f)| Some((knob(attr), KnobValue::Frequency(f?))))
+                .collect();
+            self.ordered_steps(plan, bounds);
             self.plan_governor_tunables(plan, c, running.as_deref(), governor.as_deref());
         }
     }
@@ -260,6 +274,10 @@ impl Converger<'_> {
                 ));
                 continue;
             }
+            let knob = |attr| Knob::Devfreq {
+                device: n.clone(),
+                attr,
+            };
             if let Some(gov) = &d.governor {
                 let offered = devfreq::available_governors(&self.root, n);
                 if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
@@ -268,19 +286,18 @@ impl Converger<'_> {
                         offered.join(" ")
                     ));
                 } else {
-                    let path = devfreq::attr_path(n, devfreq::GOVERNOR);
-                    self.write_step(plan, path, gov.clone(), Form::Text, true);
+                    let value = KnobValue::Word(gov.clone());
+                    match self.files().target(&knob(DevfreqAttr::Governor), &value) {
+                        Ok((path, text)) => self.write_step(plan, path, text, Form::Text, true),
+                        Err(e) => plan.missing.push(e),
+                    }
                 }
             }
-            let cur_max = devfreq::read_hz(&self.root, n, devfreq::MAX_FREQ);
-            let min_first = crate::knobs::cpufreq::min_first(d.min, cur_max);
-            let min = d.min.map(|hz| (devfreq::MIN_FREQ, hz));
-            let max = d.max.map(|hz| (devfreq::MAX_FREQ, hz));
-            let order = if min_first { [min, max] } else { [max, min] };
-            for (file, hz) in order.into_iter().flatten() {
-                let path = devfreq::attr_path(n, file);
-                self.write_step(plan, path, hz.to_string(), Form::Text, true);
-            }
+            let bounds = [(DevfreqAttr::Min, d.min), (DevfreqAttr::Max, d.max)]
+                .into_iter()
+                .filter_map(|(attr, hz)| Some((knob(attr), KnobValue::Hz(hz?))))
+                .collect();
+            self.ordered_steps(plan, bounds);
         }
     }
 
@@ -307,28 +324,36 @@ impl Converger<'_> {
             return;
         };
         let switching = running != Some(gov);
+        // The tunables go into the directory of the governor the plan leaves
+        // running, which a switch has not created yet.
+        let planned = HashMap::from([(p.clone(), gov.to_string())]);
+        let files = self.files_under(&planned);
         for (attr, us) in &c.tunables {
-            let path = cpufreq::tunable_target(&self.root, p, gov, *attr);
+            let knob = Knob::Cpufreq {
+                policy: p.clone(),
+                attr: *attr,
+            };
+            let value = KnobValue::Int(i64::try_from(*us).unwrap_or(i64::MAX));
             if crate::knobs::cpufreq::WITHOUT_TUNABLES.contains(&gov) {
                 plan.missing.push(format!(
                     "cpufreq {p}: governor `{gov}` has no tunables ({} cannot be set)",
                     attr.file_name()
                 ));
-            } else if switching {
-                plan.steps.push(Step::Write {
+                continue;
+            }
+            match files.target(&knob, &value) {
+                Ok((path, value)) if switching => plan.steps.push(Step::Write {
                     path,
-                    value: us.to_string(),
+                    value,
                     form: Form::Text,
                     was: None,
-                });
-            } else if cpufreq::existing_tunable(&self.root, p, gov, *attr).is_some() {
-                self.write_step(plan, path, us.to_string(), Form::Text, true);
-            } else {
-                plan.missing.push(format!(
+                }),
+                Ok((path, value)) => self.write_step(plan, path, value, Form::Text, true),
+                Err(_) => plan.missing.push(format!(
                     "cpufreq {p}: governor `{gov}` has no {} ({} does not exist)",
                     attr.file_name(),
-                    path.display()
-                ));
+                    files.read_path(&knob).display()
+                )),
             }
         }
     }
@@ -420,15 +445,16 @@ impl Converger<'_> {
             return;
         };
         for (cpu, us) in &l.cpus {
-            let path = pm_qos::resume_latency_path(*cpu);
+            let value = KnobValue::Latency(Some(*us));
+            let (path, text) = match self.files().target(&Knob::LatencyCpu(*cpu), &value) {
+                Ok(t) => t,
+                Err(e) => {
+                    plan.missing.push(e);
+                    continue;
+                }
+            };
             if self.root.exists(&path) {
-                self.write_step(
-                    plan,
-                    path,
-                    Knob::LatencyCpu(*cpu).render(&KnobValue::Latency(Some(*us))),
-                    Form::Text,
-                    true,
-                );
+                self.write_step(plan, path, text, Form::Text, true);
             } else {
                 plan.missing.push(format!(
                     "latency.cpu{cpu}: {} does not exist (no per-CPU PM QoS in this kernel)",
@@ -442,5 +468,76 @@ impl Converger<'_> {
                 pm_qos::CPU_DMA_LATENCY
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Converger, Step};
+    use crate::kernel::Root;
+
+    /// The files `plan` writes, in order, for policy4 and the GPU at
+    /// `want` (kHz and Hz: floor, ceiling) on a tree where they hold `now`.
+    fn planned(want: [u64; 4], now: [u64; 4]) -> Vec<String> {
+        let t = tempfile::tempdir().expect("tempdir");
+        let root = Root::fake(t.path());
+        let files = [
+            "/sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq",
+            "/sys/devices/system/cpu/cpufreq/policy4/scaling_max_freq",
+            "/sys/class/devfreq/gpu/min_freq",
+            "/sys/class/devfreq/gpu/max_freq",
+        ];
+        for (path, value) in files.iter().zip(now) {
+            let path = std::path::Path::new(path);
+            root.mkdir_all(path.parent().expect("parent"))
+                .expect("mkdir");
+            root.write(path, &value.to_string()).expect("write");
+        }
+        let [cmin, cmax, dmin, dmax] = want;
+        let yaml = format!(
+            "version: 1\nsystem:\n  cpufreq:\n    policy4: {{ min: {cmin}kHz, max: {cmax}kHz }}\n  devfreq:\n    gpu: {{ min: {dmin}Hz, max: {dmax}Hz }}\n"
+        );
+        let policy =
+            crate::policy::load_bytes("t.yaml", yaml.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
+        let plan = Converger::new(root, &policy).plan();
+        plan.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Write { path, .. } => path.file_name().map(|f| f.to_string_lossy().into()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A floor above the ceiling there is now waits for the ceiling, for
+    /// cpufreq and devfreq alike (`knobs::order`, the daemon's rule too).
+    #[test]
+    fn a_ceiling_goes_up_before_a_floor_above_it() {
+        let want = [2_000_000, 2_400_000, 600_000_000, 900_000_000];
+        let now = [300_000, 1_500_000, 100_000_000, 500_000_000];
+        assert_eq!(
+            planned(want, now),
+            [
+                "scaling_max_freq",
+                "scaling_min_freq",
+                "max_freq",
+                "min_freq"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_floor_comes_down_before_a_lower_ceiling() {
+        let want = [300_000, 1_000_000, 100_000_000, 200_000_000];
+        let now = [1_800_000, 2_400_000, 600_000_000, 900_000_000];
+        assert_eq!(
+            planned(want, now),
+            [
+                "scaling_min_freq",
+                "scaling_max_freq",
+                "min_freq",
+                "max_freq"
+            ]
+        );
     }
 }

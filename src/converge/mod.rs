@@ -22,14 +22,16 @@ pub(crate) mod tuning;
 use crate::engine::placement::Placer;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::hook_run::HOOKS_PARENT;
+use crate::kernel::knob_files::KnobFiles;
 use crate::kernel::wait::page_size;
 use crate::kernel::{procfs, sched, zram, Root};
 use crate::knobs::normalize::{self, Form};
-use crate::knobs::Knob;
+use crate::knobs::order::in_write_order;
+use crate::knobs::{GroupKnob, Knob, KnobValue};
 use crate::policy::model::group_baseline;
 use crate::policy::model::{Group, OnMissing, Policy, Sched, SchedPolicy};
 use journal::{Entry, Journal};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -228,6 +230,11 @@ pub struct Converger<'p> {
     root: Root,
     policy: &'p Policy,
     cg: CgroupFs,
+    /// Group name → path below the cgroup root, for [`KnobFiles`].
+    groups: HashMap<String, String>,
+    /// No governor switch planned (the governors [`Converger::files`] maps
+    /// tunables under: the running ones).
+    running: HashMap<String, String>,
 }
 
 /// The controller a group knob file belongs to.
@@ -242,17 +249,21 @@ fn controller_of(file: &str) -> &'static str {
     }
 }
 
-/// A group's baseline knobs in the order they are written: the policy's
-/// [`group_baseline`] as file, kernel text and comparison form.
-pub(crate) fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
-    group_baseline(g)
+/// A group's baseline knobs (the policy's [`group_baseline`]) in the order
+/// they are written: [`in_write_order`], the rule the daemon's writes follow.
+pub(crate) fn group_knobs(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
+    let knobs: Vec<(Knob, KnobValue)> = group_baseline(g)
         .into_iter()
-        .map(|(gk, v)| {
-            let knob = Knob::Group {
-                group: g.name.clone(),
-                knob: gk,
-            };
-            (gk.file_name(), knob.render(&v), normalize::form_of(gk))
+        .map(|(knob, v)| {
+            let group = g.name.clone();
+            (Knob::Group { group, knob }, v)
+        })
+        .collect();
+    in_write_order(knobs, |_| None)
+        .into_iter()
+        .filter_map(|(k, v)| match k {
+            Knob::Group { knob, .. } => Some((knob, v)),
+            _ => None,
         })
         .collect()
 }
@@ -262,7 +273,7 @@ pub(crate) fn group_knobs(g: &Group) -> Vec<(&'static str, String, Form)> {
 fn own_controllers(policy: &Policy, g: &Group) -> BTreeSet<&'static str> {
     let mut set: BTreeSet<&'static str> = group_knobs(g)
         .iter()
-        .map(|(f, _, _)| controller_of(f))
+        .map(|(k, _)| controller_of(k.file_name()))
         .collect();
     for c in crate::policy::rule_controllers(policy, &g.name) {
         set.insert(c);
@@ -304,7 +315,30 @@ const UCLAMP_PROBE: &str = crate::knobs::sysctl::UCLAMP_PROBE;
 impl<'p> Converger<'p> {
     pub fn new(root: Root, policy: &'p Policy) -> Self {
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
-        Converger { root, policy, cg }
+        Converger {
+            root,
+            policy,
+            cg,
+            groups: policy.group_paths(),
+            running: HashMap::new(),
+        }
+    }
+
+    /// Where the knobs live and what is written for a value: the daemon's
+    /// mapping ([`KnobFiles`]), governor tunables under the running governors.
+    fn files(&self) -> KnobFiles<'_> {
+        self.files_under(&self.running)
+    }
+
+    /// [`Converger::files`] with tunables under `governors` (the governors
+    /// the plan switches to).
+    fn files_under<'a>(&'a self, governors: &'a HashMap<String, String>) -> KnobFiles<'a> {
+        KnobFiles {
+            root: &self.root,
+            cg: &self.cg,
+            groups: &self.groups,
+            governors,
+        }
     }
 
     /// Everything `apply` would do, read from the current state. Writes nothing.
@@ -459,9 +493,20 @@ impl<'p> Converger<'p> {
             self.write_step(plan, path, "threaded".into(), Form::Text, exists);
         }
         let uclamp = self.root.exists(Path::new(UCLAMP_PROBE));
-        for (file, value, form) in group_knobs(g) {
+        for (gk, v) in group_knobs(g) {
+            let (file, form) = (gk.file_name(), normalize::form_of(gk));
             let ctrl = controller_of(file);
-            let path = self.cg.file(&g.path, file);
+            let knob = Knob::Group {
+                group: g.name.clone(),
+                knob: gk,
+            };
+            let (path, value) = match self.files().target(&knob, &v) {
+                Ok(t) => t,
+                Err(e) => {
+                    plan.missing.push(format!("{knob}: {e}"));
+                    continue;
+                }
+            };
             if !offered.iter().any(|o| o == ctrl) {
                 // Reported once per controller by enable_step.
                 continue;

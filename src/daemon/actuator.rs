@@ -1,5 +1,7 @@
 //! Carries out the engine's knob writes through the kernel layer: maps a
-//! knob to its file, writes only what the engine reports as changed, logs
+//! knob to its file and text ([`KnobFiles`], the mapping `apply` uses too)
+//! in the write order `apply` follows ([`order_writes`]), writes only what
+//! the engine reports as changed, logs
 //! every write with its cause, old and new value, and reports a write the
 //! kernel rejects once per path and value (SPEC §4: it is retried only when
 //! the effective value changes again). `--dry-run` logs the same lines and
@@ -34,8 +36,10 @@ use crate::converge::journal::{Entry, Journal};
 use crate::engine::knobs::Write;
 use crate::engine::supervisor::Effect;
 use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::knob_files::KnobFiles;
 use crate::kernel::pm_qos::{self, CpuLatencyRequest};
-use crate::kernel::{cpufreq, zram, Root};
+use crate::kernel::Root;
+use crate::knobs::order::{write_order, Planned};
 use crate::knobs::sysctl;
 use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::model::Policy;
@@ -146,16 +150,15 @@ impl Actuator {
         }
     }
 
-    /// The file a knob lives in.
-    fn path_of(&self, knob: &Knob) -> Result<PathBuf, String> {
-        if let Knob::Cpufreq { policy, attr } = knob {
-            if *attr == CpufreqAttr::Governor {
-                // `target` resolves a value among the available governors;
-                // reading needs only the file.
-                return Ok(cpufreq::attr_path(policy, attr.file_name()));
-            }
+    /// Where this daemon's knobs live ([`KnobFiles`]: the one mapping
+    /// `apply` uses too), tunables under the governors queued.
+    fn files(&self) -> KnobFiles<'_> {
+        KnobFiles {
+            root: &self.root,
+            cg: &self.cg,
+            groups: &self.groups,
+            governors: &self.governors,
         }
-        self.target(knob, &KnobValue::Int(0)).map(|(p, _)| p)
     }
 
     /// The file a knob lives in and the text to write for `value`.
@@ -164,49 +167,7 @@ impl Actuator {
         knob: &Knob,
         value: &KnobValue,
     ) -> Result<(PathBuf, String), String> {
-        match knob {
-            Knob::Group { group, knob: gk } => {
-                let path = self.groups.get(group).ok_or_else(|| format!("group `{group}` is not in the policy"))?;
-                Ok((self.cg.file(path, gk.file_name()), knob.render(value)))
-            }
-            Knob::Cpufreq { policy, attr } if *attr == CpufreqAttr::Governor => {
-                let chosen = cpufreq::resolve_governor(&self.root, policy, &value.kernel())?;
-                Ok((cpufreq::attr_path(policy, attr.file_name()), chosen))
-            }
-            Knob::Cpufreq { policy, attr } if attr.is_tunable() => {
-                let running = cpufreq::read(&self.root, policy, cpufreq::SCALING_GOVERNOR).unwrap_or_default();
-                let governor = self.governors.get(policy).cloned().unwrap_or_else(|| running.clone());
-                // The running governor lacks it: missing (a switch still on
-                // the lane gets the path its directory will have, unless the
-                // governor has no tunables at all).
-                if crate::knobs::cpufreq::WITHOUT_TUNABLES.contains(&governor.as_str()) {
-                    return Err(format!(
-                        "{knob} is missing while {policy} runs `{governor}` (no tunables); it is written again when the governor changes"
-                    ));
-                }
-                if governor == running && cpufreq::existing_tunable(&self.root, policy, &governor, *attr).is_none() {
-                    return Err(format!(
-                        "{knob} is missing: governor `{governor}` of {policy} has no {} ({} does not exist)",
-                        attr.file_name(),
-                        cpufreq::tunable_target(&self.root, policy, &governor, *attr).display()
-                    ));
-                }
-                Ok((cpufreq::tunable_target(&self.root, policy, &governor, *attr), value.kernel()))
-            }
-            Knob::Cpufreq { policy, attr } => Ok((cpufreq::attr_path(policy, attr.file_name()), value.kernel())),
-            Knob::Devfreq { device, attr } => Ok((crate::knobs::devfreq::attr_path(device, attr.file_name()), value.kernel())),
-            Knob::Sysctl(name) => sysctl::path(name)
-                .map(|p| (p, value.kernel()))
-                .ok_or_else(|| format!("sysctl {name} is not a sysctl cgwarden manages")),
-            Knob::Zram { device, attr } => match attr {
-                ZramAttr::MemLimit => Ok((zram::attr_path(device, "mem_limit"), value.kernel())),
-                ZramAttr::SwapPriority => Err(format!(
-                    "zram.{device}.swap_priority cannot change while {device} is swapping (the kernel takes the priority at swapon); it applies at the next apply after swapoff"
-                )),
-            },
-            Knob::LatencyCpu(cpu) => Ok((pm_qos::resume_latency_path(*cpu), value.kernel())),
-            Knob::LatencyGlobal => Ok((PathBuf::from(pm_qos::CPU_DMA_LATENCY), value.to_string())),
-        }
+        self.files().target(knob, value)
     }
 
     /// Reads a knob's current value from the kernel, in the kernel's
@@ -217,33 +178,13 @@ impl Actuator {
             // aggregate of every process's requests).
             return Some(KnobValue::Latency(self.latency.held()));
         }
-        if let Knob::Zram {
-            device,
-            attr: ZramAttr::SwapPriority,
-        } = knob
-        {
-            // No file: the priority the kernel took at swapon, in /proc/swaps.
-            let node = format!("/dev/{device}");
-            let swaps = zram::swaps(&self.root).ok()?;
-            let e = swaps.iter().find(|s| s.path == node)?;
-            return Some(KnobValue::Int(i64::from(e.priority)));
-        }
-        let path = self.path_of(knob).ok()?;
-        let text = self.root.read(&path).ok()?;
-        knob.parse_kernel(&text).ok()
+        self.files().read(knob)
     }
 
     /// Where `verify` reads the knob: its file, or `/proc/swaps` for a zram
     /// swap priority.
     pub(crate) fn read_path(&self, knob: &Knob) -> PathBuf {
-        match knob {
-            Knob::Zram {
-                attr: ZramAttr::SwapPriority,
-                ..
-            } => PathBuf::from(zram::PROC_SWAPS),
-            Knob::LatencyGlobal => PathBuf::from(pm_qos::CPU_DMA_LATENCY),
-            _ => self.path_of(knob).unwrap_or_default(),
-        }
+        self.files().read_path(knob)
     }
 
     /// Why the knob cannot be read back on this root, if it cannot: a zram
@@ -268,7 +209,7 @@ impl Actuator {
         if knob.held_by_daemon() {
             return None;
         }
-        let path = self.path_of(knob).ok()?;
+        let path = self.files().path(knob).ok()?;
         let j = lanes::lock_journal(self.journal.as_ref()?);
         let original = j.original(&path)?;
         knob.parse_kernel(original).ok()
@@ -466,59 +407,41 @@ impl Actuator {
     }
 }
 
-/// Puts a cpufreq policy's `scaling_max_freq` write before its
-/// `scaling_min_freq` write when the family says so
-/// ([`crate::knobs::cpufreq::min_first`]: the new floor is above the old
-/// ceiling). Knob order writes min first, right when the ceiling comes down.
-pub(crate) fn order_writes(effects: &mut [Effect]) {
-    let find = |effects: &[Effect], policy: &str, attr: CpufreqAttr| {
-        effects.iter().position(|e| {
-            matches!(e, Effect::Write(w) if matches!(&w.knob, Knob::Cpufreq { policy: p, attr: a } if p == policy && *a == attr))
-        })
-    };
-    let policies: Vec<String> = effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Write(Write {
-                knob:
-                    Knob::Cpufreq {
-                        policy,
-                        attr: CpufreqAttr::Min,
-                    },
-                ..
-            }) => Some(policy.clone()),
-            _ => None,
-        })
+/// Puts the writes of knobs that depend on each other (one cpufreq
+/// policy's or devfreq device's min and max, one group's knobs) in the
+/// order the kernel accepts: [`crate::knobs::order::write_order`], the rule
+/// `apply` follows too, judged against the values last written. Other
+/// effects keep their places.
+pub(crate) fn order_writes(effects: &mut Vec<Effect>) {
+    let slots: Vec<usize> = (0..effects.len())
+        .filter(|&i| matches!(effects[i], Effect::Write(_)))
         .collect();
-    for policy in policies {
-        let (Some(min), Some(max)) = (
-            find(effects, &policy, CpufreqAttr::Min),
-            find(effects, &policy, CpufreqAttr::Max),
-        ) else {
-            continue;
-        };
-        let (Effect::Write(wmin), Effect::Write(wmax)) = (&effects[min], &effects[max]) else {
-            continue;
-        };
-        let khz = |v: Option<&KnobValue>| match v {
-            Some(KnobValue::Frequency(f)) => Some(f.khz()),
-            _ => None,
-        };
-        let raises_past_ceiling =
-            !crate::knobs::cpufreq::min_first(khz(Some(&wmin.new)), khz(wmax.old.as_ref()));
-        if raises_past_ceiling && min < max {
-            effects.swap(min, max);
-        }
+    let order = {
+        let planned: Vec<Planned> = slots
+            .iter()
+            .filter_map(|&i| match &effects[i] {
+                Effect::Write(w) => Some(Planned {
+                    knob: &w.knob,
+                    new: &w.new,
+                    now: w.old.as_ref(),
+                }),
+                _ => None,
+            })
+            .collect();
+        write_order(&planned)
+    };
+    // Slot i takes the effect that was at `from[i]`.
+    let mut from: Vec<usize> = (0..effects.len()).collect();
+    for (&slot, k) in slots.iter().zip(order) {
+        from[slot] = slots[k];
     }
+    let mut old: Vec<Option<Effect>> = std::mem::take(effects).into_iter().map(Some).collect();
+    effects.extend(from.into_iter().filter_map(|i| old[i].take()));
 }
 
 /// Group name → path below the cgroup root, for every group in the policy.
 pub fn group_paths(policy: &Policy) -> HashMap<String, String> {
-    policy
-        .all_groups()
-        .into_iter()
-        .map(|g| (g.name.clone(), g.path.clone()))
-        .collect()
+    policy.group_paths()
 }
 
 #[cfg(test)]
@@ -571,6 +494,70 @@ mod tests {
         ];
         order_writes(&mut e);
         assert_eq!(attrs(&e), vec![CpufreqAttr::Min, CpufreqAttr::Max]);
+    }
+
+    /// The daemon orders a devfreq device's min and max by the same rule
+    /// (it never did before issue 21), and leaves other effects in place.
+    #[test]
+    fn devfreq_ceiling_goes_up_before_a_floor_above_it_and_back() {
+        let d = |attr, old: u64, new: u64| {
+            Effect::Write(Write {
+                knob: Knob::Devfreq {
+                    device: "gpu".into(),
+                    attr,
+                },
+                old: Some(KnobValue::Hz(old)),
+                new: KnobValue::Hz(new),
+                cause: Cause::Baseline,
+            })
+        };
+        let phase = || Effect::CompactMemory { rule: "r".into() };
+        let knobs = |e: &[Effect]| -> Vec<String> {
+            e.iter()
+                .map(|e| match e {
+                    Effect::Write(w) => w.knob.to_string(),
+                    _ => "other".into(),
+                })
+                .collect()
+        };
+        use crate::knobs::DevfreqAttr::{Max, Min};
+        let mut up = vec![
+            d(Min, 100_000_000, 600_000_000),
+            phase(),
+            d(Max, 500_000_000, 900_000_000),
+        ];
+        order_writes(&mut up);
+        assert_eq!(knobs(&up), ["devfreq.gpu.max", "other", "devfreq.gpu.min"]);
+        let mut down = vec![
+            d(Max, 900_000_000, 200_000_000),
+            d(Min, 600_000_000, 100_000_000),
+            phase(),
+        ];
+        order_writes(&mut down);
+        assert_eq!(
+            knobs(&down),
+            ["devfreq.gpu.min", "devfreq.gpu.max", "other"]
+        );
+    }
+
+    /// A group's knobs go in the shared group order (`memory.high` before
+    /// `memory.max`), whatever order they come in.
+    #[test]
+    fn memory_high_goes_before_memory_max() {
+        let g = |f: &str| {
+            let k = knob("app", f);
+            Effect::Write(write(&k, "1048576"))
+        };
+        let mut e = vec![g("memory.max"), g("memory.high")];
+        order_writes(&mut e);
+        let files: Vec<String> = e
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Write(w) => Some(w.knob.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(files, ["app.memory.high", "app.memory.max"]);
     }
 
     /// A writer that blocks writes to files under `blocked` until the gate

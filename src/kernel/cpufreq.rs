@@ -6,15 +6,14 @@
 //! Older kernels reject `scaling_min_freq` above the current
 //! `scaling_max_freq` (and `max` below the current `min`) with EINVAL. When
 //! raising min above the current max, write max first; when lowering max
-//! below the current min, write min first. The converge plan
-//! (`plan_cpufreq`) orders its writes that way.
+//! below the current min, write min first. `apply`'s plan and the daemon
+//! both order their writes by [`crate::knobs::order::write_order`].
 
-use super::error::{Error, Result};
+use super::error::Result;
 use super::root::Root;
 
 pub use crate::knobs::cpufreq::{
-    attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR, SCALING_MAX_FREQ,
-    SCALING_MIN_FREQ,
+    attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR,
 };
 use crate::knobs::CpufreqAttr;
 use std::path::PathBuf;
@@ -27,14 +26,6 @@ pub fn exists(root: &Root, policy: &str) -> bool {
 /// Reads attribute `attr` of `policy`, trimmed.
 pub fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
     root.read_trimmed(&attr_path(policy, attr))
-}
-
-/// Reads a frequency attribute (kHz).
-pub fn read_khz(root: &Root, policy: &str, attr: &str) -> Result<u64> {
-    let p = attr_path(policy, attr);
-    let s = root.read_trimmed(&p)?;
-    s.parse()
-        .map_err(|_| Error::parse(&p, "frequency (kHz)", &s))
 }
 
 /// Governors offered by `policy` (`scaling_available_governors`).
@@ -91,6 +82,7 @@ pub fn tunable_target(root: &Root, policy: &str, governor: &str, attr: CpufreqAt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knobs::cpufreq::{SCALING_MAX_FREQ, SCALING_MIN_FREQ};
     use std::fs;
     use std::path::PathBuf;
     use tempfile::TempDir;
@@ -135,10 +127,7 @@ mod tests {
         assert!(exists(&r, "policy4"));
         assert!(!exists(&r, "policy5"));
         assert_eq!(available_governors(&r, "policy4").unwrap().len(), 6);
-        assert_eq!(read_khz(&r, "policy4", SCALING_MIN_FREQ).unwrap(), 300000);
-        let e = read_khz(&r, "policy4", SCALING_MAX_FREQ).unwrap_err();
-        assert!(matches!(e, Error::Parse { .. }));
-        assert!(read_khz(&r, "policy0", SCALING_MAX_FREQ)
+        assert!(read(&r, "policy0", SCALING_MAX_FREQ)
             .unwrap_err()
             .is_not_found());
         assert_eq!(read(&r, "policy4", SCALING_MIN_FREQ).unwrap(), "300000");

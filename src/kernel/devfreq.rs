@@ -61,11 +61,6 @@ pub fn devices(root: &Root) -> Vec<Device> {
         .collect()
 }
 
-/// A device's current min/max (Hz), for the write order.
-pub fn read_hz(root: &Root, device: &str, file: &str) -> Option<u64> {
-    hz(root, device, file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ pub mod fake_tree;
 pub(crate) mod hook_run;
 pub(crate) mod identity;
 pub(crate) mod irq;
+pub(crate) mod knob_files;
 pub(crate) mod meminfo;
 pub(crate) mod memstat;
 pub(crate) mod pm_qos;

@@ -172,18 +172,6 @@ pub fn attr_path(policy: &str, attr: &str) -> PathBuf {
     policy_dir(policy).join(attr)
 }
 
-/// Whether a policy's new floor is written before its ceiling: yes, unless
-/// the floor rises above the ceiling the policy has now (the kernel rejects
-/// a `scaling_min_freq` above the current `scaling_max_freq`, so the ceiling
-/// must go up first). The one place this order is decided: `plan` and the
-/// daemon's writes both ask it.
-pub fn min_first(new_min_khz: Option<u64>, current_max_khz: Option<u64>) -> bool {
-    match (new_min_khz, current_max_khz) {
-        (Some(min), Some(max)) => min <= max,
-        _ => true,
-    }
-}
-
 /// The cpufreq family's registry entry.
 pub(super) static FAMILY: Family = Family {
     head: Some("cpufreq"),

@@ -53,6 +53,7 @@ pub(crate) mod group;
 pub(crate) mod human;
 pub(crate) mod latency;
 pub(crate) mod normalize;
+pub(crate) mod order;
 pub(crate) mod sysctl;
 pub(crate) mod system;
 pub(crate) mod value;

@@ -638,6 +638,14 @@ impl Policy {
         self.groups.iter().flat_map(|g| g.walk()).collect()
     }
 
+    /// Group name → path below the cgroup root, for every group.
+    pub fn group_paths(&self) -> std::collections::HashMap<String, String> {
+        self.all_groups()
+            .into_iter()
+            .map(|g| (g.name.clone(), g.path.clone()))
+            .collect()
+    }
+
     pub(crate) fn group(&self, name: &str) -> Option<&Group> {
         self.all_groups().into_iter().find(|g| g.name == name)
     }
