@@ -65,10 +65,13 @@ fn switch_governor(
         }
     }
     let old = root.read_trimmed(dev).ok();
-    replace(dev, new)?;
     if old.as_deref() == Some(new) {
-        return Ok(());
+        return replace(dev, new);
     }
+    // As the kernel does it: the old governor's directory goes (its exit),
+    // the new one's comes (its init), and only then does scaling_governor
+    // read the new name, so a reader that sees the new name never sees the
+    // old governor's tunables.
     let valid = |g: &str| !g.is_empty() && !g.contains('/') && !g.starts_with('.');
     if let Some(old) = old.filter(|g| valid(g)) {
         let host = root.host_path(&policy_dir.join(&old));
@@ -76,18 +79,16 @@ fn switch_governor(
             fs::remove_dir_all(&host).map_err(|e| Error::io("rmdir", policy_dir.join(&old), e))?;
         }
     }
-    if !valid(new) {
-        return Ok(());
+    if valid(new) {
+        let defaults = policy_dir.join(GOVERNOR_DEFAULTS).join(new);
+        if let Ok(files) = root.list_dir(&defaults) {
+            let dir = policy_dir.join(new);
+            root.mkdir_all(&dir)?;
+            for f in files {
+                let v = root.read(&defaults.join(&f))?;
+                replace(&dir.join(&f), &v)?;
+            }
+        }
     }
-    let defaults = policy_dir.join(GOVERNOR_DEFAULTS).join(new);
-    let Ok(files) = root.list_dir(&defaults) else {
-        return Ok(());
-    };
-    let dir = policy_dir.join(new);
-    root.mkdir_all(&dir)?;
-    for f in files {
-        let v = root.read(&defaults.join(&f))?;
-        replace(&dir.join(&f), &v)?;
-    }
-    Ok(())
+    replace(dev, new)
 }
