@@ -332,12 +332,14 @@ async fn run_async(opts: Options) -> u8 {
             }
             Some(wake) = rx.recv() => {
                 woke.event += 1;
-                d.on_wake(wake);
+                let mut due = d.on_wake(wake);
                 // Coalesce a burst of wake-ups into one evaluation.
                 while let Ok(w) = rx.try_recv() {
-                    d.on_wake(w);
+                    due |= d.on_wake(w);
                 }
-                d.evaluate();
+                if due {
+                    d.evaluate();
+                }
             }
             Some(done) = done_rx.recv() => {
                 woke.write_done += 1;
@@ -658,7 +660,10 @@ impl Daemon {
         self.start.elapsed()
     }
 
-    fn on_wake(&mut self, wake: Wake) {
+    /// Takes one wake-up; `true` if an evaluation is due for it. A change
+    /// of an event file no condition reads (a `cgroup.events` watched only
+    /// to notice the group's removal) needs none (issue 29).
+    fn on_wake(&mut self, wake: Wake) -> bool {
         match wake {
             Wake::Psi { id } => {
                 tracing::debug!(
@@ -693,7 +698,9 @@ impl Daemon {
                 // The watcher wakes a file whose group was removed: a repair is due.
                 if !self.opts.root.exists(&path) {
                     self.groups_dirty = true;
+                    return true;
                 }
+                return self.event_file_read(&path);
             }
             Wake::WatchError { what } => {
                 tracing::warn!("watcher: {what}");
@@ -711,6 +718,19 @@ impl Daemon {
                 .control
                 .note_critical_exit(pid, &comm, &pattern, by_scan, at),
         }
+        true
+    }
+
+    /// Whether a condition reads the event file at `path` (a group's
+    /// `memory.events` or `cgroup.events`).
+    fn event_file_read(&self, path: &std::path::Path) -> bool {
+        let n = self.sampler.needs();
+        let path = Root::normalize(path);
+        self.policy.all_groups().into_iter().any(|g| {
+            let reads = |file: &str| Root::normalize(&self.cg.file(&g.path, file)) == path;
+            (n.memory_events.contains(&g.name) && reads("memory.events"))
+                || (n.populated.contains(&g.name) && reads("cgroup.events"))
+        })
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -953,6 +973,54 @@ mod tick_tests {
             d.tick_mode(Duration::from_millis(100)),
             TickMode::Full(Duration::from_millis(100))
         );
+    }
+
+    #[tokio::test]
+    async fn only_the_event_files_conditions_read_wake_an_evaluation() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
+        );
+        let file = |g: &str, f: &str| Path::new("/sys/fs/cgroup").join(g).join(f);
+        // Issue 29: b's memory.events (notified every 10 ms under memory.high
+        // throttling) is not watched; every cgroup.events is, for removals.
+        let watched = d.watcher.as_ref().expect("inotify").watched();
+        assert_eq!(
+            watched,
+            vec![
+                file("a", "cgroup.events"),
+                file("a", "memory.events"),
+                file("b", "cgroup.events")
+            ]
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        let modified = |path| Wake::FileModified { path };
+        d.groups_dirty = false;
+        assert!(d.on_wake(modified(file("a", "memory.events"))));
+        // b's cgroup.events changed (populated): nothing reads it.
+        assert!(!d.on_wake(modified(file("b", "cgroup.events"))));
+        assert!(!d.groups_dirty);
+        // b was removed: a repair is due, so is an evaluation.
+        Root::fake(t.path())
+            .remove_file(&file("b", "cgroup.events"))
+            .unwrap();
+        assert!(d.on_wake(modified(file("b", "cgroup.events"))));
+        assert!(d.groups_dirty);
+        // The watcher forgets it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A reload that reads b's populated and no memory.events any more.
+        let text = "version: 1\ngroups:\n  a: {}\n  b: {}\nrules:\n  - name: p\n    when: b.cgroup.populated > 0\n    then: [set a.memory.high = 1G]\n";
+        let policy =
+            crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
+        d.sampler
+            .set_needs(actuator::group_paths(&policy), sampled_needs(&policy.rules));
+        d.policy = policy;
+        d.watch_event_files();
+        let watched = d.watcher.as_ref().expect("inotify").watched();
+        assert_eq!(watched, vec![file("a", "cgroup.events")], "b's is gone");
+        assert!(!d.on_wake(modified(file("a", "cgroup.events"))));
+        assert!(!d.on_wake(modified(file("a", "memory.events"))));
     }
 
     #[tokio::test]
