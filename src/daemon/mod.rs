@@ -283,11 +283,7 @@ async fn run_async(opts: Options) -> u8 {
     );
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
-    let tick = d
-        .opts
-        .tick
-        .unwrap_or(d.policy.settings.tick)
-        .max(MIN_WATCHDOG);
+    let tick = d.tick();
     // Issue 29: what only startup ran leaves memory now; what only the
     // first round of each periodic job ran (compiling the recorder's SQL,
     // the first textfile) once that round is over.
@@ -624,20 +620,15 @@ impl Daemon {
             .triggers
             .iter()
             .any(|t| !matches!(t.state, TriggerState::Armed | TriggerState::Retired));
-        // A stall condition that holds must be sampled to see it clear: a
-        // kernel trigger only says when stall is high, never when it ends.
-        let stall_rule_busy = !n.psi_stall.is_empty()
-            && self
-                .supervisor
-                .phases()
-                .iter()
-                .any(|(p, _)| *p != crate::engine::rule_state::Phase::Idle);
-        if polled || events_unwatched || exec_scans || unarmed || stall_rule_busy {
+        if polled || events_unwatched || exec_scans || unarmed {
             return TickMode::Full(tick);
         }
         // Stall lines behind registered triggers are read when a trigger
         // fires (its firing stands in for the window nobody sampled, see
-        // `StallSeries::record_trigger`): nothing periodic is left.
+        // `StallSeries::record_trigger`), and once more a tick later while
+        // their stall is at a trigger's amount, to see it end (a deadline,
+        // see `stall_recheck`; issue 29: the tick ran all through a busy
+        // stall rule, its hold included): nothing periodic is left.
         TickMode::Off
     }
 
@@ -733,9 +724,34 @@ impl Daemon {
         })
     }
 
+    /// The sampling period: `settings.tick`, or `run --tick`.
+    fn tick(&self) -> Duration {
+        // The CLI and the policy both refuse a tick under 10 ms; a library
+        // caller must not reach a zero-period timer either.
+        self.opts
+            .tick
+            .unwrap_or(self.policy.settings.tick)
+            .max(MIN_WATCHDOG)
+    }
+
+    /// When a stall line behind an armed kernel trigger must be read again
+    /// to see its stall end ([`crate::engine::stall::StallHistory::recheck_at`],
+    /// one tick after a read that showed a trigger's amount).
+    fn stall_recheck(&self) -> Option<Instant> {
+        let now = self.now();
+        let period = self.tick();
+        let stall = &self.sampler.stall;
+        self.triggers
+            .iter()
+            .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
+            .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, now))
+            .min()
+            .map(|t| self.start + t)
+    }
+
     fn next_deadline(&self) -> Option<Instant> {
         let engine = self.supervisor.next_deadline().map(|t| self.start + t);
-        [engine, self.repairs.next_due()]
+        [engine, self.repairs.next_due(), self.stall_recheck()]
             .into_iter()
             .flatten()
             .min()
@@ -1021,6 +1037,65 @@ mod tick_tests {
         assert_eq!(watched, vec![file("a", "cgroup.events")], "b's is gone");
         assert!(!d.on_wake(modified(file("a", "cgroup.events"))));
         assert!(!d.on_wake(modified(file("a", "memory.events"))));
+    }
+
+    #[tokio::test]
+    async fn a_busy_stall_rule_is_read_again_a_tick_after_its_trigger_not_each_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
+        );
+        // As if the daemon had run a while, and the kernel had accepted the trigger.
+        d.start -= Duration::from_secs(30);
+        for t in &mut d.triggers {
+            t.state = TriggerState::Armed;
+        }
+        d.sync_armed();
+        let key = d.triggers[0].key.clone();
+        let pressure = d
+            .sampler
+            .pressure_path(&key.target, key.resource)
+            .expect("a pressure file");
+        let total = |us: u64| {
+            format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0")
+        };
+        d.opts.root.write(&pressure, &total(5_000_000)).unwrap();
+        d.evaluate();
+        assert_eq!(d.stall_recheck(), None, "no stall: nothing to read again");
+        // The trigger fires: the rule claims, and no tick runs while it is busy;
+        // the line is read again one tick later instead.
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
+        d.evaluate();
+        let active = d.supervisor.phases()[0].0;
+        assert_eq!(active, crate::engine::rule_state::Phase::Active);
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        let at = d.stall_recheck().expect("a read to see the stall end");
+        let read = d.sampler.stall.series(&key).and_then(|s| s.latest()).unwrap().0;
+        assert_eq!(at, d.start + read + T);
+        assert_eq!(d.next_deadline(), Some(at));
+        // That read shows the stall over (a second later, no growth): nothing
+        // is due until the trigger fires again; the hold is the engine's deadline.
+        let later = read + T;
+        let snap = d.sampler.sample(later);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: later,
+        };
+        let actuator = &d.actuator;
+        let _ = d
+            .supervisor
+            .step(&d.policy, later, &view, &|k| actuator.read(k));
+        let clearing = d.supervisor.phases()[0].0;
+        assert_eq!(clearing, crate::engine::rule_state::Phase::Clearing);
+        assert_eq!(d.stall_recheck(), None);
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        assert_eq!(
+            d.next_deadline(),
+            Some(d.start + later + Duration::from_secs(3))
+        );
     }
 
     #[tokio::test]
