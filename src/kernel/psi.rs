@@ -144,7 +144,10 @@ mod tests {
         let mut open = OpenPressure::default();
         assert_eq!(open.read(&root, p), None, "absent");
         std::fs::write(&host, text(5)).unwrap();
-        assert_eq!(open.read(&root, p).and_then(|x| x.some).unwrap().total_us, 5);
+        assert_eq!(
+            open.read(&root, p).and_then(|x| x.some).unwrap().total_us,
+            5
+        );
         assert_eq!(open.len(), 1);
         // Rewritten in place (as the kernel's text changes): the open file shows it.
         std::fs::write(&host, text(1_000_000)).unwrap();
@@ -160,12 +163,18 @@ mod tests {
         // ... and the file at the path now (a recreated group's) is opened afresh.
         std::fs::remove_file(&host).unwrap();
         std::fs::write(&host, text(7)).unwrap();
-        assert_eq!(open.read(&root, p).and_then(|x| x.some).unwrap().total_us, 7);
+        assert_eq!(
+            open.read(&root, p).and_then(|x| x.some).unwrap().total_us,
+            7
+        );
         open.retain(|_| false);
         assert_eq!(open.len(), 0);
         // A fake root is read afresh every time, nothing is kept open.
         let fake = crate::kernel::Root::fake(t.path());
-        assert_eq!(open.read(&fake, p).and_then(|x| x.some).unwrap().total_us, 7);
+        assert_eq!(
+            open.read(&fake, p).and_then(|x| x.some).unwrap().total_us,
+            7
+        );
         assert_eq!(open.len(), 0);
     }
 
