@@ -88,7 +88,21 @@ pub fn run(opts: Options) -> u8 {
             return EXIT_TEMPFAIL;
         }
     };
-    rt.block_on(run_async(opts))
+    // The loop runs as a task of the runtime, not as `block_on`'s own
+    // future: a timer or another task waking a task on the runtime's thread
+    // just queues it, while waking `block_on`'s future writes the runtime's
+    // eventfd and costs the next park an extra `epoll_wait` (issue 29: two
+    // of the few system calls an evaluation makes).
+    rt.block_on(async move {
+        match tokio::spawn(run_async(opts)).await {
+            Ok(code) => code,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                tracing::error!("the event loop stopped: {e}");
+                EXIT_TEMPFAIL
+            }
+        }
+    })
 }
 
 struct Daemon {
@@ -310,6 +324,14 @@ async fn run_async(opts: Options) -> u8 {
     // Why the loop woke, counted for the stop line: where an idle daemon's
     // CPU goes (issue 11), until `status` shows it.
     let mut woke = LoopWakes::default();
+    // One timer for the loop's own times (tick, late-write check, deadline),
+    // kept across turns and reset only when the earliest of them moves
+    // (issue 29): a timer made anew each turn was registered anew each
+    // turn, and one earlier than the runtime's next wake-up makes it write
+    // its eventfd and park once more for nothing.
+    let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+    tokio::pin!(timer);
+    let mut timer_at: Option<Instant> = None;
     loop {
         woke.total += 1;
         d.control.loop_wakes = woke.total;
@@ -319,12 +341,35 @@ async fn run_async(opts: Options) -> u8 {
         // The tick runs only while some condition needs sampling (see TickMode).
         let mode = d.tick_mode(tick);
         let tick_at = mode.period().map(|p| last_tick + p);
-        let late_at = d.actuator.next_check(Instant::now());
+        // Without a write queued or in flight there is nothing to check
+        // (and no need to read the clock for it).
+        let late_at = match d.actuator.counters().1 {
+            0 => None,
+            _ => d.actuator.next_check(Instant::now()),
+        };
+        let next = [tick_at, late_at, deadline].into_iter().flatten().min();
+        if next != timer_at {
+            if let Some(t) = next {
+                timer.as_mut().reset(tokio::time::Instant::from_std(t));
+            }
+            timer_at = next;
+        }
         tokio::select! {
-            _ = sleep_until(tick_at) => {
-                last_tick = Instant::now();
-                woke.tick += 1;
-                d.on_tick(mode);
+            _ = &mut timer, if timer_at.is_some() => {
+                // Fired: reset at the next turn, whatever it then is.
+                timer_at = None;
+                let now = Instant::now();
+                if late_at.is_some_and(|t| t <= now) {
+                    d.actuator.check_late(now);
+                }
+                if tick_at.is_some_and(|t| t <= now) {
+                    last_tick = now;
+                    woke.tick += 1;
+                    d.on_tick(mode);
+                } else if deadline.is_some_and(|t| t <= now) {
+                    woke.deadline += 1;
+                    d.evaluate();
+                }
             }
             Some(wake) = rx.recv() => {
                 woke.event += 1;
@@ -343,11 +388,6 @@ async fn run_async(opts: Options) -> u8 {
                 while let Ok(done) = done_rx.try_recv() {
                     d.write_done(done);
                 }
-            }
-            _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),
-            _ = sleep_until(deadline) => {
-                woke.deadline += 1;
-                d.evaluate()
             }
             _ = rescan.tick(), if rescan_on => {
                 woke.rescan += 1;
@@ -470,13 +510,6 @@ impl TriggerSpec {
             self.amount,
             self.window
         )
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -738,13 +771,12 @@ impl Daemon {
     /// to see its stall end ([`crate::engine::stall::StallHistory::recheck_at`],
     /// one tick after a read that showed a trigger's amount).
     fn stall_recheck(&self) -> Option<Instant> {
-        let now = self.now();
         let period = self.tick();
         let stall = &self.sampler.stall;
         self.triggers
             .iter()
             .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
-            .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, now))
+            .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, || self.now()))
             .min()
             .map(|t| self.start + t)
     }
@@ -1072,7 +1104,13 @@ mod tick_tests {
         assert_eq!(active, crate::engine::rule_state::Phase::Active);
         assert_eq!(d.tick_mode(T), TickMode::Off);
         let at = d.stall_recheck().expect("a read to see the stall end");
-        let read = d.sampler.stall.series(&key).and_then(|s| s.latest()).unwrap().0;
+        let read = d
+            .sampler
+            .stall
+            .series(&key)
+            .and_then(|s| s.latest())
+            .unwrap()
+            .0;
         assert_eq!(at, d.start + read + T);
         assert_eq!(d.next_deadline(), Some(at));
         // That read shows the stall over (a second later, no growth): nothing

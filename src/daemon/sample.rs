@@ -249,9 +249,11 @@ impl Sampler {
         if self.needs.memory_available {
             s.available = meminfo::mem_available(&self.root).ok().flatten();
         }
-        s.memstat = self
-            .mem
-            .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
+        if !self.needs.memstat.is_empty() {
+            s.memstat = self
+                .mem
+                .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
+        }
         if !self.needs.thermal_zones.is_empty() {
             if let Ok(zones) = thermal::zones(&self.root) {
                 for z in zones {

@@ -388,13 +388,15 @@ impl StallHistory {
         amount: Duration,
         window: Duration,
         period: Duration,
-        now: Time,
+        now: impl FnOnce() -> Time,
     ) -> Option<Time> {
         let (newest, _) = self.series.get(key)?.latest()?;
         let stall = self.stall_in_window(key, newest, window)?;
         if stall < amount {
             return None;
         }
+        // Read only here: a loop turn with no stall at an amount reads no clock.
+        let now = now();
         let at = newest + period.min(window);
         if at > now {
             return Some(at);
@@ -427,28 +429,40 @@ mod tests {
         };
         let (amount, window) = (ms(100), s(1));
         let mut h = StallHistory::new();
-        assert_eq!(h.recheck_at(&key, amount, window, s(1), s(0)), None);
+        assert_eq!(h.recheck_at(&key, amount, window, s(1), || s(0)), None);
         h.record(&key, s(1), 1_000);
         // The kernel fires at 10 s: read again one period (at most a window) later.
         h.record_trigger(&key, s(10), 900_000, amount, window);
-        assert_eq!(h.recheck_at(&key, amount, window, s(1), s(10)), Some(s(11)));
-        assert_eq!(h.recheck_at(&key, amount, window, s(5), s(10)), Some(s(11)));
         assert_eq!(
-            h.recheck_at(&key, amount, window, ms(250), s(10)),
+            h.recheck_at(&key, amount, window, s(1), || s(10)),
+            Some(s(11))
+        );
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(5), || s(10)),
+            Some(s(11))
+        );
+        assert_eq!(
+            h.recheck_at(&key, amount, window, ms(250), || s(10)),
             Some(ms(10_250))
         );
         // The stall ended: 5 ms in the last window, nothing is due.
         h.record(&key, s(11), 905_000);
-        assert_eq!(h.recheck_at(&key, amount, window, s(1), s(11)), None);
+        assert_eq!(h.recheck_at(&key, amount, window, s(1), || s(11)), None);
         // It went on (395 ms): again one period later.
         h.record(&key, s(12), 1_300_000);
-        assert_eq!(h.recheck_at(&key, amount, window, s(1), s(12)), Some(s(13)));
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(1), || s(12)),
+            Some(s(13))
+        );
         // The read at 13 s failed: due when the window has passed, then never.
         assert_eq!(
-            h.recheck_at(&key, amount, window, s(1), s(13)),
+            h.recheck_at(&key, amount, window, s(1), || s(13)),
             Some(ms(13_001))
         );
-        assert_eq!(h.recheck_at(&key, amount, window, s(1), ms(13_001)), None);
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(1), || ms(13_001)),
+            None
+        );
     }
 
     #[test]
