@@ -658,7 +658,7 @@ impl Daemon {
         }
         // Stall lines behind registered triggers are read when a trigger
         // fires (its firing stands in for the window nobody sampled, see
-        // `StallSeries::record_trigger`), and once more a tick later while
+        // `StallSeries::record_trigger`), and once more about a tick later while
         // their stall is at a trigger's amount, to see it end (a deadline,
         // see `stall_recheck`; issue 29: the tick ran all through a busy
         // stall rule, its hold included): nothing periodic is left.
@@ -769,7 +769,8 @@ impl Daemon {
 
     /// When a stall line behind an armed kernel trigger must be read again
     /// to see its stall end ([`crate::engine::stall::StallHistory::recheck_at`],
-    /// one tick after a read that showed a trigger's amount).
+    /// a tick — with a tick of a window or more, just over a window — after
+    /// a read that showed a trigger's amount).
     fn stall_recheck(&self) -> Option<Instant> {
         let period = self.tick();
         let stall = &self.sampler.stall;
@@ -1111,7 +1112,7 @@ mod tick_tests {
             .and_then(|s| s.latest())
             .unwrap()
             .0;
-        assert_eq!(at, d.start + read + T);
+        assert_eq!(at, d.start + read + T + T / 8);
         assert_eq!(d.next_deadline(), Some(at));
         // That read shows the stall over (a second later, no growth): nothing
         // is due until the trigger fires again; the hold is the engine's deadline.
