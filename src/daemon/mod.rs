@@ -325,12 +325,10 @@ async fn run_async(opts: Options) -> u8 {
     // CPU goes (issue 11), until `status` shows it.
     let mut woke = LoopWakes::default();
     // One timer for the loop's own times (tick, late-write check, deadline),
-    // kept across turns and reset only when the earliest of them moves
-    // (issue 29): a timer made anew each turn was registered anew each
-    // turn, and one earlier than the runtime's next wake-up makes it write
-    // its eventfd and park once more for nothing.
-    let timer = tokio::time::sleep_until(tokio::time::Instant::now());
-    tokio::pin!(timer);
+    // kept across turns and set only when the earliest of them moves
+    // (issue 29): three tokio timers made anew each turn were registered
+    // anew each turn (see LoopTimer).
+    let mut timer = LoopTimer::new();
     let mut timer_at: Option<Instant> = None;
     loop {
         woke.total += 1;
@@ -349,13 +347,11 @@ async fn run_async(opts: Options) -> u8 {
         };
         let next = [tick_at, late_at, deadline].into_iter().flatten().min();
         if next != timer_at {
-            if let Some(t) = next {
-                timer.as_mut().reset(tokio::time::Instant::from_std(t));
-            }
+            timer.set(next);
             timer_at = next;
         }
         tokio::select! {
-            _ = &mut timer, if timer_at.is_some() => {
+            _ = timer.fired(), if timer_at.is_some() => {
                 // Fired: reset at the next turn, whatever it then is.
                 timer_at = None;
                 let now = Instant::now();
@@ -450,6 +446,68 @@ struct LoopWakes {
     rescan: u64,
     watchdog: u64,
     control: u64,
+}
+
+/// The loop's one timer (issue 29): a kernel timerfd on tokio's reactor, so
+/// setting it from the loop wakes nothing and it fires in one park (see
+/// [`crate::kernel::wait::TimerFd`]); tokio's timer where no timerfd can be
+/// made.
+enum LoopTimer {
+    Fd(tokio::io::unix::AsyncFd<crate::kernel::wait::TimerFd>),
+    Tokio(std::pin::Pin<Box<tokio::time::Sleep>>),
+}
+
+impl LoopTimer {
+    fn new() -> LoopTimer {
+        use crate::kernel::wait::{async_fd, TimerFd};
+        let fd = TimerFd::new()
+            .and_then(|t| async_fd(t, tokio::io::Interest::READABLE).map_err(|(e, _)| e));
+        match fd {
+            Ok(fd) => LoopTimer::Fd(fd),
+            Err(e) => {
+                tracing::debug!("no timerfd ({e}): the loop's timer is tokio's");
+                LoopTimer::tokio()
+            }
+        }
+    }
+
+    fn tokio() -> LoopTimer {
+        LoopTimer::Tokio(Box::pin(tokio::time::sleep(Duration::ZERO)))
+    }
+
+    /// Fires at `at` (a time past: at once); `None` disarms it.
+    fn set(&mut self, at: Option<Instant>) {
+        match self {
+            LoopTimer::Fd(fd) => {
+                let after = at.map(|t| t.saturating_duration_since(Instant::now()));
+                if let Err(e) = fd.get_ref().set(after) {
+                    tracing::warn!("timerfd_settime: {e}; the loop's timer is tokio's from now on");
+                    *self = LoopTimer::tokio();
+                    self.set(at);
+                }
+            }
+            LoopTimer::Tokio(s) => {
+                if let Some(t) = at {
+                    s.as_mut().reset(tokio::time::Instant::from_std(t));
+                }
+            }
+        }
+    }
+
+    /// Waits until it fires (or, once in a while, a stale readiness: the
+    /// loop looks at its times either way and sets it again).
+    async fn fired(&mut self) {
+        match self {
+            LoopTimer::Fd(fd) => {
+                // An error only while the runtime shuts down.
+                if let Ok(mut ready) = fd.readable().await {
+                    ready.get_inner().clear();
+                    ready.clear_ready();
+                }
+            }
+            LoopTimer::Tokio(s) => s.as_mut().await,
+        }
+    }
 }
 
 /// How long a stop waits for the release writes before exiting anyway.
