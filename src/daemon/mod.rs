@@ -88,7 +88,21 @@ pub fn run(opts: Options) -> u8 {
             return EXIT_TEMPFAIL;
         }
     };
-    rt.block_on(run_async(opts))
+    // The loop runs as a task of the runtime, not as `block_on`'s own
+    // future: a timer or another task waking a task on the runtime's thread
+    // just queues it, while waking `block_on`'s future writes the runtime's
+    // eventfd and costs the next park an extra `epoll_wait` (issue 29: two
+    // of the few system calls an evaluation makes).
+    rt.block_on(async move {
+        match tokio::spawn(run_async(opts)).await {
+            Ok(code) => code,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                tracing::error!("the event loop stopped: {e}");
+                EXIT_TEMPFAIL
+            }
+        }
+    })
 }
 
 struct Daemon {
@@ -288,11 +302,7 @@ async fn run_async(opts: Options) -> u8 {
     );
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
-    let tick = d
-        .opts
-        .tick
-        .unwrap_or(d.policy.settings.tick)
-        .max(MIN_WATCHDOG);
+    let tick = d.tick();
     // Issue 29: what only startup ran leaves memory now; what only the
     // first round of each periodic job ran (compiling the recorder's SQL,
     // the first textfile) once that round is over.
@@ -318,6 +328,12 @@ async fn run_async(opts: Options) -> u8 {
     // Why the loop woke, counted for the stop line: where an idle daemon's
     // CPU goes (issue 11), until `status` shows it.
     let mut woke = LoopWakes::default();
+    // One timer for the loop's own times (tick, late-write check, deadline),
+    // kept across turns and set only when the earliest of them moves
+    // (issue 29): three tokio timers made anew each turn were registered
+    // anew each turn (see LoopTimer).
+    let mut timer = LoopTimer::new();
+    let mut timer_at: Option<Instant> = None;
     loop {
         woke.total += 1;
         d.control.loop_wakes = woke.total;
@@ -327,21 +343,44 @@ async fn run_async(opts: Options) -> u8 {
         // The tick runs only while some condition needs sampling (see TickMode).
         let mode = d.tick_mode(tick);
         let tick_at = mode.period().map(|p| last_tick + p);
-        let late_at = d.actuator.next_check(Instant::now());
+        // Without a write queued or in flight there is nothing to check
+        // (and no need to read the clock for it).
+        let late_at = match d.actuator.counters().1 {
+            0 => None,
+            _ => d.actuator.next_check(Instant::now()),
+        };
+        let next = [tick_at, late_at, deadline].into_iter().flatten().min();
+        if next != timer_at {
+            timer.set(next);
+            timer_at = next;
+        }
         tokio::select! {
-            _ = sleep_until(tick_at) => {
-                last_tick = Instant::now();
-                woke.tick += 1;
-                d.on_tick(mode);
+            _ = timer.fired(), if timer_at.is_some() => {
+                // Fired: reset at the next turn, whatever it then is.
+                timer_at = None;
+                let now = Instant::now();
+                if late_at.is_some_and(|t| t <= now) {
+                    d.actuator.check_late(now);
+                }
+                if tick_at.is_some_and(|t| t <= now) {
+                    last_tick = now;
+                    woke.tick += 1;
+                    d.on_tick(mode);
+                } else if deadline.is_some_and(|t| t <= now) {
+                    woke.deadline += 1;
+                    d.evaluate();
+                }
             }
             Some(wake) = rx.recv() => {
                 woke.event += 1;
-                d.on_wake(wake);
+                let mut due = d.on_wake(wake);
                 // Coalesce a burst of wake-ups into one evaluation.
                 while let Ok(w) = rx.try_recv() {
-                    d.on_wake(w);
+                    due |= d.on_wake(w);
                 }
-                d.evaluate();
+                if due {
+                    d.evaluate();
+                }
             }
             Some(done) = done_rx.recv() => {
                 woke.write_done += 1;
@@ -349,11 +388,6 @@ async fn run_async(opts: Options) -> u8 {
                 while let Ok(done) = done_rx.try_recv() {
                     d.write_done(done);
                 }
-            }
-            _ = sleep_until(late_at) => d.actuator.check_late(Instant::now()),
-            _ = sleep_until(deadline) => {
-                woke.deadline += 1;
-                d.evaluate()
             }
             _ = rescan.tick(), if rescan_on => {
                 woke.rescan += 1;
@@ -418,6 +452,68 @@ struct LoopWakes {
     control: u64,
 }
 
+/// The loop's one timer (issue 29): a kernel timerfd on tokio's reactor, so
+/// setting it from the loop wakes nothing and it fires in one park (see
+/// [`crate::kernel::wait::TimerFd`]); tokio's timer where no timerfd can be
+/// made.
+enum LoopTimer {
+    Fd(tokio::io::unix::AsyncFd<crate::kernel::wait::TimerFd>),
+    Tokio(std::pin::Pin<Box<tokio::time::Sleep>>),
+}
+
+impl LoopTimer {
+    fn new() -> LoopTimer {
+        use crate::kernel::wait::{async_fd, TimerFd};
+        let fd = TimerFd::new()
+            .and_then(|t| async_fd(t, tokio::io::Interest::READABLE).map_err(|(e, _)| e));
+        match fd {
+            Ok(fd) => LoopTimer::Fd(fd),
+            Err(e) => {
+                tracing::debug!("no timerfd ({e}): the loop's timer is tokio's");
+                LoopTimer::tokio()
+            }
+        }
+    }
+
+    fn tokio() -> LoopTimer {
+        LoopTimer::Tokio(Box::pin(tokio::time::sleep(Duration::ZERO)))
+    }
+
+    /// Fires at `at` (a time past: at once); `None` disarms it.
+    fn set(&mut self, at: Option<Instant>) {
+        match self {
+            LoopTimer::Fd(fd) => {
+                let after = at.map(|t| t.saturating_duration_since(Instant::now()));
+                if let Err(e) = fd.get_ref().set(after) {
+                    tracing::warn!("timerfd_settime: {e}; the loop's timer is tokio's from now on");
+                    *self = LoopTimer::tokio();
+                    self.set(at);
+                }
+            }
+            LoopTimer::Tokio(s) => {
+                if let Some(t) = at {
+                    s.as_mut().reset(tokio::time::Instant::from_std(t));
+                }
+            }
+        }
+    }
+
+    /// Waits until it fires (or, once in a while, a stale readiness: the
+    /// loop looks at its times either way and sets it again).
+    async fn fired(&mut self) {
+        match self {
+            LoopTimer::Fd(fd) => {
+                // An error only while the runtime shuts down.
+                if let Ok(mut ready) = fd.readable().await {
+                    ready.get_inner().clear();
+                    ready.clear_ready();
+                }
+            }
+            LoopTimer::Tokio(s) => s.as_mut().await,
+        }
+    }
+}
+
 /// How long a stop waits for the release writes before exiting anyway.
 const WRITE_GRACE: Duration = Duration::from_secs(5);
 
@@ -476,13 +572,6 @@ impl TriggerSpec {
             self.amount,
             self.window
         )
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -626,20 +715,15 @@ impl Daemon {
             .triggers
             .iter()
             .any(|t| !matches!(t.state, TriggerState::Armed | TriggerState::Retired));
-        // A stall condition that holds must be sampled to see it clear: a
-        // kernel trigger only says when stall is high, never when it ends.
-        let stall_rule_busy = !n.psi_stall.is_empty()
-            && self
-                .supervisor
-                .phases()
-                .iter()
-                .any(|(p, _)| *p != crate::engine::rule_state::Phase::Idle);
-        if polled || events_unwatched || exec_scans || unarmed || stall_rule_busy {
+        if polled || events_unwatched || exec_scans || unarmed {
             return TickMode::Full(tick);
         }
         // Stall lines behind registered triggers are read when a trigger
         // fires (its firing stands in for the window nobody sampled, see
-        // `StallSeries::record_trigger`): nothing periodic is left.
+        // `StallSeries::record_trigger`), and once more about a tick later while
+        // their stall is at a trigger's amount, to see it end (a deadline,
+        // see `stall_recheck`; issue 29: the tick ran all through a busy
+        // stall rule, its hold included): nothing periodic is left.
         TickMode::Off
     }
 
@@ -662,7 +746,10 @@ impl Daemon {
         self.start.elapsed()
     }
 
-    fn on_wake(&mut self, wake: Wake) {
+    /// Takes one wake-up; `true` if an evaluation is due for it. A change
+    /// of an event file no condition reads (a `cgroup.events` watched only
+    /// to notice the group's removal) needs none (issue 29).
+    fn on_wake(&mut self, wake: Wake) -> bool {
         match wake {
             Wake::Psi { id } => {
                 tracing::debug!(
@@ -697,7 +784,9 @@ impl Daemon {
                 // The watcher wakes a file whose group was removed: a repair is due.
                 if !self.opts.root.exists(&path) {
                     self.groups_dirty = true;
+                    return true;
                 }
+                return self.event_file_read(&path);
             }
             Wake::WatchError { what } => {
                 tracing::warn!("watcher: {what}");
@@ -715,11 +804,49 @@ impl Daemon {
                 .control
                 .note_critical_exit(pid, &comm, &pattern, by_scan, at),
         }
+        true
+    }
+
+    /// Whether a condition reads the event file at `path` (a group's
+    /// `memory.events` or `cgroup.events`).
+    fn event_file_read(&self, path: &std::path::Path) -> bool {
+        let n = self.sampler.needs();
+        let path = Root::normalize(path);
+        self.policy.all_groups().into_iter().any(|g| {
+            let reads = |file: &str| Root::normalize(&self.cg.file(&g.path, file)) == path;
+            (n.memory_events.contains(&g.name) && reads("memory.events"))
+                || (n.populated.contains(&g.name) && reads("cgroup.events"))
+        })
+    }
+
+    /// The sampling period: `settings.tick`, or `run --tick`.
+    fn tick(&self) -> Duration {
+        // The CLI and the policy both refuse a tick under 10 ms; a library
+        // caller must not reach a zero-period timer either.
+        self.opts
+            .tick
+            .unwrap_or(self.policy.settings.tick)
+            .max(MIN_WATCHDOG)
+    }
+
+    /// When a stall line behind an armed kernel trigger must be read again
+    /// to see its stall end ([`crate::engine::stall::StallHistory::recheck_at`],
+    /// a tick — with a tick of a window or more, just over a window — after
+    /// a read that showed a trigger's amount).
+    fn stall_recheck(&self) -> Option<Instant> {
+        let period = self.tick();
+        let stall = &self.sampler.stall;
+        self.triggers
+            .iter()
+            .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
+            .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, || self.now()))
+            .min()
+            .map(|t| self.start + t)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
         let engine = self.supervisor.next_deadline().map(|t| self.start + t);
-        [engine, self.repairs.next_due()]
+        [engine, self.repairs.next_due(), self.stall_recheck()]
             .into_iter()
             .flatten()
             .min()
@@ -956,6 +1083,119 @@ mod tick_tests {
         assert_eq!(
             d.tick_mode(Duration::from_millis(100)),
             TickMode::Full(Duration::from_millis(100))
+        );
+    }
+
+    #[tokio::test]
+    async fn only_the_event_files_conditions_read_wake_an_evaluation() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
+        );
+        let file = |g: &str, f: &str| Path::new("/sys/fs/cgroup").join(g).join(f);
+        // Issue 29: b's memory.events (notified every 10 ms under memory.high
+        // throttling) is not watched; every cgroup.events is, for removals.
+        let watched = d.watcher.as_ref().expect("inotify").watched();
+        assert_eq!(
+            watched,
+            vec![
+                file("a", "cgroup.events"),
+                file("a", "memory.events"),
+                file("b", "cgroup.events")
+            ]
+        );
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        let modified = |path| Wake::FileModified { path };
+        d.groups_dirty = false;
+        assert!(d.on_wake(modified(file("a", "memory.events"))));
+        // b's cgroup.events changed (populated): nothing reads it.
+        assert!(!d.on_wake(modified(file("b", "cgroup.events"))));
+        assert!(!d.groups_dirty);
+        // b was removed: a repair is due, so is an evaluation.
+        Root::fake(t.path())
+            .remove_file(&file("b", "cgroup.events"))
+            .unwrap();
+        assert!(d.on_wake(modified(file("b", "cgroup.events"))));
+        assert!(d.groups_dirty);
+        // The watcher forgets it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A reload that reads b's populated and no memory.events any more.
+        let text = "version: 1\ngroups:\n  a: {}\n  b: {}\nrules:\n  - name: p\n    when: b.cgroup.populated > 0\n    then: [set a.memory.high = 1G]\n";
+        let policy =
+            crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
+        d.sampler
+            .set_needs(actuator::group_paths(&policy), sampled_needs(&policy.rules));
+        d.policy = policy;
+        d.watch_event_files();
+        let watched = d.watcher.as_ref().expect("inotify").watched();
+        assert_eq!(watched, vec![file("a", "cgroup.events")], "b's is gone");
+        assert!(!d.on_wake(modified(file("a", "cgroup.events"))));
+        assert!(!d.on_wake(modified(file("a", "memory.events"))));
+    }
+
+    #[tokio::test]
+    async fn a_busy_stall_rule_is_read_again_a_tick_after_its_trigger_not_each_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = daemon(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
+        );
+        // As if the daemon had run a while, and the kernel had accepted the trigger.
+        d.start -= Duration::from_secs(30);
+        for t in &mut d.triggers {
+            t.state = TriggerState::Armed;
+        }
+        d.sync_armed();
+        let key = d.triggers[0].key.clone();
+        let pressure = d
+            .sampler
+            .pressure_path(&key.target, key.resource)
+            .expect("a pressure file");
+        let total = |us: u64| {
+            format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0")
+        };
+        d.opts.root.write(&pressure, &total(5_000_000)).unwrap();
+        d.evaluate();
+        assert_eq!(d.stall_recheck(), None, "no stall: nothing to read again");
+        // The trigger fires: the rule claims, and no tick runs while it is busy;
+        // the line is read again one tick later instead.
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
+        d.evaluate();
+        let active = d.supervisor.phases()[0].0;
+        assert_eq!(active, crate::engine::rule_state::Phase::Active);
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        let at = d.stall_recheck().expect("a read to see the stall end");
+        let read = d
+            .sampler
+            .stall
+            .series(&key)
+            .and_then(|s| s.latest())
+            .unwrap()
+            .0;
+        assert_eq!(at, d.start + read + T + T / 8);
+        assert_eq!(d.next_deadline(), Some(at));
+        // That read shows the stall over (a second later, no growth): nothing
+        // is due until the trigger fires again; the hold is the engine's deadline.
+        let later = read + T;
+        let snap = d.sampler.sample(later);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: later,
+        };
+        let actuator = &d.actuator;
+        let _ = d
+            .supervisor
+            .step(&d.policy, later, &view, &|k| actuator.read(k));
+        let clearing = d.supervisor.phases()[0].0;
+        assert_eq!(clearing, crate::engine::rule_state::Phase::Clearing);
+        assert_eq!(d.stall_recheck(), None);
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        assert_eq!(
+            d.next_deadline(),
+            Some(d.start + later + Duration::from_secs(3))
         );
     }
 

@@ -8,7 +8,7 @@ use crate::engine::condition::{Metrics, Needs};
 use crate::engine::rule_state::Time;
 use crate::engine::stall::{Recorded, StallHistory, StallKey};
 use crate::kernel::cgroupfs::CgroupFs;
-use crate::kernel::psi::{parse_psi, Psi};
+use crate::kernel::psi::{OpenPressure, Psi};
 use crate::kernel::{meminfo, procfs, thermal, Root};
 use crate::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
 use std::collections::{BTreeMap, HashMap};
@@ -66,6 +66,8 @@ pub struct Sampler {
     asked: HashMap<String, u64>,
     /// vmstat rate history (issue 25).
     mem: crate::daemon::memstat::MemSampler,
+    /// Issue 29: the pressure files read, kept open (one `pread` a read).
+    pressure: std::cell::RefCell<OpenPressure>,
 }
 
 pub(crate) fn resource_name(r: Resource) -> &'static str {
@@ -91,6 +93,7 @@ impl Sampler {
             exec: None,
             asked: HashMap::new(),
             mem: Default::default(),
+            pressure: Default::default(),
         }
     }
 
@@ -107,6 +110,20 @@ impl Sampler {
         self.fired.retain(|k, _| needs.psi_stall.contains_key(k));
         self.groups = groups;
         self.needs = needs;
+        let read: std::collections::HashSet<PathBuf> = self
+            .needs
+            .psi_avg
+            .iter()
+            .cloned()
+            .chain(
+                self.needs
+                    .psi_stall
+                    .keys()
+                    .map(|k| (k.target.clone(), k.resource)),
+            )
+            .filter_map(|(t, r)| self.pressure_path(&t, r))
+            .collect();
+        self.pressure.borrow_mut().retain(|p| read.contains(p));
     }
 
     pub(crate) fn needs(&self) -> &Needs {
@@ -131,7 +148,7 @@ impl Sampler {
 
     fn read_psi(&self, target: &Target, res: Resource) -> Option<Psi> {
         let path = self.pressure_path(target, res)?;
-        self.root.read_small(&path).ok().map(|t| parse_psi(&t))
+        self.pressure.borrow_mut().read(&self.root, &path)
     }
 
     fn group_u64(&self, group: &str, file: &str) -> Option<u64> {
@@ -232,9 +249,11 @@ impl Sampler {
         if self.needs.memory_available {
             s.available = meminfo::mem_available(&self.root).ok().flatten();
         }
-        s.memstat = self
-            .mem
-            .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
+        if !self.needs.memstat.is_empty() {
+            s.memstat = self
+                .mem
+                .sample(&self.root, &self.needs.memstat, std::time::Instant::now());
+        }
         if !self.needs.thermal_zones.is_empty() {
             if let Ok(zones) = thermal::zones(&self.root) {
                 for z in zones {

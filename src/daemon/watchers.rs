@@ -43,8 +43,9 @@ impl Daemon {
             self.arm_trigger(id, tx, false);
         }
         self.tx = Some(tx.clone());
-        // memory.events and cgroup.events of every group: oom/high events
-        // are seen when they happen, and a group deleted from outside is noticed.
+        // Every group's cgroup.events (a group deleted from outside is
+        // noticed) and the memory.events a condition reads (oom/high events
+        // are seen when they happen).
         match FileWatcher::new(&root, tx.clone()) {
             Ok(w) => self.watcher = Some(w),
             Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
@@ -70,10 +71,16 @@ impl Daemon {
             irqwatch::IrqWatch::start(&root, &self.policy, self.actuator.shared_journal());
     }
 
-    /// Watches every group's `memory.events` and `cgroup.events` that
-    /// exists and is not watched yet; records whether one the daemon relies
-    /// on (every `cgroup.events`, the `memory.events` conditions read) is
+    /// Watches the event files the daemon relies on — every group's
+    /// `cgroup.events`, the `memory.events` conditions read — that exist and
+    /// are not watched yet, stops watching a `memory.events` no condition
+    /// reads any more (a reload), and records whether one it relies on is
     /// still unwatched.
+    ///
+    /// Issue 29: a `memory.events` nobody reads is not watched. Under
+    /// `memory.high` throttling the kernel notifies it up to every 10 ms
+    /// (`high` counts each throttled charge), and each notification was a
+    /// loop wake-up and a full evaluation that could change nothing.
     pub(super) fn watch_event_files(&mut self) {
         let n = self.sampler.needs();
         let mut read: Vec<PathBuf> = Vec::new();
@@ -82,7 +89,11 @@ impl Daemon {
                 let needed = file == "cgroup.events" || n.memory_events.contains(&g.name);
                 let path = Root::normalize(&self.cg.file(&g.path, file));
                 if let Some(w) = &mut self.watcher {
-                    if self.opts.root.exists(&path) {
+                    if !needed {
+                        if let Err(e) = w.unwatch(&path) {
+                            tracing::debug!("inotify {}: {e}", path.display());
+                        }
+                    } else if self.opts.root.exists(&path) {
                         if let Err(e) = w.watch(&path) {
                             tracing::debug!("inotify {}: {e}", path.display());
                         }
@@ -101,10 +112,15 @@ impl Daemon {
         self.events_unwatched = read.iter().any(|p| !watched.contains(p));
     }
 
-    /// Watches a recreated group's event files again.
+    /// Watches a recreated group's event files again (those
+    /// [`Daemon::watch_event_files`] watches).
     pub(super) fn rearm_group(&mut self, g: &Group) {
+        let memory_events = self.sampler.needs().memory_events.contains(&g.name);
         if let Some(w) = &mut self.watcher {
             for file in ["memory.events", "cgroup.events"] {
+                if file == "memory.events" && !memory_events {
+                    continue;
+                }
                 let path = self.cg.file(&g.path, file);
                 if self.opts.root.exists(&path) {
                     if let Err(e) = w.watch(&path) {

@@ -371,6 +371,49 @@ impl StallHistory {
         self.series.get(key)
     }
 
+    /// Issue 29: when a line whose kernel trigger (`amount`/`window`) is
+    /// armed must be read again although the trigger stays silent. A trigger
+    /// says when stall rises to its amount, never when it ends: while the
+    /// stall in the window ending at the newest sample is at least `amount`,
+    /// a condition on the line may hold and only a read shows it end, so the
+    /// line is read `period` after that sample — or, with a period of a
+    /// window or more, an eighth of a window after the window: while the
+    /// stall goes on the kernel fires the trigger again once a window (its
+    /// rate limit; it polls at a tenth of the window), and that firing's
+    /// read should take this one's place, not come beside it. Below the
+    /// amount nothing is due (the trigger speaks if it rises again). A line
+    /// whose newest sample is older than that at `now` (its last read
+    /// failed) is due once its window has passed, when its silence reads as
+    /// no stall; after that, never. The daemon evaluates at this time instead
+    /// of ticking while a stall rule is busy.
+    pub fn recheck_at(
+        &self,
+        key: &StallKey,
+        amount: Duration,
+        window: Duration,
+        period: Duration,
+        now: impl FnOnce() -> Time,
+    ) -> Option<Time> {
+        let (newest, _) = self.series.get(key)?.latest()?;
+        let stall = self.stall_in_window(key, newest, window)?;
+        if stall < amount {
+            return None;
+        }
+        // Read only here: a loop turn with no stall at an amount reads no clock.
+        let now = now();
+        let after = if period >= window {
+            window + window / 8
+        } else {
+            period
+        };
+        let at = newest + after;
+        if at > now {
+            return Some(at);
+        }
+        let cleared = newest + window + Duration::from_millis(1);
+        (cleared > now).then_some(cleared)
+    }
+
     /// Forgets a line's history (its group was removed).
     pub fn forget(&mut self, key: &StallKey) {
         self.series.remove(key);
@@ -384,6 +427,61 @@ mod tests {
 
     fn ms(m: u64) -> Duration {
         Duration::from_millis(m)
+    }
+
+    #[test]
+    fn an_armed_line_is_read_again_while_its_stall_is_at_the_amount() {
+        let key = StallKey {
+            target: Target::Group("g".into()),
+            resource: Resource::Memory,
+            stall: Stall::Some,
+        };
+        let (amount, window) = (ms(100), s(1));
+        let mut h = StallHistory::new();
+        assert_eq!(h.recheck_at(&key, amount, window, s(1), || s(0)), None);
+        h.record(&key, s(1), 1_000);
+        // The kernel fires at 10 s: read again a period later, or just after
+        // the trigger's next firing would come (a window, and an eighth).
+        h.record_trigger(&key, s(10), 900_000, amount, window);
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(1), || s(10)),
+            Some(ms(11_125))
+        );
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(5), || s(10)),
+            Some(ms(11_125))
+        );
+        assert_eq!(
+            h.recheck_at(&key, amount, window, ms(250), || s(10)),
+            Some(ms(10_250))
+        );
+        // The stall ended: 5 ms in the last window, nothing is due.
+        h.record(&key, s(11), 905_000);
+        assert_eq!(h.recheck_at(&key, amount, window, s(1), || s(11)), None);
+        // It went on (395 ms): again a window and an eighth later.
+        h.record(&key, s(12), 1_300_000);
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(1), || s(12)),
+            Some(ms(13_125))
+        );
+        // That read failed: the window has passed, the line reads as no
+        // stall already; nothing more is due.
+        assert_eq!(
+            h.recheck_at(&key, amount, window, s(1), || ms(13_125)),
+            None
+        );
+        // With a period under the window, a failed read is due once more
+        // when the window has passed, then never.
+        let p = ms(250);
+        assert_eq!(
+            h.recheck_at(&key, amount, window, p, || s(12)),
+            Some(ms(12_250))
+        );
+        assert_eq!(
+            h.recheck_at(&key, amount, window, p, || ms(12_300)),
+            Some(ms(13_001))
+        );
+        assert_eq!(h.recheck_at(&key, amount, window, p, || ms(13_001)), None);
     }
 
     #[test]

@@ -73,9 +73,110 @@ pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
     Ok(parse_psi(&root.read_small(&p)?))
 }
 
+/// Pressure files kept open, each re-read with one `pread(2)` at offset 0
+/// (issue 29): the daemon reads a stall line at every evaluation, and
+/// open + read + close with the path walk through cgroupfs was three system
+/// calls of the few an evaluation makes. The kernel restarts a pressure
+/// file's text at offset 0 on every read there. A read that fails (the group
+/// was removed: `ENODEV`) drops the file and opens the path again, so a
+/// recreated group is read from its new file. A fake root is read afresh each
+/// time: its writers replace files by rename, which an open file would not see.
+#[derive(Debug, Default)]
+pub struct OpenPressure {
+    files: std::collections::HashMap<std::path::PathBuf, std::fs::File>,
+}
+
+impl OpenPressure {
+    /// The pressure file at device path `p`, parsed; `None` if unreadable.
+    pub fn read(&mut self, root: &super::Root, p: &std::path::Path) -> Option<Psi> {
+        // A kernel's pressure file (one that takes triggers) rereads at 0.
+        if !root.supports(super::Op::PsiTrigger) {
+            return root.read_small(p).ok().map(|t| parse_psi(&t));
+        }
+        let mut buf = [0u8; 1024];
+        if let Some(f) = self.files.get(p) {
+            if let Some(psi) = pread_psi(f, &mut buf) {
+                return Some(psi);
+            }
+            self.files.remove(p);
+        }
+        let f = std::fs::File::open(root.host_path(p)).ok()?;
+        let psi = pread_psi(&f, &mut buf)?;
+        self.files.insert(p.to_path_buf(), f);
+        Some(psi)
+    }
+
+    /// Closes the files no longer read (a reload).
+    pub fn retain(&mut self, keep: impl Fn(&std::path::Path) -> bool) {
+        self.files.retain(|p, _| keep(p));
+    }
+
+    /// How many files are open.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.files.len()
+    }
+}
+
+/// One `pread(2)` at offset 0; a pressure file is two short lines, so a
+/// full buffer (or an empty read) is not a pressure file.
+fn pread_psi(f: &std::fs::File, buf: &mut [u8]) -> Option<Psi> {
+    use std::os::unix::fs::FileExt;
+    let n = f.read_at(buf, 0).ok()?;
+    let text = buf.get(..n).filter(|t| !t.is_empty() && n < buf.len())?;
+    Some(parse_psi(&String::from_utf8_lossy(text)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_pressure_rereads_at_offset_zero_and_reopens_a_replaced_file() {
+        let t = tempfile::tempdir().unwrap();
+        let root = crate::kernel::Root::real_at(t.path());
+        let p = std::path::Path::new("/g/memory.pressure");
+        let host = root.host_path(p);
+        std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+        let text = |total: u64| {
+            format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        };
+        let mut open = OpenPressure::default();
+        assert_eq!(open.read(&root, p), None, "absent");
+        std::fs::write(&host, text(5)).unwrap();
+        assert_eq!(
+            open.read(&root, p).and_then(|x| x.some).unwrap().total_us,
+            5
+        );
+        assert_eq!(open.len(), 1);
+        // Rewritten in place (as the kernel's text changes): the open file shows it.
+        std::fs::write(&host, text(1_000_000)).unwrap();
+        assert_eq!(
+            open.read(&root, p).and_then(|x| x.some).unwrap().total_us,
+            1_000_000
+        );
+        // A read that shows no pressure file (kernfs answers ENODEV once the
+        // group is removed; here: an empty read) drops the open file...
+        std::fs::write(&host, "").unwrap();
+        assert_eq!(open.read(&root, p), None);
+        assert_eq!(open.len(), 0);
+        // ... and the file at the path now (a recreated group's) is opened afresh.
+        std::fs::remove_file(&host).unwrap();
+        std::fs::write(&host, text(7)).unwrap();
+        assert_eq!(
+            open.read(&root, p).and_then(|x| x.some).unwrap().total_us,
+            7
+        );
+        open.retain(|_| false);
+        assert_eq!(open.len(), 0);
+        // A fake root is read afresh every time, nothing is kept open.
+        let fake = crate::kernel::Root::fake(t.path());
+        assert_eq!(
+            open.read(&fake, p).and_then(|x| x.some).unwrap().total_us,
+            7
+        );
+        assert_eq!(open.len(), 0);
+    }
 
     #[test]
     fn full_file() {

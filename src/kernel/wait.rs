@@ -44,6 +44,85 @@ impl AsRawFd for EventFd {
     }
 }
 
+/// A non-blocking, close-on-exec `CLOCK_MONOTONIC` timerfd: a one-shot
+/// alarm the daemon's loop waits on through tokio's reactor (issue 29). A
+/// tokio timer set from the runtime's own thread wakes the runtime's eventfd
+/// when it is earlier than the driver's next wake-up, and one more than 64 ms
+/// away fires in two parks (the timer wheel's coarser level first); the
+/// kernel's timer costs one `timerfd_settime` when set and wakes the
+/// reactor's `epoll_wait` once, when due.
+#[derive(Debug)]
+pub struct TimerFd(OwnedFd);
+
+impl TimerFd {
+    pub fn new() -> io::Result<TimerFd> {
+        // SAFETY: plain timerfd_create(2); the returned fd is checked and owned below.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh, valid fd that nothing else owns.
+        Ok(TimerFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Fires once `after` from now (at least 1 ns: zero would disarm it);
+    /// `None` disarms it.
+    pub fn set(&self, after: Option<std::time::Duration>) -> io::Result<()> {
+        let value = match after {
+            Some(d) => {
+                let d = d.max(std::time::Duration::from_nanos(1));
+                // `c_long` is 32 bits on 32-bit targets: no `From<u32>` there.
+                #[allow(clippy::unnecessary_fallible_conversions)]
+                let nsec = libc::c_long::try_from(d.subsec_nanos()).unwrap_or(0);
+                libc::timespec {
+                    tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+                    tv_nsec: nsec,
+                }
+            }
+            None => libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        // SAFETY: `spec` is a valid itimerspec; the old value is not asked for.
+        let r =
+            unsafe { libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Takes the expiration count, so the fd is no longer readable.
+    pub fn clear(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a valid u64 from a non-blocking timerfd we own.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+}
+
+impl AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+// SAFETY: a TimerFd owns its fd (an `OwnedFd` never replaced or closed while
+// the value lives) and `as_raw_fd` returns it.
+unsafe impl OwnsItsFd for TimerFd {}
+
 /// `poll(2)` over `fds` (a negative fd is skipped, as the kernel does);
 /// `timeout_ms` -1 waits for ever. The number of ready entries.
 pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
@@ -115,5 +194,24 @@ mod tests {
         fds[0].revents = 0;
         assert_eq!(poll(&mut fds, 0).unwrap(), 0);
         assert!(page_size() >= 4096);
+    }
+
+    #[test]
+    fn a_timerfd_fires_once_when_set_and_not_when_disarmed() {
+        let t = TimerFd::new().unwrap();
+        let mut fds = [libc::pollfd {
+            fd: t.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        assert_eq!(poll(&mut fds, 0).unwrap(), 0, "not armed");
+        t.set(Some(std::time::Duration::ZERO)).unwrap();
+        assert_eq!(poll(&mut fds, 1000).unwrap(), 1, "fires at once");
+        t.clear();
+        fds[0].revents = 0;
+        assert_eq!(poll(&mut fds, 0).unwrap(), 0, "one shot, cleared");
+        t.set(Some(std::time::Duration::from_millis(20))).unwrap();
+        t.set(None).unwrap();
+        assert_eq!(poll(&mut fds, 60).unwrap(), 0, "disarmed");
     }
 }
