@@ -35,10 +35,14 @@ mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
 pub(crate) mod repair;
 mod resort; // issue 25: freeze, thaw, kill in
 pub mod sample;
+mod startup;
 mod tasks; // issue 25: per-process attributes, threads // issue 11: settings.daemon (mlock, cpus, sched)
 mod throttle; // issue 24: throttle episodes
+use startup::startup_placements;
+mod wakeups;
 pub mod watch;
 mod watchers;
+use wakeups::{LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;
 use crate::converge::Converger;
@@ -438,105 +442,8 @@ async fn run_async(opts: Options) -> u8 {
     EXIT_OK
 }
 
-/// Why the event loop woke (`total` counts every turn, including signals
-/// and late-write checks).
-#[derive(Debug, Default)]
-struct LoopWakes {
-    total: u64,
-    tick: u64,
-    event: u64,
-    write_done: u64,
-    deadline: u64,
-    rescan: u64,
-    watchdog: u64,
-    control: u64,
-}
-
-/// The loop's one timer (issue 29): a kernel timerfd on tokio's reactor, so
-/// setting it from the loop wakes nothing and it fires in one park (see
-/// [`crate::kernel::wait::TimerFd`]); tokio's timer where no timerfd can be
-/// made.
-enum LoopTimer {
-    Fd(tokio::io::unix::AsyncFd<crate::kernel::wait::TimerFd>),
-    Tokio(std::pin::Pin<Box<tokio::time::Sleep>>),
-}
-
-impl LoopTimer {
-    fn new() -> LoopTimer {
-        use crate::kernel::wait::{async_fd, TimerFd};
-        let fd = TimerFd::new()
-            .and_then(|t| async_fd(t, tokio::io::Interest::READABLE).map_err(|(e, _)| e));
-        match fd {
-            Ok(fd) => LoopTimer::Fd(fd),
-            Err(e) => {
-                tracing::debug!("no timerfd ({e}): the loop's timer is tokio's");
-                LoopTimer::tokio()
-            }
-        }
-    }
-
-    fn tokio() -> LoopTimer {
-        LoopTimer::Tokio(Box::pin(tokio::time::sleep(Duration::ZERO)))
-    }
-
-    /// Fires at `at` (a time past: at once); `None` disarms it.
-    fn set(&mut self, at: Option<Instant>) {
-        match self {
-            LoopTimer::Fd(fd) => {
-                let after = at.map(|t| t.saturating_duration_since(Instant::now()));
-                if let Err(e) = fd.get_ref().set(after) {
-                    tracing::warn!("timerfd_settime: {e}; the loop's timer is tokio's from now on");
-                    *self = LoopTimer::tokio();
-                    self.set(at);
-                }
-            }
-            LoopTimer::Tokio(s) => {
-                if let Some(t) = at {
-                    s.as_mut().reset(tokio::time::Instant::from_std(t));
-                }
-            }
-        }
-    }
-
-    /// Waits until it fires (or, once in a while, a stale readiness: the
-    /// loop looks at its times either way and sets it again).
-    async fn fired(&mut self) {
-        match self {
-            LoopTimer::Fd(fd) => {
-                // An error only while the runtime shuts down.
-                if let Ok(mut ready) = fd.readable().await {
-                    ready.get_inner().clear();
-                    ready.clear_ready();
-                }
-            }
-            LoopTimer::Tokio(s) => s.as_mut().await,
-        }
-    }
-}
-
 /// How long a stop waits for the release writes before exiting anyway.
 const WRITE_GRACE: Duration = Duration::from_secs(5);
-
-/// What the periodic tick does, decided before each wait of the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TickMode {
-    /// Every condition is served by a kernel event (armed PSI triggers,
-    /// inotify, exec events): no tick. A stall line behind a registered
-    /// trigger is read when the trigger fires; its silence answers for the
-    /// windows nobody sampled (`engine::stall`).
-    Off,
-    /// Sample and evaluate every `settings.tick`.
-    Full(Duration),
-}
-
-impl TickMode {
-    fn period(self) -> Option<Duration> {
-        match self {
-            TickMode::Off => None,
-            TickMode::Full(p) => Some(p),
-        }
-    }
-}
 
 /// One kernel PSI trigger the rules need.
 struct TriggerSpec {
@@ -609,80 +516,6 @@ fn watchdog_from(usec: Option<&str>) -> Option<Duration> {
 }
 
 impl Daemon {
-    fn new(
-        opts: Options,
-        policy: Policy,
-        journal: Option<Journal>,
-        _tx: mpsc::Sender<Wake>,
-    ) -> Daemon {
-        let root = opts.root.clone();
-        let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
-        let groups = actuator::group_paths(&policy);
-        let needs = sampled_needs(&policy.rules);
-        let sampler = Sampler::new(root.clone(), cg.clone(), groups, needs);
-        let actuator = Actuator::new(root.clone(), &policy, journal);
-        let mut supervisor = Supervisor::new(&policy);
-        // Knobs the rules touch but the policy leaves alone return to their
-        // original: the journal's, else what the kernel holds now (nothing
-        // was ever written to it). Never the live value alone: after a crash
-        // it may be a claim whose cause is gone; the first step writes the
-        // original back then.
-        for knob in rule_knobs(&policy) {
-            // The policy sets it: its baseline is the policy's value.
-            if supervisor.table().baseline(&knob).is_some() {
-                continue;
-            }
-            let live = actuator.read(&knob);
-            match actuator.original(&knob).or_else(|| live.clone()) {
-                Some(baseline) => {
-                    if live
-                        .as_ref()
-                        .is_some_and(|l| l.kernel() != baseline.kernel())
-                    {
-                        tracing::warn!(knob = %knob, live = %live.as_ref().map(|v| v.to_string()).unwrap_or_default(), original = %baseline, "knob differs from its journalled original (left by a previous run); restoring it unless a rule claims it");
-                    }
-                    supervisor.seed(&knob, baseline, live);
-                }
-                None => tracing::debug!(knob = %knob, "knob unreadable; it has no baseline"),
-            }
-        }
-        let mut hooks = HookRunner::new(&policy.hooks, &root, HookLimits::default());
-        if !opts.dry_run {
-            // Not in a dry run: this removes stale run cgroups.
-            hooks = hooks.in_cgroups(&cg);
-        }
-        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
-        Daemon {
-            control: control::ControlState::new(gone_tx).dry_run(opts.dry_run),
-            gone_rx: Some(gone_rx),
-            opts,
-            policy,
-            start: Instant::now(),
-            supervisor,
-            sampler,
-            actuator,
-            hooks,
-            cg,
-            triggers: Vec::new(),
-            repairs: RepairSchedule::new(),
-            watcher: None,
-            tx: None,
-            exec: None,
-            groups_dirty: true,
-            events_unwatched: true,
-            policy_hash: String::new(),
-            loaded_at: SystemTime::now(),
-            last_reload_error: None,
-            observe: None,
-            kpi: Default::default(),
-            irqwatch: None,
-            throttle: throttle::ThrottleTracker::default(),
-            drift_busy: false,
-            drifts: std::collections::BTreeMap::new(),
-            cpufreq_limits: std::collections::BTreeMap::new(),
-        }
-    }
-
     /// Whether placement rules or `running()` conditions need the exec
     /// machinery (and with it the `settings.rescan` safety net).
     fn places_or_tracks(&self) -> bool {
@@ -1210,38 +1043,4 @@ mod tick_tests {
         // A fake root has no process-events connector.
         assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
-}
-
-/// The processes `apply` moved at startup, per group (by name, as the
-/// exec placement counts them). A move named in a failure is not counted.
-fn startup_placements(
-    plan: &crate::converge::Plan,
-    cgroup_root: &std::path::Path,
-    done: &crate::converge::Applied,
-) -> Vec<(String, u64)> {
-    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
-    let root = crate::kernel::Root::normalize(cgroup_root);
-    for step in &plan.steps {
-        let crate::converge::Step::Move { pid, procs, .. } = step else {
-            continue;
-        };
-        let failed = done
-            .failures
-            .iter()
-            .any(|f| f.contains(&procs.display().to_string()) && f.contains(&pid.to_string()));
-        if failed {
-            continue;
-        }
-        // Group names are unique across the tree: the directory's name is
-        // the group's, as the exec placement counts it.
-        let Some(dir) = procs.parent() else { continue };
-        if !crate::kernel::Root::normalize(dir).starts_with(&root) {
-            continue;
-        }
-        let Some(name) = dir.file_name() else {
-            continue;
-        };
-        *by.entry(name.to_string_lossy().into_owned()).or_default() += 1;
-    }
-    by.into_iter().collect()
 }

@@ -377,7 +377,6 @@ impl FileWatcher {
 
     /// Stops watching `device_path`. Not watched (or already forgotten
     /// because the file went away): no-op.
-    #[cfg(test)]
     pub(crate) fn unwatch(&mut self, device_path: &Path) -> Result<()> {
         let dev = Root::normalize(device_path);
         let rm = lock(&self.map).forget(&dev);
