@@ -64,12 +64,19 @@ fn memory_pressure(root: &Path, avg10: f64, total: u64) {
 }
 
 /// Writes `memory.pressure` every 100 ms for `secs`: avg10 `avg`, the
-/// `total=` growing `rate` µs a second.
+/// `total=` growing `rate` µs a second of wall time (as the kernel's does:
+/// a write that comes late on a loaded host carries the time it missed, so
+/// the stall rate the daemon sees is `rate`, not less).
 fn phase(root: &Path, total: &mut u64, avg: f64, rate: u64, secs: f64) {
     let t0 = Instant::now();
-    while t0.elapsed().as_secs_f64() < secs {
-        *total += rate / 10;
+    let base = *total;
+    loop {
+        let t = t0.elapsed().as_secs_f64().min(secs);
+        *total = base + (rate as f64 * t) as u64;
         memory_pressure(root, avg, *total);
+        if t >= secs {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
