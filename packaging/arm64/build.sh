@@ -112,7 +112,7 @@ if [[ ${1:-} == --chroot ]]; then
 fi
 
 # ---- the build (cached by the source it is built from) ---------------------
-inputs=(Cargo.toml Cargo.lock build.rs src systemd packaging/deb policies docs README.md CHANGELOG.md)
+inputs=(Cargo.toml Cargo.lock .cargo build.rs src systemd packaging/deb policies docs README.md CHANGELOG.md)
 existing=()
 for i in "${inputs[@]}"; do [[ -e $i ]] && existing+=("$i"); done
 shash=$({
