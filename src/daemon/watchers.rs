@@ -82,11 +82,10 @@ impl Daemon {
     /// (`high` counts each throttled charge), and each notification was a
     /// loop wake-up and a full evaluation that could change nothing.
     pub(super) fn watch_event_files(&mut self) {
-        let n = self.sampler.needs();
         let mut read: Vec<PathBuf> = Vec::new();
         for g in self.policy.all_groups() {
             for file in ["memory.events", "cgroup.events"] {
-                let needed = file == "cgroup.events" || n.memory_events.contains(&g.name);
+                let needed = self.event_file_needed(&g.name, file);
                 let path = Root::normalize(&self.cg.file(&g.path, file));
                 if let Some(w) = &mut self.watcher {
                     if !needed {
@@ -112,15 +111,22 @@ impl Daemon {
         self.events_unwatched = read.iter().any(|p| !watched.contains(p));
     }
 
+    /// Whether the daemon watches event file `file` of group `group`: every
+    /// `cgroup.events` (a group deleted from outside is noticed), and a
+    /// `memory.events` only where a condition reads it.
+    fn event_file_needed(&self, group: &str, file: &str) -> bool {
+        file == "cgroup.events" || self.sampler.needs().memory_events.contains(group)
+    }
+
     /// Watches a recreated group's event files again (those
     /// [`Daemon::watch_event_files`] watches).
     pub(super) fn rearm_group(&mut self, g: &Group) {
-        let memory_events = self.sampler.needs().memory_events.contains(&g.name);
+        let files: Vec<&str> = ["memory.events", "cgroup.events"]
+            .into_iter()
+            .filter(|f| self.event_file_needed(&g.name, f))
+            .collect();
         if let Some(w) = &mut self.watcher {
-            for file in ["memory.events", "cgroup.events"] {
-                if file == "memory.events" && !memory_events {
-                    continue;
-                }
+            for file in files {
                 let path = self.cg.file(&g.path, file);
                 if self.opts.root.exists(&path) {
                     if let Err(e) = w.watch(&path) {
