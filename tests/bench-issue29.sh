@@ -26,6 +26,7 @@ echo "$N" >"$extra/cgw/flood_n"
 echo "$DEADLINE" >"$extra/cgw/flood_deadline"
 echo "$POLL" >"$extra/cgw/flood_poll"
 echo "$IDLE" >"$extra/cgw/idle_secs"
+[[ -n ${CGWARDEN_LOOP_PROFILE:-} ]] && : >"$extra/cgw/loop_profile"
 bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra" ||
     echo "bench-issue29: cgrulesengd not available; its row is left out" >&2
 log=${CGWARDEN_I29_LOG:-$CACHE/bench-issue29-serial.log}

@@ -42,7 +42,7 @@ use startup::startup_placements;
 mod wakeups;
 pub mod watch;
 mod watchers;
-use wakeups::{LoopTimer, LoopWakes, TickMode};
+use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;
 use crate::converge::Converger;
@@ -332,6 +332,7 @@ async fn run_async(opts: Options) -> u8 {
     // Why the loop woke, counted for the stop line: where an idle daemon's
     // CPU goes (issue 11), until `status` shows it.
     let mut woke = LoopWakes::default();
+    let mut profile = LoopProfile::from_env();
     // One timer for the loop's own times (tick, late-write check, deadline),
     // kept across turns and set only when the earliest of them moves
     // (issue 29): three tokio timers made anew each turn were registered
@@ -339,6 +340,7 @@ async fn run_async(opts: Options) -> u8 {
     let mut timer = LoopTimer::new();
     let mut timer_at: Option<Instant> = None;
     loop {
+        profile.turn(&woke);
         woke.total += 1;
         d.control.loop_wakes = woke.total;
         d.publish_observed(); // issue 13: only when something changed
@@ -435,6 +437,10 @@ async fn run_async(opts: Options) -> u8 {
         control = woke.control,
         "event loop wake-ups"
     );
+    profile.turn(&woke);
+    if let Some(p) = profile.summary(&woke) {
+        tracing::info!("event loop profile: {p}");
+    }
     d.shutdown(&mut done_rx).await;
     if let Some(path) = socket {
         let _ = std::fs::remove_file(path);

@@ -21,6 +21,7 @@
 #   CGWARDEN_VM_KEEP=1   keep the initramfs staging dir and print its path
 #   CGWARDEN_VM_SUITE    guest directory to run: scenarios (default) or bench
 #   CGWARDEN_VM_EXTRA    a directory copied over the image root last (benchmarks' extras)
+#   CGWARDEN_VM_APPEND   more kernel command-line words (e.g. tsc=reliable: a vDSO clock)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +108,7 @@ timeout -k 5 "${CGWARDEN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
     -device virtio-rng-pci \
     -serial "file:$log" \
     -kernel "$kernel" -initrd "$stage/initramfs.cpio" \
-    -append "console=ttyS0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all threadirqs rdinit=/init" ||
+    -append "console=ttyS0 loglevel=1 panic=-1 psi=1 cgroup_no_v1=all threadirqs rdinit=/init${CGWARDEN_VM_APPEND:+ $CGWARDEN_VM_APPEND}" ||
     rc=$?
 t2=$(now)
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v sz="$(du -h "$stage/initramfs.cpio" | cut -f1)" \

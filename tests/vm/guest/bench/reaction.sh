@@ -39,7 +39,11 @@ if ! cgwarden check "$D/policy.yaml" >"$D/check.out" 2>&1; then
     fail reaction-policy "the reaction policy does not check"
     return 0 2>/dev/null || exit 0
 fi
-env CGWARDEN_LOG=info cgwarden run "$D/policy.yaml" 2>"$D/daemon.log" &
+# /cgw/loop_profile (CGWARDEN_LOOP_PROFILE=1 on bench-issue29.sh): the stop
+# line says what each kind of wake-up cost (one clock read a turn more).
+prof=
+[ -f /cgw/loop_profile ] && prof=CGWARDEN_LOOP_PROFILE=1
+env CGWARDEN_LOG=info $prof cgwarden run "$D/policy.yaml" 2>"$D/daemon.log" &
 DP=$!
 wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
 sleep 2
@@ -88,6 +92,6 @@ awk 'FNR == NR { ns[$1] = $3; next } { printf "BENCH     %s %.1f ms\n", $2, ($3 
 echo "BENCH reaction: cgwarden startup ${start_ms} ms CPU; ${EPISODES} episodes in ${wall} s: ${win_ms} ms CPU (${per} ms an episode), lag p90 ${p90} ms (${lags}); 1 s poller ${poll_ms} ms CPU over the same window"
 kill -TERM "$DP"
 wait "$DP"
-grep -E "event loop wake-ups" "$D/daemon.log" | sed 's/^/BENCH   log| /'
+grep -E "event loop (wake-ups|profile)" "$D/daemon.log" | sed 's/^/BENCH   log| /'
 cgwarden reset --policy "$D/policy.yaml" >/dev/null 2>&1
 pass reaction-done "reaction benchmark ran"
