@@ -75,12 +75,21 @@ fn events_ends_by_sigint_as_documented() {
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), POLICY);
     let d = Daemon::on(&b);
-    let mut c = b
-        .client(&["events"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cmd = b.client(&["events"]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    // A test run started in the background of a non-interactive shell
+    // inherits SIGINT ignored (POSIX: `cmd &` without job control), and
+    // `events` rightly keeps an inherited ignore (a background job must not
+    // die of the terminal's Ctrl-C): give the client the terminal's default.
+    // SAFETY: signal(2) is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut c = cmd.spawn().unwrap();
     // Subscribed: the first line says so.
     let mut out = std::io::BufReader::new(c.stdout.take().unwrap());
     let mut first = String::new();
