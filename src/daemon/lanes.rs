@@ -14,9 +14,15 @@
 //! Each write has a deadline. The loop (not the blocked thread) notices a
 //! write past it — [`Lanes::next_check`] is one of its wake-up times while a
 //! write is outstanding — and warns once with knob, path, value and elapsed
-//! time; the loop goes on. Every finished write comes back to the loop as a
+//! time; the loop goes on. A finished write comes back to the loop as a
 //! [`Done`] on an unbounded channel (a lane never waits for the loop), where
-//! it is logged and counted ([`Counters`]).
+//! it is logged and counted ([`Counters`]) — unless the loop has nothing to
+//! do with it (issue 29: a completion was a quarter of a pressure episode's
+//! wake-ups): with [`Lanes::quiet_successes`] on, a write the kernel took in
+//! time, to a file whose last write on this lane did not fail, is logged
+//! and counted by the lane itself. A refusal, a late write, the first
+//! success after a refusal, and every write while metrics or the recorder
+//! count writes per knob, still come back.
 //!
 //! The originals journal stays the actuator's rule "journal before the first
 //! write, synced": the lane that is about to write a file records its
@@ -36,6 +42,7 @@ use crate::converge::journal::{Entry, Journal};
 use crate::kernel::Root;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -169,6 +176,10 @@ struct Ctx {
     journal: Option<SharedJournal>,
     write: WriteFn,
     done: mpsc::UnboundedSender<Done>,
+    /// Successes the loop need not hear of stay on the lane.
+    quiet: AtomicBool,
+    /// Writes the kernel took that the lanes logged and counted themselves.
+    quiet_writes: AtomicU64,
 }
 
 impl Ctx {
@@ -223,21 +234,37 @@ fn journal_original(root: &Root, journal: &mut Journal, path: &Path) -> Result<(
         .map_err(|e| format!("cannot journal the original of {}: {e}", path.display()))
 }
 
+/// The log line of a write the kernel took (the loop's, or a quiet lane's).
+pub(crate) fn log_success(j: &Job, elapsed: Duration) {
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+    if j.journal {
+        tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
+    } else {
+        tracing::info!(path = %j.path.display(), cause = %j.cause, elapsed_ms, "compact memory");
+    }
+}
+
 fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
+    // Files whose last write on this lane failed: the next success goes to
+    // the loop, which forgets the refusal (a file belongs to one lane).
+    let mut failed: HashSet<PathBuf> = HashSet::new();
     loop {
-        let (seq, job) = {
+        let (seq, job, start) = {
             let mut s = lane.lock();
             loop {
                 if let Some((seq, job)) = s.queue.pop_front() {
+                    // One start for the loop's late check and this thread's
+                    // elapsed time: a write the loop reported late is late here.
+                    let start = Instant::now();
                     s.in_flight = Some(Flight {
                         seq,
                         label: job.label.clone(),
                         path: job.path.clone(),
                         text: job.text.clone(),
-                        started: Instant::now(),
+                        started: start,
                         deadline: job.deadline,
                     });
-                    break (seq, job);
+                    break (seq, job, start);
                 }
                 if s.closed {
                     return;
@@ -245,10 +272,22 @@ fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
                 s = lane.cv.wait(s).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let start = Instant::now();
         let result = ctx.execute(&job);
         let elapsed = start.elapsed();
         lane.lock().in_flight = None;
+        let was_failing = match result {
+            Ok(()) => failed.remove(&job.path),
+            Err(_) => !failed.insert(job.path.clone()),
+        };
+        if result.is_ok()
+            && !was_failing
+            && elapsed < job.deadline
+            && ctx.quiet.load(Ordering::Relaxed)
+        {
+            ctx.quiet_writes.fetch_add(1, Ordering::Relaxed);
+            log_success(&job, elapsed);
+            continue;
+        }
         let done = Done {
             lane: key.clone(),
             seq,
@@ -285,6 +324,8 @@ impl Lanes {
             journal,
             write,
             done,
+            quiet: AtomicBool::new(false),
+            quiet_writes: AtomicU64::new(0),
         });
         (
             Lanes {
@@ -363,6 +404,21 @@ impl Lanes {
                 tracing::error!(lane = %key, "cannot start a writer thread ({e}); writing on the event loop");
                 None
             }
+        }
+    }
+
+    /// Whether the lanes log and count a plain success themselves instead of
+    /// sending it to the loop (off by default: every completion comes back).
+    pub fn quiet_successes(&self, on: bool) {
+        self.ctx.quiet.store(on, Ordering::Relaxed);
+    }
+
+    /// What the lanes did: the loop's counts plus the successes the lanes
+    /// counted themselves.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            writes: self.counters.writes + self.ctx.quiet_writes.load(Ordering::Relaxed),
+            ..self.counters
         }
     }
 

@@ -272,6 +272,9 @@ async fn run_async(opts: Options) -> u8 {
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
     let socket = d.start_control(ctl_tx);
     d.start_observe(); // issue 13
+                       // Issue 29: a write the kernel took wakes the loop only when metrics or
+                       // the recorder count it per knob; otherwise its lane logs and counts it.
+    d.actuator.quiet_successes(d.observe.is_none());
 
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
