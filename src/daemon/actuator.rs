@@ -350,6 +350,17 @@ impl Actuator {
         self.lanes.pending()
     }
 
+    /// The late-write alarm's descriptor for the loop (see [`Lanes::alarm`]).
+    pub(crate) fn late_alarm(&self) -> Option<crate::kernel::wait::TimerFd> {
+        self.lanes.alarm()
+    }
+
+    /// The alarm rang: reports what is late and sets it for what is ahead.
+    pub(crate) fn alarm_rang(&mut self) {
+        self.lanes.check_late(Instant::now());
+        self.lanes.alarm_fired();
+    }
+
     /// When the loop should look for late writes again.
     pub(crate) fn next_check(&self, now: Instant) -> Option<Instant> {
         self.lanes.next_check(now)
@@ -844,6 +855,80 @@ mod tests {
         a.finished(d);
         let (c, outstanding) = a.counters();
         assert_eq!((c.writes, c.late, outstanding), (4, 1, 0));
+    }
+
+    /// The late-write alarm (issue 29): silent for writes that end in time,
+    /// rings once a write in flight reaches its deadline, and, once the
+    /// loop reported it, not again while the write stays blocked.
+    #[tokio::test]
+    async fn the_alarm_rings_only_for_a_late_write() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        for g in ["app", "slow"] {
+            root.mkdir_all(&std::path::Path::new("/sys/fs/cgroup").join(g))
+                .unwrap();
+            root.write(
+                &std::path::Path::new("/sys/fs/cgroup")
+                    .join(g)
+                    .join("memory.high"),
+                "max",
+            )
+            .unwrap();
+        }
+        let policy =
+            crate::policy::load_bytes("t.yaml", b"version: 1\ngroups:\n  app: {}\n  slow: {}\n")
+                .unwrap_or_else(|d| panic!("{d}"));
+        let journal = Journal::open(
+            &root,
+            std::path::Path::new("/run/cgw"),
+            std::path::Path::new("/sys/fs/cgroup"),
+        )
+        .unwrap();
+        let gate = Arc::new(Gate {
+            open: Mutex::new(false),
+            cv: std::sync::Condvar::new(),
+        });
+        let writer = gated_writer(root.clone(), "/slow/", gate.clone());
+        let mut a = Actuator::with_writer(root.clone(), &policy, Some(journal), writer)
+            .with_deadline(Duration::from_millis(100));
+        a.quiet_successes(true);
+        let alarm = a.late_alarm().expect("a timerfd");
+        let rings_within = |ms: i32| {
+            use std::os::fd::AsRawFd;
+            let mut fds = [libc::pollfd {
+                fd: alarm.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            crate::kernel::wait::poll(&mut fds, ms).unwrap() == 1
+        };
+        for v in ["1048576", "2097152", "4194304"] {
+            a.apply(&write(&knob("app", "memory.high"), v));
+        }
+        assert!(!rings_within(400), "writes that ended in time rang");
+
+        let t0 = Instant::now();
+        a.apply(&write(&knob("slow", "memory.high"), "1048576"));
+        assert!(rings_within(2000), "a blocked write never rang");
+        assert!(
+            t0.elapsed() >= Duration::from_millis(90),
+            "{:?}",
+            t0.elapsed()
+        );
+        alarm.clear();
+        a.alarm_rang();
+        assert_eq!(a.counters().0.late, 1);
+        assert!(
+            !rings_within(400),
+            "rang again for a write already reported"
+        );
+        *gate.open.lock().unwrap() = true;
+        gate.cv.notify_all();
+        let mut rx = a.take_completions().unwrap();
+        a.finished(next(&mut rx).await);
+        let (c, outstanding) = a.counters();
+        // (A queued app write may have been replaced by the next one.)
+        assert_eq!((c.writes + c.superseded, c.late, outstanding), (4, 1, 0));
     }
 
     #[test]

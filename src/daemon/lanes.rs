@@ -12,9 +12,13 @@
 //! blocked lane never holds up another group.
 //!
 //! Each write has a deadline. The loop (not the blocked thread) notices a
-//! write past it — [`Lanes::next_check`] is one of its wake-up times while a
-//! write is outstanding — and warns once with knob, path, value and elapsed
-//! time; the loop goes on. A finished write comes back to the loop as a
+//! write past it and warns once with knob, path, value and elapsed time; the
+//! loop goes on. It learns when to look from the late-write alarm
+//! ([`Lanes::alarm`], issue 29): a timerfd the lanes set to the earliest
+//! deadline of the writes in flight and disarm when those end in time, so a
+//! write that does not block wakes nobody. Without a timerfd,
+//! [`Lanes::next_check`] is one of the loop's wake-up times while a write is
+//! outstanding. A finished write comes back to the loop as a
 //! [`Done`] on an unbounded channel (a lane never waits for the loop), where
 //! it is logged and counted ([`Counters`]) — unless the loop has nothing to
 //! do with it (issue 29: a completion was a quarter of a pressure episode's
@@ -170,6 +174,57 @@ impl Lane {
     }
 }
 
+/// The late-write alarm: a timerfd armed for the earliest deadline of the
+/// writes in flight (the loop reads a second descriptor of it).
+struct Alarm {
+    fd: crate::kernel::wait::TimerFd,
+    state: Mutex<AlarmState>,
+}
+
+#[derive(Default)]
+struct AlarmState {
+    /// Deadlines of the writes in flight, by sequence number.
+    due: BTreeMap<u64, Instant>,
+    /// When the timer is set to fire.
+    armed: Option<Instant>,
+}
+
+impl Alarm {
+    fn lock(&self) -> MutexGuard<'_, AlarmState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn started(&self, seq: u64, due: Instant) {
+        let mut s = self.lock();
+        s.due.insert(seq, due);
+        self.rearm(&mut s, Instant::now());
+    }
+
+    fn ended(&self, seq: u64) {
+        let mut s = self.lock();
+        s.due.remove(&seq);
+        self.rearm(&mut s, Instant::now());
+    }
+
+    /// Sets the timer to the earliest deadline still ahead (disarms it when
+    /// there is none). A time that came already is left alone until the
+    /// loop has seen it ([`Lanes::alarm_fired`]): setting a timerfd drops
+    /// an expiration nobody read yet.
+    fn rearm(&self, s: &mut AlarmState, now: Instant) {
+        if s.armed.is_some_and(|t| t <= now) {
+            return;
+        }
+        let next = s.due.values().copied().filter(|&t| t > now).min();
+        if next == s.armed {
+            return;
+        }
+        let after = next.map(|t| t.saturating_duration_since(now));
+        if self.fd.set(after).is_ok() {
+            s.armed = next;
+        }
+    }
+}
+
 /// What every lane thread shares.
 struct Ctx {
     root: Root,
@@ -180,6 +235,7 @@ struct Ctx {
     quiet: AtomicBool,
     /// Writes the kernel took that the lanes logged and counted themselves.
     quiet_writes: AtomicU64,
+    alarm: Option<Alarm>,
 }
 
 impl Ctx {
@@ -264,6 +320,9 @@ fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
                         started: start,
                         deadline: job.deadline,
                     });
+                    if let Some(a) = &ctx.alarm {
+                        a.started(seq, start + job.deadline);
+                    }
                     break (seq, job, start);
                 }
                 if s.closed {
@@ -275,6 +334,9 @@ fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
         let result = ctx.execute(&job);
         let elapsed = start.elapsed();
         lane.lock().in_flight = None;
+        if let Some(a) = &ctx.alarm {
+            a.ended(seq);
+        }
         let was_failing = match result {
             Ok(()) => failed.remove(&job.path),
             Err(_) => !failed.insert(job.path.clone()),
@@ -326,6 +388,18 @@ impl Lanes {
             done,
             quiet: AtomicBool::new(false),
             quiet_writes: AtomicU64::new(0),
+            alarm: match crate::kernel::wait::TimerFd::new() {
+                Ok(fd) => Some(Alarm {
+                    fd,
+                    state: Mutex::new(AlarmState::default()),
+                }),
+                Err(e) => {
+                    tracing::debug!(
+                        "no timerfd for the late-write alarm ({e}): the loop looks on a timer"
+                    );
+                    None
+                }
+            },
         });
         (
             Lanes {
@@ -419,6 +493,23 @@ impl Lanes {
         Counters {
             writes: self.counters.writes + self.ctx.quiet_writes.load(Ordering::Relaxed),
             ..self.counters
+        }
+    }
+
+    /// A descriptor of the late-write alarm for the loop to wait on: it
+    /// becomes readable when a write in flight reaches its deadline. `None`
+    /// without a timerfd (then the loop wakes at [`next_check`](Self::next_check)).
+    pub fn alarm(&self) -> Option<crate::kernel::wait::TimerFd> {
+        self.ctx.alarm.as_ref().and_then(|a| a.fd.try_clone().ok())
+    }
+
+    /// The loop saw the alarm and reported what is late: it is set again
+    /// for the deadlines still ahead.
+    pub fn alarm_fired(&self) {
+        if let Some(a) = &self.ctx.alarm {
+            let mut s = a.lock();
+            s.armed = None;
+            a.rearm(&mut s, Instant::now());
         }
     }
 
