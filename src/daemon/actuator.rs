@@ -330,7 +330,11 @@ impl Actuator {
                 if was_late {
                     tracing::warn!(knob = %j.label, path = %j.path.display(), value = %j.text, elapsed_ms, "late write finished");
                 }
-                lanes::log_success(j, d.elapsed);
+                if j.journal {
+                    tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
+                } else {
+                    tracing::info!(path = %j.path.display(), cause = %j.cause, elapsed_ms, "compact memory");
+                }
             }
             Err(msg) => {
                 if self.rejected.insert((j.path.clone(), j.text.clone())) || was_late {
@@ -350,31 +354,14 @@ impl Actuator {
         self.lanes.pending()
     }
 
-    /// The late-write alarm's descriptor for the loop (see [`Lanes::alarm`]).
-    pub(crate) fn late_alarm(&self) -> Option<crate::kernel::wait::TimerFd> {
-        self.lanes.alarm()
-    }
-
-    /// The alarm rang: reports what is late and sets it for what is ahead.
-    pub(crate) fn alarm_rang(&mut self) {
-        self.lanes.check_late(Instant::now());
-        self.lanes.alarm_fired();
-    }
-
     /// When the loop should look for late writes again.
     pub(crate) fn next_check(&self, now: Instant) -> Option<Instant> {
         self.lanes.next_check(now)
     }
 
-    /// Whether a plain success stays on its lane (see
-    /// [`Lanes::quiet_successes`]): on when nothing counts writes per knob.
-    pub(crate) fn quiet_successes(&self, on: bool) {
-        self.lanes.quiet_successes(on);
-    }
-
     /// Writes made, refused, late, superseded, and outstanding now.
     pub(crate) fn counters(&self) -> (lanes::Counters, usize) {
-        (self.lanes.counters(), self.lanes.outstanding())
+        (self.lanes.counters, self.lanes.outstanding())
     }
 
     /// Waits up to `grace` for every queued write (the stop's releases),
@@ -754,181 +741,6 @@ mod tests {
             "10"
         );
         assert_eq!(a.drain(&mut rx, Duration::from_millis(100)).await, 0);
-    }
-
-    /// Quiet successes (issue 29): a write the kernel took in time stays on
-    /// its lane (counted, no completion for the loop); a refusal comes back,
-    /// and so does the first success after it (the loop forgets the
-    /// refusal), and a late write.
-    #[tokio::test]
-    async fn quiet_lanes_send_the_loop_only_what_it_acts_on() {
-        let t = tempfile::tempdir().unwrap();
-        let root = Root::fake(t.path());
-        for g in ["app", "slow"] {
-            root.mkdir_all(&std::path::Path::new("/sys/fs/cgroup").join(g))
-                .unwrap();
-            root.write(
-                &std::path::Path::new("/sys/fs/cgroup")
-                    .join(g)
-                    .join("memory.high"),
-                "max",
-            )
-            .unwrap();
-        }
-        let policy =
-            crate::policy::load_bytes("t.yaml", b"version: 1\ngroups:\n  app: {}\n  slow: {}\n")
-                .unwrap_or_else(|d| panic!("{d}"));
-        let gate = Arc::new(Gate {
-            open: Mutex::new(false),
-            cv: std::sync::Condvar::new(),
-        });
-        let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let gated = gated_writer(root.clone(), "/slow/", gate.clone());
-        let r = refuse.clone();
-        let writer: WriteFn = Arc::new(move |p: &std::path::Path, v: &str| {
-            if r.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(crate::kernel::Error::other(p, "refused by the test"));
-            }
-            gated(p, v)
-        });
-        let journal = Journal::open(
-            &root,
-            std::path::Path::new("/run/cgw"),
-            std::path::Path::new("/sys/fs/cgroup"),
-        )
-        .unwrap();
-        let mut a = Actuator::with_writer(root.clone(), &policy, Some(journal), writer)
-            .with_deadline(Duration::from_millis(100));
-        a.quiet_successes(true);
-        let mut rx = a.take_completions().unwrap();
-        let k = knob("app", "memory.high");
-        let file = std::path::Path::new("/sys/fs/cgroup/app/memory.high");
-        let quiet = |rx: &mut mpsc::UnboundedReceiver<Done>| {
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_millis(300) {
-                assert!(rx.try_recv().is_err(), "a plain success came back");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        };
-
-        a.apply(&write(&k, "1048576"));
-        quiet(&mut rx);
-        assert_eq!(root.read_trimmed(file).unwrap(), "1048576");
-        assert_eq!(
-            a.counters(),
-            (
-                lanes::Counters {
-                    writes: 1,
-                    ..Default::default()
-                },
-                0
-            )
-        );
-
-        // Refused: back to the loop, counted there.
-        refuse.store(true, std::sync::atomic::Ordering::SeqCst);
-        a.apply(&write(&k, "8388608"));
-        let d = next(&mut rx).await;
-        assert!(d.result.is_err());
-        a.finished(d);
-        refuse.store(false, std::sync::atomic::Ordering::SeqCst);
-        // The first success after it comes back too; the next one does not.
-        a.apply(&write(&k, "2097152"));
-        let d = next(&mut rx).await;
-        assert_eq!(d.result, Ok(()));
-        a.finished(d);
-        a.apply(&write(&k, "4194304"));
-        quiet(&mut rx);
-        assert_eq!(root.read_trimmed(file).unwrap(), "4194304");
-        let (c, _) = a.counters();
-        assert_eq!((c.writes, c.rejected), (3, 1));
-
-        // Late: back to the loop, which reported it in flight.
-        a.apply(&write(&knob("slow", "memory.high"), "1048576"));
-        let check = a.next_check(Instant::now()).expect("a write is in flight");
-        tokio::time::sleep_until(tokio::time::Instant::from_std(check)).await;
-        a.check_late(Instant::now());
-        *gate.open.lock().unwrap() = true;
-        gate.cv.notify_all();
-        let d = next(&mut rx).await;
-        assert!(d.elapsed >= Duration::from_millis(100), "{:?}", d.elapsed);
-        a.finished(d);
-        let (c, outstanding) = a.counters();
-        assert_eq!((c.writes, c.late, outstanding), (4, 1, 0));
-    }
-
-    /// The late-write alarm (issue 29): silent for writes that end in time,
-    /// rings once a write in flight reaches its deadline, and, once the
-    /// loop reported it, not again while the write stays blocked.
-    #[tokio::test]
-    async fn the_alarm_rings_only_for_a_late_write() {
-        let t = tempfile::tempdir().unwrap();
-        let root = Root::fake(t.path());
-        for g in ["app", "slow"] {
-            root.mkdir_all(&std::path::Path::new("/sys/fs/cgroup").join(g))
-                .unwrap();
-            root.write(
-                &std::path::Path::new("/sys/fs/cgroup")
-                    .join(g)
-                    .join("memory.high"),
-                "max",
-            )
-            .unwrap();
-        }
-        let policy =
-            crate::policy::load_bytes("t.yaml", b"version: 1\ngroups:\n  app: {}\n  slow: {}\n")
-                .unwrap_or_else(|d| panic!("{d}"));
-        let journal = Journal::open(
-            &root,
-            std::path::Path::new("/run/cgw"),
-            std::path::Path::new("/sys/fs/cgroup"),
-        )
-        .unwrap();
-        let gate = Arc::new(Gate {
-            open: Mutex::new(false),
-            cv: std::sync::Condvar::new(),
-        });
-        let writer = gated_writer(root.clone(), "/slow/", gate.clone());
-        let mut a = Actuator::with_writer(root.clone(), &policy, Some(journal), writer)
-            .with_deadline(Duration::from_millis(100));
-        a.quiet_successes(true);
-        let alarm = a.late_alarm().expect("a timerfd");
-        let rings_within = |ms: i32| {
-            use std::os::fd::AsRawFd;
-            let mut fds = [libc::pollfd {
-                fd: alarm.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            crate::kernel::wait::poll(&mut fds, ms).unwrap() == 1
-        };
-        for v in ["1048576", "2097152", "4194304"] {
-            a.apply(&write(&knob("app", "memory.high"), v));
-        }
-        assert!(!rings_within(400), "writes that ended in time rang");
-
-        let t0 = Instant::now();
-        a.apply(&write(&knob("slow", "memory.high"), "1048576"));
-        assert!(rings_within(2000), "a blocked write never rang");
-        assert!(
-            t0.elapsed() >= Duration::from_millis(90),
-            "{:?}",
-            t0.elapsed()
-        );
-        alarm.clear();
-        a.alarm_rang();
-        assert_eq!(a.counters().0.late, 1);
-        assert!(
-            !rings_within(400),
-            "rang again for a write already reported"
-        );
-        *gate.open.lock().unwrap() = true;
-        gate.cv.notify_all();
-        let mut rx = a.take_completions().unwrap();
-        a.finished(next(&mut rx).await);
-        let (c, outstanding) = a.counters();
-        // (A queued app write may have been replaced by the next one.)
-        assert_eq!((c.writes + c.superseded, c.late, outstanding), (4, 1, 0));
     }
 
     #[test]

@@ -12,21 +12,11 @@
 //! blocked lane never holds up another group.
 //!
 //! Each write has a deadline. The loop (not the blocked thread) notices a
-//! write past it and warns once with knob, path, value and elapsed time; the
-//! loop goes on. It learns when to look from the late-write alarm
-//! ([`Lanes::alarm`], issue 29): a timerfd the lanes set to the earliest
-//! deadline of the writes in flight and disarm when those end in time, so a
-//! write that does not block wakes nobody. Without a timerfd,
-//! [`Lanes::next_check`] is one of the loop's wake-up times while a write is
-//! outstanding. A finished write comes back to the loop as a
+//! write past it — [`Lanes::next_check`] is one of its wake-up times while a
+//! write is outstanding — and warns once with knob, path, value and elapsed
+//! time; the loop goes on. Every finished write comes back to the loop as a
 //! [`Done`] on an unbounded channel (a lane never waits for the loop), where
-//! it is logged and counted ([`Counters`]) — unless the loop has nothing to
-//! do with it (issue 29: a completion was a quarter of a pressure episode's
-//! wake-ups): with [`Lanes::quiet_successes`] on, a write the kernel took in
-//! time, to a file whose last write on this lane did not fail, is logged
-//! and counted by the lane itself. A refusal, a late write, the first
-//! success after a refusal, and every write while metrics or the recorder
-//! count writes per knob, still come back.
+//! it is logged and counted ([`Counters`]).
 //!
 //! The originals journal stays the actuator's rule "journal before the first
 //! write, synced": the lane that is about to write a file records its
@@ -46,7 +36,6 @@ use crate::converge::journal::{Entry, Journal};
 use crate::kernel::Root;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -174,68 +163,12 @@ impl Lane {
     }
 }
 
-/// The late-write alarm: a timerfd armed for the earliest deadline of the
-/// writes in flight (the loop reads a second descriptor of it).
-struct Alarm {
-    fd: crate::kernel::wait::TimerFd,
-    state: Mutex<AlarmState>,
-}
-
-#[derive(Default)]
-struct AlarmState {
-    /// Deadlines of the writes in flight, by sequence number.
-    due: BTreeMap<u64, Instant>,
-    /// When the timer is set to fire.
-    armed: Option<Instant>,
-}
-
-impl Alarm {
-    fn lock(&self) -> MutexGuard<'_, AlarmState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn started(&self, seq: u64, due: Instant) {
-        let mut s = self.lock();
-        s.due.insert(seq, due);
-        self.rearm(&mut s, Instant::now());
-    }
-
-    fn ended(&self, seq: u64) {
-        let mut s = self.lock();
-        s.due.remove(&seq);
-        self.rearm(&mut s, Instant::now());
-    }
-
-    /// Sets the timer to the earliest deadline still ahead (disarms it when
-    /// there is none). A time that came already is left alone until the
-    /// loop has seen it ([`Lanes::alarm_fired`]): setting a timerfd drops
-    /// an expiration nobody read yet.
-    fn rearm(&self, s: &mut AlarmState, now: Instant) {
-        if s.armed.is_some_and(|t| t <= now) {
-            return;
-        }
-        let next = s.due.values().copied().filter(|&t| t > now).min();
-        if next == s.armed {
-            return;
-        }
-        let after = next.map(|t| t.saturating_duration_since(now));
-        if self.fd.set(after).is_ok() {
-            s.armed = next;
-        }
-    }
-}
-
 /// What every lane thread shares.
 struct Ctx {
     root: Root,
     journal: Option<SharedJournal>,
     write: WriteFn,
     done: mpsc::UnboundedSender<Done>,
-    /// Successes the loop need not hear of stay on the lane.
-    quiet: AtomicBool,
-    /// Writes the kernel took that the lanes logged and counted themselves.
-    quiet_writes: AtomicU64,
-    alarm: Option<Alarm>,
 }
 
 impl Ctx {
@@ -290,40 +223,21 @@ fn journal_original(root: &Root, journal: &mut Journal, path: &Path) -> Result<(
         .map_err(|e| format!("cannot journal the original of {}: {e}", path.display()))
 }
 
-/// The log line of a write the kernel took (the loop's, or a quiet lane's).
-pub(crate) fn log_success(j: &Job, elapsed: Duration) {
-    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
-    if j.journal {
-        tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
-    } else {
-        tracing::info!(path = %j.path.display(), cause = %j.cause, elapsed_ms, "compact memory");
-    }
-}
-
 fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
-    // Files whose last write on this lane failed: the next success goes to
-    // the loop, which forgets the refusal (a file belongs to one lane).
-    let mut failed: HashSet<PathBuf> = HashSet::new();
     loop {
-        let (seq, job, start) = {
+        let (seq, job) = {
             let mut s = lane.lock();
             loop {
                 if let Some((seq, job)) = s.queue.pop_front() {
-                    // One start for the loop's late check and this thread's
-                    // elapsed time: a write the loop reported late is late here.
-                    let start = Instant::now();
                     s.in_flight = Some(Flight {
                         seq,
                         label: job.label.clone(),
                         path: job.path.clone(),
                         text: job.text.clone(),
-                        started: start,
+                        started: Instant::now(),
                         deadline: job.deadline,
                     });
-                    if let Some(a) = &ctx.alarm {
-                        a.started(seq, start + job.deadline);
-                    }
-                    break (seq, job, start);
+                    break (seq, job);
                 }
                 if s.closed {
                     return;
@@ -331,25 +245,10 @@ fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
                 s = lane.cv.wait(s).unwrap_or_else(|p| p.into_inner());
             }
         };
+        let start = Instant::now();
         let result = ctx.execute(&job);
         let elapsed = start.elapsed();
         lane.lock().in_flight = None;
-        if let Some(a) = &ctx.alarm {
-            a.ended(seq);
-        }
-        let was_failing = match result {
-            Ok(()) => failed.remove(&job.path),
-            Err(_) => !failed.insert(job.path.clone()),
-        };
-        if result.is_ok()
-            && !was_failing
-            && elapsed < job.deadline
-            && ctx.quiet.load(Ordering::Relaxed)
-        {
-            ctx.quiet_writes.fetch_add(1, Ordering::Relaxed);
-            log_success(&job, elapsed);
-            continue;
-        }
         let done = Done {
             lane: key.clone(),
             seq,
@@ -386,20 +285,6 @@ impl Lanes {
             journal,
             write,
             done,
-            quiet: AtomicBool::new(false),
-            quiet_writes: AtomicU64::new(0),
-            alarm: match crate::kernel::wait::TimerFd::new() {
-                Ok(fd) => Some(Alarm {
-                    fd,
-                    state: Mutex::new(AlarmState::default()),
-                }),
-                Err(e) => {
-                    tracing::debug!(
-                        "no timerfd for the late-write alarm ({e}): the loop looks on a timer"
-                    );
-                    None
-                }
-            },
         });
         (
             Lanes {
@@ -478,38 +363,6 @@ impl Lanes {
                 tracing::error!(lane = %key, "cannot start a writer thread ({e}); writing on the event loop");
                 None
             }
-        }
-    }
-
-    /// Whether the lanes log and count a plain success themselves instead of
-    /// sending it to the loop (off by default: every completion comes back).
-    pub fn quiet_successes(&self, on: bool) {
-        self.ctx.quiet.store(on, Ordering::Relaxed);
-    }
-
-    /// What the lanes did: the loop's counts plus the successes the lanes
-    /// counted themselves.
-    pub fn counters(&self) -> Counters {
-        Counters {
-            writes: self.counters.writes + self.ctx.quiet_writes.load(Ordering::Relaxed),
-            ..self.counters
-        }
-    }
-
-    /// A descriptor of the late-write alarm for the loop to wait on: it
-    /// becomes readable when a write in flight reaches its deadline. `None`
-    /// without a timerfd (then the loop wakes at [`next_check`](Self::next_check)).
-    pub fn alarm(&self) -> Option<crate::kernel::wait::TimerFd> {
-        self.ctx.alarm.as_ref().and_then(|a| a.fd.try_clone().ok())
-    }
-
-    /// The loop saw the alarm and reported what is late: it is set again
-    /// for the deadlines still ahead.
-    pub fn alarm_fired(&self) {
-        if let Some(a) = &self.ctx.alarm {
-            let mut s = a.lock();
-            s.armed = None;
-            a.rearm(&mut s, Instant::now());
         }
     }
 

@@ -42,7 +42,7 @@ use startup::startup_placements;
 mod wakeups;
 pub mod watch;
 mod watchers;
-use wakeups::{LateAlarm, LoopProfile, LoopTimer, LoopWakes, TickMode};
+use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;
 use crate::converge::Converger;
@@ -272,9 +272,6 @@ async fn run_async(opts: Options) -> u8 {
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
     let socket = d.start_control(ctl_tx);
     d.start_observe(); // issue 13
-                       // Issue 29: a write the kernel took wakes the loop only when metrics or
-                       // the recorder count it per knob; otherwise its lane logs and counts it.
-    d.actuator.quiet_successes(d.observe.is_none());
 
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
@@ -341,9 +338,6 @@ async fn run_async(opts: Options) -> u8 {
     // (issue 29): three tokio timers made anew each turn were registered
     // anew each turn (see LoopTimer).
     let mut timer = LoopTimer::new();
-    // Issue 29: a write that ends in time wakes nobody; the lanes' alarm
-    // rings only for one that reaches its deadline.
-    let late_alarm = LateAlarm::new(d.actuator.late_alarm());
     let mut timer_at: Option<Instant> = None;
     loop {
         profile.turn(&woke);
@@ -355,12 +349,11 @@ async fn run_async(opts: Options) -> u8 {
         // The tick runs only while some condition needs sampling (see TickMode).
         let mode = d.tick_mode(tick);
         let tick_at = mode.period().map(|p| last_tick + p);
-        // Late writes: the lanes' alarm says when, or (no timerfd) the loop's
-        // timer does while a write is queued or in flight (and only then
-        // reads the clock for it).
-        let late_at = match late_alarm.is_on() || d.actuator.counters().1 == 0 {
-            true => None,
-            false => d.actuator.next_check(Instant::now()),
+        // Without a write queued or in flight there is nothing to check
+        // (and no need to read the clock for it).
+        let late_at = match d.actuator.counters().1 {
+            0 => None,
+            _ => d.actuator.next_check(Instant::now()),
         };
         let next = [tick_at, late_at, deadline].into_iter().flatten().min();
         if next != timer_at {
@@ -395,7 +388,6 @@ async fn run_async(opts: Options) -> u8 {
                     d.evaluate();
                 }
             }
-            _ = late_alarm.rang() => d.actuator.alarm_rang(),
             Some(done) = done_rx.recv() => {
                 woke.write_done += 1;
                 d.write_done(done);

@@ -179,35 +179,6 @@ impl LoopTimer {
     }
 }
 
-/// The writer lanes' late-write alarm as the loop waits on it (see
-/// `lanes::Lanes::alarm`); `None` when there is no timerfd.
-pub(super) struct LateAlarm(Option<tokio::io::unix::AsyncFd<crate::kernel::wait::TimerFd>>);
-
-impl LateAlarm {
-    pub(super) fn new(fd: Option<crate::kernel::wait::TimerFd>) -> LateAlarm {
-        use crate::kernel::wait::async_fd;
-        LateAlarm(fd.and_then(|fd| async_fd(fd, tokio::io::Interest::READABLE).ok()))
-    }
-
-    /// Whether the lanes' alarm says when to look (else the loop's timer does).
-    pub(super) fn is_on(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Waits until a write in flight reaches its deadline (for ever when off).
-    pub(super) async fn rang(&self) {
-        match &self.0 {
-            Some(fd) => {
-                if let Ok(mut ready) = fd.readable().await {
-                    ready.get_inner().clear();
-                    ready.clear_ready();
-                }
-            }
-            None => std::future::pending().await,
-        }
-    }
-}
-
 /// What the periodic tick does, decided before each wait of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum TickMode {

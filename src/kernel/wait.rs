@@ -105,11 +105,6 @@ impl TimerFd {
         Ok(())
     }
 
-    /// A second descriptor of the same timer (setting either sets it).
-    pub fn try_clone(&self) -> io::Result<TimerFd> {
-        Ok(TimerFd(self.0.try_clone()?))
-    }
-
     /// Takes the expiration count, so the fd is no longer readable.
     pub fn clear(&self) {
         let mut v: u64 = 0;
