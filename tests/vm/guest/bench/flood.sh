@@ -11,11 +11,7 @@
 # CGWARDEN_FLOOD_ABLATION=1), cgrulesengd (when
 # the image has it) and a 100 ms /proc scan (cgwarden's scan mode). Then the
 # light storm of the placement bench for parity. TCG: compare rows only.
-[ -f /cgw/flood_n ] || {
-    echo "BENCH flood: skipped (run tests/bench-flood-guest.sh)"
-    pass flood-skipped "flood benchmark not asked for"
-    return 0 2>/dev/null || exit 0
-}
+bench_wanted /cgw/flood_n flood tests/bench-flood-guest.sh || { return 0 2>/dev/null || exit 0; }
 N=$(cat /cgw/flood_n)
 DEADLINE=$(cat /cgw/flood_deadline 2>/dev/null || echo 3000)
 POLL_US=$(cat /cgw/flood_poll 2>/dev/null || echo 1000)

@@ -45,11 +45,7 @@
 # 256 KiB and no monotonic growth (no step down among >= 3 post-warm-up samples while
 # they rose); fds flat (last <= first-after-warm-up, no monotonic growth); no zombie
 # children; no ERROR line in the daemon log. Timings are TCG's (emulated, 2 vCPUs).
-[ -f /cgw/longrun_secs ] || {
-    echo "BENCH longrun: skipped (run tests/bench-longrun-guest.sh)"
-    pass longrun-skipped "longrun benchmark not asked for"
-    return 0 2>/dev/null || exit 0
-}
+bench_wanted /cgw/longrun_secs longrun tests/bench-longrun-guest.sh || { return 0 2>/dev/null || exit 0; }
 SECS=$(cat /cgw/longrun_secs)
 SAMPLE=$(cat /cgw/longrun_sample 2>/dev/null || echo 60)
 RELOAD_EVERY=$(cat /cgw/longrun_reload_every 2>/dev/null || echo 120)
