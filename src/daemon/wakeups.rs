@@ -90,7 +90,7 @@ impl LoopProfile {
         self.last = kinds;
     }
 
-    /// `event 42x1.9ms=80ms, …`, or `None` when off.
+    /// `event 42x1900us=80ms, …`, or `None` when off.
     pub(super) fn summary(&self, woke: &LoopWakes) -> Option<String> {
         if !self.on {
             return None;
@@ -105,11 +105,7 @@ impl LoopProfile {
                 .filter(|(_, (_, &ns))| ns > 0)
                 .map(|(i, (n, &ns))| {
                     let count = kinds.get(i).copied().unwrap_or(other).max(1);
-                    format!(
-                        "{n} {count}x{:.2}ms={:.1}ms",
-                        ns as f64 / count as f64 / 1e6,
-                        ns as f64 / 1e6
-                    )
+                    format!("{n} {count}x{}us={}ms", ns / count / 1000, ns / 1_000_000)
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
