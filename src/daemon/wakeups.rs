@@ -1,6 +1,7 @@
 //! When and why the event loop wakes: its one timer ([`LoopTimer`], a
 //! timerfd on tokio's reactor), what the periodic tick does ([`TickMode`]),
-//! and the wake-up counts the stop line reports ([`LoopWakes`]).
+//! the wake-up counts the stop line reports ([`LoopWakes`]) and, when a
+//! benchmark asks, what each kind cost ([`LoopProfile`]).
 
 use std::time::{Duration, Instant};
 
