@@ -18,8 +18,9 @@ use std::time::Duration;
 
 /// A child's report: pid, when it saw itself placed (0: never), when it
 /// first looked (the measurement's floor: placement cannot be seen earlier),
-/// how many looks it took.
-const REC: usize = 32;
+/// how many looks it took, and when its last look that found it not placed
+/// began (0: none; the placement happened after it).
+const REC: usize = 40;
 
 /// CLOCK_MONOTONIC in ns, comparable across the driver and its children.
 pub fn now_ns() -> i64 {
@@ -39,12 +40,14 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let mut seen = 0i64;
     let mut first_look = 0i64;
     let mut looks = 0i64;
+    let mut last_unplaced = 0i64;
     let mut buf = Vec::with_capacity(512);
     // "0::/a/b\n": the target must be the whole path, not a prefix of it.
     let want = format!("::{target}\n");
     while now_ns() < end {
+        let look = now_ns();
         if first_look == 0 {
-            first_look = now_ns();
+            first_look = look;
         }
         looks += 1;
         buf.clear();
@@ -55,13 +58,15 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
             seen = now_ns();
             break;
         }
+        last_unplaced = look;
         std::thread::sleep(Duration::from_micros(poll_us));
     }
     let mut rec = [0u8; REC];
     rec[..8].copy_from_slice(&(std::process::id() as i64).to_le_bytes());
     rec[8..16].copy_from_slice(&seen.to_le_bytes());
     rec[16..24].copy_from_slice(&first_look.to_le_bytes());
-    rec[24..].copy_from_slice(&looks.to_le_bytes());
+    rec[24..32].copy_from_slice(&looks.to_le_bytes());
+    rec[32..].copy_from_slice(&last_unplaced.to_le_bytes());
     // One write(2) (std's stdout is line-buffered and would split the record
     // at a 0x0a byte, interleaving it with other children's).
     // SAFETY: `rec` is REC valid bytes for the duration of the call.
@@ -115,6 +120,7 @@ pub fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
                 field(&b, 8),
                 field(&b, 16),
                 field(&b, 24),
+                field(&b, 32),
             ));
         }
         recs
@@ -192,8 +198,9 @@ fn quantiles(v: &[i64]) -> String {
     )
 }
 
-/// One child's report, as read: (pid, seen, first look, looks).
-type Rec = (i32, i64, i64, i64);
+/// One child's report, as read: (pid, seen, first look, looks, last
+/// unplaced look).
+type Rec = (i32, i64, i64, i64, i64);
 
 fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f64) {
     let mut lat = Vec::with_capacity(recs.len());
@@ -201,9 +208,12 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
     // How long after its first look a child still waited, and how many
     // were not placed when they first looked.
     let mut beyond = Vec::with_capacity(recs.len());
+    // Spawn -> the last look that found a placed child not yet placed: the
+    // placement came after it (and before `seen`).
+    let mut unplaced = Vec::with_capacity(recs.len());
     let mut late = 0;
     let mut never = 0;
-    for &(pid, seen, first, looks) in recs {
+    for &(pid, seen, first, looks, last_unplaced) in recs {
         // Pids are not reused within one storm (pid_max ≥ 32768 > N + the
         // rest of the system; the latest spawn is taken all the same). A
         // child can see itself placed before its parent's spawn returned
@@ -221,6 +231,9 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
             if looks > 1 {
                 late += 1;
                 beyond.push((seen - first).max(0));
+                if last_unplaced > 0 {
+                    unplaced.push((last_unplaced - at).max(0));
+                }
             } else {
                 beyond.push(0);
             }
@@ -229,6 +242,7 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
     lat.sort_unstable();
     floor.sort_unstable();
     beyond.sort_unstable();
+    unplaced.sort_unstable();
     println!(
         "execs {n} in {secs:.2}s ({:.0}/s), reports {}, placed {}, never placed {never} (alive {life_ms} ms each)",
         n as f64 / secs,
@@ -249,6 +263,12 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
             "beyond the floor: {late} of {} not yet placed at their first look; wait after it, ms: {}",
             beyond.len(),
             quantiles(&beyond)
+        );
+    }
+    if !unplaced.is_empty() {
+        println!(
+            "last unplaced look ms (spawn returned -> the last look that found a child not yet placed; placed after it): {}",
+            quantiles(&unplaced)
         );
     }
 }

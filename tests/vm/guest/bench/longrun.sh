@@ -18,13 +18,12 @@
 #     latency (spawn returned -> the child sees itself in /execs, polling every 1 ms) is
 #     measured: 10 at once beside the squeeze, hook storm and OOM kill (the burst), 10
 #     one after another with nothing else driven (the trickle). An exec is within when
-#     seen within 500 ms; missed when never placed, or seen past 500 ms having looked
-#     and not been placed before; unresolved when placed before the child's first look
-#     but that look came past 500 ms (the emulated CPUs busy starting the children; the
-#     flood bench does not count those as missed either). A "missed" exec was placed
-#     after the child's first look and seen past 500 ms: the placement itself happened
-#     somewhere in between, so a child starved after an early first look counts as
-#     missed too (the storm driver reports no time of the last unplaced look);
+#     seen within 500 ms; missed when never placed, or when a look past 500 ms still
+#     found it not placed (the storm child reports its last unplaced look); unresolved
+#     when seen past 500 ms but no look past 500 ms found it unplaced: placed before the
+#     child's first look, which came past 500 ms (the emulated CPUs busy starting the
+#     children; the flood bench does not count those as missed either), or placed
+#     between a look before 500 ms and the next one past it (a starved child);
 #   - a hook storm: a 4 s `lrhks` process makes rule hook-storm active, whose `then:
 #     hook hs` repeats every 200 ms (~20 runs);
 #   - boosts through the control socket: a timed one, one released by handle, one tied
@@ -232,8 +231,9 @@ SCR=$!
 
 # --- the driven load ------------------------------------------------------------------
 burst() { # PHASE N PAR: N execs, PAR at once (N: a burst; 1: a trickle, one after another),
-    # one storm driver each; one line each into $D/lat: "PHASE LAT_MS FLOOR_MS LATE" (LATE 1:
-    # not yet placed at the child's first look) or "PHASE never"
+    # one storm driver each; one line each into $D/lat: "PHASE LAT_MS FLOOR_MS LATE UNPL_MS"
+    # (LATE 1: not yet placed at the child's first look; UNPL_MS: its last look that found it
+    # not placed, 0 if none) or "PHASE never"
     rm -f "$D"/burst/*
     i=0 bp=
     while [ "$i" -lt "$2" ]; do
@@ -246,7 +246,7 @@ burst() { # PHASE N PAR: N execs, PAR at once (N: a burst; 1: a trickle, one aft
     for f in "$D"/burst/*; do
         if grep -q 'placed 1,' "$f"; then
             awk -v ph="$1" '/^latency ms:/ { l = $NF } /^floor ms/ { fl = $NF } /^beyond the floor:/ { late = $4 }
-                END { print ph, l, fl, late + 0 }' "$f" >>"$D/lat"
+                /^last unplaced look ms/ { u = $NF } END { print ph, l, fl, late + 0, u + 0 }' "$f" >>"$D/lat"
         else
             echo "$1 never" >>"$D/lat"
             echo "LR   unplaced exec: $(tr '\n' '|' <"$f")"
@@ -350,8 +350,9 @@ xs() { awk -v ph="$1" 'ph == "all" || $1 == ph' "$D/lat"; }
 total=$(wc -l <"$D/lat")
 never=$(grep -c never "$D/lat")
 placed=$((total - never))
-ecount() { # PHASE KIND: within|miss|unresolved
-    xs "$1" | awk -v l="$LIMIT_MS" -v k="$2" '{ if ($2 == "never" || ($2 + 0 > l && $4 == 1)) c = "miss"; else if ($2 + 0 > l) c = "unresolved"; else c = "within" } c == k { n++ } END { print n + 0 }'
+ecount() { # PHASE KIND: within|miss|unresolved (a late child whose last unplaced look came
+    # within the limit was placed somewhere between that look and the one past it: unresolved)
+    xs "$1" | awk -v l="$LIMIT_MS" -v k="$2" '{ if ($2 == "never" || ($2 + 0 > l && $4 == 1 && $5 + 0 > l)) c = "miss"; else if ($2 + 0 > l) c = "unresolved"; else c = "within" } c == k { n++ } END { print n + 0 }'
 }
 q() { # PHASE COL P: quantile P of column COL (2 latency, 3 floor) of the placed execs
     xs "$1" | awk '$2 != "never"' | awk -v c="$2" '{ print $c }' | sort -n |
@@ -413,7 +414,7 @@ echo "BENCH == longrun summary (${TEND} s of load, ${cycle} cycles, TCG 2 vCPUs;
 echo "BENCH | measure | value |"
 echo "BENCH |---|---|"
 row "execs placed / total (never placed)" "$placed / $total ($never)"
-row "execs seen placed within ${LIMIT_MS} ms / missed (not placed at the child's look past ${LIMIT_MS} ms, or never) / unresolved (placed before the child's first look, which came after ${LIMIT_MS} ms)" "$within / $over / $unres"
+row "execs seen placed within ${LIMIT_MS} ms / missed (not placed at the child's look past ${LIMIT_MS} ms, or never) / unresolved (no look past ${LIMIT_MS} ms found it unplaced: placed before a late first look, or between a look before and one after)" "$within / $over / $unres"
 for ph in burst trickle; do
     case $ph in
     burst) what="$((BURST / 2)) at once, beside the squeeze, hook storm, OOM kill" ;;
