@@ -615,7 +615,6 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-/// Plays the kernel on a device for the charts: memory and pressure move.
 /// `memory.current` replaced whole (a new file renamed over the old): a
 /// plain write truncates first, and a daemon reading in between sees an
 /// empty file, an unavailable metric, and clears the rule for a moment (a
@@ -628,6 +627,7 @@ fn write_current(cg: &Path, bytes: u64) {
     }
 }
 
+/// Plays the kernel on a device for the charts: memory and pressure move.
 fn play_kernel(root: &Path, step: u64, base_mib: u64) {
     let cg = root.join("sys/fs/cgroup/inference");
     let wave = ((step as f64) / 5.0).sin();
@@ -649,6 +649,29 @@ fn play_kernel(root: &Path, step: u64, base_mib: u64) {
             step * 9_000
         ),
     );
+}
+
+/// The kernel's clock for [`play_kernel`]: one step at a time, or one step
+/// when half a second passed (inside a wait's poll).
+struct Player {
+    step: u64,
+    last: Instant,
+}
+
+impl Player {
+    fn step(&mut self, devices: &[(&Path, u64)]) {
+        self.step += 1;
+        for &(root, base_mib) in devices {
+            play_kernel(root, self.step, base_mib);
+        }
+        self.last = Instant::now();
+    }
+
+    fn every_half_second(&mut self, devices: &[(&Path, u64)]) {
+        if self.last.elapsed() > Duration::from_millis(500) {
+            self.step(devices);
+        }
+    }
 }
 
 #[test]
@@ -677,16 +700,14 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
 
     // The kernel moves; then device b's rule goes active and stays past its
     // max_active (2s).
-    let mut step = 0u64;
-    let mut play = |n: u64| {
-        for _ in 0..n {
-            step += 1;
-            play_kernel(&a.root, step, 160);
-            play_kernel(&b.root, step, 300);
-            std::thread::sleep(Duration::from_millis(500));
-        }
+    let mut player = Player {
+        step: 0,
+        last: Instant::now(),
     };
-    play(6);
+    for _ in 0..6 {
+        player.step(&[(&a.root, 160), (&b.root, 300)]);
+        std::thread::sleep(Duration::from_millis(500));
+    }
     // Someone else writes a knob device a manages: a drift, counted.
     std::fs::write(
         a.root.join("sys/fs/cgroup/inference/memory.max"),
@@ -703,17 +724,12 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
             .contains("cgwarden_rule_active{rule=\"inference-big\"} 1")
     });
     // (play_kernel keeps b's memory.current over 500M from here on.)
-    let mut t_active = Instant::now();
+    player.last = Instant::now();
     prom.wait(
         "CgwardenRuleActiveTooLong firing",
         Duration::from_secs(40),
         || {
-            if t_active.elapsed() > Duration::from_millis(500) {
-                step += 1;
-                play_kernel(&a.root, step, 160);
-                play_kernel(&b.root, step, 600);
-                t_active = Instant::now();
-            }
+            player.every_half_second(&[(&a.root, 160), (&b.root, 600)]);
             !prom.firing("CgwardenRuleActiveTooLong").is_empty()
         },
     );
@@ -747,13 +763,9 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
     let (code, log) = da.stop();
     assert_eq!(code, 0, "{log}");
     let stopped = Instant::now();
-    let mut t_play = Instant::now();
+    player.last = Instant::now();
     prom.wait("CgwardenDown firing", Duration::from_secs(40), || {
-        if t_play.elapsed() > Duration::from_millis(500) {
-            step += 1;
-            play_kernel(&b.root, step, 600);
-            t_play = Instant::now();
-        }
+        player.every_half_second(&[(&b.root, 600)]);
         !prom.firing("CgwardenDown").is_empty()
     });
     let down = prom.firing("CgwardenDown");
@@ -770,16 +782,12 @@ fn a_real_prometheus_raises_the_shipped_alerts_and_draws_the_dashboard() {
     // Device b's rule is still active past its bound. (A wait, not a
     // look: the alert has no `for`, so one scrape that misses its 1 s
     // timeout on a loaded host resolves it until the next one.)
-    let mut t_play = Instant::now();
+    player.last = Instant::now();
     prom.wait(
         "CgwardenRuleActiveTooLong still firing",
         Duration::from_secs(15),
         || {
-            if t_play.elapsed() > Duration::from_millis(500) {
-                step += 1;
-                play_kernel(&b.root, step, 600);
-                t_play = Instant::now();
-            }
+            player.every_half_second(&[(&b.root, 600)]);
             prom.firing("CgwardenRuleActiveTooLong").len() == 1
         },
     );

@@ -188,8 +188,6 @@ in_group() { # GROUP CMD... : run CMD inside $CG/GROUP (same PID)
 }
 knob_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
 event_count() { awk -v k="$2" '$1 == k { print $2 }' "$CG/$1/memory.events" 2>/dev/null; }
-# ----------------------------------------------------------------------------------
-
 # A benchmark runs only when its host runner wrote its parameter file FILE;
 # otherwise it says so (a pass named NAME-skipped) and the caller returns.
 bench_wanted() { # FILE NAME RUNNER
@@ -198,3 +196,4 @@ bench_wanted() { # FILE NAME RUNNER
     pass "$2-skipped" "$2 benchmark not asked for"
     return 1
 }
+# ----------------------------------------------------------------------------------
