@@ -30,6 +30,21 @@ echo "$POLL" >"$extra/cgw/flood_poll"
 [[ -n ${CGWARDEN_FLOOD_ROWS+x} ]] && echo "$CGWARDEN_FLOOD_ROWS" >"$extra/cgw/flood_rows"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).
 [[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"
+# CGWARDEN_FLOOD_PROFILE=1: cgwarden's rows log the exec thread's CPU per
+# kind of placement operation (two clock system calls per operation more).
+[[ -n ${CGWARDEN_FLOOD_PROFILE:-} ]] && : >"$extra/cgw/flood_profile"
+# CGWARDEN_FLOOD_PERF=1: each flood row under perf (the host's perf and its
+# libraries copied into the image, never run on the host).
+if [[ -n ${CGWARDEN_FLOOD_PERF:-} ]]; then
+    : >"$extra/cgw/flood_perf"
+    perf=$(command -v perf) || { echo "bench-flood-guest: CGWARDEN_FLOOD_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
+    mkdir -p "$extra/usr/bin"
+    cp "$perf" "$extra/usr/bin/perf"
+    for l in $(ldd "$perf" | awk '$3 ~ /^\// { print $3 }'); do
+        mkdir -p "$extra$(dirname "$l")"
+        cp -L "$l" "$extra$l"
+    done
+fi
 if ! bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra"; then
     echo "bench-flood-guest: cgrulesengd not available; its row is left out" >&2
 fi

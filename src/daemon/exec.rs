@@ -307,8 +307,12 @@ impl Worker {
                 ProcEvent::Comm { pid, tgid } if pid == tgid => {
                     self.note_exec(tgid, pids, seen, &mut presence_changed)
                 }
-                ProcEvent::Exit { pid, tgid } if pid == tgid && self.tracking => {
-                    presence_changed |= self.shared.presence().exit(tgid);
+                ProcEvent::Exit { pid, tgid } if pid == tgid => {
+                    // Its pid may be reused: what the cache knows is gone.
+                    self.cache.forget(tgid);
+                    if self.tracking {
+                        presence_changed |= self.shared.presence().exit(tgid);
+                    }
                 }
                 ProcEvent::Overrun => {
                     self.shared
@@ -449,6 +453,7 @@ impl Worker {
             let live: HashSet<i32> = pids.iter().copied().collect();
             self.cache.retain(|p| live.contains(&p));
         }
+        self.cache.track_exits(self.shared.events_live());
         if !self.placer.is_empty() {
             // Where placed processes are comes from the groups' cgroup.procs.
             self.ops.begin_scan();

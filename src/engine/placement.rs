@@ -278,6 +278,9 @@ pub(crate) struct Placed {
 #[derive(Debug, Default)]
 pub(crate) struct FactCache {
     entries: std::collections::HashMap<i32, Cached>,
+    /// Exits reach [`FactCache::forget`] (the process-events connector is
+    /// live): an entry then still names the process that made it.
+    exits_tracked: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -296,6 +299,17 @@ impl FactCache {
     /// Drops what is known about `pid` (it exec'd or renamed itself).
     pub(crate) fn forget(&mut self, pid: i32) {
         self.entries.remove(&pid);
+    }
+    /// Whether exits are forgotten as they happen (the process-events
+    /// connector is live). Then a scan skips even the comm read of a
+    /// process it knows placed (issue 29: a rescan during a flood read
+    /// a thousand comms). Entries made while exits were not tracked may
+    /// name a pid's earlier owner: they go when tracking starts.
+    pub(crate) fn track_exits(&mut self, live: bool) {
+        if live && !self.exits_tracked {
+            self.entries.clear();
+        }
+        self.exits_tracked = live;
     }
     /// Keeps only the pids for which `keep` is true (after a full scan).
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(i32) -> bool) {
@@ -459,6 +473,14 @@ impl Placer {
     /// Step 1 of placing `pid`: match, pin, where it is and where it goes.
     fn prepare(&self, pid: i32, ops: &mut dyn PlaceOps, cache: Option<&mut FactCache>) -> Prepared {
         let mut out = Placed::default();
+        // A scan meets a process placed since its last exec or rename, with
+        // no sched to check, in its rule's group: nothing to read.
+        if let Some(c) = cache.as_ref().filter(|c| c.exits_tracked) {
+            if let Some(g) = self.known_placed(pid, c, ops) {
+                out.group = Some(g);
+                return Prepared::Done(out);
+            }
+        }
         // Most execs match no rule by their comm: one read, no pin.
         let comm = match ops.comm(pid) {
             Some(comm) if self.needs_for(&comm).is_some() => comm,
@@ -523,6 +545,17 @@ impl Placer {
             out,
             stop: false,
         })
+    }
+
+    /// `pid`'s group when the cache says its rule needs no sched and the
+    /// scan's snapshot shows it in that rule's group.
+    fn known_placed(&self, pid: i32, cache: &FactCache, ops: &mut dyn PlaceOps) -> Option<String> {
+        let m = &self.matchers[cache.entries.get(&pid)?.rule?];
+        if m.sched.is_some() {
+            return None;
+        }
+        let was = ops.known_cgroup(pid)?;
+        (ops.group_cgroup(&m.group)? == was).then(|| m.group.clone())
     }
 
     /// Step 3: the rule's scheduling, unless already in place or not granted.

@@ -269,6 +269,52 @@ fn a_scan_skips_what_it_placed_and_a_comm_match_reads_nothing_more() {
     assert_eq!(k.reads.len(), 3, "one comm read each: {:?}", k.reads);
 }
 
+/// Issue 29: while exits reach the cache (the connector is live), a scan
+/// reads not even the comm of a process it placed and finds in its group;
+/// an exit forgets it, and starting to track drops what was learnt before.
+#[test]
+fn with_exits_tracked_a_scan_reads_nothing_of_what_it_placed() {
+    let rules = vec![rule(comm("cam*"), "vision", None)];
+    let p = Placer::new(&rules, |_| None);
+    let mut k = Fake {
+        scanning: true,
+        ..Fake::default()
+    };
+    for pid in [30, 31] {
+        k.procs.insert(pid, f("camd"));
+        k.cg.insert(pid, "/".into());
+    }
+    let mut cache = FactCache::default();
+    cache.track_exits(true);
+    p.place_batch(&[30, 31], &mut k, &mut cache);
+    assert_eq!(k.cg[&30], "/vision");
+    k.reads.clear();
+    let done = p.place_batch(&[30, 31], &mut k, &mut cache);
+    assert!(k.reads.is_empty(), "read: {:?}", k.reads);
+    assert!(done
+        .iter()
+        .all(|(_, r)| r.group.as_deref() == Some("vision")));
+    // 31 exits; its pid is reused by a process of another name, in the group.
+    cache.forget(31);
+    k.procs.insert(31, f("bash"));
+    let done = p.place_batch(&[30, 31], &mut k, &mut cache);
+    assert_eq!(k.reads, [(31, "comm")]);
+    assert_eq!(
+        done.iter().find(|(pid, _)| *pid == 31).unwrap().1.group,
+        None
+    );
+    // Not tracked: the comm is read again for each.
+    cache.track_exits(false);
+    k.reads.clear();
+    p.place_batch(&[30], &mut k, &mut cache);
+    assert_eq!(k.reads, [(30, "comm")]);
+    // Tracking again starts from nothing: 30 is pinned and read anew.
+    cache.track_exits(true);
+    let pins = k.pins;
+    p.place_batch(&[30], &mut k, &mut cache);
+    assert_eq!(k.pins, pins + 1);
+}
+
 #[test]
 fn a_hook_runs_processes_are_never_placed() {
     let rules = vec![rule(comm("sh"), "realtime", Some(fifo()))];

@@ -6,7 +6,7 @@
 # In one boot, N processes started at once (cgwarden-workload flood: all
 # alive together, each polling its own cgroup every POLL_US, missed when not
 # placed DEADLINE_MS after launch) against: cgwarden with the connector,
-# cgwarden before issue 11 (when /usr/bin/cgwarden-base is in the image),
+# an older cgwarden build (when /usr/bin/cgwarden-base is in the image),
 # cgwarden with its reacting threads left at SCHED_OTHER (with
 # CGWARDEN_FLOOD_ABLATION=1), cgrulesengd (when
 # the image has it) and a 100 ms /proc scan (cgwarden's scan mode). Then the
@@ -48,14 +48,65 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo), cgroup2 $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
 
+# Where the CPU goes (issue 29 item 1): with /cgw/flood_perf and perf in
+# the image (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_PERF=1 copies the
+# host's), each flood row runs under `perf record` (cpu-clock, every CPU,
+# kernel call chains) and prints the placer's hottest symbols and kernel
+# call chains, then the whole guest's by command.
+PERF=false
+if [ -f /cgw/flood_perf ] && command -v perf >/dev/null 2>&1; then
+    PERF=true
+    echo -1 >/proc/sys/kernel/perf_event_paranoid
+    echo 0 >/proc/sys/kernel/kptr_restrict
+fi
+perf_start() { # PLACER_PID
+    $PERF || return 0
+    perf record -q -e cpu-clock -F 250 -a -g -o "$D/perf.data" >/dev/null 2>&1 &
+    PERF_PID=$!
+    # The placer's system calls by thread and kind (strace -c without ptrace).
+    perf trace -s -p "$1" -o "$D/trace.txt" >/dev/null 2>&1 &
+    TRACE_PID=$!
+    sleep 1
+}
+perf_stop() { # PLACER_PID
+    $PERF || return 0
+    kill -INT "$PERF_PID" "$TRACE_PID"
+    wait "$PERF_PID" "$TRACE_PID" 2>/dev/null
+    echo "BENCH   perf: the placer's system calls (perf trace -s)"
+    grep -v -e '^ *$' -e '^ *---' -e '(msec)' "$D/trace.txt" | head -n 80 | sed 's/^/BENCH   perf| /'
+    echo "BENCH   perf: whole guest by command"
+    perf report -i "$D/perf.data" --stdio --no-children --sort comm --percent-limit 2 -g none 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -n 12 | sed 's/^/BENCH   perf| /'
+    # The placer's threads by their names (cgw-exec places; cgrulesengd's
+    # only thread is its own name).
+    comms=$(for t in /proc/$1/task/*; do cat "$t/comm"; done 2>/dev/null | sort -u | tr "\n" , | sed "s/,$//")
+    echo "BENCH   perf: the placer ($comms) by symbol, self"
+    perf report -i "$D/perf.data" --stdio --no-children --comms "$comms" --percentage relative --sort dso,sym --percent-limit 1 -g none 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -n 40 | sed 's/^/BENCH   perf| /'
+    echo "BENCH   perf: the placer by symbol, with callees"
+    perf report -i "$D/perf.data" --stdio --children --comms "$comms" --percentage relative --sort sym --percent-limit 3 -g none 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -n 40 | sed 's/^/BENCH   perf| /'
+    # Page faults: which user-space frame (or kernel entry) took them.
+    echo "BENCH   perf: the placer's page-fault samples by their first user-space frame"
+    perf script -i "$D/perf.data" --comms "$comms" -F comm,ip,sym,dso 2>/dev/null | awk '
+        /^[^ \t]/ { flush(); inf = 0; first = ""; next }
+        /handle_mm_fault/ { inf = 1 }
+        inf && first == "" && $0 !~ /kernel.kallsyms/ && NF >= 2 { first = $2 " " $3 }
+        function flush() { if (inf) n[first == "" ? "(kernel only)" : first]++ }
+        END { flush(); for (k in n) print n[k], k }' | sort -rn | head -n 12 | sed 's/^/BENCH   perf| /'
+    rm -f "$D/perf.data"
+}
+
 ROWS=$D/rows
 : >"$ROWS"
 flood() { # LABEL PLACER_PID
     echo "BENCH == $1: flood N=$N, deadline $DEADLINE ms, poll $POLL_US us"
+    perf_start "$2"
     c0=$(cpu_ticks "$2") k0=$(sys_ticks "$2")
     "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" >"$D/out"
     sleep 1
     c1=$(cpu_ticks "$2") k1=$(sys_ticks "$2")
+    perf_stop "$2"
     sed 's/^/BENCH /' "$D/out"
     missed=$(sed -n 's/^missed \([0-9]*\/[0-9]*\).*/\1/p' "$D/out")
     p99=$(sed -n 's/^placement ms.* p99 \([^ ]*\) .*/\1/p' "$D/out")
@@ -80,8 +131,13 @@ daemon_status() { # PID: the reacting threads' policy/priority, memory
 cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     _label=$1 _bin=$2 _pol=$3 _kind=$4
     shift 4
-    # CGWARDEN_PLACEMENT_PROFILE: the exec thread logs its CPU per kind of operation.
-    env CGWARDEN_LOG=info CGWARDEN_PLACEMENT_PROFILE=1 "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
+    # /cgw/flood_profile (CGWARDEN_FLOOD_PROFILE=1): the exec thread logs its
+    # CPU per kind of operation. Off by default: its two clock reads per
+    # operation are system calls here (no vDSO clock under TCG) and cost the
+    # row about a second of a thousand-process flood.
+    _prof=
+    [ -f /cgw/flood_profile ] && _prof=CGWARDEN_PLACEMENT_PROFILE=1
+    env CGWARDEN_LOG=info $_prof "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
     _pid=$!
     wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
     sleep 2
@@ -95,7 +151,7 @@ cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
 
 cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood
 if command -v cgwarden-base >/dev/null 2>&1; then
-    cgwarden_row "cgwarden before issue 11, connector" cgwarden-base "$D/policy.yaml" flood
+    cgwarden_row "cgwarden (base binary), connector" cgwarden-base "$D/policy.yaml" flood
 fi
 if [ -f /cgw/flood_ablation ]; then
     cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
