@@ -30,9 +30,6 @@ echo "$POLL" >"$extra/cgw/flood_poll"
 [[ -n ${CGWARDEN_FLOOD_ROWS+x} ]] && echo "$CGWARDEN_FLOOD_ROWS" >"$extra/cgw/flood_rows"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).
 [[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"
-# CGWARDEN_FLOOD_PROFILE=1: cgwarden's rows log the exec thread's CPU per
-# kind of placement operation (two clock system calls per operation more).
-[[ -n ${CGWARDEN_FLOOD_PROFILE:-} ]] && : >"$extra/cgw/flood_profile"
 # CGWARDEN_FLOOD_PERF=1: each flood row under perf (the host's perf and its
 # libraries copied into the image, never run on the host).
 if [[ -n ${CGWARDEN_FLOOD_PERF:-} ]]; then

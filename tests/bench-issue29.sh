@@ -57,5 +57,6 @@ b | awk -F' *[|] *' -v n="$N" '
     $2 ~ /^100 ms/ { s = "100 ms scan: " cell() }
     END { if (c != "") printf "| exec flood, N=%s | %s | %s; %s |\n", n, c, r, s }'
 b | sed -n 's/^reaction: cgwarden \(.*\); 1 s poller \(.*\)$/| reaction cost | \1 | 1 s poller: \2 |/p'
+b | sed -n 's/^reaction CPU: cgwarden \(.*\) vs\. the acting poller \(.*\) (the reading poller \(.*\))$/| reaction CPU, same episodes, the anchor acting too | \1 | 1 s poller writing memory.high: \2 (reading only: \3) |/p'
 echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

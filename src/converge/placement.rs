@@ -11,49 +11,6 @@ use crate::policy::model::{Policy, Sched};
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd};
 
-/// What each kind of kernel operation of placement cost this thread
-/// (issue 29: where a flood's time goes), when `CGWARDEN_PLACEMENT_PROFILE`
-/// is set (a benchmark's switch: two clock reads per operation).
-#[derive(Debug, Default)]
-pub struct OpProfile {
-    on: bool,
-    /// Per [`OP_NAMES`] entry: calls and thread CPU time (user + system), ns.
-    ops: [(u64, u64); OP_NAMES.len()],
-}
-
-/// The operations [`OpProfile`] tells apart.
-pub const OP_NAMES: [&str; 8] = [
-    "comm", "pin", "same", "facts", "cgroup", "move", "sched", "children",
-];
-
-impl OpProfile {
-    fn start(&self) -> Option<u64> {
-        self.on.then(crate::kernel::selfproc::thread_cpu_ns)
-    }
-    fn end(&mut self, op: usize, t0: Option<u64>) {
-        if let Some(t0) = t0 {
-            let e = &mut self.ops[op];
-            e.0 += 1;
-            e.1 += crate::kernel::selfproc::thread_cpu_ns().saturating_sub(t0);
-        }
-    }
-    /// `comm 2000×12µs …`, or `None` when off or nothing was done.
-    pub fn summary(&self) -> Option<String> {
-        if !self.on || self.ops.iter().all(|o| o.0 == 0) {
-            return None;
-        }
-        Some(
-            OP_NAMES
-                .iter()
-                .zip(&self.ops)
-                .filter(|(_, o)| o.0 > 0)
-                .map(|(n, o)| format!("{n} {}x{}us", o.0, o.1 / o.0 / 1000))
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
-    }
-}
-
 /// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
 pub struct KernelOps {
     pub(crate) root: Root,
@@ -74,8 +31,6 @@ pub struct KernelOps {
     members: Option<HashMap<i32, String>>,
     /// Each group's `cgroup.procs`, kept open between moves.
     procs_files: ProcsFiles,
-    /// Cost per operation kind (off unless asked for).
-    pub profile: OpProfile,
 }
 
 impl KernelOps {
@@ -104,10 +59,6 @@ impl KernelOps {
             said: HashSet::new(),
             members: None,
             procs_files: ProcsFiles::default(),
-            profile: OpProfile {
-                on: std::env::var_os("CGWARDEN_PLACEMENT_PROFILE").is_some(),
-                ..OpProfile::default()
-            },
         }
     }
 
@@ -167,40 +118,25 @@ fn pidfd_alive(fd: BorrowedFd<'_>) -> bool {
 
 impl PlaceOps for KernelOps {
     fn pin(&mut self, pid: i32) -> Option<Pin> {
-        let t = self.profile.start();
-        let r = self.pin_inner(pid);
-        self.profile.end(1, t);
-        r
+        self.pin_inner(pid)
     }
     fn same(&mut self, pid: i32, pin: &Pin) -> bool {
-        let t = self.profile.start();
-        let r = self.same_inner(pid, pin);
-        self.profile.end(2, t);
-        r
+        self.same_inner(pid, pin)
     }
     fn comm(&mut self, pid: i32) -> Option<String> {
         if pid == self.me || pid <= 0 {
             return None;
         }
-        let t = self.profile.start();
-        let r = procfs::comm(&self.root, pid).ok().flatten();
-        self.profile.end(0, t);
-        r
+        procfs::comm(&self.root, pid).ok().flatten()
     }
     fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
-        let t = self.profile.start();
-        let r = self.facts_inner(pid, comm, needs);
-        self.profile.end(3, t);
-        r
+        self.facts_inner(pid, comm, needs)
     }
     fn cgroup_of(&mut self, pid: i32) -> Option<String> {
         if let Some(shown) = self.members.as_ref().and_then(|m| m.get(&pid)) {
             return Some(shown.clone());
         }
-        let t = self.profile.start();
-        let r = pid_cgroup(&self.root, pid).ok().flatten();
-        self.profile.end(4, t);
-        r
+        pid_cgroup(&self.root, pid).ok().flatten()
     }
     fn group_cgroup(&self, group: &str) -> Option<String> {
         self.groups.get(group).map(|(_, shown)| shown.clone())
@@ -209,10 +145,7 @@ impl PlaceOps for KernelOps {
         self.members.as_ref()?.get(&pid).cloned()
     }
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
-        let t = self.profile.start();
-        let r = self.move_inner(group, pid);
-        self.profile.end(5, t);
-        r
+        self.move_inner(group, pid)
     }
     fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
         if !self.root.supports(Op::Sched) {
@@ -221,20 +154,14 @@ impl PlaceOps for KernelOps {
         super::sched_matches(&self.root, pid, s)
     }
     fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
-        let t = self.profile.start();
-        let r = self.set_sched_inner(pid, s);
-        self.profile.end(6, t);
-        r
+        self.set_sched_inner(pid, s)
     }
     fn children(&mut self, pid: i32, single_threaded: bool) -> Vec<i32> {
-        let t = self.profile.start();
-        let r = if single_threaded {
+        if single_threaded {
             procfs::main_thread_children(&self.root, pid)
         } else {
             procfs::children(&self.root, pid)
-        };
-        self.profile.end(7, t);
-        r
+        }
     }
 }
 

@@ -191,7 +191,6 @@ impl Worker {
         let mut pids: Vec<i32> = Vec::new();
         let mut seen = HashSet::new();
         let mut more = false;
-        let mut profile_said = Instant::now();
         loop {
             if !more {
                 let mut fds = [
@@ -243,12 +242,7 @@ impl Worker {
                         }
                     }
                     Err(std_mpsc::TryRecvError::Empty) => break,
-                    Err(std_mpsc::TryRecvError::Disconnected) => {
-                        if let Some(p) = self.ops.profile.summary() {
-                            tracing::info!("placement profile (thread CPU per operation): {p}");
-                        }
-                        return;
-                    }
+                    Err(std_mpsc::TryRecvError::Disconnected) => return,
                 }
             }
             more = false;
@@ -275,12 +269,6 @@ impl Worker {
                 self.scan_pending.store(false, Ordering::Release);
                 self.full_scan(kind);
             }
-            if !more && profile_said.elapsed() >= Duration::from_secs(5) {
-                if let Some(p) = self.ops.profile.summary() {
-                    tracing::info!("placement profile (thread CPU per operation): {p}");
-                    profile_said = Instant::now();
-                }
-            }
         }
     }
 
@@ -292,7 +280,6 @@ impl Worker {
         pids: &mut Vec<i32>,
         seen: &mut HashSet<i32>,
     ) -> bool {
-        let read_at = Instant::now();
         let mut presence_changed = false;
         let mut loss = false;
         pids.clear();
@@ -334,12 +321,19 @@ impl Worker {
             let _ = self.wake.try_send(Wake::Presence);
         }
         // The whole batch at once: identify all, then the moves back-to-back.
-        for chunk in pids.chunks(BATCH_MAX) {
-            let start = Instant::now();
+        // One clock read before (the events were read just now: parsing
+        // them took microseconds) and one after each chunk; none for a
+        // batch with nothing to place (no vDSO clock under emulation:
+        // each read is a system call).
+        let read_at = (!pids.is_empty()).then(Instant::now);
+        for (i, chunk) in pids.chunks(BATCH_MAX).enumerate() {
+            let Some(read_at) = read_at else { break };
+            let start = if i == 0 { read_at } else { Instant::now() };
             let results = self
                 .placer
                 .place_batch(chunk, &mut self.ops, &mut self.cache);
-            let (took, now) = (start.elapsed(), read_at.elapsed());
+            let now = read_at.elapsed();
+            let took = now.saturating_sub(start.duration_since(read_at));
             let n = results.len().max(1) as u32;
             for (pid, r) in results {
                 self.tasks.placed(pid, &r);

@@ -21,6 +21,7 @@
 //! cgwarden-workload storm CHILD TARGET N LIFE_MS PAR [POLL_US]   the placement benchmark's exec storm
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
+//! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
 //! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
@@ -80,6 +81,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   poll-file FILE PERIOD_MS SECS
                              keep FILE open and pread it every PERIOD_MS for SECS
                              (the trivial poller the idle-cost benchmark compares with)
+  poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS
+                             the same loop acting: write HIGH to KNOB when PRESSURE's
+                             some total= grew >= THRESH_US in a period, LOW after
+                             HOLD_MS without; print each write's Unix time
   notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
                              SECS seconds; print each datagram with a CLOCK_MONOTONIC
                              time, then the WATCHDOG=1 count and largest gap
@@ -411,6 +416,35 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                     poll::poll_file(f, Duration::from_millis(ms), secs)
                 }
                 _ => usage("poll-file: FILE PERIOD_MS SECS (PERIOD_MS > 0)"),
+            }
+        }
+        ("poll-act", [pressure, period, secs, knob, high, low, thresh, hold]) => {
+            let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            match (
+                pressure.to_str(),
+                num(period),
+                parse_secs(secs),
+                knob.to_str(),
+                high.to_str(),
+                low.to_str(),
+                num(thresh),
+                num(hold),
+            ) {
+                (Some(pressure), Some(ms), Some(secs), Some(knob), Some(high), Some(low), Some(thresh_us), Some(hold))
+                    if ms > 0 =>
+                {
+                    poll::poll_act(&poll::Act {
+                        pressure,
+                        period: Duration::from_millis(ms),
+                        secs,
+                        knob,
+                        high,
+                        low,
+                        thresh_us,
+                        hold: Duration::from_millis(hold),
+                    })
+                }
+                _ => usage("poll-act: PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS (numbers whole, PERIOD_MS > 0)"),
             }
         }
         ("migrate-cost", [a, b, n]) => {

@@ -47,3 +47,106 @@ pub fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
     println!("poll-file: {reads} reads, {stalled} showed a stall");
     ExitCode::SUCCESS
 }
+
+/// What `poll-act` is told (issue 29 item 2's acting anchor).
+pub struct Act<'a> {
+    pub pressure: &'a str,
+    pub period: Duration,
+    pub secs: Duration,
+    pub knob: &'a str,
+    pub high: &'a str,
+    pub low: &'a str,
+    /// Stall (µs of `some total=` growth in one period) that raises the knob.
+    pub thresh_us: u64,
+    /// How long the stall must stay below the threshold before the knob goes back.
+    pub hold: Duration,
+}
+
+/// `poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS`: the
+/// reaction benchmark's anchor that acts (issue 29 item 2), the C loop an
+/// integrator writes instead of a PSI-trigger rule: keep PRESSURE open,
+/// `pread` it every PERIOD_MS; when `some total=` grew by THRESH_US or more
+/// since the last read, write HIGH to KNOB; once it has grown less for
+/// HOLD_MS, write LOW back. Each write prints `wrote VALUE at UNIX_SECS` (the
+/// benchmark's lag); the last line counts reads and writes.
+pub fn poll_act(a: &Act) -> ExitCode {
+    let fail = |what: &str, e: std::io::Error| {
+        eprintln!("cgwarden-workload: poll-act: {what}: {e}");
+        ExitCode::from(1)
+    };
+    let file = match File::open(a.pressure) {
+        Ok(f) => f,
+        Err(e) => return fail(a.pressure, e),
+    };
+    let mut buf = [0u8; 512];
+    let start = Instant::now();
+    let mut next = start;
+    let (mut reads, mut writes) = (0u64, 0u64);
+    let mut last_total: Option<u64> = None;
+    let mut raised_until: Option<Instant> = None;
+    while start.elapsed() < a.secs {
+        let n = match file.read_at(&mut buf, 0) {
+            Ok(n) => n,
+            Err(e) => return fail(a.pressure, e),
+        };
+        reads += 1;
+        let total = some_total(&buf[..n]);
+        let now = Instant::now();
+        let stalled =
+            matches!((last_total, total), (Some(p), Some(t)) if t.saturating_sub(p) >= a.thresh_us);
+        last_total = total.or(last_total);
+        let write = match raised_until {
+            _ if stalled => {
+                let first = raised_until.is_none();
+                raised_until = Some(now + a.hold);
+                first.then_some(a.high)
+            }
+            Some(t) if now >= t => {
+                raised_until = None;
+                Some(a.low)
+            }
+            _ => None,
+        };
+        if let Some(v) = write {
+            if let Err(e) = std::fs::write(a.knob, v) {
+                return fail(a.knob, e);
+            }
+            writes += 1;
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            println!("wrote {v} at {}.{:06}", t.as_secs(), t.subsec_micros());
+        }
+        next += a.period;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+    println!("poll-act: {reads} reads, {writes} writes");
+    ExitCode::SUCCESS
+}
+
+/// The `total=` of the `some` line of a PSI file, in µs.
+fn some_total(text: &[u8]) -> Option<u64> {
+    let line = text.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    line.strip_prefix("some ")?
+        .split(' ')
+        .find_map(|w| w.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn some_total_reads_the_first_line() {
+        let t = b"some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=9\n";
+        assert_eq!(super::some_total(t), Some(123_456));
+        assert_eq!(super::some_total(b"full total=3\n"), None);
+        assert_eq!(super::some_total(b""), None);
+    }
+}

@@ -64,7 +64,7 @@ perf_start() { # PLACER_PID
     perf record -q -e cpu-clock -F 250 -a -g -o "$D/perf.data" >/dev/null 2>&1 &
     PERF_PID=$!
     # The placer's system calls by thread and kind (strace -c without ptrace).
-    perf trace -s -p "$1" -o "$D/trace.txt" >/dev/null 2>&1 &
+    perf trace -s -m 2048 -p "$1" -o "$D/trace.txt" >/dev/null 2>&1 &
     TRACE_PID=$!
     sleep 1
 }
@@ -73,7 +73,8 @@ perf_stop() { # PLACER_PID
     kill -INT "$PERF_PID" "$TRACE_PID"
     wait "$PERF_PID" "$TRACE_PID" 2>/dev/null
     echo "BENCH   perf: the placer's system calls (perf trace -s)"
-    grep -v -e '^ *$' -e '^ *---' -e '(msec)' "$D/trace.txt" | head -n 80 | sed 's/^/BENCH   perf| /'
+    grep -c '^LOST' "$D/trace.txt" | sed 's/^/BENCH   perf| trace buffer overruns: /'
+    grep -v -e '^ *$' -e '^ *---' -e '(msec)' -e '^LOST' "$D/trace.txt" | head -n 80 | sed 's/^/BENCH   perf| /'
     echo "BENCH   perf: whole guest by command"
     perf report -i "$D/perf.data" --stdio --no-children --sort comm --percent-limit 2 -g none 2>/dev/null |
         grep -v '^#' | grep -v '^$' | head -n 12 | sed 's/^/BENCH   perf| /'
@@ -131,13 +132,7 @@ daemon_status() { # PID: the reacting threads' policy/priority, memory
 cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     _label=$1 _bin=$2 _pol=$3 _kind=$4
     shift 4
-    # /cgw/flood_profile (CGWARDEN_FLOOD_PROFILE=1): the exec thread logs its
-    # CPU per kind of operation. Off by default: its two clock reads per
-    # operation are system calls here (no vDSO clock under TCG) and cost the
-    # row about a second of a thousand-process flood.
-    _prof=
-    [ -f /cgw/flood_profile ] && _prof=CGWARDEN_PLACEMENT_PROFILE=1
-    env CGWARDEN_LOG=info $_prof "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
+    env CGWARDEN_LOG=info "$@" "$_bin" run "$_pol" --tick 100ms 2>"$D/daemon.log" &
     _pid=$!
     wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
     sleep 2
@@ -146,7 +141,6 @@ cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     kill -TERM "$_pid"
     wait "$_pid"
     grep -E "placement: placed|settings.daemon|overran|lost" "$D/daemon.log" | head -n 8 | sed 's/^/BENCH   log| /'
-    grep "placement profile" "$D/daemon.log" | tail -n 1 | sed 's/^/BENCH   log| /'
 }
 
 cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood

@@ -6,7 +6,10 @@
 # episodes: a 150 MiB hog held 6 s in `inference` (memory.high 64M, no swap), then
 # quiet. Side by side over the same window, the anchor an integrator would write: a
 # 1 s poller of the same memory.pressure file (`cgwarden-workload poll-file`), which
-# acts at its next read at best. CPU from each thread's schedstat, split into the
+# acts at its next read at best. Then, with the daemon stopped, the anchor that acts
+# (`cgwarden-workload poll-act`: the same 1 s read, writing memory.high up and back
+# down as the rule does; it pays the same reclaim inside those writes) over the same
+# episodes alone. CPU from each thread's schedstat, split into the
 # daemon's startup (exec to "running" plus 2 s) and the episodes' window, so the note
 # can say what an episode costs. Lag: from the hog's start to the daemon's write of
 # memory.high (the log's time against a stamp taken just before the hog started).
@@ -31,6 +34,49 @@ rules:
 EOP
 
 threads() { thread_schedstat "$1"; } # lib.sh
+# episodes WHO LAGS: EPISODES hogs; WHO (daemon | act) is the one that raises
+# memory.high: its reaction is seen in the daemon's log or in poll-act's output.
+reactions() { # WHO: how many raises so far
+    case $1 in
+    daemon) grep -c 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" ;;
+    act) grep -c '^wrote 268435456 at ' "$D/act.out" ;;
+    esac
+}
+reacted() { [ "$(reactions "$1")" -gt "$2" ]; } # WHO COUNT_BEFORE
+last_reaction_lag() { # WHO: ms from the stamp in $D/t0 to the latest raise
+    case $1 in
+    daemon)
+        t=$(grep 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
+        cgwarden-workload since "$D/t0" "$t" ;;
+    act)
+        awk -v t0="$(cat "$D/t0")" '/^wrote 268435456 at / { t = $4 } END { printf "%d\n", (t - t0) * 1000 + 0.5 }' "$D/act.out" ;;
+    esac
+}
+episodes() { # WHO LAGS
+    : >"$2"
+    i=0
+    while [ "$i" -lt "$EPISODES" ]; do
+        i=$((i + 1))
+        w0=$(reactions "$1")
+        cgwarden-workload stamp-exit 0 "$D/t0" 2>/dev/null
+        sh -c 'echo $$ >"$0" && exec "$@"' "$CG/inference/cgroup.procs" \
+            cgwarden-workload exec-as memhog alloc 150 6 >/dev/null &
+        HOG=$!
+        if wait_for 30 reacted "$1" "$w0"; then
+            lag=$(last_reaction_lag "$1")
+            echo "$lag" >>"$2"
+            echo "BENCH   $1 episode $i: hog start to memory.high=256M ${lag} ms"
+        else
+            echo "BENCH   $1 episode $i: no reaction within 30 s"
+        fi
+        wait "$HOG" 2>/dev/null
+        # The hold keeps 256M 3 s after the stall ends, then 64M comes back: wait for it.
+        wait_for 30 sh -c "[ \"\$(cat $CG/inference/memory.high)\" = 67108864 ]" || echo "BENCH   $1 episode $i: not released"
+        sleep 3
+    done
+}
+p90() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR) { i = int(0.9 * NR + 0.999); print v[i] } else print "-" }'; }
+
 sum_ns() { awk '{ s += $3 } END { print s + 0 }' "$1"; }
 
 echo "BENCH == reaction cost: $EPISODES memory-pressure episodes, PSI-trigger rule vs. a 1 s poller"
@@ -53,28 +99,7 @@ PP=$!
 sleep 1
 threads "$PP" >"$D/p0"
 up0=$(cut -d' ' -f1 /proc/uptime)
-: >"$D/lags"
-i=0
-while [ "$i" -lt "$EPISODES" ]; do
-    i=$((i + 1))
-    w0=$(grep -c 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log")
-    cgwarden-workload stamp-exit 0 "$D/t0" 2>/dev/null
-    sh -c 'echo $$ >"$0" && exec "$@"' "$CG/inference/cgroup.procs" \
-        cgwarden-workload exec-as memhog alloc 150 6 >/dev/null &
-    HOG=$!
-    if wait_for 30 sh -c "[ \$(grep -c 'new=268435456 (256M) cause=rule inference-stall' '$D/daemon.log') -gt $w0 ]"; then
-        t=$(grep 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
-        lag=$(cgwarden-workload since "$D/t0" "$t")
-        echo "$lag" >>"$D/lags"
-        echo "BENCH   episode $i: hog start to memory.high=256M ${lag} ms"
-    else
-        echo "BENCH   episode $i: no reaction within 30 s"
-    fi
-    wait "$HOG" 2>/dev/null
-    # The rule holds 3 s after the stall ends, then gives the knob back: wait for it.
-    wait_for 30 sh -c "[ \"\$(cat $CG/inference/memory.high)\" = 67108864 ]" || echo "BENCH   episode $i: not released"
-    sleep 3
-done
+episodes daemon "$D/lags"
 up1=$(cut -d' ' -f1 /proc/uptime)
 threads "$DP" >"$D/d1"
 threads "$PP" >"$D/p1"
@@ -86,12 +111,36 @@ win_ms=$(awk -v a="$(sum_ns "$D/d0")" -v b="$(sum_ns "$D/d1")" 'BEGIN { printf "
 poll_ms=$(awk -v a="$(sum_ns "$D/p0")" -v b="$(sum_ns "$D/p1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
 per=$(awk -v w="$win_ms" -v n="$EPISODES" 'BEGIN { printf "%.1f", w / n }')
 lags=$(sort -n "$D/lags" | tr '\n' ' ')
-p90=$(sort -n "$D/lags" | awk '{ v[NR] = $1 } END { if (NR) { i = int(0.9 * NR + 0.999); print v[i] } else print "-" }')
+p90=$(p90 "$D/lags")
 echo "BENCH   daemon threads over the window:"
 awk 'FNR == NR { ns[$1] = $3; next } { printf "BENCH     %s %.1f ms\n", $2, ($3 - ns[$1]) / 1e6 }' "$D/d0" "$D/d1"
 echo "BENCH reaction: cgwarden startup ${start_ms} ms CPU; ${EPISODES} episodes in ${wall} s: ${win_ms} ms CPU (${per} ms an episode), lag p90 ${p90} ms (${lags}); 1 s poller ${poll_ms} ms CPU over the same window"
 kill -TERM "$DP"
 wait "$DP"
 grep -E "event loop (wake-ups|profile)" "$D/daemon.log" | sed 's/^/BENCH   log| /'
+# The anchor that acts: the same episodes with the daemon stopped (its stop
+# gives memory.high back: 64M) and `poll-act` raising and restoring the knob
+# as the rule does — a 1 s read of the pressure file, 256M when `some
+# total=` grew 100 ms or more in the second, 64M after 3 s without.
+if [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; then
+    cgwarden-workload poll-act "$CG/inference/memory.pressure" 1000 100000 \
+        "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/act.out" &
+    AP=$!
+    sleep 1
+    threads "$AP" >"$D/a0"
+    ua0=$(cut -d' ' -f1 /proc/uptime)
+    episodes act "$D/act-lags"
+    ua1=$(cut -d' ' -f1 /proc/uptime)
+    threads "$AP" >"$D/a1"
+    kill "$AP" 2>/dev/null
+    wait "$AP" 2>/dev/null
+    awall=$(awk -v a="$ua0" -v b="$ua1" 'BEGIN { printf "%.0f", b - a }')
+    act_ms=$(awk -v a="$(sum_ns "$D/a0")" -v b="$(sum_ns "$D/a1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+    writes=$(grep -c '^wrote ' "$D/act.out")
+    echo "BENCH reaction anchor that acts: 1 s poller writing memory.high, ${EPISODES} episodes in ${awall} s: ${act_ms} ms CPU, ${writes} writes, lag p90 $(p90 "$D/act-lags") ms ($(sort -n "$D/act-lags" | tr '\n' ' '))"
+    echo "BENCH reaction CPU: cgwarden ${win_ms} ms vs. the acting poller ${act_ms} ms (the reading poller ${poll_ms} ms)"
+else
+    echo "BENCH reaction anchor that acts: not run (memory.high is $(cat "$CG/inference/memory.high") after the daemon stopped, not 64M)"
+fi
 cgwarden reset --policy "$D/policy.yaml" >/dev/null 2>&1
 pass reaction-done "reaction benchmark ran"
