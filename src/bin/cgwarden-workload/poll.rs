@@ -36,13 +36,7 @@ pub fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
                 return ExitCode::from(1);
             }
         }
-        next += period;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        sleep_to_next(&mut next, period);
     }
     println!("poll-file: {reads} reads, {stalled} showed a stall");
     ExitCode::SUCCESS
@@ -117,16 +111,21 @@ pub fn poll_act(a: &Act) -> ExitCode {
                 .unwrap_or_default();
             println!("wrote {v} at {}.{:06}", t.as_secs(), t.subsec_micros());
         }
-        next += a.period;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        sleep_to_next(&mut next, a.period);
     }
     println!("poll-act: {reads} reads, {writes} writes");
     ExitCode::SUCCESS
+}
+
+/// Sleeps until `next` + `period` (a fixed rate; after an overrun, from now).
+fn sleep_to_next(next: &mut Instant, period: Duration) {
+    *next += period;
+    let now = Instant::now();
+    if *next > now {
+        std::thread::sleep(*next - now);
+    } else {
+        *next = now;
+    }
 }
 
 /// The `total=` of the `some` line of a PSI file, in µs.

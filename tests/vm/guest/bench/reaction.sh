@@ -75,6 +75,19 @@ episodes() { # WHO LAGS
         sleep 3
     done
 }
+# window WHO LAGS PID...: `episodes WHO LAGS` between two samples of each
+# PID's threads ($D/PID.0, $D/PID.1); WALL: its seconds.
+window() {
+    _who=$1 _lags=$2
+    shift 2
+    for _p in "$@"; do threads "$_p" >"$D/$_p.0"; done
+    _u0=$(cut -d' ' -f1 /proc/uptime)
+    episodes "$_who" "$_lags"
+    _u1=$(cut -d' ' -f1 /proc/uptime)
+    for _p in "$@"; do threads "$_p" >"$D/$_p.1"; done
+    WALL=$(awk -v a="$_u0" -v b="$_u1" 'BEGIN { printf "%.0f", b - a }')
+}
+cpu_ms() { awk -v a="$(sum_ns "$D/$1.0")" -v b="$(sum_ns "$D/$1.1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'; } # PID
 p90() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR) { i = int(0.9 * NR + 0.999); print v[i] } else print "-" }'; }
 
 sum_ns() { awk '{ s += $3 } END { print s + 0 }' "$1"; }
@@ -97,23 +110,18 @@ threads "$DP" >"$D/d0" # startup: everything until now
 cgwarden-workload poll-file "$CG/inference/memory.pressure" 1000 100000 >"$D/poll.out" &
 PP=$!
 sleep 1
-threads "$PP" >"$D/p0"
-up0=$(cut -d' ' -f1 /proc/uptime)
-episodes daemon "$D/lags"
-up1=$(cut -d' ' -f1 /proc/uptime)
-threads "$DP" >"$D/d1"
-threads "$PP" >"$D/p1"
+window daemon "$D/lags" "$DP" "$PP"
 kill "$PP" 2>/dev/null
 wait "$PP" 2>/dev/null
-wall=$(awk -v a="$up0" -v b="$up1" 'BEGIN { printf "%.0f", b - a }')
+wall=$WALL
 start_ms=$(awk -v s="$(sum_ns "$D/d0")" 'BEGIN { printf "%.1f", s / 1e6 }')
-win_ms=$(awk -v a="$(sum_ns "$D/d0")" -v b="$(sum_ns "$D/d1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
-poll_ms=$(awk -v a="$(sum_ns "$D/p0")" -v b="$(sum_ns "$D/p1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+win_ms=$(cpu_ms "$DP")
+poll_ms=$(cpu_ms "$PP")
 per=$(awk -v w="$win_ms" -v n="$EPISODES" 'BEGIN { printf "%.1f", w / n }')
 lags=$(sort -n "$D/lags" | tr '\n' ' ')
 p90=$(p90 "$D/lags")
 echo "BENCH   daemon threads over the window:"
-awk 'FNR == NR { ns[$1] = $3; next } { printf "BENCH     %s %.1f ms\n", $2, ($3 - ns[$1]) / 1e6 }' "$D/d0" "$D/d1"
+awk 'FNR == NR { ns[$1] = $3; next } { printf "BENCH     %s %.1f ms\n", $2, ($3 - ns[$1]) / 1e6 }' "$D/$DP.0" "$D/$DP.1"
 echo "BENCH reaction: cgwarden startup ${start_ms} ms CPU; ${EPISODES} episodes in ${wall} s: ${win_ms} ms CPU (${per} ms an episode), lag p90 ${p90} ms (${lags}); 1 s poller ${poll_ms} ms CPU over the same window"
 kill -TERM "$DP"
 wait "$DP"
@@ -127,15 +135,11 @@ if [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; then
         "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/act.out" &
     AP=$!
     sleep 1
-    threads "$AP" >"$D/a0"
-    ua0=$(cut -d' ' -f1 /proc/uptime)
-    episodes act "$D/act-lags"
-    ua1=$(cut -d' ' -f1 /proc/uptime)
-    threads "$AP" >"$D/a1"
+    window act "$D/act-lags" "$AP"
     kill "$AP" 2>/dev/null
     wait "$AP" 2>/dev/null
-    awall=$(awk -v a="$ua0" -v b="$ua1" 'BEGIN { printf "%.0f", b - a }')
-    act_ms=$(awk -v a="$(sum_ns "$D/a0")" -v b="$(sum_ns "$D/a1")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+    awall=$WALL
+    act_ms=$(cpu_ms "$AP")
     writes=$(grep -c '^wrote ' "$D/act.out")
     echo "BENCH reaction anchor that acts: 1 s poller writing memory.high, ${EPISODES} episodes in ${awall} s: ${act_ms} ms CPU, ${writes} writes, lag p90 $(p90 "$D/act-lags") ms ($(sort -n "$D/act-lags" | tr '\n' ' '))"
     echo "BENCH reaction CPU: cgwarden ${win_ms} ms vs. the acting poller ${act_ms} ms (the reading poller ${poll_ms} ms)"
