@@ -31,23 +31,19 @@ echo "$POLL" >"$extra/cgw/flood_poll"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).
 [[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"
 # CGWARDEN_FLOOD_PERF=1: each flood row under perf (the host's perf and its
-# libraries copied into the image, never run on the host).
+# libraries copied into the image by run-guest.sh, never run on the host).
+tools=
 if [[ -n ${CGWARDEN_FLOOD_PERF:-} ]]; then
     : >"$extra/cgw/flood_perf"
-    perf=$(command -v perf) || { echo "bench-flood-guest: CGWARDEN_FLOOD_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
-    mkdir -p "$extra/usr/bin"
-    cp "$perf" "$extra/usr/bin/perf"
-    for l in $(ldd "$perf" | awk '$3 ~ /^\// { print $3 }'); do
-        mkdir -p "$extra$(dirname "$l")"
-        cp -L "$l" "$extra$l"
-    done
+    command -v perf >/dev/null || { echo "bench-flood-guest: CGWARDEN_FLOOD_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
+    tools=perf
 fi
 if ! bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra"; then
     echo "bench-flood-guest: cgrulesengd not available; its row is left out" >&2
 fi
 log=${CGWARDEN_FLOOD_LOG:-$CACHE/bench-flood-serial.log}
 # 2 vCPUs as in the issue's measurement; room for N pollers.
-CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=flood CGWARDEN_VM_EXTRA=$extra \
+CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=flood CGWARDEN_VM_EXTRA=$extra CGWARDEN_VM_TOOLS=$tools \
     CGWARDEN_VM_SMP=${CGWARDEN_VM_SMP:-2} CGWARDEN_VM_MEM=${CGWARDEN_VM_MEM:-3G} \
     CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-3000} \
     bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true

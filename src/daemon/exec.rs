@@ -322,26 +322,27 @@ impl Worker {
         }
         // The whole batch at once: identify all, then the moves back-to-back.
         // One clock read before (the events were read just now: parsing
-        // them took microseconds) and one after each chunk; none for a
-        // batch with nothing to place (no vDSO clock under emulation:
-        // each read is a system call).
-        let read_at = (!pids.is_empty()).then(Instant::now);
-        for (i, chunk) in pids.chunks(BATCH_MAX).enumerate() {
-            let Some(read_at) = read_at else { break };
-            let start = if i == 0 { read_at } else { Instant::now() };
-            let results = self
-                .placer
-                .place_batch(chunk, &mut self.ops, &mut self.cache);
-            let now = read_at.elapsed();
-            let took = now.saturating_sub(start.duration_since(read_at));
-            let n = results.len().max(1) as u32;
-            for (pid, r) in results {
-                self.tasks.placed(pid, &r);
-                if self.record(pid, r, None) {
-                    let c = &self.shared.counters;
-                    // Per process: its share of the batch's time.
-                    c.placing.record(took / n);
-                    c.to_placed.record(now);
+        // them took microseconds) and one after each chunk, which is the
+        // next one's start; none for a batch with nothing to place (no vDSO
+        // clock under emulation: each read is a system call).
+        if let Some(read_at) = (!pids.is_empty()).then(Instant::now) {
+            let mut start = Duration::ZERO;
+            for chunk in pids.chunks(BATCH_MAX) {
+                let results = self
+                    .placer
+                    .place_batch(chunk, &mut self.ops, &mut self.cache);
+                let now = read_at.elapsed();
+                let took = now.saturating_sub(start);
+                start = now;
+                let n = results.len().max(1) as u32;
+                for (pid, r) in results {
+                    self.tasks.placed(pid, &r);
+                    if self.record(pid, r, None) {
+                        let c = &self.shared.counters;
+                        // Per process: its share of the batch's time.
+                        c.placing.record(took / n);
+                        c.to_placed.record(now);
+                    }
                 }
             }
         }

@@ -492,16 +492,13 @@ impl Placer {
         // stat read (issue 29: a rescan during a flood pinned thousands).
         // Its start time is not checked: a pid reused by a fork in that
         // group stays there whatever it matches, as an unmatched one would.
-        if let Some(c) = cache.as_ref().and_then(|c| c.entries.get(&pid)) {
-            if let Some(m) = c.rule.map(|i| &self.matchers[i]) {
-                if c.comm == comm && m.sched.is_none() {
-                    if let Some(was) = ops.known_cgroup(pid) {
-                        if ops.group_cgroup(&m.group).as_ref() == Some(&was) {
-                            out.group = Some(m.group.clone());
-                            return Prepared::Done(out);
-                        }
-                    }
-                }
+        if let Some(c) = cache
+            .as_ref()
+            .filter(|c| c.entries.get(&pid).is_some_and(|e| e.comm == comm))
+        {
+            if let Some(g) = self.known_placed(pid, c, ops) {
+                out.group = Some(g);
+                return Prepared::Done(out);
             }
         }
         // Pinned before the facts are read (the comm again too): what is

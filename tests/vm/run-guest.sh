@@ -22,6 +22,8 @@
 #   CGWARDEN_VM_SUITE    guest directory to run: scenarios (default) or bench
 #   CGWARDEN_VM_EXTRA    a directory copied over the image root last (benchmarks' extras)
 #   CGWARDEN_VM_APPEND   more kernel command-line words (e.g. tsc=reliable: a vDSO clock)
+#   CGWARDEN_VM_TOOLS    space-separated host programs copied in with their libraries
+#                        (/usr/local/bin; e.g. perf for a benchmark's profile)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +61,10 @@ copy_with_libs() {
 }
 copy_with_libs "$cgw" cgwarden
 copy_with_libs "$wl" cgwarden-workload
+for tool in ${CGWARDEN_VM_TOOLS:-}; do
+    path=$(command -v "$tool") || { echo "run-guest: CGWARDEN_VM_TOOLS: $tool is not on this host" >&2; exit 2; }
+    copy_with_libs "$path" "$tool"
+done
 
 # Kernel modules, in dependency order (the guest insmods the list top to bottom), at
 # their usual place /lib/modules/KVER/kernel/... with a modules.dep made by depmod, so

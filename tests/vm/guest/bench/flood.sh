@@ -51,8 +51,9 @@ echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /pro
 # Where the CPU goes (issue 29 item 1): with /cgw/flood_perf and perf in
 # the image (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_PERF=1 copies the
 # host's), each flood row runs under `perf record` (cpu-clock, every CPU,
-# kernel call chains) and prints the placer's hottest symbols and kernel
-# call chains, then the whole guest's by command.
+# kernel call chains) and `perf trace -s` on the placer, and prints the
+# placer's system calls by thread and kind, the whole guest's CPU by
+# command, then the placer's hottest symbols and call chains.
 PERF=false
 if [ -f /cgw/flood_perf ] && command -v perf >/dev/null 2>&1; then
     PERF=true
@@ -87,14 +88,6 @@ perf_stop() { # PLACER_PID
     echo "BENCH   perf: the placer by symbol, with callees"
     perf report -i "$D/perf.data" --stdio --children --comms "$comms" --percentage relative --sort sym --percent-limit 3 -g none 2>/dev/null |
         grep -v '^#' | grep -v '^$' | head -n 40 | sed 's/^/BENCH   perf| /'
-    # Page faults: which user-space frame (or kernel entry) took them.
-    echo "BENCH   perf: the placer's page-fault samples by their first user-space frame"
-    perf script -i "$D/perf.data" --comms "$comms" -F comm,ip,sym,dso 2>/dev/null | awk '
-        /^[^ \t]/ { flush(); inf = 0; first = ""; next }
-        /handle_mm_fault/ { inf = 1 }
-        inf && first == "" && $0 !~ /kernel.kallsyms/ && NF >= 2 { first = $2 " " $3 }
-        function flush() { if (inf) n[first == "" ? "(kernel only)" : first]++ }
-        END { flush(); for (k in n) print n[k], k }' | sort -rn | head -n 12 | sed 's/^/BENCH   perf| /'
     rm -f "$D/perf.data"
 }
 
