@@ -17,7 +17,9 @@
 # override), QEMU timeout SECS + 900 s. Knobs passed to the guest as /cgw/ files:
 # CGWARDEN_LONGRUN_SAMPLE (s between samples, 60), CGWARDEN_LONGRUN_WARMUP (600, or
 # SECS/3 when shorter), CGWARDEN_LONGRUN_RELOAD (s between reloads, 120),
-# CGWARDEN_LONGRUN_CYCLE (s a cycle, 30), CGWARDEN_LONGRUN_BURST (execs a burst, 20).
+# CGWARDEN_LONGRUN_CYCLE (s a cycle, 30), CGWARDEN_LONGRUN_BURST (execs a burst, 20),
+# CGWARDEN_LONGRUN_NO_RECORDER=1 (the policy without its flight recorder: an A/B of the
+# daemon's anonymous memory).
 #
 # How to read it: one `sample` line a minute (the daemon's RSS and anonymous KiB,
 # open fds, threads, zombie children, CPU in the minute), then the distinct ERROR
@@ -45,6 +47,7 @@ echo "$SECS" >"$extra/cgw/longrun_secs"
 [[ -n ${CGWARDEN_LONGRUN_CYCLE:-} ]] && echo "$CGWARDEN_LONGRUN_CYCLE" >"$extra/cgw/longrun_cycle"
 [[ -n ${CGWARDEN_LONGRUN_BURST:-} ]] && echo "$CGWARDEN_LONGRUN_BURST" >"$extra/cgw/longrun_burst"
 [[ -n ${CGWARDEN_LONGRUN_TRACE:-} ]] && : >"$extra/cgw/longrun_trace"
+[[ -n ${CGWARDEN_LONGRUN_NO_RECORDER:-} ]] && : >"$extra/cgw/longrun_norecorder"
 # The guest's init reads a benchmark's time limit from its first line: SECS + 10 min.
 sed "1s/^# limit: .*/# limit: $((SECS + 600))/" tests/vm/guest/bench/longrun.sh >"$extra/cgw/bench/longrun.sh"
 log=${CGWARDEN_LONGRUN_LOG:-$CACHE/bench-longrun-serial.log}

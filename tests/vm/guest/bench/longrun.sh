@@ -75,6 +75,12 @@ evn() { awk -v k="$1" -v r="$2" '$1 == k && $2 == r { n++ } END { print n + 0 }'
 
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 
+# The flight recorder every 1 s, unless /cgw/longrun_norecorder (an A/B of the
+# daemon's anonymous memory: what the recorder's SQLite adds as its file grows).
+recorder="  recorder:
+    dir: $D/rec
+    interval: 1s"
+[ -f /cgw/longrun_norecorder ] && recorder="  # recorder: off (/cgw/longrun_norecorder)"
 # policy GEN: the policy of reload generation GEN (odd/even alternate two values).
 policy() {
     if [ $(($1 % 2)) = 0 ]; then vpids=100 thr=100ms; else vpids=101 thr=120ms; fi
@@ -92,9 +98,7 @@ settings:
     listen: 127.0.0.1:9622
     textfile: $D/textfile/cgwarden.prom
     interval: 5s
-  recorder:
-    dir: $D/rec
-    interval: 1s
+$recorder
 groups:
   execs:
     cpu: { weight: 100 }
