@@ -4,13 +4,14 @@
 #   - a Debian kernel image (NOT installed: downloaded and unpacked into the cache)
 #   - modules.dep (depmod) and an uncompressed vmlinux (PVH entry, boots faster)
 # Cache: ${CGWARDEN_VM_CACHE:-$HOME/.cache/cgwarden-vm}
-# Kernel: the package linux-image-amd64 depends on (Debian 12: 6.1), or
-#   CGWARDEN_VM_KPKG (a meta-package such as linux-image-6.12-amd64, or an
-#   exact linux-image-VERSION-amd64) into a cache of its own, e.g.
-#   CGWARDEN_VM_CACHE=~/.cache/cgwarden-vm-6.12 CGWARDEN_VM_KPKG=linux-image-6.12-amd64
 #   kver            the kernel release, e.g. 6.1.0-57-amd64
 #   root/           dpkg-deb -x of linux-image-KVER (boot/, lib/modules/KVER/)
 #   vmlinux         uncompressed kernel
+# Kernel: the package linux-image-amd64 depends on (Debian 12: 6.1), or
+#   CGWARDEN_VM_KPKG (a meta-package such as linux-image-6.12-amd64, or an
+#   exact linux-image-VERSION-amd64) into a cache of its own (a
+#   cache that holds a kernel already is kept as it is), e.g.
+#   CGWARDEN_VM_CACHE=~/.cache/cgwarden-vm-6.12 CGWARDEN_VM_KPKG=linux-image-6.12-amd64
 set -euo pipefail
 
 CACHE=${CGWARDEN_VM_CACHE:-$HOME/.cache/cgwarden-vm}
@@ -39,11 +40,12 @@ fi
 
 # Fresh package lists: an old list may name a kernel the archive no longer has.
 apt-get update -qq
-pkg=$(apt-cache depends "${CGWARDEN_VM_KPKG:-linux-image-amd64}" | sed -n 's/.*Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1)
-if [[ -z $pkg && ${CGWARDEN_VM_KPKG:-} == linux-image-[0-9]*-amd64 ]]; then
-    pkg=$CGWARDEN_VM_KPKG # an exact kernel package, not a meta-package
+want=${CGWARDEN_VM_KPKG:-linux-image-amd64}
+pkg=$(apt-cache depends "$want" | sed -n 's/.*Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1)
+if [[ -z $pkg && $want == linux-image-[0-9]*-amd64 ]]; then
+    pkg=$want # an exact kernel package, not a meta-package
 fi
-[[ -n $pkg ]] || { echo "setup: cannot resolve ${CGWARDEN_VM_KPKG:-linux-image-amd64}" >&2; exit 1; }
+[[ -n $pkg ]] || { echo "setup: cannot resolve $want" >&2; exit 1; }
 kver=${pkg#linux-image-}
 say "fetching $pkg (download only, not installed)"
 
