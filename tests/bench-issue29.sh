@@ -19,6 +19,7 @@ POLL=${3:-1000}
 IDLE=${4:-60}
 CACHE=${CGWARDEN_VM_CACHE:-$HOME/.cache/cgwarden-vm}
 cargo build --release --quiet --bin cgwarden --bin cgwarden-workload
+bin=target/release/cgwarden
 extra=$(mktemp -d /tmp/cgwarden-i29-extra.XXXXXX)
 trap 'rm -rf "$extra"' EXIT
 mkdir -p "$extra/cgw"
@@ -27,20 +28,36 @@ echo "$DEADLINE" >"$extra/cgw/flood_deadline"
 echo "$POLL" >"$extra/cgw/flood_poll"
 echo "$IDLE" >"$extra/cgw/idle_secs"
 [[ -n ${CGWARDEN_LOOP_PROFILE:-} ]] && : >"$extra/cgw/loop_profile"
+# CGWARDEN_REACTION_PERF=1: only the reaction run, under perf (the host's perf
+# and its libraries copied into the image, never run on the host), with a
+# frame-pointer build of cgwarden (target/frame-pointers) so that each system
+# call's stack names its Rust callers; its CPU figures include perf's cost.
+only="footprint idle reaction flood"
+tools=
+if [[ -n ${CGWARDEN_REACTION_PERF:-} ]]; then
+    command -v perf >/dev/null || { echo "bench-issue29: CGWARDEN_REACTION_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
+    CARGO_TARGET_DIR=target/frame-pointers RUSTFLAGS="-C force-frame-pointers=yes" \
+        cargo build --release --quiet --bin cgwarden
+    bin=target/frame-pointers/release/cgwarden
+    : >"$extra/cgw/reaction_perf"
+    only=reaction
+    tools=perf
+fi
 bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra" ||
     echo "bench-issue29: cgrulesengd not available; its row is left out" >&2
 log=${CGWARDEN_I29_LOG:-$CACHE/bench-issue29-serial.log}
-CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY="footprint idle reaction flood" CGWARDEN_VM_EXTRA=$extra \
+CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=$only CGWARDEN_VM_EXTRA=$extra CGWARDEN_VM_TOOLS=$tools \
     CGWARDEN_VM_SMP=${CGWARDEN_VM_SMP:-2} CGWARDEN_VM_MEM=${CGWARDEN_VM_MEM:-3G} \
     CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-4000} \
-    bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
-grep '^BENCH' "$log" | sed 's/^BENCH //'
+    bash tests/vm/run-guest.sh "$bin" target/release/cgwarden-workload "$log" || true
+# The serial console ends its lines with CR LF.
+b() { grep -a '^BENCH' "$log" | tr -d '\r' | sed 's/^BENCH //'; }
+b
 stripped=$(mktemp)
 cp target/release/cgwarden "$stripped"
 strip "$stripped"
 size=$(stat -c %s "$stripped")
 rm -f "$stripped"
-b() { grep '^BENCH' "$log" | sed 's/^BENCH //'; }
 echo
 echo "| figure | cgwarden | anchor |"
 echo "|---|---|---|"
@@ -59,4 +76,6 @@ b | awk -F' *[|] *' -v n="$N" '
 b | sed -n 's/^reaction: cgwarden \(.*\); 1 s poller \(.*\)$/| reaction cost | \1 | 1 s poller: \2 |/p'
 b | sed -n 's/^reaction CPU: cgwarden \(.*\) vs\. the acting poller \(.*\) (the reading poller \(.*\))$/| reaction CPU, same episodes, the anchor acting too | \1 | 1 s poller writing memory.high: \2 (reading only: \3) |/p'
 echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
-grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }
+done_mark=bench-done
+[[ $only == reaction ]] && done_mark=reaction-done
+grep -aq "RESULT PASS .*$done_mark" "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

@@ -107,6 +107,21 @@ DP=$!
 wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
 sleep 2
 threads "$DP" >"$D/d0" # startup: everything until now
+# /cgw/reaction_perf (CGWARDEN_REACTION_PERF=1 on bench-issue29.sh, perf in the
+# image): over the episodes' window, the daemon's system calls by thread and
+# kind (perf trace -s) and by the call stack that made them (perf record of
+# raw_syscalls:sys_enter with frame-pointer call chains: the stacks name Rust
+# functions when the binary was built with frame pointers, as that switch
+# does). The CPU figures of such a run include perf's own cost.
+if [ -f /cgw/reaction_perf ] && command -v perf >/dev/null 2>&1; then
+    echo -1 >/proc/sys/kernel/perf_event_paranoid
+    echo 0 >/proc/sys/kernel/kptr_restrict
+    perf record -q -e raw_syscalls:sys_enter -g -p "$DP" -o "$D/perf.data" >/dev/null 2>&1 &
+    RPERF=$!
+    perf trace -s -p "$DP" -o "$D/trace.txt" >/dev/null 2>&1 &
+    RTRACE=$!
+    sleep 1
+fi
 cgwarden-workload poll-file "$CG/inference/memory.pressure" 1000 100000 >"$D/poll.out" &
 PP=$!
 sleep 1
@@ -114,6 +129,25 @@ window daemon "$D/lags" "$DP" "$PP"
 kill "$PP" 2>/dev/null
 wait "$PP" 2>/dev/null
 wall=$WALL
+if [ -n "${RPERF:-}" ]; then
+    kill -INT "$RPERF" "$RTRACE"
+    wait "$RPERF" "$RTRACE" 2>/dev/null
+    echo "BENCH   perf: the daemon's system calls over the window (perf trace -s)"
+    grep -v -e '^ *$' -e '^ *---' -e '(msec)' "$D/trace.txt" | head -n 60 | sed 's/^/BENCH   perf| /'
+    # One line per distinct (thread, call, first 7 user-space callers):
+    # the count, then the call and its callers, innermost first.
+    echo "BENCH   perf: the daemon's system calls by call stack"
+    perf script -i "$D/perf.data" -F comm,trace,ip,sym 2>/dev/null | awk '
+        BEGIN { m = split("0 read 1 write 3 close 7 poll 8 lseek 9 mmap 10 mprotect 11 munmap 14 rt_sigprocmask 17 pread64 72 fcntl 74 fsync 202 futex 228 clock_gettime 232 epoll_wait 257 openat 286 timerfd_settime 332 statx 435 clone3 437 openat2", t, " ")
+                for (i = 1; i < m; i += 2) name[t[i]] = t[i + 1] }
+        function flush() { if (key != "") c[key]++; key = "" }
+        / NR [0-9]+ / { flush(); match($0, /NR [0-9]+/); nr = substr($0, RSTART + 3, RLENGTH - 3)
+                        key = $1 " " (nr in name ? name[nr] : "NR " nr); n = 0; next }
+        $1 ~ /^[0-9a-f]+$/ && $1 !~ /^ffffffff/ && n < 7 && $2 !~ /^(syscall|__|_start|clock_gettime|std::sys|core::|\[unknown\])/ {
+            key = key " < " substr($2, 1, 70); n++ }
+        END { flush(); for (k in c) print c[k], k }' | sort -rn | head -n 50 | sed 's/^/BENCH   perf| /'
+    rm -f "$D/perf.data"
+fi
 start_ms=$(awk -v s="$(sum_ns "$D/d0")" 'BEGIN { printf "%.1f", s / 1e6 }')
 win_ms=$(cpu_ms "$DP")
 poll_ms=$(cpu_ms "$PP")
