@@ -98,6 +98,37 @@ if ! cgwarden check "$D/policy.yaml" >"$D/check.out" 2>&1; then
     fail reaction-policy "the reaction policy does not check"
     return 0 2>/dev/null || exit 0
 fi
+# /cgw/reaction_callgrind (CGWARDEN_REACTION_CALLGRIND=1 on bench-issue29.sh,
+# valgrind in the image): the daemon's user-space instructions, which under
+# TCG decide most of a loop turn's CPU and, unlike the CPU, repeat from run to
+# run. The daemon runs under callgrind twice: started, idle, stopped (no
+# episode), then through the EPISODES; the difference over the difference in
+# loop turns is what a turn executes. The second run's profile goes to the
+# console (gzip, base64, `CG64 ` lines) for callgrind_annotate on the host.
+if [ -f /cgw/reaction_callgrind ]; then
+    cg_run() { # NAME EPISODES: prints "INSTRUCTIONS TURNS"
+        rm -rf "$D/state"
+        env CGWARDEN_LOG=info valgrind.bin --tool=callgrind --callgrind-out-file="$D/cg.$1" \
+            cgwarden run "$D/policy.yaml" 2>"$D/daemon.log" &
+        _vp=$!
+        wait_for 600 grep -q "cgwarden running" "$D/daemon.log" || echo "BENCH   callgrind $1: the daemon did not start" >&2
+        sleep 5
+        [ "$2" -gt 0 ] && episodes daemon "$D/cg-lags" >&2
+        sleep 2
+        kill -TERM "$_vp"
+        wait "$_vp"
+        echo "$(sed -n 's/^summary: //p' "$D/cg.$1") $(sed -n 's/.*event loop wake-ups total=\([0-9]*\).*/\1/p' "$D/daemon.log")"
+    }
+    set -- $(cg_run zero 0)
+    z_ir=${1:-0} z_turns=${2:-0}
+    set -- $(cg_run episodes "$EPISODES")
+    e_ir=${1:-0} e_turns=${2:-0}
+    echo "BENCH reaction instructions (callgrind, whole daemon): no episode ${z_ir} in ${z_turns} turns; ${EPISODES} episodes ${e_ir} in ${e_turns} turns: $(awk -v a="$z_ir" -v b="$e_ir" -v s="$z_turns" -v t="$e_turns" 'BEGIN { d = t - s; if (d < 1) d = 1; printf "%d over %d turns, %d a turn", b - a, t - s, (b - a) / d }')"
+    gzip -9c "$D/cg.episodes" | base64 | tr -d '\n' | fold -w 1000 | sed 's/^/CG64 /'
+    echo
+    pass reaction-done "reaction instructions counted"
+    return 0 2>/dev/null || exit 0
+fi
 # /cgw/loop_profile (CGWARDEN_LOOP_PROFILE=1 on bench-issue29.sh): the stop
 # line says what each kind of wake-up cost (one clock read a turn more).
 prof=
