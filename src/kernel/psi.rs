@@ -239,25 +239,16 @@ mod tests {
     /// whitespace, `str::parse` for every number.
     fn reference(text: &str) -> Psi {
         fn line<'a>(fields: impl Iterator<Item = &'a str>) -> Option<PsiLine> {
-            let (mut a10, mut a60, mut a300, mut total) = (None, None, None, None);
-            for f in fields {
-                let Some((k, v)) = f.split_once('=') else {
-                    continue;
-                };
-                let avg = |v: &str| v.parse::<f64>().ok().filter(|x| x.is_finite());
-                match k {
-                    "avg10" => a10 = avg(v),
-                    "avg60" => a60 = avg(v),
-                    "avg300" => a300 = avg(v),
-                    "total" => total = v.parse::<u64>().ok(),
-                    _ => {}
-                }
-            }
+            // The last `key=` of a line wins, as in the parser.
+            let kv: std::collections::HashMap<&str, &str> =
+                fields.filter_map(|f| f.split_once('=')).collect();
+            let avg = |k: &str| kv.get(k)?.parse::<f64>().ok().filter(|x| x.is_finite());
+            let total_us = kv.get("total")?.parse::<u64>().ok()?;
             Some(PsiLine {
-                avg10: a10?,
-                avg60: a60?,
-                avg300: a300?,
-                total_us: total?,
+                avg10: avg("avg10")?,
+                avg60: avg("avg60")?,
+                avg300: avg("avg300")?,
+                total_us,
             })
         }
         let mut psi = Psi::default();
