@@ -68,11 +68,7 @@ fn parse_line<'a>(fields: impl Iterator<Item = &'a [u8]>) -> Option<PsiLine> {
             b"avg10" => a10 = average(v),
             b"avg60" => a60 = average(v),
             b"avg300" => a300 = average(v),
-            b"total" => {
-                total = std::str::from_utf8(v)
-                    .ok()
-                    .and_then(|v| v.parse::<u64>().ok())
-            }
+            b"total" => total = parse_str(v),
             _ => {}
         }
     }
@@ -98,9 +94,14 @@ fn average(v: &[u8]) -> Option<f64> {
         let m = digits().fold(0u64, |m, &d| m * 10 + u64::from(d - b'0'));
         m as f64 / POW10[frac.len()]
     } else {
-        std::str::from_utf8(v).ok()?.parse::<f64>().ok()?
+        parse_str(v)?
     };
     x.is_finite().then_some(x)
+}
+
+/// `str::parse` of bytes that are UTF-8; `None` otherwise.
+fn parse_str<T: std::str::FromStr>(v: &[u8]) -> Option<T> {
+    std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 /// The whole machine's pressure file for `resource` (cpu, memory, io):
