@@ -11,6 +11,7 @@
 //! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses;
 //! - [`out`]: standard output that ends quietly on a closed pipe;
+//! - `logline`: the daemon's log line on standard error when no terminal or journald takes it;
 //! - `soak`: `cgwarden soak`, the load matrix beside the daemon, judged by the report;
 //! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
 
@@ -26,6 +27,8 @@ pub mod exit;
 pub mod fuzzing;
 pub mod kernel;
 pub mod knobs;
+#[doc(hidden)]
+pub mod logline;
 pub mod observe;
 pub mod out;
 pub mod policy;

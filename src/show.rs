@@ -10,23 +10,69 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `t` as RFC 3339 UTC with whole seconds, e.g. `2026-11-30T10:15:00Z`.
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs: i64 = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+    let mut s = String::with_capacity(20);
+    push_rfc3339(&mut s, t, 0);
+    s
+}
+
+/// Appends `t` as RFC 3339 UTC with `frac` (0, 3 or 6; more is taken as 6)
+/// digits of the second, rounded down (before the epoch too: 0.25 s before
+/// it is `1969-12-31T23:59:59.750Z`). Digits are pushed one by one, not
+/// through `format!`: the daemon stamps every log line and event with this
+/// (`crate::logline`), a few hundred instructions instead of thousands.
+pub(crate) fn push_rfc3339(out: &mut String, t: SystemTime, frac: u32) {
+    let (secs, nanos): (i64, u32) = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
         Err(e) => {
             let d = e.duration();
             let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-            // Round down: 0.5 s before the epoch is 1969-12-31T23:59:59Z.
-            -s - i64::from(d.subsec_nanos() > 0)
+            match d.subsec_nanos() {
+                0 => (-s, 0),
+                n => (-s - 1, 1_000_000_000 - n),
+            }
         }
     };
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
+    let sod = secs.rem_euclid(86_400) as u32;
+    if !(0..=9999).contains(&y) {
+        // Outside four digits: what `{y:04}` gives (a sign, all digits).
+        use std::fmt::Write as _;
+        let _ = write!(out, "{y:04}");
+    }
+    // `YYYY-MM-DDTHH:MM:SS.ffffffZ` in place, then one push.
+    let mut b = *b"0000-00-00T00:00:00.000000Z";
+    put_digits(&mut b[0..4], y.clamp(0, 9999) as u32);
+    put_digits(&mut b[5..7], m);
+    put_digits(&mut b[8..10], d);
+    put_digits(&mut b[11..13], sod / 3600);
+    put_digits(&mut b[14..16], sod % 3600 / 60);
+    put_digits(&mut b[17..19], sod % 60);
+    let end = match frac {
+        0 => 19,
+        1..=3 => {
+            put_digits(&mut b[20..23], nanos / 1_000_000);
+            23
+        }
+        _ => {
+            put_digits(&mut b[20..26], nanos / 1_000);
+            26
+        }
+    };
+    let first = if (0..=9999).contains(&y) { 0 } else { 4 };
+    // Every byte is ASCII.
+    out.push_str(std::str::from_utf8(&b[first..end]).unwrap_or_default());
+    out.push('Z');
+}
+
+/// Writes `v`'s last `b.len()` decimal digits into `b`, zero-padded.
+fn put_digits(b: &mut [u8], mut v: u32) {
+    for c in b.iter_mut().rev() {
+        *c = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
@@ -47,19 +93,9 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// `t` as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T10:15:00.250Z`
 /// (the control plane's times).
 pub fn rfc3339_millis(t: SystemTime) -> String {
-    let ms = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.subsec_millis(),
-        Err(e) => {
-            let n = e.duration().subsec_nanos();
-            if n == 0 {
-                0
-            } else {
-                (1_000_000_000 - n) / 1_000_000
-            }
-        }
-    };
-    let whole = rfc3339(t);
-    format!("{}.{ms:03}Z", whole.trim_end_matches('Z'))
+    let mut s = String::with_capacity(24);
+    push_rfc3339(&mut s, t, 3);
+    s
 }
 
 /// The first 12 hex digits of a policy hash.
@@ -139,6 +175,40 @@ mod tests {
         assert_eq!(
             rfc3339_millis(UNIX_EPOCH - Duration::from_millis(250)),
             "1969-12-31T23:59:59.750Z"
+        );
+    }
+
+    /// The log lines' stamp (`push_rfc3339` with 6 digits) is humantime's
+    /// micros after the epoch, and total before it and past year 9999.
+    #[test]
+    fn micros_agree_with_humantime_and_never_panic() {
+        let micros = |t: SystemTime| {
+            let mut s = String::new();
+            push_rfc3339(&mut s, t, 6);
+            s
+        };
+        for us in [
+            0u64,
+            1,
+            999_999,
+            1_796_033_700_250_001,
+            4_107_542_400_000_001,
+            253_402_300_799_999_999,
+        ] {
+            let t = UNIX_EPOCH + Duration::from_micros(us);
+            assert_eq!(micros(t), humantime::format_rfc3339_micros(t).to_string());
+        }
+        assert_eq!(
+            micros(UNIX_EPOCH - Duration::from_nanos(1)),
+            "1969-12-31T23:59:59.999999Z"
+        );
+        assert_eq!(
+            micros(UNIX_EPOCH + Duration::from_secs(253_402_300_800)),
+            "10000-01-01T00:00:00.000000Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_secs(62_167_219_200 + 86_400)),
+            "-001-12-31T00:00:00Z"
         );
     }
 

@@ -26,7 +26,8 @@ echo "$N" >"$extra/cgw/flood_n"
 echo "$DEADLINE" >"$extra/cgw/flood_deadline"
 echo "$POLL" >"$extra/cgw/flood_poll"
 [[ -n $BASE ]] && cp "$BASE" "$extra/usr/bin/cgwarden-base"
-# CGWARDEN_FLOOD_ROWS="scan cgrules" (the default): the anchor rows to run.
+# CGWARDEN_FLOOD_ROWS="scan cgrules" (the default): the anchor rows to run;
+# "dynmods" adds cgwarden and cgrulesengd again under favordynmods.
 [[ -n ${CGWARDEN_FLOOD_ROWS+x} ]] && echo "$CGWARDEN_FLOOD_ROWS" >"$extra/cgw/flood_rows"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).
 [[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"

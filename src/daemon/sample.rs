@@ -46,6 +46,9 @@ pub struct Snapshot {
     pub triggered: Vec<(StallKey, Duration, Duration)>,
 }
 
+/// A PSI target's pressure file (`None`: its group is not known).
+type PressurePath = ((Target, Resource), Option<PathBuf>);
+
 /// Reads samples for a fixed set of needs.
 pub struct Sampler {
     root: Root,
@@ -68,6 +71,10 @@ pub struct Sampler {
     mem: crate::daemon::memstat::MemSampler,
     /// Issue 29: the pressure files read, kept open (one `pread` a read).
     pressure: std::cell::RefCell<OpenPressure>,
+    /// Issue 29: each PSI target's pressure file, resolved on its first
+    /// read (a read built the path with `format!` and a join, about 4,500
+    /// instructions); a few entries, searched in order. Cleared by a reload.
+    paths: std::cell::RefCell<Vec<PressurePath>>,
 }
 
 pub(crate) fn resource_name(r: Resource) -> &'static str {
@@ -94,6 +101,7 @@ impl Sampler {
             asked: HashMap::new(),
             mem: Default::default(),
             pressure: Default::default(),
+            paths: Default::default(),
         }
     }
 
@@ -110,6 +118,7 @@ impl Sampler {
         self.fired.retain(|k, _| needs.psi_stall.contains_key(k));
         self.groups = groups;
         self.needs = needs;
+        self.paths.borrow_mut().clear();
         let read: std::collections::HashSet<PathBuf> = self
             .needs
             .psi_avg
@@ -147,8 +156,19 @@ impl Sampler {
     }
 
     fn read_psi(&self, target: &Target, res: Resource) -> Option<Psi> {
-        let path = self.pressure_path(target, res)?;
-        self.pressure.borrow_mut().read(&self.root, &path)
+        let mut paths = self.paths.borrow_mut();
+        let i = match paths
+            .iter()
+            .position(|((t, r), _)| *r == res && t == target)
+        {
+            Some(i) => i,
+            None => {
+                paths.push(((target.clone(), res), self.pressure_path(target, res)));
+                paths.len() - 1
+            }
+        };
+        let path = paths.get(i)?.1.as_deref()?;
+        self.pressure.borrow_mut().read(&self.root, path)
     }
 
     fn group_u64(&self, group: &str, file: &str) -> Option<u64> {

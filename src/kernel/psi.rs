@@ -121,7 +121,8 @@ pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
 /// time: its writers replace files by rename, which an open file would not see.
 #[derive(Debug, Default)]
 pub struct OpenPressure {
-    files: std::collections::HashMap<std::path::PathBuf, std::fs::File>,
+    /// A few files, searched in order (no hashing of a path a read).
+    files: Vec<(std::path::PathBuf, std::fs::File)>,
 }
 
 impl OpenPressure {
@@ -132,21 +133,21 @@ impl OpenPressure {
             return root.read_small(p).ok().map(|t| parse_psi(&t));
         }
         let mut buf = [0u8; 1024];
-        if let Some(f) = self.files.get(p) {
-            if let Some(psi) = pread_psi(f, &mut buf) {
+        if let Some(i) = self.files.iter().position(|(q, _)| q == p) {
+            if let Some(psi) = self.files.get(i).and_then(|(_, f)| pread_psi(f, &mut buf)) {
                 return Some(psi);
             }
-            self.files.remove(p);
+            self.files.swap_remove(i);
         }
         let f = std::fs::File::open(root.host_path(p)).ok()?;
         let psi = pread_psi(&f, &mut buf)?;
-        self.files.insert(p.to_path_buf(), f);
+        self.files.push((p.to_path_buf(), f));
         Some(psi)
     }
 
     /// Closes the files no longer read (a reload).
     pub fn retain(&mut self, keep: impl Fn(&std::path::Path) -> bool) {
-        self.files.retain(|p, _| keep(p));
+        self.files.retain(|(p, _)| keep(p));
     }
 
     /// How many files are open.

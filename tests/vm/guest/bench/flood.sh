@@ -149,21 +149,36 @@ rows=$(cat /cgw/flood_rows 2>/dev/null || echo "scan cgrules")
 case " $rows " in *" scan "*)
     cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1 ;;
 esac
-cgrules=false
-if command -v cgrulesengd >/dev/null 2>&1 && case " $rows " in *" cgrules "*) true ;; *) false ;; esac; then
-    cgrules=true
+cgrules_row() { # LABEL_SUFFIX [storm]
     cgrulesengd -n -f "$D/cgrules.log" >/dev/null 2>&1 &
     _pid=$!
     wait_for 30 test -S /run/cgred.socket
-    flood "cgrulesengd 2.0.2" "$_pid"
-    storm "cgrulesengd 2.0.2" "$_pid"
+    flood "cgrulesengd 2.0.2$1" "$_pid"
+    [ "${2:-}" = storm ] && storm "cgrulesengd 2.0.2$1" "$_pid"
     kill -TERM "$_pid"
     wait "$_pid"
     grep -ci "drop\|overrun\|no buffer" "$D/cgrules.log" | sed 's/^/BENCH   log| lines about drops: /'
+}
+cgrules=false
+if command -v cgrulesengd >/dev/null 2>&1 && case " $rows " in *" cgrules "*) true ;; *) false ;; esac; then
+    cgrules=true
+    cgrules_row "" storm
 else
     echo "BENCH cgrulesengd: not in this image (tests/bench-flood-guest.sh adds it)"
 fi
 cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" storm
+# "dynmods" in the rows: the hierarchy remounted with favordynmods (the
+# kernel keeps cgroup_threadgroup_rwsem in its slow mode, so a migration
+# waits for no RCU grace period; forks and exits pay a little more), then
+# cgwarden's row and cgrulesengd's again. Last, as nothing turns it off.
+case " $rows " in *" dynmods "*)
+    if mount -o remount,favordynmods /sys/fs/cgroup && grep -q favordynmods /proc/mounts; then
+        cgwarden_row "cgwarden, connector, favordynmods" cgwarden "$D/policy.yaml" flood
+        $cgrules && cgrules_row ", favordynmods"
+    else
+        echo "BENCH favordynmods: this kernel does not take it"
+    fi ;;
+esac
 
 echo "BENCH == flood table (same boot; N=$N, deadline $DEADLINE ms, poll $POLL_US us)"
 echo "BENCH | placer | missed | p99 ms | placer CPU s |"
