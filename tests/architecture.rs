@@ -279,6 +279,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("out", &[]),
     ("stats", &[]),
     ("show", &[]),
+    ("logline", &["show"]),
     ("knobs", &["units"]),
     ("kernel", &["knobs", "units"]),
     ("exit", &["kernel"]),

@@ -75,15 +75,19 @@ pub(crate) fn message(e: &Event) -> String {
         Some(m) if !m.is_empty() => format!(": {m}"),
         _ => String::new(),
     };
+    // The two kinds a loop turn logs most, pushed rather than formatted.
+    fn s(v: &Option<String>) -> &str {
+        v.as_deref().unwrap_or_default()
+    }
     match e.kind.as_str() {
-        "rule" => format!("rule {} {}", o(&e.rule), o(&e.state)),
+        "rule" => ["rule ", s(&e.rule), " ", s(&e.state)].concat(),
         "write" => {
-            let was = e
-                .old
-                .as_deref()
-                .map(|v| format!(" (was {v})"))
-                .unwrap_or_default();
-            format!("set {} = {}{was} by {}", o(&e.knob), o(&e.new), o(&e.cause))
+            let mut m = ["set ", s(&e.knob), " = ", s(&e.new)].concat();
+            if let Some(v) = e.old.as_deref() {
+                m.extend([" (was ", v, ")"]);
+            }
+            m.extend([" by ", s(&e.cause)]);
+            m
         }
         "write_failed" => format!(
             "write of {} = {} by {} failed{}",

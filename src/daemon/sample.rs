@@ -20,7 +20,7 @@ use std::time::Duration;
 pub struct Snapshot {
     /// Issue 26: the KPI statistics the rules read (kpisock.rs fills them).
     pub(crate) kpi: HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64>,
-    psi: HashMap<(Target, Resource), Psi>,
+    psi: crate::engine::FastMap<(Target, Resource), Psi>,
     memory_current: HashMap<String, u64>,
     swap_current: HashMap<String, u64>,
     events: HashMap<String, BTreeMap<String, u64>>,
@@ -57,10 +57,10 @@ pub struct Sampler {
     needs: Needs,
     pub stall: StallHistory,
     /// PSI lines already reported for an implausible `total=`.
-    implausible: std::collections::HashSet<StallKey>,
+    implausible: crate::engine::FastSet<StallKey>,
     /// Lines whose kernel trigger fired since the last sample: (amount,
     /// window) of the trigger, applied when the next sample reads the line.
-    fired: HashMap<StallKey, (Duration, Duration)>,
+    fired: crate::engine::FastMap<StallKey, (Duration, Duration)>,
     /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
     /// Issue 24: the ceiling asked for each tracked policy's max (kHz), as
@@ -96,7 +96,7 @@ impl Sampler {
             needs,
             stall,
             implausible: Default::default(),
-            fired: HashMap::new(),
+            fired: Default::default(),
             exec: None,
             asked: HashMap::new(),
             mem: Default::default(),

@@ -642,7 +642,7 @@ pub struct Needs {
     pub psi_avg: HashSet<(Target, Resource)>,
     /// PSI lines whose `total=` is kept as a stall series, with the longest
     /// window used on each (the series' retention, and for kernel triggers).
-    pub psi_stall: HashMap<StallKey, Duration>,
+    pub psi_stall: super::FastMap<StallKey, Duration>,
     /// Stall conditions as written, `(line, amount, window)`, deduplicated:
     /// one kernel PSI trigger each.
     pub psi_triggers: HashSet<(StallKey, Duration, Duration)>,

@@ -16,3 +16,12 @@ pub(crate) mod rule_state;
 pub(crate) mod stall;
 pub mod supervisor;
 pub(crate) mod tuning;
+
+/// The maps a loop turn looks up by a policy's names (PSI lines, samples):
+/// foldhash instead of std's SipHash, whose keyed rounds cost a lookup
+/// 600–700 instructions here (issue 29 item 2 counted them per turn). The
+/// keys come from the policy, never from outside; foldhash is still seeded
+/// per process.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// A [`FastMap`]'s set.
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;

@@ -39,7 +39,7 @@
 
 use super::rule_state::Time;
 use crate::policy::expr::{Resource, Stall, Target};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Most samples one series keeps.
@@ -269,10 +269,10 @@ pub struct StallKey {
 /// The stall series of every PSI line the rules use.
 #[derive(Debug, Clone, Default)]
 pub struct StallHistory {
-    series: HashMap<StallKey, StallSeries>,
+    series: super::FastMap<StallKey, StallSeries>,
     /// Lines a registered kernel trigger watches: its silence means the
     /// stall stayed below the trigger's amount.
-    armed: std::collections::HashSet<StallKey>,
+    armed: super::FastSet<StallKey>,
 }
 
 impl StallHistory {
@@ -283,7 +283,7 @@ impl StallHistory {
     /// Sets the lines to keep and the longest window of each (from
     /// [`super::condition::Needs::psi_stall`]); drops the others.
     pub fn configure<'a>(&mut self, needs: impl IntoIterator<Item = (&'a StallKey, &'a Duration)>) {
-        let mut keep: HashMap<StallKey, Duration> = HashMap::new();
+        let mut keep: super::FastMap<StallKey, Duration> = Default::default();
         for (k, w) in needs {
             let e = keep.entry(k.clone()).or_default();
             *e = (*e).max(*w);

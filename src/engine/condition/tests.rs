@@ -683,7 +683,7 @@ fn needs_lists_only_what_rules_use() {
     };
     assert_eq!(
         n.psi_stall,
-        HashMap::from([
+        crate::engine::FastMap::from_iter([
             (cpu.clone(), Duration::from_secs(2)),
             (io.clone(), Duration::from_millis(500))
         ])
