@@ -39,6 +39,21 @@ if [[ -n ${CGWARDEN_FLOOD_PERF:-} ]]; then
     command -v perf >/dev/null || { echo "bench-flood-guest: CGWARDEN_FLOOD_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
     tools=perf
 fi
+# CGWARDEN_FLOOD_CALLGRIND=1: only cgwarden, under the host's callgrind
+# (copied into the image): user-space instructions a placement, the figure
+# that repeats from run to run; the profile is left for callgrind_annotate in
+# $CACHE/flood-callgrind.out. Slow: e.g. `300 120000 50000` (children alive
+# until placed, polling every 50 ms).
+if [[ -n ${CGWARDEN_FLOOD_CALLGRIND:-} ]]; then
+    vg=/usr/libexec/valgrind
+    for f in /usr/bin/valgrind.bin "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp"; do
+        [[ -f $f ]] || { echo "bench-flood-guest: CGWARDEN_FLOOD_CALLGRIND needs valgrind (Debian's package): no $f" >&2; exit 2; }
+    done
+    mkdir -p "$extra/usr/local/bin" "$extra$vg"
+    cp /usr/bin/valgrind.bin "$extra/usr/local/bin/"
+    cp "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp" "$extra$vg/"
+    : >"$extra/cgw/flood_callgrind"
+fi
 if ! bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra"; then
     echo "bench-flood-guest: cgrulesengd not available; its row is left out" >&2
 fi
@@ -49,4 +64,9 @@ CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=flood CGWARDEN_VM_EXTRA=$extra CGWARDEN
     CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-3000} \
     bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
 grep '^BENCH' "$log" | sed 's/^BENCH //'
+if [[ -n ${CGWARDEN_FLOOD_CALLGRIND:-} ]]; then
+    # The serial console ends its lines with CR LF.
+    grep -a '^CG64 ' "$log" | sed 's/^CG64 //' | tr -d '\r\n' | base64 -d | gunzip >"$CACHE/flood-callgrind.out" &&
+        echo "callgrind profile of the flood's daemon: $CACHE/flood-callgrind.out (callgrind_annotate --inclusive=yes)"
+fi
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

@@ -120,6 +120,12 @@ impl PlaceOps for KernelOps {
     fn pin(&mut self, pid: i32) -> Option<Pin> {
         self.pin_inner(pid)
     }
+    fn look(&mut self, pid: i32) -> Option<Pin> {
+        self.look_inner(pid)
+    }
+    fn hold(&mut self, pid: i32, pin: &mut Pin) -> bool {
+        self.hold_inner(pid, pin)
+    }
     fn same(&mut self, pid: i32, pin: &Pin) -> bool {
         self.same_inner(pid, pin)
     }
@@ -173,30 +179,52 @@ impl KernelOps {
         // The pidfd first: then the start time read after it is the start
         // of the process the pidfd holds (or the pid was reused before the
         // open and the facts read below are that new process's own).
-        let fd = if self.pidfd {
-            match procfs::pidfd_open(pid) {
-                Ok(fd) => Some(fd.into()),
-                Err(procfs::PidFdError::Gone) => return None,
-                Err(procfs::PidFdError::Unavailable(errno)) => {
-                    tracing::info!(
-                        errno,
-                        "pidfd_open unavailable; placement pins processes by start time only"
-                    );
-                    self.pidfd = false;
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let fd = self.pidfd_of(pid).ok()?;
+        let mut pin = self.look_inner(pid)?;
+        pin.fd = fd;
+        Some(pin)
+    }
+    /// The stat read alone (comm, start time, threads), no pidfd.
+    fn look_inner(&mut self, pid: i32) -> Option<Pin> {
+        if pid == self.me || pid <= 0 {
+            return None;
+        }
         let f = procfs::pin_facts(&self.root, pid).ok()??;
         Some(Pin {
             start: f.start,
-            fd,
+            fd: None,
             comm: f.comm,
             threads: f.threads,
             kernel_thread: f.kernel_thread,
         })
+    }
+    fn hold_inner(&mut self, pid: i32, pin: &mut Pin) -> bool {
+        match self.pidfd_of(pid) {
+            Ok(fd) => {
+                pin.fd = fd;
+                true
+            }
+            Err(()) => false,
+        }
+    }
+    /// A pidfd on `pid`: `Ok(None)` where pidfds are unavailable (then
+    /// processes are pinned by start time only), `Err` when it is gone.
+    fn pidfd_of(&mut self, pid: i32) -> Result<Option<std::os::fd::OwnedFd>, ()> {
+        if !self.pidfd {
+            return Ok(None);
+        }
+        match procfs::pidfd_open(pid) {
+            Ok(fd) => Ok(Some(fd.into())),
+            Err(procfs::PidFdError::Gone) => Err(()),
+            Err(procfs::PidFdError::Unavailable(errno)) => {
+                tracing::info!(
+                    errno,
+                    "pidfd_open unavailable; placement pins processes by start time only"
+                );
+                self.pidfd = false;
+                Ok(None)
+            }
+        }
     }
     fn same_inner(&mut self, pid: i32, pin: &Pin) -> bool {
         if let Some(fd) = &pin.fd {

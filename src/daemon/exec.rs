@@ -7,7 +7,7 @@
 //! batch: EXEC / COMM (of a main thread) → update presence and queue the
 //! pid; EXIT (of a process) → update presence; ENOBUFS or a sequence gap →
 //! count it and run a full /proc scan. The queued pids are placed together
-//! ([`Placer::place_batch`]: identify all, then the moves back-to-back), so
+//! ([`Placer::place_exec_batch`]: identify all, then the moves back-to-back), so
 //! an exec flood costs one pass per drain, not a round trip per event
 //! (issue 11). The thread runs at `settings.daemon.sched`
 //! ([`crate::daemon::priority`]) so the flood it places cannot starve it. It sends [`Wake::Presence`] to the event loop only when some
@@ -330,7 +330,7 @@ impl Worker {
             for chunk in pids.chunks(BATCH_MAX) {
                 let results = self
                     .placer
-                    .place_batch(chunk, &mut self.ops, &mut self.cache);
+                    .place_exec_batch(chunk, &mut self.ops, &mut self.cache);
                 let now = read_at.elapsed();
                 let took = now.saturating_sub(start);
                 start = now;

@@ -4,9 +4,11 @@
 //! Globs are compiled at policy load, user names resolved to uids once, so
 //! matching a process allocates nothing per rule.
 //!
-//! Facts are read in stages: the comm first (one small read), and only when
-//! some rule can still match it the fields those rules look at (exe,
-//! cmdline, uid). Most execs on a board match no rule and cost one read.
+//! Facts are read in stages: the comm first (one small read; for an exec
+//! event the stat, which gives the comm with the start time and threads),
+//! and only when some rule can still match it the fields those rules look
+//! at (exe, cmdline, uid). Most execs on a board match no rule and cost
+//! one read.
 //!
 //! Processes are placed in batches ([`Placer::place_batch`], issue 11):
 //! every pending process is identified first, then the moves are made
@@ -237,6 +239,18 @@ pub(crate) trait PlaceOps {
     fn known_cgroup(&mut self, _pid: i32) -> Option<String> {
         None
     }
+    /// What [`PlaceOps::pin`] reads, without taking the pidfd: one read
+    /// that names the process (comm, start time, threads). An exec event's
+    /// process is looked at this way first and held ([`PlaceOps::hold`])
+    /// only when its comm can match a rule.
+    fn look(&mut self, pid: i32) -> Option<Pin> {
+        self.pin(pid)
+    }
+    /// Takes the pidfd on a process [`PlaceOps::look`] read; false when it
+    /// is gone by now.
+    fn hold(&mut self, _pid: i32, _pin: &mut Pin) -> bool {
+        true
+    }
     /// Writes `pid` to group `name`'s `cgroup.procs` (the whole process).
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError>;
     /// Whether the process already has this scheduling.
@@ -395,7 +409,7 @@ impl Placer {
         ops: &mut dyn PlaceOps,
         cache: Option<&mut FactCache>,
     ) -> Placed {
-        self.place_batch_with(&[pid], ops, cache)
+        self.place_batch_with(&[pid], ops, cache, false)
             .pop()
             .map(|(_, p)| p)
             .unwrap_or_default()
@@ -415,7 +429,23 @@ impl Placer {
         ops: &mut dyn PlaceOps,
         cache: &mut FactCache,
     ) -> Vec<(i32, Placed)> {
-        self.place_batch_with(pids, ops, Some(cache))
+        self.place_batch_with(pids, ops, Some(cache), false)
+    }
+
+    /// [`Placer::place_batch`] for processes that just exec'd or renamed
+    /// (the connector's events): each is looked at with one read that
+    /// gives its comm, start time and threads ([`PlaceOps::look`]), and
+    /// held by a pidfd only when its comm can match — not a comm read,
+    /// then the pin's stat read again (issue 29: an exec flood paid one
+    /// procfs open, read and close more per process). A scan keeps the
+    /// comm first: it meets thousands of processes its cache already knows.
+    pub(crate) fn place_exec_batch(
+        &self,
+        pids: &[i32],
+        ops: &mut dyn PlaceOps,
+        cache: &mut FactCache,
+    ) -> Vec<(i32, Placed)> {
+        self.place_batch_with(pids, ops, Some(cache), true)
     }
 
     fn place_batch_with(
@@ -423,12 +453,13 @@ impl Placer {
         pids: &[i32],
         ops: &mut dyn PlaceOps,
         mut cache: Option<&mut FactCache>,
+        fresh: bool,
     ) -> Vec<(i32, Placed)> {
         let mut done = Vec::new();
         let mut pending = Vec::new();
         // 1. Identify.
         for &pid in pids {
-            match self.prepare(pid, ops, cache.as_deref_mut()) {
+            match self.prepare(pid, ops, cache.as_deref_mut(), fresh) {
                 Prepared::Done(p) => done.push((pid, p)),
                 Prepared::Pending(p) => pending.push(p),
             }
@@ -471,8 +502,17 @@ impl Placer {
     }
 
     /// Step 1 of placing `pid`: match, pin, where it is and where it goes.
-    fn prepare(&self, pid: i32, ops: &mut dyn PlaceOps, cache: Option<&mut FactCache>) -> Prepared {
+    fn prepare(
+        &self,
+        pid: i32,
+        ops: &mut dyn PlaceOps,
+        cache: Option<&mut FactCache>,
+        fresh: bool,
+    ) -> Prepared {
         let mut out = Placed::default();
+        if fresh {
+            return self.prepare_fresh(pid, ops, cache);
+        }
         // A scan meets a process placed since its last exec or rename, with
         // no sched to check, in its rule's group: nothing to read.
         if let Some(c) = cache.as_ref().filter(|c| c.exits_tracked) {
@@ -507,6 +547,45 @@ impl Placer {
         let Some(pin) = ops.pin(pid) else {
             return Prepared::Done(out);
         };
+        self.prepare_pinned(pid, pin, ops, cache)
+    }
+
+    /// [`Placer::prepare`] of a process that just exec'd: looked at (one
+    /// read), held only when its comm can match. Its pid cannot have been
+    /// reused between the look and the hold: the kernel hands pids out in
+    /// turn, so a reuse needs `pid_max` forks in those microseconds.
+    fn prepare_fresh(
+        &self,
+        pid: i32,
+        ops: &mut dyn PlaceOps,
+        cache: Option<&mut FactCache>,
+    ) -> Prepared {
+        let Some(mut pin) = ops.look(pid) else {
+            return Prepared::Done(Placed::default());
+        };
+        if pin.comm.is_none() {
+            pin.comm = ops.comm(pid);
+        }
+        if !pin
+            .comm
+            .as_deref()
+            .is_some_and(|c| self.needs_for(c).is_some())
+            || !ops.hold(pid, &mut pin)
+        {
+            return Prepared::Done(Placed::default());
+        }
+        self.prepare_pinned(pid, pin, ops, cache)
+    }
+
+    /// Step 1 once `pid` is pinned: its rule, where it is, where it goes.
+    fn prepare_pinned(
+        &self,
+        pid: i32,
+        pin: Pin,
+        ops: &mut dyn PlaceOps,
+        cache: Option<&mut FactCache>,
+    ) -> Prepared {
+        let mut out = Placed::default();
         let Identity::Rule(idx, facts) = self.identify(pid, &pin, ops, cache) else {
             return Prepared::Done(out);
         };

@@ -111,6 +111,8 @@ struct Fake {
     /// (a scan's snapshot) and pins report user processes.
     pins: u32,
     scanning: bool,
+    /// Pidfds taken on a looked-at process ([`PlaceOps::hold`]).
+    holds: u32,
 }
 impl Fake {
     fn start_of(&self, pid: i32) -> Option<u64> {
@@ -131,6 +133,19 @@ impl PlaceOps for Fake {
                 .flatten(),
             ..Pin::default()
         })
+    }
+    fn look(&mut self, pid: i32) -> Option<Pin> {
+        self.reads.push((pid, "stat"));
+        Some(Pin {
+            start: Some(self.start_of(pid)?),
+            kernel_thread: Some(false),
+            comm: self.procs.get(&pid).map(|f| f.comm.clone()),
+            ..Pin::default()
+        })
+    }
+    fn hold(&mut self, pid: i32, _pin: &mut Pin) -> bool {
+        self.holds += 1;
+        self.procs.contains_key(&pid)
     }
     fn known_cgroup(&mut self, pid: i32) -> Option<String> {
         self.scanning.then(|| self.cg.get(&pid).cloned()).flatten()
@@ -447,9 +462,13 @@ proptest::proptest! {
         for &pid in &pids {
             p.place(pid, &mut one);
         }
+        let mut execs = Fake { procs: one.procs.clone(), cg: one.cg.clone(), ..Default::default() };
         p.place_batch(&pids, &mut batch, &mut FactCache::default());
+        p.place_exec_batch(&pids, &mut execs, &mut FactCache::default());
         proptest::prop_assert_eq!(&one.cg, &batch.cg);
         proptest::prop_assert_eq!(&one.sched, &batch.sched);
+        proptest::prop_assert_eq!(&one.cg, &execs.cg);
+        proptest::prop_assert_eq!(&one.sched, &execs.sched);
     }
 }
 
@@ -652,4 +671,76 @@ fn the_cache_skips_rereading_an_unchanged_process_until_exec_or_rename() {
     // Without a cache, every placement reads.
     p.place(31, &mut k);
     assert_eq!(cmdline_reads(&k), 6);
+}
+
+/// Issue 29: an exec event's process is looked at with one read (the stat
+/// gives its comm) and held by a pidfd only when that comm can match: no
+/// comm read first, no second read of the same facts.
+#[test]
+fn an_exec_is_identified_by_one_read_and_held_only_when_it_can_match() {
+    let rules = vec![rule(comm("cam*"), "vision", None)];
+    let p = Placer::new(&rules, |_| None);
+    let mut k = Fake::default();
+    k.procs.insert(30, f("camd"));
+    k.procs.insert(31, f("bash"));
+    k.cg.insert(30, "/".into());
+    k.cg.insert(31, "/".into());
+    let done = p.place_exec_batch(&[30, 31], &mut k, &mut FactCache::default());
+    assert_eq!(k.reads, [(30, "stat"), (31, "stat")]);
+    assert_eq!(k.holds, 1, "only the matching process is held");
+    assert_eq!(k.pins, 0, "no second pin");
+    assert_eq!(k.moves, [(30, "vision".to_string())]);
+    assert!(done.iter().any(|(pid, r)| *pid == 30 && r.moved));
+    // Gone between the look and the hold: nothing is moved.
+    k.procs.insert(32, f("cam2"));
+    k.cg.insert(32, "/".into());
+    k.reads.clear();
+    let mut gone = Fake {
+        procs: k.procs.clone(),
+        cg: k.cg.clone(),
+        ..Fake::default()
+    };
+    struct Vanish<'a>(&'a mut Fake);
+    impl PlaceOps for Vanish<'_> {
+        fn pin(&mut self, pid: i32) -> Option<Pin> {
+            self.0.pin(pid)
+        }
+        fn look(&mut self, pid: i32) -> Option<Pin> {
+            self.0.look(pid)
+        }
+        fn hold(&mut self, pid: i32, pin: &mut Pin) -> bool {
+            self.0.procs.remove(&pid);
+            self.0.hold(pid, pin)
+        }
+        fn same(&mut self, pid: i32, pin: &Pin) -> bool {
+            self.0.same(pid, pin)
+        }
+        fn comm(&mut self, pid: i32) -> Option<String> {
+            self.0.comm(pid)
+        }
+        fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
+            self.0.facts(pid, comm, needs)
+        }
+        fn cgroup_of(&mut self, pid: i32) -> Option<String> {
+            self.0.cgroup_of(pid)
+        }
+        fn group_cgroup(&self, group: &str) -> Option<String> {
+            self.0.group_cgroup(group)
+        }
+        fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
+            self.0.move_pid(group, pid)
+        }
+        fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
+            self.0.sched_is(pid, s)
+        }
+        fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
+            self.0.set_sched(pid, s)
+        }
+        fn children(&mut self, pid: i32, single: bool) -> Vec<i32> {
+            self.0.children(pid, single)
+        }
+    }
+    let done = p.place_exec_batch(&[32], &mut Vanish(&mut gone), &mut FactCache::default());
+    assert!(gone.moves.is_empty());
+    assert!(done.iter().all(|(_, r)| !r.moved));
 }

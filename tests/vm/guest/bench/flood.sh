@@ -136,6 +136,42 @@ cgwarden_row() { # LABEL BINARY POLICY KIND(flood|storm) ENV...
     grep -E "placement: placed|settings.daemon|overran|lost" "$D/daemon.log" | head -n 8 | sed 's/^/BENCH   log| /'
 }
 
+# /cgw/flood_callgrind (CGWARDEN_FLOOD_CALLGRIND=1 on bench-flood-guest.sh,
+# valgrind in the image): the placer's user-space instructions a placement,
+# which repeat from run to run where the CPU does not. The daemon runs under
+# callgrind twice: started, idle, stopped; then through the flood. The
+# difference over N is what a placement executes; the flood's profile goes
+# to the console (gzip, base64, `CG64 ` lines) for callgrind_annotate. Give
+# the children a long deadline (they must still be alive when placed).
+if [ -f /cgw/flood_callgrind ]; then
+    cg_flood() { # NAME FLOOD(0|1): prints "INSTRUCTIONS PLACED"
+        rm -rf "$D/state"
+        env CGWARDEN_LOG=info valgrind.bin --tool=callgrind --callgrind-out-file="$D/cg.$1" \
+            cgwarden run "$D/policy.yaml" --tick 100ms 2>"$D/daemon.log" &
+        _vp=$!
+        wait_for 600 grep -q "cgwarden running" "$D/daemon.log" || echo "BENCH   callgrind $1: the daemon did not start" >&2
+        sleep 5
+        if [ "$2" = 1 ]; then
+            "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" >"$D/cg-out"
+        fi
+        sleep 2
+        kill -TERM "$_vp"
+        wait "$_vp"
+        echo "$(sed -n 's/^summary: //p' "$D/cg.$1") $(sed -n 's/.*placement: placed {"[^"]*": \([0-9]*\)}.*/\1/p' "$D/daemon.log" | tail -n 1)"
+    }
+    set -- $(cg_flood zero 0)
+    z_ir=${1:-0}
+    set -- $(cg_flood flood 1)
+    f_ir=${1:-0} f_placed=${2:-0}
+    sed 's/^/BENCH   callgrind| /' "$D/cg-out"
+    echo "BENCH flood instructions (callgrind, whole daemon): idle ${z_ir}; flood of $N ${f_ir}, placed ${f_placed}: $(awk -v a="$z_ir" -v b="$f_ir" -v n="$f_placed" 'BEGIN { if (n < 1) n = 1; printf "%d a placement", (b - a) / n }')"
+    gzip -9c "$D/cg.flood" | base64 | tr -d '\n' | fold -w 1000 | sed 's/^/CG64 /'
+    echo
+    rmdir "$CG/$GROUP" 2>/dev/null
+    pass bench-done "flood instructions counted"
+    return 0 2>/dev/null || exit 0
+fi
+
 cgwarden_row "cgwarden, connector" cgwarden "$D/policy.yaml" flood
 if command -v cgwarden-base >/dev/null 2>&1; then
     cgwarden_row "cgwarden (base binary), connector" cgwarden-base "$D/policy.yaml" flood
