@@ -83,16 +83,18 @@ pub(crate) const COMM_MAX: usize = 256;
 pub fn read_capped(root: &Root, p: &Path, cap: usize) -> Result<Vec<u8>> {
     let host = root.host_path(p);
     let mut f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
-    let first = cap.min(4096);
-    let mut buf = vec![0u8; first];
+    // The first read goes to the stack and only what it got is copied out:
+    // not a zeroed 4 KiB heap buffer per file (issue 29).
+    let mut stack = [0u8; 4096];
+    let first = cap.min(stack.len());
     let n = loop {
-        match f.read(&mut buf) {
+        match f.read(&mut stack[..first]) {
             Ok(n) => break n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io("read", p, e)),
         }
     };
-    buf.truncate(n);
+    let mut buf = stack[..n].to_vec();
     if n == first && n < cap {
         // `cap` fits u64 on every Linux target.
         f.take((cap - n) as u64)
@@ -132,8 +134,10 @@ pub(crate) struct ProcessInfo {
 pub(crate) struct Stat {
     pub pid: i32,
     pub comm: String,
-    /// Fields 3.. (state, ppid, ...), as text.
-    rest: Vec<String>,
+    /// Fields 3.. (state, ppid, ...), as the kernel printed them (one
+    /// space apart): split when a field is asked for, not into a string
+    /// each (issue 29: fifty allocations a stat, read per exec).
+    rest: String,
 }
 
 impl Stat {
@@ -143,7 +147,7 @@ impl Stat {
         if n < 3 {
             return None;
         }
-        self.rest.get(n - 3).map(String::as_str)
+        self.rest.split_ascii_whitespace().nth(n - 3)
     }
 
     /// Numeric field `n` (see [`Stat::field`]).
@@ -171,10 +175,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     }
     let pid = text[..open].trim().parse().ok()?;
     let comm = text[open + 1..close].to_string();
-    let rest = text[close + 1..]
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let rest = text[close + 1..].to_string();
     Some(Stat { pid, comm, rest })
 }
 

@@ -188,6 +188,17 @@ impl Root {
     /// Lexically normalizes a device path: always absolute, no `.`, `..`
     /// resolved and clamped at `/`. A relative input is taken relative to `/`.
     pub fn normalize(device_path: &Path) -> PathBuf {
+        // Most paths are built normal (`/proc/42/stat`): one copy, not a
+        // push per component (issue 29: every read of a turn or an exec
+        // came through here).
+        if is_normal(device_path) {
+            return device_path.to_path_buf();
+        }
+        Self::normalize_by_components(device_path)
+    }
+
+    /// [`Root::normalize`] the long way, one component at a time.
+    fn normalize_by_components(device_path: &Path) -> PathBuf {
         let mut out = PathBuf::from("/");
         for c in device_path.components() {
             match c {
@@ -341,6 +352,9 @@ impl Root {
     /// stripped of its leading `/`. Never escapes the base via `..`.
     pub fn host_path(&self, device_path: &Path) -> PathBuf {
         let norm = Self::normalize(device_path);
+        if self.base.as_os_str() == "/" {
+            return norm;
+        }
         match norm.strip_prefix("/") {
             Ok(rel) if !rel.as_os_str().is_empty() => self.base.join(rel),
             _ => self.base.clone(),
@@ -571,6 +585,57 @@ impl Root {
         }
         names.sort();
         Ok(names)
+    }
+}
+
+/// Whether `p` is already what [`Root::normalize`] makes of it: absolute,
+/// no empty, `.` or `..` component, no trailing `/` (except `/` itself).
+fn is_normal(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = p.as_os_str().as_bytes();
+    match b.split_first() {
+        Some((b'/', [])) => true,
+        Some((b'/', rest)) => rest
+            .split(|&c| c == b'/')
+            .all(|c| !c.is_empty() && c != b"." && c != b".."),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod normal_tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The shortcut for a path already normal gives what the walk
+        /// over its components gives, for any mix of `/`, `.`, `..`.
+        #[test]
+        fn normalize_shortcut_agrees_with_the_walk(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["", ".", "..", "a", "proc", "42", "stat", "..a", ".b"]),
+                0..8,
+            ),
+            lead in proptest::bool::ANY,
+            trail in proptest::bool::ANY,
+        ) {
+            let mut s = if lead { "/".to_string() } else { String::new() };
+            s.push_str(&parts.join("/"));
+            if trail {
+                s.push('/');
+            }
+            let p = Path::new(&s);
+            proptest::prop_assert_eq!(Root::normalize(p), Root::normalize_by_components(p));
+        }
+    }
+
+    #[test]
+    fn normal_paths_are_told_apart() {
+        for p in ["/", "/proc/42/stat", "/a/..b/.c"] {
+            assert!(is_normal(Path::new(p)), "{p}");
+        }
+        for p in ["", "proc", "/proc/", "//proc", "/a/./b", "/a/../b", "/.."] {
+            assert!(!is_normal(Path::new(p)), "{p}");
+        }
     }
 }
 
