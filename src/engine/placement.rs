@@ -566,12 +566,11 @@ impl Placer {
         if pin.comm.is_none() {
             pin.comm = ops.comm(pid);
         }
-        if !pin
+        let can_match = pin
             .comm
             .as_deref()
-            .is_some_and(|c| self.needs_for(c).is_some())
-            || !ops.hold(pid, &mut pin)
-        {
+            .is_some_and(|c| self.needs_for(c).is_some());
+        if !can_match || !ops.hold(pid, &mut pin) {
             return Prepared::Done(Placed::default());
         }
         self.prepare_pinned(pid, pin, ops, cache)
