@@ -45,13 +45,8 @@ fi
 # $CACHE/flood-callgrind.out. Slow: e.g. `300 120000 50000` (children alive
 # until placed, polling every 50 ms).
 if [[ -n ${CGWARDEN_FLOOD_CALLGRIND:-} ]]; then
-    vg=/usr/libexec/valgrind
-    for f in /usr/bin/valgrind.bin "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp"; do
-        [[ -f $f ]] || { echo "bench-flood-guest: CGWARDEN_FLOOD_CALLGRIND needs valgrind (Debian's package): no $f" >&2; exit 2; }
-    done
-    mkdir -p "$extra/usr/local/bin" "$extra$vg"
-    cp /usr/bin/valgrind.bin "$extra/usr/local/bin/"
-    cp "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp" "$extra$vg/"
+    source tests/vm/callgrind.sh
+    callgrind_into_image "$extra" bench-flood-guest
     : >"$extra/cgw/flood_callgrind"
 fi
 if ! bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra"; then
@@ -65,8 +60,6 @@ CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=flood CGWARDEN_VM_EXTRA=$extra CGWARDEN
     bash tests/vm/run-guest.sh target/release/cgwarden target/release/cgwarden-workload "$log" || true
 grep '^BENCH' "$log" | sed 's/^BENCH //'
 if [[ -n ${CGWARDEN_FLOOD_CALLGRIND:-} ]]; then
-    # The serial console ends its lines with CR LF.
-    grep -a '^CG64 ' "$log" | sed 's/^CG64 //' | tr -d '\r\n' | base64 -d | gunzip >"$CACHE/flood-callgrind.out" &&
-        echo "callgrind profile of the flood's daemon: $CACHE/flood-callgrind.out (callgrind_annotate --inclusive=yes)"
+    callgrind_profile "$log" "$CACHE/flood-callgrind.out" "the flood's daemon"
 fi
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

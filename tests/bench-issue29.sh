@@ -48,13 +48,8 @@ fi
 # figure that repeats from run to run; the profile is left for
 # callgrind_annotate in $CACHE/reaction-callgrind.out.
 if [[ -n ${CGWARDEN_REACTION_CALLGRIND:-} ]]; then
-    vg=/usr/libexec/valgrind
-    for f in /usr/bin/valgrind.bin "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp"; do
-        [[ -f $f ]] || { echo "bench-issue29: CGWARDEN_REACTION_CALLGRIND needs valgrind (Debian's package): no $f" >&2; exit 2; }
-    done
-    mkdir -p "$extra/usr/local/bin" "$extra$vg"
-    cp /usr/bin/valgrind.bin "$extra/usr/local/bin/"
-    cp "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp" "$extra$vg/"
+    source tests/vm/callgrind.sh
+    callgrind_into_image "$extra" bench-issue29
     : >"$extra/cgw/reaction_callgrind"
     only=reaction
 fi
@@ -92,8 +87,7 @@ b | sed -n 's/^reaction: cgwarden \(.*\); 1 s poller \(.*\)$/| reaction cost | \
 b | sed -n 's/^reaction CPU: cgwarden \(.*\) vs\. the acting poller \(.*\) (the reading poller \(.*\))$/| reaction CPU, same episodes, the anchor acting too | \1 | 1 s poller writing memory.high: \2 (reading only: \3) |/p'
 echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
 if [[ -n ${CGWARDEN_REACTION_CALLGRIND:-} ]]; then
-    grep -a '^CG64 ' "$log" | sed 's/^CG64 //' | tr -d '\r\n' | base64 -d | gunzip >"$CACHE/reaction-callgrind.out" &&
-        echo "callgrind profile of the episodes' daemon: $CACHE/reaction-callgrind.out (callgrind_annotate --inclusive=yes)"
+    callgrind_profile "$log" "$CACHE/reaction-callgrind.out" "the episodes' daemon"
 fi
 done_mark=bench-done
 [[ $only == reaction ]] && done_mark=reaction-done
