@@ -18,8 +18,9 @@ pub fn rfc3339(t: SystemTime) -> String {
 /// Appends `t` as RFC 3339 UTC with `frac` (0, 3 or 6; more is taken as 6)
 /// digits of the second, rounded down (before the epoch too: 0.25 s before
 /// it is `1969-12-31T23:59:59.750Z`). The digits are written into a fixed
-/// buffer and pushed once, not formatted through `format!`: the daemon stamps every log line and event with this
-/// (`crate::logline`), a few hundred instructions instead of thousands.
+/// buffer and pushed once, not formatted through `format!`: the daemon
+/// stamps every log line and event with this (`crate::logline`), a few
+/// hundred instructions instead of thousands.
 pub(crate) fn push_rfc3339(out: &mut String, t: SystemTime, frac: u32) {
     let (secs, nanos): (i64, u32) = match t.duration_since(UNIX_EPOCH) {
         Ok(d) => (

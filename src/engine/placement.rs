@@ -509,10 +509,10 @@ impl Placer {
         cache: Option<&mut FactCache>,
         fresh: bool,
     ) -> Prepared {
-        let mut out = Placed::default();
         if fresh {
             return self.prepare_fresh(pid, ops, cache);
         }
+        let mut out = Placed::default();
         // A scan meets a process placed since its last exec or rename, with
         // no sched to check, in its rule's group: nothing to read.
         if let Some(c) = cache.as_ref().filter(|c| c.exits_tracked) {

@@ -113,6 +113,8 @@ struct Fake {
     scanning: bool,
     /// Pidfds taken on a looked-at process ([`PlaceOps::hold`]).
     holds: u32,
+    /// The process exits just before its pidfd is taken.
+    vanish_on_hold: bool,
 }
 impl Fake {
     fn start_of(&self, pid: i32) -> Option<u64> {
@@ -145,6 +147,9 @@ impl PlaceOps for Fake {
     }
     fn hold(&mut self, pid: i32, _pin: &mut Pin) -> bool {
         self.holds += 1;
+        if self.vanish_on_hold {
+            self.procs.remove(&pid);
+        }
         self.procs.contains_key(&pid)
     }
     fn known_cgroup(&mut self, pid: i32) -> Option<String> {
@@ -694,53 +699,13 @@ fn an_exec_is_identified_by_one_read_and_held_only_when_it_can_match() {
     // Gone between the look and the hold: nothing is moved.
     k.procs.insert(32, f("cam2"));
     k.cg.insert(32, "/".into());
-    k.reads.clear();
     let mut gone = Fake {
         procs: k.procs.clone(),
         cg: k.cg.clone(),
+        vanish_on_hold: true,
         ..Fake::default()
     };
-    struct Vanish<'a>(&'a mut Fake);
-    impl PlaceOps for Vanish<'_> {
-        fn pin(&mut self, pid: i32) -> Option<Pin> {
-            self.0.pin(pid)
-        }
-        fn look(&mut self, pid: i32) -> Option<Pin> {
-            self.0.look(pid)
-        }
-        fn hold(&mut self, pid: i32, pin: &mut Pin) -> bool {
-            self.0.procs.remove(&pid);
-            self.0.hold(pid, pin)
-        }
-        fn same(&mut self, pid: i32, pin: &Pin) -> bool {
-            self.0.same(pid, pin)
-        }
-        fn comm(&mut self, pid: i32) -> Option<String> {
-            self.0.comm(pid)
-        }
-        fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts> {
-            self.0.facts(pid, comm, needs)
-        }
-        fn cgroup_of(&mut self, pid: i32) -> Option<String> {
-            self.0.cgroup_of(pid)
-        }
-        fn group_cgroup(&self, group: &str) -> Option<String> {
-            self.0.group_cgroup(group)
-        }
-        fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
-            self.0.move_pid(group, pid)
-        }
-        fn sched_is(&mut self, pid: i32, s: &Sched) -> bool {
-            self.0.sched_is(pid, s)
-        }
-        fn set_sched(&mut self, pid: i32, s: &Sched) -> Result<(), OpError> {
-            self.0.set_sched(pid, s)
-        }
-        fn children(&mut self, pid: i32, single: bool) -> Vec<i32> {
-            self.0.children(pid, single)
-        }
-    }
-    let done = p.place_exec_batch(&[32], &mut Vanish(&mut gone), &mut FactCache::default());
+    let done = p.place_exec_batch(&[32], &mut gone, &mut FactCache::default());
     assert!(gone.moves.is_empty());
     assert!(done.iter().all(|(_, r)| !r.moved));
 }
