@@ -26,7 +26,9 @@ echo "$N" >"$extra/cgw/flood_n"
 echo "$DEADLINE" >"$extra/cgw/flood_deadline"
 echo "$POLL" >"$extra/cgw/flood_poll"
 [[ -n $BASE ]] && cp "$BASE" "$extra/usr/bin/cgwarden-base"
-# CGWARDEN_FLOOD_ROWS="scan cgrules" (the default): the anchor rows to run;
+# CGWARDEN_FLOOD_ROWS="scan cgrules floor" (the default): the anchor rows to run
+# ("floor": the launcher hands each pid to a placer that only writes it;
+# "floor-stat", "floor-all": the same with the /proc reads of a placer);
 # "dynmods" adds cgwarden and cgrulesengd again under favordynmods.
 [[ -n ${CGWARDEN_FLOOD_ROWS+x} ]] && echo "$CGWARDEN_FLOOD_ROWS" >"$extra/cgw/flood_rows"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).

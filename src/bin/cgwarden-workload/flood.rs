@@ -13,9 +13,16 @@
 //! a grace passed) the driver closes the pipe, so all exit together, and
 //! prints missed/N and placement-time percentiles (launch → the child saw
 //! itself in TARGET; a missed child counts as beyond the deadline).
+//!
+//! The kernel's floor (issue 29): with a HANDOFF file the driver also
+//! writes each child's pid there (`PID\n`) the moment its spawn returns,
+//! and `move-from HANDOFF PROCS` — a placer that knows every pid without
+//! reading anything — writes each to PROCS, one `write(2)` a pid. Its CPU
+//! is what the migrations alone cost, the floor under any placer that
+//! places every process of the flood.
 
 use std::ffi::OsStr;
-use std::io::Read;
+use std::io::{BufRead, Read, Write};
 use std::os::fd::OwnedFd;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
@@ -75,10 +82,12 @@ pub struct Flood {
     pub n: usize,
     pub deadline_ms: u64,
     pub poll_us: u64,
+    /// Where each child's pid goes as it is spawned (`move-from` reads it).
+    pub handoff: Option<std::fs::File>,
 }
 
-/// `flood CHILD TARGET N DEADLINE_MS POLL_US`.
-pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
+/// `flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]`.
+pub fn drive(child_exe: &OsStr, target: &str, fl: &mut Flood) -> ExitCode {
     let (mut rd, wr) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => {
@@ -133,6 +142,12 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
             .spawn()
         {
             Ok(c) => {
+                if let Some(h) = &mut fl.handoff {
+                    if let Err(e) = writeln!(h, "{}", c.id()) {
+                        eprintln!("flood: handoff: {e}");
+                        fl.handoff = None;
+                    }
+                }
                 spawned.push((c.id() as i32, launch));
                 children.push(c);
             }
@@ -143,6 +158,8 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
         }
     }
     let t1 = now_ns();
+    // EOF for `move-from`.
+    fl.handoff = None;
     drop(wr);
     drop(hold_rd);
     if let Some(e) = &spawn_error {
@@ -177,6 +194,76 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &Flood) -> ExitCode {
         spawn_error.is_some(),
     );
     ExitCode::SUCCESS
+}
+
+/// `move-from HANDOFF PROCS [READS]`: the floor placer. Reads pids from
+/// HANDOFF (a FIFO the flood driver writes) and writes each to PROCS (a
+/// `cgroup.procs`, opened once), as soon as it arrives. READS, a comma
+/// list, adds the `/proc` reads a placer that must identify the process
+/// makes around the write, so each one's kernel cost can be told apart:
+/// `stat` (`/proc/PID/stat`: comm, start time), `cgroup`
+/// (`/proc/PID/cgroup`: where it is) before it, `children`
+/// (`/proc/PID/task/PID/children`: what it forked before the move) after.
+/// At EOF it prints how many it moved and stays alive, so its CPU can
+/// still be read from `/proc/PID/stat`, until it is killed.
+pub fn move_from(handoff: &str, procs: &str, reads: &str) -> ExitCode {
+    let (mut stat, mut cgroup, mut children) = (false, false, false);
+    for r in reads.split(',').filter(|r| !r.is_empty()) {
+        match r {
+            "stat" => stat = true,
+            "cgroup" => cgroup = true,
+            "children" => children = true,
+            _ => {
+                eprintln!("move-from: READS: {r}? (stat, cgroup, children)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let src = match std::fs::File::open(handoff) {
+        Ok(f) => std::io::BufReader::new(f),
+        Err(e) => {
+            eprintln!("move-from: {handoff}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut dst = match std::fs::OpenOptions::new().write(true).open(procs) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("move-from: {procs}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (mut moved, mut failed, mut unread) = (0usize, 0usize, 0usize);
+    let mut buf = Vec::with_capacity(4096);
+    let mut read = |path: &str| {
+        buf.clear();
+        match std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut buf)) {
+            Ok(_) => 0,
+            Err(_) => 1,
+        }
+    };
+    for line in src.lines() {
+        let Ok(pid) = line else { break };
+        let pid = pid.trim();
+        if stat {
+            unread += read(&format!("/proc/{pid}/stat"));
+        }
+        if cgroup {
+            unread += read(&format!("/proc/{pid}/cgroup"));
+        }
+        // One write a pid: cgroup.procs takes one per write(2).
+        match dst.write_all(pid.as_bytes()) {
+            Ok(()) => moved += 1,
+            Err(_) => failed += 1,
+        }
+        if children {
+            unread += read(&format!("/proc/{pid}/task/{pid}/children"));
+        }
+    }
+    eprintln!("move-from: moved {moved}, failed {failed}, reads failed {unread}");
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
 }
 
 /// Placement times in ns (sorted; `i64::MAX` = missed) → `p50 … max` in ms,

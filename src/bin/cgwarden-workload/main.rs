@@ -23,7 +23,8 @@
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
-//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US   issue 11's exec flood (all alive at once)
+//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   issue 11's exec flood (all alive at once)
+//! cgwarden-workload move-from HANDOFF PROCS [READS]   the floor placer: each pid HANDOFF names written to PROCS
 //! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
 //! cgwarden-workload s32 FILE                  print the first 4 bytes of FILE as a native-endian s32 (/dev/cpu_dma_latency)
 //! cgwarden-workload threads SECS              threads ctrl, log and late→ctrl-late (renamed after 2 s); live SECS
@@ -88,10 +89,15 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
   notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
                              SECS seconds; print each datagram with a CLOCK_MONOTONIC
                              time, then the WATCHDOG=1 count and largest gap
-  flood CHILD TARGET N DEADLINE_MS POLL_US
+  flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]
                              start N copies of CHILD at once, all alive together, each
                              polling its /proc/self/cgroup every POLL_US; print how many
-                             were not in TARGET DEADLINE_MS after launch, and p50..max
+                             were not in TARGET DEADLINE_MS after launch, and p50..max;
+                             with HANDOFF (a FIFO), write each child's pid there
+  move-from HANDOFF PROCS [READS]
+                             write each pid read from HANDOFF to PROCS (a cgroup.procs),
+                             one write a pid; READS (stat,cgroup,children) adds those
+                             /proc reads; at EOF print the count and wait to be killed
   boost-exit SOCKET KNOB VALUE FILE EXPECT
                              boost KNOB=VALUE tied to a short-lived child over the control
                              socket; check FILE holds EXPECT; print how soon after the
@@ -457,20 +463,39 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 _ => usage("migrate-cost: A B N (two cgroup directories, N > 0)"),
             }
         }
-        ("flood", [child, target, n, deadline, poll]) => {
+        ("flood", [child, target, n, deadline, poll, rest @ ..]) if rest.len() <= 1 => {
             let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
+            let handoff = match rest.first() {
+                None => None,
+                Some(h) => match std::fs::OpenOptions::new().write(true).open(h) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        eprintln!("flood: {}: {e}", h.to_string_lossy());
+                        return ExitCode::from(1);
+                    }
+                },
+            };
             match (target.to_str(), num(n), num(deadline), num(poll)) {
                 (Some(t), Some(n), Some(d), Some(p)) if t.starts_with('/') && n > 0 => {
-                    let fl = flood::Flood {
+                    let mut fl = flood::Flood {
                         n: n as usize,
                         deadline_ms: d,
                         poll_us: p,
+                        handoff,
                     };
-                    flood::drive(child, t, &fl)
+                    flood::drive(child, t, &mut fl)
                 }
                 _ => usage(
                     "flood: TARGET must be a /path; N > 0, DEADLINE_MS, POLL_US whole numbers",
                 ),
+            }
+        }
+        ("move-from", [handoff, procs, rest @ ..]) if rest.len() <= 1 => {
+            let reads = rest.first().map(|r| r.to_str());
+            match (handoff.to_str(), procs.to_str(), reads) {
+                (Some(h), Some(p), None) => flood::move_from(h, p, ""),
+                (Some(h), Some(p), Some(Some(r))) => flood::move_from(h, p, r),
+                _ => usage("move-from: HANDOFF PROCS [READS]"),
             }
         }
         ("flood-child", [target, deadline, poll, launch]) => {

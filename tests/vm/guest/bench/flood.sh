@@ -9,8 +9,11 @@
 # an older cgwarden build (when /usr/bin/cgwarden-base is in the image),
 # cgwarden with its reacting threads left at SCHED_OTHER (with
 # CGWARDEN_FLOOD_ABLATION=1), cgrulesengd (when
-# the image has it) and a 100 ms /proc scan (cgwarden's scan mode). Then the
-# light storm of the placement bench for parity. TCG: compare rows only.
+# the image has it), a 100 ms /proc scan (cgwarden's scan mode) and the
+# kernel's floor (`move-from`: the launcher hands each pid over as it
+# spawns it, and the placer only writes it to cgroup.procs — no /proc
+# read, no netlink: what the migrations alone cost). Then the light storm
+# of the placement bench for parity. TCG: compare rows only.
 bench_wanted /cgw/flood_n flood tests/bench-flood-guest.sh || { return 0 2>/dev/null || exit 0; }
 N=$(cat /cgw/flood_n)
 DEADLINE=$(cat /cgw/flood_deadline 2>/dev/null || echo 3000)
@@ -93,11 +96,11 @@ perf_stop() { # PLACER_PID
 
 ROWS=$D/rows
 : >"$ROWS"
-flood() { # LABEL PLACER_PID
+flood() { # LABEL PLACER_PID [HANDOFF]
     echo "BENCH == $1: flood N=$N, deadline $DEADLINE ms, poll $POLL_US us"
     perf_start "$2"
     c0=$(cpu_ticks "$2") k0=$(sys_ticks "$2")
-    "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" >"$D/out"
+    "$D/cgwbench-drive" flood "$D/cgwbench-child" "/$GROUP" "$N" "$DEADLINE" "$POLL_US" ${3:+"$3"} >"$D/out"
     sleep 1
     c1=$(cpu_ticks "$2") k1=$(sys_ticks "$2")
     perf_stop "$2"
@@ -181,9 +184,32 @@ if [ -f /cgw/flood_ablation ]; then
 fi
 # /cgw/flood_rows (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_ROWS): which
 # anchor rows run besides cgwarden's own (default: scan and cgrules).
-rows=$(cat /cgw/flood_rows 2>/dev/null || echo "scan cgrules")
+rows=$(cat /cgw/flood_rows 2>/dev/null || echo "scan cgrules floor")
 case " $rows " in *" scan "*)
     cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1 ;;
+esac
+# "floor" in the rows: the placer that needs to read nothing; "floor-stat"
+# and "floor-all" add the /proc reads a placer that identifies the process
+# makes (its stat; its stat and cgroup before the write, its children after).
+floor_row() { # LABEL READS
+    rm -f "$D/handoff"
+    mkfifo "$D/handoff"
+    "$WL" move-from "$D/handoff" "$CG/$GROUP/cgroup.procs" "$2" 2>"$D/mover.log" &
+    _pid=$!
+    flood "$1" "$_pid" "$D/handoff"
+    sed 's/^/BENCH   log| /' "$D/mover.log"
+    kill -TERM "$_pid"
+    wait "$_pid" 2>/dev/null
+    rm -f "$D/handoff"
+}
+case " $rows " in *" floor "*)
+    floor_row "kernel floor: pids handed over, one cgroup.procs write each" "" ;;
+esac
+case " $rows " in *" floor-stat "*)
+    floor_row "kernel floor + /proc/PID/stat read" stat ;;
+esac
+case " $rows " in *" floor-all "*)
+    floor_row "kernel floor + stat, cgroup, children reads" stat,cgroup,children ;;
 esac
 cgrules_row() { # LABEL_SUFFIX [storm]
     cgrulesengd -n -f "$D/cgrules.log" >/dev/null 2>&1 &
