@@ -82,9 +82,11 @@ b | awk -F' *[|] *' -v n="$N" '
     $2 == "cgwarden, connector" && $3 ~ /\// { c = cell() }
     $2 ~ /^cgrulesengd/ { r = "cgrulesengd: " cell() }
     $2 ~ /^100 ms/ { s = "100 ms scan: " cell() }
-    END { if (c != "") printf "| exec flood, N=%s | %s | %s; %s |\n", n, c, r, s }'
+    $2 ~ /^kernel floor: / { f = "; the kernel floor (pids handed over, moves alone): " cell() }
+    END { if (c != "") printf "| exec flood, N=%s | %s | %s; %s%s |\n", n, c, r, s, f }'
 b | sed -n 's/^reaction: cgwarden \(.*\); 1 s poller \(.*\)$/| reaction cost | \1 | 1 s poller: \2 |/p'
 b | sed -n 's/^reaction CPU: cgwarden \(.*\) vs\. the acting poller \(.*\) (the reading poller \(.*\))$/| reaction CPU, same episodes, the anchor acting too | \1 | 1 s poller writing memory.high: \2 (reading only: \3) |/p'
+b | sed -n 's/^reaction floor that acts at the trigger: \(.*\)$/| reaction floor: a bare PSI-trigger reactor, same episodes | \1 | — |/p'
 echo "| stripped binary, every feature | $size bytes | 6000000 bytes |"
 if [[ -n ${CGWARDEN_REACTION_CALLGRIND:-} ]]; then
     callgrind_profile "$log" "$CACHE/reaction-callgrind.out" "the episodes' daemon"

@@ -22,6 +22,7 @@
 //! cgwarden-workload migrate-cost A B N        a migration write's cost vs. the gap before it
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
+//! cgwarden-workload trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction floor: acts at a PSI trigger
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   issue 11's exec flood (all alive at once)
 //! cgwarden-workload move-from HANDOFF PROCS [READS]   the floor placer: each pid HANDOFF names written to PROCS
@@ -86,6 +87,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              the same loop acting: write HIGH to KNOB when PRESSURE's
                              some total= grew >= THRESH_US in a period, LOW after
                              HOLD_MS without; print each write's Unix time
+  trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS
+                             the least reactor: a PSI trigger (some THRESH_US WINDOW_MS)
+                             polled; HIGH at an event, LOW once none came for
+                             WINDOW_MS + HOLD_MS; prints as poll-act
   notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
                              SECS seconds; print each datagram with a CLOCK_MONOTONIC
                              time, then the WATCHDOG=1 count and largest gap
@@ -424,7 +429,10 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 _ => usage("poll-file: FILE PERIOD_MS SECS (PERIOD_MS > 0)"),
             }
         }
-        ("poll-act", [pressure, period, secs, knob, high, low, thresh, hold]) => {
+        (
+            cmd @ ("poll-act" | "trigger-act"),
+            [pressure, period, secs, knob, high, low, thresh, hold],
+        ) => {
             let num = |s: &OsString| s.to_str().and_then(|s| s.parse::<u64>().ok());
             match (
                 pressure.to_str(),
@@ -439,7 +447,7 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                 (Some(pressure), Some(ms), Some(secs), Some(knob), Some(high), Some(low), Some(thresh_us), Some(hold))
                     if ms > 0 =>
                 {
-                    poll::poll_act(&poll::Act {
+                    let act = poll::Act {
                         pressure,
                         period: Duration::from_millis(ms),
                         secs,
@@ -448,9 +456,14 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                         low,
                         thresh_us,
                         hold: Duration::from_millis(hold),
-                    })
+                    };
+                    if cmd == "poll-act" {
+                        poll::poll_act(&act)
+                    } else {
+                        poll::trigger_act(&act)
+                    }
                 }
-                _ => usage("poll-act: PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS (numbers whole, PERIOD_MS > 0)"),
+                _ => usage("poll-act | trigger-act: PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS (numbers whole, PERIOD_MS > 0)"),
             }
         }
         ("migrate-cost", [a, b, n]) => {

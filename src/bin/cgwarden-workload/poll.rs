@@ -117,6 +117,84 @@ pub fn poll_act(a: &Act) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS`:
+/// the reaction benchmark's floor (issue 29 item 2) — the least a reactor
+/// that acts at the kernel's trigger can do, with nothing else (no rule
+/// language, no claims, no log): a PSI trigger `some THRESH_US WINDOW_MS`
+/// on PRESSURE, `poll(2)` on it; at an event HIGH goes to KNOB (once), and
+/// once no event came for WINDOW_MS + HOLD_MS, LOW goes back. Prints what
+/// `poll-act` prints.
+pub fn trigger_act(a: &Act) -> ExitCode {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let fail = |what: &str, e: std::io::Error| {
+        eprintln!("cgwarden-workload: trigger-act: {what}: {e}");
+        ExitCode::from(1)
+    };
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(a.pressure)
+    {
+        Ok(f) => f,
+        Err(e) => return fail(a.pressure, e),
+    };
+    let trigger = format!("some {} {}", a.thresh_us, a.period.as_micros());
+    if let Err(e) = file.write_all(trigger.as_bytes()) {
+        return fail(&format!("{} ← {trigger}", a.pressure), e);
+    }
+    let start = Instant::now();
+    let (mut events, mut writes) = (0u64, 0u64);
+    let mut release: Option<Instant> = None;
+    while start.elapsed() < a.secs {
+        let now = Instant::now();
+        let until = release.map_or(a.secs.saturating_sub(start.elapsed()), |t| {
+            t.saturating_duration_since(now)
+        });
+        let mut pfd = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        let ms = until.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return fail(a.pressure, e);
+        }
+        let now = Instant::now();
+        let write = if r > 0 && pfd.revents & libc::POLLPRI != 0 {
+            events += 1;
+            let first = release.is_none();
+            release = Some(now + a.period + a.hold);
+            first.then_some(a.high)
+        } else if r > 0 {
+            return fail(a.pressure, std::io::Error::other("trigger gone (POLLERR)"));
+        } else if release.is_some_and(|t| now >= t) {
+            release = None;
+            Some(a.low)
+        } else {
+            None
+        };
+        if let Some(v) = write {
+            if let Err(e) = std::fs::write(a.knob, v) {
+                return fail(a.knob, e);
+            }
+            writes += 1;
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            println!("wrote {v} at {}.{:06}", t.as_secs(), t.subsec_micros());
+        }
+    }
+    println!("trigger-act: {events} events, {writes} writes");
+    ExitCode::SUCCESS
+}
+
 /// Sleeps until `next` + `period` (a fixed rate; after an overrun, from now).
 fn sleep_to_next(next: &mut Instant, period: Duration) {
     *next += period;

@@ -9,7 +9,8 @@
 # acts at its next read at best. Then, with the daemon stopped, the anchor that acts
 # (`cgwarden-workload poll-act`: the same 1 s read, writing memory.high up and back
 # down as the rule does; it pays the same reclaim inside those writes) over the same
-# episodes alone. CPU from each thread's schedstat, split into the
+# episodes alone; then the floor of acting at the trigger (`trigger-act`), alone
+# too. CPU from each thread's schedstat, split into the
 # daemon's startup (exec to "running" plus 2 s) and the episodes' window, so the note
 # can say what an episode costs. Lag: from the hog's start to the daemon's write of
 # memory.high (the log's time against a stamp taken just before the hog started).
@@ -34,12 +35,13 @@ rules:
 EOP
 
 threads() { thread_schedstat "$1"; } # lib.sh
-# episodes WHO LAGS: EPISODES hogs; WHO (daemon | act) is the one that raises
-# memory.high: its reaction is seen in the daemon's log or in poll-act's output.
+# episodes WHO LAGS: EPISODES hogs; WHO (daemon | act | trig) is the one that
+# raises memory.high: its reaction is seen in the daemon's log or in poll-act's
+# (trigger-act's) output.
 reactions() { # WHO: how many raises so far
     case $1 in
     daemon) grep -c 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" ;;
-    act) grep -c '^wrote 268435456 at ' "$D/act.out" ;;
+    act | trig) grep -c '^wrote 268435456 at ' "$D/$1.out" ;;
     esac
 }
 reacted() { [ "$(reactions "$1")" -gt "$2" ]; } # WHO COUNT_BEFORE
@@ -48,8 +50,8 @@ last_reaction_lag() { # WHO: ms from the stamp in $D/t0 to the latest raise
     daemon)
         t=$(grep 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
         cgwarden-workload since "$D/t0" "$t" ;;
-    act)
-        awk -v t0="$(cat "$D/t0")" '/^wrote 268435456 at / { t = $4 } END { printf "%d\n", (t - t0) * 1000 + 0.5 }' "$D/act.out" ;;
+    act | trig)
+        awk -v t0="$(cat "$D/t0")" '/^wrote 268435456 at / { t = $4 } END { printf "%d\n", (t - t0) * 1000 + 0.5 }' "$D/$1.out" ;;
     esac
 }
 episodes() { # WHO LAGS
@@ -208,6 +210,20 @@ if [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; then
     writes=$(grep -c '^wrote ' "$D/act.out")
     echo "BENCH reaction anchor that acts: 1 s poller writing memory.high, ${EPISODES} episodes in ${awall} s: ${act_ms} ms CPU, ${writes} writes, lag p90 $(p90 "$D/act-lags") ms ($(sort -n "$D/act-lags" | tr '\n' ' '))"
     echo "BENCH reaction CPU: cgwarden ${win_ms} ms vs. the acting poller ${act_ms} ms (the reading poller ${poll_ms} ms)"
+    # The floor of reacting at the trigger: `trigger-act`, the same trigger
+    # (some 100 ms in 1 s) polled, the same writes, nothing else — what the
+    # kernel's part of acting early costs (the reclaim inside the lowering
+    # writes comes sooner, under the still-running hog, than the poller's).
+    cgwarden-workload trigger-act "$CG/inference/memory.pressure" 1000 100000 \
+        "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/trig.out" &
+    TP=$!
+    sleep 1
+    window trig "$D/trig-lags" "$TP"
+    kill "$TP" 2>/dev/null
+    wait "$TP" 2>/dev/null
+    trig_ms=$(cpu_ms "$TP")
+    echo "BENCH reaction floor that acts at the trigger: trigger-act writing memory.high, ${EPISODES} episodes in ${WALL} s: ${trig_ms} ms CPU, $(grep -c '^wrote ' "$D/trig.out") writes, lag p90 $(p90 "$D/trig-lags") ms ($(sort -n "$D/trig-lags" | tr '\n' ' '))"
+    echo "BENCH reaction CPU beside the floor: cgwarden ${win_ms} ms, the trigger floor ${trig_ms} ms, the acting poller ${act_ms} ms, the reading poller ${poll_ms} ms"
 else
     echo "BENCH reaction anchor that acts: not run (memory.high is $(cat "$CG/inference/memory.high") after the daemon stopped, not 64M)"
 fi
