@@ -196,6 +196,30 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &mut Flood) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Which `/proc` reads `move-from` makes around each write.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Reads {
+    stat: bool,
+    cgroup: bool,
+    children: bool,
+}
+
+impl Reads {
+    /// A comma list of `stat`, `cgroup`, `children` (empty: none).
+    fn parse(list: &str) -> Result<Reads, String> {
+        let mut r = Reads::default();
+        for w in list.split(',').filter(|w| !w.is_empty()) {
+            match w {
+                "stat" => r.stat = true,
+                "cgroup" => r.cgroup = true,
+                "children" => r.children = true,
+                _ => return Err(format!("{w}? (stat, cgroup, children)")),
+            }
+        }
+        Ok(r)
+    }
+}
+
 /// `move-from HANDOFF PROCS [READS]`: the floor placer. Reads pids from
 /// HANDOFF (a FIFO the flood driver writes) and writes each to PROCS (a
 /// `cgroup.procs`, opened once), as soon as it arrives. READS, a comma
@@ -207,18 +231,17 @@ pub fn drive(child_exe: &OsStr, target: &str, fl: &mut Flood) -> ExitCode {
 /// At EOF it prints how many it moved and stays alive, so its CPU can
 /// still be read from `/proc/PID/stat`, until it is killed.
 pub fn move_from(handoff: &str, procs: &str, reads: &str) -> ExitCode {
-    let (mut stat, mut cgroup, mut children) = (false, false, false);
-    for r in reads.split(',').filter(|r| !r.is_empty()) {
-        match r {
-            "stat" => stat = true,
-            "cgroup" => cgroup = true,
-            "children" => children = true,
-            _ => {
-                eprintln!("move-from: READS: {r}? (stat, cgroup, children)");
-                return ExitCode::from(2);
-            }
+    let Reads {
+        stat,
+        cgroup,
+        children,
+    } = match Reads::parse(reads) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("move-from: READS: {e}");
+            return ExitCode::from(2);
         }
-    }
+    };
     let src = match std::fs::File::open(handoff) {
         Ok(f) => std::io::BufReader::new(f),
         Err(e) => {
@@ -346,6 +369,20 @@ fn report(fl: &Flood, spawned: &[(i32, i64)], recs: &[(i32, i64, i64)], secs: f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn move_from_reads_name_the_proc_files_and_refuse_others() {
+        assert_eq!(Reads::parse(""), Ok(Reads::default()));
+        assert_eq!(
+            Reads::parse("stat,children"),
+            Ok(Reads {
+                stat: true,
+                cgroup: false,
+                children: true
+            })
+        );
+        assert!(Reads::parse("stat,comm").unwrap_err().starts_with("comm?"));
+    }
 
     #[test]
     fn quantiles_show_missed_as_beyond_the_deadline() {
