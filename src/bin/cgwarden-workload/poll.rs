@@ -102,14 +102,10 @@ pub fn poll_act(a: &Act) -> ExitCode {
             _ => None,
         };
         if let Some(v) = write {
-            if let Err(e) = std::fs::write(a.knob, v) {
+            if let Err(e) = write_stamped(a.knob, v) {
                 return fail(a.knob, e);
             }
             writes += 1;
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            println!("wrote {v} at {}.{:06}", t.as_secs(), t.subsec_micros());
         }
         sleep_to_next(&mut next, a.period);
     }
@@ -181,18 +177,25 @@ pub fn trigger_act(a: &Act) -> ExitCode {
             None
         };
         if let Some(v) = write {
-            if let Err(e) = std::fs::write(a.knob, v) {
+            if let Err(e) = write_stamped(a.knob, v) {
                 return fail(a.knob, e);
             }
             writes += 1;
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            println!("wrote {v} at {}.{:06}", t.as_secs(), t.subsec_micros());
         }
     }
     println!("trigger-act: {events} events, {writes} writes");
     ExitCode::SUCCESS
+}
+
+/// Writes `value` to `knob` and prints `wrote VALUE at UNIX_SECS` (the
+/// benchmark's lag is read from it).
+fn write_stamped(knob: &str, value: &str) -> std::io::Result<()> {
+    std::fs::write(knob, value)?;
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    println!("wrote {value} at {}.{:06}", t.as_secs(), t.subsec_micros());
+    Ok(())
 }
 
 /// Sleeps until `next` + `period` (a fixed rate; after an overrun, from now).

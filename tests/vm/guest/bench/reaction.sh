@@ -197,33 +197,30 @@ grep -E "event loop (wake-ups|profile)" "$D/daemon.log" | sed 's/^/BENCH   log| 
 # gives memory.high back: 64M) and `poll-act` raising and restoring the knob
 # as the rule does — a 1 s read of the pressure file, 256M when `some
 # total=` grew 100 ms or more in the second, 64M after 3 s without.
-if [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; then
-    cgwarden-workload poll-act "$CG/inference/memory.pressure" 1000 100000 \
-        "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/act.out" &
-    AP=$!
+# acting WHO COMMAND: `cgwarden-workload COMMAND` (poll-act or trigger-act,
+# the rule's trigger, knob and values) alone over the episodes; sets CPU_MS
+# and SUMMARY.
+acting() {
+    cgwarden-workload "$2" "$CG/inference/memory.pressure" 1000 100000 \
+        "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/$1.out" &
+    _ap=$!
     sleep 1
-    window act "$D/act-lags" "$AP"
-    kill "$AP" 2>/dev/null
-    wait "$AP" 2>/dev/null
-    awall=$WALL
-    act_ms=$(cpu_ms "$AP")
-    writes=$(grep -c '^wrote ' "$D/act.out")
-    echo "BENCH reaction anchor that acts: 1 s poller writing memory.high, ${EPISODES} episodes in ${awall} s: ${act_ms} ms CPU, ${writes} writes, lag p90 $(p90 "$D/act-lags") ms ($(sort -n "$D/act-lags" | tr '\n' ' '))"
+    window "$1" "$D/$1-lags" "$_ap"
+    kill "$_ap" 2>/dev/null
+    wait "$_ap" 2>/dev/null
+    CPU_MS=$(cpu_ms "$_ap")
+    SUMMARY="${EPISODES} episodes in ${WALL} s: ${CPU_MS} ms CPU, $(grep -c '^wrote ' "$D/$1.out") writes, lag p90 $(p90 "$D/$1-lags") ms ($(sort -n "$D/$1-lags" | tr '\n' ' '))"
+}
+if [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; then
+    acting act poll-act
+    act_ms=$CPU_MS
+    echo "BENCH reaction anchor that acts: 1 s poller writing memory.high, $SUMMARY"
     echo "BENCH reaction CPU: cgwarden ${win_ms} ms vs. the acting poller ${act_ms} ms (the reading poller ${poll_ms} ms)"
     # The floor of reacting at the trigger: `trigger-act`, the same trigger
-    # (some 100 ms in 1 s) polled, the same writes, nothing else — what the
-    # kernel's part of acting early costs (the reclaim inside the lowering
-    # writes comes sooner, under the still-running hog, than the poller's).
-    cgwarden-workload trigger-act "$CG/inference/memory.pressure" 1000 100000 \
-        "$CG/inference/memory.high" 268435456 67108864 100000 3000 >"$D/trig.out" &
-    TP=$!
-    sleep 1
-    window trig "$D/trig-lags" "$TP"
-    kill "$TP" 2>/dev/null
-    wait "$TP" 2>/dev/null
-    trig_ms=$(cpu_ms "$TP")
-    echo "BENCH reaction floor that acts at the trigger: trigger-act writing memory.high, ${EPISODES} episodes in ${WALL} s: ${trig_ms} ms CPU, $(grep -c '^wrote ' "$D/trig.out") writes, lag p90 $(p90 "$D/trig-lags") ms ($(sort -n "$D/trig-lags" | tr '\n' ' '))"
-    echo "BENCH reaction CPU beside the floor: cgwarden ${win_ms} ms, the trigger floor ${trig_ms} ms, the acting poller ${act_ms} ms, the reading poller ${poll_ms} ms"
+    # (some 100 ms in 1 s) polled, the same writes, nothing else.
+    acting trig trigger-act
+    echo "BENCH reaction floor that acts at the trigger: trigger-act writing memory.high, $SUMMARY"
+    echo "BENCH reaction CPU beside the floor: cgwarden ${win_ms} ms, the trigger floor ${CPU_MS} ms, the acting poller ${act_ms} ms, the reading poller ${poll_ms} ms"
 else
     echo "BENCH reaction anchor that acts: not run (memory.high is $(cat "$CG/inference/memory.high") after the daemon stopped, not 64M)"
 fi
