@@ -183,7 +183,7 @@ if [ -f /cgw/flood_ablation ]; then
     cgwarden_row "cgwarden, connector, threads SCHED_OTHER, no mlock" cgwarden "$D/policy-other.yaml" flood
 fi
 # /cgw/flood_rows (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_ROWS): which
-# anchor rows run besides cgwarden's own (default: scan and cgrules).
+# anchor rows run besides cgwarden's own (default: scan, cgrules and floor).
 rows=$(cat /cgw/flood_rows 2>/dev/null || echo "scan cgrules floor")
 case " $rows " in *" scan "*)
     cgwarden_row "100 ms /proc scan (cgwarden scan mode)" cgwarden "$D/policy.yaml" flood CGWARDEN_NO_PROC_EVENTS=1 ;;
