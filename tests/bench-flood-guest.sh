@@ -29,7 +29,9 @@ echo "$POLL" >"$extra/cgw/flood_poll"
 # CGWARDEN_FLOOD_ROWS="scan cgrules floor" (the default): the anchor rows to run
 # ("floor": the launcher hands each pid to a placer that only writes it;
 # "floor-stat", "floor-all": the same with the /proc reads of a placer);
-# "dynmods" adds cgwarden and cgrulesengd again under favordynmods.
+# "dynmods" adds cgwarden and cgrulesengd again under favordynmods; "again"
+# runs cgwarden's rows (and BASE_BINARY's) once more after the anchors;
+# "nowarm" leaves out the unmeasured warm-up flood that goes first.
 [[ -n ${CGWARDEN_FLOOD_ROWS+x} ]] && echo "$CGWARDEN_FLOOD_ROWS" >"$extra/cgw/flood_rows"
 # The row with the reacting threads at SCHED_OTHER (what priority buys).
 [[ -n ${CGWARDEN_FLOOD_ABLATION:-} ]] && : >"$extra/cgw/flood_ablation"

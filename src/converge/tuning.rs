@@ -109,6 +109,11 @@ impl Tuner {
         self.rules.iter().all(Compiled::is_empty)
     }
 
+    /// Whether some placement has `threads:` entries.
+    pub fn follows_any_threads(&self) -> bool {
+        self.rules.iter().any(Compiled::has_threads)
+    }
+
     /// Whether placement `rule` has `threads:` entries (a thread's rename
     /// then matters).
     pub fn follows_threads(&self, rule: usize) -> bool {

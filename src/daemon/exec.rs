@@ -170,6 +170,8 @@ struct Worker {
     scan_pending: Arc<AtomicBool>,
     /// Whether `running()` rules need the pid → comm table.
     tracking: bool,
+    /// Whether the connector delivers a process's EXIT ([`needs_exits`]).
+    exits: bool,
     /// Refusals already logged (they name pid, comm, group and reason).
     refusals: HashSet<String>,
     /// Per-process attributes, threads (SPEC §6).
@@ -230,6 +232,18 @@ impl Worker {
                         self.placer = placer;
                         self.ops = ops;
                         self.tracking = tracking;
+                        if let Some(c) = conn.as_mut() {
+                            let want = needs_exits(tracking, &self.tasks);
+                            if want != c.exits() {
+                                match c.set_exits(want) {
+                                    Ok(()) => tracing::info!("process-events connector: exits delivered: {want}"),
+                                    // The rescan below and each `settings.rescan`
+                                    // still find what the exits would have told.
+                                    Err(e) => tracing::error!("process-events connector: cannot change whether exits are delivered to {want}: {e}"),
+                                }
+                            }
+                            self.exits = c.exits();
+                        }
                         // Rule indexes changed: every process is matched again.
                         self.cache = FactCache::default();
                         self.refusals.clear();
@@ -448,7 +462,8 @@ impl Worker {
             let live: HashSet<i32> = pids.iter().copied().collect();
             self.cache.retain(|p| live.contains(&p));
         }
-        self.cache.track_exits(self.shared.events_live());
+        self.cache
+            .track_exits(self.shared.events_live() && self.exits);
         if !self.placer.is_empty() {
             // Where placed processes are comes from the groups' cgroup.procs.
             self.ops.begin_scan();
@@ -548,7 +563,9 @@ impl ExecWatch {
         if placing && act {
             advise_favordynmods(root, policy);
         }
-        let conn = open_connector(root);
+        let tasks = Tasks::new(root, policy, act, &shared.last_resort, wake.clone());
+        let conn = open_connector(root, needs_exits(tracking, &tasks));
+        let exits = conn.as_ref().is_some_and(Connector::exits);
         shared.events_live.store(conn.is_some(), Ordering::Relaxed);
         let efd = match EventFd::new() {
             Ok(e) => e,
@@ -566,7 +583,6 @@ impl ExecWatch {
         let wake_fd = Arc::new(efd);
         let scan_pending = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std_mpsc::channel();
-        let tasks = Tasks::new(root, policy, act, &shared.last_resort, wake.clone());
         let worker = Worker {
             placer,
             ops: KernelOps::new(root.clone(), policy).dry_run(!act),
@@ -577,6 +593,7 @@ impl ExecWatch {
             cache: FactCache::default(),
             scan_pending: scan_pending.clone(),
             tracking,
+            exits,
             refusals: HashSet::new(),
             tasks,
         };
@@ -684,7 +701,7 @@ impl ExecWatch {
 
 /// The process-events connector, unless the root is fake or it cannot be
 /// opened (said once, with the reason; scanning every tick takes over).
-fn open_connector(root: &Root) -> Option<Connector> {
+fn open_connector(root: &Root, exits: bool) -> Option<Connector> {
     if !root.supports(crate::kernel::Op::ProcConnector) {
         tracing::info!(
             "--root: exec events do not exist on a fake tree; scanning /proc every tick"
@@ -698,10 +715,11 @@ fn open_connector(root: &Root) -> Option<Connector> {
         );
         return None;
     }
-    match Connector::open() {
+    match Connector::open(exits) {
         Ok(conn) => {
             tracing::info!(
                 filtered = conn.filtered(),
+                exits,
                 rcvbuf = conn.rcvbuf(),
                 "process-events connector: placing on exec"
             );
@@ -715,6 +733,14 @@ fn open_connector(root: &Root) -> Option<Connector> {
             None
         }
     }
+}
+
+/// Whether the exec thread needs a process's EXIT (issue 29): for
+/// `running()` presence, critical processes and followed threads. Placement
+/// does without: its cache then checks a known process's comm at each
+/// rescan instead of trusting the pid. A flood's exits then wake nobody.
+fn needs_exits(tracking: bool, tasks: &Tasks) -> bool {
+    tracking || tasks.needs_exits()
 }
 
 /// Without `favordynmods`, the kernel write-locks a global percpu rwsem for
@@ -787,6 +813,7 @@ mod tests {
             cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
+            exits: true,
             refusals: HashSet::new(),
             tasks,
         };
@@ -882,6 +909,7 @@ mod tests {
             cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: false,
+            exits: false,
             refusals: HashSet::new(),
             tasks,
         };
@@ -906,6 +934,37 @@ mod tests {
             !cg().contains("0::/v"),
             "a loss scan kept the cache: {}",
             cg()
+        );
+    }
+
+    /// Issue 29: exits are asked for only when something reads them.
+    #[test]
+    fn exits_are_needed_by_presence_critical_processes_and_followed_threads() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::fake(t.path());
+        let base = "version: 1\nproduct: t\ngroups:\n  g: {}\n";
+        let needs = |settings: &str, placement: &str, tracking: bool| {
+            let text = format!(
+                "{base}{settings}placement:\n  - match: {{ comm: app }}\n    group: g\n{placement}"
+            );
+            let policy = crate::policy::load_bytes("p.yaml", text.as_bytes()).unwrap();
+            let (wake, _rx) = mpsc::channel(1);
+            let stats = Arc::new(crate::stats::LastResortStats::default());
+            needs_exits(tracking, &Tasks::new(&root, &policy, true, &stats, wake))
+        };
+        assert!(!needs("", "", false), "placement alone");
+        assert!(needs("", "", true), "running() presence");
+        assert!(
+            needs("settings: { critical: [app] }\n", "", false),
+            "critical"
+        );
+        assert!(
+            needs(
+                "",
+                "    threads:\n      - name: \"w*\"\n        nice: 5\n",
+                false
+            ),
+            "threads"
         );
     }
 }

@@ -76,6 +76,12 @@ impl Tasks {
         }
     }
 
+    /// Whether a process's exit matters here: a critical process's is an
+    /// event, and a process whose threads are followed is forgotten.
+    pub(crate) fn needs_exits(&self) -> bool {
+        !self.critical.is_empty() || self.tuner.follows_any_threads()
+    }
+
     /// An event the exec thread read (before placing the batch).
     pub(crate) fn event(&mut self, ev: &ProcEvent) {
         match *ev {

@@ -4,8 +4,9 @@
 //! Sync and testable: [`Connector::open`] creates, binds and subscribes the
 //! socket (through `proc-connector` 0.3.0), makes it non-blocking, sets a
 //! large receive buffer, attaches a socket filter (classic BPF, any kernel)
-//! that keeps only EXEC, COMM and a process's EXIT and, on kernels with
-//! connector filtering (6.6+), asks only for EXEC/COMM/EXIT;
+//! that keeps only EXEC, COMM and — when the daemon asks for exits — a
+//! process's EXIT and, on kernels with connector filtering (6.6+), asks
+//! only for those; [`Connector::set_exits`] changes that on a reload;
 //! [`Connector::drain`] reads what is queued (`recvmmsg`, many datagrams a
 //! call) and [`parse_batch`] turns one datagram into [`ProcEvent`]s. The
 //! daemon waits for readability with poll(2) (`daemon::exec`).
@@ -233,6 +234,8 @@ fn running_release() -> Option<(u32, u32)> {
 pub struct Connector {
     conn: ProcConnector,
     filtered: bool,
+    /// Whether a process's EXIT passes the filters (see [`Connector::open`]).
+    exits: bool,
     rcvbuf: usize,
     seq: SeqTracker,
     buf: Vec<u8>,
@@ -251,7 +254,13 @@ impl std::fmt::Debug for Connector {
 impl Connector {
     /// Opens, binds, subscribes. Errors keep the errno; see
     /// [`describe_open_error`] for the message to log.
-    pub fn open() -> io::Result<Connector> {
+    ///
+    /// `exits`: whether a process's EXIT is wanted. Issue 29: each exit
+    /// woke the exec thread a second time per process of a flood, though
+    /// only `running()` presence, `settings.critical` and `threads:` rules
+    /// need exits (the placement cache does without: see
+    /// `engine::placement::FactCache::track_exits`).
+    pub fn open(exits: bool) -> io::Result<Connector> {
         let conn = ProcConnector::new().map_err(to_io)?;
         // Non-blocking before anything else reads: the filtered LISTEN below
         // reads its ack, and must never hang on a kernel that sends none.
@@ -266,7 +275,7 @@ impl Connector {
         // queued (every kernel; see `attach_filter`). Filtered events still
         // take sequence numbers, so gaps stop meaning loss: ENOBUFS is the
         // loss signal from here on, as with the 6.6+ filter below.
-        let mut filtered = match attach_filter(conn.as_raw_fd()) {
+        let mut filtered = match attach_filter(conn.as_raw_fd(), exits) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!("process-events socket filter not attached: {e}");
@@ -276,17 +285,15 @@ impl Connector {
         if kernel_filters(running_release()) {
             // On 6.6+ a second LISTEN on the same socket only replaces the
             // filter (the listener count is not raised twice).
-            // The kernel's ack has `what = 0`, which the new filter itself
-            // drops: "would block" is the normal answer of a filtered LISTEN
-            // (measured on 6.18: fork events vanished from the socket).
-            match conn.subscribe_filtered(EventMask::EXEC | EventMask::COMM | EventMask::EXIT) {
-                Ok(()) | Err(proc_connector::Error::WouldBlock) => filtered = true,
+            match subscribe_kernel_filter(&conn, exits) {
+                Ok(()) => filtered = true,
                 Err(e) => tracing::debug!("process-events filter not set: {e}"),
             }
         }
         Ok(Connector {
             conn,
             filtered,
+            exits,
             rcvbuf,
             seq: SeqTracker::default(),
             buf: vec![0u8; RECV_BATCH * RECV_SLOT],
@@ -297,6 +304,26 @@ impl Connector {
     /// gaps are not reported: filtered events also consume numbers).
     pub fn filtered(&self) -> bool {
         self.filtered
+    }
+
+    /// Whether a process's EXIT is delivered.
+    pub fn exits(&self) -> bool {
+        self.exits
+    }
+
+    /// Asks for a process's EXIT, or stops asking (a reload changed what
+    /// the policy needs): the socket filter is replaced and, on 6.6+, the
+    /// kernel's event mask. Exits already queued may still be read.
+    pub fn set_exits(&mut self, exits: bool) -> io::Result<()> {
+        if exits == self.exits {
+            return Ok(());
+        }
+        attach_filter(self.conn.as_raw_fd(), exits)?;
+        if kernel_filters(running_release()) {
+            subscribe_kernel_filter(&self.conn, exits).map_err(to_io)?;
+        }
+        self.exits = exits;
+        Ok(())
     }
 
     /// The receive buffer the kernel granted (bytes, as `SO_RCVBUF` reads).
@@ -414,6 +441,22 @@ impl AsRawFd for Connector {
     }
 }
 
+/// 6.6+: the kernel sends this socket only EXEC and COMM (and EXIT when
+/// `exits`). A second LISTEN replaces the mask. The kernel's ack has
+/// `what = 0`, which the new filter itself drops: "would block" is the
+/// normal answer (measured on 6.18: fork events vanished from the socket).
+fn subscribe_kernel_filter(conn: &ProcConnector, exits: bool) -> Result<(), proc_connector::Error> {
+    let mask = if exits {
+        EventMask::EXEC | EventMask::COMM | EventMask::EXIT
+    } else {
+        EventMask::EXEC | EventMask::COMM
+    };
+    match conn.subscribe_filtered(mask) {
+        Ok(()) | Err(proc_connector::Error::WouldBlock) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Offsets in a process-events datagram: the event's `what`, then (after
 /// `cpu` and `timestamp_ns`) the first two fields of every event's data,
 /// `process_pid` and `process_tgid`.
@@ -421,13 +464,14 @@ const OFF_WHAT: u32 = (NLMSG_HDRLEN + CN_MSG_LEN) as u32;
 const OFF_PID: u32 = OFF_WHAT + EV_HEADER as u32;
 
 /// The classic BPF program [`attach_filter`] attaches: keep EXEC, COMM,
-/// the subscription ack (`what == 0`) and the EXIT of a process (its main
-/// thread: `pid == tgid`); drop the rest — FORK (every thread and process
-/// created), UID, GID, SID, PTRACE, COREDUMP, a thread's EXIT. A datagram
+/// the subscription ack (`what == 0`) and, with `exits`, the EXIT of a
+/// process (its main thread: `pid == tgid`); drop the rest — FORK (every
+/// thread and process created), UID, GID, SID, PTRACE, COREDUMP, a
+/// thread's EXIT (and every EXIT without `exits`). A datagram
 /// too short to hold the fields is dropped. BPF loads words big-endian, so
 /// the `what` constants are compared as the kernel's native bytes read that
 /// way; `pid == tgid` compares two words loaded alike.
-fn filter_program() -> [libc::sock_filter; 11] {
+fn filter_program(exits: bool) -> [libc::sock_filter; 11] {
     use libc::{
         BPF_ABS, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_MISC, BPF_RET, BPF_TAX, BPF_W, BPF_X,
     };
@@ -444,18 +488,20 @@ fn filter_program() -> [libc::sock_filter; 11] {
         k,
     };
     let what = |v: u32| u32::from_be_bytes(v.to_ne_bytes());
+    // Without exits an EXIT jumps straight to the drop.
+    let exit_jt = if exits { 0 } else { 5 };
     [
-        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_WHAT),    // 0: A = what
-        jeq(BPF_K, what(PROC_EVENT_EXEC), 7, 0),     // 1: → 9 keep
-        jeq(BPF_K, what(PROC_EVENT_COMM), 6, 0),     // 2: → 9 keep
-        jeq(BPF_K, 0, 5, 0),                         // 3: the ack → 9 keep
-        jeq(BPF_K, what(PROC_EVENT_EXIT), 0, 5),     // 4: not EXIT → 10 drop
-        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID + 4), // 5: A = tgid
-        stmt(BPF_MISC | BPF_TAX, 0),                 // 6: X = tgid
-        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID),     // 7: A = pid
-        jeq(BPF_X, 0, 0, 1),                         // 8: pid == tgid → 9, else 10
-        stmt(BPF_RET | BPF_K, u32::MAX),             // 9: keep the whole datagram
-        stmt(BPF_RET | BPF_K, 0),                    // 10: drop
+        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_WHAT),      // 0: A = what
+        jeq(BPF_K, what(PROC_EVENT_EXEC), 7, 0),       // 1: → 9 keep
+        jeq(BPF_K, what(PROC_EVENT_COMM), 6, 0),       // 2: → 9 keep
+        jeq(BPF_K, 0, 5, 0),                           // 3: the ack → 9 keep
+        jeq(BPF_K, what(PROC_EVENT_EXIT), exit_jt, 5), // 4: not EXIT → 10 drop
+        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID + 4),   // 5: A = tgid
+        stmt(BPF_MISC | BPF_TAX, 0),                   // 6: X = tgid
+        stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID),       // 7: A = pid
+        jeq(BPF_X, 0, 0, 1),                           // 8: pid == tgid → 9, else 10
+        stmt(BPF_RET | BPF_K, u32::MAX),               // 9: keep the whole datagram
+        stmt(BPF_RET | BPF_K, 0),                      // 10: drop
     ]
 }
 
@@ -463,8 +509,8 @@ fn filter_program() -> [libc::sock_filter; 11] {
 /// the kernel cannot filter by event, and each FORK of a flood, and each
 /// thread a busy board starts and ends, woke the exec thread for nothing —
 /// a third of its wake-ups in a flood).
-fn attach_filter(fd: RawFd) -> io::Result<()> {
-    let mut prog = filter_program();
+fn attach_filter(fd: RawFd, exits: bool) -> io::Result<()> {
+    let mut prog = filter_program(exits);
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
         filter: prog.as_mut_ptr(),
@@ -575,9 +621,10 @@ mod tests {
     }
 
     /// The socket filter, run by this machine's kernel on a datagram
-    /// socket pair (its own sockets; no privilege, nothing global touched).
-    #[test]
-    fn socket_filter_keeps_exec_comm_ack_and_process_exits() {
+    /// socket pair (its own sockets; no privilege, nothing global touched):
+    /// the events that pass each filter in turn (attached in that order to
+    /// the same socket, as [`Connector::set_exits`] replaces one).
+    fn through_filters(exits: &[bool]) -> Vec<Vec<ProcEvent>> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: `fds` has room for the two descriptors socketpair writes.
         let rc = unsafe {
@@ -589,7 +636,6 @@ mod tests {
             )
         };
         assert_eq!(rc, 0, "socketpair: {}", io::Error::last_os_error());
-        attach_filter(fds[1]).expect("SO_ATTACH_FILTER");
         let sent = [
             encode_event(PROC_EVENT_EXEC, 0, 0, 10, 10),
             encode_event(0x1, 0, 1, 11, 11),             // FORK
@@ -600,41 +646,53 @@ mod tests {
             encode_event(PROC_EVENT_EXIT, 0, 6, 10, 10), // the process's exit
             vec![1u8; 20],                               // too short
         ];
-        for d in &sent {
-            // SAFETY: `d` is a live buffer of `d.len()` bytes.
-            let n = unsafe { libc::send(fds[0], d.as_ptr().cast(), d.len(), 0) };
-            assert_eq!(n, d.len() as isize);
-        }
         let mut buf = vec![0u8; RECV_BATCH * RECV_SLOT];
         let mut got = [(0, false); RECV_BATCH];
-        let n = recv_many(fds[1], &mut buf, RECV_BATCH, &mut got).expect("recvmmsg");
-        let mut out = Vec::new();
-        let mut whats = Vec::new();
-        for (i, &(len, truncated)) in got[..n].iter().enumerate() {
-            assert!(!truncated);
-            let d = &buf[i * RECV_SLOT..][..len];
-            whats.push(u32_at(d, OFF_WHAT as usize).unwrap());
-            parse_batch(d, None, &mut out);
+        let mut each = Vec::new();
+        for &x in exits {
+            attach_filter(fds[1], x).expect("SO_ATTACH_FILTER");
+            for d in &sent {
+                // SAFETY: `d` is a live buffer of `d.len()` bytes.
+                let n = unsafe { libc::send(fds[0], d.as_ptr().cast(), d.len(), 0) };
+                assert_eq!(n, d.len() as isize);
+            }
+            let n = recv_many(fds[1], &mut buf, RECV_BATCH, &mut got).expect("recvmmsg");
+            let mut out = Vec::new();
+            let mut whats = Vec::new();
+            for (i, &(len, truncated)) in got[..n].iter().enumerate() {
+                assert!(!truncated);
+                let d = &buf[i * RECV_SLOT..][..len];
+                whats.push(u32_at(d, OFF_WHAT as usize).unwrap());
+                parse_batch(d, None, &mut out);
+            }
+            // The ack passes too (parse_batch skips it).
+            assert_eq!(whats.iter().filter(|&&w| w == 0).count(), 1, "{whats:?}");
+            // Drained: the next call finds nothing.
+            let e = recv_many(fds[1], &mut buf, RECV_BATCH, &mut got).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
+            each.push(out);
         }
-        assert_eq!(
-            whats,
-            [PROC_EVENT_EXEC, PROC_EVENT_COMM, 0, PROC_EVENT_EXIT]
-        );
-        assert_eq!(
-            out,
-            [
-                ProcEvent::Exec { pid: 10, tgid: 10 },
-                ProcEvent::Comm { pid: 12, tgid: 10 },
-                ProcEvent::Exit { pid: 10, tgid: 10 },
-            ]
-        );
-        // Drained: the next call finds nothing.
-        let e = recv_many(fds[1], &mut buf, RECV_BATCH, &mut got).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
         for fd in fds {
             // SAFETY: both descriptors are ours and closed once.
             unsafe { libc::close(fd) };
         }
+        each
+    }
+
+    #[test]
+    fn socket_filter_keeps_exec_comm_ack_and_process_exits_when_asked() {
+        let with = [
+            ProcEvent::Exec { pid: 10, tgid: 10 },
+            ProcEvent::Comm { pid: 12, tgid: 10 },
+            ProcEvent::Exit { pid: 10, tgid: 10 },
+        ];
+        let without = &with[..2];
+        // Replaced in place both ways, as a reload does.
+        let got = through_filters(&[true, false, true]);
+        assert_eq!(got[0], with);
+        assert_eq!(got[1], without);
+        assert_eq!(got[2], with);
+        assert_eq!(through_filters(&[false])[0], without);
     }
 
     #[test]

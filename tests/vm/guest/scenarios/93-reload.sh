@@ -6,7 +6,9 @@
 # a reload adds group rlnew; a reload removes hold-claim (claim released: swappiness back
 # to the baseline 33, its `cleared` hook runs); a reload changes thresh's threshold
 # (stays active, no `cleared` hook, its claim stays); an editor-style rename-replace
-# reloads with no signal. Ends with `cgwarden reset`.
+# reloads with no signal; hold-claim back: the connector delivers exits again (issue 29:
+# only while a policy needs them), so rlhold's exit releases the claim at once. Ends with
+# `cgwarden reset`.
 
 D=$T/reload-pol
 rm -rf "$D"
@@ -24,7 +26,8 @@ dbr0=$(cat "$DBR")
 policy() {
     echo "version: 1"
     echo "product: vm-reload"
-    echo "settings: { cgroup_root: /sys/fs/cgroup, state_dir: /run/cgwarden, on_missing: warn }"
+    # rescan 10m: a process's exit is seen by its EXIT event, never by a rescan.
+    echo "settings: { cgroup_root: /sys/fs/cgroup, state_dir: /run/cgwarden, on_missing: warn, rescan: 10m }"
     echo "groups:"
     echo "  rlgrp:"
     echo "    pids: { max: $4 }"
@@ -95,6 +98,7 @@ check remove-reloaded "reload done" wait_for 30 reloaded_since "$n"
 check remove-released "vm.swappiness back to the baseline 33" wait_for 30 knob_is "$SW" 33
 check remove-cleared "hold-claim's cleared hook ran" wait_for 30 grep -q 'cleared hold-claim' "$HOOKLOG"
 check remove-logged "the diff names the released rule" grep -q 'reload: - rule hold-claim (active: claims released)' "$DLOG"
+check remove-no-exits "no running() left: exits no longer delivered" wait_for 10 grep -q 'exits delivered: false' "$DLOG"
 
 # 4. thresh's threshold changed while it is active.
 n=$(reloads)
@@ -114,8 +118,16 @@ mv "$D/.policy.yaml.tmp" "$P"
 check rename-reloaded "the rename-replace reloads" wait_for 30 reloaded_since "$n"
 check rename-pids "rlgrp pids.max 65" wait_for 20 knob_is "$CG/rlgrp/pids.max" 65
 
+# 6. hold-claim back while rlhold runs: found by the reload's rescan; then its exit.
+n=$(reloads)
+write_policy 2M 1 1 65
+kill -HUP "$DPID"
+check readd-reloaded "reload done" wait_for 30 reloaded_since "$n"
+check readd-exits "exits delivered again" wait_for 10 grep -q 'exits delivered: true' "$DLOG"
+check readd-claimed "rlhold running: vm.swappiness claimed 77 again" wait_for 30 knob_is "$SW" 77
 kill "$HP" 2>/dev/null
 wait "$HP" 2>/dev/null
+check readd-exit-seen "rlhold's exit (its EXIT event) releases the claim" wait_for 10 knob_is "$SW" 33
 stop_daemon
 check_eq daemon-exit-0 0 echo "$DRC"
 check released-on-stop "dirty_background_ratio back to 3 after stop" knob_is "$DBR" 3
