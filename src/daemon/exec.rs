@@ -235,12 +235,17 @@ impl Worker {
                         if let Some(c) = conn.as_mut() {
                             let want = needs_exits(tracking, &self.tasks);
                             if want != c.exits() {
-                                match c.set_exits(want) {
-                                    Ok(()) => tracing::info!("process-events connector: exits delivered: {want}"),
-                                    // The rescan below and each `settings.rescan`
-                                    // still find what the exits would have told.
-                                    Err(e) => tracing::error!("process-events connector: cannot change whether exits are delivered to {want}: {e}"),
-                                }
+                                // On failure the rescan below and each
+                                // `settings.rescan` still find what the exits
+                                // would have told; the line says what holds.
+                                let failed = c.set_exits(want).err();
+                                tracing::info!(
+                                    "process-events connector: exits delivered: {}{}",
+                                    c.exits(),
+                                    failed
+                                        .map(|e| format!(" ({want} refused: {e})"))
+                                        .unwrap_or_default()
+                                );
                             }
                             self.exits = c.exits();
                         }

@@ -5,8 +5,8 @@
 //! socket (through `proc-connector` 0.3.0), makes it non-blocking, sets a
 //! large receive buffer, attaches a socket filter (classic BPF, any kernel)
 //! that keeps only EXEC, COMM and — when the daemon asks for exits — a
-//! process's EXIT and, on kernels with connector filtering (6.6+), asks
-//! only for those; [`Connector::set_exits`] changes that on a reload;
+//! process's EXIT ([`Connector::set_exits`] swaps it on a reload) and, on
+//! kernels with connector filtering (6.6+), asks only for EXEC/COMM/EXIT;
 //! [`Connector::drain`] reads what is queued (`recvmmsg`, many datagrams a
 //! call) and [`parse_batch`] turns one datagram into [`ProcEvent`]s. The
 //! daemon waits for readability with poll(2) (`daemon::exec`).
@@ -285,8 +285,13 @@ impl Connector {
         if kernel_filters(running_release()) {
             // On 6.6+ a second LISTEN on the same socket only replaces the
             // filter (the listener count is not raised twice).
-            match subscribe_kernel_filter(&conn, exits) {
-                Ok(()) => filtered = true,
+            // The kernel's ack has `what = 0`, which the new filter itself
+            // drops: "would block" is the normal answer of a filtered LISTEN
+            // (measured on 6.18: fork events vanished from the socket). EXIT
+            // stays in: the socket filter drops it when exits are not
+            // wanted, and only it is swapped on a reload.
+            match conn.subscribe_filtered(EventMask::EXEC | EventMask::COMM | EventMask::EXIT) {
+                Ok(()) | Err(proc_connector::Error::WouldBlock) => filtered = true,
                 Err(e) => tracing::debug!("process-events filter not set: {e}"),
             }
         }
@@ -312,16 +317,10 @@ impl Connector {
     }
 
     /// Asks for a process's EXIT, or stops asking (a reload changed what
-    /// the policy needs): the socket filter is replaced and, on 6.6+, the
-    /// kernel's event mask. Exits already queued may still be read.
+    /// the policy needs): the socket filter is replaced (the 6.6+ kernel
+    /// mask always has EXIT). Exits already queued may still be read.
     pub fn set_exits(&mut self, exits: bool) -> io::Result<()> {
-        if exits == self.exits {
-            return Ok(());
-        }
         attach_filter(self.conn.as_raw_fd(), exits)?;
-        if kernel_filters(running_release()) {
-            subscribe_kernel_filter(&self.conn, exits).map_err(to_io)?;
-        }
         self.exits = exits;
         Ok(())
     }
@@ -438,22 +437,6 @@ fn recv_many(
 impl AsRawFd for Connector {
     fn as_raw_fd(&self) -> RawFd {
         self.conn.as_raw_fd()
-    }
-}
-
-/// 6.6+: the kernel sends this socket only EXEC and COMM (and EXIT when
-/// `exits`). A second LISTEN replaces the mask. The kernel's ack has
-/// `what = 0`, which the new filter itself drops: "would block" is the
-/// normal answer (measured on 6.18: fork events vanished from the socket).
-fn subscribe_kernel_filter(conn: &ProcConnector, exits: bool) -> Result<(), proc_connector::Error> {
-    let mask = if exits {
-        EventMask::EXEC | EventMask::COMM | EventMask::EXIT
-    } else {
-        EventMask::EXEC | EventMask::COMM
-    };
-    match conn.subscribe_filtered(mask) {
-        Ok(()) | Err(proc_connector::Error::WouldBlock) => Ok(()),
-        Err(e) => Err(e),
     }
 }
 
