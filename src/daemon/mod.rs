@@ -269,10 +269,9 @@ async fn run_async(opts: Options) -> u8 {
         tracing::error!("the boost exit channel is gone");
         return EXIT_TEMPFAIL;
     };
-    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
-    let socket = d.start_control(ctl_tx);
-    d.start_observe(); // issue 13
-
+    // Before the control socket says it listens: a stop from then on
+    // (SIGTERM right after start, as a service manager may send) is taken
+    // by the loop and releases claims, never the default action's kill.
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -284,6 +283,10 @@ async fn run_async(opts: Options) -> u8 {
             return EXIT_TEMPFAIL;
         }
     };
+    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
+    let socket = d.start_control(ctl_tx);
+    d.start_observe(); // issue 13
+
     // The first evaluation takes every counter's baseline (SPEC §3: counted
     // "from the value seen when the daemon started watching"), so it comes
     // before READY and "cgwarden running": an event right after them counts
