@@ -170,8 +170,6 @@ struct Worker {
     scan_pending: Arc<AtomicBool>,
     /// Whether `running()` rules need the pid → comm table.
     tracking: bool,
-    /// Whether the connector delivers a process's EXIT ([`needs_exits`]).
-    exits: bool,
     /// Refusals already logged (they name pid, comm, group and reason).
     refusals: HashSet<String>,
     /// Per-process attributes, threads (SPEC §6).
@@ -247,7 +245,6 @@ impl Worker {
                                         .unwrap_or_default()
                                 );
                             }
-                            self.exits = c.exits();
                         }
                         // Rule indexes changed: every process is matched again.
                         self.cache = FactCache::default();
@@ -286,7 +283,8 @@ impl Worker {
             }
             if let Some(kind) = scan {
                 self.scan_pending.store(false, Ordering::Release);
-                self.full_scan(kind);
+                // A cache trusts known pids only while exits reach it.
+                self.full_scan(kind, conn.as_ref().is_some_and(Connector::exits));
             }
         }
     }
@@ -451,7 +449,7 @@ impl Worker {
             && procfs::age(&self.root, pid).is_some_and(|a| a < Duration::from_secs(2))
     }
 
-    fn full_scan(&mut self, kind: ScanKind) {
+    fn full_scan(&mut self, kind: ScanKind, exits: bool) {
         self.shared.counters.scans.fetch_add(1, Ordering::Relaxed);
         let Ok(pids) = procfs::pids(&self.root) else {
             return;
@@ -467,8 +465,7 @@ impl Worker {
             let live: HashSet<i32> = pids.iter().copied().collect();
             self.cache.retain(|p| live.contains(&p));
         }
-        self.cache
-            .track_exits(self.shared.events_live() && self.exits);
+        self.cache.track_exits(exits);
         if !self.placer.is_empty() {
             // Where placed processes are comes from the groups' cgroup.procs.
             self.ops.begin_scan();
@@ -570,7 +567,6 @@ impl ExecWatch {
         }
         let tasks = Tasks::new(root, policy, act, &shared.last_resort, wake.clone());
         let conn = open_connector(root, needs_exits(tracking, &tasks));
-        let exits = conn.as_ref().is_some_and(Connector::exits);
         shared.events_live.store(conn.is_some(), Ordering::Relaxed);
         let efd = match EventFd::new() {
             Ok(e) => e,
@@ -598,7 +594,6 @@ impl ExecWatch {
             cache: FactCache::default(),
             scan_pending: scan_pending.clone(),
             tracking,
-            exits,
             refusals: HashSet::new(),
             tasks,
         };
@@ -818,7 +813,6 @@ mod tests {
             cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
-            exits: true,
             refusals: HashSet::new(),
             tasks,
         };
@@ -914,7 +908,6 @@ mod tests {
             cache: FactCache::default(),
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: false,
-            exits: false,
             refusals: HashSet::new(),
             tasks,
         };
@@ -923,18 +916,18 @@ mod tests {
             std::fs::write(t.path().join("proc/600/cgroup"), "0::/\n").unwrap();
             std::fs::write(t.path().join("sys/fs/cgroup/v/cgroup.procs"), "").unwrap();
         };
-        w.full_scan(ScanKind::Tick);
+        w.full_scan(ScanKind::Tick, false);
         assert!(cg().contains("0::/v"), "{}", cg());
         std::fs::write(t.path().join("proc/600/cmdline"), b"python3\0other.py\0").unwrap();
         move_out();
-        w.full_scan(ScanKind::Tick);
+        w.full_scan(ScanKind::Tick, false);
         assert!(
             cg().contains("0::/v"),
             "the tick re-read the cmdline: {}",
             cg()
         );
         move_out();
-        w.full_scan(ScanKind::Loss);
+        w.full_scan(ScanKind::Loss, false);
         assert!(
             !cg().contains("0::/v"),
             "a loss scan kept the cache: {}",

@@ -478,7 +478,7 @@ fn filter_program(exits: bool) -> [libc::sock_filter; 11] {
         jeq(BPF_K, what(PROC_EVENT_EXEC), 7, 0),       // 1: → 9 keep
         jeq(BPF_K, what(PROC_EVENT_COMM), 6, 0),       // 2: → 9 keep
         jeq(BPF_K, 0, 5, 0),                           // 3: the ack → 9 keep
-        jeq(BPF_K, what(PROC_EVENT_EXIT), exit_jt, 5), // 4: not EXIT → 10 drop
+        jeq(BPF_K, what(PROC_EVENT_EXIT), exit_jt, 5), // 4: not EXIT (or exits unwanted) → 10 drop
         stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID + 4),   // 5: A = tgid
         stmt(BPF_MISC | BPF_TAX, 0),                   // 6: X = tgid
         stmt(BPF_LD | BPF_W | BPF_ABS, OFF_PID),       // 7: A = pid
