@@ -678,9 +678,15 @@ impl Daemon {
     fn stall_recheck(&self) -> Option<Instant> {
         let period = self.tick();
         let stall = &self.sampler.stall;
+        let recheck = &self.sampler.needs().psi_recheck;
         self.triggers
             .iter()
             .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
+            // Issue 29: a line only one-comparison conditions read ends by
+            // the trigger's silence, at the rules' own deadlines
+            // (`condition::silence_decides`); with a tick under the window
+            // it is still read each tick while it stalls.
+            .filter(|t| period < t.window || recheck.contains(&t.key))
             .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, || self.now()))
             .min()
             .map(|t| self.start + t)
@@ -784,6 +790,9 @@ mod watchdog_tests {
 #[cfg(test)]
 mod tick_tests {
     use super::*;
+    use crate::engine::rule_state::Phase;
+    use crate::engine::stall::StallKey;
+    use crate::engine::supervisor::Effect;
     use std::path::Path;
 
     /// A daemon on a fake root whose groups exist with their event files,
@@ -976,13 +985,10 @@ mod tick_tests {
         assert!(!d.on_wake(modified(file("a", "memory.events"))));
     }
 
-    #[tokio::test]
-    async fn a_busy_stall_rule_is_read_again_a_tick_after_its_trigger_not_each_tick() {
-        let t = tempfile::tempdir().unwrap();
-        let mut d = daemon(
-            t.path(),
-            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
-        );
+    /// A daemon whose one rule's triggers are armed, and the writer of its
+    /// pressure file's `total=` (a fake root).
+    fn armed(root: &std::path::Path, rules: &str) -> (Daemon, StallKey, impl Fn(&Daemon, u64)) {
+        let mut d = daemon(root, rules);
         // As if the daemon had run a while, and the kernel had accepted the trigger.
         d.start -= Duration::from_secs(30);
         for t in &mut d.triggers {
@@ -994,10 +1000,94 @@ mod tick_tests {
             .sampler
             .pressure_path(&key.target, key.resource)
             .expect("a pressure file");
-        let total = |us: u64| {
-            format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0")
+        let write = move |d: &Daemon, us: u64| {
+            let text = format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0");
+            d.opts.root.write(&pressure, &text).unwrap();
         };
-        d.opts.root.write(&pressure, &total(5_000_000)).unwrap();
+        (d, key, write)
+    }
+
+    /// Issue 29: a rule on one stall comparison needs no read to see its
+    /// stall end. The trigger's silence decides it a window and an eighth
+    /// after the last firing, and the hold runs from there: the one
+    /// evaluation due is at the hold's end, and it clears the rule.
+    #[tokio::test]
+    async fn a_busy_stall_rule_ends_by_its_triggers_silence_in_one_evaluation() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, key, total) = armed(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
+        );
+        assert!(d.sampler.needs().psi_recheck.is_empty());
+        total(&d, 5_000_000);
+        d.evaluate();
+        assert_eq!(d.next_deadline(), None, "no stall: nothing due");
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
+        d.evaluate();
+        assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
+        assert_eq!(d.tick_mode(T), TickMode::Off);
+        assert_eq!(d.stall_recheck(), None, "no read to see the end");
+        let read = d
+            .sampler
+            .stall
+            .series(&key)
+            .and_then(|s| s.latest())
+            .unwrap()
+            .0;
+        let silent = read + T + T / 8;
+        let clear = silent + Duration::from_secs(3);
+        assert_eq!(d.next_deadline(), Some(d.start + clear));
+        // Nothing fired meanwhile: the evaluation at that time clears it.
+        let snap = d.sampler.sample(clear);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: clear,
+        };
+        let actuator = &d.actuator;
+        let effects = d
+            .supervisor
+            .step(&d.policy, clear, &view, &|k| actuator.read(k));
+        assert_eq!(d.supervisor.phases()[0], (Phase::Idle, Some(clear)));
+        assert!(
+            effects.iter().any(|e| matches!(e, Effect::Write(_))),
+            "the claim's release is written: {effects:?}"
+        );
+        assert_eq!(d.next_deadline(), None);
+        // A firing before that time would have moved it: the hold runs
+        // from the newest firing's silence.
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
+        total(&d, 5_500_000);
+        let fired = clear + Duration::from_secs(1);
+        let snap = d.sampler.sample(fired);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: fired,
+        };
+        let _ = d
+            .supervisor
+            .step(&d.policy, fired, &view, &|k| actuator.read(k));
+        assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
+        assert_eq!(
+            d.next_deadline(),
+            Some(d.start + fired + T + T / 8 + Duration::from_secs(3))
+        );
+    }
+
+    /// A condition that combines a stall with anything else is read again a
+    /// tick after its trigger fired (not each tick) to see the stall end.
+    #[tokio::test]
+    async fn a_busy_compound_stall_rule_is_read_again_a_tick_after_its_trigger_not_each_tick() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, key, total) = armed(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s or a.memory.some > 200ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
+        );
+        assert!(d.sampler.needs().psi_recheck.contains(&key));
+        total(&d, 5_000_000);
         d.evaluate();
         assert_eq!(d.stall_recheck(), None, "no stall: nothing to read again");
         // The trigger fires: the rule claims, and no tick runs while it is busy;
@@ -1006,7 +1096,7 @@ mod tick_tests {
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         d.evaluate();
         let active = d.supervisor.phases()[0].0;
-        assert_eq!(active, crate::engine::rule_state::Phase::Active);
+        assert_eq!(active, Phase::Active);
         assert_eq!(d.tick_mode(T), TickMode::Off);
         let at = d.stall_recheck().expect("a read to see the stall end");
         let read = d
@@ -1032,7 +1122,7 @@ mod tick_tests {
             .supervisor
             .step(&d.policy, later, &view, &|k| actuator.read(k));
         let clearing = d.supervisor.phases()[0].0;
-        assert_eq!(clearing, crate::engine::rule_state::Phase::Clearing);
+        assert_eq!(clearing, Phase::Clearing);
         assert_eq!(d.stall_recheck(), None);
         assert_eq!(d.tick_mode(T), TickMode::Off);
         assert_eq!(

@@ -405,6 +405,21 @@ impl Metrics for View<'_> {
         self.stall
             .condition_stall(&key, self.now, window, self.stall.is_armed(&key))
     }
+    fn psi_stall_silent_from(
+        &self,
+        target: &Target,
+        res: Resource,
+        stall: Stall,
+        window: Duration,
+    ) -> Option<Time> {
+        let key = StallKey {
+            target: target.clone(),
+            resource: res,
+            stall,
+        };
+        self.stall
+            .silent_from(&key, window, self.stall.is_armed(&key))
+    }
     fn memory_current(&self, group: &str) -> Option<u64> {
         self.snap.memory_current.get(group).copied()
     }

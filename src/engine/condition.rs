@@ -103,6 +103,18 @@ pub trait Metrics {
         stall: Stall,
         window: Duration,
     ) -> Option<Duration>;
+    /// Issue 29: when an armed kernel trigger's silence decides the line's
+    /// stall over `window` if no newer sample comes
+    /// ([`super::stall::StallHistory::silent_from`]); `None` without one.
+    fn psi_stall_silent_from(
+        &self,
+        _target: &Target,
+        _res: Resource,
+        _stall: Stall,
+        _window: Duration,
+    ) -> Option<Time> {
+        None
+    }
     fn memory_current(&self, group: &str) -> Option<u64>;
     fn swap_current(&self, group: &str) -> Option<u64>;
     /// The raw `memory.events` counter.
@@ -278,6 +290,43 @@ pub(crate) struct Evaluation<'e> {
     pub trigger: Option<Trigger<'e>>,
     /// Comparisons that were false because their metric was unavailable.
     pub unavailable: Vec<Unavailable<'e>>,
+    /// Issue 29: for a true condition that is one stall comparison behind
+    /// an armed trigger, when it turns false if the trigger stays silent
+    /// (see [`silence_decides`]); `None` otherwise.
+    pub ends_by_silence: Option<Time>,
+}
+
+/// Issue 29: the stall line and window of a condition that is one stall
+/// comparison (`G.memory.some > 100ms/1s`), the form whose end an armed
+/// trigger's silence decides: true on a sample, it is false once the
+/// trigger has said nothing for a window and an eighth after it
+/// ([`super::stall::silence_after`]), and stays false until a firing. So a
+/// rule on it needs no read to see the stall end, and its `hold` can run
+/// from that time — one evaluation, at its end, where a read a window after
+/// the last firing and then the hold's end took two. A condition that
+/// combines a stall with anything else is read again to see it end, as
+/// before (see [`Needs::psi_recheck`]).
+pub(crate) fn silence_decides(expr: &Expr) -> Option<(StallKey, Duration)> {
+    match &expr.kind {
+        ExprKind::Compare(Compare {
+            metric:
+                Metric::PsiStall {
+                    target,
+                    resource,
+                    stall,
+                },
+            value: Threshold::StallTime { window, .. },
+            ..
+        }) => Some((
+            StallKey {
+                target: target.value.clone(),
+                resource: *resource,
+                stall: *stall,
+            },
+            window.get(),
+        )),
+        _ => None,
+    }
 }
 
 /// When an evaluation happens, and the window of the bare event form.
@@ -330,10 +379,17 @@ impl Evaluator {
             unavailable: Vec::new(),
         };
         let (value, trigger) = ctx.eval(expr, 0);
+        let ends_by_silence = match value.then(|| silence_decides(expr)).flatten() {
+            Some((key, window)) => {
+                metrics.psi_stall_silent_from(&key.target, key.resource, key.stall, window)
+            }
+            None => None,
+        };
         Evaluation {
             value,
             trigger,
             unavailable: ctx.unavailable,
+            ends_by_silence,
         }
     }
 
@@ -646,6 +702,11 @@ pub struct Needs {
     /// Stall conditions as written, `(line, amount, window)`, deduplicated:
     /// one kernel PSI trigger each.
     pub psi_triggers: HashSet<(StallKey, Duration, Duration)>,
+    /// Issue 29: stall lines a condition reads other than as one stall
+    /// comparison (see [`silence_decides`]): while their stall is at a
+    /// trigger's amount, a read shows it end. The other lines end by the
+    /// trigger's silence, at the rules' own deadlines.
+    pub psi_recheck: HashSet<StallKey>,
     pub memory_current: BTreeSet<String>,
     pub swap_current: BTreeSet<String>,
     /// Groups whose `memory.events` is read.
@@ -766,6 +827,26 @@ pub fn sampled_needs(rules: &[Rule]) -> Needs {
     let mut needs = Needs::default();
     for r in rules {
         needs.add_expr(&r.when);
+        if silence_decides(&r.when).is_none() {
+            for leaf in r.when.leaves() {
+                if let ExprKind::Compare(Compare {
+                    metric:
+                        Metric::PsiStall {
+                            target,
+                            resource,
+                            stall,
+                        },
+                    ..
+                }) = &leaf.kind
+                {
+                    needs.psi_recheck.insert(StallKey {
+                        target: target.value.clone(),
+                        resource: *resource,
+                        stall: *stall,
+                    });
+                }
+            }
+        }
     }
     needs
 }

@@ -179,6 +179,10 @@ enum State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleState {
     state: State,
+    /// Issue 29: when the last evaluation's true condition turns false with
+    /// no new input (a stall an armed trigger's silence decides; see
+    /// [`RuleState::update_ending`]).
+    ends: Option<Time>,
 }
 
 impl Default for RuleState {
@@ -197,6 +201,7 @@ impl RuleState {
     pub fn new() -> Self {
         RuleState {
             state: State::Idle { since: None },
+            ends: None,
         }
     }
 
@@ -205,10 +210,32 @@ impl RuleState {
     /// transition is reported; the next `update` starts from idle.
     pub fn reset(&mut self) {
         self.state = State::Idle { since: None };
+        self.ends = None;
     }
 
     /// Feeds one evaluation of the condition at `now`; returns what changed.
+    #[cfg(test)]
     pub fn update(&mut self, now: Time, cond: bool, timing: &Timing) -> Transitions {
+        self.update_ending(now, cond, None, timing)
+    }
+
+    /// [`update`](Self::update), where a true condition also says when it
+    /// ends with no new input (`ends`, issue 29: a stall that an armed
+    /// trigger's silence decides). An active rule then needs no evaluation
+    /// at that time: its [`next_deadline`](Self::next_deadline) is the end
+    /// of the `hold` that starts there, and the evaluation that sees the
+    /// condition false counts the hold from there (or from `now`, if
+    /// earlier). Only the last evaluation's word counts: every new input
+    /// comes with an evaluation.
+    pub fn update_ending(
+        &mut self,
+        now: Time,
+        cond: bool,
+        ends: Option<Time>,
+        timing: &Timing,
+    ) -> Transitions {
+        let ended = self.ends.map_or(now, |e| e.min(now));
+        self.ends = if cond { ends } else { None };
         let mut out = Transitions::default();
         match self.state {
             State::Idle { .. } => {
@@ -244,7 +271,7 @@ impl RuleState {
                         false_since: None,
                     };
                 } else {
-                    let false_since = false_since.unwrap_or(now);
+                    let false_since = false_since.unwrap_or(ended);
                     if elapsed(now, false_since) >= timing.hold {
                         out.push(Transition::Cleared);
                         self.state = State::Idle { since: Some(now) };
@@ -312,12 +339,19 @@ impl RuleState {
 
     /// The time at which the state would change if the condition kept its
     /// last value: the end of `for` (pending), of `hold` (clearing), or the
-    /// next `cooldown` repeat (active). `None` when nothing is scheduled.
-    /// An evaluation at exactly this time makes the change.
+    /// next `cooldown` repeat (active) — or, where the condition ends with
+    /// no new input ([`update_ending`](Self::update_ending)), that end
+    /// (pending) or the end of the `hold` that starts there (active).
+    /// `None` when nothing is scheduled. An evaluation at exactly this time
+    /// makes the change.
     pub fn next_deadline(&self, timing: &Timing) -> Option<Time> {
         match self.state {
             State::Idle { .. } => None,
-            State::Pending { since } => since.checked_add(timing.for_),
+            State::Pending { since } => {
+                let fire = since.checked_add(timing.for_);
+                // A silent trigger cancels it then.
+                [fire, self.ends].into_iter().flatten().min()
+            }
             State::Active {
                 false_since: Some(f),
                 ..
@@ -326,10 +360,14 @@ impl RuleState {
                 last_then,
                 false_since: None,
                 ..
-            } => match timing.cooldown {
-                Some(c) if !c.is_zero() => last_then.checked_add(c),
-                _ => None,
-            },
+            } => {
+                let repeat = match timing.cooldown {
+                    Some(c) if !c.is_zero() => last_then.checked_add(c),
+                    _ => None,
+                };
+                let clear = self.ends.and_then(|e| e.checked_add(timing.hold));
+                [repeat, clear].into_iter().flatten().min()
+            }
         }
     }
 }

@@ -75,6 +75,14 @@ pub fn plausible_growth(elapsed: Duration) -> u64 {
     us.saturating_mul(2).saturating_add(1_000_000)
 }
 
+/// How long after a sample an armed trigger's silence says the stall in the
+/// window stayed below its amount: a window (the kernel fires at most once a
+/// window while the stall goes on) and an eighth (it checks at a tenth of
+/// the window, plus slack for the wake-up).
+pub fn silence_after(window: Duration) -> Duration {
+    window + window / 8
+}
+
 /// The `(time, total_us)` history of one PSI line.
 #[derive(Debug, Clone)]
 pub struct StallSeries {
@@ -402,7 +410,7 @@ impl StallHistory {
         // Read only here: a loop turn with no stall at an amount reads no clock.
         let now = now();
         let after = if period >= window {
-            window + window / 8
+            silence_after(window)
         } else {
             period
         };
@@ -412,6 +420,19 @@ impl StallHistory {
         }
         let cleared = newest + window + Duration::from_millis(1);
         (cleared > now).then_some(cleared)
+    }
+
+    /// Issue 29: from when an armed trigger's silence decides a line with
+    /// no newer sample: its newest sample plus [`silence_after`] the window.
+    /// A condition true on that sample is false from then on unless the
+    /// trigger fires (and a firing adds a sample, moving this time). `None`
+    /// for a line no armed trigger watches, or never sampled.
+    pub fn silent_from(&self, key: &StallKey, window: Duration, armed: bool) -> Option<Time> {
+        if !armed {
+            return None;
+        }
+        let (newest, _) = self.series.get(key)?.latest()?;
+        newest.checked_add(silence_after(window))
     }
 
     /// Forgets a line's history (its group was removed).

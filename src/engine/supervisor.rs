@@ -393,7 +393,9 @@ impl Supervisor {
                 }
             }
             let before = rt.state.phase();
-            let transitions = rt.state.update(now, eval.value, &rt.timing);
+            let transitions =
+                rt.state
+                    .update_ending(now, eval.value, eval.ends_by_silence, &rt.timing);
             // The owner (and its name string) is only built when something happens.
             let owner = match transitions.is_empty() {
                 true => None,

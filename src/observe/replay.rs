@@ -355,6 +355,21 @@ impl Metrics for Inputs<'_> {
         let armed = self.flag(&tape::armed_name(&key)) == Some(true);
         self.stall.condition_stall(&key, self.now, window, armed)
     }
+    fn psi_stall_silent_from(
+        &self,
+        target: &Target,
+        res: Resource,
+        stall: Stall,
+        window: Duration,
+    ) -> Option<Time> {
+        let key = StallKey {
+            target: target.clone(),
+            resource: res,
+            stall,
+        };
+        let armed = self.flag(&tape::armed_name(&key)) == Some(true);
+        self.stall.silent_from(&key, window, armed)
+    }
     fn memory_current(&self, group: &str) -> Option<u64> {
         self.uint(&format!("{group}.memory.current"))
     }

@@ -19,6 +19,7 @@ struct Fake {
     running: Vec<String>,
     groups: Vec<String>,
     event_reads: Cell<usize>,
+    silent_from: Option<Time>,
 }
 
 impl Metrics for Fake {
@@ -27,6 +28,15 @@ impl Metrics for Fake {
     }
     fn psi_stall(&self, t: &Target, r: Resource, s: Stall, w: Duration) -> Option<Duration> {
         self.stall.get(&(t.to_string(), r, s, w)).copied()
+    }
+    fn psi_stall_silent_from(
+        &self,
+        _: &Target,
+        _: Resource,
+        _: Stall,
+        _: Duration,
+    ) -> Option<Time> {
+        self.silent_from
     }
     fn memory_current(&self, g: &str) -> Option<u64> {
         self.mem.get(g).copied()
@@ -688,6 +698,8 @@ fn needs_lists_only_what_rules_use() {
             (io.clone(), Duration::from_millis(500))
         ])
     );
+    // Issue 29: b's line ends by a read, c's (one comparison) by silence.
+    assert_eq!(n.psi_recheck, HashSet::from([cpu.clone()]));
     assert_eq!(n.psi_triggers.len(), 3);
     assert!(n
         .psi_triggers
@@ -829,4 +841,41 @@ proptest! {
             prop_assert!(ev.samples_held() <= MAX_SAMPLES);
         }
     }
+}
+
+/// Issue 29: a true condition that is one stall comparison says when an
+/// armed trigger's silence ends it; any other form, or a false one, does not.
+#[test]
+fn one_stall_comparison_ends_by_silence() {
+    let mut m = Fake {
+        silent_from: Some(Duration::from_millis(11_125)),
+        ..Default::default()
+    };
+    let line = (
+        "app".to_string(),
+        Resource::Memory,
+        Stall::Some,
+        Duration::from_secs(1),
+    );
+    m.stall.insert(line.clone(), Duration::from_millis(150));
+    let mut ev = Evaluator::new();
+    let at = Duration::from_secs(10);
+    let one = expr("app.memory.some > 100ms/1s");
+    let e = ev.evaluate(&one, at, Duration::from_secs(1), &m);
+    assert!(e.value);
+    assert_eq!(e.ends_by_silence, Some(Duration::from_millis(11_125)));
+    for other in [
+        "app.memory.some > 100ms/1s and app.memory.some > 50ms/1s",
+        "not (app.memory.some > 200ms/1s)",
+        "app.memory.current > 0 or app.memory.some > 100ms/1s",
+    ] {
+        let x = expr(other);
+        let e = ev.evaluate(&x, at, Duration::from_secs(1), &m);
+        assert!(e.value, "{other}");
+        assert_eq!(e.ends_by_silence, None, "{other}");
+    }
+    m.stall.insert(line, Duration::from_millis(50));
+    let e = ev.evaluate(&one, at, Duration::from_secs(1), &m);
+    assert!(!e.value);
+    assert_eq!(e.ends_by_silence, None, "false: nothing to end");
 }

@@ -376,3 +376,76 @@ proptest! {
         }
     }
 }
+
+/// Issue 29: a true condition that says when it ends with no new input
+/// (a stall an armed trigger's silence decides).
+#[test]
+fn a_condition_that_ends_by_itself_clears_in_one_evaluation_at_the_holds_end() {
+    let t = timing(0, 3, None);
+    let mut r = RuleState::new();
+    let fired = r.update_ending(s(10), true, Some(ms(11_125)), &t).to_vec();
+    assert_eq!(fired, vec![Pending, Fired]);
+    // No evaluation at the end itself: the hold that starts there is due.
+    assert_eq!(r.next_deadline(&t), Some(ms(14_125)));
+    assert_eq!(
+        r.update_ending(ms(14_125), false, None, &t).to_vec(),
+        vec![Cleared]
+    );
+    assert_eq!(r.phase(), Phase::Idle);
+    assert_eq!(r.since(), Some(ms(14_125)));
+    // A later evaluation that says it goes on moves the end with it.
+    let mut r = RuleState::new();
+    r.update_ending(s(10), true, Some(ms(11_125)), &t);
+    assert!(r
+        .update_ending(s(11), true, Some(ms(12_125)), &t)
+        .is_empty());
+    assert_eq!(r.next_deadline(&t), Some(ms(15_125)));
+    assert!(r.update_ending(ms(14_125), false, None, &t).is_empty());
+    assert_eq!(r.phase(), Phase::Clearing);
+    assert_eq!(
+        r.since(),
+        Some(ms(12_125)),
+        "false since the end it was told"
+    );
+    assert_eq!(r.next_deadline(&t), Some(ms(15_125)));
+    // Seen false before its end (a read showed it): the hold runs from then.
+    let mut r = RuleState::new();
+    r.update_ending(s(10), true, Some(ms(11_125)), &t);
+    assert!(r.update_ending(ms(10_500), false, None, &t).is_empty());
+    assert_eq!(r.since(), Some(ms(10_500)));
+    assert_eq!(r.next_deadline(&t), Some(ms(13_500)));
+    // True again without an end: no deadline but the cooldown's.
+    assert!(r.update_ending(s(12), true, None, &t).is_empty());
+    assert_eq!(r.phase(), Phase::Active);
+    assert_eq!(r.next_deadline(&t), None);
+}
+
+#[test]
+fn a_pending_condition_that_ends_by_itself_is_due_at_its_end() {
+    let t = timing(5, 3, None);
+    let mut r = RuleState::new();
+    assert_eq!(
+        r.update_ending(s(10), true, Some(ms(11_125)), &t).to_vec(),
+        vec![Pending]
+    );
+    assert_eq!(r.next_deadline(&t), Some(ms(11_125)), "before `for` ends");
+    assert_eq!(
+        r.update_ending(ms(11_125), false, None, &t).to_vec(),
+        vec![Cancelled]
+    );
+    // An end after `for`: `for` is due first.
+    let mut r = RuleState::new();
+    r.update_ending(s(10), true, Some(s(20)), &t);
+    assert_eq!(r.next_deadline(&t), Some(s(15)));
+    // Active with a cooldown: the earlier of the repeat and the hold's end.
+    let t = timing(0, 3, Some(2));
+    let mut r = RuleState::new();
+    r.update_ending(s(10), true, Some(ms(11_125)), &t);
+    assert_eq!(r.next_deadline(&t), Some(s(12)));
+    assert_eq!(
+        r.update_ending(s(12), false, None, &t).to_vec(),
+        Vec::<Transition>::new()
+    );
+    assert_eq!(r.since(), Some(ms(11_125)));
+    assert_eq!(r.next_deadline(&t), Some(ms(14_125)));
+}
