@@ -18,7 +18,8 @@ DEADLINE=${2:-3000}
 POLL=${3:-1000}
 IDLE=${4:-60}
 CACHE=${CGWARDEN_VM_CACHE:-$HOME/.cache/cgwarden-vm}
-cargo build --release --quiet --bin cgwarden --bin cgwarden-workload
+# CGWARDEN_LOOP_PROFILE=1: the daemon built with the `loop-profile` feature.
+cargo build --release --quiet --bin cgwarden --bin cgwarden-workload ${CGWARDEN_LOOP_PROFILE:+--features loop-profile}
 bin=target/release/cgwarden
 extra=$(mktemp -d /tmp/cgwarden-i29-extra.XXXXXX)
 trap 'rm -rf "$extra"' EXIT

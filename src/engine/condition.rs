@@ -706,7 +706,7 @@ pub struct Needs {
     /// comparison (see [`silence_decides`]): while their stall is at a
     /// trigger's amount, a read shows it end. The other lines end by the
     /// trigger's silence, at the rules' own deadlines.
-    pub psi_recheck: HashSet<StallKey>,
+    pub psi_recheck: super::FastSet<StallKey>,
     pub memory_current: BTreeSet<String>,
     pub swap_current: BTreeSet<String>,
     /// Groups whose `memory.events` is read.

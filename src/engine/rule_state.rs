@@ -350,7 +350,10 @@ impl RuleState {
             State::Pending { since } => {
                 let fire = since.checked_add(timing.for_);
                 // A silent trigger cancels it then.
-                [fire, self.ends].into_iter().flatten().min()
+                match (fire, self.ends) {
+                    (Some(f), Some(e)) => Some(f.min(e)),
+                    (f, e) => f.or(e),
+                }
             }
             State::Active {
                 false_since: Some(f),
@@ -366,7 +369,10 @@ impl RuleState {
                     _ => None,
                 };
                 let clear = self.ends.and_then(|e| e.checked_add(timing.hold));
-                [repeat, clear].into_iter().flatten().min()
+                match (repeat, clear) {
+                    (Some(r), Some(c)) => Some(r.min(c)),
+                    (r, c) => r.or(c),
+                }
             }
         }
     }

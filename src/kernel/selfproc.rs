@@ -199,6 +199,7 @@ pub fn cpu_seconds() -> Option<f64> {
 
 /// CPU time (user + system) the calling thread used, in ns
 /// (`CLOCK_THREAD_CPUTIME_ID`); 0 if it cannot be read.
+#[cfg(any(test, feature = "loop-profile"))]
 pub fn thread_cpu_ns() -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,

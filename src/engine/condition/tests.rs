@@ -699,7 +699,10 @@ fn needs_lists_only_what_rules_use() {
         ])
     );
     // Issue 29: b's line ends by a read, c's (one comparison) by silence.
-    assert_eq!(n.psi_recheck, HashSet::from([cpu.clone()]));
+    assert_eq!(
+        n.psi_recheck,
+        crate::engine::FastSet::from_iter([cpu.clone()])
+    );
     assert_eq!(n.psi_triggers.len(), 3);
     assert!(n
         .psi_triggers
