@@ -795,6 +795,19 @@ mod tick_tests {
     use crate::engine::supervisor::Effect;
     use std::path::Path;
 
+    /// One supervisor step at `at`, as the loop takes it: sample, then step.
+    fn step_at(d: &mut Daemon, at: Duration) -> Vec<Effect> {
+        let snap = d.sampler.sample(at);
+        let view = View {
+            snap: &snap,
+            stall: &d.sampler.stall,
+            now: at,
+        };
+        let actuator = &d.actuator;
+        d.supervisor
+            .step(&d.policy, at, &view, &|k| actuator.read(k))
+    }
+
     /// A daemon on a fake root whose groups exist with their event files,
     /// watchers started (no converge: the tick decision is what is tested).
     fn daemon(dir: &Path, rules: &str) -> Daemon {
@@ -1039,16 +1052,7 @@ mod tick_tests {
         let clear = silent + Duration::from_secs(3);
         assert_eq!(d.next_deadline(), Some(d.start + clear));
         // Nothing fired meanwhile: the evaluation at that time clears it.
-        let snap = d.sampler.sample(clear);
-        let view = View {
-            snap: &snap,
-            stall: &d.sampler.stall,
-            now: clear,
-        };
-        let actuator = &d.actuator;
-        let effects = d
-            .supervisor
-            .step(&d.policy, clear, &view, &|k| actuator.read(k));
+        let effects = step_at(&mut d, clear);
         assert_eq!(d.supervisor.phases()[0], (Phase::Idle, Some(clear)));
         assert!(
             effects.iter().any(|e| matches!(e, Effect::Write(_))),
@@ -1061,15 +1065,7 @@ mod tick_tests {
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         total(&d, 5_500_000);
         let fired = clear + Duration::from_secs(1);
-        let snap = d.sampler.sample(fired);
-        let view = View {
-            snap: &snap,
-            stall: &d.sampler.stall,
-            now: fired,
-        };
-        let _ = d
-            .supervisor
-            .step(&d.policy, fired, &view, &|k| actuator.read(k));
+        let _ = step_at(&mut d, fired);
         assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
         assert_eq!(
             d.next_deadline(),
@@ -1111,16 +1107,7 @@ mod tick_tests {
         // That read shows the stall over (a second later, no growth): nothing
         // is due until the trigger fires again; the hold is the engine's deadline.
         let later = read + T;
-        let snap = d.sampler.sample(later);
-        let view = View {
-            snap: &snap,
-            stall: &d.sampler.stall,
-            now: later,
-        };
-        let actuator = &d.actuator;
-        let _ = d
-            .supervisor
-            .step(&d.policy, later, &view, &|k| actuator.read(k));
+        let _ = step_at(&mut d, later);
         let clearing = d.supervisor.phases()[0].0;
         assert_eq!(clearing, Phase::Clearing);
         assert_eq!(d.stall_recheck(), None);

@@ -397,11 +397,7 @@ impl Metrics for View<'_> {
         stall: Stall,
         window: Duration,
     ) -> Option<Duration> {
-        let key = StallKey {
-            target: target.clone(),
-            resource: res,
-            stall,
-        };
+        let key = StallKey::of(target, res, stall);
         self.stall
             .condition_stall(&key, self.now, window, self.stall.is_armed(&key))
     }
@@ -412,11 +408,7 @@ impl Metrics for View<'_> {
         stall: Stall,
         window: Duration,
     ) -> Option<Time> {
-        let key = StallKey {
-            target: target.clone(),
-            resource: res,
-            stall,
-        };
+        let key = StallKey::of(target, res, stall);
         self.stall
             .silent_from(&key, window, self.stall.is_armed(&key))
     }

@@ -274,6 +274,17 @@ pub struct StallKey {
     pub stall: Stall,
 }
 
+impl StallKey {
+    /// The line `stall` of `target`'s `resource` pressure file.
+    pub fn of(target: &Target, resource: Resource, stall: Stall) -> Self {
+        StallKey {
+            target: target.clone(),
+            resource,
+            stall,
+        }
+    }
+}
+
 /// The stall series of every PSI line the rules use.
 #[derive(Debug, Clone, Default)]
 pub struct StallHistory {

@@ -346,11 +346,7 @@ impl Metrics for Inputs<'_> {
         stall: Stall,
         window: Duration,
     ) -> Option<Duration> {
-        let key = StallKey {
-            target: target.clone(),
-            resource: res,
-            stall,
-        };
+        let key = StallKey::of(target, res, stall);
         // As the daemon; the armed trigger as the tape recorded it.
         let armed = self.flag(&tape::armed_name(&key)) == Some(true);
         self.stall.condition_stall(&key, self.now, window, armed)
@@ -362,11 +358,7 @@ impl Metrics for Inputs<'_> {
         stall: Stall,
         window: Duration,
     ) -> Option<Time> {
-        let key = StallKey {
-            target: target.clone(),
-            resource: res,
-            stall,
-        };
+        let key = StallKey::of(target, res, stall);
         let armed = self.flag(&tape::armed_name(&key)) == Some(true);
         self.stall.silent_from(&key, window, armed)
     }
