@@ -795,6 +795,12 @@ mod tick_tests {
     use crate::engine::supervisor::Effect;
     use std::path::Path;
 
+    /// When `key`'s line was last read (its series' newest point).
+    fn last_read(d: &Daemon, key: &StallKey) -> Duration {
+        let series = d.sampler.stall.series(key).expect("the line was read");
+        series.latest().expect("a point").0
+    }
+
     /// One supervisor step at `at`, as the loop takes it: sample, then step.
     fn step_at(d: &mut Daemon, at: Duration) -> Vec<Effect> {
         let snap = d.sampler.sample(at);
@@ -1041,13 +1047,7 @@ mod tick_tests {
         assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
         assert_eq!(d.tick_mode(T), TickMode::Off);
         assert_eq!(d.stall_recheck(), None, "no read to see the end");
-        let read = d
-            .sampler
-            .stall
-            .series(&key)
-            .and_then(|s| s.latest())
-            .unwrap()
-            .0;
+        let read = last_read(&d, &key);
         let silent = read + T + T / 8;
         let clear = silent + Duration::from_secs(3);
         assert_eq!(d.next_deadline(), Some(d.start + clear));
@@ -1095,13 +1095,7 @@ mod tick_tests {
         assert_eq!(active, Phase::Active);
         assert_eq!(d.tick_mode(T), TickMode::Off);
         let at = d.stall_recheck().expect("a read to see the stall end");
-        let read = d
-            .sampler
-            .stall
-            .series(&key)
-            .and_then(|s| s.latest())
-            .unwrap()
-            .0;
+        let read = last_read(&d, &key);
         assert_eq!(at, d.start + read + T + T / 8);
         assert_eq!(d.next_deadline(), Some(at));
         // That read shows the stall over (a second later, no growth): nothing
