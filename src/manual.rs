@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// The policy reference, rendered into `cgwarden-policy.5`: docs/policy.md
-/// gzip-compressed by build.rs (23 KB less binary, docs/size.md).
+/// gzip-compressed by build.rs (20 KB less binary, docs/size.md).
 const POLICY_MD_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/policy.md.gz"));
 
 /// docs/policy.md, inflated.

@@ -317,14 +317,7 @@ pub(crate) fn silence_decides(expr: &Expr) -> Option<(StallKey, Duration)> {
                 },
             value: Threshold::StallTime { window, .. },
             ..
-        }) => Some((
-            StallKey {
-                target: target.value.clone(),
-                resource: *resource,
-                stall: *stall,
-            },
-            window.get(),
-        )),
+        }) => Some((StallKey::of(&target.value, *resource, *stall), window.get())),
         _ => None,
     }
 }
@@ -766,11 +759,7 @@ impl Needs {
                 resource,
                 stall,
             } => {
-                let key = StallKey {
-                    target: target.value.clone(),
-                    resource: *resource,
-                    stall: *stall,
-                };
+                let key = StallKey::of(&target.value, *resource, *stall);
                 if let Threshold::StallTime { amount, window } = &c.value {
                     let w = self.psi_stall.entry(key.clone()).or_default();
                     *w = (*w).max(window.get());
@@ -839,11 +828,9 @@ pub fn sampled_needs(rules: &[Rule]) -> Needs {
                     ..
                 }) = &leaf.kind
                 {
-                    needs.psi_recheck.insert(StallKey {
-                        target: target.value.clone(),
-                        resource: *resource,
-                        stall: *stall,
-                    });
+                    needs
+                        .psi_recheck
+                        .insert(StallKey::of(&target.value, *resource, *stall));
                 }
             }
         }

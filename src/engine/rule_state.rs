@@ -196,6 +196,14 @@ fn elapsed(now: Time, then: Time) -> Duration {
     now.checked_sub(then).unwrap_or(Duration::ZERO)
 }
 
+/// The earlier of two optional times; either alone if the other is absent.
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl RuleState {
     /// A rule that has not been evaluated yet.
     pub fn new() -> Self {
@@ -350,10 +358,7 @@ impl RuleState {
             State::Pending { since } => {
                 let fire = since.checked_add(timing.for_);
                 // A silent trigger cancels it then.
-                match (fire, self.ends) {
-                    (Some(f), Some(e)) => Some(f.min(e)),
-                    (f, e) => f.or(e),
-                }
+                earliest(fire, self.ends)
             }
             State::Active {
                 false_since: Some(f),
@@ -369,10 +374,7 @@ impl RuleState {
                     _ => None,
                 };
                 let clear = self.ends.and_then(|e| e.checked_add(timing.hold));
-                match (repeat, clear) {
-                    (Some(r), Some(c)) => Some(r.min(c)),
-                    (r, c) => r.or(c),
-                }
+                earliest(repeat, clear)
             }
         }
     }

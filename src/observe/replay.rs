@@ -301,11 +301,7 @@ fn stall_windows(expr: &Expr, out: &mut HashMap<String, (StallKey, Duration)>) {
                 Threshold::StallTime { window, .. },
             ) = (&c.metric, &c.value)
             {
-                let key = StallKey {
-                    target: target.value.clone(),
-                    resource: *resource,
-                    stall: *stall,
-                };
+                let key = StallKey::of(&target.value, *resource, *stall);
                 out.insert(tape::trigger_name(&key, window.0), (key, window.0));
             }
         }

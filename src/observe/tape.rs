@@ -112,11 +112,7 @@ pub(crate) fn metric_leaf(m: &Metric) -> Leaf {
             resource,
             stall,
         } => {
-            let key = StallKey {
-                target: target.value.clone(),
-                resource: *resource,
-                stall: *stall,
-            };
+            let key = StallKey::of(&target.value, *resource, *stall);
             Leaf {
                 name: total_name(&key),
                 scale: 1.0,
