@@ -1073,6 +1073,43 @@ mod tick_tests {
         );
     }
 
+    /// The fault case of ending by silence: the kernel drops the trigger
+    /// (its group was removed, or recreated) while the rule holds a claim.
+    /// Silence then means nothing: the rule does not wait for the silence's
+    /// deadline, the tick comes back, and a read decides the end.
+    #[tokio::test]
+    async fn a_rule_whose_trigger_is_lost_ends_by_reads_not_by_silence() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, key, total) = armed(
+            t.path(),
+            "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
+        );
+        total(&d, 5_000_000);
+        d.evaluate();
+        d.sampler
+            .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
+        d.evaluate();
+        assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
+        let silent_clear = last_read(&d, &key) + T + T / 8 + Duration::from_secs(3);
+        assert_eq!(d.next_deadline(), Some(d.start + silent_clear));
+        // The trigger is gone: the kernel's word slides out of the window
+        // and no silence answers for it; the read at the next evaluation
+        // shows no growth since, so the hold starts now, not at the silence.
+        d.triggers[0].state = TriggerState::Gone;
+        d.sync_armed();
+        d.evaluate();
+        let (phase, since) = d.supervisor.phases()[0];
+        assert_eq!(phase, Phase::Clearing);
+        let since = since.expect("when it started clearing");
+        assert_eq!(since, last_read(&d, &key), "decided by this read");
+        assert_eq!(d.tick_mode(T), TickMode::Full(T), "the tick is back");
+        assert_eq!(
+            d.next_deadline(),
+            Some(d.start + since + Duration::from_secs(3))
+        );
+        assert!(since + Duration::from_secs(3) < silent_clear);
+    }
+
     /// A condition that combines a stall with anything else is read again a
     /// tick after its trigger fired (not each tick) to see the stall end.
     #[tokio::test]
