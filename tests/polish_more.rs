@@ -238,10 +238,9 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     drop(d);
 }
 
-/// Item 12: one rule for reserved group names. policy.md said `system` is
-/// reserved while `check` took it (three shipped policies used it), the
-/// README's list lacked `latency`, the report showed `group:system`. Now
-/// `check` refuses each reserved name and both pages list exactly them.
+/// One rule for reserved group names: `check` refuses each reserved name,
+/// policy.md lists exactly them, and `system` is not one of them (the
+/// seed's layout names a group `system`; the machine is `host`).
 #[test]
 fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
     let names: Vec<&str> = cgwarden::knobs::reserved_group_names()
@@ -249,7 +248,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
         .map(|(n, _)| n)
         .collect();
     assert!(
-        names.contains(&"system") && names.contains(&"latency"),
+        names.contains(&"host") && names.contains(&"latency") && !names.contains(&"system"),
         "{names:?}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -274,28 +273,26 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    for page in ["README.md", "docs/policy.md"] {
-        let t = std::fs::read_to_string(repo(page)).unwrap();
-        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(
-            flat.contains(&format!(
-                "Reserved group names (`check` refuses them): {list} —"
-            )),
-            "{page} does not list {list}"
-        );
-    }
-    // A group-only metric of `system` is an error, not a group.
+    let t = std::fs::read_to_string(repo("docs/policy.md")).unwrap();
+    let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "Reserved group names (`check` refuses them): {list} —"
+        )),
+        "docs/policy.md does not list {list}"
+    );
+    // A group-only metric of `host` is an error, not a group.
     let p = dir.path().join("metric.yaml");
     std::fs::write(
         &p,
-        "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: system.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
+        "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: host.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
     )
     .unwrap();
     let o = support::cmd().arg("check").arg(&p).output().unwrap();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("`system` is the whole machine, not a group"),
+        err.contains("`host` is the whole machine, not a group"),
         "{err}"
     );
 }

@@ -192,7 +192,7 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
         let run: i64 = one(&c, "SELECT max(id) FROM runs");
         let (n, first): (i64, f64) = c
             .query_row(
-                "SELECT count(*), min(ts) FROM samples WHERE grp = 'system' AND run = ?1",
+                "SELECT count(*), min(ts) FROM samples WHERE grp = 'host' AND run = ?1",
                 [run],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )

@@ -604,7 +604,7 @@ impl Daemon {
             let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
                 continue;
             };
-            if key.target == crate::policy::expr::Target::System
+            if key.target == crate::policy::expr::Target::Host
                 && !root.exists(Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {

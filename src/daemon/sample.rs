@@ -142,7 +142,7 @@ impl Sampler {
     /// The pressure file of a PSI target (device path).
     pub(crate) fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
         match target {
-            Target::System => Some(
+            Target::Host => Some(
                 std::path::Path::new(crate::kernel::psi::PRESSURE_DIR).join(resource_name(res)),
             ),
             Target::Group(g) => {

@@ -21,7 +21,7 @@ impl Daemon {
             let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
                 continue;
             };
-            if key.target == Target::System
+            if key.target == Target::Host
                 && !root.exists(std::path::Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {

@@ -125,7 +125,7 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         root.display()
     );
     crate::outln!(
-        "policy: {} (groups realtime, inference, vision, housekeeping; 3 rules)\n",
+        "policy: {} (groups realtime, inference, vision, system; 3 rules)\n",
         policy.display()
     );
 

@@ -714,7 +714,7 @@ mod tests {
             stall: Stall::Some,
         };
         let other = StallKey {
-            target: Target::System,
+            target: Target::Host,
             ..key.clone()
         };
         let mut h = StallHistory::new();

@@ -143,7 +143,7 @@ pub(crate) fn metric_source(
         | Metric::PsiStall {
             target, resource, ..
         } => match &target.value {
-            Target::System => format!("/proc/pressure/{resource}"),
+            Target::Host => format!("/proc/pressure/{resource}"),
             Target::Group(g) => group(g, &format!("{resource}.pressure")),
         },
         Metric::MemoryCurrent { group: g } => group(&g.value, "memory.current"),

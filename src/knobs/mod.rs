@@ -612,17 +612,25 @@ pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
     FAMILIES.iter().filter_map(|f| f.head)
 }
 
+/// The rule language's name for the whole machine: `host.memory.available`,
+/// `host.cpu.some.avg10`, `host.vmstat.FIELD`. The recorder's machine row,
+/// the report's machine section and the metrics' machine label use it too,
+/// so no group may take it.
+pub const MACHINE: &str = "host";
+
 /// Names no group may take, each with what rules read under it: the
-/// family heads, `thermal` (zones) and `system` (the whole machine:
-/// `system.memory.available`, `system.cpu.some.avg10`, SPEC §6's
-/// `system.vmstat.*`). One list: `check` enforces it, docs/policy.md and
-/// README.md say it (a test holds them to it).
+/// family heads, `thermal` (zones), `cooling` (cooling devices), `kpi`
+/// (application KPIs) and [`MACHINE`]. Every other name is a group's to
+/// take, `system` included (the seed's layout partitions a board into
+/// `realtime`, `inference`, `vision` and `system`). One list: `check`
+/// enforces it, docs/policy.md says it (a test holds it to it).
 pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> =
         family_heads().map(|h| (h, "a knob family")).collect();
     out.push(("thermal", "thermal zones"));
     out.push(("cooling", "cooling devices"));
-    out.push(("system", "the whole machine"));
+    out.push(("kpi", "application KPIs"));
+    out.push((MACHINE, "the whole machine"));
     out
 }
 

@@ -52,9 +52,8 @@ impl Exposer {
             .iter()
             .map(|(name, path)| super::sample::read_group(&self.cg, name, path))
             .collect();
-        // The machine's memory telemetry and OOM kills (issue 25).
-        let named_system = view.groups.iter().any(|(n, _)| n == "system");
-        groups.push(super::sample::system_memory(self.cg.root(), named_system));
+        // The machine's memory telemetry and OOM kills.
+        groups.push(super::sample::host_memory(self.cg.root()));
         let om = metrics::render(view, groups, OwnCost::read());
         match &self.kpi {
             Some(k) => super::kpi::expose::splice(om, k, std::time::Instant::now()),

@@ -19,7 +19,30 @@ pub(crate) mod sample; // issue 13: one reading of a group, for metrics and reco
 pub(crate) mod state; // issue 13: what the daemon publishes for the observe threads
 pub(crate) mod tape; // issue 27: the input tape replay reads
 
-/// The flight recorder's schema (version 1), shared by the writer and
-/// `report`; documented in docs/recorder.md.
+/// The flight recorder's schema, shared by the writer and `report`;
+/// documented in docs/recorder.md.
 pub const SCHEMA: &str = include_str!("schema.sql");
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+/// The schema's version. Version 1 named the machine's row and its tape
+/// lines `system`; version 2 names them `host`, as the rules do, so a
+/// group may be called `system`. The recorder renames a version 1
+/// database's machine names when it opens one ([`host_name_of_v1`]), and
+/// the readers read an unconverted one the same way.
+pub(crate) const SCHEMA_VERSION: i64 = 2;
+
+/// A version 1 database's name for the machine or one of its lines
+/// (`system`, `system.memory.some.total`, `armed(system.cpu.some)`) as
+/// version 2 spells it; every other name as it is. In version 1 no group
+/// could be called `system`, so the rename never takes a group's name.
+pub(crate) fn host_name_of_v1(name: &str) -> std::borrow::Cow<'_, str> {
+    use crate::knobs::MACHINE;
+    if name == "system" {
+        return MACHINE.into();
+    }
+    if let Some(rest) = name.strip_prefix("system.") {
+        return format!("{MACHINE}.{rest}").into();
+    }
+    if name.contains("(system.") {
+        return name.replace("(system.", &format!("({MACHINE}.")).into();
+    }
+    name.into()
+}

@@ -35,7 +35,7 @@ use crate::control::wire;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
 use crate::policy::model::{RecorderSettings, ReportCriteria};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -235,8 +235,8 @@ pub(crate) struct Reading {
 impl Reading {
     fn take(cfg: &Config, events: Vec<EventRow>) -> Reading {
         let view = cfg.view.borrow().clone();
-        let mut groups = vec![sample::read_system(&cfg.root)];
-        // `system` is reserved (no group takes it): the machine's row.
+        // The machine's row, under the name no group may take.
+        let mut groups = vec![sample::read_host(&cfg.root)];
         groups.extend(
             view.groups
                 .iter()
@@ -291,6 +291,32 @@ const TIMED: [&str; 8] = [
     "tape",
 ];
 
+/// A version 1 database's machine row and tape lines renamed from
+/// `system` to `host` ([`super::host_name_of_v1`]), in one transaction,
+/// so the rows this run appends and the old ones share one name.
+fn rename_machine_of_v1(conn: &Connection) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute(
+        "UPDATE samples SET grp = ?1 WHERE grp = 'system'",
+        params![crate::knobs::MACHINE],
+    )?;
+    let names: Vec<(i64, String)> = {
+        let mut st = tx.prepare("SELECT id, name FROM tape_keys WHERE name LIKE '%system.%'")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, name) in names {
+        let new = super::host_name_of_v1(&name);
+        if new != name.as_str() {
+            tx.execute(
+                "UPDATE tape_keys SET name = ?1 WHERE id = ?2",
+                params![new.as_ref(), id],
+            )?;
+        }
+    }
+    tx.commit()
+}
+
 impl Recorder {
     /// Opens (or creates) the database, applies the schema, records the run
     /// and its `start` event.
@@ -323,6 +349,16 @@ impl Recorder {
         conn.execute_batch(super::SCHEMA)?;
         add_pss_column(&conn)?;
         conn.execute_batch(super::tape::SCHEMA)?;
+        let old_version: Option<String> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if old_version.as_deref().map(str::trim) == Some("1") {
+            rename_machine_of_v1(&conn)?;
+        }
         let now = unix_seconds(SystemTime::now());
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1), ('product', ?2)",
@@ -588,6 +624,59 @@ fn insert(tx: &Connection, run: i64, r: &Reading) -> rusqlite::Result<()> {
 mod tests {
     use super::*;
     use crate::kernel::psi::{Psi, PsiLine};
+
+    /// A version 1 database's machine row and tape lines say `host` once
+    /// the recorder opened it; a group's rows and lines keep their names.
+    #[test]
+    fn a_version_1_database_names_the_machine_host() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA).unwrap();
+        conn.execute_batch(super::super::tape::SCHEMA).unwrap();
+        for g in ["system", "app"] {
+            conn.execute(
+                "INSERT INTO samples (ts, run, grp) VALUES (1.0, 1, ?1)",
+                params![g],
+            )
+            .unwrap();
+        }
+        for k in [
+            "system.memory.some.total",
+            "armed(system.cpu.some)",
+            "system.memory.available",
+            "app.memory.current",
+        ] {
+            conn.execute(
+                "INSERT INTO tape_keys (name, scale) VALUES (?1, 0.0)",
+                params![k],
+            )
+            .unwrap();
+        }
+        rename_machine_of_v1(&conn).unwrap();
+        let grps: Vec<String> = conn
+            .prepare("SELECT grp FROM samples ORDER BY grp")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(grps, ["app", "host"]);
+        let keys: Vec<String> = conn
+            .prepare("SELECT name FROM tape_keys ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "host.memory.some.total",
+                "armed(host.cpu.some)",
+                "host.memory.available",
+                "app.memory.current"
+            ]
+        );
+    }
 
     fn settings(dir: &Path, max_size: u64) -> RecorderSettings {
         let mut s = RecorderSettings::new(dir.to_path_buf());

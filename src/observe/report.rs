@@ -262,7 +262,9 @@ pub fn run(o: &Options) -> u8 {
         }
     };
     if let Some(v) = d.schema_version.as_deref() {
-        if v.trim() != super::SCHEMA_VERSION.to_string() {
+        // Version 1 is read as version 2 (the machine's name aside, they
+        // are the same).
+        if v.trim() != "1" && v.trim() != super::SCHEMA_VERSION.to_string() {
             eprintln!(
                 "cgwarden: warning: report: {} has schema version {v}; this cgwarden reads version {}",
                 o.db.display(),

@@ -1,4 +1,4 @@
--- The flight recorder's database (SPEC §5), schema version 1.
+-- The flight recorder's database, schema version 2.
 -- Written by the daemon (src/observe/recorder.rs), read by `cgwarden report`
 -- and by `sqlite3` on the device. Times are Unix seconds (REAL, UTC).
 -- docs/recorder.md documents every column and gives example queries.
@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS runs (
     version     TEXT NOT NULL       -- cgwarden's version
 );
 
--- One row per group per interval; grp 'system' is the whole machine
+-- One row per group per interval; grp 'host' is the whole machine
 -- (/proc/pressure/*, memory_current = MemTotal - MemAvailable).
 CREATE TABLE IF NOT EXISTS samples (
     ts                REAL NOT NULL,

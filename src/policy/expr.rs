@@ -26,9 +26,12 @@
 //! they mean the same thing, wherever they were written.
 //!
 //! Decisions where the SPEC is silent:
-//! - The PSI target `system` means the whole machine (`/proc/pressure`);
-//!   for the group-only metrics (`memory.current`, `memory.events.*`, ...)
-//!   `system` is an ordinary group name.
+//! - `host` is the whole machine: its pressure (`/proc/pressure`),
+//!   `host.memory.available` and the memory telemetry (`host.vmstat.*`,
+//!   `host.meminfo.*`, `host.fragmentation.*`). It has no group-only
+//!   metrics (`memory.current`, `memory.events.*`, ...). `system` is an
+//!   ordinary group name; a machine-only metric written under `system`
+//!   is refused with a did-you-mean for `host`.
 //! - `thermal.ZONE.temp` is always a thermal metric (ZONE may contain `-`,
 //!   `_` and `.`); any other metric starting with `thermal.` names a group.
 //! - A stall-time condition (`G.memory.some > 150ms/1s`) accepts only `>`
@@ -210,15 +213,15 @@ impl CmpOp {
 /// Whose PSI a pressure metric reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
-    /// The whole machine (`/proc/pressure/*`).
-    System,
+    /// The whole machine (`/proc/pressure/*`), `host` in rules.
+    Host,
     Group(String),
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::System => f.write_str("system"),
+            Target::Host => f.write_str(crate::knobs::MACHINE),
             Target::Group(g) => f.write_str(g),
         }
     }
@@ -305,7 +308,7 @@ pub enum Metric {
     PidsCurrent { group: Spanned<String> },
     /// `G.cgroup.populated`, 0 or 1.
     Populated { group: Spanned<String> },
-    /// `system.memory.available`: MemAvailable, bytes.
+    /// `host.memory.available`: MemAvailable, bytes.
     MemoryAvailable,
     /// `thermal.ZONE.temp`; ZONE is the zone's `type`.
     ThermalTemp { zone: Spanned<String> },
@@ -335,7 +338,7 @@ impl Metric {
             Metric::PsiAvg { target, .. } | Metric::PsiStall { target, .. } => {
                 match &target.value {
                     Target::Group(g) => Some((g, target.span)),
-                    Target::System => None,
+                    Target::Host => None,
                 }
             }
             Metric::MemoryCurrent { group }
@@ -375,7 +378,7 @@ impl fmt::Display for Metric {
             }
             Metric::PidsCurrent { group } => write!(f, "{}.pids.current", group.value),
             Metric::Populated { group } => write!(f, "{}.cgroup.populated", group.value),
-            Metric::MemoryAvailable => f.write_str("system.memory.available"),
+            Metric::MemoryAvailable => f.write_str("host.memory.available"),
             Metric::ThermalTemp { zone } => write!(f, "thermal.{}.temp", zone.value),
             Metric::ThermalTrip { zone, trip } => write!(f, "thermal.{}.trip.{trip}", zone.value),
             Metric::CoolingState { device } => write!(f, "cooling.{}.state", device.value),
@@ -535,7 +538,7 @@ impl fmt::Display for Expr {
 }
 
 /// Every group a condition names, with where, in source order (for the
-/// caller's "unknown group" check). PSI of `system` is the whole machine
+/// caller's "unknown group" check). PSI of `host` is the whole machine
 /// and not listed.
 pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
     let mut out = Vec::new();

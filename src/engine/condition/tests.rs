@@ -110,14 +110,14 @@ fn psi_average() {
         12.5,
     );
     m.psi.insert(
-        ("system".into(), Resource::Cpu, Stall::Full, Avg::Avg300),
+        ("host".into(), Resource::Cpu, Stall::Full, Avg::Avg300),
         1.0,
     );
     assert!(eval(&m, "inference.memory.some.avg10 > 10%"));
     assert!(!eval(&m, "inference.memory.some.avg10 > 12.5%"));
     assert!(eval(&m, "inference.memory.some.avg10 >= 12.5%"));
     assert!(eval(&m, "inference.memory.some.avg10 == 12.5%"));
-    assert!(eval(&m, "system.cpu.full.avg300 < 2%"));
+    assert!(eval(&m, "host.cpu.full.avg300 < 2%"));
     assert!(!eval(&m, "inference.memory.full.avg10 < 100%"));
 }
 
@@ -163,8 +163,8 @@ fn byte_counts_and_sizes() {
     assert!(eval(&m, "vision.memory.current > 2G"));
     assert!(eval(&m, "vision.memory.current == 3G"));
     assert!(eval(&m, "vision.memory.swap.current == 0"));
-    assert!(eval(&m, "system.memory.available < 1G"));
-    assert!(!eval(&m, "system.memory.available < 512M"));
+    assert!(eval(&m, "host.memory.available < 1G"));
+    assert!(!eval(&m, "host.memory.available < 512M"));
 }
 
 #[test]
@@ -657,14 +657,14 @@ fn needs_lists_only_what_rules_use() {
             "b",
             "inference.cpu.some > 100ms/1s or inference.cpu.some > 300ms/2s",
         ),
-        rule("c", "system.io.full > 50ms/500ms"),
+        rule("c", "host.io.full > 50ms/500ms"),
         rule(
             "d",
             "vision.memory.current > 3G and not vision.memory.events.oom_kill > 0",
         ),
         rule(
             "e",
-            "system.memory.available < 256M or thermal.cpu.temp > 90C",
+            "host.memory.available < 256M or thermal.cpu.temp > 90C",
         ),
         rule(
             "f",
@@ -687,7 +687,7 @@ fn needs_lists_only_what_rules_use() {
         stall: Stall::Some,
     };
     let io = StallKey {
-        target: Target::System,
+        target: Target::Host,
         resource: Resource::Io,
         stall: Stall::Full,
     };

@@ -177,8 +177,14 @@ pub(crate) fn read(path: &Path, from: f64, to: f64) -> Result<Data, ReadError> {
                 ))
             })
             .map_err(bad)?;
+        let v1 = d.schema_version.as_deref().map(str::trim) == Some("1");
         for (g, smp) in rows.flatten() {
             if let (Some(g), true) = (g, smp.ts.is_finite()) {
+                let g = if v1 {
+                    crate::observe::host_name_of_v1(&g).into_owned()
+                } else {
+                    g
+                };
                 d.groups.entry(g).or_default().push(smp);
             }
         }

@@ -28,8 +28,9 @@
 //!   except the first one the database knows; a start whose `boot_id`
 //!   differs from the previous run's is a reboot, else a daemon restart.
 //! - **PSI memory full**: the highest `memory full avg10` of any group
-//!   (`system` included) in any sample; it passes when below the limit.
+//!   (the machine, `host`, included) in any sample; it passes when below the limit.
 
+use crate::knobs::MACHINE;
 use crate::policy::model::ReportCriteria;
 use std::collections::BTreeMap;
 
@@ -135,7 +136,7 @@ pub(crate) struct Inputs {
 pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     let mut out = vec![oom_kills(c.oom_kills, &i.oom_kill)];
     for (g, s) in &i.memory {
-        if g == "system" {
+        if g == MACHINE {
             // The whole machine's use includes caches the kernel keeps by
             // design; leaks show in the groups and processes.
             continue;
@@ -217,25 +218,25 @@ pub(crate) fn counter_increments(s: &[Point]) -> Vec<(f64, u64)> {
     out
 }
 
-/// OOM kills: the groups' `memory.events oom_kill`, and (issue 25) the
-/// machine's `/proc/vmstat oom_kill` recorded as group `system`, which
+/// OOM kills: the groups' `memory.events oom_kill`, and the
+/// machine's `/proc/vmstat oom_kill` recorded as the row [`MACHINE`] (`host`), which
 /// counts every kill — the groups' and those outside any group. The total
 /// is the larger of the two counts (a group's kill is in both); the time it
 /// failed comes from the series that makes that total.
 fn oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
     let global: Vec<(f64, u64)> = per_group
-        .get("system")
+        .get(MACHINE)
         .map(|s| counter_increments(s))
         .unwrap_or_default();
     let global_total: u64 = global.iter().map(|a| a.1).fold(0, u64::saturating_add);
     let groups: BTreeMap<String, Vec<Point>> = per_group
         .iter()
-        .filter(|(g, _)| g.as_str() != "system")
+        .filter(|(g, _)| g.as_str() != MACHINE)
         .map(|(g, s)| (g.clone(), s.clone()))
         .collect();
     let mut v = group_oom_kills(limit, &groups);
     let groups_total = v.measured.unwrap_or(0.0) as u64;
-    if per_group.get("system").is_some_and(|s| !s.is_empty()) && global_total > groups_total {
+    if per_group.get(MACHINE).is_some_and(|s| !s.is_empty()) && global_total > groups_total {
         let mut seen = 0u64;
         v.failed_at = None;
         for (t, n) in &global {
@@ -261,7 +262,7 @@ fn oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
             Status::Pass
         };
     } else if v.status == Status::NotMeasured
-        && per_group.get("system").is_some_and(|s| !s.is_empty())
+        && per_group.get(MACHINE).is_some_and(|s| !s.is_empty())
     {
         v.status = Status::Pass;
         v.measured = Some(0.0);
@@ -618,7 +619,7 @@ mod tests {
         );
         // The machine's counter: the app's kill and one outside any group.
         m.insert(
-            "system".to_string(),
+            MACHINE.to_string(),
             pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 7.0)]),
         );
         let v = oom_kills(1, &m);
@@ -628,14 +629,14 @@ mod tests {
         assert_eq!(v.detail, "app: 1, outside the groups: 1");
         // The same kill seen by both counts once.
         m.insert(
-            "system".to_string(),
+            MACHINE.to_string(),
             pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 6.0)]),
         );
         let v = oom_kills(1, &m);
         assert_eq!((v.measured, v.status), (Some(1.0), Status::Pass));
         // Only the machine's counter recorded.
         m.remove("app");
-        m.insert("system".to_string(), pts(&[(1.0, 5.0), (2.0, 5.0)]));
+        m.insert(MACHINE.to_string(), pts(&[(1.0, 5.0), (2.0, 5.0)]));
         assert_eq!(oom_kills(0, &m).status, Status::Pass);
     }
 
@@ -765,7 +766,7 @@ mod tests {
     fn memory_full_fails_at_the_first_sample_at_the_limit() {
         let mut m = BTreeMap::new();
         m.insert("a".to_string(), pts(&[(0.0, 1.0), (30.0, 6.0)]));
-        m.insert("system".to_string(), pts(&[(20.0, 5.0), (40.0, 0.0)]));
+        m.insert(MACHINE.to_string(), pts(&[(20.0, 5.0), (40.0, 0.0)]));
         let v = memory_full(5.0, &m);
         assert_eq!(v.status, Status::Fail);
         assert_eq!(v.measured, Some(6.0));

@@ -17,7 +17,7 @@ for v in RT NPU CAM SYS BY; do
         fail "back-to-root-$v" "PID $p is gone"
     fi
 done
-for g in realtime inference vision housekeeping; do
+for g in realtime inference vision system; do
     check "removed-$g" "$CG/$g removed" test ! -e "$CG/$g"
 done
 check swapoff "zram0 not in /proc/swaps" sh -c '! grep -q "^/dev/zram0 " /proc/swaps'

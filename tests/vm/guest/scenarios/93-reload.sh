@@ -48,7 +48,7 @@ policy() {
         echo "    while: [set sysctl.vm.swappiness = 77, hook mark]"
     fi
     echo "  - name: thresh"
-    echo "    when: system.memory.available > $1"
+    echo "    when: host.memory.available > $1"
     echo "    while: [set sysctl.vm.dirty_background_ratio = 4, hook mark]"
 }
 # write_policy ARGS... : in place (as `cat >` does)

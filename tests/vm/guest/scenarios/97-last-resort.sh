@@ -22,7 +22,7 @@ check socket "control socket" wait_for 20 test -S "$S"
 cgwarden events --json --socket "$S" >"$T/resort-events" 2>&1 &
 EV=$!
 wait_for 10 grep -q subscribed "$T/resort-events"
-check frag-rule "a rule on system.fragmentation.0 and system.meminfo.MemTotal" wait_for 20 grep -qx 11 /proc/sys/vm/watermark_scale_factor
+check frag-rule "a rule on host.fragmentation.0 and host.meminfo.MemTotal" wait_for 20 grep -qx 11 /proc/sys/vm/watermark_scale_factor
 
 # ---- a critical process exits ----
 "$WL" exec-as cgwx-crit stamp-exit 2 "$T/crit.stamp" &
@@ -79,7 +79,7 @@ sh -c "echo \$\$ >$CG/cgwx-outside/cgroup.procs; exec $WL alloc 96 5" &
 wait $! 2>/dev/null
 OOM1=$(sed -n 's/^oom_kill //p' /proc/vmstat)
 check global-oom "vmstat oom_kill rose ($OOM0 -> $OOM1)" test "$OOM1" -gt "$OOM0"
-check oom-rule "system.vmstat.oom_kill > 0 (a rate) fired its while claim" wait_for 10 grep -qx 61 /proc/sys/vm/swappiness
+check oom-rule "host.vmstat.oom_kill > 0 (a rate) fired its while claim" wait_for 10 grep -qx 61 /proc/sys/vm/swappiness
 sys_oom() { scrape | grep -q "cgwarden_cgroup_memory_events_total{group=\"system\",event=\"oom_kill\"} $OOM1"; }
 check global-oom-metric "the system row's oom_kill is $OOM1" wait_for 10 sys_oom
 
