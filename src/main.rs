@@ -122,10 +122,13 @@ fn lock(root: &Root, state_dir: &Path, what: &str, policy: &Path) -> Result<Stat
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a policy; no system access.
+    /// Validate a policy; no system access. With --root DIR, also judge it
+    /// against that board's tree (CPUs, cpufreq/devfreq ranges, compressors).
     Check {
         #[arg(default_value = DEFAULT_POLICY)]
         policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
     },
     /// Print every write `apply` would make; change nothing.
     Plan {
@@ -415,7 +418,7 @@ fn prepare(
     what: &str,
 ) -> Result<(Root, policy::Policy, StateLock), Exit> {
     let root = root.root()?;
-    let p = load(policy).map_err(Exit)?;
+    let p = load_on(policy, &root).map_err(Exit)?;
     refuse_untrusted(policy, &p, what)?;
     let lock = lock(&root, &p.settings.state_dir, what, policy)?;
     Ok((root, p, lock))
@@ -423,6 +426,16 @@ fn prepare(
 
 fn load(path: &Path) -> Result<policy::Policy, u8> {
     policy::load(path).map_err(|d| {
+        eprint!("{d}");
+        exit::REFUSED
+    })
+}
+
+/// [`load`], judged against the board under `root`: a value outside it (a
+/// CPU it lacks, a frequency out of its range) is refused with its range.
+fn load_on(path: &Path, root: &Root) -> Result<policy::Policy, u8> {
+    let board = |p: &policy::Policy| cgwarden::kernel::board::read(root, &p.settings.cgroup_root);
+    policy::load_on(path, board).map_err(|d| {
         eprint!("{d}");
         exit::REFUSED
     })
@@ -528,7 +541,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 html: r.html,
             },
         )),
-        Command::Check { policy } => match load(&policy) {
+        Command::Check { policy, root } => match match &root.root {
+            None => load(&policy),
+            Some(_) => match root.root() {
+                Ok(r) => load_on(&policy, &r),
+                Err(Exit(code)) => return Ok(code),
+            },
+        } {
             Ok(p) => {
                 for w in policy::warnings(&p) {
                     let (l, c) = (w.pos.line, w.pos.col);
@@ -554,7 +573,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
             };
-            let p = match load(&policy) {
+            let p = match load_on(&policy, &root) {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
             };

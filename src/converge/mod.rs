@@ -10,6 +10,7 @@
 
 mod apply;
 mod baseline;
+pub(crate) mod held;
 mod hw;
 pub(crate) use hw::coexistence_warnings;
 pub(crate) mod journal;

@@ -121,7 +121,7 @@ impl Tally {
 impl Daemon {
     /// Answers `Health()` (see the module docs). Compares the knobs now, as
     /// `verify` does: a drift found is an event (and counts) like any other.
-    pub(crate) fn health(&self) -> wire::HealthReply {
+    pub(crate) fn health(&mut self) -> wire::HealthReply {
         let mut reasons = Vec::new();
         let disk_hash = match crate::policy::read_bytes(&self.opts.policy_path) {
             Ok(bytes) => Some(super::reload::hash_hex(&bytes)),

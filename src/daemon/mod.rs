@@ -153,15 +153,16 @@ struct Daemon {
     irqwatch: Option<irqwatch::IrqWatch>,
     /// Issue 24: throttle episodes per cpufreq policy.
     throttle: throttle::ThrottleTracker,
-    /// Issue 24: a drift check is running; drifts seen per knob.
-    drift_busy: bool,
-    drifts: std::collections::BTreeMap<String, u64>,
+    /// The drift guard's and `verify`'s drifts.
+    drift: drift::DriftState,
     /// Issue 24: each tracked cpufreq policy's limit (kHz) and throttled().
     cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
 }
 
 async fn run_async(opts: Options) -> u8 {
-    let policy = match crate::policy::load(&opts.policy_path) {
+    let board =
+        |p: &crate::policy::Policy| crate::kernel::board::read(&opts.root, &p.settings.cgroup_root);
+    let policy = match crate::policy::load_on(&opts.policy_path, board) {
         Ok(p) => p,
         Err(d) => {
             eprint!("{d}");

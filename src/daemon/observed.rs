@@ -259,7 +259,7 @@ impl Daemon {
                 .map(|(name, counters)| HookView { name, counters })
                 .collect(),
             throttle_episodes: self.throttle.episodes.clone(),
-            drifts: self.drifts.clone(),
+            drifts: self.drift.counts.clone(),
             cpufreq_limits: self.cpufreq_limits.clone(),
             device: o_device(&self.observe),
             ..Default::default()

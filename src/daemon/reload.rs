@@ -421,7 +421,10 @@ impl Daemon {
             },
         };
         let hash = hash_hex(&bytes);
-        let new = match crate::policy::load_bytes(&name, &bytes) {
+        // Judged against the board it will act on, as startup is.
+        let root = self.opts.root.clone();
+        let board = |p: &Policy| crate::kernel::board::read(&root, &p.settings.cgroup_root);
+        let new = match crate::policy::load_bytes_on(&name, &bytes, board) {
             Ok(p) => p,
             Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
         };

@@ -10,6 +10,7 @@
 //! the user would see it on the target) and the operation.
 
 pub(crate) mod accounts;
+pub mod board;
 pub(crate) mod boot;
 pub(crate) mod cgroup_text;
 pub mod cgroupfs;

@@ -219,11 +219,11 @@ pub fn open_fds() -> Option<u64> {
     Some((dir.count() as u64).saturating_sub(1))
 }
 
-/// The CPUs the kernel could ever bring online
-/// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
 /// Where the kernel lists the CPUs this machine can ever have.
 pub const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
 
+/// The CPUs the kernel could ever bring online
+/// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
 pub fn possible_cpus(root: &Root) -> Option<crate::units::CpuList> {
     let text = root.read_trimmed(Path::new(POSSIBLE_CPUS)).ok()?;
     crate::units::CpuList::parse_kernel(&text).ok()

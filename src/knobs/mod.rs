@@ -47,6 +47,7 @@
 //!   [`latency::LATENCY_MAX_US`] and merge [`MergePolicy::SmallestWins`];
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
+pub(crate) mod board;
 pub(crate) mod cpufreq;
 pub(crate) mod devfreq;
 pub(crate) mod group;

@@ -1,6 +1,7 @@
 //! The policy: YAML model, value units, the rule language and validation.
 //! Pure: nothing here touches the system, so `check` runs anywhere.
 
+pub(crate) mod bounds;
 pub mod decode;
 pub(crate) mod diag;
 pub mod expr;
@@ -8,6 +9,7 @@ pub mod model;
 pub(crate) mod pattern;
 pub(crate) mod yaml;
 
+pub use crate::knobs::board::Board;
 pub(crate) use diag::Diagnostics;
 pub use model::Policy;
 
@@ -24,9 +26,19 @@ pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
 /// on the open descriptor, and read through a reader capped one byte past the
 /// limit, so no input makes this read more than 4 MiB + 1.
 pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
+    load_on(path, |_| Board::unknown())
+}
+
+/// [`load`], then the policy judged against the board `board_of` gives for
+/// it (read once the policy names its cgroup root): a value outside the
+/// board is an error at its position ([`bounds`]).
+pub fn load_on(
+    path: &Path,
+    board_of: impl FnOnce(&Policy) -> Board,
+) -> Result<Policy, Diagnostics> {
     let name = path.display().to_string();
     match read_bytes(path) {
-        Ok(bytes) => load_bytes(&name, &bytes),
+        Ok(bytes) => load_bytes_on(&name, &bytes, board_of),
         Err(msg) => {
             let mut d = Diagnostics::new(name);
             d.error(yaml::Pos::new(1, 1), msg);
@@ -94,6 +106,15 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// Parses and validates policy text; `name` is used in diagnostics.
 pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
+    load_bytes_on(name, bytes, |_| Board::unknown())
+}
+
+/// [`load_bytes`] judged against a board, as [`load_on`].
+pub fn load_bytes_on(
+    name: &str,
+    bytes: &[u8],
+    board_of: impl FnOnce(&Policy) -> Board,
+) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::new(name);
     let doc = match yaml::parse(bytes) {
         Ok(doc) => doc,
@@ -103,7 +124,14 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
         }
     };
     match decode::decode(&doc, &mut diags) {
-        Some(p) if diags.is_empty() => Ok(p),
+        Some(p) if diags.is_empty() => {
+            bounds::judge(&doc, &p, &board_of(&p), &mut diags);
+            if diags.is_empty() {
+                Ok(p)
+            } else {
+                Err(diags.sorted())
+            }
+        }
         _ => {
             if diags.is_empty() {
                 diags.error(yaml::Pos::new(1, 1), "the policy could not be read");

@@ -80,8 +80,8 @@ wait $! 2>/dev/null
 OOM1=$(sed -n 's/^oom_kill //p' /proc/vmstat)
 check global-oom "vmstat oom_kill rose ($OOM0 -> $OOM1)" test "$OOM1" -gt "$OOM0"
 check oom-rule "host.vmstat.oom_kill > 0 (a rate) fired its while claim" wait_for 10 grep -qx 61 /proc/sys/vm/swappiness
-sys_oom() { scrape | grep -q "cgwarden_cgroup_memory_events_total{group=\"system\",event=\"oom_kill\"} $OOM1"; }
-check global-oom-metric "the system row's oom_kill is $OOM1" wait_for 10 sys_oom
+sys_oom() { scrape | grep -q "cgwarden_cgroup_memory_events_total{group=\"host\",event=\"oom_kill\"} $OOM1"; }
+check global-oom-metric "the host row's oom_kill is $OOM1" wait_for 10 sys_oom
 
 # ---- telemetry equals the files at the same moment ----
 B0=$(cat /proc/buddyinfo)
