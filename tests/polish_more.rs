@@ -238,10 +238,9 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     drop(d);
 }
 
-/// Item 12: one rule for reserved group names. policy.md said `system` is
-/// reserved while `check` took it (three shipped policies used it), the
-/// README's list lacked `latency`, the report showed `group:system`. Now
-/// `check` refuses each reserved name and both pages list exactly them.
+/// One rule for reserved group names: `check` refuses each name of
+/// `reserved_group_names()`, and docs/policy.md, the policy reference, lists
+/// exactly them.
 #[test]
 fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
     let names: Vec<&str> = cgwarden::knobs::reserved_group_names()
@@ -268,22 +267,20 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
             "{n}: {err}"
         );
     }
-    // Both pages say the same list, in the same words.
+    // The policy reference says the same list, in the same words.
     let list = names
         .iter()
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    for page in ["README.md", "docs/policy.md"] {
-        let t = std::fs::read_to_string(repo(page)).unwrap();
-        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(
-            flat.contains(&format!(
-                "Reserved group names (`check` refuses them): {list} —"
-            )),
-            "{page} does not list {list}"
-        );
-    }
+    let t = std::fs::read_to_string(repo("docs/policy.md")).unwrap();
+    let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "Reserved group names (`check` refuses them): {list} —"
+        )),
+        "docs/policy.md does not list {list}"
+    );
     // A group-only metric of `system` is an error, not a group.
     let p = dir.path().join("metric.yaml");
     std::fs::write(
