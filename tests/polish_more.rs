@@ -267,7 +267,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
             "{n}: {err}"
         );
     }
-    // Both pages say the same list, in the same words.
+    // The policy reference says the same list, in the same words.
     let list = names
         .iter()
         .map(|n| format!("`{n}`"))
