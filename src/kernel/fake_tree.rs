@@ -73,12 +73,15 @@ impl FakeTree {
         }
         t.file("sys/devices/system/cpu/online", "0-7")?;
         t.file("sys/devices/system/cpu/possible", "0-7")?;
-        for (policy, min, max) in [
-            ("policy0", 300000, 1958400),
-            ("policy4", 691200, 2400000),
-            ("policy7", 806400, 2841600),
+        // Three clusters, as the kernel prints `related_cpus` (blank after
+        // each CPU): CPUs 0-3, 4-6 and the prime CPU 7.
+        for (policy, min, max, related) in [
+            ("policy0", 300000, 1958400, "0 1 2 3 "),
+            ("policy4", 691200, 2400000, "4 5 6 "),
+            ("policy7", 806400, 2841600, "7 "),
         ] {
             let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
+            t.file(&format!("{d}/related_cpus"), related)?;
             t.file(&format!("{d}/scaling_governor"), "schedutil")?;
             t.file(
                 &format!("{d}/scaling_available_governors"),
@@ -107,6 +110,13 @@ impl FakeTree {
             }
         }
         for cpu in 0..8 {
+            // The scheduler's relative performance, 1024 for the fastest
+            // CPU (Documentation/ABI/testing/sysfs-devices-system-cpu).
+            let capacity = [411, 411, 411, 411, 873, 873, 873, 1024][cpu];
+            t.file(
+                &format!("sys/devices/system/cpu/cpu{cpu}/cpu_capacity"),
+                &capacity.to_string(),
+            )?;
             // No constraint (what the kernel shows by default).
             t.file(
                 &format!("sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"),
