@@ -52,7 +52,8 @@ impl Binding {
     /// The target in force in words: `QCS9100 (/sys/devices/soc0/machine)`,
     /// `QCS9100 (chosen by --target)`, `none (the base policy)`.
     pub fn target_text(&self) -> Option<String> {
-        if self.targets.is_empty() {
+        // Plain `check` of the base knows no board to name a target.
+        if self.targets.is_empty() || (self.notional && self.target.is_none()) {
             return None;
         }
         Some(match (&self.target, &self.identity) {
@@ -82,6 +83,12 @@ impl Binding {
                     }
                 }
             }
+            // Roles slowest first, then clusterN by number.
+            words.sort_by_key(|w| {
+                let role = clusters::ROLES.iter().position(|r| r == w);
+                let n = w.trim_start_matches("cluster").parse::<usize>().ok();
+                (role.is_none(), role, n)
+            });
             out.push(format!(
                 "clusters: {} resolve on the board at start (`check --root DIR` resolves them on a board's tree)",
                 words.join(", ")
@@ -194,7 +201,8 @@ mod tests {
             ..binding()
         };
         assert_eq!(plain.warning(), None);
-        assert!(plain.lines()[1].contains("big resolve on the board at start"));
+        assert_eq!(plain.lines().len(), 1);
+        assert!(plain.lines()[0].contains("big resolve on the board at start"));
     }
 
     #[test]
