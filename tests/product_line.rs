@@ -5,6 +5,9 @@
 //! unknown board running the base with a warning, and a name the board
 //! lacks refused with its clusters listed. The shipped
 //! policies/product-line.yaml is planned unchanged on all three boards.
+//! Cluster names are also resolved on a one-cluster and a four-cluster board
+//! and in combined lists, and a target's merge rules (maps merge, lists
+//! replace, `drop` removes) are checked on the plan they produce.
 
 mod support;
 
@@ -343,4 +346,379 @@ fn status_and_health_name_the_target_and_a_boost_takes_a_cluster_name() {
     assert_ne!(b.code, 0, "{b}");
     assert!(b.stderr.contains("no cluster `mid`"), "{b}");
     d.stop();
+}
+
+/// One cluster of eight (an x86 guest or a board whose cpufreq driver makes
+/// one policy for all CPUs): the only name is `cluster0`.
+const ONE: Shape = Shape {
+    dir: "one-cluster",
+    machine: "ONE",
+    compatible: &["vendor,one"],
+    policies: &[boards::Policy {
+        name: "policy0",
+        cpus: "0-7",
+        min_khz: 800_000,
+        max_khz: 2_000_000,
+    }],
+    capacity: [1024; 8],
+};
+
+/// Four clusters, 3+2+2+1 CPUs (the 1+2+2+3-style SoCs: efficiency cores,
+/// two performance tiers at the same top frequency told apart by
+/// `cpu_capacity`, a prime core). Chosen to exercise `mid` and the
+/// capacity tie-break, not a particular part.
+const FOUR: Shape = Shape {
+    dir: "four-cluster",
+    machine: "FOUR",
+    compatible: &["vendor,four"],
+    policies: &[
+        boards::Policy {
+            name: "policy0",
+            cpus: "0-2",
+            min_khz: 300_000,
+            max_khz: 2_016_000,
+        },
+        boards::Policy {
+            name: "policy3",
+            cpus: "3-4",
+            min_khz: 500_000,
+            max_khz: 2_803_200,
+        },
+        boards::Policy {
+            name: "policy5",
+            cpus: "5-6",
+            min_khz: 500_000,
+            max_khz: 2_803_200,
+        },
+        boards::Policy {
+            name: "policy7",
+            cpus: "7",
+            min_khz: 600_000,
+            max_khz: 3_187_200,
+        },
+    ],
+    // policy3's cores outrank policy5's at the same clock.
+    capacity: [400, 400, 400, 900, 900, 850, 850, 1024],
+};
+
+fn write_policy(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// A policy with one group per CPU list in `lists` (`g0`, `g1`, …) and, for
+/// each of `freq`, a cpufreq floor.
+fn groups_policy(lists: &[&str], freq: &[&str]) -> String {
+    let mut s = String::from("version: 1\ngroups:\n");
+    for (i, l) in lists.iter().enumerate() {
+        s.push_str(&format!("  g{i}: {{ cpuset: {{ cpus: \"{l}\" }} }}\n"));
+    }
+    if !freq.is_empty() {
+        s.push_str("system:\n  cpufreq:\n");
+        for f in freq {
+            s.push_str(&format!("    {f}: {{ governor: performance }}\n"));
+        }
+    }
+    s
+}
+
+/// Plans `lists` and `freq` on `shape` and checks each group's CPUs and
+/// each policy named.
+fn resolves(shape: &Shape, lists: &[(&str, &str)], freq: &[(&str, &str)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = board(dir.path(), shape);
+    let names: Vec<&str> = lists.iter().map(|(n, _)| *n).collect();
+    let fnames: Vec<&str> = freq.iter().map(|(n, _)| *n).collect();
+    let p = write_policy(dir.path(), "p.yaml", &groups_policy(&names, &fnames));
+    let r = run(&["plan", &p], &root);
+    assert_eq!(r.code, 0, "{}: {r}", shape.dir);
+    let w = writes(&r.stdout);
+    for (i, (name, want)) in lists.iter().enumerate() {
+        let line = format!("/sys/fs/cgroup/g{i}/cpuset.cpus {want}");
+        assert!(
+            has(&w, &line),
+            "{}: `{name}`: no `{line}` in\n{r}",
+            shape.dir
+        );
+    }
+    for (name, policy) in freq {
+        let line = format!("/sys/devices/system/cpu/cpufreq/{policy}/scaling_governor performance");
+        assert!(
+            has(&w, &line),
+            "{}: `{name}`: no `{line}` in\n{r}",
+            shape.dir
+        );
+    }
+}
+
+#[test]
+fn a_two_cluster_board_has_little_and_big_and_no_prime() {
+    resolves(
+        &IQ9100,
+        &[
+            ("little", "0-3"),
+            ("big", "4-7"),
+            ("cluster0", "0-3"),
+            ("cluster1", "4-7"),
+        ],
+        &[("big", "policy4"), ("little", "policy0")],
+    );
+    // `prime` (and `mid`, `cluster2`) name nothing here: each an error
+    // listing the board's two clusters.
+    let dir = tempfile::tempdir().unwrap();
+    let root = board(dir.path(), &IQ9100);
+    for name in ["prime", "mid", "cluster2"] {
+        let p = write_policy(dir.path(), "p.yaml", &groups_policy(&[name], &[]));
+        let r = run(&["check", &p], &root);
+        assert_eq!(r.code, 1, "{name}: {r}");
+        assert!(
+            r.stderr.contains(&format!(
+                "g0.cpuset.cpus `{name}`: this board has no cluster `{name}`: its clusters are little = cluster0 (CPUs 0-3, policy0, up to 2.5536GHz), big = cluster1 (CPUs 4-7, policy4, up to 2.5536GHz)"
+            )),
+            "{name}: {r}"
+        );
+    }
+}
+
+#[test]
+fn a_one_cluster_board_has_only_cluster0() {
+    resolves(
+        &ONE,
+        &[("cluster0", "0-7"), ("cluster0 - 0", "1-7")],
+        &[("cluster0", "policy0")],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = board(dir.path(), &ONE);
+    let r = run(
+        &[
+            "check",
+            &write_policy(dir.path(), "ok.yaml", &groups_policy(&["cluster0"], &[])),
+        ],
+        &root,
+    );
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout
+            .contains("clusters: cluster0 (CPUs 0-7, policy0, up to 2GHz)"),
+        "{r}"
+    );
+    for name in ["little", "big", "prime", "cluster1"] {
+        let p = write_policy(dir.path(), "p.yaml", &groups_policy(&[], &[name]));
+        let r = run(&["plan", &p], &root);
+        assert_eq!(r.code, 1, "{name}: {r}");
+        assert!(
+            r.stderr.contains(&format!(
+                "system.cpufreq: `{name}`: this board has no cluster `{name}`: its only cluster is cluster0 (CPUs 0-7, policy0, up to 2GHz)"
+            )),
+            "{name}: {r}"
+        );
+    }
+}
+
+#[test]
+fn a_four_cluster_board_names_its_tiers_mid_and_big() {
+    resolves(
+        &FOUR,
+        &[
+            ("little", "0-2"),
+            ("mid", "5-6"),
+            ("big", "3-4"),
+            ("prime", "7"),
+            ("mid,big", "3-6"),
+            ("cluster1", "5-6"),
+            ("cluster3", "7"),
+        ],
+        &[("mid", "policy5"), ("big", "policy3"), ("prime", "policy7")],
+    );
+}
+
+#[test]
+fn cluster_lists_combine_and_subtract() {
+    resolves(
+        &QCS6490,
+        &[
+            ("big,prime", "4-7"),
+            ("little - 0", "1-3"),
+            ("0-7 - prime", "0-6"),
+            ("little,big - 7", "0-6"),
+            ("little,big - 0,4", "1-3,5-6"),
+            ("prime,0", "0,7"),
+            ("cluster0 - 1-2", "0,3"),
+            ("little,big,prime - big - 0", "1-3,7"),
+        ],
+        &[],
+    );
+    // The same words on the IQ-8275, whose clusters are numbered the other
+    // way round.
+    resolves(
+        &IQ8275,
+        &[
+            ("big,prime", "0-3"),
+            ("little - 4", "5-7"),
+            ("0-7 - prime", "0-1,4-7"),
+        ],
+        &[],
+    );
+    // A list that leaves no CPU is an error at its line.
+    let dir = tempfile::tempdir().unwrap();
+    let root = board(dir.path(), &QCS6490);
+    let p = write_policy(
+        dir.path(),
+        "p.yaml",
+        &groups_policy(&["little,big", "prime - 7"], &[]),
+    );
+    let r = run(&["check", &p], &root);
+    assert_eq!(r.code, 1, "{r}");
+    assert!(r.stderr.contains("p.yaml:4:"), "{r}");
+    assert!(r.stderr.contains("g1.cpuset.cpus `prime - 7`"), "{r}");
+    assert!(!r.stderr.contains("g0.cpuset"), "{r}");
+}
+
+/// A base and a target for board `QCS6490` that use every merge rule.
+const MERGED: &str = r#"version: 1
+groups:
+  app:
+    cpuset: { cpus: big }
+    memory: { high: 512M, max: 1G }
+  cam:
+    cpuset: { cpus: little }
+  misc:
+    cpuset: { cpus: little }
+placement:
+  - match: { comm: app }
+    group: app
+  - match: { comm: sshd }
+    group: misc
+system:
+  sysctl:
+    vm.swappiness: 30
+    vm.watermark_scale_factor: 150
+  cpufreq:
+    big: { governor: performance }
+    prime: { governor: performance }
+targets:
+  QCS6490:
+    groups:
+      app: { memory: { high: 768M } }
+      cam: drop
+      extra: { cpuset: { cpus: prime } }
+    placement:
+      - match: { comm: sshd }
+        group: extra
+    system:
+      sysctl: { vm.swappiness: 10, vm.watermark_scale_factor: drop }
+      cpufreq: { prime: drop, big: { min: 1.2GHz } }
+"#;
+
+#[test]
+fn a_target_merges_maps_replaces_lists_and_drops_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("qcs6490");
+    let t = boards::lay_out(&root, &QCS6490);
+    t.add_processes(&[
+        cgwarden::kernel::fake_tree::FakeProcess::new(500, "app"),
+        cgwarden::kernel::fake_tree::FakeProcess::new(700, "sshd"),
+    ])
+    .unwrap();
+    let p = write_policy(dir.path(), "p.yaml", MERGED);
+    let r = run(&["plan", &p], &root);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stderr.contains("cgwarden: target: QCS6490"), "{r}");
+    let w = writes(&r.stdout);
+    let want = |l: &str| assert!(has(&w, l), "no `{l}` in\n{r}");
+    let cg = "/sys/fs/cgroup";
+    // Maps merge: the group's memory block keeps `max`, takes `high`; a
+    // group the base lacks is added; sysctl keys merge one by one.
+    want(&format!("{cg}/app/memory.high 805306368"));
+    want(&format!("{cg}/app/memory.max 1073741824"));
+    want(&format!("{cg}/app/cpuset.cpus 4-6"));
+    want(&format!("{cg}/extra/cpuset.cpus 7"));
+    want("/proc/sys/vm/swappiness 10");
+    want("/sys/devices/system/cpu/cpufreq/policy4/scaling_governor performance");
+    want("/sys/devices/system/cpu/cpufreq/policy4/scaling_min_freq 1200000");
+    // `drop` removes a group, a sysctl, a cpufreq policy.
+    for gone in ["/cam", "watermark_scale_factor", "policy7/scaling_governor"] {
+        assert!(!r.stdout.contains(gone), "`{gone}` in\n{r}");
+    }
+    // The list replaces the base's whole: sshd goes to `extra`, and the
+    // base's `app` entry is gone, so process 500 stays where it is.
+    want(&format!("{cg}/extra/cgroup.procs 700"));
+    assert!(!r.stdout.contains(&format!("{cg}/app/cgroup.procs")), "{r}");
+    assert!(
+        !r.stdout.contains(&format!("{cg}/misc/cgroup.procs")),
+        "{r}"
+    );
+
+    // On a board the target does not name, the base as written.
+    let other = board(&dir.path().join("other"), &IQ8275);
+    let r = run(&["plan", &p], &other);
+    assert_eq!(r.code, 0, "{r}");
+    let w = writes(&r.stdout);
+    for l in [
+        format!("{cg}/app/memory.high 536870912"),
+        format!("{cg}/cam/cpuset.cpus 4-7"),
+        "/proc/sys/vm/swappiness 30".to_string(),
+        "/proc/sys/vm/watermark_scale_factor 150".to_string(),
+        "/sys/devices/system/cpu/cpufreq/policy2/scaling_governor performance".to_string(),
+    ] {
+        assert!(has(&w, &l), "no `{l}` in\n{r}");
+    }
+    assert!(!r.stdout.contains("/extra"), "{r}");
+    assert!(!r.stdout.contains("scaling_min_freq"), "{r}");
+    assert!(
+        r.stderr
+            .contains("which no target names (targets: QCS6490): the base policy is in force"),
+        "{r}"
+    );
+}
+
+#[test]
+fn dropping_what_the_base_lacks_is_an_error_naming_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_policy(
+        dir.path(),
+        "p.yaml",
+        "version: 1\ngroups:\n  app: {}\ntargets:\n  QCS6490:\n    groups: { appp: drop }\n",
+    );
+    let r = cgwarden(&["check", &p]);
+    assert_eq!(r.code, 1, "{r}");
+    assert!(
+        r.stderr.contains(
+            "p.yaml:6:21: error: target `QCS6490`: drops `groups.appp`, which the base policy does not have"
+        ),
+        "{r}"
+    );
+}
+
+#[test]
+fn the_target_is_keyed_by_soc0_then_compatible_then_dmi() {
+    let policy = "version: 1\ngroups:\n  app: { cpuset: { cpus: little } }\ntargets:\n  QCS6490:\n    groups: { app: { cpuset: { cpus: \"0\" } } }\n  qcom,qcs6490-rb3gen2:\n    groups: { app: { cpuset: { cpus: \"1\" } } }\n  Standard PC (Q35 + ICH9, 2009):\n    groups: { app: { cpuset: { cpus: \"2\" } } }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let root = board(dir.path(), &QCS6490);
+    let dmi = root.join("sys/class/dmi/id");
+    std::fs::create_dir_all(&dmi).unwrap();
+    std::fs::write(dmi.join("product_name"), "Standard PC (Q35 + ICH9, 2009)\n").unwrap();
+    let p = write_policy(dir.path(), "p.yaml", policy);
+    let cpus = |why: &str, want: &str, source: &str| {
+        let r = run(&["plan", &p], &root);
+        assert_eq!(r.code, 0, "{why}: {r}");
+        assert!(
+            has(
+                &writes(&r.stdout),
+                &format!("/sys/fs/cgroup/app/cpuset.cpus {want}")
+            ),
+            "{why}: {r}"
+        );
+        assert!(r.stderr.contains(&format!("({source})")), "{why}: {r}");
+    };
+    cpus("soc0", "0", "the board's /sys/devices/soc0/machine");
+    std::fs::remove_file(root.join("sys/devices/soc0/machine")).unwrap();
+    cpus(
+        "compatible",
+        "1",
+        "the board's /proc/device-tree/compatible",
+    );
+    std::fs::remove_file(root.join("proc/device-tree/compatible")).unwrap();
+    cpus("dmi", "2", "the board's /sys/class/dmi/id/product_name");
 }
