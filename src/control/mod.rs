@@ -86,7 +86,7 @@ pub(crate) enum Response {
     Reload(wire::ReloadReply),
     Boost(wire::BoostReply),
     Extend(wire::ExtendReply),
-    Released,
+    Released(wire::ReleaseReply),
     RecordKpi(wire::RecordKpiReply),
     Error(wire::DaemonError),
 }

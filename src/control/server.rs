@@ -404,24 +404,51 @@ struct Service {
 
 impl Service {
     async fn ask(&self, request: Request) -> Response {
-        let (tx, rx) = oneshot::channel();
-        let call = Call {
-            request,
-            reply: Some(tx),
-        };
-        if self.calls.send(call).is_err() {
-            return Response::Error(unavailable("the daemon is stopping"));
-        }
-        match tokio::time::timeout(self.limits.answer, rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Response::Error(unavailable("the daemon is stopping")),
-            Err(_) => Response::Error(unavailable(&format!(
-                "the daemon did not answer within {:?}",
-                self.limits.answer
-            ))),
-        }
+        ask(self.calls.clone(), self.limits.answer, request).await
+    }
+
+    /// The one reply of a call the daemon answers once its writes have
+    /// landed (`Boost`, `Extend`, `Release`), as a stream: zlink serves
+    /// every connection from one task, and a stream is polled beside the
+    /// others, so a call waiting for a slow write (up to the late-write
+    /// deadline) holds up no other client.
+    fn answer_later<T: Send + 'static>(
+        &self,
+        request: Result<Request, DaemonError>,
+        take: impl FnOnce(Response) -> Option<Reply<T>> + Send + 'static,
+    ) -> AnswerStream<T> {
+        let (calls, limit) = (self.calls.clone(), self.limits.answer);
+        Box::pin(futures_util::stream::once(async move {
+            match ask(calls, limit, request?).await {
+                Response::Error(e) => Err(e),
+                r => take(r)
+                    .map(|r| r.set_continues(Some(false)))
+                    .ok_or_else(unexpected),
+            }
+        }))
     }
 }
+
+/// Sends `request` to the daemon's loop and waits up to `limit` for its answer.
+async fn ask(calls: mpsc::UnboundedSender<Call>, limit: Duration, request: Request) -> Response {
+    let (tx, rx) = oneshot::channel();
+    let call = Call {
+        request,
+        reply: Some(tx),
+    };
+    if calls.send(call).is_err() {
+        return Response::Error(unavailable("the daemon is stopping"));
+    }
+    match tokio::time::timeout(limit, rx).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => Response::Error(unavailable("the daemon is stopping")),
+        Err(_) => Response::Error(unavailable(&format!(
+            "the daemon did not answer within {limit:?}"
+        ))),
+    }
+}
+
+type AnswerStream<T> = Pin<Box<dyn Stream<Item = Result<Reply<T>, DaemonError>> + Send>>;
 
 fn unavailable(m: &str) -> DaemonError {
     DaemonError::Unavailable {
@@ -469,7 +496,7 @@ type EventStream = Pin<Box<dyn Stream<Item = Reply<EventReply>> + Send>>;
     types = [
         wire::PolicyInfo, wire::GroupStatus, wire::RuleStatus, wire::Contender,
         wire::KnobStatus, wire::ClaimInfo, wire::ActionInfo, wire::DaemonInfo,
-        wire::Applied, wire::Rejected, wire::KnobCheck, wire::Event
+        wire::Applied, wire::Rejected, wire::NotHeld, wire::KnobCheck, wire::Event
     ]
 )]
 impl<Sock> Service
@@ -485,68 +512,75 @@ where
         }
     }
 
-    /// Hold knobs at values for a while (SPEC §5 "Boosts").
+    /// Hold knobs at values for a while (SPEC §5 "Boosts"). Answered once the boost's writes have landed, failed or passed the late-write deadline (one reply, with or without `more`).
+    #[zlink(more)]
     async fn boost(
         &mut self,
+        more: bool,
         knobs: std::collections::BTreeMap<String, String>,
         duration: Option<String>,
         reason: Option<String>,
         pid: Option<i64>,
         tied_to_connection: Option<bool>,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<wire::BoostReply, DaemonError> {
-        let caller = caller(conn).await?;
-        let r = self
-            .ask(Request::Boost {
-                caller,
-                knobs,
-                duration,
-                reason,
-                pid,
-                tied_to_connection: tied_to_connection.unwrap_or(false),
-            })
-            .await;
-        match r {
-            Response::Boost(b) => Ok(b),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::BoostReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn).await.map(|caller| Request::Boost {
+            caller,
+            knobs,
+            duration,
+            reason,
+            pid,
+            tied_to_connection: tied_to_connection.unwrap_or(false),
+        });
+        let s: AnswerStream<wire::BoostReply> = self.answer_later(request, |r| match r {
+            Response::Boost(b) => Some(Reply::new(Some(b))),
+            _ => None,
+        });
+        s
     }
 
-    /// Move a boost's deadline to `duration` from now.
+    /// Move a boost's deadline to `duration` from now. Answered once the writes it causes have landed (one reply, with or without `more`).
+    #[zlink(more)]
     async fn extend(
         &mut self,
+        more: bool,
         handle: i64,
         duration: String,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<wire::ExtendReply, DaemonError> {
-        let caller = caller(conn).await?;
-        match self
-            .ask(Request::Extend {
-                caller,
-                handle,
-                duration,
-            })
-            .await
-        {
-            Response::Extend(x) => Ok(x),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::ExtendReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn).await.map(|caller| Request::Extend {
+            caller,
+            handle,
+            duration,
+        });
+        let s: AnswerStream<wire::ExtendReply> = self.answer_later(request, |r| match r {
+            Response::Extend(x) => Some(Reply::new(Some(x))),
+            _ => None,
+        });
+        s
     }
 
-    /// End a boost now.
+    /// End a boost now. Answered once its knobs are written back (one reply, with or without `more`); without parameters when every write landed.
+    #[zlink(more)]
     async fn release(
         &mut self,
+        more: bool,
         handle: i64,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<(), DaemonError> {
-        let caller = caller(conn).await?;
-        match self.ask(Request::Release { caller, handle }).await {
-            Response::Released => Ok(()),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::ReleaseReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn)
+            .await
+            .map(|caller| Request::Release { caller, handle });
+        let s: AnswerStream<wire::ReleaseReply> = self.answer_later(request, |r| match r {
+            // Nothing to report: the reply a `()` method gives.
+            Response::Released(x) if x.not_held.is_none() => Some(Reply::new(None)),
+            Response::Released(x) => Some(Reply::new(Some(x))),
+            _ => None,
+        });
+        s
     }
 
     /// Every live claim, rules' and boosts'.

@@ -148,19 +148,49 @@ pub struct Rejected {
     pub why: String,
 }
 
-/// `Boost(...)`: always answered at once.
+/// A knob a call changed that may not hold its new value: its write failed,
+/// or had not finished within the late-write deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, CustomType)]
+pub struct NotHeld {
+    pub knob: String,
+    /// What happened to the write, naming the file and the value.
+    pub why: String,
+    /// The write was still going (in the kernel, or queued behind another
+    /// write of its lane): the value holds once it lands. False: it failed.
+    pub late: bool,
+}
+
+/// `Boost(...)`: answered once its writes have landed (or failed, or
+/// passed the late-write deadline).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct BoostReply {
     pub handle: i64,
     pub expires_at: Option<String>,
     pub applied: Vec<Applied>,
     pub rejected: Vec<Rejected>,
+    /// Granted knobs whose write failed or was late; absent when every
+    /// write landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
 }
 
 /// `Extend(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct ExtendReply {
     pub expires_at: Option<String>,
+    /// Knobs the extension changed (a grant narrowed since the boost) whose
+    /// write failed or was late; absent when every write landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
+}
+
+/// `Release(...)`: no parameters at all when every write landed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ReleaseReply {
+    /// Knobs whose write back failed or was late; absent when every write
+    /// landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
 }
 
 /// `RecordKpi(...)` (issue 26).

@@ -10,7 +10,9 @@
 //! The writes themselves are made off the event loop by the writer lanes
 //! ([`super::lanes`]): [`Actuator::apply`] queues and returns at once; the
 //! outcome comes back as a [`Done`] the loop hands to [`Actuator::finished`],
-//! which logs it (with the time the write took) and counts it.
+//! which logs it (with the time the write took) and counts it. Whether a
+//! knob's last write has landed is [`Actuator::landing`]: what a reply that
+//! stands for a write (a boost's) waits on.
 //!
 //! The actuator is the daemon's only writer of knobs, so it also owns their
 //! originals: before the first write to any file — a claim, a `then` value,
@@ -61,6 +63,19 @@ pub(crate) enum Outcome {
     Held,
 }
 
+/// Where a knob's last write stands, as the loop knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Landing {
+    /// Nothing outstanding: the last write landed (or none was needed).
+    Settled,
+    /// A write to `path` is outstanding: its completion (sequence `seq`, or
+    /// a later one for the same file) is still to come back.
+    Pending { path: PathBuf, seq: u64 },
+    /// The last write could not be made at all (no file for the value, the
+    /// held request refused).
+    Refused(String),
+}
+
 pub(crate) struct Actuator {
     root: Root,
     cg: CgroupFs,
@@ -81,6 +96,8 @@ pub(crate) struct Actuator {
     /// into that governor's directory, though the governor's own write may
     /// still be on the lane (issue 24).
     governors: HashMap<String, String>,
+    /// Knobs whose last write was refused before reaching a lane, and why.
+    unwritable: HashMap<Knob, String>,
 }
 
 impl Actuator {
@@ -113,6 +130,7 @@ impl Actuator {
             deadline: lanes::WRITE_DEADLINE,
             latency: CpuLatencyRequest::new(root.clone()),
             governors: HashMap::new(),
+            unwritable: HashMap::new(),
         }
     }
 
@@ -217,6 +235,41 @@ impl Actuator {
 
     /// Queues one write on its lane (the group's, or the system knobs').
     pub(crate) fn apply(&mut self, w: &Write) -> Outcome {
+        let outcome = self.make(w);
+        match &outcome {
+            Outcome::Unsupported(why) => {
+                self.unwritable.insert(w.knob.clone(), why.clone());
+            }
+            _ => {
+                self.unwritable.remove(&w.knob);
+            }
+        }
+        outcome
+    }
+
+    /// Where `knob`'s last write stands (module docs).
+    pub(crate) fn landing(&self, knob: &Knob) -> Landing {
+        let pending = if knob.held_by_daemon() {
+            None
+        } else {
+            self.files()
+                .path(knob)
+                .ok()
+                .and_then(|p| self.lanes.awaited(&p).map(|seq| (p, seq)))
+        };
+        match (pending, self.unwritable.get(knob)) {
+            (Some((path, seq)), _) => Landing::Pending { path, seq },
+            (None, Some(why)) => Landing::Refused(why.clone()),
+            (None, None) => Landing::Settled,
+        }
+    }
+
+    /// How long a knob write may take before it is late.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    fn make(&mut self, w: &Write) -> Outcome {
         let (path, text) = match self.target(&w.knob, &w.new) {
             Ok(t) => t,
             Err(reason) => {

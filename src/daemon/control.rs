@@ -12,8 +12,12 @@
 //! - Only root may release or extend another uid's boost.
 //! - Status and Verify read the groups' and knobs' files in the loop: a
 //!   few small reads each (never a write, never a file that blocks).
+//! - Boost, Extend and Release are answered once the writes they caused
+//!   have landed, failed or passed the late-write deadline ([`held`]); the
+//!   loop never waits for them.
 
 mod boost;
+mod held;
 mod status;
 
 use super::Daemon;
@@ -77,6 +81,8 @@ pub(crate) struct ControlState {
     pub(crate) health: super::health::Tally,
     /// `run --dry-run`: the event records say that nothing is written.
     dry_run: bool,
+    /// Replies waiting for their writes.
+    held: held::HeldReplies,
 }
 
 impl ControlState {
@@ -94,6 +100,7 @@ impl ControlState {
             grants: Vec::new(),
             health: Default::default(),
             dry_run: false,
+            held: Default::default(),
         }
     }
 
@@ -193,6 +200,23 @@ impl ControlState {
     fn boosts_of(&self, uid: u32) -> usize {
         self.boosts.values().filter(|b| b.uid == uid).count()
     }
+
+    /// The knobs boost `handle` holds or caps (none when it is not live).
+    fn knobs_of(&self, handle: i64) -> Vec<Knob> {
+        u64::try_from(handle)
+            .ok()
+            .and_then(|h| self.boosts.get(&h))
+            .map(|b| b.claims.iter().chain(&b.caps).map(|(k, _)| k.clone()))
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// When the next reply held for its writes is due (the late-write
+    /// deadline), for the loop's timer.
+    pub(crate) fn held_due(&self) -> Option<std::time::Instant> {
+        self.held.due()
+    }
 }
 
 fn now_text() -> String {
@@ -282,6 +306,29 @@ impl Daemon {
                 None
             }
         }
+    }
+
+    /// Answers one control call: at once, or — `Boost`, `Extend`,
+    /// `Release` — once the writes of the boost's knobs have landed
+    /// ([`held`]).
+    pub(crate) fn on_call(&mut self, call: crate::control::Call) {
+        // A release ends the boost: its knobs are known only before.
+        let before = match &call.request {
+            Request::Extend { handle, .. } | Request::Release { handle, .. } => {
+                self.control.knobs_of(*handle)
+            }
+            _ => Vec::new(),
+        };
+        let answer = self.on_control(call.request);
+        let (Some(tx), Some(answer)) = (call.reply, answer) else {
+            return;
+        };
+        let knobs = match &answer {
+            Response::Boost(b) => self.control.knobs_of(b.handle),
+            Response::Extend(_) | Response::Released(_) => before,
+            _ => Vec::new(),
+        };
+        self.answer_when_landed(tx, answer, &knobs);
     }
 
     /// Answers one control request.
@@ -418,6 +465,7 @@ impl Daemon {
         if let Some(b) = self.observe_book() {
             b.write_done(&done.job.label, done.result.is_ok());
         }
+        self.reply_landed(&done);
         self.actuator.finished(done);
     }
 }

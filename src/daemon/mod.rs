@@ -359,7 +359,12 @@ async fn run_async(opts: Options) -> u8 {
             0 => None,
             _ => d.actuator.next_check(Instant::now()),
         };
-        let next = [tick_at, late_at, deadline].into_iter().flatten().min();
+        // Replies held for their writes go out at the late-write deadline.
+        let reply_at = d.control.held_due();
+        let next = [tick_at, late_at, deadline, reply_at]
+            .into_iter()
+            .flatten()
+            .min();
         if next != timer_at {
             timer.set(next);
             timer_at = next;
@@ -371,6 +376,9 @@ async fn run_async(opts: Options) -> u8 {
                 let now = Instant::now();
                 if late_at.is_some_and(|t| t <= now) {
                     d.actuator.check_late(now);
+                }
+                if reply_at.is_some_and(|t| t <= now) {
+                    d.answer_overdue(now);
                 }
                 if tick_at.is_some_and(|t| t <= now) {
                     last_tick = now;
@@ -411,10 +419,7 @@ async fn run_async(opts: Options) -> u8 {
             }
             Some(call) = ctl_rx.recv() => {
                 woke.control += 1;
-                let answer = d.on_control(call.request);
-                if let (Some(tx), Some(a)) = (call.reply, answer) {
-                    let _ = tx.send(a);
-                }
+                d.on_call(call);
             }
             Some(handle) = gone_rx.recv() => {
                 woke.control += 1;

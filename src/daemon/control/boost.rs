@@ -267,6 +267,7 @@ impl Daemon {
             expires_at: expires_at.map(crate::show::rfc3339_millis),
             applied,
             rejected,
+            not_held: None,
         })
     }
 
@@ -401,7 +402,7 @@ impl Daemon {
         match self.own_boost(caller, handle) {
             Ok(h) => {
                 self.end_boost(h, "claim_released", "released by its client");
-                Response::Released
+                Response::Released(wire::ReleaseReply::default())
             }
             Err(r) => r,
         }
@@ -441,6 +442,7 @@ impl Daemon {
         self.carry_out(effects);
         Response::Extend(wire::ExtendReply {
             expires_at: expires_at.map(crate::show::rfc3339_millis),
+            not_held: None,
         })
     }
 }
