@@ -10,8 +10,14 @@
 //!   (`cgwarden boost ... -- CMD`) ends when the control thread sees the
 //!   connection close. No /proc polling anywhere.
 //! - Only root may release or extend another uid's boost.
-//! - Status and Verify read the groups' and knobs' files in the loop: a
-//!   few small reads each (never a write, never a file that blocks).
+//! - Status, and the knob part of Verify and Health, read the groups' and
+//!   knobs' files in the loop: a few small reads each (never a write, never
+//!   a file that blocks). What the baseline holds beyond the knobs (the
+//!   realtime switch, IRQs, zram, placed processes' attributes: a `/proc`
+//!   scan) is checked on a blocking thread, and the call answered when it
+//!   is back (`drift`).
+//! - A boost's values are judged against the board (CPUs, cpufreq and
+//!   devfreq ranges) as the policy's are, and refused with its range.
 //! - Boost, Extend and Release are answered once the writes they caused
 //!   have landed, failed or passed the late-write deadline ([`held`]); the
 //!   loop never waits for them.
@@ -83,6 +89,9 @@ pub(crate) struct ControlState {
     dry_run: bool,
     /// Replies waiting for their writes.
     held: held::HeldReplies,
+    /// What the board offers, read with the grants: a boost's values are
+    /// judged against it as the policy's are.
+    board: crate::knobs::board::Board,
 }
 
 impl ControlState {
@@ -101,6 +110,7 @@ impl ControlState {
             health: Default::default(),
             dry_run: false,
             held: Default::default(),
+            board: Default::default(),
         }
     }
 
@@ -234,7 +244,8 @@ fn invalid(message: String) -> Response {
 impl Daemon {
     /// Resolves the policy's `control:` grants (user and group names to
     /// ids, from the root's account files, as placement and hooks do); an
-    /// unknown name drops only its entry, with a warning.
+    /// unknown name drops only its entry, with a warning. Reads the board's
+    /// bounds boosts are judged by, at the same moments (start, reload).
     pub(crate) fn resolve_grants(&mut self) {
         use crate::kernel::accounts;
         let root = self.opts.root.clone();
@@ -247,6 +258,7 @@ impl Daemon {
             tracing::warn!("{w}");
         }
         self.control.grants = grants;
+        self.control.board = crate::kernel::board::read(&root, &self.policy.settings.cgroup_root);
     }
 
     /// Binds the control socket in state_dir and starts its thread; the
@@ -312,6 +324,21 @@ impl Daemon {
     /// `Release` — once the writes of the boost's knobs have landed
     /// ([`held`]).
     pub(crate) fn on_call(&mut self, call: crate::control::Call) {
+        // Verify and Health finish off the loop (the held check may scan
+        // /proc); the loop's part is done here.
+        let call = match (call.request, call.reply) {
+            (Request::Verify, Some(tx)) => {
+                let knobs = self.verify_knobs();
+                self.check_held_then(super::drift::Answer::Verify(tx, knobs));
+                return;
+            }
+            (Request::Health, Some(tx)) => {
+                let pending = self.health_pending();
+                self.check_held_then(super::drift::Answer::Health(tx, pending));
+                return;
+            }
+            (request, reply) => crate::control::Call { request, reply },
+        };
         // A release ends the boost: its knobs are known only before.
         let before = match &call.request {
             Request::Extend { handle, .. } | Request::Release { handle, .. } => {

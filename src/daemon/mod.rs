@@ -331,6 +331,7 @@ async fn run_async(opts: Options) -> u8 {
     drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     drift_timer.tick().await;
     let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
+    d.drift.tx = Some(drift_tx.clone());
 
     let mut last_tick = Instant::now();
     // Why the loop woke, counted for the stop line: where an idle daemon's

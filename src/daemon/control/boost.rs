@@ -71,6 +71,10 @@ impl Daemon {
         let value = knob
             .parse_value(value.trim())
             .map_err(|e| format!("`{value}`: {e}"))?;
+        self.control
+            .board
+            .check_value(&knob, &value)
+            .map_err(|why| format!("`{value}`: {why}"))?;
         if self.actuator.read(&knob).is_none() {
             let path = self
                 .actuator
