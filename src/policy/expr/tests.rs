@@ -529,6 +529,14 @@ fn actions() {
         }
     );
     assert_eq!(
+        a("raise sysctl.vm.page-cluster by 1 up to 3"),
+        Action::Raise {
+            knob: Knob::Sysctl("vm.page-cluster".into()),
+            by: KnobValue::Int(1),
+            limit: KnobValue::Int(3),
+        }
+    );
+    assert_eq!(
         a("  set rt.cpuset.cpus =  0-3, 6  "),
         Action::Set {
             knob: Knob::Group {
@@ -559,6 +567,7 @@ fn actions() {
         "set cpufreq.policy7.governor = performance",
         "raise inference.memory.high by 512M up to 10G",
         "lower sysctl.vm.swappiness by 10 down to 0",
+        "set sysctl.vm.page-cluster = 0",
         "raise cpufreq.policy4.min by 200MHz up to 2GHz",
         "hook alert",
         "compact memory",
