@@ -439,6 +439,33 @@ fn errors_with_positions() {
         ("g.cgroup.populated == 2", 22, "0 or 1"),
         ("thermal.x.temp > 85", 17, "temperature"),
         ("running(a) and", 14, "found the end of the condition"),
+        // C's operators and a unit apart from its number say what to write.
+        (
+            "running(a) || running(b)",
+            11,
+            "found `||`; the rule language writes `or`, not `||`",
+        ),
+        ("running(a) | running(b)", 11, "writes `or`"),
+        (
+            "running(a) && running(b)",
+            11,
+            "found `&&`; the rule language writes `and`, not `&&`",
+        ),
+        ("(running(a) || running(b))", 12, "writes `or`"),
+        (
+            "!running(a)",
+            0,
+            "found `!`; the rule language writes `not`",
+        ),
+        ("running(a) and !running(b)", 15, "writes `not`"),
+        (
+            "g.cpu.some.avg10 > 25 %",
+            19,
+            "no space between a number and its unit: write `25%`",
+        ),
+        ("g.memory.current > 2 G", 19, "write `2G`"),
+        ("thermal.x.temp > -5 C and running(a)", 17, "write `-5C`"),
+        ("g.cpu.some > 150 ms/1s", 13, "write `150ms/1s`"),
         ("running(a) adn running(b)", 11, "did you mean `and`?"),
         ("running(a) running(b)", 11, "expected `and`, `or`"),
         ("and running(a)", 0, "expected a condition before `and`"),
