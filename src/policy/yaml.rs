@@ -81,6 +81,18 @@ impl Node {
         pos.shifted(offset - start)
     }
 
+    /// Where the deepest of the mapping keys `keys` (a path from this node,
+    /// `["settings", "tick"]`) that the document holds is written; None when
+    /// it holds not even the first.
+    pub fn deepest_key_pos(&self, keys: &[&str]) -> Option<Pos> {
+        let (first, rest) = keys.split_first()?;
+        let Value::Map(entries) = &self.value else {
+            return None;
+        };
+        let (key, node) = entries.iter().find(|(k, _)| k.name == *first)?;
+        node.deepest_key_pos(rest).or(Some(key.pos))
+    }
+
     /// The node's kind in words, for "expected a mapping, found a list".
     pub fn kind(&self) -> &'static str {
         match self.value {
@@ -715,6 +727,26 @@ mod tests {
         assert_eq!(cpuset[0].1.pos, Pos::new(4, 21));
         // The text of a quoted scalar starts after the quote.
         assert_eq!(cpuset[0].1.text_pos, Pos::new(4, 22));
+    }
+
+    #[test]
+    fn the_deepest_key_of_a_path_is_found() {
+        let doc = parse(b"version: 1\nsettings:\n  tick: 2s\n  rescan: 30s\n").unwrap();
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "tick"]),
+            Some(Pos::new(3, 3))
+        );
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "rescan"]),
+            Some(Pos::new(4, 3))
+        );
+        // A key the document leaves out: its block's.
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "metrics"]),
+            Some(Pos::new(2, 1))
+        );
+        assert_eq!(doc.deepest_key_pos(&["system", "zram"]), None);
+        assert_eq!(doc.deepest_key_pos(&["version", "x"]), Some(Pos::new(1, 1)));
     }
 
     #[test]
