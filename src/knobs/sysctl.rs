@@ -96,7 +96,7 @@ pub(crate) const TABLE: &[Sysctl] = &[
     row("vm.nr_overcommit_hugepages", None, "0", ""),
     // Swap readahead: 2^N pages per swap-in; 0 with zram, where a page is
     // decompressed on its own and readahead only costs latency.
-    row("vm.page-cluster", Some((0, 31)), "3", "`SYSCTL_ZERO`..`page_cluster_max` (31) since 6.0"),
+    row("vm.page-cluster", Some((0, 31)), "3", "`SYSCTL_ZERO`..`page_cluster_max` (31) since 6.2"),
     // Scheduler: RT throttling, uclamp, timer migration.
     row("kernel.sched_rt_period_us", Some((1, INT_MAX)), "1000000", "`SYSCTL_ONE`..`INT_MAX`"),
     row("kernel.sched_rt_runtime_us", Some((-1, INT_MAX)), "950000", "-1 = unlimited; ≤ the period at write"),
