@@ -53,10 +53,12 @@ impl RootArg {
         };
         let cg = dir.join("sys/fs/cgroup");
         if !dir.is_dir() {
-            eprintln!(
-                "cgwarden: error: --root {}: no such directory",
-                dir.display()
-            );
+            let why = if dir.exists() {
+                "is a file, not a directory"
+            } else {
+                "no such directory"
+            };
+            eprintln!("cgwarden: error: --root {}: {why}", dir.display());
             return Err(Exit(exit::USAGE));
         }
         if !cg.is_dir() {

@@ -493,6 +493,8 @@ system:
       cpus: "7"
     - name: "dcvsh-irq-*"   # LMh throttle IRQs stay off the RT core
       cpus: "0-3"
+    - name: "wlan*"         # no such IRQ on this board: said once
+      cpus: "0-3"
 "#,
     );
     for (n, a) in [
@@ -506,8 +508,13 @@ system:
     let aff = |n: u32| read(&root, &format!("proc/irq/{n}/smp_affinity_list"));
     let p = policy.to_str().unwrap();
     let r = root.to_str().unwrap();
+    let unmatched = "system.irqs `wlan*`: no IRQ in /proc/interrupts matches";
+    let plan = support::cgwarden(&["plan", p, "--root", r]);
+    assert_eq!(plan.stderr.matches(unmatched).count(), 1, "{}", plan.stderr);
+    assert!(!plan.stderr.contains("`can*`"), "{}", plan.stderr);
     let out = support::cgwarden(&["apply", p, "--root", r]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stderr.matches(unmatched).count(), 1, "{}", out.stderr);
     assert_eq!(aff(24), "7");
     assert_eq!(aff(25), "0-3");
     assert_eq!(aff(26), "0-3");

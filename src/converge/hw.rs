@@ -90,6 +90,19 @@ impl Converger<'_> {
                 return;
             }
         };
+        // A glob no IRQ matches is said once per plan: a typo, or a device
+        // whose driver is not loaded yet.
+        for r in &self.policy.system.irqs {
+            if !irqs
+                .iter()
+                .any(|i| i.actions.iter().any(|a| glob_match(&r.name, a)))
+            {
+                plan.warnings.push(format!(
+                    "system.irqs `{}`: no IRQ in /proc/interrupts matches (by action name); the daemon places one that appears later",
+                    r.name
+                ));
+            }
+        }
         for i in &irqs {
             let Some(rule) = first(&self.policy.system.irqs, &i.actions) else {
                 continue;

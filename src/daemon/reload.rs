@@ -50,6 +50,7 @@ use crate::engine::condition::sampled_needs;
 use crate::engine::rule_state::Phase;
 use crate::engine::supervisor::{policy_baselines, rule_knobs};
 use crate::policy::model::{Policy, Rule};
+use crate::policy::yaml::Pos;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
@@ -93,14 +94,17 @@ fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
     crate::policy::read_bytes(path).map_err(|m| format!("{}:1:1: error: {m}", path.display()))
 }
 
-/// The settings a reload cannot change, named in the refusal.
-fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
+/// The settings a reload cannot change, named in the refusal: each with
+/// the keys where it is written (`["settings", "tick"]`), for the
+/// refusal's position.
+fn fixed_settings(old: &Policy, new: &Policy) -> Vec<(Vec<&'static str>, String)> {
     let (a, b) = (&old.settings, &new.settings);
     let mut out = Vec::new();
-    let mut check = |name: &str, same: bool| {
+    let mut check = |name: &'static str, same: bool| {
         if !same {
-            out.push(format!(
-                "settings.{name} cannot change while the daemon runs; restart it to apply"
+            out.push((
+                vec!["settings", name],
+                format!("settings.{name} cannot change while the daemon runs; restart it to apply"),
             ));
         }
     };
@@ -120,10 +124,11 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
     rest.on_missing = a.on_missing;
     let fixed = format!("{a:?}") == format!("{rest:?}");
     if out.is_empty() && !fixed {
-        out.push(
+        out.push((
+            vec!["settings"],
             "settings (other than on_missing) cannot change while the daemon runs; restart it to apply"
                 .to_string(),
-        );
+        ));
     }
     // System parts converge applies and the knob table does not carry.
     let zram_devices = |p: &Policy| {
@@ -139,10 +144,13 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     if zram_devices(old) != zram_devices(new) {
-        out.push("system.zram devices (other than mem_limit and swap_priority) cannot change while the daemon runs; restart it to apply".into());
+        out.push((vec!["system", "zram"], "system.zram devices (other than mem_limit and swap_priority) cannot change while the daemon runs; restart it to apply".into()));
     }
     if format!("{:?}", old.system.realtime) != format!("{:?}", new.system.realtime) {
-        out.push("system.realtime cannot change while the daemon runs; restart it to apply".into());
+        out.push((
+            vec!["system", "realtime"],
+            "system.realtime cannot change while the daemon runs; restart it to apply".into(),
+        ));
     }
     let text_sysctls = |p: &Policy| {
         p.system
@@ -153,7 +161,7 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     if text_sysctls(old) != text_sysctls(new) {
-        out.push("system.sysctl entries with non-integer values cannot change while the daemon runs; restart it to apply".into());
+        out.push((vec!["system", "sysctl"], "system.sysctl entries with non-integer values cannot change while the daemon runs; restart it to apply".into()));
     }
     out
 }
@@ -428,18 +436,28 @@ impl Daemon {
             Ok(p) => p,
             Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
         };
-        let mut errors: Vec<String> = if name == path.display().to_string() {
+        let trust = if name == path.display().to_string() {
             crate::converge::trust::refusals(&path, &new)
         } else {
             // The candidate's file is the client's to trust; its hooks are
             // the daemon's to run once it is installed.
             crate::converge::trust::hook_refusals(&new)
         };
-        errors.extend(fixed_settings(&self.policy, &new));
-        if !errors.is_empty() {
-            let text = errors
-                .iter()
-                .map(|e| format!("{name}:1:1: error: {e}"))
+        let fixed = fixed_settings(&self.policy, &new);
+        if !trust.is_empty() || !fixed.is_empty() {
+            // A setting that cannot change is refused at its line (or its
+            // block's, when the new policy leaves it out).
+            let doc = crate::policy::yaml::parse(&bytes).ok();
+            let at = |keys: &[&str]| {
+                doc.as_ref()
+                    .and_then(|d| d.deepest_key_pos(keys))
+                    .unwrap_or(Pos::new(1, 1))
+            };
+            let text = trust
+                .into_iter()
+                .map(|e| (Pos::new(1, 1), e))
+                .chain(fixed.into_iter().map(|(keys, e)| (at(&keys), e)))
+                .map(|(p, e)| format!("{name}:{}:{}: error: {e}", p.line, p.col))
                 .collect::<Vec<_>>()
                 .join("\n");
             return refuse(self, text);
@@ -742,14 +760,13 @@ mod tests {
         assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
         assert_eq!(d.last_reload_error.as_deref(), Some(e.as_str()));
         assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
-        // A setting that cannot change live is refused by name.
+        // A setting that cannot change live is refused by name, at its line.
         std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
         let r = d.reload(false, None);
+        let e = r.error.expect("refused");
         assert!(
-            r.error
-                .as_deref()
-                .is_some_and(|e| e.contains("settings.tick")),
-            "{r:?}"
+            e.contains("policy.yaml:6:13: error: settings.tick cannot change"),
+            "{e}"
         );
         // A good one clears it.
         std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();

@@ -388,6 +388,18 @@ mod tests {
             ("kernel.sched_rt_runtime_us: -2", false),
             ("vm.swappiness: \"10 20\"", false),
             ("vm.lowmem_reserve_ratio: \"256 256 32\"", true),
+            ("vm.page-cluster: 0", true),
+            ("vm.page-cluster: 32", false),
+            ("net.core.rmem_max: 8388608", true),
+            ("net.core.rmem_max: 1024", false),
+            ("net.core.wmem_default: 4608", true),
+            ("net.core.wmem_default: 4607", false),
+            ("net.core.busy_poll: 50", true),
+            ("net.core.busy_read: -1", false),
+            ("net.core.netdev_max_backlog: 5000", true),
+            ("net.ipv4.ipfrag_high_thresh: 8388608", true),
+            ("net.ipv4.ipfrag_time: 3", true),
+            ("net.ipv4.ipfrag_time: -3", false),
         ] {
             let text = format!("version: 1\nsystem:\n  sysctl:\n    {line}\n");
             let r = load_bytes("p.yaml", text.as_bytes());
@@ -395,6 +407,24 @@ mod tests {
         }
         let rule = b"version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [\"set sysctl.vm.swappiness = -30\"]\n";
         assert!(load_bytes("p.yaml", rule).is_err());
+        // A dash in the name, in the baseline and in a rule's actions.
+        let p = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app: {}\nsystem:\n  sysctl: { vm.page-cluster: 0 }\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [set sysctl.vm.page-cluster = 3]\n    while: [set sysctl.net.core.busy_poll = 50]\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            p.system.sysctl,
+            [("vm.page-cluster".to_string(), "0".to_string())]
+        );
+        assert_eq!(
+            p.rules[0].then[0].to_string(),
+            "set sysctl.vm.page-cluster = 3"
+        );
+        assert_eq!(
+            p.rules[0].while_[0].to_string(),
+            "set sysctl.net.core.busy_poll = 50"
+        );
     }
 
     #[test]

@@ -374,14 +374,12 @@ impl<'a> Decoder<'a> {
             "rr" => SchedPolicy::Rr,
             "other" => SchedPolicy::Other,
             other => {
-                let h = hint(other, ["fifo", "rr", "other"]);
+                let h = super::placement::policy_hint(other, &["fifo", "rr", "other"]);
                 let why = if matches!(other, "batch" | "idle" | "deadline") {
                     " (the daemon's reacting threads must run first: use fifo, rr or other)"
                         .to_string()
-                } else if h.is_empty() {
-                    " (expected fifo, rr or other)".to_string()
                 } else {
-                    h
+                    format!(" (expected fifo, rr or other){h}")
                 };
                 self.err(
                     pn.pos,

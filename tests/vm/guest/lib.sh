@@ -103,7 +103,7 @@ wait_for() {
 sysctl_path() { echo "/proc/sys/$(echo "$1" | tr . /)"; }
 
 # The sysctls the vision-cell policy sets, with the values it sets.
-export SYSCTLS="vm.swappiness=30 vm.min_free_kbytes=22528 vm.watermark_scale_factor=150 vm.dirty_ratio=5 vm.dirty_background_ratio=2"
+export SYSCTLS="vm.swappiness=30 vm.min_free_kbytes=22528 vm.watermark_scale_factor=150 vm.dirty_ratio=5 vm.dirty_background_ratio=2 vm.page-cluster=0 net.core.rmem_max=8388608 net.core.wmem_default=1048576 net.core.busy_poll=50 net.ipv4.ipfrag_time=10"
 
 # The group a PID is in ("/" for the root), from /proc/PID/cgroup ("0::/PATH").
 cgroup_of() { sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null; }
