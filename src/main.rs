@@ -572,10 +572,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             if plan.no_groups.is_some() {
                 // Not the converged system's `0 changes` (docs/cli.md).
-                cgwarden::outln!("no group can be built; {changes} other changes");
+                cgwarden::outln!(
+                    "no group can be built; {}",
+                    cgwarden::show::count(changes, "other change")
+                );
                 return Ok(exit::MISSING);
             }
-            cgwarden::outln!("{changes} changes");
+            cgwarden::outln!("{}", cgwarden::show::count(changes, "change"));
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -614,7 +617,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            cgwarden::outln!("{} changes", done.changes);
+            cgwarden::outln!("{}", cgwarden::show::count(done.changes, "change"));
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {

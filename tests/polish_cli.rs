@@ -1,0 +1,120 @@
+//! The command line says what it does, on a fake board with the real
+//! binary: `boost --cap` shows units and counts agree with their nouns;
+//! float fields in the log have three decimals; `--json` is the one flag
+//! for machine-readable output; `events` ends with exit 0 when the daemon
+//! stops cleanly (4 when it is killed) and the daemon's sockets go at its
+//! stop and at `reset`; hooks under `--root` are announced.
+
+mod support;
+use std::time::Duration;
+use support::{Board, Daemon};
+
+/// One managed knob (so `verify` counts `1 knob`), a recorder, a hook.
+const POLICY: &str = r#"version: 1
+product: cli-test
+settings:
+  recorder:
+    dir: /var/lib/cgwarden
+    interval: 1s
+groups:
+  vision:
+    memory: { high: 4G }
+hooks:
+  alert:
+    exec: ["/bin/true", "{rule}"]
+rules:
+  - name: vision-oom
+    when: vision.memory.events.oom_kill > 0
+    then: ["hook alert"]
+"#;
+
+/// `cgwarden ARGS` of the binary under test ([`support::bin`]).
+fn cli(args: &[&str]) -> support::Run {
+    support::run(support::cmd().args(args))
+}
+
+// ---- units, counts, floats ----
+
+const HIGH: &str = "sys/fs/cgroup/vision/memory.high";
+
+/// `boost --cap vision.memory.high=3G` printed `3221225472` where a boost
+/// prints `5G`; `status` listed the cap raw too.
+#[test]
+fn boost_cap_shows_units_as_a_boost_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    let run = |args: &[&str]| support::run(&mut b.client(args));
+    let r = run(&["boost", "vision.memory.high=5G", "--for", "1h"]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stdout.contains("vision.memory.high = 5G until"), "{r}");
+    let r = run(&["boost", "--cap", "vision.memory.high=3G", "--for", "1h"]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout.contains("cap vision.memory.high = 3G until"),
+        "a cap in units, as a boost: {r}"
+    );
+    d.wait_for("the cap's write", Duration::from_secs(10), || {
+        support::read(&b.root, HIGH) == "3221225472"
+    });
+    let st = run(&["status"]);
+    assert!(st.stdout.contains("cap vision.memory.high"), "{st}");
+    assert!(!st.stdout.contains("3221225472"), "{st}");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+/// Counts said `1 changes`, `1 knobs`, `1 samples`: a count of one takes
+/// the singular.
+#[test]
+fn a_count_of_one_takes_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    let run = |args: &[&str]| support::run(&mut b.client(args));
+    // The policy's only knob.
+    let v = run(&["verify"]);
+    assert!(v.stdout.ends_with("\n1 knob, 0 drifted\n"), "{v}");
+    let r = run(&["kpi", "fps", "29.8"]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stdout.contains("kpi fps: 1 sample recorded"), "{r}");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    // One file moved: `plan` and `apply` count `1 change`.
+    std::fs::write(b.root.join(HIGH), "max\n").unwrap();
+    let (policy, root) = (b.policy.to_str().unwrap(), b.root.to_str().unwrap());
+    for cmd in ["plan", "apply"] {
+        let r = cli(&[cmd, policy, "--root", root]);
+        assert_eq!(r.code, 0, "{r}");
+        assert!(r.stdout.ends_with("\n1 change\n"), "{r}");
+    }
+}
+
+/// `elapsed_ms=0.6520980000000001` in the log: every float field has three
+/// decimals.
+#[test]
+fn log_floats_have_three_decimals() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    for v in ["5G", "6G", "7G"] {
+        let knob = format!("vision.memory.high={v}");
+        let r = support::run(&mut b.client(&["boost", &knob, "--for", "1h"]));
+        assert_eq!(r.code, 0, "{r}");
+    }
+    d.wait_for("the boosts' writes", Duration::from_secs(10), || {
+        support::read(&b.root, HIGH) == (7u64 << 30).to_string()
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let floats: Vec<&str> = log
+        .split_whitespace()
+        .filter(|w| w.starts_with("elapsed_ms="))
+        .collect();
+    assert!(floats.len() >= 3, "{log}");
+    for f in floats {
+        let v = &f["elapsed_ms=".len()..];
+        let decimals = v.split_once('.').map_or("", |(_, d)| d);
+        assert_eq!(decimals.len(), 3, "{f}");
+    }
+}
