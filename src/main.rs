@@ -224,6 +224,7 @@ enum Command {
     },
     /// Compare every managed knob with what it should hold; exit 1 on drift.
     Verify {
+        /// The whole reply as JSON (every knob: expected, actual, drift, last writer).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -231,6 +232,7 @@ enum Command {
     },
     /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
     Health {
+        /// The whole reply as JSON (healthy, reasons, hashes, since).
         #[arg(long)]
         json: bool,
         #[command(flatten)]

@@ -118,3 +118,73 @@ fn log_floats_have_three_decimals() {
         assert_eq!(decimals.len(), 3, "{f}");
     }
 }
+
+// ---- one flag for machine-readable output ----
+
+use serde_json::Value;
+
+/// Every command with machine-readable output takes `--json`, and report
+/// no longer offers `--format json` (it still takes it: below).
+#[test]
+fn every_machine_readable_command_takes_json() {
+    for cmd in ["status", "verify", "health", "events", "report", "replay"] {
+        let r = cli(&["help", cmd]);
+        assert_eq!(r.code, 0, "{r}");
+        assert!(r.stdout.contains("--json"), "{cmd} has no --json:\n{r}");
+    }
+    let r = cli(&["help", "report"]);
+    assert!(
+        r.stdout.contains("[possible values: html, text]"),
+        "report --format offers json still:\n{r}"
+    );
+    // `--json` and another `--format` contradict each other.
+    let r = cli(&[
+        "report",
+        "--json",
+        "--format",
+        "html",
+        "--db",
+        "/nonexistent",
+    ]);
+    assert_eq!(r.code, 2, "{r}");
+}
+
+/// A run with the recorder on: `report --json` and `report --compare …
+/// --json` print JSON; `--format json`, the older spelling, prints the same
+/// report and a warning.
+#[test]
+fn report_and_compare_take_json_and_the_old_format_json_still_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    d.wait_log("flight recorder running", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let db = b.root.join("var/lib/cgwarden/recorder.db");
+    let db = db.to_str().unwrap();
+    let policy = b.policy.to_str().unwrap();
+    let json = |args: &[&str]| -> (support::Run, Value) {
+        let r = cli(args);
+        let v = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r}"));
+        (r, v)
+    };
+    let base = ["report", "--policy", policy, "--db", db, "--since", "1h"];
+    let (r, new) = json(&[&base[..], &["--json"]].concat());
+    assert!(r.code == 0 || r.code == 1, "{r}");
+    assert!(new["criteria"].is_array(), "{new:#}");
+    assert!(r.stderr.is_empty(), "{r}");
+    let (r, old) = json(&[&base[..], &["--format", "json"]].concat());
+    assert!(r.code == 0 || r.code == 1, "{r}");
+    assert!(
+        r.stderr.contains("--format json is deprecated; use --json"),
+        "{r}"
+    );
+    assert_eq!(new["criteria"], old["criteria"]);
+    let (r, cmp) = json(&["report", "--compare", db, db, "--policy", policy, "--json"]);
+    assert!(r.code == 0 || r.code == 1, "{r}");
+    assert!(cmp.is_object(), "{cmp:#}");
+    // Without --json: the table, not JSON.
+    let r = cli(&["report", "--compare", db, db, "--policy", policy]);
+    assert!(serde_json::from_str::<Value>(&r.stdout).is_err(), "{r}");
+}
