@@ -238,7 +238,7 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Follow the daemon's events: rules, writes, claims, reloads.
+    /// Follow the daemon's events: rules, writes, claims, reloads; ends (exit 0) when the daemon stops.
     Events {
         /// One JSON object per line.
         #[arg(long)]
@@ -674,6 +674,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
+            // The sockets a killed daemon left: the lock says none serves them.
+            cgwarden::daemon::remove_sockets(&root.host_path(&settings.state_dir));
             let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
                 .context("cannot use the originals journal")?;
             for w in &rep.warnings {

@@ -188,3 +188,155 @@ fn report_and_compare_take_json_and_the_old_format_json_still_works() {
     let r = cli(&["report", "--compare", db, db, "--policy", policy]);
     assert!(serde_json::from_str::<Value>(&r.stdout).is_err(), "{r}");
 }
+
+// ---- the end of the event stream, the sockets ----
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Instant;
+use support::Start;
+
+fn state_dir(b: &Board) -> std::path::PathBuf {
+    b.root.join("run/cgwarden")
+}
+
+fn sockets(dir: &Path) -> Vec<String> {
+    ["io.cgwarden", "kpi.sock"]
+        .into_iter()
+        .filter(|n| std::fs::symlink_metadata(dir.join(n)).is_ok())
+        .map(String::from)
+        .collect()
+}
+
+/// `cgwarden events` as a child, its stdout read line by line.
+struct Events {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Events {
+    fn start(b: &Board, json: bool) -> Events {
+        let mut cmd = b.client(&["events"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        let e = Events { child, lines };
+        let first = e.lines.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(first.contains("subscribed"), "{first}");
+        e
+    }
+
+    /// Waits for the client to end: its exit code, the lines after the
+    /// first, its stderr.
+    fn end(mut self) -> (i32, Vec<String>, String) {
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = self.child.kill();
+                panic!("events did not end within 10 s of the daemon's end");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        use std::io::Read;
+        let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
+        let lines =
+            std::iter::from_fn(|| self.lines.recv_timeout(Duration::from_secs(1)).ok()).collect();
+        (status.code().unwrap_or(-1), lines, err)
+    }
+}
+
+/// The daemon stopped by SIGTERM: `events` prints its last event,
+/// `stopped`, and exits 0 (it exited 4, "the daemon stopped answering:
+/// Unexpected end of file"), in text and JSON. Killed, the daemon sends no
+/// `stopped` and `events` exits 4: a crash still reads as one.
+#[test]
+fn events_exits_0_when_the_daemon_stops_and_4_when_it_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    let text = Events::start(&b, false);
+    let json = Events::start(&b, true);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let (code, lines, err) = text.end();
+    assert_eq!(code, 0, "{lines:?}\n{err}");
+    assert!(err.is_empty(), "{err}");
+    let last = lines.last().cloned().unwrap_or_default();
+    assert!(last.contains(" stopped "), "{lines:?}");
+    let (code, lines, err) = json.end();
+    assert_eq!(code, 0, "{lines:?}\n{err}");
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["kind"], "stopped", "{lines:?}");
+
+    let d = Daemon::on(&b);
+    let ev = Events::start(&b, false);
+    d.signal(libc::SIGKILL);
+    assert!(
+        support::wait_ended(d.pid() as i32, Duration::from_secs(10)).is_some(),
+        "SIGKILL did not end the daemon"
+    );
+    let (code, lines, err) = ev.end();
+    assert_eq!(code, 4, "{lines:?}\n{err}");
+    assert!(err.contains("stopped answering"), "{err}");
+}
+
+/// `kpi.sock` stayed after SIGTERM while the control socket went: both go
+/// now, from a dry run too. A killed daemon leaves both; `reset` (holding
+/// the state_dir lock, so no daemon serves them) removes them.
+#[test]
+fn the_daemons_sockets_go_at_its_stop_and_at_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let d = Daemon::start(
+            &b.policy,
+            &b.root,
+            Start {
+                extra,
+                ..Default::default()
+            },
+        );
+        d.wait_log("KPI socket listening", Duration::from_secs(10));
+        assert_eq!(sockets(&state_dir(&b)), ["io.cgwarden", "kpi.sock"]);
+        let (code, log) = d.stop();
+        assert_eq!(code, 0, "{log}");
+        assert_eq!(
+            sockets(&state_dir(&b)),
+            Vec::<String>::new(),
+            "{extra:?}: {log}"
+        );
+    }
+    let d = Daemon::on(&b);
+    d.wait_log("KPI socket listening", Duration::from_secs(10));
+    d.signal(libc::SIGKILL);
+    assert!(support::wait_ended(d.pid() as i32, Duration::from_secs(10)).is_some());
+    drop(d);
+    assert_eq!(sockets(&state_dir(&b)), ["io.cgwarden", "kpi.sock"]);
+    let r = cli(&[
+        "reset",
+        b.policy.to_str().unwrap(),
+        "--root",
+        b.root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(sockets(&state_dir(&b)), Vec::<String>::new(), "{r}");
+}
