@@ -340,3 +340,49 @@ fn the_daemons_sockets_go_at_its_stop_and_at_reset() {
     assert_eq!(r.code, 0, "{r}");
     assert_eq!(sockets(&state_dir(&b)), Vec::<String>::new(), "{r}");
 }
+
+// ---- hooks under --root ----
+
+/// Hooks run for real under `--root` (tests on a fake board see them run
+/// that way): the start says so, naming each hook and its program. A dry
+/// run runs none and says nothing of the kind.
+#[test]
+fn run_under_root_warns_that_its_hooks_run_for_real() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let d = Daemon::on(&b);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let line = log
+        .lines()
+        .find(|l| l.contains("hooks run for real under --root"))
+        .unwrap_or_else(|| panic!("no warning about live hooks:\n{log}"));
+    assert!(line.contains(" WARN "), "{line}");
+    assert!(line.contains("alert (/bin/true {rule})"), "{line}");
+    assert!(line.contains("--dry-run"), "{line}");
+    // Before the daemon says it runs: it is the start's word.
+    let at = log.find("hooks run for real").unwrap();
+    assert!(at < log.find("cgwarden running").unwrap(), "{log}");
+
+    let d = Daemon::start(
+        &b.policy,
+        &b.root,
+        Start {
+            extra: &["--dry-run"],
+            ..Default::default()
+        },
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(!log.contains("hooks run for real"), "{log}");
+
+    // No hooks, nothing to say.
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(
+        dir.path(),
+        "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n",
+    );
+    let (code, log) = Daemon::on(&b).stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(!log.contains("hooks run for real"), "{log}");
+}

@@ -298,6 +298,7 @@ async fn run_async(opts: Options) -> u8 {
         sd_notify::NotifyState::Status("supervising"),
     ]);
     let watchdog = watchdog_interval();
+    d.say_live_hooks();
     tracing::info!(
         product = %d.policy.product,
         rules = d.policy.rules.len(),
@@ -735,6 +736,28 @@ impl Daemon {
             .supervisor
             .step(&self.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Under `--root` (a fake tree, a board's copy) hooks still run, for
+    /// real, on this host: that is how a test on a fake board sees a hook
+    /// run. So that it is no surprise, the start (and a reload) says so in
+    /// one warning naming each hook and its program; `--dry-run` runs none.
+    fn say_live_hooks(&self) {
+        // A hook's program is never resolved under the root.
+        let under_root = self.opts.root.base() != std::path::Path::new("/");
+        if !under_root || self.opts.dry_run || self.policy.hooks.is_empty() {
+            return;
+        }
+        let hooks: Vec<String> = self
+            .policy
+            .hooks
+            .iter()
+            .map(|h| format!("{} ({})", h.name, h.exec.join(" ")))
+            .collect();
+        tracing::warn!(
+            "hooks run for real under --root: {}; run --dry-run to keep them dry",
+            hooks.join(", ")
+        );
     }
 
     /// The safety-net /proc scan: places processes that exec events missed.

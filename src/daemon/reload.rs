@@ -523,6 +523,7 @@ impl Daemon {
             }
         }
         self.hooks.reconfigure(&self.policy.hooks, &self.opts.root);
+        self.say_live_hooks();
         self.carry_out(effects);
     }
 
