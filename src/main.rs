@@ -229,6 +229,7 @@ enum Command {
     },
     /// Compare every managed knob with what it should hold; exit 1 on drift.
     Verify {
+        /// The whole reply as JSON (every knob: expected, actual, drift, last writer).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -236,12 +237,13 @@ enum Command {
     },
     /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
     Health {
+        /// The whole reply as JSON (healthy, reasons, hashes, since).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Follow the daemon's events: rules, writes, claims, reloads.
+    /// Follow the daemon's events: rules, writes, claims, reloads; ends (exit 0) when the daemon stops.
     Events {
         /// One JSON object per line.
         #[arg(long)]
@@ -593,10 +595,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             if plan.no_groups.is_some() {
                 // Not the converged system's `0 changes` (docs/cli.md).
-                cgwarden::outln!("no group can be built; {changes} other changes");
+                cgwarden::outln!(
+                    "no group can be built; {}",
+                    cgwarden::show::count(changes, "other change")
+                );
                 return Ok(exit::MISSING);
             }
-            cgwarden::outln!("{changes} changes");
+            cgwarden::outln!("{}", cgwarden::show::count(changes, "change"));
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -635,7 +640,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            cgwarden::outln!("{} changes", done.changes);
+            cgwarden::outln!("{}", cgwarden::show::count(done.changes, "change"));
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -690,6 +695,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
+            // The sockets a killed daemon left: the lock says none serves them.
+            cgwarden::daemon::remove_sockets(&root.host_path(&settings.state_dir));
             let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
                 .context("cannot use the originals journal")?;
             for w in &rep.warnings {

@@ -381,9 +381,11 @@ rules:
     );
     let st = cli(&root, &policy, &["status"]);
     assert!(
-        st.stdout.lines().any(|l| l.contains("cpufreq.policy7.max")
-            && l.contains("1800000")
-            && l.contains("rule rt-core-hot")),
+        st.stdout
+            .lines()
+            .any(|l| l.contains("cap cpufreq.policy7.max")
+                && l.contains("1.8GHz")
+                && l.contains("rule rt-core-hot")),
         "{}",
         st.stdout
     );

@@ -203,7 +203,7 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     assert!(out.contains("~ app.memory.high 512M -> 1G\n"), "{out}");
     assert!(
         out.ends_with(&format!(
-            "would reload {}: policy {} (1 changes; in force: {})\n",
+            "would reload {}: policy {} (1 change; in force: {})\n",
             cand.display(),
             &sha(edited.as_bytes())[..12],
             &in_force[..12]

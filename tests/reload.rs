@@ -172,7 +172,7 @@ fn a_reload_swaps_the_placement_rules() {
         read(&root, "proc/401/cgroup") == "0::/vision"
     });
     assert!(
-        d.log().contains("reload: ~ placement: 1 rules"),
+        d.log().contains("reload: ~ placement: 1 rule"),
         "{}",
         d.log()
     );

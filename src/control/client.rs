@@ -194,7 +194,10 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                 )?;
                 recorded = recorded.saturating_add(r.recorded);
             }
-            crate::outln!("kpi {name}: {recorded} samples recorded ({unit}) from {source}");
+            crate::outln!(
+                "kpi {name}: {} recorded ({unit}) from {source}",
+                crate::show::count(recorded, "sample")
+            );
             Ok(exit::OK)
         }
         Command::Release { handle } => {
@@ -230,16 +233,16 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                     };
                     if dry_run && r.hash != r.in_force {
                         crate::outln!(
-                            "{what}: policy {} ({} changes; in force: {})",
+                            "{what}: policy {} ({}; in force: {})",
                             crate::show::short(&r.hash),
-                            r.changes,
+                            crate::show::count(r.changes, "change"),
                             crate::show::short(&r.in_force)
                         );
                     } else {
                         crate::outln!(
-                            "{what}: policy {} ({} changes)",
+                            "{what}: policy {} ({})",
                             crate::show::short(&r.hash),
-                            r.changes
+                            crate::show::count(r.changes, "change")
                         );
                     }
                     Ok(exit::OK)

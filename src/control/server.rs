@@ -667,7 +667,7 @@ where
         }
     }
 
-    /// The event stream: rules, writes, claims, reloads (call with `more`).
+    /// The event stream: rules, writes, claims, reloads (call with `more`); a daemon that stops ends it with a `stopped` event.
     #[zlink(more)]
     async fn subscribe(&mut self, more: bool) -> impl Stream<Item = Reply<EventReply>> + Unpin {
         let s: EventStream = self.event_stream(more);
@@ -706,21 +706,35 @@ impl Service {
         let slot = SubscriberSlot(self.subscribers.clone());
         let rx = self.events.subscribe();
         let head = futures_util::stream::iter([reply(first("following events"), true)]);
-        let tail = futures_util::stream::unfold((rx, slot), move |(mut rx, slot)| async move {
-            let event = match rx.recv().await {
-                Ok(e) => e,
-                Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
-                    time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-                    kind: "lagged".into(),
-                    message: Some(format!(
-                        "{n} events were dropped: this client reads too slowly"
-                    )),
-                    ..Default::default()
-                },
-                Err(broadcast::error::RecvError::Closed) => return None,
-            };
-            Some((reply(event, true), (rx, slot)))
-        });
+        // The daemon's last event, `stopped`, is the stream's last reply (no
+        // `continues`): a client tells a clean stop from a daemon that died
+        // (the connection closing without it). The stream, and with it the
+        // receiver, ends once that reply is written: the daemon waits for
+        // that before it exits.
+        let tail = futures_util::stream::unfold(
+            (rx, slot, false),
+            move |(mut rx, slot, ended)| async move {
+                if ended {
+                    // Polled again only once the last reply was written.
+                    return None;
+                }
+                let event = match rx.recv().await {
+                    Ok(e) => e,
+                    Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
+                        time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
+                        kind: "lagged".into(),
+                        message: Some(format!(
+                            "{} dropped: this client reads too slowly",
+                            crate::show::count(n, "event")
+                        )),
+                        ..Default::default()
+                    },
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                };
+                let last = event.kind == wire::STOPPED;
+                Some((reply(event, !last), (rx, slot, last)))
+            },
+        );
         use futures_util::StreamExt;
         Box::pin(head.chain(tail))
     }

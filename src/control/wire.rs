@@ -268,7 +268,8 @@ pub struct HealthReply {
 pub struct Event {
     pub time: String,
     /// subscribed | rule | write | write_failed | claim_granted | claim_expired |
-    /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged
+    /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged |
+    /// stopped (the last: the daemon stops)
     pub kind: String,
     pub rule: Option<String>,
     /// For `rule`: the new phase.
@@ -280,6 +281,10 @@ pub struct Event {
     pub handle: Option<i64>,
     pub message: Option<String>,
 }
+
+/// The kind of the last event a daemon sends before it exits; the
+/// `Subscribe` stream ends with it.
+pub const STOPPED: &str = "stopped";
 
 /// `Subscribe()`: one reply per event.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]

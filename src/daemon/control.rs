@@ -458,7 +458,7 @@ impl Daemon {
                 kind: if r.ok { "reload" } else { "reload_failed" }.into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
-                    None => format!("{} changes", r.changes),
+                    None => crate::show::count(r.changes, "change"),
                 }),
                 ..Default::default()
             });

@@ -113,6 +113,22 @@ impl Daemon {
     }
 }
 
+/// Removes the daemon's sockets in `state_dir` (a host path): the control
+/// socket and [`KPI_SOCKET`], each only when it is a socket. The daemon
+/// does at its stop; `reset` does too, under the state_dir lock (so no
+/// daemon serves them), for those a killed daemon left.
+pub fn remove_sockets(state_dir: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    for name in [crate::control::wire::SOCKET_NAME, KPI_SOCKET] {
+        let path = state_dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(socket = %path.display(), "cannot remove the socket: {e}");
+            }
+        }
+    }
+}
+
 /// Binds the datagram socket as the control socket is bound: a stale socket
 /// is replaced, anything else at the path is not; 0660, group `gid`.
 fn bind(path: &Path, gid: u32) -> std::io::Result<UnixDatagram> {

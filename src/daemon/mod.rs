@@ -26,6 +26,7 @@ mod health; // issue 28: `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
 mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
+pub use kpisock::remove_sockets;
 pub(crate) mod lanes;
 mod memstat; // issue 25: memory telemetry for rules
 mod observed; // issue 13: metrics and flight recorder threads, the published engine view
@@ -298,6 +299,7 @@ async fn run_async(opts: Options) -> u8 {
         sd_notify::NotifyState::Status("supervising"),
     ]);
     let watchdog = watchdog_interval();
+    d.say_live_hooks();
     tracing::info!(
         product = %d.policy.product,
         rules = d.policy.rules.len(),
@@ -452,14 +454,18 @@ async fn run_async(opts: Options) -> u8 {
         tracing::info!("event loop profile: {p}");
     }
     d.shutdown(&mut done_rx).await;
-    if let Some(path) = socket {
-        let _ = std::fs::remove_file(path);
+    if let Some(dir) = socket.as_deref().and_then(std::path::Path::parent) {
+        remove_sockets(dir);
     }
     EXIT_OK
 }
 
 /// How long a stop waits for the release writes before exiting anyway.
 const WRITE_GRACE: Duration = Duration::from_secs(5);
+/// How long a stop waits for the event streams to send their last event
+/// (the control socket's write limit: a client that does not read is cut
+/// by then anyway).
+const FOLLOWER_GRACE: Duration = Duration::from_secs(1);
 
 /// One kernel PSI trigger the rules need.
 struct TriggerSpec {
@@ -739,6 +745,28 @@ impl Daemon {
         self.carry_out(effects);
     }
 
+    /// Under `--root` (a fake tree, a board's copy) hooks still run, for
+    /// real, on this host: that is how a test on a fake board sees a hook
+    /// run. So that it is no surprise, the start (and a reload) says so in
+    /// one warning naming each hook and its program; `--dry-run` runs none.
+    fn say_live_hooks(&self) {
+        // A hook's program is never resolved under the root.
+        let under_root = self.opts.root.base() != std::path::Path::new("/");
+        if !under_root || self.opts.dry_run || self.policy.hooks.is_empty() {
+            return;
+        }
+        let hooks: Vec<String> = self
+            .policy
+            .hooks
+            .iter()
+            .map(|h| format!("{} ({})", h.name, h.exec.join(" ")))
+            .collect();
+        tracing::warn!(
+            "hooks run for real under --root: {}; run --dry-run to keep them dry",
+            hooks.join(", ")
+        );
+    }
+
     /// The safety-net /proc scan: places processes that exec events missed.
     fn rescan(&mut self) {
         // The exec thread runs the scan, off the event loop (it also
@@ -773,6 +801,28 @@ impl Daemon {
         );
         self.stop_observe();
         tracing::info!("stopped");
+        end_event_streams(&self.control.events).await;
+    }
+}
+
+/// Sends the event streams their last event, `stopped`, and waits (at most
+/// [`FOLLOWER_GRACE`]) until each has written it and ended: so `cgwarden
+/// events` ends as the stream ends (exit 0), not on a connection the exit
+/// cut. By the daemon's stop the recorder's receiver is gone; the receivers
+/// left are the streams'.
+async fn end_event_streams(events: &tokio::sync::broadcast::Sender<crate::control::wire::Event>) {
+    if events.receiver_count() == 0 {
+        return;
+    }
+    let _ = events.send(crate::control::wire::Event {
+        time: crate::show::rfc3339_millis(SystemTime::now()),
+        kind: crate::control::wire::STOPPED.into(),
+        message: Some("the daemon is exiting; its claims were released".into()),
+        ..Default::default()
+    });
+    let until = Instant::now() + FOLLOWER_GRACE;
+    while events.receiver_count() > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

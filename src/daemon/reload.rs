@@ -285,7 +285,10 @@ pub(crate) fn policy_diff(
             .collect()
     };
     if placements(old) != placements(new) {
-        out.push(format!("~ placement: {} rules", new.placement.len()));
+        out.push(format!(
+            "~ placement: {}",
+            crate::show::count(new.placement.len(), "rule")
+        ));
     }
     let hooks = |p: &Policy| -> BTreeMap<String, String> {
         p.hooks
@@ -541,6 +544,7 @@ impl Daemon {
             }
         }
         self.hooks.reconfigure(&self.policy.hooks, &self.opts.root);
+        self.say_live_hooks();
         self.carry_out(effects);
     }
 
@@ -746,7 +750,7 @@ mod tests {
         let new =
             crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{moved}").as_bytes()).unwrap();
         let d = policy_diff(&old, &new, &Default::default(), Default::default());
-        assert!(d.contains(&"~ placement: 1 rules".to_string()), "{d:?}");
+        assert!(d.contains(&"~ placement: 1 rule".to_string()), "{d:?}");
     }
 
     #[tokio::test]

@@ -124,7 +124,10 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
         if lost > 0 {
             events.push(EventRow::own(
                 "lost",
-                format!("{lost} evaluations not taped (the recorder fell behind)"),
+                format!(
+                    "{} not taped (the recorder fell behind)",
+                    crate::show::count(lost, "evaluation")
+                ),
             ));
         }
         // Issue 26: PSS at most once per PSS_EVERY (its read walks page tables).
@@ -204,7 +207,10 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
             Ok(e) => out.push(EventRow::from_wire(e)),
             Err(TryRecvError::Lagged(n)) => out.push(EventRow::own(
                 "lost",
-                format!("{n} events not recorded (the recorder fell behind)"),
+                format!(
+                    "{} not recorded (the recorder fell behind)",
+                    crate::show::count(n, "event")
+                ),
             )),
             Err(TryRecvError::Empty | TryRecvError::Closed) => break,
         }

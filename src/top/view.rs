@@ -357,12 +357,13 @@ fn header(f: &mut Frame, app: &App, now: SystemTime, area: Rect) {
                 crate::show::short(&s.policy.hash)
             )));
             let active = s.rules.iter().filter(|r| r.state == "active").count();
+            let count = crate::show::count::<usize>;
             l2.push(Span::raw(format!(
-                "{} groups  {} rules ({active} active)  {} claims  {} writes  ",
-                s.groups.len(),
-                s.rules.len(),
-                s.claims.len(),
-                s.daemon.knob_writes
+                "{}  {} ({active} active)  {}  {}  ",
+                count(s.groups.len(), "group"),
+                count(s.rules.len(), "rule"),
+                count(s.claims.len(), "claim"),
+                crate::show::count(s.daemon.knob_writes, "write")
             )));
             if let Some(e) = &s.last_reload_error {
                 let first = e.lines().next().unwrap_or("");

@@ -1,7 +1,7 @@
 //! `cgwarden report --compare A B` (issue 26 item 4, SPEC §7): the seed's
 //! before/after table (§10: "NPU P99 28 → 18 ms, throttles 47 → 3, OOM
 //! 2 → 0") from two runs. A and B are each a flight recorder database or a
-//! report JSON (`report --format json`), told apart by their first bytes
+//! report JSON (`report --json`), told apart by their first bytes
 //! (SQLite's magic header, or `{`). A database becomes the same JSON
 //! `cgwarden report` writes (the same reading and verdicts), so both kinds
 //! are compared through one form, the report JSON.

@@ -132,7 +132,13 @@ fn loop_p99(c: &ReportCriteria, k: &Kpis) -> Verdict {
     };
     let detail = found
         .iter()
-        .map(|(n, _, p, count)| format!("{n}: p99 {} over {count} samples", ms(*p)))
+        .map(|(n, _, p, count)| {
+            format!(
+                "{n}: p99 {} over {}",
+                ms(*p),
+                crate::show::count(*count, "sample")
+            )
+        })
         .chain(notes)
         .collect::<Vec<_>>()
         .join("; ");
@@ -196,9 +202,9 @@ fn fps_stddev(c: &ReportCriteria, k: &Kpis) -> Verdict {
         unit: "number",
         failed_at,
         detail: format!(
-            "{name}: mean {:.2}, stddev {sd:.3} over {} samples",
+            "{name}: mean {:.2}, stddev {sd:.3} over {}",
             h.mean().unwrap_or(0.0),
-            h.count
+            crate::show::count(h.count, "sample")
         ),
     }
 }

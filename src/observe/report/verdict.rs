@@ -421,9 +421,9 @@ fn growth_verdict(subject: String, s: &[Point], limit: u64) -> Verdict {
                     None
                 },
                 detail: format!(
-                    "median of the last {w} minus median of the first {w} ({n} samples)",
+                    "median of the last {w} minus median of the first {w} ({n})",
                     w = human_secs(growth_window(span)),
-                    n = s.len()
+                    n = crate::show::count(s.len(), "sample")
                 ),
             }
         }
@@ -547,8 +547,9 @@ fn restarts(limit: u64, runs: &[RunRow], from: f64, to: f64) -> Verdict {
         unit: "count",
         failed_at,
         detail: format!(
-            "{reboots} reboots (boot id changed), {} daemon restarts",
-            r.len() - reboots
+            "{} (boot id changed), {}",
+            crate::show::count(reboots, "reboot"),
+            crate::show::count(r.len() - reboots, "daemon restart")
         ),
     }
 }
@@ -756,7 +757,7 @@ mod tests {
         assert_eq!(restarts_in(&runs, 150.0, 1000.0), vec![(200.0, true)]);
         let v = restarts(0, &runs, 0.0, 1000.0);
         assert_eq!((v.status, v.failed_at), (Status::Fail, Some(100.0)));
-        assert!(v.detail.starts_with("1 reboots"), "{}", v.detail);
+        assert_eq!(v.detail, "1 reboot (boot id changed), 1 daemon restart");
         let v = restarts(2, &runs, 0.0, 1000.0);
         assert_eq!(v.status, Status::Pass);
         assert_eq!(restarts(0, &[], 0.0, 1.0).status, Status::NotMeasured);
