@@ -775,6 +775,18 @@ mod tests {
     /// and the parser's own terms never show.
     #[test]
     fn a_list_too_long_is_named_with_its_length() {
+        // Policies are parsed on a main thread (8 MiB of stack: the CLI, the
+        // daemon's loop); a test thread has 2 MiB, which an unoptimised
+        // build's frames outgrow on these documents.
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(a_list_too_long_body)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn a_list_too_long_body() {
         let mut doc = String::from("version: 1\nplacement:\n");
         for _ in 0..400_000 {
             doc.push_str("  - x\n");
