@@ -1,5 +1,4 @@
-//! `plan`/`apply` for `system.irqs` and `system.kthreads` (issue 24, SPEC
-//! §6 "IRQs", "Kernel threads"): IRQ affinities by action name, the
+//! `plan`/`apply` for `system.irqs` and `system.kthreads`: IRQ affinities by action name, the
 //! threaded IRQs' `irq/N-NAME` thread policies, kernel threads' policies
 //! and CPUs. Each rule list is first-match: the first entry whose glob
 //! matches an IRQ's action name (or a kthread's comm) applies.
@@ -159,7 +158,7 @@ impl Converger<'_> {
     }
 }
 
-/// Other tuners that write what a policy manages (SPEC §6 "Coexistence"):
+/// Other tuners that write what a policy manages:
 /// their comm, and which of the policy's knobs they share. Names as their
 /// packages run them: irqbalance, tuned, thermald, power-profiles-daemon,
 /// systemd-oomd, and Qualcomm's resource tuner (URM: `resource-tuner`,
