@@ -34,7 +34,7 @@ pub mod out;
 pub mod policy;
 pub(crate) mod show;
 #[cfg(feature = "report")]
-pub mod soak; // issue 26: `cgwarden soak`, the seed's validation run
+pub mod soak; // `cgwarden soak`, the seed's validation run
 pub(crate) mod stats;
 #[cfg(feature = "top")]
 pub mod top;
