@@ -324,8 +324,9 @@ fn require_root() {
     );
 }
 
-/// A hook program with mode 0777 must not run as root. Running as root, `apply` and `run` refuse it (exit 1), naming the hook,
-/// the file and why, and write nothing.
+/// A hook program with mode 0777 must not run as root. Running as root, `apply`
+/// and `run` refuse it (exit 1), naming the hook, the file and why, and write
+/// nothing.
 #[test]
 fn world_writable_hook_program_is_refused_as_root() {
     require_root();

@@ -1,7 +1,7 @@
-//! `plan`/`apply` for `system.irqs` and `system.kthreads`: IRQ affinities by action name, the
-//! threaded IRQs' `irq/N-NAME` thread policies, kernel threads' policies
-//! and CPUs. Each rule list is first-match: the first entry whose glob
-//! matches an IRQ's action name (or a kthread's comm) applies.
+//! `plan`/`apply` for `system.irqs` and `system.kthreads`: IRQ affinities by
+//! action name, the threaded IRQs' `irq/N-NAME` thread policies, kernel
+//! threads' policies and CPUs. Each rule list is first-match: the first entry
+//! whose glob matches an IRQ's action name (or a kthread's comm) applies.
 //!
 //! IRQ affinities are `/proc/irq/N/smp_affinity_list` writes (journalled
 //! as files); a kernel thread's original policy and CPUs are journalled as

@@ -1,7 +1,7 @@
-//! How the daemon itself runs (`settings.daemon`), so it is never starved
-//! by the overload it reacts to: owns the process-wide controls applied once at start —
-//! `mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT)` and the CPU affinity —
-//! and the priority of the reacting threads (the event loop, which also
+//! How the daemon itself runs (`settings.daemon`), so it is never starved by
+//! the overload it reacts to: owns the process-wide controls applied once at
+//! start — `mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT)` and the CPU affinity
+//! — and the priority of the reacting threads (the event loop, which also
 //! serves PSI trigger wake-ups, and the exec/placement thread `cgw-exec`).
 //!
 //! Each reacting thread calls [`enter_reacting`] on itself; the policy is

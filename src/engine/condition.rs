@@ -25,9 +25,9 @@
 //!   property of the counter, so two rules with different windows on one
 //!   counter agree exactly, a thousand rules on one counter keep one
 //!   history, and a counter is read once per evaluation time. It also
-//!   matches the documented rule: counters count "from the value seen when the daemon
-//!   started watching the group" — a rule added later sees the group's
-//!   recent events too.
+//!   matches the documented rule: counters count "from the value seen when
+//!   the daemon started watching the group" — a rule added later sees the
+//!   group's recent events too.
 //! - The first observation of a counter is its baseline: events from before
 //!   the daemon started watching never fire a rule (while the history is
 //!   younger than W, the count is the growth since the baseline). A counter
