@@ -35,7 +35,7 @@ pub mod out;
 pub mod policy;
 pub mod show;
 #[cfg(feature = "report")]
-pub mod soak; // issue 26: `cgwarden soak`, the seed's validation run
+pub mod soak; // `cgwarden soak`, the seed's validation run
 pub(crate) mod stats;
 #[cfg(feature = "top")]
 pub mod top;

@@ -1,4 +1,4 @@
-//! Value units of the policy language (SPEC §2, "Value units").
+//! Value units of the policy language.
 //!
 //! This module owns the textual forms of every scalar a policy can contain —
 //! sizes, frequencies, percentages, durations, CPU lists and temperatures —
@@ -6,8 +6,8 @@
 //! parses the policy form, prints a canonical policy form that parses back to
 //! the same value (`parse(x.to_string()) == x`), and never panics on input.
 //!
-//! Decisions where the SPEC is silent (issue 22 item 13: one grammar per
-//! kind, documented in docs/policy.md "Units", stated by every error):
+//! Decisions where the SPEC is silent (one grammar per kind, documented in
+//! docs/policy.md "Units", stated by every error):
 //! - Sizes: `max`, or a number (`1.5` allowed when the result is a whole
 //!   number of bytes) with an optional suffix `K`, `M`, `G`, `T`, `P`, `E` —
 //!   always binary (×1024 each step), in any case, optionally followed by

@@ -1,4 +1,4 @@
-//! The state cgwarden keeps (SPEC §4), through the real binary on fake trees:
+//! The state cgwarden keeps, through the real binary on fake trees:
 //! the originals journal is checked before it is trusted, `reset` uses the
 //! cgroup_root the journal records, one instance at a time holds state_dir,
 //! and `--root` must name a device tree.

@@ -1,9 +1,9 @@
-//! The varlink service on `state_dir/io.cgwarden` (SPEC §5), on its own
+//! The varlink service on `state_dir/io.cgwarden`, on its own
 //! thread and runtime. It forwards each call to the daemon's event loop as
 //! a [`Call`] and relays the answer; `Subscribe` streams the loop's events.
 //!
 //! What zlink does not bound, this module does, around zlink's socket
-//! (decisions, SPEC §5 "Malformed, oversized, half-sent or slow requests"):
+//! (malformed, oversized, half-sent or slow requests):
 //! - at most [`Limits::connections`] connections at once; one more is
 //!   accepted and closed at once;
 //! - a message (up to its NUL) may not exceed [`Limits::message`] bytes;
@@ -369,7 +369,7 @@ impl socket::WriteHalf for GuardedWrite {
         // This layer says what happened; zlink's own "Error writing to
         // client" WARN is filtered out of the log (see `main`), so a client
         // that simply went away (`events | head -1`, a killed `top`) is not
-        // a warning (issue 22 item 2).
+        // a warning.
         let id = self.guard.id;
         match tokio::time::timeout(self.limits.write, self.inner.write(buf, fds, creds)).await {
             Ok(Ok(())) => Ok(()),
@@ -512,7 +512,7 @@ where
         }
     }
 
-    /// Hold knobs at values for a while (SPEC §5 "Boosts"). Answered once the boost's writes have landed, failed or passed the late-write deadline (one reply, with or without `more`).
+    /// Hold knobs at values for a while. Answered once the boost's writes have landed, failed or passed the late-write deadline (one reply, with or without `more`).
     #[zlink(more)]
     async fn boost(
         &mut self,
@@ -644,7 +644,7 @@ where
         }
     }
 
-    /// Record samples of a KPI (issue 26): `values` in `unit` (`seconds` or `none`, the default); `counts[i]`, when given, repeats `values[i]` (a histogram). Anyone who may connect may record.
+    /// Record samples of a KPI: `values` in `unit` (`seconds` or `none`, the default); `counts[i]`, when given, repeats `values[i]` (a histogram). Anyone who may connect may record.
     async fn record_kpi(
         &mut self,
         name: String,

@@ -193,7 +193,7 @@ pub struct ReleaseReply {
     pub not_held: Option<Vec<NotHeld>>,
 }
 
-/// `RecordKpi(...)` (issue 26).
+/// `RecordKpi(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct RecordKpiReply {
     /// Samples recorded (the sum of `counts`, or the number of values).
@@ -246,7 +246,7 @@ pub struct VerifyReply {
     pub knobs: Vec<KnobCheck>,
 }
 
-/// `Health()`: the post-update check (SPEC §7 "Fleet").
+/// `Health()`: the post-update check.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct HealthReply {
     /// The policy on disk is in force, its last reload did not fail, and no

@@ -3,8 +3,8 @@
 //! in the write order `apply` follows ([`order_writes`]), writes only what
 //! the engine reports as changed, logs
 //! every write with its cause, old and new value, and reports a write the
-//! kernel rejects once per path and value (SPEC §4: it is retried only when
-//! the effective value changes again). `--dry-run` logs the same lines and
+//! kernel rejects once per path and value (it is retried only when the
+//! effective value changes again). `--dry-run` logs the same lines and
 //! writes nothing.
 //!
 //! The writes themselves are made off the event loop by the writer lanes
@@ -17,7 +17,7 @@
 //! The actuator is the daemon's only writer of knobs, so it also owns their
 //! originals: before the first write to any file — a claim, a `then` value,
 //! a baseline restored after a crash — the file's content is appended to the
-//! originals journal and synced (SPEC §4); the lane making the write does it,
+//! originals journal and synced; the lane making the write does it,
 //! just before the write. A file whose original cannot be journalled is not
 //! written. Files inside groups cgwarden created are journalled too: `reset`
 //! removes those groups rather than restoring them, but the daemon needs
@@ -94,7 +94,7 @@ pub(crate) struct Actuator {
     latency: CpuLatencyRequest,
     /// Policy → the governor last queued for it: its tunables are written
     /// into that governor's directory, though the governor's own write may
-    /// still be on the lane (issue 24).
+    /// still be on the lane.
     governors: HashMap<String, String>,
     /// Knobs whose last write was refused before reaching a lane, and why.
     unwritable: HashMap<Knob, String>,
@@ -142,7 +142,7 @@ impl Actuator {
     }
 
     /// The journal the lanes write, for other writers of the daemon (the
-    /// IRQ watcher, issue 24); `None` in a dry run.
+    /// IRQ watcher); `None` in a dry run.
     pub(crate) fn shared_journal(&self) -> Option<SharedJournal> {
         self.journal.clone()
     }
@@ -206,8 +206,8 @@ impl Actuator {
     }
 
     /// Why the knob cannot be read back on this root, if it cannot: a zram
-    /// swap priority on a fake root, where `apply` skips `swapon` (issue 22
-    /// item 3: `verify` called it drift).
+    /// swap priority on a fake root, where `apply` skips `swapon` (so `verify`
+    /// does not call it drift).
     pub(crate) fn unverifiable(&self, knob: &Knob) -> Option<&'static str> {
         match knob {
             Knob::Zram {
@@ -308,7 +308,7 @@ impl Actuator {
                 label: w.knob.to_string(),
                 path,
                 text,
-                // A drift put back (issue 24) leaves the journal untouched:
+                // A drift put back leaves the journal untouched:
                 // the file's original is in it from before, or it lies in a
                 // group cgwarden created (reset removes the group).
                 journal: !matches!(w.cause, crate::engine::knobs::Cause::Drift),
@@ -552,8 +552,8 @@ mod tests {
         assert_eq!(attrs(&e), vec![CpufreqAttr::Min, CpufreqAttr::Max]);
     }
 
-    /// The daemon orders a devfreq device's min and max by the same rule
-    /// (it never did before issue 21), and leaves other effects in place.
+    /// The daemon orders a devfreq device's min and max by the same rule,
+    /// and leaves other effects in place.
     #[test]
     fn devfreq_ceiling_goes_up_before_a_floor_above_it_and_back() {
         let d = |attr, old: u64, new: u64| {

@@ -1,4 +1,4 @@
-//! The daemon's side of the control plane (SPEC §5): it answers the
+//! The daemon's side of the control plane: it answers the
 //! [`Call`]s the control thread forwards, in the event loop, with the
 //! engine as the only owner of claims. This module owns the boost book
 //! (who asked, why, until when, tied to what), the last 50 actions, the
@@ -50,7 +50,7 @@ struct BoostEntry {
     pid: i32,
     reason: Option<String>,
     claims: Vec<(Knob, KnobValue)>,
-    /// Its caps (`boost --cap`, issue 24).
+    /// Its caps (`boost --cap`).
     caps: Vec<(Knob, KnobValue)>,
     deadline: Option<Time>,
     expires_at: Option<SystemTime>,
@@ -163,7 +163,7 @@ impl ControlState {
         self.actions.push_back(a);
     }
 
-    /// A `settings.critical` process exited (issue 25): the
+    /// A `settings.critical` process exited: the
     /// `critical_exit` event (recorder row; `cgwarden events`), timed when
     /// the exec thread saw the exit.
     pub(crate) fn note_critical_exit(
@@ -310,7 +310,7 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
-                self.start_kpi_socket(&state_dir, gid); // issue 26, kpisock.rs
+                self.start_kpi_socket(&state_dir, gid); // kpisock.rs
                 Some(path)
             }
             Err(e) => {
@@ -398,7 +398,7 @@ impl Daemon {
                 name,
                 unit,
                 samples,
-            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // issue 26, kpisock.rs
+            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // kpisock.rs
             Request::ConnClosed { conn } => {
                 let tied: Vec<u64> = self
                     .control

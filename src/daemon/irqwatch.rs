@@ -1,4 +1,4 @@
-//! Issue 24: `system.irqs` and `system.kthreads` applied to IRQs (and their
+//! `system.irqs` and `system.kthreads` applied to IRQs (and their
 //! `irq/N-…` threads) that appear after startup — a module loaded, a
 //! device hot-added, a CAN interface brought up.
 //!

@@ -1,4 +1,4 @@
-//! Knob writes off the event loop (SPEC §4 "Never starve, never block").
+//! Knob writes off the event loop, so the loop never blocks on the kernel.
 //!
 //! Lowering `memory.high`/`memory.max` makes the kernel reclaim inside the
 //! `write(2)` — seconds under a hog, unbounded in the worst case — and

@@ -1,4 +1,4 @@
-//! `cgwarden run`: the supervisor daemon (SPEC §4). Thin tokio wiring:
+//! `cgwarden run`: the supervisor daemon. Thin tokio wiring:
 //! watchers wake the loop, the sampler reads what the rules need, the pure
 //! engine decides, the actuator hands writes to the writer lanes
 //! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
@@ -16,29 +16,28 @@
 //! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
-pub(crate) mod control; // issue 12: the daemon's side of the control socket
-mod drift; // issue 24: settings.drift
+pub(crate) mod control; // the daemon's side of the control socket
+mod drift; // settings.drift
 mod effects;
-mod eventlog; // issue 28: every event as a structured (journald) record
-pub(crate) mod exec; // issue #5: exec events, placement, presence
+mod eventlog; // every event as a structured (journald) record
+pub(crate) mod exec; // exec events, placement, presence
 mod groups;
-mod health; // issue 28: `cgwarden health`, the post-update check
+mod health; // `cgwarden health`, the post-update check
 pub(crate) mod hooks;
-mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
-mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
+mod irqwatch; // system.irqs/kthreads on IRQs that appear later
+mod kpisock; // KPIs from applications: kpi.sock (StatsD), RecordKpi
 pub use kpisock::remove_sockets;
 pub(crate) mod lanes;
-mod memstat; // issue 25: memory telemetry for rules
-mod observed; // issue 13: metrics and flight recorder threads, the published engine view
-pub(crate) mod priority;
-mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
-/// Whether a policy file or hook program may be trusted when running as root.
-pub(crate) mod repair;
-mod resort; // issue 25: freeze, thaw, kill in
+mod memstat; // memory telemetry for rules
+mod observed; // metrics and flight recorder threads, the published engine view
+pub(crate) mod priority; // settings.daemon (mlock, cpus, sched)
+mod reload; // hot reload (SIGHUP, policy file watch, varlink Reload)
+pub(crate) mod repair; // when to retry recreating a deleted group
+mod resort; // freeze, thaw, kill in
 pub mod sample;
 mod startup;
-mod tasks; // issue 25: per-process attributes, threads // issue 11: settings.daemon (mlock, cpus, sched)
-mod throttle; // issue 24: throttle episodes
+mod tasks; // per-process attributes, threads
+mod throttle; // throttle episodes
 use startup::startup_placements;
 mod wakeups;
 pub mod watch;
@@ -73,7 +72,7 @@ pub struct Options {
     pub tick: Option<Duration>,
 }
 
-/// Exit codes of SPEC §1.
+/// Exit codes of `cgwarden run` (see [`crate::exit`]).
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_INVALID: u8 = 1;
 pub(crate) const EXIT_MISSING: u8 = 3;
@@ -96,7 +95,7 @@ pub fn run(opts: Options) -> u8 {
     // The loop runs as a task of the runtime, not as `block_on`'s own
     // future: a timer or another task waking a task on the runtime's thread
     // just queues it, while waking `block_on`'s future writes the runtime's
-    // eventfd and costs the next park an extra `epoll_wait` (issue 29: two
+    // eventfd and costs the next park an extra `epoll_wait` (two
     // of the few system calls an evaluation makes).
     rt.block_on(async move {
         match tokio::spawn(run_async(opts)).await {
@@ -126,7 +125,7 @@ struct Daemon {
     watcher: Option<FileWatcher>,
     /// For re-arming PSI triggers after a repair.
     tx: Option<mpsc::Sender<Wake>>,
-    /// Exec-event placement and `running()` presence (issue #5).
+    /// Exec-event placement and `running()` presence.
     exec: Option<exec::ExecWatch>,
     /// Some group may have been deleted: check them at the next evaluation
     /// (set at start, when a watched event file went away, when a watcher
@@ -136,27 +135,27 @@ struct Daemon {
     /// `memory.events` a condition reads, is not watched (absent at start,
     /// or gone): the tick reads and checks the groups meanwhile.
     events_unwatched: bool,
-    /// Issue 12: boosts, recent actions, the event bus.
+    /// Boosts, recent actions, the event bus.
     control: control::ControlState,
     /// Tied boost processes that exited (taken by the loop).
     gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
-    /// sha256 (hex) of the policy file in force (issue 12).
+    /// sha256 (hex) of the policy file in force.
     policy_hash: String,
     /// When the policy in force was loaded (startup or last reload).
     loaded_at: SystemTime,
     /// Why the last reload was refused; cleared by a successful one.
     last_reload_error: Option<String>,
-    /// Issue 13: metrics and recorder, when the policy asks for them.
+    /// Metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
-    /// Issue 26: the KPIs applications report (kpisock.rs).
+    /// The KPIs applications report (kpisock.rs).
     kpi: std::sync::Arc<crate::observe::kpi::Store>,
-    /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
+    /// The IRQ watcher (`system.irqs`/`system.kthreads`).
     irqwatch: Option<irqwatch::IrqWatch>,
-    /// Issue 24: throttle episodes per cpufreq policy.
+    /// Throttle episodes per cpufreq policy.
     throttle: throttle::ThrottleTracker,
     /// The drift guard's and `verify`'s drifts.
     drift: drift::DriftState,
-    /// Issue 24: each tracked cpufreq policy's limit (kHz) and throttled().
+    /// Each tracked cpufreq policy's limit (kHz) and throttled().
     cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
 }
 
@@ -170,7 +169,7 @@ async fn run_async(opts: Options) -> u8 {
             return EXIT_INVALID;
         }
     };
-    // settings.daemon (SPEC §4 "Never starve"): mlockall and CPUs for the
+    // settings.daemon: mlockall and CPUs for the
     // process, then this thread — the event loop, which also serves PSI
     // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
     priority::apply_process(&opts.root, &policy.settings.daemon);
@@ -207,7 +206,7 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_MISSING;
     }
     // Processes the startup converge placed, per group: counted with the
-    // exec-driven ones (issue 22 item 6: the metric and exit line said 0).
+    // exec-driven ones in the metric and the exit line.
     let mut startup_placed: Vec<(String, u64)> = Vec::new();
     if opts.dry_run {
         for step in &plan.steps {
@@ -287,12 +286,12 @@ async fn run_async(opts: Options) -> u8 {
     };
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
     let socket = d.start_control(ctl_tx);
-    d.start_observe(); // issue 13
+    d.start_observe();
 
-    // The first evaluation takes every counter's baseline (SPEC §3: counted
+    // The first evaluation takes every counter's baseline (counters count
     // "from the value seen when the daemon started watching"), so it comes
     // before READY and "cgwarden running": an event right after them counts
-    // (it was lost when the baseline came later and already held it).
+    // (a baseline taken later would already hold it).
     d.evaluate();
     notify(&[
         sd_notify::NotifyState::Ready,
@@ -306,14 +305,14 @@ async fn run_async(opts: Options) -> u8 {
         groups = d.policy.all_groups().len(),
         psi_triggers = d.triggers.iter().filter(|t| t.state == TriggerState::Armed).count(),
         dry_run = d.opts.dry_run,
-        // Issue 29: what startup cost, apart from what each episode costs.
+        // What startup cost, apart from what each episode costs.
         startup_cpu_ms = crate::kernel::selfproc::cpu_seconds().map_or(0, |s| (s * 1e3) as u64),
         "cgwarden running"
     );
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
     let tick = d.tick();
-    // Issue 29: what only startup ran leaves memory now; what only the
+    // What only startup ran leaves memory now; what only the
     // first round of each periodic job ran (compiling the recorder's SQL,
     // the first textfile) once that round is over.
     priority::shed("startup");
@@ -327,7 +326,7 @@ async fn run_async(opts: Options) -> u8 {
                          // nothing in the loop waits on a kernel write (the writer lanes do), so
                          // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
-    // Issue 24: settings.drift, checked off the loop; the result comes back here.
+    // settings.drift, checked off the loop; the result comes back here.
     let drift_every = d.policy.settings.drift.as_ref().map(|x| x.interval);
     let mut drift_timer = tokio::time::interval(drift_every.unwrap_or(Duration::from_secs(3600)));
     drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -337,20 +336,20 @@ async fn run_async(opts: Options) -> u8 {
 
     let mut last_tick = Instant::now();
     // Why the loop woke, counted for the stop line: where an idle daemon's
-    // CPU goes (issue 11), until `status` shows it.
+    // CPU goes.
     let mut woke = LoopWakes::default();
     let mut profile = LoopProfile::from_env();
     // One timer for the loop's own times (tick, late-write check, deadline),
-    // kept across turns and set only when the earliest of them moves
-    // (issue 29): three tokio timers made anew each turn were registered
-    // anew each turn (see LoopTimer).
+    // kept across turns and set only when the earliest of them moves: a
+    // timer made anew each turn would be registered anew each turn (see
+    // LoopTimer).
     let mut timer = LoopTimer::new();
     let mut timer_at: Option<Instant> = None;
     loop {
         profile.turn(&woke);
         woke.total += 1;
         d.control.loop_wakes = woke.total;
-        d.publish_observed(); // issue 13: only when something changed
+        d.publish_observed(); // only when something changed
         d.expire_boosts();
         let deadline = d.next_deadline();
         // The tick runs only while some condition needs sampling (see TickMode).
@@ -558,7 +557,7 @@ impl Daemon {
             || !n.thermal_zones.is_empty()
             || !n.thermal_trips.is_empty()
             || !n.cpufreq.is_empty()
-            || !n.kpi.is_empty() // issue 26
+            || !n.kpi.is_empty()
             || n.cooling
             || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
@@ -577,8 +576,8 @@ impl Daemon {
         // fires (its firing stands in for the window nobody sampled, see
         // `StallSeries::record_trigger`), and once more about a tick later while
         // their stall is at a trigger's amount, to see it end (a deadline,
-        // see `stall_recheck`; issue 29: the tick ran all through a busy
-        // stall rule, its hold included): nothing periodic is left.
+        // see `stall_recheck`): nothing periodic is left, not even
+        // during a busy stall rule's hold.
         TickMode::Off
     }
 
@@ -590,7 +589,7 @@ impl Daemon {
                     self.watch_event_files();
                 }
                 if let Some(x) = &self.exec {
-                    x.on_tick(); // issue #5: without exec events, scan each tick
+                    x.on_tick(); // without exec events, scan each tick
                 }
                 self.evaluate();
             }
@@ -603,7 +602,7 @@ impl Daemon {
 
     /// Takes one wake-up; `true` if an evaluation is due for it. A change
     /// of an event file no condition reads (a `cgroup.events` watched only
-    /// to notice the group's removal) needs none (issue 29).
+    /// to notice the group's removal) needs none.
     fn on_wake(&mut self, wake: Wake) -> bool {
         match wake {
             Wake::Psi { id } => {
@@ -695,7 +694,7 @@ impl Daemon {
         self.triggers
             .iter()
             .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
-            // Issue 29: a line only one-comparison conditions read ends by
+            // A line only one-comparison conditions read ends by
             // the trigger's silence, at the rules' own deadlines
             // (`condition::silence_decides`); with a tick under the window
             // it is still read each tick while it stalls.
@@ -719,7 +718,7 @@ impl Daemon {
         let now = self.now();
         self.set_asked_ceilings();
         let mut snap = self.sampler.sample(now);
-        snap.kpi = self.kpi_values(); // issue 26, kpisock.rs
+        snap.kpi = self.kpi_values(); // kpisock.rs
         self.throttle_episodes(&snap.throttled);
         if !snap.throttled.is_empty() {
             // The limits for the metrics: republished only when they change.
@@ -734,7 +733,7 @@ impl Daemon {
             stall: &self.sampler.stall,
             now,
         };
-        // Issue 27: the recorder's input tape gets what the engine reads.
+        // The recorder's input tape gets what the engine reads.
         if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
             tape.record(now, &view, &self.sampler.stall, &snap.triggered);
         }
@@ -784,7 +783,7 @@ impl Daemon {
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
         if let Some(x) = &self.exec {
-            tracing::info!("placement: {}", x.counters().summary()); // issue #5
+            tracing::info!("placement: {}", x.counters().summary());
         }
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
@@ -1021,7 +1020,7 @@ mod tick_tests {
             "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
         );
         let file = |g: &str, f: &str| Path::new("/sys/fs/cgroup").join(g).join(f);
-        // Issue 29: b's memory.events (notified every 10 ms under memory.high
+        // b's memory.events (notified every 10 ms under memory.high
         // throttling) is not watched; every cgroup.events is, for removals.
         let watched = d.watcher.as_ref().expect("inotify").watched();
         assert_eq!(
@@ -1083,7 +1082,7 @@ mod tick_tests {
         (d, key, write)
     }
 
-    /// Issue 29: a rule on one stall comparison needs no read to see its
+    /// A rule on one stall comparison needs no read to see its
     /// stall end. The trigger's silence decides it a window and an eighth
     /// after the last firing, and the hold runs from there: the one
     /// evaluation due is at the hold's end, and it clears the rule.

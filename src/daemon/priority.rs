@@ -1,7 +1,7 @@
-//! How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve,
-//! never block"): owns the process-wide controls applied once at start —
-//! `mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT)` and the CPU affinity —
-//! and the priority of the reacting threads (the event loop, which also
+//! How the daemon itself runs (`settings.daemon`), so it is never starved by
+//! the overload it reacts to: owns the process-wide controls applied once at
+//! start — `mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT)` and the CPU affinity
+//! — and the priority of the reacting threads (the event loop, which also
 //! serves PSI trigger wake-ups, and the exec/placement thread `cgw-exec`).
 //!
 //! Each reacting thread calls [`enter_reacting`] on itself; the policy is
@@ -63,7 +63,7 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
         return;
     }
     REAL.store(true, Ordering::Relaxed);
-    // Issue 29: a 2 MiB huge page on a heap past 2 MiB is a quarter of the
+    // A 2 MiB huge page on a heap past 2 MiB is a quarter of the
     // idle budget, locked; freed heap goes back past 64 KiB.
     if let Err(e) = residency::disable_thp() {
         tracing::debug!("transparent huge pages stay on for the daemon: {e}");
@@ -131,8 +131,8 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
 /// After startup or a reload (`what` names it in the log): gives back the
 /// pages only that work needed — the resident read-only file mappings
 /// (binary and libraries; the page cache keeps them) and the free heap —
-/// and locks again what the loop then touches (issue 29,
-/// [`crate::kernel::residency`]). Nothing on a fake root.
+/// and locks again what the loop then touches
+/// ([`crate::kernel::residency`]). Nothing on a fake root.
 pub fn shed(what: &str) {
     if !REAL.load(Ordering::Relaxed) {
         return;

@@ -1,4 +1,4 @@
-//! The last resorts of a rule's `then:` (SPEC §6): `freeze G` / `thaw G`
+//! The last resorts of a rule's `then:`: `freeze G` / `thaw G`
 //! write the group's `cgroup.freeze` (from the event loop: one small write
 //! the kernel does not wait on), and `kill in G …` runs on a thread of its
 //! own (`cgw-kill`): it reads the group's processes (comm, RSS — /proc

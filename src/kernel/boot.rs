@@ -308,7 +308,7 @@ impl BootState {
         let cmdline_path = Path::new("/proc/cmdline");
         let (cmdline, cmdline_absent) = match root.read_small(cmdline_path) {
             Ok(t) => (Cmdline::parse(&t), None),
-            // A finding for doctor, not a failure (issue 22 item 15).
+            // A finding for doctor, not a failure.
             Err(e) if e.is_not_found() => (Cmdline::parse(""), Some(root.host_path(cmdline_path))),
             Err(e) => return Err(e),
         };

@@ -12,7 +12,7 @@
 //! and delegated subtrees) and maps several v2 knobs wrongly. Plain file
 //! access is all cgroup v2 needs.
 //!
-//! # Fake trees (SPEC §1)
+//! # Fake trees
 //! On a fake root there is no kernel; where cgwarden depends on the
 //! kernel's side (a new group's core files, controllers derived from the
 //! parent, knobs present when their controller is enabled, additive
@@ -230,8 +230,8 @@ impl CgroupFs {
     }
 
     /// [`Self::move_pid`] through `open`, which keeps each group's
-    /// `cgroup.procs` open between moves (issue 29: under an exec flood a
-    /// move is then one write(2), not a path walk, an open, a write and
+    /// `cgroup.procs` open between moves (under an exec flood a move is
+    /// then one write(2), not a path walk, an open, a write and
     /// closes). A file whose cgroup was removed (ENODEV, its kernfs node
     /// is dead) is opened again once: the group may have been recreated.
     pub(crate) fn move_pid_kept(&self, open: &mut ProcsFiles, rel: &str, pid: i32) -> Result<()> {

@@ -1,6 +1,5 @@
-//! IRQs by action name and kernel threads by comm (issue 24, SPEC §6
-//! "IRQs", "Kernel threads"): what `system.irqs` and `system.kthreads`
-//! act on.
+//! IRQs by action name and kernel threads by comm: what `system.irqs` and
+//! `system.kthreads` act on.
 //!
 //! - An IRQ's action names (what `/proc/interrupts` shows in its last
 //!   column, `request_irq`'s `name`) are read from

@@ -3,11 +3,11 @@
 //! Every absolute path cgwarden touches (`/sys/...`, `/proc/...`, `/run/...`,
 //! `settings.cgroup_root`, `settings.state_dir`) is a *device path*. `Root`
 //! maps it under a base directory: `/` for the real system, `DIR` for a fake
-//! tree (`--root DIR`, SPEC §1). Paths are normalized lexically and can never
+//! tree (`--root DIR`). Paths are normalized lexically and can never
 //! leave the base: `..` stops at the device root, exactly as the kernel
 //! resolves `/..` to `/`.
 //!
-//! # Symlinks (SPEC §4 "Trust")
+//! # Symlinks
 //!
 //! Everything that *changes* the tree — knob writes, file creation, append,
 //! unlink, mkdir, rmdir — resolves its path beneath the base with
@@ -189,8 +189,8 @@ impl Root {
     /// resolved and clamped at `/`. A relative input is taken relative to `/`.
     pub fn normalize(device_path: &Path) -> PathBuf {
         // Most paths are built normal (`/proc/42/stat`): one copy, not a
-        // push per component (issue 29: every read of a turn or an exec
-        // came through here).
+        // push per component (every read of a turn or an exec comes
+        // through here).
         if is_normal(device_path) {
             return device_path.to_path_buf();
         }

@@ -1,5 +1,5 @@
-//! The daemon's own process controls (SPEC §4 "Never starve, never
-//! block"): `mlockall(2)`, `sched_setaffinity(2)` of the whole process,
+//! The daemon's own process controls, so it is never starved by what it
+//! reacts to: `mlockall(2)`, `sched_setaffinity(2)` of the whole process,
 //! `sched_setattr(2)` of the calling thread with `SCHED_FLAG_RESET_ON_FORK`,
 //! and the few `/proc/self` and `/sys` reads that report on them (`VmRSS`,
 //! `VmLck`, possible CPUs). Only the daemon calls these, on a real kernel;
@@ -162,7 +162,7 @@ pub fn rtprio_limit() -> Option<u64> {
 /// `VmLck` of `/proc/self/status`. Not `VmRSS` first: on 6.1 each thread
 /// batches its RSS counter updates over 64 faults, and a fault maps up to
 /// 16 file pages, so after [`super::residency`] gives pages back `VmRSS`
-/// lagged MiBs behind (984 KiB shown, 4476 KiB mapped; issue 29).
+/// can lag MiBs behind (984 KiB shown, 4476 KiB mapped, once measured).
 pub fn memory_kib() -> (Option<u64>, Option<u64>) {
     let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let (vmrss, lck) = parse_status_kib(&text);

@@ -1,6 +1,5 @@
-//! One rendering rule for knob values (issue 22 item 8; docs/control.md
-//! "Values"): the log said `old=806400 new=2400MHz` while events and status
-//! were raw.
+//! One rendering rule for knob values (docs/control.md "Values"), the same
+//! in the log, events and status.
 //!
 //! - **JSON and the control socket** carry the exact kernel form
 //!   ([`super::Knob::render`]: `2400000`, `3758096384`, `max`) — scripts

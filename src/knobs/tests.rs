@@ -740,7 +740,7 @@ fn every_family_file_is_owned_and_nothing_else() {
     }
 }
 
-/// Issue 24: the governor tunables, the devfreq family and the ceilings.
+/// The governor tunables, the devfreq family and the ceilings.
 #[test]
 fn hardware_knobs_parse_render_and_are_owned() {
     for form in [
@@ -840,7 +840,7 @@ fn hardware_knobs_parse_render_and_are_owned() {
     ] {
         assert!(!owns_file(Path::new(not), cg), "{not}");
     }
-    // Ceilings (SPEC §6 "Caps that win").
+    // Ceilings (the knobs a cap may hold).
     for c in [
         "cpufreq.policy7.max",
         "devfreq.gpu.max",

@@ -39,7 +39,7 @@ pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Exposer {
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
-    /// Issue 26: the KPI store (`cgwarden_kpi`).
+    /// The KPI store (`cgwarden_kpi`).
     pub kpi: Option<Arc<super::kpi::Store>>,
 }
 

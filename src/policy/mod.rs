@@ -15,7 +15,7 @@ pub use model::Policy;
 
 use std::path::Path;
 
-/// The largest policy file accepted (SPEC §4 "Trust"): far above any real
+/// The largest policy file accepted: far above any real
 /// policy, small enough that a careless path (`/dev/zero`, a log file) is
 /// refused before it costs memory or time.
 pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
@@ -145,7 +145,7 @@ pub fn load_bytes_on(
 /// on a match any local user can fake: neither `exe:` nor `user:`, so only
 /// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
 /// `check` warns on it; the daemon grants such a policy only to root's
-/// processes (SPEC §4 "Trust", README "Decisions").
+/// processes (README "Decisions").
 pub(crate) fn rt_by_name(p: &model::Placement) -> bool {
     use model::SchedPolicy::{Deadline, Fifo, Rr};
     let rt = |s: &model::Sched| matches!(s.policy, Fifo | Rr | Deadline);
@@ -180,7 +180,7 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
             });
         }
     }
-    // A grant nobody can use (issue 22 item 11): the socket is 0660
+    // A grant nobody can use: the socket is 0660
     // root:socket_group, so with `root` there no non-root caller connects.
     if p.settings.socket_group == "root" {
         for g in &p.control {

@@ -118,7 +118,7 @@ fn duration_forms() {
     assert_eq!(us("40us"), 40_000);
     assert_eq!(us("40µs"), 40_000);
     assert_eq!(us("7ns"), 7);
-    // Issue 22 item 13: what humantime took silently is refused.
+    // What humantime would take silently is refused.
     for bad in [
         "",
         "30",

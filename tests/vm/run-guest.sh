@@ -72,7 +72,7 @@ done
 # modules.dep; cgwarden runs the kernel's modprobe when zram is not loaded).
 : >"$r/lib/modules/load-order"
 # virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
-# (96-irqs, issue 24); built-in drivers print no insmod line.
+# (96-irqs); built-in drivers print no insmod line.
 for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do

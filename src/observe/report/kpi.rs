@@ -1,4 +1,4 @@
-//! The report's KPI criteria and its `kpis` table (issue 26, SPEC §7):
+//! The report's KPI criteria and its `kpis` table:
 //! `loop_p99` (default < 5 ms) and `fps_stddev` (default < 2), judged from
 //! the recorder's `kpi` table over the report's window, and every KPI's
 //! summary for the JSON `kpis` array (read by `report --compare`) and the
@@ -11,7 +11,7 @@
 //!   when it has samples. With both, the higher p99 is judged and the
 //!   detail names both. The KPI must be a time: a `|ms` timer, a value
 //!   with a unit (`2.1ms`), or a plain number whose name ends in `_us`,
-//!   `_ms` or `_s` (`loop_latency_us`, SPEC §7's example), read in that
+//!   `_ms` or `_s` (`loop_latency_us`), read in that
 //!   unit. Fails when p99 ≥ the limit; "failed at" is the first recorder
 //!   interval whose own p99 reached it.
 //! - `fps_stddev`: the population standard deviation of every sample of

@@ -157,7 +157,7 @@ stop_daemon() { # SIGTERM, reap; exit status in $DRC ("hung" if it did not exit)
 }
 rss_kib() { # PID: resident KiB as the page tables say (smaps_rollup's Rss). Not VmRSS: on 6.1 each
     # thread batches its RSS counter updates for 64 faults, and a fault maps up to 16 file pages
-    # (fault-around), so VmRSS can lag MiBs behind what is mapped (issue 29 saw 984 KiB vs 4476 KiB).
+    # (fault-around), so VmRSS can lag MiBs behind what is mapped (984 KiB vs 4476 KiB, once measured).
     awk '$1 == "Rss:" { print $2; f = 1 } END { if (!f) exit 1 }' "/proc/$1/smaps_rollup" 2>/dev/null ||
         awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
 }

@@ -1,4 +1,4 @@
-# The idle footprint with metrics and the recorder on (issue 29), for
+# The idle footprint with metrics and the recorder on, for
 # tests/bench-issue29.sh: prints BENCH lines, asserts nothing. RSS from
 # smaps_rollup (lib.sh's rss_kib), by mapping with mem_report.
 SECS=$(cat /cgw/footprint_secs 2>/dev/null || echo 20)

@@ -1,4 +1,4 @@
-# The reaction-cost benchmark in the guest (issue 29 item 2), not a test: prints BENCH
+# The reaction-cost benchmark in the guest, not a test: prints BENCH
 # lines, asserts nothing. Run from the host with tests/bench-issue29.sh.
 #
 # One stall rule served by a kernel PSI trigger (`inference.memory.some > 100ms/1s`,

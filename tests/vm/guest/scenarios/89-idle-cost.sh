@@ -1,4 +1,4 @@
-# Idle cost on the real kernel (issue 11): `cgwarden run` with a single stall rule
+# Idle cost on the real kernel: `cgwarden run` with a single stall rule
 # served by a kernel PSI trigger, nothing stalling, for 10 s (the
 # footprint_secs knob of 85 sets it too). Prints the daemon's CPU time (utime+stime
 # and the scheduler's ns run time) and wake-ups (context switches); checks nothing
@@ -31,7 +31,7 @@ woke=$((c1 - c0))
 check no-idle-wakeups "the daemon did not wake while nothing stalled ($woke context switches in ${secs}s)" \
     test "$woke" -le 2
 # The target is for a release build; a debug build is larger.
-limit=6144 # issue 29: 4.4 MiB measured (smaps_rollup), 8.5 MiB before
+limit=6144 # 6 MiB, release build (smaps_rollup)
 [ -e /cgw/debug_build ] && limit=16384
 check rss-under-limit "RSS under $((limit / 1024)) MiB (${r1} KiB)" test "${r1:-999999}" -lt "$limit"
 stop_daemon

@@ -1,4 +1,4 @@
-# Issue 11, "never starve": settings.daemon on the real kernel. With the
+# "Never starve": settings.daemon on the real kernel. With the
 # defaults (+ cpus) the event loop thread (the main thread, which also serves
 # PSI trigger wake-ups) and the exec thread cgw-exec run SCHED_FIFO 1 with
 # reset-on-fork (every other thread SCHED_OTHER), the daemon is mlockall'ed
@@ -83,8 +83,8 @@ lck=$(status_kib VmLck)
 rss=$(rss_kib "$DPID")
 echo "PRIORITY RSS=${rss}KiB VmLck=${lck}KiB"
 check vmlck "mlockall: VmLck ${lck} KiB > 0" test "${lck:-0}" -gt 0
-# 12 MiB since issue 12 (the control socket's thread put the idle RSS at 7.5-8.7 MiB);
-# 8 MiB since issue 29: 3.8-5.9 MiB measured (smaps_rollup; 9.0 before) once startup's pages are given back.
+# Idle RSS (smaps_rollup) with the control socket's thread, once startup's pages are
+# given back: under 8 MiB for a release build.
 limit=8192
 [ -e /cgw/debug_build ] && limit=16384
 check rss-under-limit "idle RSS ${rss} KiB < $((limit / 1024)) MiB with mlock" test "${rss:-999999}" -lt "$limit"

@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 25 on a real kernel: a critical process's exit is an event (its
+# Last resorts on a real kernel: a critical process's exit is an event (its
 # latency from the exit is printed); a real memory squeeze (a hog throttled
 # at work's memory.high, no swap) fires `freeze rec` then `kill in work
 # prefer cgwx-batch* avoid cgwx-avoid`: the largest preferred process dies

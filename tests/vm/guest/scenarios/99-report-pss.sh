@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 26 on a real kernel: memory_growth per critical process from PSS. One
+# On a real kernel: memory_growth per critical process from PSS. One
 # `cgwarden-workload` (comm `cgwarden-worklo`, matching settings.critical
 # `cgwarden-work*`) holds 8 MiB before the daemon starts; the recorder's first
 # interval reads its PSS from /proc/PID/smaps_rollup. Two more with 48 MiB each

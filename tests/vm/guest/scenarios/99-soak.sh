@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 26 item 3 on a real kernel: `cgwarden soak` beside the daemon, compressed to
+# `cgwarden soak` beside the daemon on a real kernel, compressed to
 # 100 s (warm-up 10 s, the seed's built-in loads 80 s, cool-down 10 s): one CPU
 # worker per CPU group pinned to its CPUs (the guest has no cpufreq and one
 # cluster_id: one group per CPU), the memory flip (40 % of MemAvailable), the IO
