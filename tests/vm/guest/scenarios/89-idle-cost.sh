@@ -31,7 +31,7 @@ woke=$((c1 - c0))
 check no-idle-wakeups "the daemon did not wake while nothing stalled ($woke context switches in ${secs}s)" \
     test "$woke" -le 2
 # The bound is for a release build: locked (mlockall), the whole binary and C library
-# are resident, 9.2 MiB measured (smaps_rollup); a debug build locks its much larger
+# are resident, 9.3 MiB measured (smaps_rollup); a debug build locks its much larger
 # unoptimized binary.
 limit=12288
 [ -e /cgw/debug_build ] && limit=262144
