@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 29's figures, each beside its anchor, from ONE guest boot (Debian
 # 6.1 under TCG, 2 vCPUs): the idle cost against a 1 s poller, the idle
-# footprint with metrics and the recorder against the 6 MiB target, the exec
+# footprint with metrics and the recorder against the 8 MiB target, the exec
 # flood against cgrulesengd and a 100 ms /proc scan; then, on the host, the
 # stripped binary against the 6 MB target; and the reaction cost: memory-pressure
 # episodes handled by a PSI-trigger rule against a 1 s poller (startup and per episode). Prints a table at the end.

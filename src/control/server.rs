@@ -113,9 +113,11 @@ pub fn start(
     let handle = Handle { live: live.clone() };
     std::thread::Builder::new()
         .name("cgw-control".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
                 .build()
             {
                 Ok(rt) => rt,

@@ -57,6 +57,7 @@ impl IrqWatch {
         let interval = policy.settings.rescan;
         let spawned = std::thread::Builder::new()
             .name("cgw-irq".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || run(root, p, journal, interval, now));
         match spawned {
             Ok(_) => Some(IrqWatch { policy: shared }),

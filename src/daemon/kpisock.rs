@@ -45,6 +45,7 @@ impl Daemon {
                 let store = self.kpi.clone();
                 match std::thread::Builder::new()
                     .name("cgw-kpi".into())
+                    .stack_size(crate::kernel::residency::STACK)
                     .spawn(move || serve(&sock, &store))
                 {
                     Ok(_) => tracing::info!(socket = %path.display(), "KPI socket listening"),

@@ -53,8 +53,9 @@ pub type SharedJournal = Arc<Mutex<Journal>>;
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(1);
 /// `compact_memory` compacts all of memory inside the write.
 pub const COMPACT_DEADLINE: Duration = Duration::from_secs(10);
-/// Lane threads only journal and write: a small stack is plenty.
-const LANE_STACK: usize = 256 * 1024;
+/// Lane threads only journal and write: a small stack is plenty (locked,
+/// it is resident in full).
+const LANE_STACK: usize = crate::kernel::residency::STACK;
 
 /// Which writer thread a write goes to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

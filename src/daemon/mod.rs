@@ -84,6 +84,7 @@ pub(crate) const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
 pub fn run(opts: Options) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
         .build()
     {
         Ok(rt) => rt,
@@ -312,11 +313,8 @@ async fn run_async(opts: Options) -> u8 {
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
     let tick = d.tick();
-    // What only startup ran leaves memory now; what only the
-    // first round of each periodic job ran (compiling the recorder's SQL,
-    // the first textfile) once that round is over.
-    priority::shed("startup");
-    priority::shed_after(priority::warm_up(&d.policy.settings, tick));
+    // The heap startup freed goes back; every mapped page stays locked.
+    priority::settle("startup");
     // The safety-net /proc scan, only when something places or tracks processes.
     let rescan_on = d.places_or_tracks();
     let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));

@@ -403,7 +403,7 @@ impl Daemon {
                 sd_notify::NotifyState::Ready,
                 sd_notify::NotifyState::Status(&status),
             ]);
-            super::priority::shed(what);
+            super::priority::settle(what);
         }
         report
     }

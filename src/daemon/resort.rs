@@ -135,6 +135,7 @@ impl Kill {
     pub(crate) fn spawn(self) {
         let r = std::thread::Builder::new()
             .name("cgw-kill".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || self.run());
         if let Err(e) = r {
             tracing::error!("kill: cannot start its thread: {e}");

@@ -95,6 +95,7 @@ pub(crate) fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Resul
     let thread_dir = dir.clone();
     std::thread::Builder::new()
         .name("cgw-policy".into())
+        .stack_size(crate::kernel::residency::STACK)
         .spawn(move || {
             let dir = thread_dir;
             let mut buf = [0u8; 4096];

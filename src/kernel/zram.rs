@@ -110,13 +110,24 @@ pub fn modprobe(module: &str) -> Result<()> {
         .map_err(|e| Error::io("run", &prog, e))?;
     // Drain stderr on a thread so a chatty modprobe cannot block on the pipe.
     let stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stderr {
-            let _ = s.take(16 * 1024).read_to_end(&mut buf);
+    // (A sized stack: in the daemon, locked, a thread's stack is resident in full.)
+    let reader = std::thread::Builder::new()
+        .stack_size(super::residency::STACK)
+        .spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stderr {
+                let _ = s.take(16 * 1024).read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).trim().to_string()
+        });
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::io("start a thread for", &prog, e));
         }
-        String::from_utf8_lossy(&buf).trim().to_string()
-    });
+    };
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {

@@ -74,9 +74,11 @@ pub(crate) struct Endpoints {
 pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cgw-metrics".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
                 .build()
             {
                 Ok(rt) => rt,

@@ -95,6 +95,7 @@ pub(crate) fn start(cfg: Config) -> Result<Handle, String> {
     let (stop, stop_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cgw-recorder".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || run(rec, cfg, stop_rx))
         .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
     Ok(Handle { stop, thread })

@@ -180,7 +180,8 @@ pub struct DaemonSettings {
     /// Policy of the reacting threads: fifo/rr with a priority, or other
     /// with a nice value (validated: nothing else reaches here).
     pub sched: Sched,
-    /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`.
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE)`: every page the daemon maps is
+    /// resident and locked (kernel/residency.rs).
     pub mlock: bool,
 }
 

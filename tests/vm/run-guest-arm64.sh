@@ -66,7 +66,7 @@ cp -L "$chr$interp" "$r$interp"
 : >"$r/lib/modules/load-order"
 # virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
 # (96-irqs); built-in drivers print no insmod line.
-for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
+for m in zram lz4 lz4hc zstd virtio_pci virtio_rng ext4; do  # ext4: 85-daemon-resident
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
     rel=${ko#"$kroot/lib/modules/"}

@@ -12,9 +12,9 @@ DP=$!
 wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
 wait_for 20 sh -c 'wget -q -O - http://127.0.0.1:9623/metrics | grep -q "^cgwarden_"'
 sleep "$SECS"
-echo "BENCH footprint: metrics + recorder on, one scrape, ${SECS} s idle: rss $(rss_kib "$DP") KiB, threads $(awk '/^Threads:/ { print $2 }' "/proc/$DP/status") (target 6144 KiB)"
+echo "BENCH footprint: metrics + recorder on, one scrape, ${SECS} s idle: rss $(rss_kib "$DP") KiB, threads $(awk '/^Threads:/ { print $2 }' "/proc/$DP/status") (target 8192 KiB)"
 mem_report "$DP" | sed 's/^/BENCH   /'
-grep -E "cgwarden running|gave back" "$D/daemon.log" | sed 's/^/BENCH   log| /'
+grep -E "cgwarden running|settings.daemon.mlock|memory: " "$D/daemon.log" | sed 's/^/BENCH   log| /'
 kill -TERM "$DP"
 wait "$DP"
 cgwarden reset --policy "$P" >/dev/null 2>&1
