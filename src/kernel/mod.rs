@@ -11,6 +11,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod boot;
+pub mod capture;
 pub(crate) mod cgroup_text;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
