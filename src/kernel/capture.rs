@@ -438,6 +438,22 @@ pub fn capture(src: &Root, dir: &Path, processes: bool) -> std::result::Result<S
     for take in list.iter().flat_map(|s| &s.takes) {
         c.take(take).map_err(Refused::Failed)?;
     }
+    write_metadata(src, dir, &list, &c.counts, processes).map_err(Refused::Failed)?;
+    Ok(Summary {
+        counts: c.counts,
+        processes,
+        unreadable: c.unreadable,
+    })
+}
+
+/// Writes [`METADATA`]: when, the kernel, the model, the counts, the list.
+fn write_metadata(
+    src: &Root,
+    dir: &Path,
+    list: &[Source],
+    counts: &Counts,
+    processes: bool,
+) -> Result<()> {
     let device = super::identity::Device::read(src);
     let meta = Metadata {
         format: 1,
@@ -446,7 +462,7 @@ pub fn capture(src: &Root, dir: &Path, processes: bool) -> std::result::Result<S
         kernel: device.kernel,
         model: device.model,
         processes,
-        counts: &c.counts,
+        counts,
         limits: Limits {
             max_file: MAX_FILE,
             max_files: MAX_FILES,
@@ -457,12 +473,7 @@ pub fn capture(src: &Root, dir: &Path, processes: bool) -> std::result::Result<S
     let mut json = serde_json::to_string_pretty(&meta).unwrap_or_default();
     json.push('\n');
     let meta_path = dir.join(METADATA);
-    fs::write(&meta_path, json).map_err(|e| Refused::Failed(Error::io("write", meta_path, e)))?;
-    Ok(Summary {
-        counts: c.counts,
-        processes,
-        unreadable: c.unreadable,
-    })
+    fs::write(&meta_path, json).map_err(|e| Error::io("write", meta_path, e))
 }
 
 /// DIR must be absent or an empty directory, and outside the source's
