@@ -180,6 +180,20 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Copy, read-only, the files cgwarden reads from this board into DIR, a tree
+    /// `--root DIR` takes: plan and doctor on a laptop say what they say on the board.
+    Capture {
+        /// A new or empty directory (anything else is a usage error, exit 2).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Also copy /proc/PID (comm, exe, cmdline, status, stat, cgroup) and
+        /// /etc/passwd, /etc/group: command lines may hold secrets.
+        #[arg(long)]
+        processes: bool,
+        /// Copy from this tree instead of the board's / (a fake tree, another capture).
+        #[command(flatten)]
+        root: RootArg,
+    },
     /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
     Status {
         /// The whole reply as JSON.
@@ -572,6 +586,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Err(code) => Ok(code),
             }
         }
+        Command::Capture {
+            dir,
+            processes,
+            root,
+        } => Ok(match root.root() {
+            Ok(src) => capture_command(&src, &dir, processes),
+            Err(Exit(code)) => code,
+        }),
         Command::Plan { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,
@@ -735,6 +757,27 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
     }
+}
+
+/// `cgwarden capture`: the copy, then what it holds and what it left out.
+fn capture_command(src: &Root, dir: &Path, processes: bool) -> u8 {
+    use cgwarden::kernel::capture::{capture, Refused};
+    let s = match capture(src, dir, processes) {
+        Ok(s) => s,
+        Err(Refused::Usage(why)) => {
+            eprintln!("cgwarden: error: capture: {why}");
+            return exit::USAGE;
+        }
+        Err(Refused::Failed(e)) => {
+            eprintln!("cgwarden: error: capture: {e}");
+            return exit::for_kernel_error(&e);
+        }
+    };
+    for p in &s.unreadable {
+        eprintln!("cgwarden: note: capture: could not read {}", p.display());
+    }
+    cgwarden::outln!("{}", s.line(dir));
+    exit::OK
 }
 
 fn report_missing(plan: &cgwarden::converge::Plan) {

@@ -64,7 +64,9 @@ pub struct CgroupFs {
 
 mod fake;
 
-const CONTROLLERS: &str = "cgroup.controllers";
+pub(crate) const CONTROLLERS: &str = "cgroup.controllers";
+/// The mount table whose cgroup2 super-block options are read.
+pub(crate) const MOUNTINFO: &str = "/proc/self/mountinfo";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
 const PROCS: &str = "cgroup.procs";
 const EVENTS: &str = "cgroup.events";
@@ -355,7 +357,7 @@ impl CgroupFs {
     /// `/proc/self/mountinfo`: `nsdelegate`, `favordynmods`, ...); `None`
     /// when it cannot be told (a fake tree without mountinfo).
     pub(crate) fn mount_options(&self) -> Option<Vec<String>> {
-        let text = self.root.read(Path::new("/proc/self/mountinfo")).ok()?;
+        let text = self.root.read(Path::new(MOUNTINFO)).ok()?;
         parse_cgroup2_options(&text, &self.mount())
     }
 

@@ -29,8 +29,8 @@ pub const PF_KTHREAD: u64 = 0x0020_0000;
 /// `PF_NO_SETAFFINITY`: userland may not change the thread's CPUs.
 pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
-const SYS_KERNEL_IRQ: &str = "/sys/kernel/irq";
-const PROC_INTERRUPTS: &str = "/proc/interrupts";
+pub(crate) const SYS_KERNEL_IRQ: &str = "/sys/kernel/irq";
+pub(crate) const PROC_INTERRUPTS: &str = "/proc/interrupts";
 
 /// One IRQ and the names of its actions.
 #[derive(Clone, Debug, PartialEq, Eq)]

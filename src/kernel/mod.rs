@@ -12,6 +12,7 @@
 pub(crate) mod accounts;
 pub mod board;
 pub(crate) mod boot;
+pub mod capture;
 pub(crate) mod cgroup_text;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;

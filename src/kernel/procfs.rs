@@ -319,9 +319,12 @@ pub(crate) fn parse_pss(text: &str) -> Option<u64> {
         .and_then(|kib| kib.checked_mul(1024))
 }
 
+/// This boot's random id.
+pub(crate) const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`), trimmed.
 pub(crate) fn boot_id(root: &Root) -> Result<String> {
-    root.read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
+    root.read_trimmed(Path::new(BOOT_ID))
 }
 
 /// How long ago `pid` was started (`/proc/PID/stat` field 22 against
