@@ -276,6 +276,16 @@ impl Daemon {
         });
     }
 
+    /// Answers `Health()` here, the held check in the loop (see the module
+    /// docs). A call with a reply channel goes through
+    /// [`Self::check_held_then`] instead, off the loop.
+    pub(crate) fn health(&mut self) -> crate::control::wire::HealthReply {
+        let pending = self.health_pending();
+        let held = held_drifts(&self.opts.root, &self.policy, &self.knob_paths(), None);
+        self.note_held(&held, false);
+        self.health_reply(pending)
+    }
+
     /// Notes the held drifts, then answers the call that waited for them.
     fn answer_held(&mut self, held: Vec<HeldDrift>, answer: Answer) {
         self.note_held(&held, false);

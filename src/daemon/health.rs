@@ -127,17 +127,6 @@ pub(crate) struct Pending {
 }
 
 impl Daemon {
-    /// Answers `Health()` here, the held check in the loop (see the module
-    /// docs). A call with a reply channel goes through
-    /// [`Self::check_held_then`] instead, off the loop.
-    pub(crate) fn health(&mut self) -> wire::HealthReply {
-        let pending = self.health_pending();
-        let held =
-            super::drift::held_drifts(&self.opts.root, &self.policy, &self.knob_paths(), None);
-        self.note_held(&held, false);
-        self.health_reply(pending)
-    }
-
     /// The loop's part of `Health()`: the policy on disk, the last reload,
     /// the table's knobs now (each drift found is published, and so
     /// counted, once).
