@@ -4,8 +4,8 @@
 //! `2026-12-03T11:24:05.123456Z  INFO set x = 1 knob=x new=1` — built with
 //! a fraction of the work.
 //!
-//! Why hand-written: issue 29 counted a loop turn's instructions, and the
-//! default formatter was its largest share: about 15,000–19,000
+//! Why hand-written: counted in a loop turn's instructions, the
+//! default formatter was their largest share: about 15,000–19,000
 //! instructions a record, most of them no-op colour styles around each
 //! field name and a character-by-character write for the escaping of
 //! terminal controls. This formatter pushes whole strings into the

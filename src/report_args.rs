@@ -1,11 +1,11 @@
-//! The arguments of `cgwarden report`, `soak` and `replay` (the binary's;
-//! moved out of main.rs to keep it small, issue 21 item 5).
+//! The arguments of `cgwarden report`, `soak` and `replay` (the binary's,
+//! apart from main.rs to keep it small).
 
 use cgwarden::control::client::DEFAULT_POLICY;
 use cgwarden::{exit, policy};
 use std::path::PathBuf;
 
-/// `cgwarden report` (issue 13): where the recorder is, the window, the output.
+/// `cgwarden report`: where the recorder is, the window, the output.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct ReportArgs {
@@ -90,7 +90,7 @@ impl ReportArgs {
     }
 }
 
-/// `cgwarden soak` (issue 26): how long, which load, where the results go.
+/// `cgwarden soak`: how long, which load, where the results go.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct SoakArgs {
@@ -114,7 +114,7 @@ pub(crate) struct SoakArgs {
     pub(crate) root: Option<PathBuf>,
 }
 
-/// `cgwarden replay` (issue 27): a policy over a recording's input tape.
+/// `cgwarden replay`: a policy over a recording's input tape.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {

@@ -1,4 +1,4 @@
-//! Issue 26 (SPEC §7): the inputs of the KPI store
+//! The inputs of the KPI store
 //! ([`crate::observe::kpi`]) — StatsD lines on the unix datagram socket
 //! `state_dir/kpi.sock`, and varlink `RecordKpi` (answered here for the
 //! event loop).
@@ -92,7 +92,7 @@ impl Daemon {
     pub(crate) fn kpi_values(
         &self,
     ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
-        // Issue 29: no clock read at every evaluation for no KPI condition.
+        // No clock read at every evaluation when no condition reads a KPI.
         if self.sampler.needs().kpi.is_empty() {
             return Default::default();
         }

@@ -1,5 +1,4 @@
-//! Hot reload of the policy in the running daemon (SPEC §4 "Reload",
-//! issue 12). Triggers: SIGHUP, the policy file changing on disk (its
+//! Hot reload of the policy in the running daemon. Triggers: SIGHUP, the policy file changing on disk (its
 //! directory is watched, see [`watch::spawn_policy_watch`]: an in-place
 //! write, an editor's rename-replace, a package manager's write; debounced,
 //! skipped when the content hash did not change), and the varlink `Reload`
@@ -243,8 +242,8 @@ pub(crate) fn policy_diff(
         let (phase, since) = phases.get(&r.name).copied().unwrap_or((Phase::Idle, None));
         let state = match since {
             Some(t) if phase != Phase::Idle => {
-                // Whole seconds ago (it said `since t+2s`: seconds after the
-                // daemon started, never explained; issue 22 item 4).
+                // Whole seconds ago, which a reader takes in at once (not
+                // seconds since the daemon started).
                 let ago = std::time::Duration::from_secs(now.saturating_sub(t).as_secs());
                 format!(
                     "{} since {} ago",
@@ -531,7 +530,7 @@ impl Daemon {
         self.sampler
             .set_needs(super::actuator::group_paths(&self.policy), needs);
         if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
-            tape.set_policy(&self.policy); // issue 27: the new rules' inputs
+            tape.set_policy(&self.policy); // the new rules' inputs
         }
         self.sync_triggers();
         self.groups_dirty = true;
@@ -737,7 +736,7 @@ mod tests {
     }
 
     /// A placement that only moved down the file (a group added above it)
-    /// is not a change (issue 22 item 4: it said `~ placement: N rules`).
+    /// is not a change (no `~ placement: N rules` line).
     #[test]
     fn a_placement_that_only_moved_in_the_file_is_no_change() {
         let pl = "placement:\n  - match: { comm: x }\n    group: b\n";

@@ -6,7 +6,7 @@
 //! File access goes through [`Root`]. The syscall functions
 //! ([`write_swap_header`], [`swapon`], [`swapoff`]) act on host paths and
 //! just do the syscall: the caller decides fake vs real (on a fake root
-//! swapon/mkswap are skipped and logged, SPEC §1).
+//! swapon/mkswap are skipped and logged: a fake root never swaps).
 //!
 //! Device setup order on a real kernel: `comp_algorithm` must be written
 //! while `initstate` is 0 (before `disksize`); a configured device must be

@@ -274,7 +274,7 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// `system.irqs` / `system.kthreads` (issue 24): a list of
+    /// `system.irqs` / `system.kthreads`: a list of
     /// `{ name: GLOB, cpus: LIST, sched: {policy, priority} }`; each entry
     /// sets `cpus`, `sched` or both; sched is fifo/rr with a priority, or
     /// other (no deadline, no nice: kernel threads run at nice 0).

@@ -303,7 +303,7 @@ impl Parser {
         }
         let mut value_span = Span::new(value_start, self.pos);
         let mut threshold = parse_threshold(&metric, &word, op, op_pos, &value, value_start)?;
-        self.kpi_over(&mut threshold, &mut value_span)?; // issue 26: `over 1m`
+        self.kpi_over(&mut threshold, &mut value_span)?; // `over 1m`
         Ok(Expr {
             kind: ExprKind::Compare(Compare {
                 metric,
@@ -453,10 +453,10 @@ fn check_glob(glob: &str, pos: usize) -> Result<(), ParseError> {
     Ok(())
 }
 
-/// Issue 26 (see `kpi.rs`).
+/// KPI conditions (see `kpi.rs`).
 impl Parser {
     /// After a KPI threshold: the ` over WINDOW` spelling of `/WINDOW`
-    /// (`kpi.loop.p99 > 5ms over 1m`, the issue's); anything else is left
+    /// (`kpi.loop.p99 > 5ms over 1m`); anything else is left
     /// for the caller.
     pub(super) fn kpi_over(
         &mut self,

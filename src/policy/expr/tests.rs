@@ -946,7 +946,7 @@ proptest! {
     }
 }
 
-/// Issue 24: the board's hardware in conditions.
+/// The board's hardware in conditions.
 #[test]
 fn hardware_metrics_and_throttled_parse_and_print_back() {
     for text in [

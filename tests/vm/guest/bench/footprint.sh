@@ -1,5 +1,5 @@
 # The idle footprint with metrics and the recorder on, for
-# tests/bench-issue29.sh: prints BENCH lines, asserts nothing. RSS from
+# tests/bench-overload.sh: prints BENCH lines, asserts nothing. RSS from
 # smaps_rollup (lib.sh's rss_kib), by mapping with mem_report.
 SECS=$(cat /cgw/footprint_secs 2>/dev/null || echo 20)
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
