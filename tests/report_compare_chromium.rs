@@ -127,7 +127,7 @@ fn cgwarden(dir: &Path, args: &[&str]) -> Output {
         .expect("run cgwarden report")
 }
 
-/// `cgwarden report --format json` of a run, with its `"kpis"`.
+/// `cgwarden report --json` of a run, with its `"kpis"`.
 fn report_json(dir: &Path, before: bool) -> (PathBuf, Value) {
     let name = if before { "before" } else { "after" };
     let db = dir.join(format!("{name}.db"));
@@ -138,8 +138,7 @@ fn report_json(dir: &Path, before: bool) -> (PathBuf, Value) {
         &[
             "--db",
             db.to_str().unwrap(),
-            "--format",
-            "json",
+            "--json",
             "--out",
             out.to_str().unwrap(),
         ],

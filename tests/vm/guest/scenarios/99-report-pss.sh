@@ -28,7 +28,7 @@ W3=$!
 # The criterion's object in the report JSON (one line, no nested braces).
 crit() { tr -d '\n' <"$J" | grep -o '{[^{}]*"subject": "process cgwarden-worklo"[^{}]*}'; }
 on_pss() {
-    cgwarden report --policy "$P" --db "$DB" --since 1h --format json --out "$J" >/dev/null 2>&1
+    cgwarden report --policy "$P" --db "$DB" --since 1h --json --out "$J" >/dev/null 2>&1
     crit | grep -q '"detail": "PSS (smaps_rollup)'
 }
 check judged-on-pss "memory_growth of cgwarden-worklo is judged on PSS (two PSS reads a minute apart)" \

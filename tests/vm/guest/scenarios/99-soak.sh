@@ -81,7 +81,7 @@ check progress-sees-restart "a progress line names the daemon's restart" wait_fo
 kpis_pass() { grep -q '1 fail (restarts), 1 not measured' "$SOAKLOG"; }
 check kpis-pass-before "before the slow loop: only restarts fails, loop_p99 and fps_stddev measured" wait_for 20 kpis_pass
 # The window so far, before the slow loop: side A of the compare below.
-cgw report --policy "$P" --since 60s --format json --out "$T/soak-before.json"
+cgw report --policy "$P" --since 60s --json --out "$T/soak-before.json"
 check report-before "a report of the window before the slow loop" test -s "$T/soak-before.json"
 # The soak itself is stopped and run again: it resumes.
 kill -TERM "$SOAK"
