@@ -53,10 +53,12 @@ impl RootArg {
         };
         let cg = dir.join("sys/fs/cgroup");
         if !dir.is_dir() {
-            eprintln!(
-                "cgwarden: error: --root {}: no such directory",
-                dir.display()
-            );
+            let why = if dir.exists() {
+                "is a file, not a directory"
+            } else {
+                "no such directory"
+            };
+            eprintln!("cgwarden: error: --root {}: {why}", dir.display());
             return Err(Exit(exit::USAGE));
         }
         if !cg.is_dir() {
@@ -182,6 +184,20 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Copy, read-only, the files cgwarden reads from this board into DIR, a tree
+    /// `--root DIR` takes: plan and doctor on a laptop say what they say on the board.
+    Capture {
+        /// A new or empty directory (anything else is a usage error, exit 2).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Also copy /proc/PID (comm, exe, cmdline, status, stat, cgroup) and
+        /// /etc/passwd, /etc/group: command lines may hold secrets.
+        #[arg(long)]
+        processes: bool,
+        /// Copy from this tree instead of the board's / (a fake tree, another capture).
+        #[command(flatten)]
+        root: RootArg,
+    },
     /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
     Status {
         /// The whole reply as JSON.
@@ -231,6 +247,7 @@ enum Command {
     },
     /// Compare every managed knob with what it should hold; exit 1 on drift.
     Verify {
+        /// The whole reply as JSON (every knob: expected, actual, drift, last writer).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -238,12 +255,13 @@ enum Command {
     },
     /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
     Health {
+        /// The whole reply as JSON (healthy, reasons, hashes, since).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Follow the daemon's events: rules, writes, claims, reloads.
+    /// Follow the daemon's events: rules, writes, claims, reloads; ends (exit 0) when the daemon stops.
     Events {
         /// One JSON object per line.
         #[arg(long)]
@@ -615,6 +633,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Err(code) => Ok(code),
             }
         }
+        Command::Capture {
+            dir,
+            processes,
+            root,
+        } => Ok(match root.root() {
+            Ok(src) => capture_command(&src, &dir, processes),
+            Err(Exit(code)) => code,
+        }),
         Command::Plan { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,
@@ -641,10 +667,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             if plan.no_groups.is_some() {
                 // Not the converged system's `0 changes` (docs/cli.md).
-                cgwarden::outln!("no group can be built; {changes} other changes");
+                cgwarden::outln!(
+                    "no group can be built; {}",
+                    cgwarden::show::count(changes, "other change")
+                );
                 return Ok(exit::MISSING);
             }
-            cgwarden::outln!("{changes} changes");
+            cgwarden::outln!("{}", cgwarden::show::count(changes, "change"));
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -683,7 +712,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            cgwarden::outln!("{} changes", done.changes);
+            cgwarden::outln!("{}", cgwarden::show::count(done.changes, "change"));
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -738,6 +767,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
+            // The sockets a killed daemon left: the lock says none serves them.
+            cgwarden::daemon::remove_sockets(&root.host_path(&settings.state_dir));
             let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
                 .context("cannot use the originals journal")?;
             for w in &rep.warnings {
@@ -776,6 +807,27 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
     }
+}
+
+/// `cgwarden capture`: the copy, then what it holds and what it left out.
+fn capture_command(src: &Root, dir: &Path, processes: bool) -> u8 {
+    use cgwarden::kernel::capture::{capture, Refused};
+    let s = match capture(src, dir, processes) {
+        Ok(s) => s,
+        Err(Refused::Usage(why)) => {
+            eprintln!("cgwarden: error: capture: {why}");
+            return exit::USAGE;
+        }
+        Err(Refused::Failed(e)) => {
+            eprintln!("cgwarden: error: capture: {e}");
+            return exit::for_kernel_error(&e);
+        }
+    };
+    for p in &s.unreadable {
+        eprintln!("cgwarden: note: capture: could not read {}", p.display());
+    }
+    cgwarden::outln!("{}", s.line(dir));
+    exit::OK
 }
 
 fn report_missing(plan: &cgwarden::converge::Plan) {

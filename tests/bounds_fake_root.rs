@@ -123,3 +123,26 @@ fn a_reload_beyond_the_board_is_refused_and_the_old_policy_holds() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 }
+
+#[test]
+fn a_boost_beyond_the_board_is_refused_with_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, policy, root) = support::control_board(dir.path());
+    let b = support::Board {
+        tree: _t,
+        root,
+        policy,
+    };
+    let d = Daemon::on(&b);
+    let r = support::run(&mut b.client(&["boost", "cpufreq.policy4.min=12GHz", "--for", "1m"]));
+    assert_ne!(r.code, 0, "{r}");
+    assert!(
+        r.stderr
+            .contains("12GHz is above policy4's cpuinfo_max_freq 2.4GHz"),
+        "{r}"
+    );
+    let r = support::run(&mut b.client(&["boost", "cpufreq.policy4.min=1.8GHz", "--for", "1m"]));
+    assert_eq!(r.code, 0, "{r}");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

@@ -44,9 +44,8 @@ fn decoder_fields(src: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_field_the_decoder_accepts_is_in_docs_policy_md() {
-    // decode.rs and the modules it was split into (issue 21 item 5);
-    // tuning.rs (placement attributes, documented in threads.md) was never
-    // scanned.
+    // decode.rs and the modules it is split into; tuning.rs (placement
+    // attributes, documented in threads.md) is not scanned.
     let src = [
         include_str!("../src/policy/decode.rs"),
         include_str!("../src/policy/decode/grants.rs"),

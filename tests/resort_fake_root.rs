@@ -1,4 +1,4 @@
-//! Issue 25 on a fake root, the daemon end to end: a rule's `freeze` writes
+//! Last resorts on a fake root, the daemon end to end: a rule's `freeze` writes
 //! the group's `cgroup.freeze`, its `kill in … prefer … avoid …` chooses the
 //! largest preferred process (never the critical or avoided one, larger as
 //! they are) and reports it without signalling (fake pids are not

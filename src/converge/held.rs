@@ -32,10 +32,12 @@ impl Converger<'_> {
         let mut zram = Plan::default();
         self.plan_zram(&mut zram);
         plan.steps.append(&mut zram.steps);
-        plan.warnings = zram.warnings;
         self.plan_realtime(&mut plan);
         self.plan_hardware_threads(&mut plan);
         self.plan_latency(&mut plan);
+        // Only zram's warnings are drift: the others (an IRQ that has not
+        // appeared yet, a thread the kernel pins) say what cannot be held.
+        plan.warnings = zram.warnings;
         let mut placement = Plan::default();
         self.plan_placement(&mut placement);
         // Attributes of processes already in their group; one still to be

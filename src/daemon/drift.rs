@@ -49,6 +49,8 @@ pub(crate) struct DriftState {
     pub(crate) counts: BTreeMap<String, u64>,
     /// What is drifted now, by knob or file.
     open: BTreeSet<String>,
+    /// Where a check off the loop sends its report.
+    pub(crate) tx: Option<mpsc::UnboundedSender<DriftReport>>,
 }
 
 impl DriftState {
@@ -94,6 +96,24 @@ pub(crate) struct DriftReport {
     drifted: Vec<Drifted>,
     held: Vec<HeldDrift>,
     micros: u128,
+    /// A `Verify` or `Health` call waiting for the held check: answered
+    /// once its drifts are noted. `None`: the periodic check.
+    answer: Option<Answer>,
+}
+
+/// A call answered when the held check is back.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// `Verify`, with the table's knobs as checked in the loop.
+    Verify(
+        tokio::sync::oneshot::Sender<crate::control::Response>,
+        Vec<crate::control::wire::KnobCheck>,
+    ),
+    /// `Health`, with the reasons found in the loop.
+    Health(
+        tokio::sync::oneshot::Sender<crate::control::Response>,
+        super::health::Pending,
+    ),
 }
 
 /// The held files and threads that do not hold what the policy says now
@@ -226,12 +246,71 @@ impl Daemon {
                 drifted,
                 held,
                 micros: t0.elapsed().as_micros(),
+                answer: None,
             });
         });
     }
 
+    /// The held check for a waiting `Verify` or `Health` call, off the loop:
+    /// it may scan `/proc`, which the loop that reacts must not wait for.
+    /// Without a report channel (no loop), it runs here.
+    pub(crate) fn check_held_then(&mut self, answer: Answer) {
+        let knob_paths = self.knob_paths();
+        let Some(tx) = self.drift.tx.clone() else {
+            let held = held_drifts(&self.opts.root, &self.policy, &knob_paths, None);
+            self.answer_held(held, answer);
+            return;
+        };
+        let root = self.opts.root.clone();
+        let policy = self.policy.clone();
+        tokio::task::spawn_blocking(move || {
+            let t0 = Instant::now();
+            let held = held_drifts(&root, &policy, &knob_paths, None);
+            let _ = tx.send(DriftReport {
+                checked: Vec::new(),
+                drifted: Vec::new(),
+                held,
+                micros: t0.elapsed().as_micros(),
+                answer: Some(answer),
+            });
+        });
+    }
+
+    /// Answers `Health()` here, the held check in the loop (see the module
+    /// docs). A call with a reply channel goes through
+    /// [`Self::check_held_then`] instead, off the loop.
+    pub(crate) fn health(&mut self) -> crate::control::wire::HealthReply {
+        let pending = self.health_pending();
+        let held = held_drifts(&self.opts.root, &self.policy, &self.knob_paths(), None);
+        self.note_held(&held, false);
+        self.health_reply(pending)
+    }
+
+    /// Notes the held drifts, then answers the call that waited for them.
+    fn answer_held(&mut self, held: Vec<HeldDrift>, answer: Answer) {
+        self.note_held(&held, false);
+        match answer {
+            Answer::Verify(tx, mut knobs) => {
+                knobs.extend(held.into_iter().map(held_check));
+                let reply = crate::control::wire::VerifyReply {
+                    drift: knobs.iter().any(|k| k.drift),
+                    knobs,
+                };
+                let _ = tx.send(crate::control::Response::Verify(reply));
+            }
+            Answer::Health(tx, pending) => {
+                let reply = self.health_reply(pending);
+                let _ = tx.send(crate::control::Response::Health(Box::new(reply)));
+            }
+        }
+    }
+
     /// A check's result, on the loop.
-    pub(crate) fn on_drift(&mut self, r: DriftReport) {
+    pub(crate) fn on_drift(&mut self, mut r: DriftReport) {
+        if let Some(answer) = r.answer.take() {
+            self.answer_held(r.held, answer);
+            return;
+        }
         self.drift.busy = false;
         tracing::debug!(
             knobs = r.checked.len(),
@@ -350,4 +429,17 @@ impl Daemon {
 /// (held labels are absolute paths or start with a word and a blank).
 fn is_held_key(key: &str) -> bool {
     key.starts_with('/') || key.contains(' ')
+}
+
+/// A held drift as `verify` lists it.
+pub(crate) fn held_check(h: HeldDrift) -> crate::control::wire::KnobCheck {
+    crate::control::wire::KnobCheck {
+        knob: h.label,
+        path: h.path.map(|p| p.display().to_string()).unwrap_or_default(),
+        expected: h.want,
+        actual: h.actual,
+        drift: true,
+        last_writer: None,
+        skipped: None,
+    }
 }

@@ -1,4 +1,4 @@
-//! The knob registry (SPEC §6): the closed set of knobs rules, boosts and
+//! The knob registry: the closed set of knobs rules, boosts and
 //! baselines may change, one module per family, and everything the rest of
 //! cgwarden needs to know about them. No other module knows what a knob is:
 //! policy validation and its did-you-mean, grant patterns, `plan`, the
@@ -82,7 +82,7 @@ use value::{
 /// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
 pub const CAP_KEY_PREFIX: &str = "cap ";
 
-/// Whether `name` follows the SPEC naming rule `[a-z0-9][a-z0-9_-]{0,63}`
+/// Whether `name` follows the naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
 pub(crate) fn is_valid_name(name: &str) -> bool {
     let mut bytes = name.bytes();
@@ -176,7 +176,7 @@ pub enum Knob {
     LatencyGlobal,
 }
 
-/// How competing claims on one knob are merged (SPEC §3 semantics).
+/// How competing claims on one knob are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MergePolicy {
     /// More means more resource or speed: the largest claim wins.
@@ -253,9 +253,9 @@ impl Knob {
         matches!(self, Knob::LatencyGlobal)
     }
 
-    /// Whether the knob is a ceiling a `cap` may hold (SPEC §6 "Caps that
-    /// win"): `cpufreq.*.max`, `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`,
-    /// `G.memory.high`, `G.memory.max`.
+    /// Whether the knob is a ceiling a `cap` may hold: `cpufreq.*.max`,
+    /// `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`, `G.memory.high`,
+    /// `G.memory.max`.
     pub(crate) fn is_ceiling(&self) -> bool {
         match self {
             Knob::Cpufreq { attr, .. } => *attr == CpufreqAttr::Max,

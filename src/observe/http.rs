@@ -39,7 +39,7 @@ pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Exposer {
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
-    /// Issue 26: the KPI store (`cgwarden_kpi`).
+    /// The KPI store (`cgwarden_kpi`).
     pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
@@ -74,9 +74,11 @@ pub(crate) struct Endpoints {
 pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cgw-metrics".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
                 .build()
             {
                 Ok(rt) => rt,

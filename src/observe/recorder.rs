@@ -1,4 +1,4 @@
-//! The flight recorder (SPEC §5; schema in `schema.sql`, documented in
+//! The flight recorder (schema in `schema.sql`, documented in
 //! docs/recorder.md): every `recorder.interval` the `cgw-recorder` thread
 //! reads each group's pressure, memory and events, the named processes'
 //! RSS, the named thermal zones and the daemon's own cost, drains the
@@ -50,15 +50,15 @@ pub(crate) struct Config {
     /// Host path of the database.
     pub path: PathBuf,
     pub criteria: ReportCriteria,
-    /// `settings.critical` (issue 26: their memory is recorded too).
+    /// `settings.critical` (their memory is recorded too).
     pub critical: Vec<String>,
     pub root: Root,
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
     pub events: broadcast::Receiver<wire::Event>,
-    /// Issue 27: the input tape the event loop fills.
+    /// The input tape the event loop fills.
     pub tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
-    /// Issue 26: the KPI store, drained into `kpi` every interval.
+    /// The KPI store, drained into `kpi` every interval.
     pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
@@ -95,6 +95,7 @@ pub(crate) fn start(cfg: Config) -> Result<Handle, String> {
     let (stop, stop_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cgw-recorder".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || run(rec, cfg, stop_rx))
         .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
     Ok(Handle { stop, thread })
@@ -124,10 +125,13 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
         if lost > 0 {
             events.push(EventRow::own(
                 "lost",
-                format!("{lost} evaluations not taped (the recorder fell behind)"),
+                format!(
+                    "{} not taped (the recorder fell behind)",
+                    crate::show::count(lost, "evaluation")
+                ),
             ));
         }
-        // Issue 26: PSS at most once per PSS_EVERY (its read walks page tables).
+        // PSS at most once per PSS_EVERY (its read walks page tables).
         let pss_due = pss_at.is_none_or(|t| t.elapsed() >= super::procmem::PSS_EVERY);
         if pss_due {
             pss_at = Some(Instant::now());
@@ -204,7 +208,10 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
             Ok(e) => out.push(EventRow::from_wire(e)),
             Err(TryRecvError::Lagged(n)) => out.push(EventRow::own(
                 "lost",
-                format!("{n} events not recorded (the recorder fell behind)"),
+                format!(
+                    "{} not recorded (the recorder fell behind)",
+                    crate::show::count(n, "event")
+                ),
             )),
             Err(TryRecvError::Empty | TryRecvError::Closed) => break,
         }
@@ -220,15 +227,15 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
 pub(crate) struct Reading {
     pub ts: f64,
     pub groups: Vec<GroupSample>,
-    /// Issue 26: RSS and (some intervals) PSS per selected process.
+    /// RSS and (some intervals) PSS per selected process.
     pub processes: Vec<super::procmem::ProcRow>,
     /// (zone type, temp m°C, lowest passive/hot trip m°C)
     pub thermal: Vec<(String, i64, Option<i64>)>,
     pub own: OwnCost,
     pub events: Vec<EventRow>,
-    /// Issue 27: the input tape's chunks.
+    /// The input tape's chunks.
     pub tape: Vec<super::tape::Chunk>,
-    /// Issue 26: each KPI's samples of the interval.
+    /// Each KPI's samples of the interval.
     pub kpi: Vec<(String, super::kpi::Unit, super::kpi::Hist)>,
 }
 
@@ -275,13 +282,13 @@ fn zones(root: &Root, names: &[String]) -> Vec<(String, i64, Option<i64>)> {
 pub(crate) struct Recorder {
     conn: Connection,
     run: i64,
-    /// Issue 27: tape key ids by name.
+    /// Tape key ids by name.
     tape_keys: std::collections::HashMap<String, i64>,
 }
 
 /// The tables with a `ts` column, oldest rows dropped first.
 const TIMED: [&str; 8] = [
-    "kpi", // issue 26
+    "kpi",
     "samples",
     "processes",
     "thermal",
@@ -334,7 +341,7 @@ impl Recorder {
         conn.busy_timeout(Duration::from_secs(2))?;
         // The recorder appends and rarely reads back: SQLite's default
         // 2 MiB page cache would be a third of the daemon's memory once
-        // filled (issue 29). 256 KiB holds the indexes' hot pages.
+        // filled. 256 KiB holds the indexes' hot pages.
         conn.pragma_update(None, "cache_size", -256)?;
         // Every statement the recorder runs stays compiled (about 12).
         conn.set_prepared_statement_cache_capacity(32);
@@ -391,7 +398,7 @@ impl Recorder {
                 )
             ],
         )?;
-        // What `thermal_throttling` can judge (issue 26): the cpufreq
+        // What `thermal_throttling` can judge: the cpufreq
         // policies the daemon watches for throttle episodes in this run;
         // none (an empty detail) means nothing here can throttle, and the
         // report says "not measured" rather than a vacuous pass.
@@ -408,7 +415,7 @@ impl Recorder {
         let keys = &mut self.tape_keys;
         in_transaction(&self.conn, |tx| {
             insert(tx, run, r)?;
-            super::kpi::record::insert(tx, run, r.ts, &r.kpi)?; // issue 26
+            super::kpi::record::insert(tx, run, r.ts, &r.kpi)?;
             super::tape::insert(tx, run, keys, &r.tape)
         })
     }
@@ -468,7 +475,7 @@ impl Recorder {
 /// Runs `f` in one transaction, with every statement — `BEGIN` and
 /// `COMMIT` too — from the connection's cache: compiled once, not every
 /// interval, so the SQL compiler's code is not part of what the daemon
-/// keeps touching (and, locked, resident: issue 29). Rolled back on error.
+/// keeps touching (and, locked, resident). Rolled back on error.
 fn in_transaction(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
@@ -487,7 +494,7 @@ fn in_transaction(
     }
 }
 
-/// Issue 26: a database created before `processes.pss` gets the column
+/// A database created before `processes.pss` gets the column
 /// (NULL in its old rows; the report reads either).
 fn add_pss_column(conn: &Connection) -> rusqlite::Result<()> {
     let has: bool = conn.query_row(

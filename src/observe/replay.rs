@@ -1,4 +1,4 @@
-//! `cgwarden replay POLICY --recording DB` (issue 27, SPEC §7): the pure
+//! `cgwarden replay POLICY --recording DB`: the pure
 //! engine ([`Supervisor`]) on a simulated clock over the input tape the
 //! recorder kept ([`super::tape`]): per rule its firing episodes (start,
 //! end, why), time active, the writes and hooks it would have made, and a

@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts);
 
 -- RSS of the processes named in report.criteria.processes or matching
--- settings.critical, per interval; PSS at most once a minute (issue 26).
+-- settings.critical, per interval; PSS at most once a minute.
 CREATE TABLE IF NOT EXISTS processes (
     ts   REAL NOT NULL,
     run  INTEGER NOT NULL,
@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
 
--- Memory telemetry of the whole machine, per interval (issue 25): name is
+-- Memory telemetry of the whole machine, per interval: name is
 -- vmstat.FIELD (the counter as read), meminfo.FIELD (bytes),
 -- zram.DEV.FIELD (mm_stat bytes) or fragmentation.ORDER (0-1).
 CREATE TABLE IF NOT EXISTS memstat (
@@ -112,7 +112,7 @@ CREATE TABLE IF NOT EXISTS daemon (
 );
 CREATE INDEX IF NOT EXISTS daemon_ts ON daemon (ts);
 
--- KPIs from applications (issue 26), one row per name per interval: the
+-- KPIs from applications, one row per name per interval: the
 -- interval's samples as a histogram (blob: LEB128 varints, the zero
 -- bucket's count then (bucket index delta, count) pairs; a bucket index is
 -- an f64's top 16 bits: 11 exponent and 5 mantissa bits) with count, sum,

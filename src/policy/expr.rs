@@ -1,4 +1,4 @@
-//! The rule language (SPEC §3): `when:` conditions and rule actions.
+//! The rule language: `when:` conditions and rule actions.
 //!
 //! This module owns the grammar, the syntax tree and its type checking:
 //! which metrics exist, which threshold unit each metric compares against,
@@ -153,7 +153,7 @@ pub enum ExprKind {
     Running(String),
     /// `exists(GROUP)`.
     Exists(Spanned<String>),
-    /// `throttled(POLICY)` (issue 24, SPEC §6): the policy's ceiling is
+    /// `throttled(POLICY)`: the policy's ceiling is
     /// clipped below what was asked, or a cooling device bound to it is
     /// above 0.
     Throttled(Spanned<String>),
@@ -312,21 +312,21 @@ pub enum Metric {
     MemoryAvailable,
     /// `thermal.ZONE.temp`; ZONE is the zone's `type`.
     ThermalTemp { zone: Spanned<String> },
-    /// `thermal.ZONE.trip.N`: trip point N's temperature (issue 24).
+    /// `thermal.ZONE.trip.N`: trip point N's temperature.
     ThermalTrip { zone: Spanned<String>, trip: u32 },
     /// `cooling.NAME.state`: a cooling device's `cur_state`, NAME its
-    /// `type` (issue 24).
+    /// `type`.
     CoolingState { device: Spanned<String> },
     /// `cpufreq.POLICY.limit` (the ceiling the kernel lets the policy reach
-    /// now) or `cpufreq.POLICY.cur`, kHz (issue 24).
+    /// now) or `cpufreq.POLICY.cur`, kHz.
     CpufreqFreq {
         policy: Spanned<String>,
         limit: bool,
     },
-    /// Memory telemetry (issue 25): vmstat rates, meminfo, zram mm_stat,
+    /// Memory telemetry: vmstat rates, meminfo, zram mm_stat,
     /// the fragmentation index ([`mem`]).
     Mem(MemMetric),
-    /// Issue 26: `kpi.NAME.STAT`, a KPI's statistic over a trailing window
+    /// `kpi.NAME.STAT`, a KPI's statistic over a trailing window
     /// (the threshold is [`Threshold::Kpi`]).
     Kpi { name: String, stat: kpi::Stat },
 }
@@ -413,12 +413,12 @@ pub enum Threshold {
         window: Option<Duration>,
     },
     Temperature(Temperature),
-    /// `cpufreq.POLICY.limit|cur` (issue 24).
+    /// `cpufreq.POLICY.limit|cur`.
     Frequency(crate::units::Frequency),
     /// A plain non-negative number: a vmstat rate per second, a
-    /// fragmentation index (issue 25).
+    /// fragmentation index.
     Number(f64),
-    /// Issue 26: a KPI threshold, `value` in the KPI's unit (seconds for a
+    /// A KPI threshold, `value` in the KPI's unit (seconds for a
     /// duration, as `text` was written), over `window` (`None`: the
     /// default, [`kpi::DEFAULT_WINDOW`]).
     Kpi {
@@ -580,9 +580,9 @@ pub enum Action {
     Hook(String),
     /// `compact memory`.
     CompactMemory,
-    /// `cap KNOB at VALUE` (issue 24): a ceiling that beats every raise.
+    /// `cap KNOB at VALUE`: a ceiling that beats every raise.
     Cap { knob: Knob, value: KnobValue },
-    /// `freeze G` (issue 25): `cgroup.freeze` 1.
+    /// `freeze G`: `cgroup.freeze` 1.
     Freeze(String),
     /// `thaw G`: `cgroup.freeze` 0.
     Thaw(String),
@@ -655,8 +655,8 @@ pub use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
-pub(crate) mod kpi;
-pub(crate) mod mem; // issue 26: kpi.NAME.STAT conditions
+pub(crate) mod kpi; // kpi.NAME.STAT conditions
+pub(crate) mod mem; // memory telemetry metrics
 pub use mem::MemMetric;
 pub(crate) mod resort;
 pub use resort::KillSpec;

@@ -176,11 +176,31 @@ impl Daemon {
         }
     }
 
-    /// Every managed knob with an effective value, compared with the
-    /// kernel, then what the baseline holds beyond the knobs
-    /// ([`super::super::drift`]). A drift that begins is an event (and
-    /// counts) once; one still there at the next check is not counted again.
+    /// `Verify` answered here (the held check in the loop): the table's
+    /// knobs, then the held files ([`Self::verify_knobs`],
+    /// [`super::super::drift`]). A call with a reply channel goes through
+    /// [`Self::check_held_then`] instead, off the loop.
     pub(crate) fn verify(&mut self) -> wire::VerifyReply {
+        let mut knobs = self.verify_knobs();
+        let held = super::super::drift::held_drifts(
+            &self.opts.root,
+            &self.policy,
+            &self.knob_paths(),
+            None,
+        );
+        self.note_held(&held, false);
+        knobs.extend(held.into_iter().map(super::super::drift::held_check));
+        wire::VerifyReply {
+            drift: knobs.iter().any(|k| k.drift),
+            knobs,
+        }
+    }
+
+    /// Every knob of the table with an effective value, compared with the
+    /// kernel in the loop (a few small reads). A drift that begins is an
+    /// event (and counts) once; one still there at the next check is not
+    /// counted again.
+    pub(crate) fn verify_knobs(&mut self) -> Vec<wire::KnobCheck> {
         let t = self.supervisor.table();
         let mut knobs = Vec::new();
         // A knob whose write is still queued or in flight is not drift:
@@ -223,12 +243,6 @@ impl Daemon {
                 skipped,
             });
         }
-        let held = super::super::drift::held_drifts(
-            &self.opts.root,
-            &self.policy,
-            &self.knob_paths(),
-            None,
-        );
         for k in &knobs {
             if !k.drift {
                 self.drift.ended(&k.knob);
@@ -237,19 +251,6 @@ impl Daemon {
                 self.publish_drift(&k.knob, &k.expected, k.actual.as_deref(), path.as_deref());
             }
         }
-        self.note_held(&held, false);
-        knobs.extend(held.into_iter().map(|h| wire::KnobCheck {
-            knob: h.label,
-            path: h.path.map(|p| p.display().to_string()).unwrap_or_default(),
-            expected: h.want,
-            actual: h.actual,
-            drift: true,
-            last_writer: None,
-            skipped: None,
-        }));
-        wire::VerifyReply {
-            drift: knobs.iter().any(|k| k.drift),
-            knobs,
-        }
+        knobs
     }
 }

@@ -505,7 +505,7 @@ fn a_counter_is_read_once_per_evaluation_time_and_shared_by_rules() {
     assert!(ev.evaluate(&long, secs(3.0), TICK, &m).value);
     // A rule evaluated for the first time (added by a reload) sees the
     // group's recent events: the count is from when the daemon started
-    // watching the group (SPEC §3), not from the rule's first look.
+    // watching the group, not from the rule's first look.
     let other = expr("g.memory.events.high >= 5/1m");
     assert!(ev.evaluate(&other, secs(4.0), TICK, &m).value);
 }
@@ -698,7 +698,7 @@ fn needs_lists_only_what_rules_use() {
             (io.clone(), Duration::from_millis(500))
         ])
     );
-    // Issue 29: b's line ends by a read, c's (one comparison) by silence.
+    // b's line ends by a read, c's (one comparison) by silence.
     assert_eq!(
         n.psi_recheck,
         crate::engine::FastSet::from_iter([cpu.clone()])
@@ -846,7 +846,7 @@ proptest! {
     }
 }
 
-/// Issue 29: a true condition that is one stall comparison says when an
+/// A true condition that is one stall comparison says when an
 /// armed trigger's silence ends it; any other form, or a false one, does not.
 #[test]
 fn one_stall_comparison_ends_by_silence() {

@@ -427,7 +427,7 @@ fn raise_without_baseline_reads_the_kernel_or_reports() {
     );
 }
 
-// ---- reload (SPEC §4 "Reload") ----
+// ---- reload ----
 
 const TWO: &str = "version: 1\ngroups:\n  a:\n    memory: { high: 1G }\n  b:\n    memory: { high: 2G }\nsystem:\n  sysctl: { vm.swappiness: 30, vm.dirty_ratio: 5 }\nhooks:\n  alert: { exec: [/bin/true] }\n";
 

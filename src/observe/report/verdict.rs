@@ -1,4 +1,4 @@
-//! The stability verdicts of `cgwarden report` (issue 13 item 4): pure
+//! The stability verdicts of `cgwarden report`: pure
 //! functions from the recorder's rows (already read by [`super::query`]) and
 //! `report.criteria` to PASS/FAIL with the measured value and the moment a
 //! criterion first broke. No I/O, no clock: everything is unit-tested.
@@ -16,14 +16,13 @@
 //!   third instead, so the two halves never overlap. The moment it failed is
 //!   the first sample at which the median of the trailing comparison window
 //!   exceeds the first window's median by more than the limit.
-//! - **Thermal throttling** (issue 24): per cpufreq policy, the throttle
+//! - **Thermal throttling**: per cpufreq policy, the throttle
 //!   episodes the daemon recorded (`throttle` events: one per rising edge of
 //!   `throttled(POLICY)` — the kernel held the policy below the ceiling
 //!   asked for, or a cooling device bound to it was active). The limit is
 //!   per 72 h, scaled to the report's window. No episode recorded passes
-//!   with 0. (Before issue 24 this counted "temperature ≥ trip" samples of
-//!   named zones, which is not throttling; the zones' temperatures are still
-//!   recorded for the chart.)
+//!   with 0. A temperature at or above a trip point is not throttling: the
+//!   zones' temperatures are recorded for the chart only.
 //! - **Restarts**: every daemon start recorded in `runs` inside the window
 //!   except the first one the database knows; a start whose `boot_id`
 //!   differs from the previous run's is a reboot, else a daemon restart.
@@ -117,18 +116,18 @@ pub(crate) struct Inputs {
     pub(crate) memory: BTreeMap<String, Vec<Point>>,
     /// Per comm: summed RSS.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
-    /// Per comm: summed PSS (issue 26; empty when not recorded).
+    /// Per comm: summed PSS (empty when not recorded).
     pub(crate) pss: BTreeMap<String, Vec<Point>>,
     /// Per cpufreq policy: the times its throttle episodes began.
     pub(crate) throttle: BTreeMap<String, Vec<f64>>,
     /// Every run recorded which cpufreq policies it watched, and none had
-    /// any: nothing on the device can throttle (issue 26).
+    /// any: nothing on the device can throttle.
     pub(crate) no_cpufreq: bool,
     /// Every run the database knows, any time.
     pub(crate) runs: Vec<RunRow>,
     /// Per group: `memory full avg10`.
     pub(crate) memory_full: BTreeMap<String, Vec<Point>>,
-    /// `critical_exit` events (issue 25): (time, what exited).
+    /// `critical_exit` events: (time, what exited).
     pub(crate) critical_exits: Vec<(f64, String)>,
 }
 
@@ -143,7 +142,7 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
         }
         out.push(growth_verdict(format!("group {g}"), s, c.memory_growth));
     }
-    out.extend(process::growth(c, i)); // issue 26: PSS, else RSS
+    out.extend(process::growth(c, i)); // PSS, else RSS
     if !out.iter().any(|v| v.id == "memory_growth") {
         out.push(Verdict {
             id: "memory_growth",
@@ -163,7 +162,7 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     out
 }
 
-/// Issue 25: a `settings.critical` process must not exit during the run
+/// A `settings.critical` process must not exit during the run
 /// (the 72-hour script's "the named critical processes stay alive").
 fn critical_exits(exits: &[(f64, String)], recorded: bool) -> Verdict {
     let n = exits.len();
@@ -421,9 +420,9 @@ fn growth_verdict(subject: String, s: &[Point], limit: u64) -> Verdict {
                     None
                 },
                 detail: format!(
-                    "median of the last {w} minus median of the first {w} ({n} samples)",
+                    "median of the last {w} minus median of the first {w} ({n})",
                     w = human_secs(growth_window(span)),
-                    n = s.len()
+                    n = crate::show::count(s.len(), "sample")
                 ),
             }
         }
@@ -547,8 +546,9 @@ fn restarts(limit: u64, runs: &[RunRow], from: f64, to: f64) -> Verdict {
         unit: "count",
         failed_at,
         detail: format!(
-            "{reboots} reboots (boot id changed), {} daemon restarts",
-            r.len() - reboots
+            "{} (boot id changed), {}",
+            crate::show::count(reboots, "reboot"),
+            crate::show::count(r.len() - reboots, "daemon restart")
         ),
     }
 }
@@ -722,7 +722,7 @@ mod tests {
         let v = thermal(&c, &i);
         assert_eq!((v[0].status, v[0].measured), (Status::Pass, Some(0.0)));
         // Every run said it watched no cpufreq policy: nothing can throttle,
-        // so 0 episodes is no measurement (issue 26), never a pass.
+        // so 0 episodes is no measurement, never a pass.
         i.no_cpufreq = true;
         let v = thermal(&c, &i);
         assert_eq!(v[0].status, Status::NotMeasured, "{}", v[0].detail);
@@ -756,7 +756,7 @@ mod tests {
         assert_eq!(restarts_in(&runs, 150.0, 1000.0), vec![(200.0, true)]);
         let v = restarts(0, &runs, 0.0, 1000.0);
         assert_eq!((v.status, v.failed_at), (Status::Fail, Some(100.0)));
-        assert!(v.detail.starts_with("1 reboots"), "{}", v.detail);
+        assert_eq!(v.detail, "1 reboot (boot id changed), 1 daemon restart");
         let v = restarts(2, &runs, 0.0, 1000.0);
         assert_eq!(v.status, Status::Pass);
         assert_eq!(restarts(0, &[], 0.0, 1.0).status, Status::NotMeasured);

@@ -1,4 +1,4 @@
-//! Memory telemetry metrics of the rule language (SPEC §6): the names
+//! Memory telemetry metrics of the rule language: the names
 //! `host.vmstat.FIELD` (a rate per second of a `/proc/vmstat` counter),
 //! `host.meminfo.FIELD` (bytes), `zram.DEV.FIELD` (`mm_stat`, bytes) and
 //! `host.fragmentation.ORDER` (the unusable free space index, 0–1).

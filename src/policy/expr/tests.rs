@@ -451,6 +451,33 @@ fn errors_with_positions() {
         ("g.cgroup.populated == 2", 22, "0 or 1"),
         ("thermal.x.temp > 85", 17, "temperature"),
         ("running(a) and", 14, "found the end of the condition"),
+        // C's operators and a unit apart from its number say what to write.
+        (
+            "running(a) || running(b)",
+            11,
+            "found `||`; the rule language writes `or`, not `||`",
+        ),
+        ("running(a) | running(b)", 11, "writes `or`"),
+        (
+            "running(a) && running(b)",
+            11,
+            "found `&&`; the rule language writes `and`, not `&&`",
+        ),
+        ("(running(a) || running(b))", 12, "writes `or`"),
+        (
+            "!running(a)",
+            0,
+            "found `!`; the rule language writes `not`",
+        ),
+        ("running(a) and !running(b)", 15, "writes `not`"),
+        (
+            "g.cpu.some.avg10 > 25 %",
+            19,
+            "no space between a number and its unit: write `25%`",
+        ),
+        ("g.memory.current > 2 G", 19, "write `2G`"),
+        ("thermal.x.temp > -5 C and running(a)", 17, "write `-5C`"),
+        ("g.cpu.some > 150 ms/1s", 13, "write `150ms/1s`"),
         ("running(a) adn running(b)", 11, "did you mean `and`?"),
         ("running(a) running(b)", 11, "expected `and`, `or`"),
         ("and running(a)", 0, "expected a condition before `and`"),
@@ -541,6 +568,14 @@ fn actions() {
         }
     );
     assert_eq!(
+        a("raise sysctl.vm.page-cluster by 1 up to 3"),
+        Action::Raise {
+            knob: Knob::Sysctl("vm.page-cluster".into()),
+            by: KnobValue::Int(1),
+            limit: KnobValue::Int(3),
+        }
+    );
+    assert_eq!(
         a("  set rt.cpuset.cpus =  0-3, 6  "),
         Action::Set {
             knob: Knob::Group {
@@ -571,6 +606,7 @@ fn actions() {
         "set cpufreq.policy7.governor = performance",
         "raise inference.memory.high by 512M up to 10G",
         "lower sysctl.vm.swappiness by 10 down to 0",
+        "set sysctl.vm.page-cluster = 0",
         "raise cpufreq.policy4.min by 200MHz up to 2GHz",
         "hook alert",
         "compact memory",
@@ -910,7 +946,7 @@ proptest! {
     }
 }
 
-/// Issue 24: the board's hardware in conditions.
+/// The board's hardware in conditions.
 #[test]
 fn hardware_metrics_and_throttled_parse_and_print_back() {
     for text in [

@@ -16,12 +16,12 @@ start SYS sys_logger 900
 start BY bystander 900
 sed 's/^/  /' "$T/pids"
 
-# plan: changes listed, in the SPEC format, nothing written.
+# plan: changes listed, in the documented format (docs/cli.md), nothing written.
 cgw plan "$POL/vision-cell-4cpu.yaml"
 check_eq plan-exit 0 echo "$RC"
-# SPEC §1: `WRITE PATH VALUE (was CURRENT)` / `MKDIR PATH`, nothing after. Other verbs
-# (for actions that are not file writes, e.g. swapon) are tolerated; they are not in SPEC.
-check plan-format "WRITE/MKDIR lines end with (was CURRENT) as in SPEC §1" \
+# `WRITE PATH VALUE (was CURRENT)` / `MKDIR PATH`, nothing after. Other verbs
+# (for actions that are not file writes, e.g. swapon) are tolerated.
+check plan-format "WRITE/MKDIR lines end with (was CURRENT) as documented" \
     sh -c '! grep -E "^(WRITE|MKDIR) " /tmp/cgw.out | grep -vE "^(WRITE /[^ ]+ .+ \(was .*\)|MKDIR /[^ ]+)$"'
 check plan-mkdir "plan creates realtime" grep -qx "MKDIR $CG/realtime" /tmp/cgw.out
 check plan-sysctl "plan writes swappiness" grep -qE "^WRITE /proc/sys/vm/swappiness 30 \(was [0-9]+\)$" /tmp/cgw.out

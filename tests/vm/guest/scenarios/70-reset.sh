@@ -1,4 +1,4 @@
-# `cgwarden reset` (SPEC §1, §4): every journalled file back to its original, processes
+# `cgwarden reset`: every journalled file back to its original, processes
 # back to the root, groups removed, zram swap off and reset, journal deleted.
 . "$T/pids"
 require_applied

@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 25 on a real kernel: a critical process's exit is an event (its
+# Last resorts on a real kernel: a critical process's exit is an event (its
 # latency from the exit is printed); a real memory squeeze (a hog throttled
 # at work's memory.high, no swap) fires `freeze rec` then `kill in work
 # prefer cgwx-batch* avoid cgwx-avoid`: the largest preferred process dies
@@ -113,7 +113,7 @@ kill "$P_REC" "$P_MOT" "$P_AVO" "$P_B1" "$P_THAW" 2>/dev/null
 kill -TERM "$DPID" 2>/dev/null
 wait "$DPID" 2>/dev/null
 kill "$EV" 2>/dev/null
-cgw report --policy "$POL/last-resort.yaml" --db /run/cgw-resort-rec/recorder.db --format json --since 1h
+cgw report --policy "$POL/last-resort.yaml" --db /run/cgw-resort-rec/recorder.db --json --since 1h
 check report-oom "report: an OOM kill outside the groups" grep -q "outside the groups: [1-9]" /tmp/cgw.out
 check report-critical "report: critical_exits fails naming cgwx-crit" grep -q "cgwx-crit (pid" /tmp/cgw.out
 rmdir "$CG/cgwx-outside" 2>/dev/null
