@@ -14,9 +14,15 @@
 //! every pending process is identified first, then the moves are made
 //! back-to-back, then sched and descendants — under an exec flood one pass
 //! places everything pending instead of a round trip per process.
+//!
+//! A process whose cgroup belongs to a container runtime or another
+//! delegated manager is left alone whatever rule matches it ([`foreign`]):
+//! not moved, no sched, no attributes; [`Placed::kept`] says why.
 
 use crate::policy::model::{Placement, Sched, UserSpec};
 use glob::{MatchOptions, Pattern};
+
+pub(crate) mod foreign;
 
 /// What matching needs to know about a process.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +49,8 @@ pub struct Matcher {
     pub rt_by_name: bool,
     /// Index of the rule in the policy, for logs.
     pub index: usize,
+    /// The rule's line in the policy file, for people.
+    pub line: u32,
 }
 
 /// All placement rules, in policy order.
@@ -85,6 +93,7 @@ impl Placer {
                 sched: p.sched.clone(),
                 rt_by_name: crate::policy::rt_by_name(p),
                 index,
+                line: p.pos.line,
             })
             .collect();
         Placer { matchers }
@@ -232,6 +241,10 @@ pub(crate) trait PlaceOps {
     fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts>;
     /// The process's cgroup as `/proc/PID/cgroup` shows it (`/a/b`); `None` when gone.
     fn cgroup_of(&mut self, pid: i32) -> Option<String>;
+    /// Who other than cgwarden manages `cgroup` (as `/proc/PID/cgroup`
+    /// shows it): [`foreign::owner`] with this root's groups and the
+    /// kernel's delegation marks. A process there is never moved.
+    fn owner_of(&mut self, cgroup: &str) -> Option<foreign::Owner>;
     /// Group `name`'s cgroup as `/proc/PID/cgroup` would show it.
     fn group_cgroup(&self, group: &str) -> Option<String>;
     /// The process's cgroup when it is known without reading (a full
@@ -282,6 +295,41 @@ pub(crate) struct Placed {
     /// Processes found gone (or their pid reused) between reading their
     /// facts and acting on them: nothing was done to them. Not errors.
     pub gone: u32,
+    /// A rule matched, and the process was left alone: its cgroup belongs
+    /// to a container runtime or another delegated manager. `group` and
+    /// `rule` are then `None` (nothing of the rule applies).
+    pub kept: Option<Kept>,
+}
+
+/// A process a placement matched and placement left where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// The rule's index and its line in the policy file.
+    pub rule: usize,
+    pub line: u32,
+    /// The rule's group.
+    pub group: String,
+    pub comm: String,
+    /// Its cgroup as `/proc/PID/cgroup` shows it.
+    pub cgroup: String,
+    pub owner: foreign::Owner,
+}
+
+impl Kept {
+    /// `pid 1234 (talker) in /system.slice/docker-….scope: placement at
+    /// policy line 12 → realtime matches it, but its cgroup belongs to a
+    /// container runtime (docker)`.
+    pub(crate) fn describe(&self, pid: i32) -> String {
+        format!(
+            "pid {pid} ({}) in {}: placement at policy line {} → {} matches it, but its \
+             cgroup belongs to {}",
+            self.comm,
+            self.cgroup,
+            self.line,
+            self.group,
+            self.owner.what()
+        )
+    }
 }
 
 /// What [`Placer::place_cached`] remembers per process: the rule it falls
@@ -601,15 +649,33 @@ impl Placer {
             return Prepared::Done(out);
         }
         let m = &self.matchers[idx];
-        out.group = Some(m.group.clone());
-        out.rule = Some(idx);
         let Some(target) = ops.group_cgroup(&m.group) else {
+            out.group = Some(m.group.clone());
+            out.rule = Some(idx);
             out.errors.push(format!(
                 "pid {pid} ({}): group {} unknown",
                 facts.comm, m.group
             ));
             return Prepared::Done(out);
         };
+        // A container's (or a delegated manager's) process stays in its
+        // cgroup: out of it, the runtime's limits no longer hold and its
+        // stop no longer reaches it. Nothing of the rule applies to it.
+        if was != target {
+            if let Some(owner) = ops.owner_of(&was) {
+                out.kept = Some(Kept {
+                    rule: idx,
+                    line: m.line,
+                    group: m.group.clone(),
+                    comm: facts.comm,
+                    cgroup: was,
+                    owner,
+                });
+                return Prepared::Done(out);
+            }
+        }
+        out.group = Some(m.group.clone());
+        out.rule = Some(idx);
         Prepared::Pending(Pending {
             pid,
             pin,
