@@ -27,18 +27,24 @@
 //! slice): the match is the explicit request. Descendants of a matched
 //! process are moved along only when they are still in the group the parent
 //! left (the fork-before-move race) and match no other rule.
+//!
+//! Except a process whose cgroup belongs to a container runtime or another
+//! delegated manager ([`crate::engine::placement::foreign`]): it is left
+//! alone whatever rule matches it. Each is logged once per process and rule
+//! and listed by `status` ([`Shared::left_alone`]) until it exits or stops
+//! matching.
 
 use crate::converge::placement::KernelOps;
 use crate::daemon::tasks::Tasks;
 use crate::daemon::watch::Wake;
-use crate::engine::placement::{FactCache, Placer};
+use crate::engine::placement::{FactCache, Kept, Placer};
 use crate::engine::presence::Presence;
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::wait::EventFd;
 use crate::kernel::{procfs, Root};
 use crate::policy::model::Policy;
 pub(crate) use crate::stats::ExecCounters as Counters;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
@@ -55,6 +61,9 @@ pub struct Shared {
     pub(crate) counters: Arc<Counters>,
     /// Critical exits, kills, freezes (issue 25).
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
+    /// Processes a placement matched and left alone, by pid (what the exec
+    /// thread's [`Worker::kept`] holds, copied when it changes).
+    left_alone: Mutex<Vec<(i32, Kept)>>,
 }
 
 impl Shared {
@@ -64,7 +73,16 @@ impl Shared {
             events_live: AtomicBool::new(false),
             counters: Default::default(),
             last_resort: Default::default(),
+            left_alone: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The processes placement left in another manager's cgroup, by pid.
+    pub(crate) fn left_alone(&self) -> Vec<(i32, Kept)> {
+        self.left_alone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
@@ -95,6 +113,9 @@ const DRAIN_MAX: usize = 1024;
 /// Processes identified before their moves are made: bounds the wait of
 /// the first in a batch for the last one's /proc reads.
 const BATCH_MAX: usize = 256;
+
+/// Processes left alone that `status` lists; more are logged, not listed.
+const KEPT_MAX: usize = 1024;
 
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +193,10 @@ struct Worker {
     tracking: bool,
     /// Refusals already logged (they name pid, comm, group and reason).
     refusals: HashSet<String>,
+    /// Processes left alone (their cgroup is a container's or a delegated
+    /// manager's), by pid: each is logged when it enters or its rule or
+    /// cgroup changes, and leaves when it exits or stops being one.
+    kept: BTreeMap<i32, Kept>,
     /// Per-process attributes, threads (SPEC §6).
     tasks: Tasks,
 }
@@ -249,6 +274,8 @@ impl Worker {
                         // Rule indexes changed: every process is matched again.
                         self.cache = FactCache::default();
                         self.refusals.clear();
+                        self.kept.clear();
+                        self.publish_kept();
                         scan = Some(ScanKind::Rescan);
                     }
                     Ok(Job::Scan(k)) => {
@@ -314,6 +341,9 @@ impl Worker {
                 ProcEvent::Exit { pid, tgid } if pid == tgid => {
                     // Its pid may be reused: what the cache knows is gone.
                     self.cache.forget(tgid);
+                    if self.kept.remove(&tgid).is_some() {
+                        self.publish_kept();
+                    }
                     if self.tracking {
                         presence_changed |= self.shared.presence().exit(tgid);
                     }
@@ -397,6 +427,7 @@ impl Worker {
         r: crate::engine::placement::Placed,
         scan: Option<ScanKind>,
     ) -> bool {
+        self.note_kept(pid, r.kept.as_ref());
         let c = &self.shared.counters;
         c.gone.fetch_add(u64::from(r.gone), Ordering::Relaxed);
         for e in &r.errors {
@@ -442,6 +473,43 @@ impl Worker {
         r.moved || !r.descendants.is_empty()
     }
 
+    /// Keeps [`Worker::kept`] up to date with what placing `pid` found:
+    /// logs a process left alone once per rule and cgroup.
+    fn note_kept(&mut self, pid: i32, kept: Option<&Kept>) {
+        let Some(k) = kept else {
+            if !self.kept.is_empty() && self.kept.remove(&pid).is_some() {
+                self.publish_kept();
+            }
+            return;
+        };
+        let said = self
+            .kept
+            .get(&pid)
+            .is_some_and(|e| e.rule == k.rule && e.cgroup == k.cgroup && e.comm == k.comm);
+        if said {
+            return;
+        }
+        tracing::info!("placement left a process alone: {}", k.describe(pid));
+        if self.kept.len() < KEPT_MAX || self.kept.contains_key(&pid) {
+            self.kept.insert(pid, k.clone());
+            self.publish_kept();
+        } else {
+            tracing::debug!(
+                pid,
+                "{KEPT_MAX} processes left alone already listed; not listed"
+            );
+        }
+    }
+
+    fn publish_kept(&self) {
+        let now: Vec<(i32, Kept)> = self.kept.iter().map(|(p, k)| (*p, k.clone())).collect();
+        *self
+            .shared
+            .left_alone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
     /// Whether `pid` started so recently that its exec event may not have
     /// been handled yet (2 s covers a loaded or emulated machine).
     fn events_may_be_pending(&self, pid: i32) -> bool {
@@ -483,6 +551,14 @@ impl Worker {
             self.ops.end_scan();
         }
         self.tasks.scanned(&pids);
+        if !self.kept.is_empty() {
+            let live: HashSet<i32> = pids.iter().copied().collect();
+            let before = self.kept.len();
+            self.kept.retain(|p, _| live.contains(p));
+            if self.kept.len() != before {
+                self.publish_kept();
+            }
+        }
         for &pid in &pids {
             if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
@@ -595,6 +671,7 @@ impl ExecWatch {
             scan_pending: scan_pending.clone(),
             tracking,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let thread_fd = wake_fd.clone();
@@ -814,6 +891,7 @@ mod tests {
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let (mut pids, mut seen) = (Vec::new(), HashSet::new());
@@ -909,6 +987,7 @@ mod tests {
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: false,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
