@@ -431,7 +431,7 @@ fn apply_and_plan_leave_a_containers_process_where_it_is_and_say_why() {
     let svc_note = left_alone_note(
         420,
         "/system.slice/ros.service/payload",
-        "the manager /system.slice/ros.service is delegated to (marked delegated: Delegate=yes)",
+        "the manager of a delegated subtree (/system.slice/ros.service is marked: Delegate=yes)",
     );
     // plan: the native process is moved, the other two are notes, not changes.
     let r = support::run(

@@ -489,16 +489,23 @@ impl Worker {
         if said {
             return;
         }
-        tracing::info!("placement left a process alone: {}", k.describe(pid));
-        if self.kept.len() < KEPT_MAX || self.kept.contains_key(&pid) {
-            self.kept.insert(pid, k.clone());
-            self.publish_kept();
-        } else {
+        if self.kept.len() >= KEPT_MAX && !self.kept.contains_key(&pid) {
+            // Past the bound, each rescan would say it again.
             tracing::debug!(
-                pid,
-                "{KEPT_MAX} processes left alone already listed; not listed"
+                "placement left a process alone (not listed): {}",
+                k.describe(pid)
+            );
+            return;
+        }
+        tracing::info!("placement left a process alone: {}", k.describe(pid));
+        self.kept.insert(pid, k.clone());
+        if self.kept.len() == KEPT_MAX {
+            tracing::warn!(
+                "{KEPT_MAX} processes are left alone in other managers' cgroups: status lists \
+                 these, more are logged at debug level only"
             );
         }
+        self.publish_kept();
     }
 
     fn publish_kept(&self) {
@@ -1012,6 +1019,63 @@ mod tests {
             "a loss scan kept the cache: {}",
             cg()
         );
+    }
+
+    /// The processes left alone that status lists follow what placement
+    /// finds: one entry per pid (its latest rule and cgroup), gone when
+    /// placing it finds nothing to leave alone, at most KEPT_MAX.
+    #[test]
+    fn the_left_alone_list_follows_placement_and_is_bounded() {
+        use crate::engine::placement::foreign::Owner;
+        let t = tempfile::TempDir::new().unwrap();
+        let root = Root::fake(t.path());
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  g: {}\nplacement:\n  - match: { comm: app }\n    group: g\n",
+        )
+        .unwrap();
+        let (wake, _rx) = mpsc::channel(8);
+        let shared = Shared::new(Presence::new(&[]));
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
+        let mut w = Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), &policy),
+            root: root.clone(),
+            shared: shared.clone(),
+            wake,
+            act: true,
+            cache: FactCache::default(),
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking: false,
+            refusals: HashSet::new(),
+            kept: BTreeMap::new(),
+            tasks,
+        };
+        let kept = |cgroup: &str| Kept {
+            rule: 0,
+            line: 6,
+            group: "g".into(),
+            comm: "app".into(),
+            cgroup: cgroup.into(),
+            owner: Owner::Runtime("docker"),
+        };
+        w.note_kept(7, Some(&kept("/docker/a")));
+        w.note_kept(7, Some(&kept("/docker/b")));
+        let list = shared.left_alone();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].1.cgroup, "/docker/b", "the latest cgroup");
+        w.note_kept(7, None);
+        assert!(shared.left_alone().is_empty());
+        for pid in 0..KEPT_MAX as i32 + 10 {
+            w.note_kept(pid, Some(&kept("/docker/a")));
+        }
+        assert_eq!(shared.left_alone().len(), KEPT_MAX);
+        // A listed one still moves along; one past the bound is not listed.
+        w.note_kept(3, Some(&kept("/docker/c")));
+        w.note_kept(KEPT_MAX as i32 + 3, None);
+        let list = shared.left_alone();
+        assert_eq!(list.len(), KEPT_MAX);
+        assert_eq!(list[3].1.cgroup, "/docker/c");
     }
 
     /// Issue 29: exits are asked for only when something reads them.

@@ -94,7 +94,7 @@ impl Owner {
             Owner::Machines => "systemd's VMs and containers (machine.slice)".into(),
             Owner::UserManager(u) => format!("a user's service manager ({u})"),
             Owner::Delegated(at) => {
-                format!("the manager {at} is delegated to (marked delegated: Delegate=yes)")
+                format!("the manager of a delegated subtree ({at} is marked: Delegate=yes)")
             }
             Owner::Below(g) => format!(
                 "whoever created it below cgwarden's group {g} (a runtime given {g} as its \

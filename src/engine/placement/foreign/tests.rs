@@ -101,9 +101,19 @@ fn containerd_podman_crio_kubernetes_lxc_runc() {
             libpod-3a72a9c203ad7566fb74128b59c958cab4f688f013e7a6196d4310221fd2bc5f.scope/container"),
         rt("podman")
     );
+    // CRI-O with the systemd cgroup manager outside a kubepods slice
+    // (`crio-<id>.scope`), its conmon scope, and the cgroupfs manager's
+    // `crio-<id>` under a custom parent.
+    assert_eq!(of(&format!("/system.slice/crio-{ID}.scope")), rt("CRI-O"));
     assert_eq!(
         of(&format!("/system.slice/crio-conmon-{ID}.scope")),
         rt("CRI-O")
+    );
+    assert_eq!(of(&format!("/pods/crio-{ID}")), rt("CRI-O"));
+    // A kubepods slice alone (a pod's group, its QoS class) is kubelet's.
+    assert_eq!(
+        of("/kubepods.slice/kubepods-besteffort.slice"),
+        rt("Kubernetes")
     );
     assert_eq!(
         of("/lxc.payload.web-01/system.slice/postfix.service"),
