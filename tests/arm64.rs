@@ -1,4 +1,4 @@
-//! arm64 (issue 23): the cross-built release binaries and .deb of
+//! arm64: the cross-built release binaries and .deb of
 //! packaging/arm64/build.sh (a Debian 12 chroot with rustc-web 1.96 and
 //! gcc-aarch64-linux-gnu; cached by its inputs), checked here on the host —
 //! `file` says ARM aarch64, no glibc symbol version newer than Debian 12's

@@ -1,4 +1,4 @@
-//! Packaging (issue 14): the Debian package, the systemd units, the Yocto
+//! Packaging: the Debian package, the systemd units, the Yocto
 //! crate list and the dependency licenses. Each test shells out to the tool
 //! that owns the question (cargo-deb, lintian, dpkg, man, systemd-analyze,
 //! python3) and fails — never skips — when that tool is missing:
@@ -393,8 +393,8 @@ fn units_pass_systemd_analyze_verify() {
 
 /// The capability bounding set of each unit, as it must be. Under systemd
 /// `/sys/fs/cgroup` is mode 0555, so a unit that creates top-level groups
-/// needs CAP_DAC_OVERRIDE (issue 23: without it every mkdir failed with
-/// EACCES on a real systemd; tests/systemd_guest.rs proves it there). The
+/// needs CAP_DAC_OVERRIDE (without it every mkdir fails with EACCES on a
+/// real systemd; tests/systemd_guest.rs proves it there). The
 /// delegated unit creates groups only inside its own, root-owned writable
 /// cgroup and goes without.
 const UNIT_CAPS: [(&str, &[&str]); 3] = [

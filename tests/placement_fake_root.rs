@@ -1,4 +1,4 @@
-//! Placement on a fake tree (issue #5): processes laid out as /proc entries
+//! Placement on a fake tree: processes laid out as /proc entries
 //! are placed by `apply` and by the daemon's scan (`--root` has no exec
 //! events: the daemon scans /proc every tick); `running()` follows processes
 //! appearing and vanishing; descendants left behind follow their parent;
@@ -258,7 +258,7 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
     assert_eq!(log.matches("scanning /proc every tick").count(), 1, "{log}");
 }
 
-/// Issue 10 item 6 (SPEC §1 `--dry-run`): the daemon runs its placement
+/// `--dry-run`: the daemon runs its placement
 /// scans in dry run and logs each move it would make, including processes
 /// that appear later, and moves nothing.
 #[test]

@@ -1,4 +1,4 @@
-//! The systemd-as-PID-1 guest (issue 23): a Debian 12 rootfs with systemd 252
+//! The systemd-as-PID-1 guest: a Debian 12 rootfs with systemd 252
 //! booted under QEMU (TCG), the project's .deb installed in it with dpkg, and
 //! the scenarios of `tests/vm/systemd/scenarios/` run against the shipped
 //! units under their real sandbox: cgwarden.service builds the hierarchy,

@@ -235,7 +235,11 @@ pub fn verify(v: &wire::VerifyReply) -> String {
     }
     let drifted = v.knobs.iter().filter(|k| k.drift).count();
     let skipped = v.knobs.iter().filter(|k| k.skipped.is_some()).count();
-    let _ = write!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    let _ = write!(
+        o,
+        "{}, {drifted} drifted",
+        crate::show::count(v.knobs.len(), "knob")
+    );
     if skipped > 0 {
         let _ = write!(o, ", {skipped} not checked on this root");
     }
@@ -376,7 +380,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.ends_with("1 knobs, 0 drifted, 1 not checked on this root\n"),
+            t.ends_with("1 knob, 0 drifted, 1 not checked on this root\n"),
             "{t}"
         );
     }

@@ -684,6 +684,7 @@ impl ExecWatch {
         let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()
             .name("cgw-exec".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || {
                 // A reacting thread (settings.daemon.sched, reset on fork).
                 crate::daemon::priority::enter_reacting("exec (cgw-exec)");

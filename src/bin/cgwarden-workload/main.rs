@@ -24,9 +24,9 @@
 //! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
 //! cgwarden-workload trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction floor: acts at a PSI trigger
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
-//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   issue 11's exec flood (all alive at once)
+//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   the exec flood (all alive at once)
 //! cgwarden-workload move-from HANDOFF PROCS [READS]   the floor placer: each pid HANDOFF names written to PROCS
-//! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
+//! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process
 //! cgwarden-workload s32 FILE                  print the first 4 bytes of FILE as a native-endian s32 (/dev/cpu_dma_latency)
 //! cgwarden-workload setxattr PATH NAME VALUE  setxattr(2), as systemd marks a delegated cgroup (busybox has no setfattr)
 //! cgwarden-workload threads SECS              threads ctrl, log and late→ctrl-late (renamed after 2 s); live SECS
