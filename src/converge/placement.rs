@@ -84,7 +84,7 @@ impl KernelOps {
     /// `/proc/PID/cgroup` read per process. Under an exec flood the rescan
     /// meets thousands of processes already placed, and every
     /// `/proc/PID/cgroup` read takes the kernel's cgroup lock that the moves
-    /// and the flood itself contend for (issue 11). A process moved by
+    /// and the flood itself contend for. A process moved by
     /// someone else after this snapshot is seen at the next scan.
     pub fn begin_scan(&mut self) {
         let mut members = HashMap::new();
@@ -252,7 +252,7 @@ impl KernelOps {
     fn same_inner(&mut self, pid: i32, pin: &Pin) -> bool {
         if let Some(fd) = &pin.fd {
             // A live pidfd's process still owns its pid (a pid is freed
-            // only when reaped): no second /proc read (issue 11: a flood
+            // only when reaped): no second /proc read (a flood
             // pays every read per process).
             return pidfd_alive(fd.as_fd());
         }

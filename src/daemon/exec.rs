@@ -8,16 +8,17 @@
 //! pid; EXIT (of a process) → update presence; ENOBUFS or a sequence gap →
 //! count it and run a full /proc scan. The queued pids are placed together
 //! ([`Placer::place_exec_batch`]: identify all, then the moves back-to-back), so
-//! an exec flood costs one pass per drain, not a round trip per event
-//! (issue 11). The thread runs at `settings.daemon.sched`
-//! ([`crate::daemon::priority`]) so the flood it places cannot starve it. It sends [`Wake::Presence`] to the event loop only when some
-//! `running()` answer changed. Placing in the thread that reads the events
-//! saves a thread hand-off (a wake-up) per exec; a migration write that
-//! waits 5–20 ms for the kernel stalls only this thread, never rule
-//! evaluation, and the socket's 4 MiB buffer holds what arrives meanwhile.
-//! The same thread runs the full scans ([`Placer::place_batch`] is shared): at
-//! startup, every `settings.rescan`, after a loss, and every tick when the
-//! connector cannot be opened or the root is fake.
+//! an exec flood costs one pass per drain, not a round trip per event. The
+//! thread runs at `settings.daemon.sched` ([`crate::daemon::priority`]) so
+//! the flood it places cannot starve it. It sends [`Wake::Presence`] to the
+//! event loop only when some `running()` answer changed. Placing in the
+//! thread that reads the events saves a thread hand-off (a wake-up) per
+//! exec; a migration write that waits 5–20 ms for the kernel stalls only
+//! this thread, never rule evaluation, and the socket's 4 MiB buffer holds
+//! what arrives meanwhile. The same thread runs the full scans
+//! ([`Placer::place_batch`] is shared): at startup, every
+//! `settings.rescan`, after a loss, and every tick when the connector
+//! cannot be opened or the root is fake.
 //!
 //! [`Counters`] keep placements per group, misses found by rescans,
 //! overruns, gaps and latency histograms for `status`/metrics.
@@ -59,7 +60,7 @@ pub struct Shared {
     /// True while exec events drive presence and placement; false: scan each tick.
     pub events_live: AtomicBool,
     pub(crate) counters: Arc<Counters>,
-    /// Critical exits, kills, freezes (issue 25).
+    /// Critical exits, kills, freezes.
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
     /// Processes a placement matched and left alone, by pid (what the exec
     /// thread's [`Worker::kept`] holds, copied when it changes).
@@ -185,7 +186,7 @@ struct Worker {
     /// False under `--dry-run`: placement runs with `ops` logging each
     /// move and sched change it would make; nothing is counted.
     act: bool,
-    /// Which rule each seen process falls under (issue 10 item 4): a
+    /// Which rule each seen process falls under: a
     /// rescan or tick re-reads only processes that exec'd or renamed.
     cache: FactCache,
     scan_pending: Arc<AtomicBool>,
@@ -197,7 +198,7 @@ struct Worker {
     /// manager's), by pid: each is logged when it enters or its rule or
     /// cgroup changes, and leaves when it exits or stops being one.
     kept: BTreeMap<i32, Kept>,
-    /// Per-process attributes, threads (SPEC §6).
+    /// Per-process attributes, threads.
     tasks: Tasks,
 }
 
@@ -820,7 +821,7 @@ fn open_connector(root: &Root, exits: bool) -> Option<Connector> {
     }
 }
 
-/// Whether the exec thread needs a process's EXIT (issue 29): for
+/// Whether the exec thread needs a process's EXIT: for
 /// `running()` presence, critical processes and followed threads. Placement
 /// does without: its cache then checks a known process's comm at each
 /// rescan instead of trusting the pid. A flood's exits then wake nobody.
@@ -1079,7 +1080,7 @@ mod tests {
         assert_eq!(list[3].1.cgroup, "/docker/c");
     }
 
-    /// Issue 29: exits are asked for only when something reads them.
+    /// Exits are asked for only when something reads them.
     #[test]
     fn exits_are_needed_by_presence_critical_processes_and_followed_threads() {
         let t = tempfile::tempdir().unwrap();

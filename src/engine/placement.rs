@@ -1,5 +1,5 @@
 //! Which group a process belongs in: the placement rules compiled once, then
-//! matched against each process (first matching rule wins, SPEC §2).
+//! matched against each process (first matching rule wins).
 //!
 //! Globs are compiled at policy load, user names resolved to uids once, so
 //! matching a process allocates nothing per rule.
@@ -10,7 +10,7 @@
 //! at (exe, cmdline, uid). Most execs on a board match no rule and cost
 //! one read.
 //!
-//! Processes are placed in batches ([`Placer::place_batch`], issue 11):
+//! Processes are placed in batches ([`Placer::place_batch`]):
 //! every pending process is identified first, then the moves are made
 //! back-to-back, then sched and descendants — under an exec flood one pass
 //! places everything pending instead of a round trip per process.
@@ -334,7 +334,7 @@ impl Kept {
 
 /// What [`Placer::place_cached`] remembers per process: the rule it falls
 /// under, keyed by pid, start time and comm, so a rescan neither re-reads
-/// nor re-matches a process that did not change (issue 10 item 4). An
+/// nor re-matches a process that did not change. An
 /// exec or a rename must [`FactCache::forget`] it (exec keeps the start
 /// time; a comm change is also seen by the comm compare).
 #[derive(Debug, Default)]
@@ -364,7 +364,7 @@ impl FactCache {
     }
     /// Whether exits are forgotten as they happen (the process-events
     /// connector is live). Then a scan skips even the comm read of a
-    /// process it knows placed (issue 29: a rescan during a flood read
+    /// process it knows placed (a rescan during a flood would read
     /// a thousand comms). Entries made while exits were not tracked may
     /// name a pid's earlier owner: they go when tracking starts.
     pub(crate) fn track_exits(&mut self, live: bool) {
@@ -463,7 +463,7 @@ impl Placer {
             .unwrap_or_default()
     }
 
-    /// Places a batch of processes (issue 11, flood-proof placement): all
+    /// Places a batch of processes (flood-proof placement): all
     /// are identified first (reading only what the rules need), then every
     /// move is made back-to-back — grouped by rule, while the kernel's
     /// migration lock and caches are warm and before the sched changes and
@@ -484,8 +484,8 @@ impl Placer {
     /// (the connector's events): each is looked at with one read that
     /// gives its comm, start time and threads ([`PlaceOps::look`]), and
     /// held by a pidfd only when its comm can match — not a comm read,
-    /// then the pin's stat read again (issue 29: an exec flood paid one
-    /// procfs open, read and close more per process). A scan keeps the
+    /// then the pin's stat read again (under an exec flood, one procfs
+    /// open, read and close more per process). A scan keeps the
     /// comm first: it meets thousands of processes its cache already knows.
     pub(crate) fn place_exec_batch(
         &self,
@@ -577,7 +577,7 @@ impl Placer {
         // A scan meets every process it placed before: known to the cache
         // by pid and comm, in its rule's group by the scan's snapshot, and
         // without a sched to check, there is nothing to do — no pin, no
-        // stat read (issue 29: a rescan during a flood pinned thousands).
+        // stat read (a rescan during a flood would pin thousands).
         // Its start time is not checked: a pid reused by a fork in that
         // group stays there whatever it matches, as an unmatched one would.
         if let Some(c) = cache

@@ -261,7 +261,7 @@ fn moves_scheds_and_leaves_placed_alone() {
     assert_eq!(p.place(11, &mut k).group, None);
 }
 
-/// Issue 29: a scan re-meeting processes it placed (cache by pid and
+/// A scan re-meeting processes it placed (cache by pid and
 /// comm, the snapshot has them in their group) pins nothing and reads
 /// nothing past the comm; one moved out since is placed again, and a
 /// comm-only match of a pinned user process reads no other fact.
@@ -298,7 +298,7 @@ fn a_scan_skips_what_it_placed_and_a_comm_match_reads_nothing_more() {
     assert_eq!(k.reads.len(), 3, "one comm read each: {:?}", k.reads);
 }
 
-/// Issue 29: while exits reach the cache (the connector is live), a scan
+/// While exits reach the cache (the connector is live), a scan
 /// reads not even the comm of a process it placed and finds in its group;
 /// an exit forgets it, and starting to track drops what was learnt before.
 #[test]
@@ -687,7 +687,7 @@ fn the_cache_skips_rereading_an_unchanged_process_until_exec_or_rename() {
     assert_eq!(cmdline_reads(&k), 6);
 }
 
-/// Issue 29: an exec event's process is looked at with one read (the stat
+/// An exec event's process is looked at with one read (the stat
 /// gives its comm) and held by a pidfd only when that comm can match: no
 /// comm read first, no second read of the same facts.
 #[test]
