@@ -665,6 +665,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     changes += 1;
                 }
             }
+            print_kept(&plan);
             if plan.no_groups.is_some() {
                 // Not the converged system's `0 changes` (docs/cli.md).
                 cgwarden::outln!(
@@ -712,6 +713,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
+            print_kept(&plan);
             cgwarden::outln!("{}", cgwarden::show::count(done.changes, "change"));
             Ok(if done.failures.is_empty() {
                 exit::OK
@@ -806,6 +808,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(exit::REFUSED)
             }
         }
+    }
+}
+
+/// The processes a placement matches and leaves in their container's (or
+/// delegated manager's) cgroup: notes, marked `#` like the other lines that
+/// are not changes.
+fn print_kept(plan: &cgwarden::converge::Plan) {
+    for k in &plan.kept {
+        cgwarden::outln!("# left alone: {k}");
     }
 }
 

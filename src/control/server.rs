@@ -498,7 +498,8 @@ type EventStream = Pin<Box<dyn Stream<Item = Reply<EventReply>> + Send>>;
     types = [
         wire::PolicyInfo, wire::GroupStatus, wire::RuleStatus, wire::Contender,
         wire::KnobStatus, wire::ClaimInfo, wire::ActionInfo, wire::DaemonInfo,
-        wire::Applied, wire::Rejected, wire::NotHeld, wire::KnobCheck, wire::Event
+        wire::Applied, wire::Rejected, wire::NotHeld, wire::KnobCheck, wire::Event,
+        wire::LeftAlone
     ]
 )]
 impl<Sock> Service

@@ -140,6 +140,24 @@ pub struct StatusReply {
     pub claims: Vec<ClaimInfo>,
     /// The last 50 writes, oldest first.
     pub actions: Vec<ActionInfo>,
+    /// Processes a placement matches that stay where they are: their
+    /// cgroup belongs to a container runtime or another delegated manager.
+    #[serde(default)]
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// A process a placement matches and leaves in its cgroup.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct LeftAlone {
+    pub pid: i64,
+    pub comm: String,
+    /// Its cgroup as `/proc/PID/cgroup` shows it.
+    pub cgroup: String,
+    /// The matching placement's group and its line in the policy file.
+    pub group: String,
+    pub policy_line: i64,
+    /// Whose the cgroup is: `a container runtime (docker)`, ...
+    pub owner: String,
 }
 
 /// A knob a boost holds.

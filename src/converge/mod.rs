@@ -190,6 +190,11 @@ pub struct Plan {
     pub missing: Vec<String>,
     /// Things that are present but cannot be changed now (e.g. zram in use).
     pub warnings: Vec<String>,
+    /// Processes a placement matches that stay where they are: their cgroup
+    /// belongs to a container runtime or another delegated manager (one
+    /// line each, `pid 1234 (talker) in CGROUP: placement at policy line
+    /// 12 → realtime matches it, but …`). Not steps, not warnings: notes.
+    pub kept: Vec<String>,
     /// The policy has groups but the cgroup root is no cgroup v2 directory:
     /// why no group can be built. `plan` and `apply` exit 3 on it whatever
     /// `on_missing` says (not `0 changes`, exit 0, as if converged);
@@ -580,6 +585,9 @@ impl<'p> Converger<'p> {
         for pid in pids {
             let placed = placer.place(pid, &mut ops);
             plan.warnings.extend(placed.errors);
+            if let Some(k) = &placed.kept {
+                plan.kept.push(k.describe(pid));
+            }
             // Per-process attributes and threads, after the moves.
             if let Some(rule) = placed.rule.filter(|_| !tuner.is_empty()) {
                 for ch in tuner.changes(pid, rule) {

@@ -44,6 +44,7 @@ pub(crate) mod topology; // the CPU clusters `soak` loads
 pub(crate) mod trust;
 pub(crate) mod uevent;
 pub(crate) mod wait;
+pub(crate) mod xattr;
 pub(crate) mod zram;
 
 pub use error::{Error, Result};

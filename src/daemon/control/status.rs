@@ -173,7 +173,27 @@ impl Daemon {
             knobs: self.knob_statuses(),
             claims: self.claim_infos(),
             actions: self.control.actions.iter().cloned().collect(),
+            left_alone: self.left_alone(),
         }
+    }
+
+    /// The processes placement left in another manager's cgroup.
+    fn left_alone(&self) -> Vec<wire::LeftAlone> {
+        let Some(x) = &self.exec else {
+            return Vec::new();
+        };
+        x.shared
+            .left_alone()
+            .into_iter()
+            .map(|(pid, k)| wire::LeftAlone {
+                pid: i64::from(pid),
+                owner: k.owner.what(),
+                comm: k.comm,
+                cgroup: k.cgroup,
+                group: k.group,
+                policy_line: i64::from(k.line),
+            })
+            .collect()
     }
 
     /// `Verify` answered here (the held check in the loop): the table's

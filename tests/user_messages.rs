@@ -4,13 +4,9 @@
 
 mod support;
 use std::process::Output;
-use support::{Board, Daemon};
+use support::{repo, Board, Daemon};
 
 const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
-
-fn repo(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
 fn text(o: &Output) -> (String, String) {
     (
