@@ -189,6 +189,7 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
                 crate::outln!("{f}");
             }
             hardware_lines(root);
+            board_lines(root, policy);
             for w in crate::converge::coexistence_warnings(root, policy) {
                 crate::outln!("coexistence: {w}");
             }
@@ -203,6 +204,32 @@ pub fn command(root: &Root, policy: &Policy) -> u8 {
         Err(e) => {
             eprintln!("cgwarden: error: doctor: {e}");
             crate::exit::for_kernel_error(&e)
+        }
+    }
+}
+
+/// What the board says it is, its clusters (what `little`, `big`, `prime`
+/// and `clusterN` name here), and the policy's target and names on it.
+fn board_lines(root: &Root, policy: &Policy) {
+    let board = crate::kernel::board::read(root, &policy.settings.cgroup_root);
+    match &board.identity {
+        Some(id) => crate::outln!("board: {} ({})", id.name, id.source),
+        None => crate::outln!(
+            "board: it does not say what it is (no /sys/devices/soc0/machine, device-tree compatible or DMI product_name)"
+        ),
+    }
+    let clusters = crate::knobs::clusters::Clusters::of(&board);
+    if clusters.is_empty() {
+        crate::outln!(
+            "clusters: none (no cpufreq policy under /sys/devices/system/cpu/cpufreq lists its related_cpus)"
+        );
+    } else {
+        let all: Vec<String> = (0..clusters.len()).map(|i| clusters.label(i)).collect();
+        crate::outln!("clusters: {}", all.join(", "));
+    }
+    for line in policy.binding.lines() {
+        if !line.starts_with("clusters: ") {
+            crate::outln!("{line}");
         }
     }
 }

@@ -131,6 +131,10 @@ enum Command {
         policy: PathBuf,
         #[command(flatten)]
         root: RootArg,
+        /// Check the base with this `targets:` entry merged over it (without it: the base and
+        /// every target; with --root: the target the board names).
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
     },
     /// Print every write `apply` would make; change nothing.
     Plan {
@@ -442,21 +446,76 @@ fn prepare(
     Ok((root, p, lock))
 }
 
-fn load(path: &Path) -> Result<policy::Policy, u8> {
-    policy::load(path).map_err(|d| {
-        eprint!("{d}");
-        exit::REFUSED
-    })
-}
-
 /// [`load`], judged against the board under `root`: a value outside it (a
 /// CPU it lacks, a frequency out of its range) is refused with its range.
 fn load_on(path: &Path, root: &Root) -> Result<policy::Policy, u8> {
     let board = |p: &policy::Policy| cgwarden::kernel::board::read(root, &p.settings.cgroup_root);
-    policy::load_on(path, board).map_err(|d| {
+    let p = policy::load_on(path, board).map_err(|d| {
         eprint!("{d}");
         exit::REFUSED
-    })
+    })?;
+    // A board no target names runs the base policy: say so.
+    if let Some(w) = p.binding.warning() {
+        eprintln!("cgwarden: warning: {w}");
+    }
+    Ok(p)
+}
+
+/// `cgwarden check`: the file alone (the base and every target, cluster
+/// names on a notional board), or judged against the board under `--root`
+/// (the target it names), or one `--target`.
+fn check(path: &Path, root: &RootArg, target: Option<String>) -> u8 {
+    use cgwarden::policy::Target;
+    let board_root = match &root.root {
+        None => None,
+        Some(_) => match root.root() {
+            Ok(r) => Some(r),
+            Err(Exit(code)) => return code,
+        },
+    };
+    let board = |p: &policy::Policy| match &board_root {
+        Some(r) => cgwarden::kernel::board::read(r, &p.settings.cgroup_root),
+        None => policy::Board::unknown(),
+    };
+    let choice = target.clone().map_or(Target::Board, Target::Named);
+    let file = path.display();
+    let p = match policy::load_with(path, board, &choice) {
+        Ok(p) => p,
+        Err(d) => {
+            eprint!("{d}");
+            return exit::REFUSED;
+        }
+    };
+    for w in policy::warnings(&p) {
+        let (l, c) = (w.pos.line, w.pos.col);
+        eprintln!("{file}:{l}:{c}: warning: {}", w.message);
+    }
+    if let Some(w) = p.binding.warning() {
+        eprintln!("cgwarden: warning: {w}");
+    }
+    cgwarden::outln!("{file}: {}", policy::summary(&p));
+    for line in p.binding.lines() {
+        cgwarden::outln!("{file}: {line}");
+    }
+    if board_root.is_some() || target.is_some() {
+        return exit::OK;
+    }
+    // The file alone: every target merged over the base is a policy too.
+    let mut code = exit::OK;
+    for t in &p.binding.targets {
+        match policy::load_with(
+            path,
+            |_| policy::Board::unknown(),
+            &Target::Named(t.clone()),
+        ) {
+            Ok(tp) => cgwarden::outln!("{file}: target {t}: {}", policy::summary(&tp)),
+            Err(d) => {
+                eprint!("{d}");
+                code = exit::REFUSED;
+            }
+        }
+    }
+    code
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -559,29 +618,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 html: r.html,
             },
         )),
-        Command::Check { policy, root } => match match &root.root {
-            None => load(&policy),
-            Some(_) => match root.root() {
-                Ok(r) => load_on(&policy, &r),
-                Err(Exit(code)) => return Ok(code),
-            },
-        } {
-            Ok(p) => {
-                for w in policy::warnings(&p) {
-                    let (l, c) = (w.pos.line, w.pos.col);
-                    eprintln!("{}:{l}:{c}: warning: {}", policy.display(), w.message);
-                }
-                cgwarden::outln!("{}: {}", policy.display(), policy::summary(&p));
-                Ok(0)
-            }
-            Err(code) => Ok(code),
-        },
+        Command::Check {
+            policy,
+            root,
+            target,
+        } => Ok(check(&policy, &root, target)),
         Command::Doctor { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
             };
-            match load(&policy) {
+            match load_on(&policy, &root) {
                 Ok(p) => Ok(cgwarden::doctor::command(&root, &p)),
                 Err(code) => Ok(code),
             }
@@ -603,6 +650,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
             };
+            for line in p.binding.lines() {
+                eprintln!("cgwarden: {line}");
+            }
             let conv = Converger::new(root, &p);
             let plan = conv.plan();
             report_missing(&plan);

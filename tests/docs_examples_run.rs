@@ -11,7 +11,9 @@
 //! - each block runs in a fresh scratch directory holding `policies/` (the
 //!   repository's) and `board/root`, a fake board with a few processes
 //!   (`motion_control` 412, `infer-server` 500, a camera pipeline 600,
-//!   `sshd` 700), with `cgwarden` the binary under test first in `PATH`;
+//!   `sshd` 700), and `boards/{iq-9100,iq-8275,qcs6490}/root`, the product
+//!   line's boards (tests/support/boards.rs), with `cgwarden` the binary
+//!   under test first in `PATH`;
 //! - the line `<!-- file: NAME -->` directly before a fenced block (a policy
 //!   the page shows) makes the block's text the file NAME in the scratch
 //!   directory of every runnable block after it on the same page.
@@ -188,6 +190,7 @@ fn scratch() -> tempfile::TempDir {
     })
     .unwrap();
     t.add_process(&FakeProcess::new(700, "sshd")).unwrap();
+    support::boards::lay_out_all(dir.path());
     dir
 }
 

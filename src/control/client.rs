@@ -272,9 +272,13 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                 crate::outln!("{}", json(&h));
             } else if h.healthy {
                 crate::outln!(
-                    "healthy: policy {} in force since {}",
+                    "healthy: policy {} in force since {}{}",
                     crate::show::short(&h.hash),
-                    h.since
+                    h.since,
+                    h.target
+                        .as_deref()
+                        .map(|t| format!(", target {t}"))
+                        .unwrap_or_default()
                 );
             } else {
                 for r in &h.reasons {

@@ -82,7 +82,7 @@ pub(crate) enum Response {
     Status(Box<wire::StatusReply>),
     Claims(wire::ClaimsReply),
     Verify(wire::VerifyReply),
-    Health(wire::HealthReply),
+    Health(Box<wire::HealthReply>),
     Reload(wire::ReloadReply),
     Boost(wire::BoostReply),
     Extend(wire::ExtendReply),

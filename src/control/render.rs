@@ -68,6 +68,9 @@ pub fn status(s: &wire::StatusReply) -> String {
         d.writes_late,
         d.control_connections
     );
+    for line in &s.policy.board {
+        let _ = writeln!(o, "{line}");
+    }
     for u in &s.unavailable {
         let _ = writeln!(o, "UNAVAILABLE: {u}");
     }

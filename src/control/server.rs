@@ -641,7 +641,7 @@ where
     /// Is the policy on disk in force, with no failed reload, drift or failed write since it was loaded? (The post-update check.)
     async fn health(&mut self) -> Result<wire::HealthReply, DaemonError> {
         match self.ask(Request::Health).await {
-            Response::Health(h) => Ok(h),
+            Response::Health(h) => Ok(*h),
             Response::Error(e) => Err(e),
             _ => Err(unexpected()),
         }

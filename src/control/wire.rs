@@ -23,6 +23,14 @@ pub struct PolicyInfo {
     /// Hex SHA-256 of the policy file's content.
     pub hash: String,
     pub loaded_at: String,
+    /// The `targets:` entry in force (`QCS9100 (the board's
+    /// /sys/devices/soc0/machine)`); none when the policy has no targets.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// How the policy met the board: the target, the board's clusters and
+    /// what each cluster name became, one line each.
+    #[serde(default)]
+    pub board: Vec<String>,
 }
 
 /// One group: its place, limits and pressure.
@@ -279,6 +287,9 @@ pub struct HealthReply {
     /// Since when drift and failed writes count: when the policy in force
     /// was loaded (daemon start or the reload that changed it).
     pub since: String,
+    /// The `targets:` entry in force; none when the policy has no targets.
+    #[serde(default)]
+    pub target: Option<String>,
 }
 
 /// One event of the stream.

@@ -366,7 +366,7 @@ impl Daemon {
                 claims: self.claim_infos(),
             }),
             Request::Verify => Response::Verify(self.verify()),
-            Request::Health => Response::Health(self.health()),
+            Request::Health => Response::Health(Box::new(self.health())),
             Request::Reload { dry_run, candidate } => {
                 Response::Reload(self.reload_for_control(dry_run, candidate))
             }

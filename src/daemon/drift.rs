@@ -300,7 +300,7 @@ impl Daemon {
             }
             Answer::Health(tx, pending) => {
                 let reply = self.health_reply(pending);
-                let _ = tx.send(crate::control::Response::Health(reply));
+                let _ = tx.send(crate::control::Response::Health(Box::new(reply)));
             }
         }
     }

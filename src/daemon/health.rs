@@ -183,6 +183,7 @@ impl Daemon {
             hash: self.policy_hash.clone(),
             disk_hash: p.disk_hash,
             since: crate::show::rfc3339_millis(self.control.health.since.get()),
+            target: self.policy.binding.target_text(),
         }
     }
 }

@@ -170,6 +170,13 @@ async fn run_async(opts: Options) -> u8 {
             return EXIT_INVALID;
         }
     };
+    // The target in force and what cluster names became on this board.
+    for line in policy.binding.lines() {
+        tracing::info!("{line}");
+    }
+    if let Some(w) = policy.binding.warning() {
+        tracing::warn!("{w}");
+    }
     // settings.daemon: mlockall and CPUs for the
     // process, then this thread — the event loop, which also serves PSI
     // trigger wake-ups — at the reacting priority (cgw-exec sets its own).

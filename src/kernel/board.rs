@@ -2,7 +2,9 @@
 //! CPUs it can have, the cgroup root's CPUs when it is a delegated group,
 //! each cpufreq policy's `cpuinfo_{min,max}_freq`, `related_cpus` and
 //! governors, each devfreq device's frequency table and governors, each zram
-//! device's compressors. A file that cannot be read leaves its fact unknown.
+//! device's compressors, each CPU's `cpu_capacity` and what the board says
+//! it is ([`super::identity::board_name`]). A file that cannot be read
+//! leaves its fact unknown.
 
 use super::Root;
 use crate::knobs::board::{Board, CpufreqBounds, DevfreqBounds};
@@ -16,10 +18,12 @@ const AVAILABLE_FREQUENCIES: &str = "available_frequencies";
 /// The board under `root`, with the cgroup root at `cgroup_root` (an
 /// absolute path as the device sees it).
 pub fn read(root: &Root, cgroup_root: &Path) -> Board {
+    // cpufreq's `related_cpus` separates CPUs with blanks ("0 1 2 3 "),
+    // the cpuset files with commas and ranges.
     let cpus = |p: &Path| {
-        root.read_trimmed(p)
-            .ok()
-            .and_then(|t| CpuList::parse_kernel(&t).ok())
+        root.read_trimmed(p).ok().and_then(|t| {
+            CpuList::parse_kernel(&t.split_whitespace().collect::<Vec<_>>().join(",")).ok()
+        })
     };
     let words = |p: &Path| {
         root.read_trimmed(p)
@@ -72,6 +76,13 @@ pub fn read(root: &Root, cgroup_root: &Path) -> Board {
             },
         );
     }
+    for cpu in b.possible_cpus.iter().flat_map(|c| c.iter()) {
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpu_capacity");
+        if let Some(c) = number(Path::new(&path)) {
+            b.cpu_capacity.insert(cpu, c);
+        }
+    }
+    b.identity = super::identity::board_name(root);
     let block = root.list_dir(Path::new("/sys/block")).unwrap_or_default();
     for dev in block
         .into_iter()
@@ -108,6 +119,13 @@ mod tests {
             b.zram_algorithms["zram0"].first().map(String::as_str),
             Some("lzo")
         );
+        // related_cpus as the kernel prints it (blank-separated), capacities.
+        assert_eq!(p4.cpus, Some(CpuList::parse("4-6").unwrap()));
+        assert_eq!(b.cpu_capacity.get(&7), Some(&1024));
+        assert_eq!(b.identity, None);
+        tree.file("sys/devices/soc0/machine", "QCS9100").unwrap();
+        let b = read(&root, Path::new("/sys/fs/cgroup"));
+        assert_eq!(b.identity.map(|i| i.name), Some("QCS9100".to_string()));
         // A delegated cgroup root is bounded by its effective CPUs.
         tree.file("sys/fs/cgroup/app.slice/cpuset.cpus", "")
             .unwrap();

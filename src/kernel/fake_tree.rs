@@ -73,40 +73,24 @@ impl FakeTree {
         }
         t.file("sys/devices/system/cpu/online", "0-7")?;
         t.file("sys/devices/system/cpu/possible", "0-7")?;
-        for (policy, min, max) in [
-            ("policy0", 300000, 1958400),
-            ("policy4", 691200, 2400000),
-            ("policy7", 806400, 2841600),
+        // Three clusters: CPUs 0-3, 4-6 and the prime CPU 7.
+        for (policy, related, min, max) in [
+            ("policy0", "0-3", 300000, 1958400),
+            ("policy4", "4-6", 691200, 2400000),
+            ("policy7", "7", 806400, 2841600),
         ] {
-            let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
-            t.file(&format!("{d}/scaling_governor"), "schedutil")?;
-            t.file(
-                &format!("{d}/scaling_available_governors"),
-                "ondemand userspace powersave performance schedutil",
-            )?;
-            t.file(&format!("{d}/scaling_min_freq"), &min.to_string())?;
-            t.file(&format!("{d}/scaling_max_freq"), &max.to_string())?;
-            t.file(&format!("{d}/cpuinfo_min_freq"), &min.to_string())?;
-            t.file(&format!("{d}/cpuinfo_max_freq"), &max.to_string())?;
-            // schedutil's per-policy tunables (qcom-cpufreq-hw sets
-            // CPUFREQ_HAVE_GOVERNOR_PER_POLICY) as the board's vendor
-            // (Android-derived) kernel has them: up_rate_limit_us and
-            // down_rate_limit_us, both cpufreq_policy_transition_delay_us()
-            // (1000 µs when the driver gives no transition latency); and the
-            // defaults a governor switch recreates them with (fake::sysfs).
-            // Mainline's single rate_limit_us is a test fixture.
-            for f in ["up_rate_limit_us", "down_rate_limit_us"] {
-                t.file(&format!("{d}/schedutil/{f}"), "1000")?;
-                t.file(
-                    &format!(
-                        "{d}/{}/schedutil/{f}",
-                        super::root::fake::sysfs::GOVERNOR_DEFAULTS
-                    ),
-                    "1000",
-                )?;
-            }
+            t.cpufreq_policy(policy, related, min, max)?;
         }
         for cpu in 0..8 {
+            // The scheduler's relative performance, 1024 for the fastest
+            // CPU (Documentation/ABI/testing/sysfs-devices-system-cpu): the
+            // device tree's capacity-dmips-mhz (1024, 1946, 1985 on sc7280)
+            // times each policy's top frequency, scaled.
+            let capacity = [364, 364, 364, 364, 847, 847, 847, 1024][cpu];
+            t.file(
+                &format!("sys/devices/system/cpu/cpu{cpu}/cpu_capacity"),
+                &capacity.to_string(),
+            )?;
             // No constraint (what the kernel shows by default).
             t.file(
                 &format!("sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"),
@@ -153,6 +137,51 @@ impl FakeTree {
         t.file("etc/group", "root:x:0:\nnogroup:x:65534:\nvision:x:1001:\n")?;
         fs::create_dir_all(t.dir.join("run"))?;
         Ok(t)
+    }
+
+    /// Lays out cpufreq policy `policy` driving CPUs `related` (a cpu list)
+    /// with a hardware range of `min_khz`–`max_khz`, governed by schedutil,
+    /// as qcom-cpufreq-hw shows it.
+    pub fn cpufreq_policy(
+        &self,
+        policy: &str,
+        related: &str,
+        min_khz: u64,
+        max_khz: u64,
+    ) -> io::Result<()> {
+        let d = format!("sys/devices/system/cpu/cpufreq/{policy}");
+        // The kernel prints each CPU followed by a blank.
+        let cpus = crate::units::CpuList::parse(related)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let listed: String = cpus.iter().map(|c| format!("{c} ")).collect();
+        self.file(&format!("{d}/related_cpus"), &listed)?;
+        self.file(&format!("{d}/scaling_governor"), "schedutil")?;
+        self.file(
+            &format!("{d}/scaling_available_governors"),
+            "ondemand userspace powersave performance schedutil",
+        )?;
+        self.file(&format!("{d}/scaling_min_freq"), &min_khz.to_string())?;
+        self.file(&format!("{d}/scaling_max_freq"), &max_khz.to_string())?;
+        self.file(&format!("{d}/cpuinfo_min_freq"), &min_khz.to_string())?;
+        self.file(&format!("{d}/cpuinfo_max_freq"), &max_khz.to_string())?;
+        // schedutil's per-policy tunables (qcom-cpufreq-hw sets
+        // CPUFREQ_HAVE_GOVERNOR_PER_POLICY) as the board's vendor
+        // (Android-derived) kernel has them: up_rate_limit_us and
+        // down_rate_limit_us, both cpufreq_policy_transition_delay_us()
+        // (1000 µs when the driver gives no transition latency); and the
+        // defaults a governor switch recreates them with (fake::sysfs).
+        // Mainline's single rate_limit_us is a test fixture.
+        for f in ["up_rate_limit_us", "down_rate_limit_us"] {
+            self.file(&format!("{d}/schedutil/{f}"), "1000")?;
+            self.file(
+                &format!(
+                    "{d}/{}/schedutil/{f}",
+                    super::root::fake::sysfs::GOVERNOR_DEFAULTS
+                ),
+                "1000",
+            )?;
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {

@@ -65,6 +65,32 @@ fn first(root: &Root, paths: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// Where a board says what it is, first readable wins: the SoC's name
+/// (`soc0/machine`, from the SoC vendor's socinfo driver), else the first
+/// entry of the device tree's root `compatible` (the most specific), else
+/// DMI's product name (x86, UEFI arm64). A policy's `targets:` are keyed by
+/// it.
+pub(crate) const BOARD_NAMES: [&str; 3] = [
+    "/sys/devices/soc0/machine",
+    "/proc/device-tree/compatible",
+    "/sys/class/dmi/id/product_name",
+];
+
+/// What the board says it is and which file said it; `None` when none of
+/// [`BOARD_NAMES`] reads as a value.
+pub(crate) fn board_name(root: &Root) -> Option<crate::knobs::board::Identity> {
+    BOARD_NAMES.iter().find_map(|p| {
+        let bytes = root.read_bytes(Path::new(p)).ok()?;
+        // `compatible` is a NUL-separated list; `clean` keeps the first.
+        Some(clean(&bytes))
+            .filter(|v| !v.is_empty())
+            .map(|name| crate::knobs::board::Identity {
+                name,
+                source: p.to_string(),
+            })
+    })
+}
+
 impl Device {
     /// Reads the identity now (a few small reads; never fails).
     pub(crate) fn read(root: &Root) -> Device {
@@ -135,6 +161,33 @@ mod tests {
         assert_eq!(dev.machine_id, "feedface");
         assert_eq!(dev.hostname, "");
         assert_eq!(dev.kernel, "");
+    }
+
+    #[test]
+    fn the_board_name_is_the_soc_then_the_first_compatible_then_dmi() {
+        let (d, r) = tree();
+        assert_eq!(board_name(&r), None);
+        put(d.path(), "sys/class/dmi/id/product_name", b"Standard PC\n");
+        assert_eq!(board_name(&r).unwrap().name, "Standard PC");
+        put(
+            d.path(),
+            "proc/device-tree/compatible",
+            b"qcom,qcs6490-rb3gen2\0qcom,qcm6490\0",
+        );
+        let id = board_name(&r).unwrap();
+        assert_eq!(
+            (id.name.as_str(), id.source.as_str()),
+            ("qcom,qcs6490-rb3gen2", "/proc/device-tree/compatible")
+        );
+        put(d.path(), "sys/devices/soc0/machine", b"QCS6490\n");
+        let id = board_name(&r).unwrap();
+        assert_eq!(
+            (id.name.as_str(), id.source.as_str()),
+            ("QCS6490", "/sys/devices/soc0/machine")
+        );
+        // An empty file says nothing: the next source speaks.
+        put(d.path(), "sys/devices/soc0/machine", b"\n");
+        assert_eq!(board_name(&r).unwrap().name, "qcom,qcs6490-rb3gen2");
     }
 
     #[test]

@@ -54,6 +54,21 @@ pub struct Board {
     pub devfreq: BTreeMap<String, DevfreqBounds>,
     /// By zram device: the compressors its `comp_algorithm` offers.
     pub zram_algorithms: BTreeMap<String, Vec<String>>,
+    /// By CPU: `cpuN/cpu_capacity` (the scheduler's relative performance),
+    /// which orders clusters of equal top frequency ([`super::clusters`]).
+    pub cpu_capacity: BTreeMap<u32, u64>,
+    /// What the board says it is, which picks a policy's `targets:` entry.
+    pub identity: Option<Identity>,
+}
+
+/// What a board says it is, and which file said it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `QCS9100`, `qcom,qcs6490-rb3gen2`, `Standard PC (Q35 + ICH9, 2009)`.
+    pub name: String,
+    /// `/sys/devices/soc0/machine`, `/proc/device-tree/compatible` or
+    /// `/sys/class/dmi/id/product_name`.
+    pub source: String,
 }
 
 /// A frequency in kHz for people: `2.4GHz`, `806.4MHz`, `1200kHz`.

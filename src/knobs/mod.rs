@@ -48,6 +48,7 @@
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
 pub(crate) mod board;
+pub(crate) mod clusters;
 pub(crate) mod cpufreq;
 pub(crate) mod devfreq;
 pub(crate) mod group;

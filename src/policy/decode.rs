@@ -22,8 +22,8 @@ mod settings;
 mod system;
 mod tuning;
 
-/// The bounds of a `when:` stall window (SPEC §3), enforced by the expression parser.
-const TOP_FIELDS: &[&str] = &[
+/// The top-level sections (`targets:` is taken out before decoding).
+pub(crate) const TOP_FIELDS: &[&str] = &[
     "version",
     "product",
     "settings",
@@ -45,6 +45,35 @@ pub(crate) fn decode(doc: &Node, diags: &mut Diagnostics) -> Option<Policy> {
         None
     } else {
         policy
+    }
+}
+
+/// The policy's settings alone (defaults where absent or invalid) and
+/// nothing else: what reading the board needs before cluster names and
+/// targets are resolved on it.
+pub(crate) fn settings_only(doc: &Node) -> Policy {
+    let mut scratch = Diagnostics::new("");
+    let mut d = Decoder {
+        diags: &mut scratch,
+    };
+    let settings = match &doc.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.name == "settings")
+            .map(|(_, n)| d.settings(n)),
+        _ => None,
+    };
+    Policy {
+        product: String::new(),
+        settings: settings.unwrap_or_default(),
+        groups: Vec::new(),
+        placement: Vec::new(),
+        system: System::default(),
+        hooks: Vec::new(),
+        rules: Vec::new(),
+        control: Vec::new(),
+        report: ReportCriteria::default(),
+        binding: Default::default(),
     }
 }
 
@@ -376,6 +405,7 @@ impl<'a> Decoder<'a> {
             rules,
             control,
             report,
+            binding: Default::default(),
         })
     }
 

@@ -1,15 +1,20 @@
 //! The policy: YAML model, value units, the rule language and validation.
 //! Pure: nothing here touches the system, so `check` runs anywhere.
 
+mod binding;
 pub(crate) mod bounds;
+pub(crate) mod clusters;
 pub mod decode;
 pub(crate) mod diag;
 pub mod expr;
 pub mod model;
 pub(crate) mod pattern;
+pub(crate) mod targets;
 pub(crate) mod yaml;
 
-pub use crate::knobs::board::Board;
+pub use crate::knobs::board::{Board, Identity};
+pub use crate::knobs::clusters::{Cluster, Clusters};
+pub use binding::Binding;
 pub(crate) use diag::Diagnostics;
 pub use model::Policy;
 
@@ -115,23 +120,125 @@ pub fn load_bytes_on(
     bytes: &[u8],
     board_of: impl FnOnce(&Policy) -> Board,
 ) -> Result<Policy, Diagnostics> {
+    load_bytes_with(name, bytes, board_of, &Target::Board)
+}
+
+/// Which of a policy's `targets:` is merged over its base.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The one keyed by what the board says it is; none (the base, with a
+    /// [`Binding::warning`]) when no target names it.
+    Board,
+    /// This one (`check --target NAME`); an error if the policy has none
+    /// by that name.
+    Named(String),
+    /// None: the base policy.
+    Base,
+}
+
+/// [`load_on`] with the target chosen by `target`.
+pub fn load_with(
+    path: &Path,
+    board_of: impl FnOnce(&Policy) -> Board,
+    target: &Target,
+) -> Result<Policy, Diagnostics> {
+    let name = path.display().to_string();
+    match read_bytes(path) {
+        Ok(bytes) => load_bytes_with(&name, &bytes, board_of, target),
+        Err(msg) => {
+            let mut d = Diagnostics::new(name);
+            d.error(yaml::Pos::new(1, 1), msg);
+            Err(d)
+        }
+    }
+}
+
+/// Parses policy text, merges the target `target` chooses over the base,
+/// resolves cluster names on the board `board_of` gives (read under the
+/// base's cgroup root; on a notional board when it knows nothing), then
+/// decodes and judges the result against the board.
+pub fn load_bytes_with(
+    name: &str,
+    bytes: &[u8],
+    board_of: impl FnOnce(&Policy) -> Board,
+    target: &Target,
+) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::new(name);
-    let doc = match yaml::parse(bytes) {
+    let mut doc = match yaml::parse(bytes) {
         Ok(doc) => doc,
         Err(e) => {
             diags.error(e.pos, e.message);
             return Err(diags);
         }
     };
-    match decode::decode(&doc, &mut diags) {
-        Some(p) if diags.is_empty() => {
-            bounds::judge(&doc, &p, &board_of(&p), &mut diags);
-            if diags.is_empty() {
-                Ok(p)
-            } else {
-                Err(diags.sorted())
+    let targets = targets::split(&mut doc, &mut diags);
+    let after_split = diags.items.len();
+    let board = board_of(&decode::settings_only(&doc));
+    let chosen = match target {
+        Target::Base => None,
+        Target::Board => board
+            .identity
+            .as_ref()
+            .and_then(|id| targets.iter().find(|(k, _)| k.name == id.name)),
+        Target::Named(n) => match targets.iter().find(|(k, _)| k.name == *n) {
+            Some(t) => Some(t),
+            None => {
+                let names: Vec<&str> = targets.iter().map(|(k, _)| k.name.as_str()).collect();
+                let has = if names.is_empty() {
+                    "it has no `targets:`".to_string()
+                } else {
+                    format!("its targets are {}", names.join(", "))
+                };
+                diags.error(
+                    yaml::Pos::new(1, 1),
+                    format!("the policy has no target `{n}`: {has}"),
+                );
+                return Err(diags);
+            }
+        },
+    };
+    if let Some((k, overlay)) = chosen {
+        targets::merge(&mut doc, overlay, &k.name, &mut diags);
+    }
+    let known = board.is_known();
+    let clusters = if known {
+        Clusters::of(&board)
+    } else {
+        Clusters::notional(clusters::needed(&mut doc))
+    };
+    let (names, named_errors) = clusters::resolve(&mut doc, &clusters, &mut diags);
+    let decoded_at = diags.items.len();
+    let decoded = decode::decode(&doc, &mut diags);
+    // The decoder's own complaint about a name already reported on its line.
+    let mut k = 0;
+    diags.items.retain(|d| {
+        k += 1;
+        k <= decoded_at || !named_errors.iter().any(|p| p.line == d.pos.line)
+    });
+    let mut policy = None;
+    if let Some(mut p) = decoded.filter(|_| diags.is_empty()) {
+        bounds::judge(&doc, &p, &board, &mut diags);
+        p.binding = Binding {
+            targets: targets.iter().map(|(k, _)| k.name.clone()).collect(),
+            target: chosen.map(|(k, _)| k.name.clone()),
+            identity: board.identity.clone(),
+            clusters,
+            notional: !known,
+            names,
+        };
+        policy = Some(p);
+    }
+    if let Some((k, _)) = chosen {
+        // With a target merged, an error may be the base's text meeting the
+        // target's: say which target it was.
+        for item in diags.items.iter_mut().skip(after_split) {
+            if !item.message.starts_with("target ") {
+                item.message = format!("target {}: {}", k.name, item.message);
             }
         }
+    }
+    match policy {
+        Some(p) if diags.is_empty() => Ok(p),
         _ => {
             if diags.is_empty() {
                 diags.error(yaml::Pos::new(1, 1), "the policy could not be read");
@@ -139,6 +246,19 @@ pub fn load_bytes_on(
             Err(diags.sorted())
         }
     }
+}
+
+/// The `targets:` keys of a policy file, in file order (none when it cannot
+/// be read: loading it says why).
+pub fn target_names(bytes: &[u8]) -> Vec<String> {
+    let Ok(mut doc) = yaml::parse(bytes) else {
+        return Vec::new();
+    };
+    let mut scratch = Diagnostics::new("");
+    targets::split(&mut doc, &mut scratch)
+        .into_iter()
+        .map(|(k, _)| k.name)
+        .collect()
 }
 
 /// True when placement `p` grants a real-time policy (fifo, rr, deadline)

@@ -22,6 +22,8 @@ pub struct Policy {
     pub control: Vec<ControlGrant>,
     /// `report.criteria`: the soak verdicts `cgwarden report` judges by.
     pub report: ReportCriteria,
+    /// The board it was loaded for: target in force, clusters, names.
+    pub binding: super::Binding,
 }
 
 /// `settings.metrics`: each way of exposing metrics is optional; none set

@@ -3,6 +3,7 @@
 //! - [`BIN`] (or another build: [`bin`], `CGWARDEN_TEST_BIN`), [`cmd`],
 //!   [`read`], and the client runs [`cgwarden`] / [`run`] /
 //!   [`apply`] with their [`Run`] (exit code, stdout, stderr);
+//! - the product line's board trees ([`boards`]: IQ-9100, IQ-8275, QCS6490);
 //! - the fake board ([`board`], [`Board`] with its policy applied,
 //!   [`processes_board`]) and what a kernel would
 //!   show in it ([`memory_events`], [`memory_pressure`]);
@@ -17,6 +18,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod board;
+pub mod boards;
 mod chromium;
 mod daemon;
 mod guest;

@@ -62,6 +62,8 @@ impl Daemon {
     /// A boost's `KNOB=VALUE`: a knob of the closed set this policy and
     /// this system have, and a value that knob takes.
     fn boost_knob(&self, name: &str, value: &str) -> Result<(Knob, KnobValue), String> {
+        // `cpufreq.big.min`: the cluster as this board names it.
+        let name = &self.policy.binding.knob_name(name)?;
         let knob = Knob::parse(name).map_err(|e| format!("not a knob cgwarden manages: {e}"))?;
         if let Some(g) = knob.group() {
             if !self.policy.all_groups().iter().any(|x| x.name == g) {

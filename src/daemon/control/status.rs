@@ -142,6 +142,8 @@ impl Daemon {
                 path: self.opts.policy_path.display().to_string(),
                 hash: self.policy_hash.clone(),
                 loaded_at: crate::show::rfc3339_millis(self.loaded_at),
+                target: self.policy.binding.target_text(),
+                board: self.policy.binding.lines(),
             },
             last_reload_error: self.last_reload_error.clone(),
             unavailable: self.unavailable(),

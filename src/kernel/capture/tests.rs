@@ -344,6 +344,7 @@ fn every_path_the_readers_read_is_captured() {
         include_str!("../../../policies/oomd-cell.yaml"),
         include_str!("../../../policies/ros2-cell.yaml"),
         include_str!("../../../policies/minimal.yaml"),
+        include_str!("../../../policies/product-line.yaml"),
     ];
     let mut seen = crate::kernel::root::trace::during(|| {
         for text in policies {
@@ -381,6 +382,9 @@ fn every_path_the_readers_read_is_captured() {
             let _ = psi::read_system(&root, r);
         }
         let _ = identity::Device::read(&root);
+        // What picks a policy's target, and the board's clusters.
+        let _ = identity::board_name(&root);
+        let _ = crate::kernel::board::read(&root, Path::new("/sys/fs/cgroup"));
         let _ = crate::kernel::selfproc::possible_cpus(&root);
         let _ = crate::kernel::topology::cpu_groups(&root);
         let _ = crate::kernel::procfs::boot_id(&root);
