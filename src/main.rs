@@ -497,7 +497,13 @@ fn check(path: &Path, root: &RootArg, target: Option<String>) -> u8 {
     for line in p.binding.lines() {
         cgwarden::outln!("{file}: {line}");
     }
-    if board_root.is_some() || target.is_some() {
+    if let Some(r) = board_root {
+        // On a board (or its copy): the processes a placement matches that
+        // stay where they are, in a container or a delegated subtree.
+        print_kept(&Converger::new(r, &p).plan());
+        return exit::OK;
+    }
+    if target.is_some() {
         return exit::OK;
     }
     // The file alone: every target merged over the base is a policy too.

@@ -423,7 +423,7 @@ fn left_alone_note(pid: i32, cgroup: &str, owner: &str) -> String {
 }
 
 #[test]
-fn apply_and_plan_leave_a_containers_process_where_it_is_and_say_why() {
+fn check_plan_and_apply_leave_a_containers_process_where_it_is_and_say_why() {
     let dir = tempfile::tempdir().unwrap();
     let (t, policy, root) = support::board(dir.path(), POLICY);
     let docker = container_layout(&t, &root);
@@ -455,6 +455,17 @@ fn apply_and_plan_leave_a_containers_process_where_it_is_and_say_why() {
         r.stdout.ends_with(&format!("{changes} changes\n")),
         "notes counted as changes:\n{r}"
     );
+    // check on the board's tree says which placement matched and why it stayed.
+    let r = support::run(
+        std::process::Command::new(support::bin())
+            .arg("check")
+            .arg(&policy)
+            .arg("--root")
+            .arg(&root),
+    );
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stdout.contains(&docker_note), "{r}");
+    assert!(r.stdout.contains(&svc_note), "{r}");
     // apply: the same, and the kernel's side shows it.
     let so = support::apply(&policy, &root);
     assert!(so.contains(&docker_note) && so.contains(&svc_note), "{so}");
