@@ -180,7 +180,7 @@ pub(crate) fn diagnose(root: &Root, policy: &Policy) -> crate::kernel::Result<Ve
 }
 
 /// `cgwarden doctor`: prints one line per finding and a summary; the exit
-/// status is 3 (SPEC §1: the system lacks something the policy requires)
+/// status is 3 (the system lacks something the policy requires)
 /// when a finding is missing, 0 otherwise.
 pub fn command(root: &Root, policy: &Policy) -> u8 {
     match diagnose(root, policy) {
@@ -234,7 +234,7 @@ fn board_lines(root: &Root, policy: &Policy) {
     }
 }
 
-/// The board's devfreq devices and their governors (issue 24), one line
+/// The board's devfreq devices and their governors, one line
 /// each; nothing when the kernel has none.
 fn hardware_lines(root: &Root) {
     let mhz = |hz: Option<u64>| hz.map_or("-".to_string(), |h| format!("{}MHz", h / 1_000_000));

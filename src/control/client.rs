@@ -1,4 +1,4 @@
-//! The CLI commands that talk to the running daemon (SPEC §1, §5):
+//! The CLI commands that talk to the running daemon:
 //! `status`, `boost`, `release`, `reload`, `verify`, `events`. Each is a
 //! thin varlink client of `io.cgwarden.Daemon` (zlink's proxy); anything
 //! they show, any other varlink client can get too.
@@ -86,7 +86,7 @@ pub enum Command {
     Events {
         json: bool,
     },
-    /// Issue 26: `cgwarden kpi`: samples `(value, repeat)` in `unit`.
+    /// `cgwarden kpi`: samples `(value, repeat)` in `unit`.
     Kpi {
         name: String,
         unit: String,
@@ -459,7 +459,7 @@ async fn run_child(cmd: &[String]) -> u8 {
 /// Where the control socket is: `--socket`, else the policy's `state_dir`
 /// (`/run/cgwarden` when the policy is the default one and it does not
 /// exist), under `--root` if given. A policy named by `--policy` that cannot
-/// be loaded is an error naming the file (issue 22 item 15: `status --policy
+/// be loaded is an error naming the file (`status --policy
 /// /typo.yaml` asked `/run/cgwarden` instead).
 pub fn locate(
     socket: Option<&Path>,

@@ -1,4 +1,4 @@
-//! Real-time placement (issue #5): exec events from the process-events
+//! Real-time placement: exec events from the process-events
 //! connector drive placement and `running()` presence.
 //!
 //! One thread (`cgw-exec`) owns the connector socket. It waits in poll(2)

@@ -1,4 +1,4 @@
-//! `cgwarden health` (SPEC §7 "Fleet"): the check an OTA framework (RAUC,
+//! `cgwarden health` (the fleet's view): the check an OTA framework (RAUC,
 //! Mender, SWUpdate) runs after installing a new policy or image, before it
 //! commits the update or rolls it back.
 //!

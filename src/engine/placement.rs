@@ -169,7 +169,7 @@ impl Matcher {
     }
 }
 
-// ---- Per-process placement (issue #5), shared by the exec path and scans ----
+// ---- Per-process placement, shared by the exec path and scans ----
 
 /// What placement needs to know about a process, owned (read from /proc).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -996,6 +996,6 @@ mod tests {
     }
 }
 
-// ---- Tests of matcher forms and per-process placement (issue #5) ----
+// ---- Tests of matcher forms and per-process placement ----
 #[cfg(test)]
 mod place_tests;

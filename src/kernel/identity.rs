@@ -1,4 +1,4 @@
-//! Who this device is, for `cgwarden_device_info` (SPEC §7 "Fleet"): host
+//! Who this device is, for `cgwarden_device_info` (the fleet's view): host
 //! name, machine id, board model and kernel release, read through [`Root`]
 //! so a fake tree (`--root`) answers with its own files.
 //!

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 mod grants;
 mod groups;
-mod kpi; // issue 26: report.criteria loop_p99, fps_stddev
+mod kpi; // report.criteria loop_p99, fps_stddev
 mod placement;
 mod rules;
 mod settings;
@@ -502,7 +502,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, crate::units::UnitError> {
     crate::units::Duration::parse(s).map(|d| d.0)
 }
 
-/// Issue 13: `settings.metrics`, `settings.recorder`, `report.criteria`.
+/// `settings.metrics`, `settings.recorder`, `report.criteria`.
 #[cfg(test)]
 mod observe_settings_tests {
     use crate::policy::load_bytes;

@@ -27,7 +27,7 @@ impl Daemon {
             .map(|c| {
                 let mut info = wire::ClaimInfo {
                     owner: c.owner.to_string(),
-                    // A cap shows as `cap KNOB` (issue 24).
+                    // A cap shows as `cap KNOB`.
                     knob: match c.cap {
                         true => format!("{}{}", crate::knobs::CAP_KEY_PREFIX, c.knob),
                         false => c.knob.to_string(),
