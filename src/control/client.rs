@@ -459,8 +459,8 @@ async fn run_child(cmd: &[String]) -> u8 {
 /// Where the control socket is: `--socket`, else the policy's `state_dir`
 /// (`/run/cgwarden` when the policy is the default one and it does not
 /// exist), under `--root` if given. A policy named by `--policy` that cannot
-/// be loaded is an error naming the file (`status --policy
-/// /typo.yaml` asked `/run/cgwarden` instead).
+/// be loaded is an error naming the file (never a question to
+/// `/run/cgwarden` about `status --policy /typo.yaml`).
 pub fn locate(
     socket: Option<&Path>,
     policy: &Path,
