@@ -1,10 +1,10 @@
 //! The `cgwarden` command line (SPEC §1): argument parsing, the `--root`
-//! check, the state_dir lock around `run`/`apply`/`reset`, and the mapping of
-//! outcomes to exit statuses ([`cgwarden::exit`]).
+//! check, the state_dir and cgroup-tree locks around `run`/`apply`/`reset`,
+//! and the mapping of outcomes to exit statuses ([`cgwarden::exit`]).
 
 use anyhow::Context;
 use cgwarden::control::client::Command as ClientCommand;
-use cgwarden::converge::lock::StateLock;
+use cgwarden::converge::lock::{StateLock, TreeLock};
 use cgwarden::converge::{reset, Converger};
 use cgwarden::exit;
 use cgwarden::kernel::Root;
@@ -110,13 +110,34 @@ impl ClientArgs {
 /// An exit status decided on the way, its message already printed.
 struct Exit(u8);
 
-/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), or says
-/// why not and gives the exit status.
-fn lock(root: &Root, state_dir: &Path, what: &str, policy: &Path) -> Result<StateLock, Exit> {
+/// The locks `run`, `apply` and `reset` hold while they work: state_dir's
+/// and the cgroup tree's (docs/operations.md, "One instance").
+struct Locks {
+    _state: StateLock,
+    _tree: TreeLock,
+}
+
+/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), then the
+/// lock of the cgroup tree it writes (`cgroup_root` is asked once state_dir
+/// is held: `reset` reads it from the journal), or says why not and gives
+/// the exit status.
+fn lock(
+    root: &Root,
+    state_dir: &Path,
+    what: &str,
+    policy: &Path,
+    cgroup_root: impl FnOnce() -> PathBuf,
+) -> Result<Locks, Exit> {
     let cmd = format!("cgwarden {what} {}", policy.display());
-    StateLock::acquire(root, state_dir, &cmd).map_err(|e| {
+    let refused = |e: cgwarden::converge::lock::LockError| {
         eprintln!("cgwarden: error: {what}: {e}");
         Exit(e.exit_code())
+    };
+    let state = StateLock::acquire(root, state_dir, &cmd).map_err(refused)?;
+    let tree = TreeLock::acquire(root, &cgroup_root(), state_dir, &cmd).map_err(refused)?;
+    Ok(Locks {
+        _state: state,
+        _tree: tree,
     })
 }
 
@@ -413,11 +434,13 @@ fn prepare(
     root: &RootArg,
     policy: &Path,
     what: &str,
-) -> Result<(Root, policy::Policy, StateLock), Exit> {
+) -> Result<(Root, policy::Policy, Locks), Exit> {
     let root = root.root()?;
     let p = load(policy).map_err(Exit)?;
     refuse_untrusted(policy, &p, what)?;
-    let lock = lock(&root, &p.settings.state_dir, what, policy)?;
+    let lock = lock(&root, &p.settings.state_dir, what, policy, || {
+        p.settings.cgroup_root.clone()
+    })?;
     Ok((root, p, lock))
 }
 
@@ -665,7 +688,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     policy::model::Settings::default()
                 }
             };
-            let _lock = match lock(&root, &settings.state_dir, "reset", &policy) {
+            // The tree reset writes is the one its journal records.
+            let tree =
+                || reset::journal_cgroup_root(&root, &settings.state_dir, &settings.cgroup_root);
+            let _lock = match lock(&root, &settings.state_dir, "reset", &policy, tree) {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };

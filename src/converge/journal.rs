@@ -535,6 +535,25 @@ impl Journal {
         Ok(Some(j))
     }
 
+    /// The `cgroup_root` the journal in `state_dir` records, read leniently
+    /// (header and `ROOT` line only; the rest is checked by whoever uses the
+    /// journal): `None` when there is no journal, it is a v1 journal, or its
+    /// first lines are not a trusted v2 header and root. What `reset` locks.
+    pub fn recorded_root(
+        root: &Root,
+        state_dir: &Path,
+        policy_cgroup_root: &Path,
+    ) -> Option<PathBuf> {
+        let bytes = Journal::empty(root, state_dir).read_file().ok()??;
+        let mut lines = bytes.split(|&b| b == b'\n');
+        if lines.next()? != HEADER.as_bytes() {
+            return None;
+        }
+        let line = std::str::from_utf8(lines.next()?).ok()?;
+        let r = PathBuf::from(unescape(line.strip_prefix(ROOT_TAG)?)?);
+        trusted_cgroup_root(&r, policy_cgroup_root).then_some(r)
+    }
+
     fn empty(root: &Root, state_dir: &Path) -> Journal {
         Journal {
             root: root.clone(),

@@ -56,6 +56,13 @@ impl ResetReport {
     }
 }
 
+/// The cgroup tree a `reset` of `state_dir` writes: the one its journal
+/// records, else the policy's (the tree lock is taken on it).
+pub fn journal_cgroup_root(root: &Root, state_dir: &Path, policy_cgroup_root: &Path) -> PathBuf {
+    Journal::recorded_root(root, state_dir, policy_cgroup_root)
+        .unwrap_or_else(|| Root::normalize(policy_cgroup_root))
+}
+
 /// Restores what the journal in `state_dir` records. `policy_cgroup_root`
 /// is used only for a v1 journal, which does not record its own.
 pub fn reset(
