@@ -153,3 +153,56 @@ fn reset_locks_the_tree_its_journal_records() {
     assert_eq!(r.code, 0, "{r}");
     assert!(!root.join("run/cgw-b/originals").exists());
 }
+
+/// zram's algorithm is journalled as the active one, not the list its file
+/// reads (which the kernel, and the fake tree, refuse), and `reset` writes
+/// that back. The coupled sysctls: writing `vm.dirty_bytes` zeroes
+/// `vm.dirty_ratio` (as the kernel does), which is journalled beside it and
+/// put back by `reset` — never a 0 into `vm.dirty_bytes`, which the kernel
+/// refuses.
+#[test]
+fn every_journalled_original_is_written_back_as_its_file_takes_it() {
+    let (tmp, _t) = processes_board();
+    let root = tmp.path();
+    let p = root.join("orig.yaml");
+    std::fs::write(
+        &p,
+        "version: 1\nsystem:\n  sysctl:\n    vm.dirty_bytes: 67108864\n    \
+         vm.dirty_background_bytes: 33554432\n  zram:\n    zram0: { algorithm: lz4, size: 128M }\n",
+    )
+    .unwrap();
+    let p = p.to_str().unwrap();
+    let read = |rel: &str| support::read(root, rel);
+    assert_eq!(
+        read("sys/block/zram0/comp_algorithm"),
+        "lzo [lzo-rle] lz4 lz4hc zstd"
+    );
+    let r = on(root, &["apply", p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(read("sys/block/zram0/comp_algorithm"), "lz4");
+    assert_eq!(
+        read("proc/sys/vm/dirty_ratio"),
+        "0",
+        "the kernel zeroes the ratio"
+    );
+    let journal = read("run/cgwarden/originals");
+    for line in [
+        "FILE\t/sys/block/zram0/comp_algorithm\tlzo-rle",
+        "FILE\t/proc/sys/vm/dirty_ratio\t20\\n",
+        "FILE\t/proc/sys/vm/dirty_background_ratio\t10\\n",
+    ] {
+        assert!(journal.lines().any(|l| l == line), "{line:?} in\n{journal}");
+    }
+    let r = on(root, &["reset", p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(read("sys/block/zram0/comp_algorithm"), "lzo-rle");
+    for (f, v) in [
+        ("dirty_bytes", "0"),
+        ("dirty_ratio", "20"),
+        ("dirty_background_bytes", "0"),
+        ("dirty_background_ratio", "10"),
+    ] {
+        assert_eq!(read(&format!("proc/sys/vm/{f}")), v, "{f}");
+    }
+    assert!(!root.join("run/cgwarden/originals").exists());
+}

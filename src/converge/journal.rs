@@ -27,6 +27,15 @@
 //! journal left by a crashed run keeps its originals, and later runs only add
 //! entries for things they touch for the first time.
 //!
+//! An original is kept as its file takes it back, which is not always what
+//! it reads ([`crate::knobs::restorable`]): zram's `comp_algorithm` reads the
+//! whole list with the active algorithm in brackets and takes one name, a
+//! partition the kernel holds invalid reads `isolated invalid (REASON)` and
+//! takes `isolated`, `io.weight` reads a line per device and takes one. A
+//! journal of an older cgwarden that kept what such a file read is read the
+//! same way. Writing one sysctl of a coupled pair (`vm.dirty_bytes` and
+//! `vm.dirty_ratio`, …: the kernel zeroes the other) journals both.
+//!
 //! # Check
 //!
 //! A journal is checked before it is trusted ([`Journal::open`] for writers,
@@ -114,6 +123,18 @@ impl Entry {
             Entry::ZramInit { device } => format!("init {device}"),
             Entry::Swapon { path } => format!("swapon {}", Root::normalize(path).display()),
             Entry::Kthread { pid, .. } => format!("kthread {pid}"),
+        }
+    }
+
+    /// The entry with a file's original as the file takes it back
+    /// ([`crate::knobs::restorable`]); other entries as they are.
+    fn restorable(self, cgroup_root: &Path) -> Entry {
+        match self {
+            Entry::File { path, content } => Entry::File {
+                content: crate::knobs::restorable(&path, cgroup_root, &content),
+                path,
+            },
+            other => other,
         }
     }
 
@@ -527,9 +548,15 @@ impl Journal {
         j.warnings = p.warnings;
         j.valid_len = p.valid_len;
         j.torn = p.valid_len < bytes.len();
+        let cg = j
+            .recorded_root
+            .clone()
+            .unwrap_or_else(|| Root::normalize(policy_cgroup_root));
         for e in p.entries {
             if j.keys.insert(e.key()) {
-                j.index(e);
+                // A journal of an older cgwarden may hold what a file reads
+                // where it takes something else (zram's whole algorithm list).
+                j.index(e.restorable(&cg));
             }
         }
         Ok(Some(j))
@@ -647,12 +674,48 @@ impl Journal {
 
     /// Appends and syncs an entry unless one for the same thing is recorded.
     /// The first record creates the journal (atomically, with its header).
+    /// A file's original is kept as the file takes it back
+    /// ([`crate::knobs::restorable`]: zram's active algorithm, not the list);
+    /// a sysctl the kernel couples with another ([`crate::knobs::sysctl::COUPLED`])
+    /// has the other's original recorded first, since the kernel changes it
+    /// behind the write.
     pub fn record(&mut self, e: Entry) -> Result<()> {
         if self.keys.contains(&e.key()) {
             return Ok(());
         }
-        let cg = self.recorded_root.as_deref().unwrap_or(&self.new_root);
-        if let Some(why) = managed(&e, cg) {
+        if let Entry::File { path, .. } | Entry::Absent { path } = &e {
+            if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+                let other = if Root::normalize(path) == amount {
+                    ratio
+                } else {
+                    amount
+                };
+                if !self.has_file(&other) {
+                    match self.root.read(&other) {
+                        Ok(content) => self.record_one(Entry::File {
+                            path: other,
+                            content,
+                        })?,
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        self.record_one(e)
+    }
+
+    /// [`Journal::record`] of exactly this entry.
+    fn record_one(&mut self, e: Entry) -> Result<()> {
+        if self.keys.contains(&e.key()) {
+            return Ok(());
+        }
+        let cg = self
+            .recorded_root
+            .clone()
+            .unwrap_or_else(|| self.new_root.clone());
+        let e = e.restorable(&cg);
+        if let Some(why) = managed(&e, &cg) {
             return Err(Error::other(
                 &self.path,
                 format!("refusing to record an entry that {why}"),

@@ -168,6 +168,7 @@ pub fn reset(
     zram_reset.sort();
     zram_reset.dedup();
     let mut zram_done: Vec<String> = Vec::new();
+    let mut pairs_done: Vec<PathBuf> = Vec::new();
     let mut zram_restored: Vec<String> = Vec::new();
     for e in entries.iter().rev() {
         match e {
@@ -229,6 +230,10 @@ pub fn reset(
                 }
                 if root.supports(Op::ZramControl) && zram::is_write_only(path) {
                     write_blind(root, path, content.trim(), &mut rep);
+                    continue;
+                }
+                if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+                    restore_pair(root, &amount, &ratio, &entries, &mut rep, &mut pairs_done);
                     continue;
                 }
                 restore_file(root, path, content, &mut rep);
@@ -306,7 +311,68 @@ fn restore_zram_config(
     }
 }
 
-/// Writes a file that cannot be read back (zram's `mem_limit`, mode 0200).
+/// Restores a pair of coupled sysctls ([`crate::knobs::sysctl::COUPLED`])
+/// once: the amount when its original is not 0 (writing it zeroes the
+/// ratio, as it was), else the ratio (writing it zeroes the amount, which the
+/// kernel refuses to be written 0 for `dirty_bytes`). A journal of an older
+/// cgwarden may lack the ratio's original: then an amount that was 0 cannot
+/// be put back, and the failure says what to write by hand.
+fn restore_pair(
+    root: &Root,
+    amount: &Path,
+    ratio: &Path,
+    entries: &[Entry],
+    rep: &mut ResetReport,
+    done: &mut Vec<PathBuf>,
+) {
+    if done.iter().any(|d| d == amount) {
+        return;
+    }
+    done.push(amount.to_path_buf());
+    let original = |p: &Path| {
+        entries.iter().find_map(|e| match e {
+            Entry::File { path, content } if path == p => Some(content.trim().to_string()),
+            _ => None,
+        })
+    };
+    let (a0, r0) = (original(amount), original(ratio));
+    match (a0.as_deref(), r0.as_deref()) {
+        (Some(a), _) if a != "0" => restore_file(root, amount, a, rep),
+        (_, Some(r)) => {
+            let now = root.read_trimmed(amount).unwrap_or_default();
+            if a0.as_deref() == Some("0") && !now.is_empty() && now != "0" {
+                // Written even when it already holds `r`: the write is what
+                // zeroes the amount.
+                write_blind(root, ratio, r, rep);
+            } else {
+                restore_file(root, ratio, r, rep);
+            }
+            let left = root.read_trimmed(amount).unwrap_or_default();
+            if a0.as_deref() == Some("0") && !left.is_empty() && left != "0" {
+                rep.failures.push(format!(
+                    "{}: still {left} after writing {} {r} (the kernel zeroes it only when the \
+                     ratio changes); write {} to another value and back by hand",
+                    amount.display(),
+                    ratio.display(),
+                    ratio.display()
+                ));
+            }
+        }
+        (Some(_), None) => rep.failures.push(format!(
+            "{}: its original is 0, which the kernel does not take back (0 means {} is in \
+             force), and {}'s original is not journalled (a journal of an older cgwarden); \
+             write {} by hand",
+            amount.display(),
+            ratio.display(),
+            ratio.display(),
+            ratio.display()
+        )),
+        (None, None) => {}
+    }
+}
+
+/// Writes a value without comparing it first (zram's `mem_limit`, mode
+/// 0200, cannot be read back; a ratio is written for its side effect).
 fn write_blind(root: &Root, path: &Path, value: &str, rep: &mut ResetReport) {
     match root.write(path, value) {
         Ok(()) => rep.lines.push(format!("WRITE {} {value}", path.display())),
@@ -341,6 +407,20 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
             return;
         }
     };
+    if path.file_name().is_some_and(|n| n == "cgroup.type")
+        && current.trim() == "threaded"
+        && original.trim() != "threaded"
+    {
+        // The kernel takes only `threaded` here: a threaded group stays
+        // threaded until it is removed.
+        rep.warnings.push(format!(
+            "{}: stays threaded (was {}); the kernel turns no threaded cgroup back into a \
+             domain — remove the group to undo it",
+            path.display(),
+            original.trim()
+        ));
+        return;
+    }
     let value = if is_subtree {
         // Controllers can only be toggled, not assigned: disable what was
         // added, re-enable what was removed.
