@@ -111,10 +111,12 @@ impl ClientArgs {
 struct Exit(u8);
 
 /// The locks `run`, `apply` and `reset` hold while they work: state_dir's
-/// and the cgroup tree's (docs/operations.md, "One instance").
+/// and the cgroup tree's (docs/operations.md, "One instance"). Fields drop in
+/// order: the tree is let go before state_dir, so whoever takes state_dir
+/// next finds the tree free.
 struct Locks {
-    _state: StateLock,
     _tree: TreeLock,
+    _state: StateLock,
 }
 
 /// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), then the
@@ -136,8 +138,8 @@ fn lock(
     let state = StateLock::acquire(root, state_dir, &cmd).map_err(refused)?;
     let tree = TreeLock::acquire(root, &cgroup_root(), state_dir, &cmd).map_err(refused)?;
     Ok(Locks {
-        _state: state,
         _tree: tree,
+        _state: state,
     })
 }
 

@@ -61,7 +61,7 @@ fn a_second_cgwarden_on_the_same_cgroup_tree_is_refused_whatever_its_state_dir()
     let pid = d.pid();
     let before = board_state(root);
     let holder = format!("pid {pid} (cgwarden run {a}), state_dir /run/cgw-a");
-    let lock = root.join("run/cgwarden/roots/sys-fs-cgroup.lock");
+    let lock = root.join("run/cgwarden/tree-sys-fs-cgroup.lock");
     assert!(lock.exists(), "the tree lock file is where the docs say");
 
     for (what, r) in [

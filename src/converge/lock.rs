@@ -25,8 +25,8 @@
 //! policies with different state_dirs and the same `cgroup_root` would still
 //! both write one tree (and journal each other's values as originals). So
 //! `run`, `apply` and `reset` also hold a [`TreeLock`]: an `flock` on
-//! `/run/cgwarden/roots/<cgroup root, systemd-escaped>.lock` (resolved under
-//! `--root`; `/sys/fs/cgroup` → `sys-fs-cgroup.lock`), whose file names the
+//! `/run/cgwarden/tree-<cgroup root, systemd-escaped>.lock` (resolved under
+//! `--root`; `/sys/fs/cgroup` → `tree-sys-fs-cgroup.lock`), whose file names the
 //! holder's pid, state_dir and command. The cgroup root is canonicalised
 //! first (a symlink in the way does not make a second key).
 //!
@@ -34,11 +34,12 @@
 //! directory itself (which cgroupfs accepts, see docs/operations.md): any
 //! user may open a cgroup directory and hold an `flock` on it, so an
 //! unprivileged process could keep cgwarden from starting; and the
-//! directory cannot say who holds it. `/run/cgwarden/roots` is created 0700
-//! and checked like state_dir, so only cgwarden's own user can take the lock,
-//! and `/run/cgwarden` is the RuntimeDirectory the shipped units make
-//! writable under `ProtectSystem=strict`. A dead holder's lock goes with its
-//! descriptor (`flock` semantics); its file is taken over.
+//! directory cannot say who holds it. `/run/cgwarden` (the default
+//! state_dir) is created 0700 when absent and checked like state_dir, so only
+//! cgwarden's own user can take the lock; it is the RuntimeDirectory the
+//! shipped units make writable under `ProtectSystem=strict`. The lock file is
+//! removed when the lock is let go, so nothing stays behind. A dead holder's
+//! lock goes with its descriptor (`flock` semantics); its file is taken over.
 
 use crate::kernel::{Error, Root};
 use nix::fcntl::{Flock, FlockArg};
@@ -265,7 +266,7 @@ fn parse_state_holder(content: &str) -> (String, Option<u32>) {
 }
 
 /// Where the cgroup-tree locks live (device path, resolved under `--root`).
-pub const TREE_LOCK_DIR: &str = "/run/cgwarden/roots";
+pub const TREE_LOCK_DIR: &str = "/run/cgwarden";
 
 /// The held lock on a cgroup tree (see module docs); released (and its file
 /// removed) when dropped.
@@ -281,7 +282,7 @@ impl TreeLock {
     /// root when it exists, see [`canonical_cgroup_root`]).
     pub fn path_for(root: &Root, cgroup_root: &Path) -> PathBuf {
         let key = canonical_cgroup_root(root, cgroup_root);
-        Path::new(TREE_LOCK_DIR).join(format!("{}.lock", escape_path(&key)))
+        Path::new(TREE_LOCK_DIR).join(format!("tree-{}.lock", escape_path(&key)))
     }
 
     /// Takes the lock on `cgroup_root` without waiting, naming this process,
@@ -294,7 +295,7 @@ impl TreeLock {
         what: &str,
     ) -> Result<TreeLock, LockError> {
         let dir_host =
-            prepare_private_dir(root, Path::new(TREE_LOCK_DIR), "the tree lock directory")?;
+            prepare_private_dir(root, Path::new(TREE_LOCK_DIR), "the tree lock's directory")?;
         let path = Self::path_for(root, cgroup_root);
         let shown = root.host_path(&path);
         let name = path.file_name().unwrap_or_default();
@@ -611,9 +612,9 @@ mod tests {
             TreeLock::acquire(&root, cg, Path::new("/run/a"), "cgwarden run /a.yaml").unwrap();
         assert_eq!(
             first.path(),
-            Path::new("/run/cgwarden/roots/sys-fs-cgroup.lock")
+            Path::new("/run/cgwarden/tree-sys-fs-cgroup.lock")
         );
-        let host = dir.path().join("run/cgwarden/roots/sys-fs-cgroup.lock");
+        let host = dir.path().join("run/cgwarden/tree-sys-fs-cgroup.lock");
         let me = std::process::id();
         assert_eq!(
             fs::read_to_string(&host).unwrap(),
@@ -658,7 +659,7 @@ mod tests {
         drop(first);
         assert!(!host.exists(), "the lock file is removed on release");
         TreeLock::acquire(&root, cg, Path::new("/run/b"), "x").unwrap();
-        let m = fs::metadata(dir.path().join("run/cgwarden/roots")).unwrap();
+        let m = fs::metadata(dir.path().join("run/cgwarden")).unwrap();
         assert_eq!(m.mode() & 0o777, 0o700);
     }
 
@@ -673,7 +674,7 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(
             b,
-            Path::new("/run/cgwarden/roots/sys-fs-cgroup-unified.lock")
+            Path::new("/run/cgwarden/tree-sys-fs-cgroup-unified.lock")
         );
     }
 
@@ -682,7 +683,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::fake(dir.path());
         prepare_private_dir(&root, Path::new(TREE_LOCK_DIR), "x").unwrap();
-        let host = dir.path().join("run/cgwarden/roots/sys-fs-cgroup.lock");
+        let host = dir.path().join("run/cgwarden/tree-sys-fs-cgroup.lock");
         fs::write(&host, "pid 999999\nstate_dir /run/gone\n").unwrap();
         let l = TreeLock::acquire(&root, Path::new("/sys/fs/cgroup"), Path::new("/run/c"), "y")
             .unwrap();

@@ -4,7 +4,7 @@
 # gone and b may work. Runs before 30-apply; leaves no group and no journal behind.
 A=/tmp/one-writer-a.yaml
 B=/tmp/one-writer-b.yaml
-L=/run/cgwarden/roots/sys-fs-cgroup.lock
+L=/run/cgwarden/tree-sys-fs-cgroup.lock
 for x in a b; do
     cat >"/tmp/one-writer-$x.yaml" <<POLICY
 version: 1
