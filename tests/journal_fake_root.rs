@@ -179,7 +179,10 @@ fn every_journalled_original_is_written_back_as_its_file_takes_it() {
     );
     let r = on(root, &["apply", p]);
     assert_eq!(r.code, 0, "{r}");
-    assert_eq!(read("sys/block/zram0/comp_algorithm"), "lz4");
+    assert_eq!(
+        read("sys/block/zram0/comp_algorithm"),
+        "lzo lzo-rle [lz4] lz4hc zstd"
+    );
     assert_eq!(
         read("proc/sys/vm/dirty_ratio"),
         "0",
@@ -195,7 +198,10 @@ fn every_journalled_original_is_written_back_as_its_file_takes_it() {
     }
     let r = on(root, &["reset", p]);
     assert_eq!(r.code, 0, "{r}");
-    assert_eq!(read("sys/block/zram0/comp_algorithm"), "lzo-rle");
+    assert_eq!(
+        read("sys/block/zram0/comp_algorithm"),
+        "lzo [lzo-rle] lz4 lz4hc zstd"
+    );
     for (f, v) in [
         ("dirty_bytes", "0"),
         ("dirty_ratio", "20"),

@@ -2,8 +2,9 @@
 //! tree as the 6.1 guest showed them (the `originals` guest scenario checks
 //! them on the real kernel):
 //!
-//! - zram `comp_algorithm` takes one algorithm name; the list it reads
-//!   (`lzo [lzo-rle] lz4`) is EINVAL.
+//! - zram `comp_algorithm` takes one algorithm name it offers and then
+//!   reads the whole list with that one in brackets (`lzo lzo-rle [lz4]`);
+//!   the list itself, or a name not offered, is EINVAL.
 //! - `cpuset.cpus.partition` takes the state word; the `isolated invalid
 //!   (REASON)` it may read is EINVAL.
 //! - `cgroup.type` takes only `threaded` (EINVAL for `domain`).
@@ -39,7 +40,32 @@ pub(super) fn write(
     let v = value.trim();
     let one_word = v.split_whitespace().count() == 1;
     if name == "comp_algorithm" && dev.starts_with(crate::knobs::zram::BLOCK_DIR) {
-        return (!one_word).then(|| Err(einval(&dev)));
+        if !one_word {
+            return Some(Err(einval(&dev)));
+        }
+        let now = root.read(&dev).unwrap_or_default();
+        let offered: Vec<&str> = now
+            .split_whitespace()
+            .map(|t| t.trim_start_matches('[').trim_end_matches(']'))
+            .collect();
+        // A fake file holding one name (or none) is not a kernel's list.
+        if offered.len() < 2 {
+            return None;
+        }
+        if !offered.contains(&v) {
+            return Some(Err(einval(&dev)));
+        }
+        let list: Vec<String> = offered
+            .iter()
+            .map(|a| {
+                if *a == v {
+                    format!("[{a}]")
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        return Some(replace(&dev, &list.join(" ")));
     }
     if name == "cpuset.cpus.partition" {
         return (!one_word).then(|| Err(einval(&dev)));
@@ -86,7 +112,9 @@ mod tests {
         let alg = Path::new("/sys/block/zram0/comp_algorithm");
         let list = r.read(alg).unwrap();
         assert!(r.write(alg, &list).is_err(), "the list it reads");
+        assert!(r.write(alg, "842").is_err(), "a name it does not offer");
         r.write(alg, "lz4").unwrap();
+        assert_eq!(r.read_trimmed(alg).unwrap(), "lzo lzo-rle [lz4] lz4hc zstd");
         r.mkdir_all(Path::new("/sys/fs/cgroup/g")).unwrap();
         let part = Path::new("/sys/fs/cgroup/g/cpuset.cpus.partition");
         assert!(r
