@@ -186,6 +186,10 @@ enum Command {
         /// The same as the POLICY argument (the older spelling).
         #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
         policy_opt: Option<PathBuf>,
+        /// A damaged journal: restore only its lines that can be trusted and set the
+        /// file aside as originals.damaged-TIME (docs/journal-recovery.md).
+        #[arg(long)]
+        salvage: bool,
         #[command(flatten)]
         root: RootArg,
     },
@@ -669,6 +673,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Reset {
             policy,
             policy_opt,
+            salvage,
             root,
         } => {
             let policy = policy
@@ -697,10 +702,22 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
-            let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
+            let undo = if salvage {
+                reset::salvage
+            } else {
+                reset::reset
+            };
+            let rep = undo(&root, &settings.state_dir, &settings.cgroup_root)
                 .context("cannot use the originals journal")?;
+            for m in rep.salvage_messages() {
+                eprintln!("cgwarden: {m}");
+            }
             for w in &rep.warnings {
                 eprintln!("cgwarden: warning: {w}");
+            }
+            if !rep.had_journal && rep.salvaged.is_some() {
+                cgwarden::outln!("nothing restored: no line of the damaged journal can be trusted");
+                return Ok(exit::OK);
             }
             if !rep.had_journal {
                 cgwarden::outln!(

@@ -212,3 +212,118 @@ fn every_journalled_original_is_written_back_as_its_file_takes_it() {
     }
     assert!(!root.join("run/cgwarden/originals").exists());
 }
+
+/// A damaged journal: `reset`, `apply` and `run` refuse it naming its real
+/// path under `--root`, the damaged line's number and text, and the way out;
+/// `reset --salvage` restores the lines that can be trusted, never one that
+/// names a file no family owns, sets the file aside byte for byte, and the
+/// unit can start again.
+#[test]
+fn a_damaged_journal_names_its_real_path_and_line_and_salvage_is_the_way_out() {
+    let (tmp, _t) = processes_board();
+    let root = tmp.path();
+    let p = policy(root, "p", "/run/cgwarden");
+    std::fs::write(root.join("proc/sys/kernel/core_pattern"), "core\n").unwrap();
+    let r = on(root, &["apply", &p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(support::read(root, "proc/sys/vm/swappiness"), "30");
+    let journal = root.join("run/cgwarden/originals");
+    let good = std::fs::read_to_string(&journal).unwrap();
+    let n = good.lines().count();
+    let damaged = format!(
+        "{good}FILE\t/proc/sys/vm/swa\nFILE\t/proc/sys/kernel/core_pattern\t|/tmp/x %p\\n\n"
+    );
+    std::fs::write(&journal, &damaged).unwrap();
+    let shown = journal.display().to_string();
+
+    for (what, r) in [
+        ("reset", on(root, &["reset", &p])),
+        ("apply", on(root, &["apply", &p])),
+        ("run", on(root, &["run", &p, "--tick", "100ms"])),
+    ] {
+        assert_eq!(r.code, 1, "{what}: {r}");
+        let line = format!(
+            "{shown}: line {}: damaged entry \"FILE\\t/proc/sys/vm/swa\"",
+            n + 1
+        );
+        assert!(r.stderr.contains(&line), "{what} names {line:?}: {r}");
+        assert!(
+            r.stderr.contains("cgwarden reset --salvage POLICY")
+                && r.stderr.contains("docs/journal-recovery.md"),
+            "{what} gives the way out: {r}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), damaged);
+
+    let r = on(root, &["reset", "--salvage", &p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stderr.contains(&format!(
+            "set aside, not restored: line {}: damaged entry",
+            n + 1
+        )),
+        "{r}"
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "set aside, not restored: line {}: names /proc/sys/kernel/core_pattern",
+            n + 2
+        )),
+        "{r}"
+    );
+    assert!(r.stdout.contains("WRITE /proc/sys/vm/swappiness 60"), "{r}");
+    assert!(r.stdout.contains("reset complete; journal removed"), "{r}");
+    assert_eq!(support::read(root, "proc/sys/vm/swappiness"), "60");
+    assert_eq!(support::read(root, "proc/sys/kernel/core_pattern"), "core");
+    assert!(
+        !root.join("sys/fs/cgroup/app").exists(),
+        "the created group is removed"
+    );
+    let aside: Vec<PathBuf> = std::fs::read_dir(root.join("run/cgwarden"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("originals.damaged-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(std::fs::read_to_string(&aside[0]).unwrap(), damaged);
+    assert!(
+        r.stderr.contains(&format!(
+            "the damaged file is kept as {}",
+            aside[0].display()
+        )),
+        "{r}"
+    );
+    assert!(!journal.exists());
+    // The way is open again.
+    let r = on(root, &["apply", &p]);
+    assert_eq!(r.code, 0, "{r}");
+}
+
+/// A file that is not a cgwarden journal gives nothing to restore: salvage
+/// says so, sets it aside, and acts on none of its lines.
+#[test]
+fn salvage_restores_nothing_from_a_file_that_is_not_a_journal() {
+    let (tmp, _t) = processes_board();
+    let root = tmp.path();
+    let p = policy(root, "p", "/run/cgwarden");
+    let journal = root.join("run/cgwarden/originals");
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, "FILE\t/proc/sys/vm/swappiness\t1\\n\n").unwrap();
+    let r = on(root, &["reset", "--salvage", &p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout
+            .contains("nothing restored: no line of the damaged journal can be trusted"),
+        "{r}"
+    );
+    assert!(r.stderr.contains("not a cgwarden journal"), "{r}");
+    assert_eq!(support::read(root, "proc/sys/vm/swappiness"), "60");
+    assert!(!journal.exists());
+    let r = on(root, &["apply", &p]);
+    assert_eq!(r.code, 0, "{r}");
+}

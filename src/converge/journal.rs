@@ -337,13 +337,16 @@ fn parse(bytes: &[u8], path: &Path, policy_cgroup_root: &Path) -> Result<Parsed>
     let damaged = |line: usize, what: String| {
         Error::other(
             path,
-            format!("line {line}: {what}; this journal is not trusted and was left untouched"),
+            format!("line {line}: {what}; this journal is not trusted and was left untouched. {WAY_OUT}"),
         )
     };
     if bytes.is_empty() {
         return Err(Error::other(
             path,
-            "empty file: not a cgwarden originals journal (it has no header); left untouched",
+            format!(
+                "empty file: not a cgwarden originals journal (it has no header); left untouched. \
+                 {WAY_OUT}"
+            ),
         ));
     }
     // Complete lines end with '\n'; whatever follows the last one is torn.
@@ -457,6 +460,10 @@ fn parse(bytes: &[u8], path: &Path, policy_cgroup_root: &Path) -> Result<Parsed>
     })
 }
 
+/// What a refusal of a damaged journal says to do (docs/journal-recovery.md).
+const WAY_OUT: &str = "`cgwarden reset --salvage POLICY` restores the lines that can be trusted \
+     and sets this file aside (docs/journal-recovery.md)";
+
 /// A short, quoted, printable rendering of raw bytes for messages.
 fn snippet(raw: &[u8]) -> String {
     const MAX: usize = 80;
@@ -514,7 +521,7 @@ impl Journal {
         if let Some(recorded) = &j.recorded_root {
             if *recorded != j.new_root {
                 return Err(Error::other(
-                    &j.path,
+                    j.shown(),
                     format!(
                         "the journal was recorded for cgroup_root {} but the policy names {}; \
                          run `cgwarden reset` first (it uses {}) or restore the old cgroup_root",
@@ -542,7 +549,8 @@ impl Journal {
         let Some(bytes) = j.read_file()? else {
             return Ok(None);
         };
-        let p = parse(&bytes, &j.path, policy_cgroup_root)?;
+        // Messages name the file where it is: under `--root`.
+        let p = parse(&bytes, &j.shown(), policy_cgroup_root)?;
         j.version = Some(p.version);
         j.recorded_root = p.cgroup_root;
         j.warnings = p.warnings;
@@ -610,26 +618,31 @@ impl Journal {
         match fs::symlink_metadata(&host) {
             Ok(m) if m.file_type().is_file() => {}
             Ok(_) => return Err(Error::other(
-                &self.path,
+                self.shown(),
                 "not a regular file (a symlink or directory); refusing to use it as the journal",
             )),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("stat", &self.path, e)),
+            Err(e) => return Err(Error::io("stat", self.shown(), e)),
         }
         let mut f = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&host)
-            .map_err(|e| Error::io("open", &self.path, e))?;
+            .map_err(|e| Error::io("open", self.shown(), e))?;
         let mut buf = Vec::new();
         f.read_to_end(&mut buf)
-            .map_err(|e| Error::io("read", &self.path, e))?;
+            .map_err(|e| Error::io("read", self.shown(), e))?;
         Ok(Some(buf))
     }
 
     /// The journal file's device path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The journal file's path on this machine (under `--root`), for messages.
+    pub fn shown(&self) -> PathBuf {
+        self.root.host_path(&self.path)
     }
 
     #[cfg(test)]
@@ -717,7 +730,7 @@ impl Journal {
         let e = e.restorable(&cg);
         if let Some(why) = managed(&e, &cg) {
             return Err(Error::other(
-                &self.path,
+                self.shown(),
                 format!("refusing to record an entry that {why}"),
             ));
         }
@@ -744,7 +757,7 @@ impl Journal {
         match fs::remove_file(&tmp) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("unlink", &tmp_dev, e)),
+            Err(e) => return Err(Error::io("unlink", &tmp, e)),
         }
         let mut f = fs::OpenOptions::new()
             .write(true)
@@ -752,15 +765,15 @@ impl Journal {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
-            .map_err(|e| Error::io("open", &tmp_dev, e))?;
+            .map_err(|e| Error::io("open", &tmp, e))?;
         f.write_all(data.as_bytes())
-            .map_err(|e| Error::io("write", &tmp_dev, e))?;
-        f.sync_all().map_err(|e| Error::io("fsync", &tmp_dev, e))?;
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
         drop(f);
         let host = self.root.host_path(&self.path);
         // rename(2) replaces a journal that appeared meanwhile only if none
         // did: writers hold the state_dir lock, so none can.
-        fs::rename(&tmp, &host).map_err(|e| Error::io("rename", &self.path, e))?;
+        fs::rename(&tmp, &host).map_err(|e| Error::io("rename", self.shown(), e))?;
         sync_dir(&self.root, &dir)?;
         self.version = Some(Version::V2);
         self.recorded_root = Some(self.new_root.clone());
@@ -776,16 +789,16 @@ impl Journal {
             .append(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&host)
-            .map_err(|e| Error::io("open", &self.path, e))?;
+            .map_err(|e| Error::io("open", self.shown(), e))?;
         if self.torn {
             f.set_len(self.valid_len as u64)
-                .map_err(|e| Error::io("truncate", &self.path, e))?;
+                .map_err(|e| Error::io("truncate", self.shown(), e))?;
             self.torn = false;
         }
         f.write_all(line.as_bytes())
-            .map_err(|e| Error::io("write", &self.path, e))?;
+            .map_err(|e| Error::io("write", self.shown(), e))?;
         f.sync_all()
-            .map_err(|e| Error::io("fsync", &self.path, e))?;
+            .map_err(|e| Error::io("fsync", self.shown(), e))?;
         self.valid_len += line.len();
         Ok(())
     }
@@ -796,7 +809,7 @@ impl Journal {
         match fs::remove_file(&host) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io("unlink", &self.path, e)),
+            Err(e) => return Err(Error::io("unlink", self.shown(), e)),
         }
         let dir = self.path.parent().unwrap_or(Path::new("/"));
         sync_dir(&self.root, dir)
@@ -846,6 +859,9 @@ fn unescape(s: &str) -> Option<String> {
     }
     Some(out)
 }
+
+mod salvage;
+pub use salvage::Salvaged;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,8 @@
 //! `reset`: undo everything the journal records, newest first.
 //!
 //! The journal is checked first ([`Journal::load`]): a damaged one is an
-//! error and nothing is touched. Its recorded `cgroup_root` is used, not the
+//! error and nothing is touched — unless `--salvage` asks for the way out
+//! ([`salvage`]: the trusted lines only, the file set aside). Its recorded `cgroup_root` is used, not the
 //! current policy's (a v1 journal has none: the policy's is used, with a
 //! warning). Every path it names must be canonical and lie under a kernel
 //! interface cgwarden manages ([`super::journal::managed`]), zram devices
@@ -38,12 +39,37 @@ pub struct ResetReport {
     pub had_journal: bool,
     /// The cgroup root used (the journal's, else the policy's).
     pub cgroup_root: PathBuf,
+    /// With `--salvage`: what was done with a journal that failed its check.
+    pub salvaged: Option<super::journal::Salvaged>,
 }
 
 impl ResetReport {
     /// How many things were restored (lines that are not skip notes).
     pub(crate) fn restored(&self) -> usize {
         self.lines.iter().filter(|l| !l.starts_with('#')).count()
+    }
+
+    /// What `--salvage` says on stderr, one line each (without the
+    /// `cgwarden: ` prefix): the lines set aside, the notes, where the
+    /// damaged file went. Empty when nothing was salvaged.
+    pub fn salvage_messages(&self) -> Vec<String> {
+        let Some(s) = &self.salvaged else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = s.notes.iter().map(|n| format!("note: {n}")).collect();
+        out.extend(
+            s.set_aside
+                .iter()
+                .map(|l| format!("warning: set aside, not restored: {l}")),
+        );
+        out.push(format!(
+            "salvage: {} line(s) of the damaged journal may be restored, {} set aside; the \
+             damaged file is kept as {}",
+            s.kept,
+            s.set_aside.len(),
+            s.aside.display()
+        ));
+        out
     }
 
     /// The summary line, e.g. `reset: 35 restored, 0 failed`.
@@ -54,6 +80,21 @@ impl ResetReport {
             self.failures.len()
         )
     }
+}
+
+/// `reset --salvage` (docs/journal-recovery.md): a journal that fails its
+/// check is set aside and only its lines that can be trusted are restored
+/// ([`Journal::salvage`]); a journal that passes is reset as it is.
+pub fn salvage(
+    root: &Root,
+    state_dir: &Path,
+    policy_cgroup_root: &Path,
+) -> Result<ResetReport, Error> {
+    super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
+    let salvaged = Journal::salvage(root, state_dir, policy_cgroup_root)?;
+    let mut rep = reset(root, state_dir, policy_cgroup_root)?;
+    rep.salvaged = salvaged;
+    Ok(rep)
 }
 
 /// The cgroup tree a `reset` of `state_dir` writes: the one its journal
