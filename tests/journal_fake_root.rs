@@ -327,3 +327,73 @@ fn salvage_restores_nothing_from_a_file_that_is_not_a_journal() {
     let r = on(root, &["apply", &p]);
     assert_eq!(r.code, 0, "{r}");
 }
+
+/// `size: 50%` is a share of the board's MemTotal (`--root`'s
+/// /proc/meminfo), in whole MiB rounded down as zram-generator does; plain
+/// `check` leaves it a share; a board without MemTotal has the device missing.
+#[test]
+fn zram_size_as_a_share_of_the_boards_ram() {
+    let (tmp, _t) = processes_board();
+    let root = tmp.path();
+    let p = root.join("zram.yaml");
+    std::fs::write(
+        &p,
+        "version: 1\nsettings: { on_missing: fail }\nsystem:\n  zram:\n    zram0: { size: 50% }\n",
+    )
+    .unwrap();
+    let p = p.to_str().unwrap();
+    let r = support::run(support::cmd().args(["check", p]));
+    assert_eq!(r.code, 0, "{r}");
+    for (bad, says) in [
+        ("0%", "invalid zram size `0%`"),
+        ("500%", "at most 400"),
+        ("-50%", "a share of RAM is a number above 0"),
+        ("0", "must be more than 0"),
+        ("max", "needs a size, not `max`"),
+    ] {
+        let f = root.join("bad.yaml");
+        std::fs::write(
+            &f,
+            format!("version: 1\nsystem:\n  zram:\n    zram0: {{ size: {bad} }}\n"),
+        )
+        .unwrap();
+        let r = support::run(support::cmd().arg("check").arg(&f));
+        assert_eq!(r.code, 1, "{bad}: {r}");
+        assert!(
+            r.stderr.contains("bad.yaml:4:") && r.stderr.contains(says),
+            "{bad}: {r}"
+        );
+    }
+
+    // No MemTotal on this board: missing, and on_missing: fail writes nothing.
+    let r = on(root, &["apply", p]);
+    assert_eq!(r.code, 3, "{r}");
+    assert!(
+        r.stderr
+            .contains("zram zram0: size 50% of RAM cannot be resolved"),
+        "{r}"
+    );
+    assert_eq!(support::read(root, "sys/block/zram0/disksize"), "0");
+
+    std::fs::write(
+        root.join("proc/meminfo"),
+        "MemTotal:        2013248 kB\nMemFree:         1500000 kB\nMemAvailable:    1800000 kB\n",
+    )
+    .unwrap();
+    let r = on(root, &["plan", p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout
+            .contains("WRITE /sys/block/zram0/disksize 1030750208 (was 0)"),
+        "983 MiB: {r}"
+    );
+    let r = on(root, &["apply", p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(
+        support::read(root, "sys/block/zram0/disksize"),
+        "1030750208"
+    );
+    let r = on(root, &["reset", p]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(support::read(root, "sys/block/zram0/disksize"), "0");
+}

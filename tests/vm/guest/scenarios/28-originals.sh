@@ -81,3 +81,22 @@ echo "$6" >$S/overcommit_ratio
 check_eq cleanup-sysctls "$before" orig_sysctls
 rmdir "$CG/origdom/origthr" "$CG/origdom"
 check cleanup-group "origdom removed" test ! -e "$CG/origdom"
+
+# `size: 50%`: half the board's MemTotal in whole MiB, rounded down (as zram-generator).
+cat >/tmp/zram-share.yaml <<POLICY
+version: 1
+product: vm-zram-share
+settings: { state_dir: /run/cgw-originals }
+system:
+  zram:
+    zram0: { size: 50% }
+POLICY
+want=$(awk '$1 == "MemTotal:" { print int(int($2 / 1024) / 2) * 1048576 }' /proc/meminfo)
+echo "MemTotal: $(grep MemTotal /proc/meminfo); 50% -> $want"
+cgw apply /tmp/zram-share.yaml
+check_eq share-apply-exit 0 echo "$RC"
+check_file share-disksize $Z/disksize "$want"
+cgw reset /tmp/zram-share.yaml
+check_eq share-reset-exit 0 echo "$RC"
+check_file share-reset-idle $Z/initstate 0
+rm -f "$P" /tmp/zram-share.yaml
