@@ -5,6 +5,8 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 use support::{processes_board, tree_snapshot, Daemon, Node, Run, Start};
 
 /// A small policy of its own state_dir: a group, a sysctl.
@@ -47,6 +49,26 @@ fn on(root: &Path, args: &[&str]) -> Run {
     support::run(support::cmd().args(args).arg("--root").arg(root))
 }
 
+/// Like [`on`] for a command that should be refused at once (`run`): one
+/// still running after 30 s is killed, so a `run` that was not refused fails
+/// the test instead of hanging it.
+fn on_refused(root: &Path, args: &[&str]) -> Run {
+    let mut child = support::cmd()
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap().into()
+}
+
 /// `run a.yaml` holds the tree; `run`, `apply` and `reset` of `b.yaml` (its
 /// own state_dir, the same cgroup root) are refused naming a's pid and
 /// state_dir, and write nothing. Once a is gone, b may work; a killed
@@ -65,7 +87,7 @@ fn a_second_cgwarden_on_the_same_cgroup_tree_is_refused_whatever_its_state_dir()
     assert!(lock.exists(), "the tree lock file is where the docs say");
 
     for (what, r) in [
-        ("run", on(root, &["run", &b, "--tick", "100ms"])),
+        ("run", on_refused(root, &["run", &b, "--tick", "100ms"])),
         ("apply", on(root, &["apply", &b])),
         ("reset", on(root, &["reset", &b])),
     ] {
@@ -239,7 +261,7 @@ fn a_damaged_journal_names_its_real_path_and_line_and_salvage_is_the_way_out() {
     for (what, r) in [
         ("reset", on(root, &["reset", &p])),
         ("apply", on(root, &["apply", &p])),
-        ("run", on(root, &["run", &p, "--tick", "100ms"])),
+        ("run", on_refused(root, &["run", &p, "--tick", "100ms"])),
     ] {
         assert_eq!(r.code, 1, "{what}: {r}");
         let line = format!(
