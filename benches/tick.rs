@@ -121,7 +121,7 @@ impl Metrics for Synth {
         }
         let g = match t {
             Target::Group(n) => gidx(n),
-            Target::System => 0,
+            Target::Host => 0,
         };
         let p = match avg {
             Avg::Avg10 => 23,
@@ -136,7 +136,7 @@ impl Metrics for Synth {
         }
         let g = match t {
             Target::Group(n) => gidx(n),
-            Target::System => 0,
+            Target::Host => 0,
         };
         Some(Duration::from_micros(
             (200_000.0 * wave(self.k, g, 31, 5)) as u64,

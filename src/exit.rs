@@ -1,4 +1,4 @@
-//! Exit statuses of the `cgwarden` command (SPEC §1), in one place so the
+//! Exit statuses of the `cgwarden` command, in one place so the
 //! command line, the daemon and the systemd units agree.
 //!
 //! The service manager restarts on [`TEMPFAIL`] but not on [`REFUSED`] or

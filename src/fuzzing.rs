@@ -1,4 +1,4 @@
-//! What the fuzz targets (`fuzz/fuzz_targets/`) call (issue 29 item 5):
+//! What the fuzz targets (`fuzz/fuzz_targets/`) call:
 //! one function per target, so the targets need no access to modules that
 //! are crate-private (the journal reader became one and its target stopped
 //! compiling unseen). `tests/fuzz_targets.rs` runs each on a few inputs and

@@ -11,6 +11,7 @@
 //! - [`doctor`]: what the policy needs from the kernel's boot and build, checked;
 //! - [`exit`]: the command's exit statuses;
 //! - [`out`]: standard output that ends quietly on a closed pipe;
+//! - [`show`]: times, hashes and counts as people read them (`1 change`, `2 changes`);
 //! - `logline`: the daemon's log line on standard error when no terminal or journald takes it;
 //! - `soak`: `cgwarden soak`, the load matrix beside the daemon, judged by the report;
 //! - [`top`]: `cgwarden top`, the live terminal view (a control-socket client).
@@ -32,9 +33,9 @@ pub mod logline;
 pub mod observe;
 pub mod out;
 pub mod policy;
-pub(crate) mod show;
+pub mod show;
 #[cfg(feature = "report")]
-pub mod soak; // issue 26: `cgwarden soak`, the seed's validation run
+pub mod soak; // `cgwarden soak`, the seed's validation run
 pub(crate) mod stats;
 #[cfg(feature = "top")]
 pub mod top;

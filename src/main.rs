@@ -53,10 +53,12 @@ impl RootArg {
         };
         let cg = dir.join("sys/fs/cgroup");
         if !dir.is_dir() {
-            eprintln!(
-                "cgwarden: error: --root {}: no such directory",
-                dir.display()
-            );
+            let why = if dir.exists() {
+                "is a file, not a directory"
+            } else {
+                "no such directory"
+            };
+            eprintln!("cgwarden: error: --root {}: {why}", dir.display());
             return Err(Exit(exit::USAGE));
         }
         if !cg.is_dir() {
@@ -145,10 +147,13 @@ fn lock(
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a policy; no system access.
+    /// Validate a policy; no system access. With --root DIR, also judge it
+    /// against that board's tree (CPUs, cpufreq/devfreq ranges, compressors).
     Check {
         #[arg(default_value = DEFAULT_POLICY)]
         policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
     },
     /// Print every write `apply` would make; change nothing.
     Plan {
@@ -202,6 +207,20 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Copy, read-only, the files cgwarden reads from this board into DIR, a tree
+    /// `--root DIR` takes: plan and doctor on a laptop say what they say on the board.
+    Capture {
+        /// A new or empty directory (anything else is a usage error, exit 2).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Also copy /proc/PID (comm, exe, cmdline, status, stat, cgroup) and
+        /// /etc/passwd, /etc/group: command lines may hold secrets.
+        #[arg(long)]
+        processes: bool,
+        /// Copy from this tree instead of the board's / (a fake tree, another capture).
+        #[command(flatten)]
+        root: RootArg,
+    },
     /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
     Status {
         /// The whole reply as JSON.
@@ -251,6 +270,7 @@ enum Command {
     },
     /// Compare every managed knob with what it should hold; exit 1 on drift.
     Verify {
+        /// The whole reply as JSON (every knob: expected, actual, drift, last writer).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -258,12 +278,13 @@ enum Command {
     },
     /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
     Health {
+        /// The whole reply as JSON (healthy, reasons, hashes, since).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Follow the daemon's events: rules, writes, claims, reloads.
+    /// Follow the daemon's events: rules, writes, claims, reloads; ends (exit 0) when the daemon stops.
     Events {
         /// One JSON object per line.
         #[arg(long)]
@@ -442,7 +463,7 @@ fn prepare(
     what: &str,
 ) -> Result<(Root, policy::Policy, Locks), Exit> {
     let root = root.root()?;
-    let p = load(policy).map_err(Exit)?;
+    let p = load_on(policy, &root).map_err(Exit)?;
     refuse_untrusted(policy, &p, what)?;
     let lock = lock(&root, &p.settings.state_dir, what, policy, || {
         p.settings.cgroup_root.clone()
@@ -452,6 +473,16 @@ fn prepare(
 
 fn load(path: &Path) -> Result<policy::Policy, u8> {
     policy::load(path).map_err(|d| {
+        eprint!("{d}");
+        exit::REFUSED
+    })
+}
+
+/// [`load`], judged against the board under `root`: a value outside it (a
+/// CPU it lacks, a frequency out of its range) is refused with its range.
+fn load_on(path: &Path, root: &Root) -> Result<policy::Policy, u8> {
+    let board = |p: &policy::Policy| cgwarden::kernel::board::read(root, &p.settings.cgroup_root);
+    policy::load_on(path, board).map_err(|d| {
         eprint!("{d}");
         exit::REFUSED
     })
@@ -557,7 +588,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 html: r.html,
             },
         )),
-        Command::Check { policy } => match load(&policy) {
+        Command::Check { policy, root } => match match &root.root {
+            None => load(&policy),
+            Some(_) => match root.root() {
+                Ok(r) => load_on(&policy, &r),
+                Err(Exit(code)) => return Ok(code),
+            },
+        } {
             Ok(p) => {
                 for w in policy::warnings(&p) {
                     let (l, c) = (w.pos.line, w.pos.col);
@@ -578,12 +615,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Err(code) => Ok(code),
             }
         }
+        Command::Capture {
+            dir,
+            processes,
+            root,
+        } => Ok(match root.root() {
+            Ok(src) => capture_command(&src, &dir, processes),
+            Err(Exit(code)) => code,
+        }),
         Command::Plan { policy, root } => {
             let root = match root.root() {
                 Ok(r) => r,
                 Err(Exit(code)) => return Ok(code),
             };
-            let p = match load(&policy) {
+            let p = match load_on(&policy, &root) {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
             };
@@ -599,12 +644,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     changes += 1;
                 }
             }
+            print_kept(&plan);
             if plan.no_groups.is_some() {
                 // Not the converged system's `0 changes` (docs/cli.md).
-                cgwarden::outln!("no group can be built; {changes} other changes");
+                cgwarden::outln!(
+                    "no group can be built; {}",
+                    cgwarden::show::count(changes, "other change")
+                );
                 return Ok(exit::MISSING);
             }
-            cgwarden::outln!("{changes} changes");
+            cgwarden::outln!("{}", cgwarden::show::count(changes, "change"));
             Ok(if conv.refuse_missing(&plan) {
                 exit::MISSING
             } else {
@@ -643,7 +692,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for f in &done.failures {
                 eprintln!("cgwarden: error: {f}");
             }
-            cgwarden::outln!("{} changes", done.changes);
+            print_kept(&plan);
+            cgwarden::outln!("{}", cgwarden::show::count(done.changes, "change"));
             Ok(if done.failures.is_empty() {
                 exit::OK
             } else {
@@ -702,6 +752,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
+            // The sockets a killed daemon left: the lock says none serves them.
+            cgwarden::daemon::remove_sockets(&root.host_path(&settings.state_dir));
             let undo = if salvage {
                 reset::salvage
             } else {
@@ -752,6 +804,36 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
     }
+}
+
+/// The processes a placement matches and leaves in their container's (or
+/// delegated manager's) cgroup: notes, marked `#` like the other lines that
+/// are not changes.
+fn print_kept(plan: &cgwarden::converge::Plan) {
+    for k in &plan.kept {
+        cgwarden::outln!("# left alone: {k}");
+    }
+}
+
+/// `cgwarden capture`: the copy, then what it holds and what it left out.
+fn capture_command(src: &Root, dir: &Path, processes: bool) -> u8 {
+    use cgwarden::kernel::capture::{capture, Refused};
+    let s = match capture(src, dir, processes) {
+        Ok(s) => s,
+        Err(Refused::Usage(why)) => {
+            eprintln!("cgwarden: error: capture: {why}");
+            return exit::USAGE;
+        }
+        Err(Refused::Failed(e)) => {
+            eprintln!("cgwarden: error: capture: {e}");
+            return exit::for_kernel_error(&e);
+        }
+    };
+    for p in &s.unreadable {
+        eprintln!("cgwarden: note: capture: could not read {}", p.display());
+    }
+    cgwarden::outln!("{}", s.line(dir));
+    exit::OK
 }
 
 fn report_missing(plan: &cgwarden::converge::Plan) {

@@ -1,8 +1,8 @@
-//! Standard output for every command (issue 22 item 2): `cgwarden plan … |
-//! head -1` used to panic ("failed printing to stdout: Broken pipe") because
-//! `println!` panics when a write fails. Everything the commands print goes
+//! Standard output for every command: `cgwarden plan … | head -1` must not
+//! panic ("failed printing to stdout: Broken pipe"), and `println!` panics
+//! when a write fails. Everything the commands print goes
 //! through [`outln!`](crate::outln)/[`out!`](crate::out) instead (a test in
-//! tests/polish_epipe.rs keeps `println!` out of src/). On a closed pipe
+//! tests/closed_stdout.rs keeps `println!` out of src/). On a closed pipe
 //! (EPIPE) the output is dropped from then on, silently, as coreutils end
 //! quietly; the command still finishes its work (an `apply` is never cut
 //! half-way by a reader going away) and streams stop at their next line

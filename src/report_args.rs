@@ -1,11 +1,11 @@
-//! The arguments of `cgwarden report`, `soak` and `replay` (the binary's;
-//! moved out of main.rs to keep it small, issue 21 item 5).
+//! The arguments of `cgwarden report`, `soak` and `replay` (the binary's,
+//! apart from main.rs to keep it small).
 
 use cgwarden::control::client::DEFAULT_POLICY;
 use cgwarden::{exit, policy};
 use std::path::PathBuf;
 
-/// `cgwarden report` (issue 13): where the recorder is, the window, the output.
+/// `cgwarden report`: where the recorder is, the window, the output.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct ReportArgs {
@@ -16,12 +16,17 @@ pub(crate) struct ReportArgs {
     /// Write the report here (default: stdout) and print the verdicts.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: Option<PathBuf>,
-    /// html: one self-contained page; json: for CI (fields in docs/report.md);
-    /// text: --compare's table (its default without --out).
-    #[arg(long, value_name = "FORMAT", value_parser = ["html", "json", "text"])]
+    /// JSON instead of HTML (with --compare: instead of the table), for CI;
+    /// fields in docs/report.md.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// html: one self-contained page (the default); text: --compare's table
+    /// (its default without --out). `--format json`, the older spelling of
+    /// --json, still works.
+    #[arg(long, value_name = "FORMAT", value_parser = formats(), conflicts_with = "json")]
     pub(crate) format: Option<String>,
     /// Before/after: two recorder databases or report JSONs, side by side
-    /// (issue 26; exit 1 when B fails a criterion).
+    /// (exit 1 when B fails a criterion).
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub(crate) compare: Option<Vec<PathBuf>>,
     /// The policy naming settings.recorder.dir and report.criteria.
@@ -39,6 +44,13 @@ pub(crate) struct ReportArgs {
 impl ReportArgs {
     pub(crate) fn run(self) -> u8 {
         use cgwarden::observe::report;
+        // One flag for machine-readable output on every command: `--json`.
+        // `--format json` was report's; scripts still use it, so it stays,
+        // hidden from the help, with a word on stderr.
+        let json = self.json || self.format.as_deref() == Some("json");
+        if self.format.as_deref() == Some("json") {
+            eprintln!("cgwarden: warning: report: --format json is deprecated; use --json");
+        }
         let (db, criteria) = report::locate(self.db.as_deref(), &self.policy, self.root.as_deref());
         if let Some(ab) = self.compare {
             use report::compare::Format as F;
@@ -50,9 +62,9 @@ impl ReportArgs {
                 a,
                 b,
                 since: self.since,
-                format: match (self.format.as_deref(), &self.out) {
-                    (Some("json"), _) => F::Json,
-                    (Some("html"), _) | (None, Some(_)) => F::Html,
+                format: match (json, self.format.as_deref(), &self.out) {
+                    (true, _, _) => F::Json,
+                    (_, Some("html"), _) | (_, None, Some(_)) => F::Html,
                     _ => F::Text,
                 },
                 out: self.out,
@@ -66,7 +78,7 @@ impl ReportArgs {
                 .unwrap_or(std::time::Duration::from_secs(72 * 3600)),
             out: self.out,
             format: match self.format.as_deref() {
-                Some("json") => report::Format::Json,
+                _ if json => report::Format::Json,
                 Some("text") => {
                     eprintln!("cgwarden: error: report: --format text is for --compare");
                     return exit::USAGE;
@@ -78,7 +90,7 @@ impl ReportArgs {
     }
 }
 
-/// `cgwarden soak` (issue 26): how long, which load, where the results go.
+/// `cgwarden soak`: how long, which load, where the results go.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct SoakArgs {
@@ -102,7 +114,7 @@ pub(crate) struct SoakArgs {
     pub(crate) root: Option<PathBuf>,
 }
 
-/// `cgwarden replay` (issue 27): a policy over a recording's input tape.
+/// `cgwarden replay`: a policy over a recording's input tape.
 #[cfg(feature = "report")]
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -124,6 +136,17 @@ pub(crate) struct ReplayArgs {
     /// Also write one self-contained HTML page: each rule's inputs charted, firings and writes marked.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+}
+
+/// `--format`'s values: `json` is accepted and hidden (`--json` replaced it).
+#[cfg(feature = "report")]
+fn formats() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("html"),
+        PossibleValue::new("text"),
+        PossibleValue::new("json").hide(true),
+    ])
 }
 
 #[cfg(feature = "report")]

@@ -1,4 +1,4 @@
-//! How times and hashes are shown to people and in the wire formats
+//! How times, hashes and counts are shown to people and in the wire formats
 //! (a leaf: the control plane, the hooks' environment, the report and the
 //! terminal view all format through here, so they agree).
 //!
@@ -104,10 +104,32 @@ pub fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
+/// A count and its noun, the noun plural unless the count is one: `1
+/// change`, `0 changes`, `3 rules`. Every noun counted in output takes a
+/// plain `s`.
+pub fn count<N>(n: N, noun: &str) -> String
+where
+    N: std::fmt::Display + PartialEq + From<u8>,
+{
+    if n == N::from(1) {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(count(1usize, "change"), "1 change");
+        assert_eq!(count(0usize, "change"), "0 changes");
+        assert_eq!(count(2i64, "rule"), "2 rules");
+        assert_eq!(count(1u64, "other change"), "1 other change");
+    }
 
     #[test]
     fn time_format_known_dates() {

@@ -19,9 +19,9 @@ pub(crate) struct HookCounters {
     pub(crate) timed_out: AtomicU64,
     pub(crate) exited_nonzero: AtomicU64,
     pub(crate) output_truncated: AtomicU64,
-    /// Runs whose program exited 0 in time (issue 13).
+    /// Runs whose program exited 0 in time.
     pub(crate) succeeded: AtomicU64,
-    /// How long finished runs took, start to reaped (issue 13).
+    /// How long finished runs took, start to reaped.
     pub(crate) duration: Histogram,
 }
 
@@ -69,7 +69,7 @@ impl Histogram {
     }
 }
 
-/// Issue 25's counters: critical process exits by `settings.critical`
+/// The last resorts' counters: critical process exits by `settings.critical`
 /// entry, last-resort kills by (group, rule), freezes by group. Bumped by
 /// the exec thread and the event loop, read at scrape time.
 #[derive(Debug, Default)]
@@ -135,7 +135,7 @@ const BUCKETS_US: [u64; 17] = [
 pub(crate) struct Latency {
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     max_us: AtomicU64,
-    /// Sum of all samples (the metrics' histogram `_sum`, issue 13).
+    /// Sum of all samples (the metrics' histogram `_sum`).
     sum_us: AtomicU64,
 }
 
@@ -152,7 +152,7 @@ impl Latency {
     }
 
     /// (sum in seconds, count, per-bucket (upper bound in seconds, count)
-    /// with `f64::MAX` for the open bucket), for the metrics (issue 13).
+    /// with `f64::MAX` for the open bucket), for the metrics.
     pub(crate) fn histogram(&self) -> (f64, u64, Vec<(f64, u64)>) {
         let out: Vec<(f64, u64)> = self
             .buckets

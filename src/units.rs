@@ -1,4 +1,4 @@
-//! Value units of the policy language (SPEC §2, "Value units").
+//! Value units of the policy language.
 //!
 //! This module owns the textual forms of every scalar a policy can contain —
 //! sizes, frequencies, percentages, durations, CPU lists and temperatures —
@@ -6,8 +6,8 @@
 //! parses the policy form, prints a canonical policy form that parses back to
 //! the same value (`parse(x.to_string()) == x`), and never panics on input.
 //!
-//! Decisions where the SPEC is silent (issue 22 item 13: one grammar per
-//! kind, documented in docs/policy.md "Units", stated by every error):
+//! Decisions where the SPEC is silent (one grammar per kind, documented in
+//! docs/policy.md "Units", stated by every error):
 //! - Sizes: `max`, or a number (`1.5` allowed when the result is a whole
 //!   number of bytes) with an optional suffix `K`, `M`, `G`, `T`, `P`, `E` —
 //!   always binary (×1024 each step), in any case, optionally followed by
@@ -17,6 +17,8 @@
 //!   unit at most once (`1h30m`, `500ms`, `2d`). Nothing else: no `sec`,
 //!   `hours`, weeks, months, blanks or fractions (humantime, used before,
 //!   took `10sec`, `2hours`, `1w` and `1M` = 30.44 days without a word).
+//!   A fraction is refused with its whole-unit spelling (`1.5m`: write
+//!   `1m30s`), so each duration has one way to be written.
 //! - A bare frequency is kHz (as sysfs); `kHz`/`MHz`/`GHz` are case-insensitive;
 //!   the result must be a whole, non-zero number of kHz.
 //! - Percentages require the `%` sign, are plain decimals (no sign, no
@@ -392,6 +394,9 @@ impl Duration {
                 return Err(err(DURATION_REASON.into()));
             }
             let (number, after) = rest.split_at(digits);
+            if after.starts_with('.') {
+                return Err(err(fraction_reason(text)));
+            }
             let unit_len = after
                 .find(|c: char| c.is_ascii_digit())
                 .unwrap_or(after.len());
@@ -434,6 +439,41 @@ impl Duration {
         }
         u64::try_from(self.0.as_micros()).ok()
     }
+}
+
+/// Why `text` with a fraction (`1.5m`) is refused, with its spelling in
+/// whole units (`1m30s`) when it is a whole number of nanoseconds.
+fn fraction_reason(text: &str) -> String {
+    match fractional_nanos(text) {
+        Some(n) => format!(
+            "fractions are not supported, write `{}`; {DURATION_REASON}",
+            Duration(std::time::Duration::from_nanos(n))
+        ),
+        None => format!(
+            "fractions are not supported, write whole numbers of a smaller unit; {DURATION_REASON}"
+        ),
+    }
+}
+
+/// `text` read as decimal numbers with units (`1.5m`, `1h0.5m`), in whole
+/// nanoseconds; None when it is not that, or not whole.
+fn fractional_nanos(text: &str) -> Option<u64> {
+    let mut rest = text;
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(n);
+        let u = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(u);
+        let &(_, length) = DURATION_UNITS.iter().find(|(x, _)| *x == unit)?;
+        total = total.checked_add(parse_decimal(number)?.times_exact(length)?)?;
+        rest = after;
+    }
+    Some(total)
 }
 
 impl From<std::time::Duration> for Duration {

@@ -1,4 +1,4 @@
-//! Account names resolve from the root's own files (issue 21): grants,
+//! Account names resolve from the root's own files: grants,
 //! placement and hooks read `ROOT/etc/passwd` and `ROOT/etc/group` through
 //! one parser, so a `--root` tree never borrows the host's accounts.
 

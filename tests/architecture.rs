@@ -1,4 +1,4 @@
-//! The house has no circles (issue 21): no two modules of `src/` reach each
+//! The house has no circles: no two modules of `src/` reach each
 //! other through `crate::…`/`super::…` paths, except a parent and its own
 //! children. A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are
 //! `a::b`); a path `crate::a::b::Item` is an arrow to the longest module
@@ -270,10 +270,10 @@ fn unsafe_and_device_paths_stay_behind_the_kernel_seam() {
     );
 }
 
-/// The house's floors: what each room of `src/` may import from the others.
-/// A room not listed here, or an arrow not allowed, fails the test. Leaves
-/// first; a room reaches only downwards (SPEC's architecture: policy and the
-/// engine are pure, the kernel seam is the only I/O, the daemon wires them).
+/// The house's floors: what each room of `src/` may import from the others. A
+/// room not listed here, or an arrow not allowed, fails the test. Leaves first;
+/// a room reaches only downwards (policy and the engine are pure, the kernel
+/// seam is the only I/O, the daemon wires them).
 const FLOORS: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("out", &[]),
@@ -332,7 +332,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("fuzzing", &["control", "converge", "kernel", "policy"]),
 ];
 
-/// No arrow runs up a floor (issue 21 item 3): `engine → kernel` (I/O in
+/// No arrow runs up a floor: `engine → kernel` (I/O in
 /// the pure engine) or `policy → observe` fail here.
 #[test]
 fn no_arrow_runs_up_a_floor() {

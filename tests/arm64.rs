@@ -1,4 +1,4 @@
-//! arm64 (issue 23): the cross-built release binaries and .deb of
+//! arm64: the cross-built release binaries and .deb of
 //! packaging/arm64/build.sh (a Debian 12 chroot with rustc-web 1.96 and
 //! gcc-aarch64-linux-gnu; cached by its inputs), checked here on the host —
 //! `file` says ARM aarch64, no glibc symbol version newer than Debian 12's
@@ -17,11 +17,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use support::{need, prom_blocks, promtool_check};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use support::{need, prom_blocks, promtool_check, repo_dir};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -57,9 +53,9 @@ fn build() -> &'static Build {
         }
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arm64");
         let stdout = ok(Command::new("bash")
-            .arg(repo().join("packaging/arm64/build.sh"))
+            .arg(repo_dir().join("packaging/arm64/build.sh"))
             .arg(&out)
-            .current_dir(repo()));
+            .current_dir(repo_dir()));
         let mut bins = Vec::new();
         let mut deb = None;
         for l in stdout.lines() {
@@ -204,7 +200,7 @@ fn arm64_binaries_and_deb() {
 const NOT_ON_ARM64: &[(&str, &str)] = &[];
 
 fn expected_scenarios() -> BTreeSet<String> {
-    let dir = repo().join("tests/vm/guest/scenarios");
+    let dir = repo_dir().join("tests/vm/guest/scenarios");
     let mut s: BTreeSet<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -271,11 +267,11 @@ fn arm64_guest_suite() {
     let b = build();
     let log_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arm64-serial.log");
     let status = Command::new("bash")
-        .arg(repo().join("tests/vm/run-guest-arm64.sh"))
+        .arg(repo_dir().join("tests/vm/run-guest-arm64.sh"))
         .arg(&b.cgwarden)
         .arg(&b.workload)
         .arg(&log_path)
-        .current_dir(repo())
+        .current_dir(repo_dir())
         .status()
         .expect("cannot run tests/vm/run-guest-arm64.sh");
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();

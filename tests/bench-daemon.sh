@@ -9,7 +9,7 @@
 #                                                    cgroup2 mount (a cgwarden-bench-* group; the daemon
 #                                                    code, not the binary: see benches/daemon_latency.rs)
 #   bash tests/bench-daemon.sh tick                  = cargo bench --bench tick (engine + sampler)
-#   bash tests/bench-daemon.sh observe [SECONDS]     issue 13: footprint without, then with metrics and
+#   bash tests/bench-daemon.sh observe [SECONDS]     footprint without, then with metrics and
 #                                                    the recorder (interval 1 s, accelerated), scrape
 #                                                    latency, recorder bytes per interval and per day at 10 s
 #
@@ -107,7 +107,7 @@ footprint() {
     rm -rf "$tree"
 }
 
-# Issue 13: what metrics and the recorder cost. The iq9100 policy enables both; "without"
+# What metrics and the recorder cost. The iq9100 policy enables both; "without"
 # is the same policy with settings.metrics/recorder cut out; "with" records every 1 s
 # (10x the default) so the database's growth shows in a short run.
 observe_after() { # BOARD PID: scrape latency, then the recorder's size per interval

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Exec-flood benchmark in the QEMU guest (issue 11): N processes started at
+# Exec-flood benchmark in the QEMU guest: N processes started at
 # once, all alive together, each polling its own cgroup (cgwarden-workload
 # flood), against cgwarden with the connector, cgrulesengd (Debian's
 # cgroup-tools) and a 100 ms /proc scan, in ONE boot; then the light storm

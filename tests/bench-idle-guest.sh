@@ -1,5 +1,5 @@
 #!/bin/bash
-# Idle-cost benchmark in the QEMU guest (issue 11): `cgwarden run` with one stall rule
+# Idle-cost benchmark in the QEMU guest: `cgwarden run` with one stall rule
 # served by a kernel PSI trigger vs. a trivial poller reading memory.pressure once a
 # second, same boot, same window. Prints numbers, asserts nothing. TCG: compare rows.
 #

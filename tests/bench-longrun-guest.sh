@@ -1,5 +1,5 @@
 #!/bin/bash
-# The long-run soak benchmark in the QEMU guest (issue 29 item 5): `cgwarden run` for
+# The long-run soak benchmark in the QEMU guest: `cgwarden run` for
 # SECS seconds (default 3600) under a loop of ~30 s cycles — a memory squeeze a
 # PSI-trigger rule reacts to with a claim, an OOM kill, a burst of 20 execs whose
 # placement latency is measured, a hook storm (~20 runs), three boosts through the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Placement benchmark in the QEMU guest (issue #5): the exec storm of
+# Placement benchmark in the QEMU guest: the exec storm of
 # tests/bench-placement.sh against cgwarden's connector, its /proc-scan
 # fallback, cgrulesengd from Debian's cgroup-tools, and the connector with
 # cgroup2 mounted favordynmods. TCG: compare rows, not absolute times.

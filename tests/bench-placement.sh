@@ -1,5 +1,5 @@
 #!/bin/bash
-# Placement latency benchmark (issue #5): exec -> pid visible in the target
+# Placement latency benchmark: exec -> pid visible in the target
 # cgroup, over an exec storm of short-lived processes, with the process-events
 # connector and with the /proc-scan fallback (CGWARDEN_NO_PROC_EVENTS=1) as
 # the baseline; plus the daemon's CPU time per 1,000 execs. Numbers, not asserts.

@@ -223,7 +223,7 @@ fn shipped_policies_pass_check() {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     assert!(!files.is_empty(), "no policies/*.yaml found");
-    // The RT policies of issue 15 are among them.
+    // The RT policies are among them.
     for rt in ["qcs6490-rt.yaml", "iq8275-rt.yaml"] {
         assert!(
             files.iter().any(|p| p.ends_with(rt)),

@@ -1,4 +1,4 @@
-//! Faults together with state, on a fake tree (issue 9 items 1 and 2):
+//! Faults together with state, on a fake tree:
 //! a daemon SIGKILLed while claims and `then` values are in force leaves
 //! nothing behind once it is restarted and their cause is gone, `reset`
 //! undoes runtime writes too, and a group deleted from outside is recreated

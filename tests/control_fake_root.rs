@@ -1,4 +1,4 @@
-//! The control socket on a fake tree (issue 12): the CLI commands are
+//! The control socket on a fake tree: the CLI commands are
 //! clients of the running daemon; boosts merge with rules, end at their
 //! deadline, on release, and with the command they were tied to; a
 //! non-root caller without a grant is refused with a reason; a client that
@@ -237,7 +237,7 @@ fn the_interface_served_is_the_checked_in_idl() {
     let info = support::call(&sock, "org.varlink.service.GetInfo", serde_json::json!({}));
     assert_eq!(info["parameters"]["interfaces"][0], "io.cgwarden.Daemon");
     // An unknown method or ill-typed parameters: zlink 0.8 closes that
-    // connection (SPEC §5 allows an error or a close); the daemon goes on.
+    // connection (an error or a close are both allowed); the daemon goes on.
     for (m, p) in [
         ("io.cgwarden.Daemon.Nope", serde_json::json!({})),
         (

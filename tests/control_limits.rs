@@ -1,5 +1,5 @@
-//! The control socket's per-connection limits, each alone (SPEC §5
-//! "Malformed, oversized, half-sent or slow requests"; src/control/server.rs):
+//! The control socket's per-connection limits, each alone (malformed,
+//! oversized, half-sent or slow requests; src/control/server.rs):
 //! a half-sent message is closed after 5 s, a reply not read within 5 s
 //! closes that connection — and neither holds up the other clients.
 //!

@@ -1,4 +1,4 @@
-//! The control socket under abuse (issue 12), on a fake tree: 10,000
+//! The control socket under abuse, on a fake tree: 10,000
 //! malformed requests over many connections (random bytes, truncated JSON,
 //! no NUL, messages over 64 KiB up to several MiB, deep nesting, wrong
 //! types, unknown methods, half-sent messages, slow senders, a subscriber

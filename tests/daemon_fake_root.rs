@@ -1,7 +1,7 @@
 //! The daemon end to end on a fake tree: `cgwarden run --root DIR --tick
 //! 100ms` against plain files that the test rewrites as the kernel would
 //! (PSI averages, memory.events counters), asserting that knob files change
-//! and change back, hooks run with the SPEC's environment, SIGTERM returns
+//! and change back, hooks run with their documented environment, SIGTERM returns
 //! claimed knobs to their baselines, and `--dry-run` changes nothing.
 
 use cgwarden::kernel::fake_tree::FakeTree;

@@ -39,8 +39,8 @@ fn the_demo_narrates_placements_rule_firings_writes_and_the_reset() {
     // The unmatched process stays where it was.
     assert!(!text.contains("pid 4301"), "{text}");
     // The burst's count is what it starts: one placement each, and the
-    // shell no rule matches is said (issue 22 item 15: "a burst of 12" for
-    // 11 placements, the shell unmentioned).
+    // shell no rule matches is said (not "a burst of 12" for 11
+    // placements, the shell unmentioned).
     let burst = text
         .lines()
         .find_map(|l| l.split("a burst of ").nth(1))

@@ -1,4 +1,4 @@
-//! `cgwarden doctor` on a fake tree (issue 15 item 3): the boot parameters
+//! `cgwarden doctor` on a fake tree: the boot parameters
 //! of `/proc/cmdline` and the sysfs files against the policy's RT CPUs;
 //! exit 3 and one line naming the exact parameter when one is missing.
 
@@ -112,7 +112,7 @@ fn the_iq8275_policy_wants_core_3_tickless_and_irqs_elsewhere() {
     );
 }
 
-/// Issue 22 item 15: a fake board without /proc/cmdline is a finding naming
+/// A fake board without /proc/cmdline is a finding naming
 /// the file under --root, not a temporary failure (exit 75).
 #[test]
 fn no_cmdline_is_a_finding_naming_the_file_under_root() {
@@ -131,7 +131,7 @@ fn no_cmdline_is_a_finding_naming_the_file_under_root() {
     assert!(out.contains("missing: nohz_full"), "{out}");
 }
 
-/// Issue 14 item 4: the build configuration from /proc/config.gz (as the
+/// The build configuration from /proc/config.gz (as the
 /// kernel serves it, gzip), the cgroup root's controllers and /proc/pressure
 /// against what a policy uses; each missing piece named with its option.
 #[test]

@@ -98,7 +98,7 @@ fn plan_lists_writes_in_order_and_changes_nothing() {
     pos("WRITE /sys/fs/cgroup/realtime/cgroup.procs 400 (was /)");
     pos("WRITE /sys/fs/cgroup/inference/cgroup.procs 500 (was /)");
     pos("WRITE /sys/fs/cgroup/vision/cgroup.procs 600 (was /)");
-    pos("WRITE /sys/fs/cgroup/housekeeping/cgroup.procs 700 (was /)");
+    pos("WRITE /sys/fs/cgroup/system/cgroup.procs 700 (was /)");
     pos("# skipped on a fake root: SCHED 400 fifo priority 90");
     assert!(
         !r.stdout.contains("cgroup.procs 1 (was"),
@@ -188,11 +188,8 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
         read(t.dir(), "sys/fs/cgroup/vision/memory.high"),
         "3758096384"
     );
-    assert_eq!(read(t.dir(), "sys/fs/cgroup/housekeeping/cpu.weight"), "10");
-    assert_eq!(
-        read(t.dir(), "sys/fs/cgroup/housekeeping/cpuset.cpus"),
-        "0-1"
-    );
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/system/cpu.weight"), "10");
+    assert_eq!(read(t.dir(), "sys/fs/cgroup/system/cpuset.cpus"), "0-1");
     for (k, v) in [
         ("vm/swappiness", "30"),
         ("vm/min_free_kbytes", "65536"),
@@ -270,7 +267,7 @@ fn apply_converges_then_is_idempotent_and_reset_restores_everything() {
     assert_eq!(read(t.dir(), "proc/400/cgroup"), "0::/realtime");
     assert_eq!(read(t.dir(), "proc/500/cgroup"), "0::/inference");
     assert_eq!(read(t.dir(), "proc/600/cgroup"), "0::/vision");
-    assert_eq!(read(t.dir(), "proc/700/cgroup"), "0::/housekeeping");
+    assert_eq!(read(t.dir(), "proc/700/cgroup"), "0::/system");
     assert_eq!(read(t.dir(), "proc/1/cgroup"), "0::/");
     assert!(read(t.dir(), "sys/fs/cgroup/realtime/cgroup.procs")
         .lines()

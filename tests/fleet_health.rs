@@ -1,4 +1,4 @@
-//! `cgwarden health` (issue 28, SPEC §7 "Fleet") against the real daemon on
+//! `cgwarden health` against the real daemon on
 //! a fake root: exit 0 on a healthy run, 4 without a daemon, 1 (with the
 //! reason) after a refused reload, after drift and after a write the kernel
 //! refused — and the event records on the daemon's log carry their fields.

@@ -1,11 +1,11 @@
-//! Issue 28 (SPEC §7 "Fleet"): the shipped Prometheus rules and Grafana
+//! The shipped Prometheus rules and Grafana
 //! dashboard (`packaging/prometheus/`) against the real tools and a running
 //! daemon on a fake root.
 //!
 //! - `promtool check rules` and `promtool test rules` on the shipped files;
 //! - every metric name the rules and the dashboard's queries use is one a
 //!   real scrape of the daemon has — except the explicit [`PENDING`] list
-//!   (metrics of issues 24 and 25 not exported yet), which must *not* be in
+//!   (metrics not exported yet), which must *not* be in
 //!   the scrape, so the list shrinks as they land;
 //! - a real Prometheus server (Debian's `prometheus`) on loopback with the
 //!   shipped rules scrapes two daemons: a rule held active past its

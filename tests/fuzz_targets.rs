@@ -1,6 +1,6 @@
 //! The fuzz targets' bodies (`cgwarden::fuzzing`, called by
 //! `fuzz/fuzz_targets/*.rs`) on a few inputs each: they keep compiling and
-//! working between fuzzing runs (issue 29; CI also `cargo check`s the fuzz
+//! working between fuzzing runs (CI also `cargo check`s the fuzz
 //! crate in tests/run-all.sh). The inputs are the corpus seeds kept in
 //! fuzz/corpus/.
 

@@ -1,7 +1,7 @@
-//! Issue 24 on a fake tree shaped like a Qualcomm board's sysfs: governor
-//! tunables re-applied after a governor switch, devfreq, caps that beat
-//! boosts, thermal throttling. The fixtures' layouts come from the kernel's
-//! ABI documents (Documentation/ABI/testing/sysfs-class-devfreq,
+//! Hardware knobs on a fake tree shaped like a Qualcomm board's sysfs: governor
+//! tunables re-applied after a governor switch, devfreq, caps that beat boosts,
+//! thermal throttling. The fixtures' layouts come from the kernel's ABI
+//! documents (Documentation/ABI/testing/sysfs-class-devfreq,
 //! sysfs-class-thermal / thermal sysfs-api.rst, cpu-freq/user-guide) and the
 //! qcom-cpufreq-hw and LMh drivers (drivers/cpufreq/qcom-cpufreq-hw.c,
 //! drivers/thermal/qcom/lmh.c); each helper says which.
@@ -336,7 +336,7 @@ system:
     );
 }
 
-/// A cap beats a boost (SPEC §6 "Caps that win"): while the RT core's zone
+/// A cap beats a boost: while the RT core's zone
 /// is hot, `cap cpufreq.policy7.max at 1.8GHz` holds policy7's ceiling at
 /// 1.8 GHz although a boost asks 2.4 GHz; when the zone cools the boost's
 /// value takes over, and `status` names the cap as the winner meanwhile.
@@ -381,9 +381,11 @@ rules:
     );
     let st = cli(&root, &policy, &["status"]);
     assert!(
-        st.stdout.lines().any(|l| l.contains("cpufreq.policy7.max")
-            && l.contains("1800000")
-            && l.contains("rule rt-core-hot")),
+        st.stdout
+            .lines()
+            .any(|l| l.contains("cap cpufreq.policy7.max")
+                && l.contains("1.8GHz")
+                && l.contains("rule rt-core-hot")),
         "{}",
         st.stdout
     );
@@ -398,7 +400,7 @@ rules:
     assert_eq!(code, 0, "{log}");
 }
 
-/// `boost --cap` (issue 24): an operator's cap beats a rule's raise and a
+/// `boost --cap`: an operator's cap beats a rule's raise and a
 /// boost's; a non-root caller needs a `control.cap` grant for it, which a
 /// `boost:` grant of the same knob does not give.
 #[test]
@@ -489,9 +491,11 @@ settings: { rescan: 200ms }
 system:
   realtime: { housekeeping_cpus: "0-6" }
   irqs:
-    - name: "can*"          # RT-3 / §6.2: the CAN IRQ goes to the RT core
+    - name: "can*"          # the CAN IRQ goes to the RT core
       cpus: "7"
     - name: "dcvsh-irq-*"   # LMh throttle IRQs stay off the RT core
+      cpus: "0-3"
+    - name: "wlan*"         # no such IRQ on this board: said once
       cpus: "0-3"
 "#,
     );
@@ -506,8 +510,13 @@ system:
     let aff = |n: u32| read(&root, &format!("proc/irq/{n}/smp_affinity_list"));
     let p = policy.to_str().unwrap();
     let r = root.to_str().unwrap();
+    let unmatched = "system.irqs `wlan*`: no IRQ in /proc/interrupts matches";
+    let plan = support::cgwarden(&["plan", p, "--root", r]);
+    assert_eq!(plan.stderr.matches(unmatched).count(), 1, "{}", plan.stderr);
+    assert!(!plan.stderr.contains("`can*`"), "{}", plan.stderr);
     let out = support::cgwarden(&["apply", p, "--root", r]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stderr.matches(unmatched).count(), 1, "{}", out.stderr);
     assert_eq!(aff(24), "7");
     assert_eq!(aff(25), "0-3");
     assert_eq!(aff(26), "0-3");
@@ -536,7 +545,7 @@ system:
     assert_eq!(aff(24), "0-7");
 }
 
-/// Thermal throttling (SPEC §6): `throttled(policy7)` as a condition and
+/// Thermal throttling: `throttled(policy7)` as a condition and
 /// the episodes it counts — one per rising edge — as the metric
 /// `cgwarden_throttle_episodes_total{policy}`, `throttle` events in the
 /// recorder and the report's thermal criterion. The fixtures: policy7 of
@@ -644,7 +653,7 @@ rules:
     assert_eq!(t[0]["measured"], 2.0, "{v:#}");
 }
 
-/// `settings.drift` (SPEC §6 "Coexistence"): a knob written behind the
+/// `settings.drift`: a knob written behind the
 /// daemon's back is seen at the next check — a `drift` warning and the
 /// `cgwarden_drift_total{knob}` counter — and with `on_drift: restore` put
 /// back, the journal keeping the original from before the daemon.

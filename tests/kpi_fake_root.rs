@@ -1,4 +1,4 @@
-//! KPIs from applications on a fake tree (issue 26, SPEC §7): the real
+//! KPIs from applications on a fake tree: the real
 //! daemon takes StatsD datagrams on `state_dir/kpi.sock`, `cgwarden kpi`
 //! values and a cyclictest histogram file, and varlink `RecordKpi`; they
 //! show as the `cgwarden_kpi` summary (checked by promtool), as rows of the

@@ -1,4 +1,4 @@
-//! Latency QoS on a fake tree (issue 15 item 2, docs/latency.md): the real
+//! Latency QoS on a fake tree (docs/latency.md): the real
 //! binary with `--root`. Per-CPU resume latencies are written in the
 //! kernel's encoding and restored by `reset`; `latency.global` is held by
 //! the daemon only (`DIR/dev/cpu_dma_latency` holds the 4-byte value while

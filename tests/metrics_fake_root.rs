@@ -1,4 +1,4 @@
-//! Metrics on a fake tree (issue 13 item 1): the real binary serves
+//! Metrics on a fake tree: the real binary serves
 //! `GET /metrics` on a unix socket and on loopback TCP and writes the
 //! node_exporter textfile; a real HTTP client (`curl`) scrapes it,
 //! `promtool` checks what it got, and the values are the fake tree's files.

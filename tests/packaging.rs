@@ -1,4 +1,4 @@
-//! Packaging (issue 14): the Debian package, the systemd units, the Yocto
+//! Packaging: the Debian package, the systemd units, the Yocto
 //! crate list and the dependency licenses. Each test shells out to the tool
 //! that owns the question (cargo-deb, lintian, dpkg, man, systemd-analyze,
 //! python3) and fails — never skips — when that tool is missing:
@@ -12,11 +12,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::need;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use support::{need, repo_dir};
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cgwarden"))
@@ -55,8 +51,8 @@ fn tempdir() -> tempfile::TempDir {
 fn build_deb() -> PathBuf {
     need("cargo-deb");
     let mut cmd = Command::new("bash");
-    cmd.arg(repo().join("packaging/deb/build.sh"))
-        .current_dir(repo());
+    cmd.arg(repo_dir().join("packaging/deb/build.sh"))
+        .current_dir(repo_dir());
     // The binary under test is the release one: package it as it is.
     if bin().parent().and_then(Path::file_name) == Some("release".as_ref()) {
         cmd.arg("--no-build");
@@ -317,7 +313,7 @@ fn postinst_calls_on_a_fresh_install(postinst: &Path) {
 /// (systemd-analyze verify checks that ExecStart= programs exist).
 fn units_copy() -> tempfile::TempDir {
     let dir = tempdir();
-    let sys = repo().join("systemd");
+    let sys = repo_dir().join("systemd");
     for e in std::fs::read_dir(&sys).unwrap() {
         let p = e.unwrap().path();
         if p.extension().and_then(|e| e.to_str()) == Some("service") {
@@ -369,7 +365,7 @@ fn units_pass_systemd_analyze_verify() {
     let d = dir.path().join("cgwarden.service.d");
     std::fs::create_dir(&d).unwrap();
     std::fs::copy(
-        repo().join("systemd/cgwarden.service.d/notify-reload.conf"),
+        repo_dir().join("systemd/cgwarden.service.d/notify-reload.conf"),
         d.join("notify-reload.conf"),
     )
     .unwrap();
@@ -393,8 +389,8 @@ fn units_pass_systemd_analyze_verify() {
 
 /// The capability bounding set of each unit, as it must be. Under systemd
 /// `/sys/fs/cgroup` is mode 0555, so a unit that creates top-level groups
-/// needs CAP_DAC_OVERRIDE (issue 23: without it every mkdir failed with
-/// EACCES on a real systemd; tests/systemd_guest.rs proves it there). The
+/// needs CAP_DAC_OVERRIDE (without it every mkdir fails with EACCES on a
+/// real systemd; tests/systemd_guest.rs proves it there). The
 /// delegated unit creates groups only inside its own, root-owned writable
 /// cgroup and goes without.
 const UNIT_CAPS: [(&str, &[&str]); 3] = [
@@ -448,9 +444,9 @@ const UNIT_CAPS: [(&str, &[&str]); 3] = [
 /// and a row in docs/operations.md's capability table.
 #[test]
 fn units_capability_sets_are_the_documented_ones() {
-    let ops = std::fs::read_to_string(repo().join("docs/operations.md")).unwrap();
+    let ops = std::fs::read_to_string(repo_dir().join("docs/operations.md")).unwrap();
     for (u, want) in UNIT_CAPS {
-        let unit = std::fs::read_to_string(repo().join("systemd").join(u)).unwrap();
+        let unit = std::fs::read_to_string(repo_dir().join("systemd").join(u)).unwrap();
         let sets: Vec<&str> = unit
             .lines()
             .filter_map(|l| l.strip_prefix("CapabilityBoundingSet="))
@@ -513,7 +509,7 @@ fn units_exposure_stays_low() {
 /// `name version checksum` of every crates.io package in Cargo.lock, read
 /// line by line (no TOML crate among the dependencies).
 fn lock_crates() -> Vec<(String, String, String)> {
-    let lock = std::fs::read_to_string(repo().join("Cargo.lock")).unwrap();
+    let lock = std::fs::read_to_string(repo_dir().join("Cargo.lock")).unwrap();
     let mut out = Vec::new();
     for block in lock.split("[[package]]").skip(1) {
         let field = |k: &str| {
@@ -549,7 +545,7 @@ fn lock_crates() -> Vec<(String, String, String)> {
 #[test]
 fn yocto_crate_list_is_fresh_and_complete() {
     need("python3");
-    let dir = repo().join("packaging/yocto");
+    let dir = repo_dir().join("packaging/yocto");
     let out = run(Command::new("python3")
         .arg(dir.join("gen-crates.py"))
         .arg("--check"));
@@ -601,7 +597,7 @@ fn yocto_crate_list_is_fresh_and_complete() {
 #[test]
 fn yocto_recipe_and_layer_are_consistent() {
     need("md5sum");
-    let dir = repo().join("packaging/yocto");
+    let dir = repo_dir().join("packaging/yocto");
     let bb =
         std::fs::read_to_string(dir.join(format!("cgwarden_{}.bb", env!("CARGO_PKG_VERSION"))))
             .expect("the recipe is named after the crate version");
@@ -619,7 +615,7 @@ fn yocto_recipe_and_layer_are_consistent() {
     let md5 = lic
         .strip_prefix("file://LICENSE;md5=")
         .unwrap_or_else(|| panic!("LIC_FILES_CHKSUM {lic}"));
-    let real = ok(Command::new("md5sum").arg(repo().join("LICENSE")));
+    let real = ok(Command::new("md5sum").arg(repo_dir().join("LICENSE")));
     assert_eq!(real.split_whitespace().next(), Some(md5), "LICENSE md5");
     assert!(bb
         .lines()
@@ -633,7 +629,7 @@ fn yocto_recipe_and_layer_are_consistent() {
     }
     let services = var("SYSTEMD_SERVICE:${PN}");
     for s in services.split_whitespace() {
-        assert!(repo().join("systemd").join(s).is_file(), "{s}");
+        assert!(repo_dir().join("systemd").join(s).is_file(), "{s}");
     }
     let mut installed = 0;
     for l in bb
@@ -643,10 +639,13 @@ fn yocto_recipe_and_layer_are_consistent() {
         for word in l.split_whitespace().filter(|w| w.starts_with("${S}/")) {
             let rel = &word["${S}/".len()..];
             if rel.contains('*') {
-                let parent = repo().join(rel).parent().unwrap().to_owned();
+                let parent = repo_dir().join(rel).parent().unwrap().to_owned();
                 assert!(parent.is_dir(), "{word}");
             } else {
-                assert!(repo().join(rel).is_file(), "recipe installs missing {word}");
+                assert!(
+                    repo_dir().join(rel).is_file(),
+                    "recipe installs missing {word}"
+                );
             }
             installed += 1;
         }
@@ -663,7 +662,7 @@ fn yocto_recipe_and_layer_are_consistent() {
 /// above it) which feature needs it; the options the brief names are there.
 #[test]
 fn kernel_fragment_is_well_formed_and_explained() {
-    let cfg = std::fs::read_to_string(repo().join("packaging/yocto/cgwarden.cfg")).unwrap();
+    let cfg = std::fs::read_to_string(repo_dir().join("packaging/yocto/cgwarden.cfg")).unwrap();
     let lines: Vec<&str> = cfg.lines().collect();
     let mut set = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -795,7 +794,7 @@ fn dependency_licenses_are_allowed() {
     let out = ok(Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--locked", "--offline"])
         .arg("--manifest-path")
-        .arg(repo().join("Cargo.toml")));
+        .arg(repo_dir().join("Cargo.toml")));
     let meta: serde_json::Value = serde_json::from_str(&out).unwrap();
     let pkgs = meta["packages"].as_array().unwrap();
     assert!(pkgs.len() > 50);
@@ -893,7 +892,7 @@ fn units_syscall_filters_allow_what_the_daemon_calls() {
     // The soak unit runs load generators (its own, stress-ng, fio) whose
     // system calls no allow-list can name: it has none, by design.
     for u in UNITS.iter().filter(|u| **u != "cgwarden-soak.service") {
-        let unit = std::fs::read_to_string(repo().join("systemd").join(u)).unwrap();
+        let unit = std::fs::read_to_string(repo_dir().join("systemd").join(u)).unwrap();
         let (mut allow, mut deny) = (Default::default(), Default::default());
         for l in unit.lines() {
             if let Some(v) = l.strip_prefix("SystemCallFilter=") {

@@ -1,8 +1,10 @@
-//! Placement on a fake tree (issue #5): processes laid out as /proc entries
+//! Placement on a fake tree: processes laid out as /proc entries
 //! are placed by `apply` and by the daemon's scan (`--root` has no exec
 //! events: the daemon scans /proc every tick); `running()` follows processes
 //! appearing and vanishing; descendants left behind follow their parent;
-//! matching one process against 200 rules allocates nothing.
+//! matching one process against 200 rules allocates nothing; a container's
+//! process (or a delegated unit's) a rule matches is left where it is, and
+//! `plan`, `apply`, the daemon's log and `status` say why.
 
 use cgwarden::engine::placement::{Placer, ProcessFacts};
 use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
@@ -256,7 +258,7 @@ fn daemon_scan_places_new_processes_and_tracks_running() {
     assert_eq!(log.matches("scanning /proc every tick").count(), 1, "{log}");
 }
 
-/// Issue 10 item 6 (SPEC §1 `--dry-run`): the daemon runs its placement
+/// `--dry-run`: the daemon runs its placement
 /// scans in dry run and logs each move it would make, including processes
 /// that appear later, and moves nothing.
 #[test]
@@ -349,4 +351,210 @@ fn dry_run_places_without_presence_rules() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert_eq!(cgroup_of(&root, 800), "0::/", "{log}");
+}
+
+// ---- containers and delegated subtrees: left alone ----
+
+const DOCKER_ID: &str = "8f3c9a0d1e2b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3ce1";
+
+/// The line of the `motion_*` placement in [`POLICY`].
+fn motion_line() -> usize {
+    POLICY
+        .lines()
+        .position(|l| l.contains("motion_*"))
+        .map(|i| i + 1)
+        .expect("the motion_* placement")
+}
+
+/// `pid 400` native, `pid 410` in a docker scope (systemd driver, as runc
+/// makes it), `pid 420` in a `Delegate=yes` service's subgroup (its cgroup
+/// marked `user.delegate` = 1 as systemd marks it): all `motion_control`.
+fn container_layout(t: &FakeTree, root: &Path) -> String {
+    let docker = format!("/system.slice/docker-{DOCKER_ID}.scope");
+    let svc = "sys/fs/cgroup/system.slice/ros.service";
+    for g in [format!("sys/fs/cgroup{docker}"), format!("{svc}/payload")] {
+        t.file(&format!("{g}/cgroup.procs"), "").unwrap();
+    }
+    set_user_xattr(&root.join(svc), "user.delegate", b"1");
+    t.add_process(&FakeProcess::new(400, "motion_control"))
+        .unwrap();
+    t.add_process(&FakeProcess {
+        cgroup: docker.clone(),
+        ..FakeProcess::new(410, "motion_control")
+    })
+    .unwrap();
+    t.add_process(&FakeProcess {
+        cgroup: "/system.slice/ros.service/payload".into(),
+        ..FakeProcess::new(420, "motion_control")
+    })
+    .unwrap();
+    docker
+}
+
+fn set_user_xattr(dir: &Path, name: &str, value: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: NUL-terminated strings and a live buffer of `value.len()` bytes.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "setxattr {name} on {}: {} (the test directory's filesystem needs user xattrs)",
+        dir.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+fn left_alone_note(pid: i32, cgroup: &str, owner: &str) -> String {
+    format!(
+        "# left alone: pid {pid} (motion_control) in {cgroup}: placement at policy line {} \
+         → realtime matches it, but its cgroup belongs to {owner}",
+        motion_line()
+    )
+}
+
+#[test]
+fn apply_and_plan_leave_a_containers_process_where_it_is_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, policy, root) = support::board(dir.path(), POLICY);
+    let docker = container_layout(&t, &root);
+    let docker_note = left_alone_note(410, &docker, "a container runtime (docker)");
+    let svc_note = left_alone_note(
+        420,
+        "/system.slice/ros.service/payload",
+        "the manager of a delegated subtree (/system.slice/ros.service is marked: Delegate=yes)",
+    );
+    // plan: the native process is moved, the other two are notes, not changes.
+    let r = support::run(
+        std::process::Command::new(support::bin())
+            .arg("plan")
+            .arg(&policy)
+            .arg("--root")
+            .arg(&root),
+    );
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout.contains("realtime/cgroup.procs 400 (was /)"),
+        "{r}"
+    );
+    assert!(r.stdout.contains(&docker_note), "{r}");
+    assert!(r.stdout.contains(&svc_note), "{r}");
+    assert!(!r.stdout.contains(" 410 (was"), "{r}");
+    assert!(!r.stdout.contains(" 420 (was"), "{r}");
+    let changes = r.stdout.lines().filter(|l| !l.starts_with('#')).count() - 1;
+    assert!(
+        r.stdout.ends_with(&format!("{changes} changes\n")),
+        "notes counted as changes:\n{r}"
+    );
+    // apply: the same, and the kernel's side shows it.
+    let so = support::apply(&policy, &root);
+    assert!(so.contains(&docker_note) && so.contains(&svc_note), "{so}");
+    assert_eq!(cgroup_of(&root, 400), "0::/realtime");
+    assert_eq!(cgroup_of(&root, 410), format!("0::{docker}"));
+    assert_eq!(
+        cgroup_of(&root, 420),
+        "0::/system.slice/ros.service/payload"
+    );
+    assert_eq!(procs(&root, "realtime"), [400]);
+    assert_eq!(procs(&root, &docker[1..]), [410]);
+    // No sched for the container's process either (skipped lines name 400 only).
+    assert!(
+        !so.contains("SCHED 410") && !so.contains("SCHED 420"),
+        "{so}"
+    );
+}
+
+#[test]
+fn the_daemon_leaves_a_containers_process_logs_it_once_and_status_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, policy, root) = support::board(dir.path(), POLICY);
+    let docker = container_layout(&t, &root);
+    let d = Daemon::start(&policy, &root, Start::default());
+    d.wait_log(
+        &format!("placement left a process alone: pid 410 (motion_control) in {docker}"),
+        Duration::from_secs(20),
+    );
+    d.wait_log(
+        "placement left a process alone: pid 420 (motion_control) in /system.slice/ros.service/payload",
+        Duration::from_secs(20),
+    );
+    d.wait_for("the native one placed", Duration::from_secs(20), || {
+        cgroup_of(&root, 400) == "0::/realtime"
+    });
+    // A process that comes later into the container: left alone too.
+    t.add_process(&FakeProcess {
+        cgroup: docker.clone(),
+        ..FakeProcess::new(411, "motion_planner")
+    })
+    .unwrap();
+    d.wait_log(
+        "placement left a process alone: pid 411 (motion_planner)",
+        Duration::from_secs(20),
+    );
+    // Many ticks (each one a scan on a fake root): said once each.
+    std::thread::sleep(Duration::from_millis(800));
+    let cli = |args: &[&str]| {
+        support::run(
+            std::process::Command::new(support::bin())
+                .args(args)
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--root")
+                .arg(&root),
+        )
+    };
+    let o = cli(&["status"]);
+    assert_eq!(o.code, 0, "{o}");
+    assert!(o.stdout.contains("LEFT ALONE"), "{o}");
+    assert!(
+        o.stdout.contains(&format!(
+            "410 (motion_control) in {docker}: policy line {} → realtime; belongs to a container runtime (docker)",
+            motion_line()
+        )),
+        "{o}"
+    );
+    let o = cli(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("status --json is JSON");
+    let pids: Vec<i64> = v["left_alone"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|k| k["pid"].as_i64()).collect())
+        .unwrap_or_default();
+    assert_eq!(pids, [410, 411, 420], "{v}");
+    assert_eq!(v["left_alone"][0]["group"], "realtime");
+    assert_eq!(v["left_alone"][0]["cgroup"], docker.as_str());
+    // Gone: no longer listed.
+    std::fs::remove_dir_all(root.join("proc/411")).unwrap();
+    d.wait_for("411 unlisted", Duration::from_secs(20), || {
+        let o = cli(&["status", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+        v["left_alone"]
+            .as_array()
+            .is_some_and(|a| a.len() == 2 && a.iter().all(|k| k["pid"] != 411))
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    for pid in [410, 411, 420] {
+        assert_eq!(
+            log.matches(&format!("placement left a process alone: pid {pid} "))
+                .count(),
+            1,
+            "pid {pid} not said exactly once:\n{log}"
+        );
+    }
+    assert_eq!(cgroup_of(&root, 410), format!("0::{docker}"));
+    assert_eq!(cgroup_of(&root, 411), "");
+    assert_eq!(
+        cgroup_of(&root, 420),
+        "0::/system.slice/ros.service/payload"
+    );
+    assert_eq!(procs(&root, "realtime"), [400]);
 }

@@ -1,4 +1,4 @@
-//! The flight recorder on a fake tree (issue 13 item 2): the real daemon
+//! The flight recorder on a fake tree: the real daemon
 //! records every interval into `recorder.dir/recorder.db`; SIGKILLed at
 //! random moments it leaves a database that opens, passes
 //! `PRAGMA integrity_check` (through rusqlite and through the `sqlite3`
@@ -54,7 +54,7 @@ fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
     std::fs::create_dir_all(&p).unwrap();
     std::fs::write(p.join("comm"), "camd\n").unwrap();
     std::fs::write(p.join("status"), "Name:\tcamd\nVmRSS:\t   2048 kB\n").unwrap();
-    // Issue 26: PSS from smaps_rollup, for the named process and a
+    // PSS from smaps_rollup, for the named process and a
     // settings.critical one (the latter not named in report.criteria).
     std::fs::write(
         p.join("smaps_rollup"),
@@ -192,7 +192,7 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
         let run: i64 = one(&c, "SELECT max(id) FROM runs");
         let (n, first): (i64, f64) = c
             .query_row(
-                "SELECT count(*), min(ts) FROM samples WHERE grp = 'system' AND run = ?1",
+                "SELECT count(*), min(ts) FROM samples WHERE grp = 'host' AND run = ?1",
                 [run],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -208,7 +208,7 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
     let starts: i64 = one(&c, "SELECT count(*) FROM events WHERE kind = 'start'");
     assert_eq!(starts, 4);
     // Each run names the cpufreq policies it watches for throttling (what
-    // the report's thermal_throttling can judge; issue 26).
+    // the report's thermal_throttling can judge).
     let mut pol: Vec<(u32, String)> =
         std::fs::read_dir(root.join("sys/devices/system/cpu/cpufreq"))
             .map(|d| {
@@ -249,7 +249,7 @@ fn sigkill_at_random_moments_leaves_a_sound_database_missing_at_most_one_interva
     assert!(write >= 1, "the write is recorded");
     let rss: i64 = one(&c, "SELECT rss FROM processes WHERE comm = 'camd' LIMIT 1");
     assert_eq!(rss, 2048 * 1024);
-    // Issue 26: PSS of the named and the critical process (the first
+    // PSS of the named and the critical process (the first
     // interval of every run reads it).
     let pss: i64 = one(&c, "SELECT max(pss) FROM processes WHERE comm = 'camd'");
     assert_eq!(pss, 1536 * 1024);

@@ -1,4 +1,4 @@
-//! Hot reload of the running daemon on a fake tree (issue 12): SIGHUP with
+//! Hot reload of the running daemon on a fake tree: SIGHUP with
 //! a broken policy changes nothing; SIGHUP with a new group and a changed
 //! baseline creates the one and writes the other; an editor's
 //! rename-replace of the policy file reloads without a signal.
@@ -172,7 +172,7 @@ fn a_reload_swaps_the_placement_rules() {
         read(&root, "proc/401/cgroup") == "0::/vision"
     });
     assert!(
-        d.log().contains("reload: ~ placement: 1 rules"),
+        d.log().contains("reload: ~ placement: 1 rule"),
         "{}",
         d.log()
     );

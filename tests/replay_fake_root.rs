@@ -1,4 +1,4 @@
-//! `cgwarden replay` end to end (issue 27): the real daemon records a run on
+//! `cgwarden replay` end to end: the real daemon records a run on
 //! a fake tree (memory pressure twice, a stall burst, an OOM kill) with its
 //! input tape; replaying the same policy reproduces the recorded firings;
 //! a sweep gives the firing counts computed by hand from what the test
@@ -216,7 +216,7 @@ fn a_recorded_run_replays_to_the_recorded_firings_and_sweeps_by_hand() {
     assert!(r.stderr.contains("/nonexistent/recorder.db"), "{r}");
 }
 
-/// Issue 27 item 1, on the fake board: the real daemon runs
+/// The tape's cost on the fake board: the real daemon runs
 /// policies/iq9100-vision.yaml (1 s tick, 10 s recorder interval) for 60 s
 /// while every input its rules read changes each second; the tape's bytes
 /// are extrapolated to a day. A measurement, not a gate (slow):

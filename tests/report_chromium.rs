@@ -1,4 +1,4 @@
-//! `cgwarden report` (issue 13 item 4) end to end: a synthetic flight
+//! `cgwarden report` end to end: a synthetic flight
 //! recorder database made from the real schema, the report command run as
 //! a user runs it, and the HTML rendered by headless Chromium.
 //!

@@ -1,8 +1,8 @@
-//! `cgwarden report --compare A B` (issue 26 item 4) end to end: two runs of
+//! `cgwarden report --compare A B` end to end: two runs of
 //! a board — "before" with OOM kills, throttle episodes, a leaking process
 //! and a fragmented buddy allocator; "after" clean — recorded in synthetic
 //! databases from the real schema, reported as JSON by `cgwarden report`,
-//! given the `"kpis"` array (the KPI contract of issue 26 item 1; the
+//! given the `"kpis"` array (the KPI contract of docs/report.md; the
 //! synthetic databases hold no `kpi` rows, so the report's array is empty
 //! and the test's figures are put in by hand), compared as HTML, and the
 //! page rendered by headless Chromium (tests/support/chromium.rs, the flags
@@ -96,7 +96,7 @@ fn run_db(path: &Path, before: bool) {
     tx.commit().unwrap();
 }
 
-/// The KPI summaries of issue 26 item 1's contract (seconds).
+/// The KPI summaries of the report's `"kpis"` contract (seconds).
 fn kpis(before: bool) -> Value {
     let (npu, lp) = if before {
         (0.028, 0.0082)
@@ -127,7 +127,7 @@ fn cgwarden(dir: &Path, args: &[&str]) -> Output {
         .expect("run cgwarden report")
 }
 
-/// `cgwarden report --format json` of a run, with its `"kpis"`.
+/// `cgwarden report --json` of a run, with its `"kpis"`.
 fn report_json(dir: &Path, before: bool) -> (PathBuf, Value) {
     let name = if before { "before" } else { "after" };
     let db = dir.join(format!("{name}.db"));
@@ -138,8 +138,7 @@ fn report_json(dir: &Path, before: bool) -> (PathBuf, Value) {
         &[
             "--db",
             db.to_str().unwrap(),
-            "--format",
-            "json",
+            "--json",
             "--out",
             out.to_str().unwrap(),
         ],
@@ -277,7 +276,7 @@ fn the_compare_page_renders_and_shows_both_reports_values() {
             .unwrap_or_else(|| panic!("no row {key:?}"));
         assert_eq!(got.2, *want, "B {key:?}");
     }
-    // The figures of the seed's §10 table, as a reader sees them.
+    // The figures of docs/report.md's before/after example, as a reader sees them.
     let key = |s: &str, i: &str, j: &str| (s.to_string(), i.to_string(), j.to_string());
     for (k, av, bv) in [
         (key("criterion", "oom_kills", "all groups"), 2.0, 0.0),
@@ -296,7 +295,7 @@ fn the_compare_page_renders_and_shows_both_reports_values() {
         "KPI seconds shown in ms"
     );
     assert!(html.contains("-10.0 ms (-35.7 %)"));
-    // The leak is judged on PSS (issue 26 item 2).
+    // The leak is judged on PSS.
     let leak = a["criteria"]
         .as_array()
         .unwrap()

@@ -1,4 +1,4 @@
-//! Issue 25 on a fake root, the daemon end to end: a rule's `freeze` writes
+//! Last resorts on a fake root, the daemon end to end: a rule's `freeze` writes
 //! the group's `cgroup.freeze`, its `kill in … prefer … avoid …` chooses the
 //! largest preferred process (never the critical or avoided one, larger as
 //! they are) and reports it without signalling (fake pids are not
@@ -109,7 +109,7 @@ fn freeze_then_kill_the_largest_preferred_and_a_critical_exit() {
         "cgwarden_zram_mm_stat_bytes{device=\"zram0\",field=\"orig_data_size\"} 0",
         "cgwarden_critical_exits_total{name=\"crit\"} 1",
         "cgwarden_freezes_total{group=\"rec\"} 1",
-        "cgwarden_cgroup_memory_events_total{group=\"system\",event=\"oom_kill\"} 0",
+        "cgwarden_cgroup_memory_events_total{group=\"host\",event=\"oom_kill\"} 0",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }

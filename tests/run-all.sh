@@ -9,7 +9,7 @@
 # Ends with one summary line: "tests: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Issue 23's platform stages: debootstrap (the systemd guest's rootfs and the
+# The platform stages: debootstrap (the systemd guest's rootfs and the
 # arm64 build chroot), debugfs (injecting into the guest image), QEMU for
 # aarch64, unshare (the chroot's private mounts), file (arm64 ELF check).
 platneed=()
@@ -40,7 +40,7 @@ stage_bg arm64-setup bash tests/vm/setup-arm64.sh
 bg_arm=$!
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
-# The fuzz targets build (issue 29: one stopped compiling unseen). Running
+# The fuzz targets build (so none stops compiling unseen). Running
 # them needs cargo-fuzz and a nightly toolchain; checking them needs neither
 # (libfuzzer-sys builds its C++ runtime with the system's g++). Their
 # bodies run on the seed corpus in tests/fuzz_targets.rs.
@@ -61,14 +61,14 @@ if ! python3 -c 'import varlink' 2>/dev/null; then
     python3 -m pip install --quiet varlink 2>/dev/null ||
         python3 -m pip install --quiet --break-system-packages varlink
 fi
-# Issue 26: a real StatsD client library (PyPI `statsd` 4.0.1) sends KPI
+# A real StatsD client library (PyPI `statsd` 4.0.1) sends KPI
 # samples in tests/kpi_fake_root.rs; the test fails without it.
 if ! python3 -c 'import statsd; assert statsd.__version__ == "4.0.1"' 2>/dev/null; then
     echo "run-all: installing the Python statsd package"
     python3 -m pip install --quiet statsd==4.0.1 2>/dev/null ||
         python3 -m pip install --quiet --break-system-packages statsd==4.0.1
 fi
-# Independent checkers of issue 13's outputs: promtool (Debian's prometheus)
+# Independent checkers of the observability outputs: promtool (Debian's prometheus)
 # for the metrics exposition, tmux for `cgwarden top`, headless chromium for
 # the report page, sqlite3 for the recorder. Their tests fail without them.
 need=()
@@ -84,7 +84,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Packaging checkers (issue 14, tests/packaging.rs): lintian, dpkg, man and
+# Packaging checkers (tests/packaging.rs): lintian, dpkg, man and
 # groff for the .deb, systemd-analyze for the units, strip/readelf; and
 # cargo-deb itself (pinned; ~5 min to build on a loaded 2-core host).
 pkgneed=()

@@ -1,4 +1,4 @@
-//! `cgwarden soak` (issue 26 item 3) as a user runs it, beside the real
+//! `cgwarden soak` as a user runs it, beside the real
 //! daemon on a fake root: refusals without a daemon or a recorder; a bare
 //! soak that ends with DIR/report.json and the report's exit status; a soak
 //! stopped by SIGTERM and run again that resumes from its original start

@@ -1,4 +1,4 @@
-//! The state cgwarden keeps (SPEC §4), through the real binary on fake trees:
+//! The state cgwarden keeps, through the real binary on fake trees:
 //! the originals journal is checked before it is trusted, `reset` uses the
 //! cgroup_root the journal records, one instance at a time holds state_dir,
 //! and `--root` must name a device tree.
@@ -292,6 +292,23 @@ fn root_must_be_a_device_tree() {
         0,
         "nothing created"
     );
+    // Each case says which it is: a missing path, or a file given as DIR.
+    let file = tmp.path().join("policy.yaml");
+    std::fs::write(&file, "version: 1\n").unwrap();
+    for (dir, why) in [
+        (&missing, "no such directory"),
+        (&file, "is a file, not a directory"),
+    ] {
+        let d = dir.to_str().unwrap();
+        let r = cgwarden(&["plan", &policy, "--root", d]);
+        assert_eq!(r.code, 2, "{r}");
+        assert_eq!(
+            r.stderr.trim(),
+            format!("cgwarden: error: --root {d}: {why}"),
+            "{r}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "version: 1\n");
 }
 
 #[test]

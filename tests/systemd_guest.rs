@@ -1,4 +1,4 @@
-//! The systemd-as-PID-1 guest (issue 23): a Debian 12 rootfs with systemd 252
+//! The systemd-as-PID-1 guest: a Debian 12 rootfs with systemd 252
 //! booted under QEMU (TCG), the project's .deb installed in it with dpkg, and
 //! the scenarios of `tests/vm/systemd/scenarios/` run against the shipped
 //! units under their real sandbox: cgwarden.service builds the hierarchy,
@@ -21,11 +21,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::need;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use support::{need, repo_dir};
 
 /// Scenario names as the guest reports them: `NN-name.sh` -> `name`.
 fn scenarios(dir: &Path) -> BTreeSet<String> {
@@ -98,8 +94,8 @@ fn build_deb() -> PathBuf {
     need("cargo-deb");
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_cgwarden"));
     let mut cmd = Command::new("bash");
-    cmd.arg(repo().join("packaging/deb/build.sh"))
-        .current_dir(repo());
+    cmd.arg(repo_dir().join("packaging/deb/build.sh"))
+        .current_dir(repo_dir());
     if bin.parent().and_then(Path::file_name) == Some("release".as_ref()) {
         cmd.arg("--no-build");
     }
@@ -125,17 +121,17 @@ fn systemd_guest_suite() {
     let workload = PathBuf::from(env!("CARGO_BIN_EXE_cgwarden-workload"));
     let log_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("systemd-serial.log");
     let status = Command::new("bash")
-        .arg(repo().join("tests/vm/run-systemd-guest.sh"))
+        .arg(repo_dir().join("tests/vm/run-systemd-guest.sh"))
         .arg(&deb)
         .arg(&workload)
         .arg(&log_path)
-        .current_dir(repo())
+        .current_dir(repo_dir())
         .status()
         .expect("cannot run tests/vm/run-systemd-guest.sh");
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let r = parse(&log);
 
-    let mut expected = scenarios(&repo().join("tests/vm/systemd/scenarios"));
+    let mut expected = scenarios(&repo_dir().join("tests/vm/systemd/scenarios"));
     if let Ok(only) = std::env::var("CGWARDEN_VM_ONLY") {
         let only: BTreeSet<String> = only.split_whitespace().map(str::to_owned).collect();
         if !only.is_empty() {
@@ -209,7 +205,7 @@ fn parser_reads_the_serial_console_of_a_unit() {
     assert!(r.reported.contains("service"));
     assert_eq!(r.suite_done, Some((2, 1)));
     assert_eq!(
-        scenarios(&repo().join("tests/vm/systemd/scenarios"))
+        scenarios(&repo_dir().join("tests/vm/systemd/scenarios"))
             .into_iter()
             .next()
             .as_deref(),

@@ -1,4 +1,4 @@
-//! Issue 25 on a fake root: a placement's per-process attributes and
+//! Per-process attributes on a fake root: a placement's per-process attributes and
 //! `threads:` matched by thread comm and merged over the process's own
 //! (`plan` shows one TASK line per change), `apply` makes the file-backed
 //! ones (oom_score_adj, the thread move through `cgroup.threads`) and skips

@@ -1,4 +1,4 @@
-//! `cgwarden top` (issue 13 item 3) in a real terminal: tmux at 80×24
+//! `cgwarden top` in a real terminal: tmux at 80×24
 //! against a running daemon on a fake tree. The screen shows the groups;
 //! a rule driven by a fake PSI file turns active on screen; keys switch
 //! views; `q` and SIGTERM both exit and put the terminal back (cooked mode,

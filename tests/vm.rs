@@ -168,7 +168,7 @@ fn guest_suite() {
     if report.passed.is_empty() && report.failed.is_empty() {
         problems.push("no RESULT lines at all".into());
     }
-    // Issue 13: the metrics scenario prints its scrape and textfile; the
+    // The metrics scenario prints its scrape and textfile; the
     // guest has no promtool, so it runs here (and must: no silent skip).
     if report.ended.contains("metrics") {
         let blocks = prom_blocks(&log);

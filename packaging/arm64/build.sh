@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-builds cgwarden for arm64 (aarch64-unknown-linux-gnu) from Debian's
-# packages alone and packages it as an arm64 .deb (issue 23):
+# packages alone and packages it as an arm64 .deb (docs/platform.md):
 #
 #   packaging/arm64/build.sh [OUTDIR]
 #   packaging/arm64/build.sh --chroot     only make the chroot; print its path

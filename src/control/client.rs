@@ -30,7 +30,10 @@ pub(crate) trait DaemonProxy {
         handle: i64,
         duration: &str,
     ) -> zlink::Result<Result<wire::ExtendReply, DaemonError>>;
-    async fn release(&mut self, handle: i64) -> zlink::Result<Result<(), DaemonError>>;
+    async fn release(
+        &mut self,
+        handle: i64,
+    ) -> zlink::Result<Result<wire::ReleaseReply, DaemonError>>;
     async fn list_claims(&mut self) -> zlink::Result<Result<wire::ClaimsReply, DaemonError>>;
     async fn reload(
         &mut self,
@@ -191,12 +194,16 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                 )?;
                 recorded = recorded.saturating_add(r.recorded);
             }
-            crate::outln!("kpi {name}: {recorded} samples recorded ({unit}) from {source}");
+            crate::outln!(
+                "kpi {name}: {} recorded ({unit}) from {source}",
+                crate::show::count(recorded, "sample")
+            );
             Ok(exit::OK)
         }
         Command::Release { handle } => {
-            answer(conn.release(handle).await)?;
+            let r = release(conn, handle).await?;
             crate::outln!("released boost {handle}");
+            not_held(r.not_held.as_deref());
             Ok(exit::OK)
         }
         Command::Reload { dry_run, candidate } => {
@@ -226,16 +233,16 @@ async fn run_on(conn: &mut Conn, cmd: Command) -> Result<u8, Failure> {
                     };
                     if dry_run && r.hash != r.in_force {
                         crate::outln!(
-                            "{what}: policy {} ({} changes; in force: {})",
+                            "{what}: policy {} ({}; in force: {})",
                             crate::show::short(&r.hash),
-                            r.changes,
+                            crate::show::count(r.changes, "change"),
                             crate::show::short(&r.in_force)
                         );
                     } else {
                         crate::outln!(
-                            "{what}: policy {} ({} changes)",
+                            "{what}: policy {} ({})",
                             crate::show::short(&r.hash),
-                            r.changes
+                            crate::show::count(r.changes, "change")
                         );
                     }
                     Ok(exit::OK)
@@ -328,6 +335,9 @@ async fn boost(
     for r in &b.rejected {
         eprintln!("cgwarden: rejected: {}: {}", r.knob, r.why);
     }
+    // The reply came once the writes landed, failed or passed their
+    // deadline: what did not land is said here, before CMD starts.
+    not_held(b.not_held.as_deref());
     let until = b.expires_at.as_deref().unwrap_or("released");
     for a in &b.applied {
         crate::outln!(
@@ -341,12 +351,33 @@ async fn boost(
         crate::outln!("{}", b.handle);
         return Ok(exit::OK);
     }
-    // Hold the boost exactly while CMD runs: it is tied to this connection,
-    // so it ends even if this process is killed; released explicitly when
-    // CMD exits so the knob returns before we do.
+    // Hold the boost exactly while CMD runs: the reply above came once the
+    // knobs held their values; the boost is tied to this connection, so it
+    // ends even if this process is killed; released explicitly when CMD
+    // exits, whose reply comes once the knobs are back, before we exit.
     let code = run_child(&cmd).await;
-    let _ = conn.release(b.handle).await;
+    if let Ok(r) = release(conn, b.handle).await {
+        not_held(r.not_held.as_deref());
+    }
     Ok(code)
+}
+
+/// `Release(handle)`. A reply without parameters (every write landed, or a
+/// daemon that does not report them) is an empty [`wire::ReleaseReply`].
+async fn release(conn: &mut Conn, handle: i64) -> Result<wire::ReleaseReply, Failure> {
+    match conn.release(handle).await {
+        Err(zlink::Error::MissingParameters) => Ok(wire::ReleaseReply::default()),
+        r => answer(r),
+    }
+}
+
+/// Prints the knobs whose write failed or was late (stderr; the call itself
+/// succeeded, so the exit status does not change).
+fn not_held(list: Option<&[wire::NotHeld]>) {
+    for n in list.unwrap_or_default() {
+        let what = if n.late { "late" } else { "not held" };
+        eprintln!("cgwarden: {what}: {}: {}", n.knob, n.why);
+    }
 }
 
 /// Runs CMD, forwarding SIGTERM/SIGINT/SIGHUP to it; its exit status.

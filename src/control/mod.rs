@@ -1,4 +1,4 @@
-//! The control plane (SPEC §5): the varlink service on
+//! The control plane: the varlink service on
 //! `state_dir/io.cgwarden` and the CLI commands that are its clients
 //! (`status`, `boost`, `release`, `reload`, `verify`, `events`).
 //!
@@ -63,7 +63,7 @@ pub(crate) enum Request {
         caller: Caller,
         handle: i64,
     },
-    /// Issue 26: KPI samples, `(value, repeat)` in `unit` (`seconds` or
+    /// KPI samples, `(value, repeat)` in `unit` (`seconds` or
     /// `none`, default `none`).
     RecordKpi {
         name: String,
@@ -86,7 +86,7 @@ pub(crate) enum Response {
     Reload(wire::ReloadReply),
     Boost(wire::BoostReply),
     Extend(wire::ExtendReply),
-    Released,
+    Released(wire::ReleaseReply),
     RecordKpi(wire::RecordKpiReply),
     Error(wire::DaemonError),
 }
@@ -98,7 +98,7 @@ pub(crate) struct Call {
     pub reply: Option<oneshot::Sender<Response>>,
 }
 
-/// Issue 26: `RecordKpi`'s values and optional counts as `(value, repeat)`
+/// `RecordKpi`'s values and optional counts as `(value, repeat)`
 /// pairs; the lengths must agree and counts be ≥ 0.
 pub(crate) fn kpi_samples(
     values: &[f64],

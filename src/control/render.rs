@@ -129,6 +129,19 @@ pub fn status(s: &wire::StatusReply) -> String {
                 .unwrap_or_default()
         );
     }
+    if !s.left_alone.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nLEFT ALONE (a placement matches; the cgroup is another manager's)"
+        );
+        for k in &s.left_alone {
+            let _ = writeln!(
+                o,
+                "  {} ({}) in {}: policy line {} → {}; belongs to {}",
+                k.pid, k.comm, k.cgroup, k.policy_line, k.group, k.owner
+            );
+        }
+    }
     let _ = writeln!(o, "\nCLAIMS");
     if s.claims.is_empty() {
         let _ = writeln!(o, "  (none)");
@@ -222,7 +235,11 @@ pub fn verify(v: &wire::VerifyReply) -> String {
     }
     let drifted = v.knobs.iter().filter(|k| k.drift).count();
     let skipped = v.knobs.iter().filter(|k| k.skipped.is_some()).count();
-    let _ = write!(o, "{} knobs, {drifted} drifted", v.knobs.len());
+    let _ = write!(
+        o,
+        "{}, {drifted} drifted",
+        crate::show::count(v.knobs.len(), "knob")
+    );
     if skipped > 0 {
         let _ = write!(o, ", {skipped} not checked on this root");
     }
@@ -295,6 +312,27 @@ mod tests {
             ..Default::default()
         };
         let t = status(&s);
+        assert!(!t.contains("LEFT ALONE"), "an empty section:\n{t}");
+        let s = wire::StatusReply {
+            left_alone: vec![wire::LeftAlone {
+                pid: 1234,
+                comm: "talker".into(),
+                cgroup: "/system.slice/docker-ab12.scope".into(),
+                group: "realtime".into(),
+                policy_line: 12,
+                owner: "a container runtime (docker)".into(),
+            }],
+            ..s
+        };
+        let t = status(&s);
+        assert!(
+            t.contains(
+                "LEFT ALONE (a placement matches; the cgroup is another manager's)\n  \
+                 1234 (talker) in /system.slice/docker-ab12.scope: policy line 12 → realtime; \
+                 belongs to a container runtime (docker)\n"
+            ),
+            "{t}"
+        );
         for want in [
             "cell",
             "LAST RELOAD FAILED",
@@ -342,7 +380,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.ends_with("1 knobs, 0 drifted, 1 not checked on this root\n"),
+            t.ends_with("1 knob, 0 drifted, 1 not checked on this root\n"),
             "{t}"
         );
     }

@@ -1,9 +1,9 @@
-//! The varlink service on `state_dir/io.cgwarden` (SPEC §5), on its own
+//! The varlink service on `state_dir/io.cgwarden`, on its own
 //! thread and runtime. It forwards each call to the daemon's event loop as
 //! a [`Call`] and relays the answer; `Subscribe` streams the loop's events.
 //!
 //! What zlink does not bound, this module does, around zlink's socket
-//! (decisions, SPEC §5 "Malformed, oversized, half-sent or slow requests"):
+//! (malformed, oversized, half-sent or slow requests):
 //! - at most [`Limits::connections`] connections at once; one more is
 //!   accepted and closed at once;
 //! - a message (up to its NUL) may not exceed [`Limits::message`] bytes;
@@ -113,9 +113,11 @@ pub fn start(
     let handle = Handle { live: live.clone() };
     std::thread::Builder::new()
         .name("cgw-control".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
                 .build()
             {
                 Ok(rt) => rt,
@@ -369,7 +371,7 @@ impl socket::WriteHalf for GuardedWrite {
         // This layer says what happened; zlink's own "Error writing to
         // client" WARN is filtered out of the log (see `main`), so a client
         // that simply went away (`events | head -1`, a killed `top`) is not
-        // a warning (issue 22 item 2).
+        // a warning.
         let id = self.guard.id;
         match tokio::time::timeout(self.limits.write, self.inner.write(buf, fds, creds)).await {
             Ok(Ok(())) => Ok(()),
@@ -404,24 +406,51 @@ struct Service {
 
 impl Service {
     async fn ask(&self, request: Request) -> Response {
-        let (tx, rx) = oneshot::channel();
-        let call = Call {
-            request,
-            reply: Some(tx),
-        };
-        if self.calls.send(call).is_err() {
-            return Response::Error(unavailable("the daemon is stopping"));
-        }
-        match tokio::time::timeout(self.limits.answer, rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Response::Error(unavailable("the daemon is stopping")),
-            Err(_) => Response::Error(unavailable(&format!(
-                "the daemon did not answer within {:?}",
-                self.limits.answer
-            ))),
-        }
+        ask(self.calls.clone(), self.limits.answer, request).await
+    }
+
+    /// The one reply of a call the daemon answers once its writes have
+    /// landed (`Boost`, `Extend`, `Release`), as a stream: zlink serves
+    /// every connection from one task, and a stream is polled beside the
+    /// others, so a call waiting for a slow write (up to the late-write
+    /// deadline) holds up no other client.
+    fn answer_later<T: Send + 'static>(
+        &self,
+        request: Result<Request, DaemonError>,
+        take: impl FnOnce(Response) -> Option<Reply<T>> + Send + 'static,
+    ) -> AnswerStream<T> {
+        let (calls, limit) = (self.calls.clone(), self.limits.answer);
+        Box::pin(futures_util::stream::once(async move {
+            match ask(calls, limit, request?).await {
+                Response::Error(e) => Err(e),
+                r => take(r)
+                    .map(|r| r.set_continues(Some(false)))
+                    .ok_or_else(unexpected),
+            }
+        }))
     }
 }
+
+/// Sends `request` to the daemon's loop and waits up to `limit` for its answer.
+async fn ask(calls: mpsc::UnboundedSender<Call>, limit: Duration, request: Request) -> Response {
+    let (tx, rx) = oneshot::channel();
+    let call = Call {
+        request,
+        reply: Some(tx),
+    };
+    if calls.send(call).is_err() {
+        return Response::Error(unavailable("the daemon is stopping"));
+    }
+    match tokio::time::timeout(limit, rx).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => Response::Error(unavailable("the daemon is stopping")),
+        Err(_) => Response::Error(unavailable(&format!(
+            "the daemon did not answer within {limit:?}"
+        ))),
+    }
+}
+
+type AnswerStream<T> = Pin<Box<dyn Stream<Item = Result<Reply<T>, DaemonError>> + Send>>;
 
 fn unavailable(m: &str) -> DaemonError {
     DaemonError::Unavailable {
@@ -469,7 +498,8 @@ type EventStream = Pin<Box<dyn Stream<Item = Reply<EventReply>> + Send>>;
     types = [
         wire::PolicyInfo, wire::GroupStatus, wire::RuleStatus, wire::Contender,
         wire::KnobStatus, wire::ClaimInfo, wire::ActionInfo, wire::DaemonInfo,
-        wire::Applied, wire::Rejected, wire::KnobCheck, wire::Event
+        wire::Applied, wire::Rejected, wire::NotHeld, wire::KnobCheck, wire::Event,
+        wire::LeftAlone
     ]
 )]
 impl<Sock> Service
@@ -485,68 +515,75 @@ where
         }
     }
 
-    /// Hold knobs at values for a while (SPEC §5 "Boosts").
+    /// Hold knobs at values for a while. Answered once the boost's writes have landed, failed or passed the late-write deadline (one reply, with or without `more`).
+    #[zlink(more)]
     async fn boost(
         &mut self,
+        more: bool,
         knobs: std::collections::BTreeMap<String, String>,
         duration: Option<String>,
         reason: Option<String>,
         pid: Option<i64>,
         tied_to_connection: Option<bool>,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<wire::BoostReply, DaemonError> {
-        let caller = caller(conn).await?;
-        let r = self
-            .ask(Request::Boost {
-                caller,
-                knobs,
-                duration,
-                reason,
-                pid,
-                tied_to_connection: tied_to_connection.unwrap_or(false),
-            })
-            .await;
-        match r {
-            Response::Boost(b) => Ok(b),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::BoostReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn).await.map(|caller| Request::Boost {
+            caller,
+            knobs,
+            duration,
+            reason,
+            pid,
+            tied_to_connection: tied_to_connection.unwrap_or(false),
+        });
+        let s: AnswerStream<wire::BoostReply> = self.answer_later(request, |r| match r {
+            Response::Boost(b) => Some(Reply::new(Some(b))),
+            _ => None,
+        });
+        s
     }
 
-    /// Move a boost's deadline to `duration` from now.
+    /// Move a boost's deadline to `duration` from now. Answered once the writes it causes have landed (one reply, with or without `more`).
+    #[zlink(more)]
     async fn extend(
         &mut self,
+        more: bool,
         handle: i64,
         duration: String,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<wire::ExtendReply, DaemonError> {
-        let caller = caller(conn).await?;
-        match self
-            .ask(Request::Extend {
-                caller,
-                handle,
-                duration,
-            })
-            .await
-        {
-            Response::Extend(x) => Ok(x),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::ExtendReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn).await.map(|caller| Request::Extend {
+            caller,
+            handle,
+            duration,
+        });
+        let s: AnswerStream<wire::ExtendReply> = self.answer_later(request, |r| match r {
+            Response::Extend(x) => Some(Reply::new(Some(x))),
+            _ => None,
+        });
+        s
     }
 
-    /// End a boost now.
+    /// End a boost now. Answered once its knobs are written back (one reply, with or without `more`); without parameters when every write landed.
+    #[zlink(more)]
     async fn release(
         &mut self,
+        more: bool,
         handle: i64,
         #[zlink(connection)] conn: &mut zlink::Connection<Sock>,
-    ) -> Result<(), DaemonError> {
-        let caller = caller(conn).await?;
-        match self.ask(Request::Release { caller, handle }).await {
-            Response::Released => Ok(()),
-            Response::Error(e) => Err(e),
-            _ => Err(unexpected()),
-        }
+    ) -> impl Stream<Item = Result<Reply<wire::ReleaseReply>, DaemonError>> + Unpin {
+        let _ = more;
+        let request = caller(conn)
+            .await
+            .map(|caller| Request::Release { caller, handle });
+        let s: AnswerStream<wire::ReleaseReply> = self.answer_later(request, |r| match r {
+            // Nothing to report: the reply a `()` method gives.
+            Response::Released(x) if x.not_held.is_none() => Some(Reply::new(None)),
+            Response::Released(x) => Some(Reply::new(Some(x))),
+            _ => None,
+        });
+        s
     }
 
     /// Every live claim, rules' and boosts'.
@@ -610,7 +647,7 @@ where
         }
     }
 
-    /// Record samples of a KPI (issue 26): `values` in `unit` (`seconds` or `none`, the default); `counts[i]`, when given, repeats `values[i]` (a histogram). Anyone who may connect may record.
+    /// Record samples of a KPI: `values` in `unit` (`seconds` or `none`, the default); `counts[i]`, when given, repeats `values[i]` (a histogram). Anyone who may connect may record.
     async fn record_kpi(
         &mut self,
         name: String,
@@ -633,7 +670,7 @@ where
         }
     }
 
-    /// The event stream: rules, writes, claims, reloads (call with `more`).
+    /// The event stream: rules, writes, claims, reloads (call with `more`); a daemon that stops ends it with a `stopped` event.
     #[zlink(more)]
     async fn subscribe(&mut self, more: bool) -> impl Stream<Item = Reply<EventReply>> + Unpin {
         let s: EventStream = self.event_stream(more);
@@ -672,21 +709,35 @@ impl Service {
         let slot = SubscriberSlot(self.subscribers.clone());
         let rx = self.events.subscribe();
         let head = futures_util::stream::iter([reply(first("following events"), true)]);
-        let tail = futures_util::stream::unfold((rx, slot), move |(mut rx, slot)| async move {
-            let event = match rx.recv().await {
-                Ok(e) => e,
-                Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
-                    time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-                    kind: "lagged".into(),
-                    message: Some(format!(
-                        "{n} events were dropped: this client reads too slowly"
-                    )),
-                    ..Default::default()
-                },
-                Err(broadcast::error::RecvError::Closed) => return None,
-            };
-            Some((reply(event, true), (rx, slot)))
-        });
+        // The daemon's last event, `stopped`, is the stream's last reply (no
+        // `continues`): a client tells a clean stop from a daemon that died
+        // (the connection closing without it). The stream, and with it the
+        // receiver, ends once that reply is written: the daemon waits for
+        // that before it exits.
+        let tail = futures_util::stream::unfold(
+            (rx, slot, false),
+            move |(mut rx, slot, ended)| async move {
+                if ended {
+                    // Polled again only once the last reply was written.
+                    return None;
+                }
+                let event = match rx.recv().await {
+                    Ok(e) => e,
+                    Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
+                        time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
+                        kind: "lagged".into(),
+                        message: Some(format!(
+                            "{} dropped: this client reads too slowly",
+                            crate::show::count(n, "event")
+                        )),
+                        ..Default::default()
+                    },
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                };
+                let last = event.kind == wire::STOPPED;
+                Some((reply(event, !last), (rx, slot, last)))
+            },
+        );
         use futures_util::StreamExt;
         Box::pin(head.chain(tail))
     }

@@ -132,6 +132,24 @@ pub struct StatusReply {
     pub claims: Vec<ClaimInfo>,
     /// The last 50 writes, oldest first.
     pub actions: Vec<ActionInfo>,
+    /// Processes a placement matches that stay where they are: their
+    /// cgroup belongs to a container runtime or another delegated manager.
+    #[serde(default)]
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// A process a placement matches and leaves in its cgroup.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
+pub struct LeftAlone {
+    pub pid: i64,
+    pub comm: String,
+    /// Its cgroup as `/proc/PID/cgroup` shows it.
+    pub cgroup: String,
+    /// The matching placement's group and its line in the policy file.
+    pub group: String,
+    pub policy_line: i64,
+    /// Whose the cgroup is: `a container runtime (docker)`, ...
+    pub owner: String,
 }
 
 /// A knob a boost holds.
@@ -148,22 +166,52 @@ pub struct Rejected {
     pub why: String,
 }
 
-/// `Boost(...)`: always answered at once.
+/// A knob a call changed that may not hold its new value: its write failed,
+/// or had not finished within the late-write deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, CustomType)]
+pub struct NotHeld {
+    pub knob: String,
+    /// What happened to the write, naming the file and the value.
+    pub why: String,
+    /// The write was still going (in the kernel, or queued behind another
+    /// write of its lane): the value holds once it lands. False: it failed.
+    pub late: bool,
+}
+
+/// `Boost(...)`: answered once its writes have landed (or failed, or
+/// passed the late-write deadline).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct BoostReply {
     pub handle: i64,
     pub expires_at: Option<String>,
     pub applied: Vec<Applied>,
     pub rejected: Vec<Rejected>,
+    /// Granted knobs whose write failed or was late; absent when every
+    /// write landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
 }
 
 /// `Extend(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct ExtendReply {
     pub expires_at: Option<String>,
+    /// Knobs the extension changed (a grant narrowed since the boost) whose
+    /// write failed or was late; absent when every write landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
 }
 
-/// `RecordKpi(...)` (issue 26).
+/// `Release(...)`: no parameters at all when every write landed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ReleaseReply {
+    /// Knobs whose write back failed or was late; absent when every write
+    /// landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<Vec<NotHeld>>,
+}
+
+/// `RecordKpi(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct RecordKpiReply {
     /// Samples recorded (the sum of `counts`, or the number of values).
@@ -216,7 +264,7 @@ pub struct VerifyReply {
     pub knobs: Vec<KnobCheck>,
 }
 
-/// `Health()`: the post-update check (SPEC §7 "Fleet").
+/// `Health()`: the post-update check.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 pub struct HealthReply {
     /// The policy on disk is in force, its last reload did not fail, and no
@@ -238,7 +286,8 @@ pub struct HealthReply {
 pub struct Event {
     pub time: String,
     /// subscribed | rule | write | write_failed | claim_granted | claim_expired |
-    /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged
+    /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged |
+    /// stopped (the last: the daemon stops)
     pub kind: String,
     pub rule: Option<String>,
     /// For `rule`: the new phase.
@@ -250,6 +299,10 @@ pub struct Event {
     pub handle: Option<i64>,
     pub message: Option<String>,
 }
+
+/// The kind of the last event a daemon sends before it exits; the
+/// `Subscribe` stream ends with it.
+pub const STOPPED: &str = "stopped";
 
 /// `Subscribe()`: one reply per event.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]

@@ -279,7 +279,7 @@ impl Converger<'_> {
         }
     }
 
-    /// `system.devfreq` (issue 24): the governor first (a governor switch
+    /// `system.devfreq`: the governor first (a governor switch
     /// may reset the limits' QoS requests on vendor kernels), then min/max
     /// in the order the kernel accepts, in Hz.
     pub(super) fn plan_devfreq(&self, plan: &mut Plan) {
@@ -320,7 +320,7 @@ impl Converger<'_> {
         }
     }
 
-    /// The governor tunables of one policy, after its governor (issue 24): in
+    /// The governor tunables of one policy, after its governor: in
     /// the directory of the governor the plan leaves running. A governor
     /// the plan switches to has no directory yet: its tunables are written
     /// (with no `was`) after the switch; a running governor without the
@@ -385,7 +385,7 @@ impl Converger<'_> {
             let list: Vec<u32> = cpus.iter().collect();
             match realtime::irqs(&self.root) {
                 Ok(irqs) => {
-                    // `system.irqs` places its IRQs itself (issue 24).
+                    // `system.irqs` places its IRQs itself.
                     let placed = self.irqs_placed_by_rules();
                     for irq in irqs.into_iter().filter(|i| !placed.contains(i)) {
                         let path = realtime::irq_affinity_path(irq);

@@ -1,8 +1,7 @@
-//! `plan`/`apply` for `system.irqs` and `system.kthreads` (issue 24, SPEC
-//! §6 "IRQs", "Kernel threads"): IRQ affinities by action name, the
-//! threaded IRQs' `irq/N-NAME` thread policies, kernel threads' policies
-//! and CPUs. Each rule list is first-match: the first entry whose glob
-//! matches an IRQ's action name (or a kthread's comm) applies.
+//! `plan`/`apply` for `system.irqs` and `system.kthreads`: IRQ affinities by
+//! action name, the threaded IRQs' `irq/N-NAME` thread policies, kernel
+//! threads' policies and CPUs. Each rule list is first-match: the first entry
+//! whose glob matches an IRQ's action name (or a kthread's comm) applies.
 //!
 //! IRQ affinities are `/proc/irq/N/smp_affinity_list` writes (journalled
 //! as files); a kernel thread's original policy and CPUs are journalled as
@@ -90,6 +89,19 @@ impl Converger<'_> {
                 return;
             }
         };
+        // A glob no IRQ matches is said once per plan: a typo, or a device
+        // whose driver is not loaded yet.
+        for r in &self.policy.system.irqs {
+            if !irqs
+                .iter()
+                .any(|i| i.actions.iter().any(|a| glob_match(&r.name, a)))
+            {
+                plan.warnings.push(format!(
+                    "system.irqs `{}`: no IRQ in /proc/interrupts matches (by action name); the daemon places one that appears later",
+                    r.name
+                ));
+            }
+        }
         for i in &irqs {
             let Some(rule) = first(&self.policy.system.irqs, &i.actions) else {
                 continue;
@@ -159,7 +171,7 @@ impl Converger<'_> {
     }
 }
 
-/// Other tuners that write what a policy manages (SPEC §6 "Coexistence"):
+/// Other tuners that write what a policy manages:
 /// their comm, and which of the policy's knobs they share. Names as their
 /// packages run them: irqbalance, tuned, thermald, power-profiles-daemon,
 /// systemd-oomd, and Qualcomm's resource tuner (URM: `resource-tuner`,

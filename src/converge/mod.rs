@@ -10,6 +10,7 @@
 
 mod apply;
 mod baseline;
+pub(crate) mod held;
 mod hw;
 pub(crate) use hw::coexistence_warnings;
 pub(crate) mod journal;
@@ -85,14 +86,14 @@ pub enum Step {
         sched: Sched,
     },
     /// A kernel thread's policy and/or CPUs (`system.irqs` IRQ threads,
-    /// `system.kthreads`; issue 24): its originals are journalled first.
+    /// `system.kthreads`): its originals are journalled first.
     Kthread {
         pid: i32,
         comm: String,
         sched: Option<Sched>,
         cpus: Option<crate::units::CpuList>,
     },
-    /// A per-process attribute or `threads:` change on one thread (SPEC §6).
+    /// A per-process attribute or `threads:` change on one thread.
     Task(tuning::TaskChange),
 }
 
@@ -189,10 +190,15 @@ pub struct Plan {
     pub missing: Vec<String>,
     /// Things that are present but cannot be changed now (e.g. zram in use).
     pub warnings: Vec<String>,
+    /// Processes a placement matches that stay where they are: their cgroup
+    /// belongs to a container runtime or another delegated manager (one
+    /// line each, `pid 1234 (talker) in CGROUP: placement at policy line
+    /// 12 → realtime matches it, but …`). Not steps, not warnings: notes.
+    pub kept: Vec<String>,
     /// The policy has groups but the cgroup root is no cgroup v2 directory:
     /// why no group can be built. `plan` and `apply` exit 3 on it whatever
-    /// `on_missing` says (issue 22 item 7: it planned `0 changes`, exit 0,
-    /// like a converged system); `apply` then writes nothing.
+    /// `on_missing` says (not `0 changes`, exit 0, as if converged);
+    /// `apply` then writes nothing.
     pub no_groups: Option<String>,
 }
 
@@ -450,7 +456,7 @@ impl<'p> Converger<'p> {
         self.write_step(plan, path, tokens.join(" "), Form::ControllerSet, exists);
     }
 
-    /// SPEC §2: cpu lists are validated against the CPUs present at apply
+    /// Cpu lists are validated against the CPUs present at apply
     /// time. A group's `cpuset.cpus` naming a CPU this machine cannot have
     /// (not in `/sys/devices/system/cpu/possible`; an offline CPU may come
     /// back, so `possible`, not `online`) is missing, with on_missing
@@ -579,6 +585,9 @@ impl<'p> Converger<'p> {
         for pid in pids {
             let placed = placer.place(pid, &mut ops);
             plan.warnings.extend(placed.errors);
+            if let Some(k) = &placed.kept {
+                plan.kept.push(k.describe(pid));
+            }
             // Per-process attributes and threads, after the moves.
             if let Some(rule) = placed.rule.filter(|_| !tuner.is_empty()) {
                 for ch in tuner.changes(pid, rule) {
@@ -594,7 +603,7 @@ impl<'p> Converger<'p> {
     }
 
     /// Whether a step is only reported, not taken: on a fake root there is no
-    /// kernel to swapon, mkswap or set scheduling policies (SPEC §1).
+    /// kernel to swapon, mkswap or set scheduling policies.
     pub fn skips(&self, step: &Step) -> bool {
         needs_kernel(step).is_some_and(|op| !self.root.supports(op))
     }
@@ -633,7 +642,7 @@ impl<'p> Converger<'p> {
     }
 
     /// [`Converger::apply`] with a journal the caller holds (the daemon's,
-    /// shared with its writer lanes: issue 24's IRQ watcher).
+    /// shared with its writer lanes and the IRQ watcher).
     pub(crate) fn apply_journalled(
         &self,
         plan: &Plan,
@@ -664,7 +673,7 @@ impl<'p> Converger<'p> {
                 match self.apply_step(step, journal, &mut created) {
                     Err(StepError::Journal(e)) => return Err(e),
                     Err(StepError::Kernel(e)) => {
-                        // "missing" only when loading failed (SPEC §4); with
+                        // "missing" only when loading failed; with
                         // on_missing: fail nothing has been written yet: the
                         // module is loaded before anything else.
                         zram_unavailable = true;

@@ -1,15 +1,20 @@
 //! The kernel side of placing a process (engine's [`PlaceOps`]): facts from
 //! /proc, its cgroup, the move through `cgroup.procs`, `sched_setattr` on
 //! every thread. Shared by `apply`'s scan (through [`PlanOps`], which records
-//! steps instead of acting) and the daemon's exec path and rescans.
+//! steps instead of acting) and the daemon's exec path and rescans. Whose a
+//! process's cgroup is (a container runtime's, a delegated manager's:
+//! [`foreign`]) is judged here from its path and the cgroups' delegation
+//! marks.
 
 use super::Step;
+use crate::engine::placement::foreign::{self, Domain, Owner};
 use crate::engine::placement::{FactNeeds, OpError, OwnedFacts, Pin, PlaceOps};
 use crate::kernel::cgroupfs::{pid_cgroup, CgroupFs, ProcsFiles};
-use crate::kernel::{procfs, sched, Op, Root};
+use crate::kernel::{procfs, sched, xattr, Op, Root};
 use crate::policy::model::{Policy, Sched};
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::path::PathBuf;
 
 /// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
 pub struct KernelOps {
@@ -31,14 +36,24 @@ pub struct KernelOps {
     members: Option<HashMap<i32, String>>,
     /// Each group's `cgroup.procs`, kept open between moves.
     procs_files: ProcsFiles,
+    /// cgwarden's groups as /proc shows them, for [`foreign::owner`].
+    domain: Domain,
+    /// The cgroup2 mount (a device path): where a shown cgroup's directory is.
+    mount: PathBuf,
 }
 
 impl KernelOps {
     pub fn new(root: Root, policy: &Policy) -> KernelOps {
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
         let prefix = cg.proc_prefix();
-        let groups = policy
-            .all_groups()
+        let mount = cg.mount();
+        let all = policy.all_groups();
+        let domain = Domain::new(
+            &prefix,
+            all.iter().map(|g| (g.name.as_str(), g.path.as_str())),
+            crate::kernel::hook_run::HOOKS_PARENT,
+        );
+        let groups = all
             .into_iter()
             .map(|g| {
                 (
@@ -59,6 +74,8 @@ impl KernelOps {
             said: HashSet::new(),
             members: None,
             procs_files: ProcsFiles::default(),
+            domain,
+            mount,
         }
     }
 
@@ -67,7 +84,7 @@ impl KernelOps {
     /// `/proc/PID/cgroup` read per process. Under an exec flood the rescan
     /// meets thousands of processes already placed, and every
     /// `/proc/PID/cgroup` read takes the kernel's cgroup lock that the moves
-    /// and the flood itself contend for (issue 11). A process moved by
+    /// and the flood itself contend for. A process moved by
     /// someone else after this snapshot is seen at the next scan.
     pub fn begin_scan(&mut self) {
         let mut members = HashMap::new();
@@ -150,6 +167,12 @@ impl PlaceOps for KernelOps {
     fn known_cgroup(&mut self, pid: i32) -> Option<String> {
         self.members.as_ref()?.get(&pid).cloned()
     }
+    fn owner_of(&mut self, cgroup: &str) -> Option<Owner> {
+        let (root, mount) = (&self.root, &self.mount);
+        foreign::owner(cgroup, &self.domain, |p| {
+            xattr::delegated(root, &mount.join(p.trim_start_matches('/')))
+        })
+    }
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
         self.move_inner(group, pid)
     }
@@ -229,7 +252,7 @@ impl KernelOps {
     fn same_inner(&mut self, pid: i32, pin: &Pin) -> bool {
         if let Some(fd) = &pin.fd {
             // A live pidfd's process still owns its pid (a pid is freed
-            // only when reaped): no second /proc read (issue 11: a flood
+            // only when reaped): no second /proc read (a flood
             // pays every read per process).
             return pidfd_alive(fd.as_fd());
         }
@@ -346,6 +369,9 @@ impl PlaceOps for PlanOps {
     fn group_cgroup(&self, group: &str) -> Option<String> {
         self.kernel.group_cgroup(group)
     }
+    fn owner_of(&mut self, cgroup: &str) -> Option<Owner> {
+        self.kernel.owner_of(cgroup)
+    }
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
         let path = self
             .paths
@@ -429,6 +455,9 @@ mod tests {
         }
         fn group_cgroup(&self, group: &str) -> Option<String> {
             self.k.group_cgroup(group)
+        }
+        fn owner_of(&mut self, cgroup: &str) -> Option<Owner> {
+            self.k.owner_of(cgroup)
         }
         fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
             self.k.move_pid(group, pid)

@@ -1,5 +1,5 @@
 //! The one trust check of a policy before `apply`, `run` or a reload acts
-//! on it (SPEC §4 "Trust"): running as root, the policy file and every hook
+//! on it: running as root, the policy file and every hook
 //! program (an absolute `exec[0]`) must pass [`crate::kernel::trust::untrusted`].
 //! Startup and reload call this same function, so they refuse alike.
 

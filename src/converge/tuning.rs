@@ -1,4 +1,4 @@
-//! Per-process attributes and `threads:` of placements (SPEC §6) on the
+//! Per-process attributes and `threads:` of placements on the
 //! kernel: each thread of a matched process is read
 //! ([`crate::engine::tuning::ThreadNow`]), the engine says what differs,
 //! and the changes are made thread by thread. Shared by `plan`/`apply`

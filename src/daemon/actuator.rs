@@ -3,19 +3,21 @@
 //! in the write order `apply` follows ([`order_writes`]), writes only what
 //! the engine reports as changed, logs
 //! every write with its cause, old and new value, and reports a write the
-//! kernel rejects once per path and value (SPEC §4: it is retried only when
-//! the effective value changes again). `--dry-run` logs the same lines and
+//! kernel rejects once per path and value (it is retried only when the
+//! effective value changes again). `--dry-run` logs the same lines and
 //! writes nothing.
 //!
 //! The writes themselves are made off the event loop by the writer lanes
 //! ([`super::lanes`]): [`Actuator::apply`] queues and returns at once; the
 //! outcome comes back as a [`Done`] the loop hands to [`Actuator::finished`],
-//! which logs it (with the time the write took) and counts it.
+//! which logs it (with the time the write took) and counts it. Whether a
+//! knob's last write has landed is [`Actuator::landing`]: what a reply that
+//! stands for a write (a boost's) waits on.
 //!
 //! The actuator is the daemon's only writer of knobs, so it also owns their
 //! originals: before the first write to any file — a claim, a `then` value,
 //! a baseline restored after a crash — the file's content is appended to the
-//! originals journal and synced (SPEC §4); the lane making the write does it,
+//! originals journal and synced; the lane making the write does it,
 //! just before the write. A file whose original cannot be journalled is not
 //! written. Files inside groups cgwarden created are journalled too: `reset`
 //! removes those groups rather than restoring them, but the daemon needs
@@ -61,6 +63,19 @@ pub(crate) enum Outcome {
     Held,
 }
 
+/// Where a knob's last write stands, as the loop knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Landing {
+    /// Nothing outstanding: the last write landed (or none was needed).
+    Settled,
+    /// A write to `path` is outstanding: its completion (sequence `seq`, or
+    /// a later one for the same file) is still to come back.
+    Pending { path: PathBuf, seq: u64 },
+    /// The last write could not be made at all (no file for the value, the
+    /// held request refused).
+    Refused(String),
+}
+
 pub(crate) struct Actuator {
     root: Root,
     cg: CgroupFs,
@@ -79,8 +94,10 @@ pub(crate) struct Actuator {
     latency: CpuLatencyRequest,
     /// Policy → the governor last queued for it: its tunables are written
     /// into that governor's directory, though the governor's own write may
-    /// still be on the lane (issue 24).
+    /// still be on the lane.
     governors: HashMap<String, String>,
+    /// Knobs whose last write was refused before reaching a lane, and why.
+    unwritable: HashMap<Knob, String>,
 }
 
 impl Actuator {
@@ -113,6 +130,7 @@ impl Actuator {
             deadline: lanes::WRITE_DEADLINE,
             latency: CpuLatencyRequest::new(root.clone()),
             governors: HashMap::new(),
+            unwritable: HashMap::new(),
         }
     }
 
@@ -124,7 +142,7 @@ impl Actuator {
     }
 
     /// The journal the lanes write, for other writers of the daemon (the
-    /// IRQ watcher, issue 24); `None` in a dry run.
+    /// IRQ watcher); `None` in a dry run.
     pub(crate) fn shared_journal(&self) -> Option<SharedJournal> {
         self.journal.clone()
     }
@@ -188,8 +206,8 @@ impl Actuator {
     }
 
     /// Why the knob cannot be read back on this root, if it cannot: a zram
-    /// swap priority on a fake root, where `apply` skips `swapon` (issue 22
-    /// item 3: `verify` called it drift).
+    /// swap priority on a fake root, where `apply` skips `swapon` (so `verify`
+    /// does not call it drift).
     pub(crate) fn unverifiable(&self, knob: &Knob) -> Option<&'static str> {
         match knob {
             Knob::Zram {
@@ -217,6 +235,41 @@ impl Actuator {
 
     /// Queues one write on its lane (the group's, or the system knobs').
     pub(crate) fn apply(&mut self, w: &Write) -> Outcome {
+        let outcome = self.make(w);
+        match &outcome {
+            Outcome::Unsupported(why) => {
+                self.unwritable.insert(w.knob.clone(), why.clone());
+            }
+            _ => {
+                self.unwritable.remove(&w.knob);
+            }
+        }
+        outcome
+    }
+
+    /// Where `knob`'s last write stands (module docs).
+    pub(crate) fn landing(&self, knob: &Knob) -> Landing {
+        let pending = if knob.held_by_daemon() {
+            None
+        } else {
+            self.files()
+                .path(knob)
+                .ok()
+                .and_then(|p| self.lanes.awaited(&p).map(|seq| (p, seq)))
+        };
+        match (pending, self.unwritable.get(knob)) {
+            (Some((path, seq)), _) => Landing::Pending { path, seq },
+            (None, Some(why)) => Landing::Refused(why.clone()),
+            (None, None) => Landing::Settled,
+        }
+    }
+
+    /// How long a knob write may take before it is late.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    fn make(&mut self, w: &Write) -> Outcome {
         let (path, text) = match self.target(&w.knob, &w.new) {
             Ok(t) => t,
             Err(reason) => {
@@ -255,7 +308,7 @@ impl Actuator {
                 label: w.knob.to_string(),
                 path,
                 text,
-                // A drift put back (issue 24) leaves the journal untouched:
+                // A drift put back leaves the journal untouched:
                 // the file's original is in it from before, or it lies in a
                 // group cgwarden created (reset removes the group).
                 journal: !matches!(w.cause, crate::engine::knobs::Cause::Drift),
@@ -322,7 +375,10 @@ impl Actuator {
     /// Logs and counts a finished write.
     pub(crate) fn finished(&mut self, d: Done) {
         let was_late = self.lanes.finished(&d);
-        let elapsed_ms = d.elapsed.as_secs_f64() * 1000.0;
+        // Whole microseconds as milliseconds: three decimals at most in
+        // every sink (journald's fields too), never a binary fraction's
+        // tail (`0.6520980000000001`).
+        let elapsed_ms = d.elapsed.as_micros() as f64 / 1000.0;
         let j = &d.job;
         match &d.result {
             Ok(()) => {
@@ -496,8 +552,8 @@ mod tests {
         assert_eq!(attrs(&e), vec![CpufreqAttr::Min, CpufreqAttr::Max]);
     }
 
-    /// The daemon orders a devfreq device's min and max by the same rule
-    /// (it never did before issue 21), and leaves other effects in place.
+    /// The daemon orders a devfreq device's min and max by the same rule,
+    /// and leaves other effects in place.
     #[test]
     fn devfreq_ceiling_goes_up_before_a_floor_above_it_and_back() {
         let d = |attr, old: u64, new: u64| {

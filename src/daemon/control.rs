@@ -1,4 +1,4 @@
-//! The daemon's side of the control plane (SPEC §5): it answers the
+//! The daemon's side of the control plane: it answers the
 //! [`Call`]s the control thread forwards, in the event loop, with the
 //! engine as the only owner of claims. This module owns the boost book
 //! (who asked, why, until when, tied to what), the last 50 actions, the
@@ -10,10 +10,20 @@
 //!   (`cgwarden boost ... -- CMD`) ends when the control thread sees the
 //!   connection close. No /proc polling anywhere.
 //! - Only root may release or extend another uid's boost.
-//! - Status and Verify read the groups' and knobs' files in the loop: a
-//!   few small reads each (never a write, never a file that blocks).
+//! - Status, and the knob part of Verify and Health, read the groups' and
+//!   knobs' files in the loop: a few small reads each (never a write, never
+//!   a file that blocks). What the baseline holds beyond the knobs (the
+//!   realtime switch, IRQs, zram, placed processes' attributes: a `/proc`
+//!   scan) is checked on a blocking thread, and the call answered when it
+//!   is back (`drift`).
+//! - A boost's values are judged against the board (CPUs, cpufreq and
+//!   devfreq ranges) as the policy's are, and refused with its range.
+//! - Boost, Extend and Release are answered once the writes they caused
+//!   have landed, failed or passed the late-write deadline ([`held`]); the
+//!   loop never waits for them.
 
 mod boost;
+mod held;
 mod status;
 
 use super::Daemon;
@@ -40,7 +50,7 @@ struct BoostEntry {
     pid: i32,
     reason: Option<String>,
     claims: Vec<(Knob, KnobValue)>,
-    /// Its caps (`boost --cap`, issue 24).
+    /// Its caps (`boost --cap`).
     caps: Vec<(Knob, KnobValue)>,
     deadline: Option<Time>,
     expires_at: Option<SystemTime>,
@@ -77,6 +87,11 @@ pub(crate) struct ControlState {
     pub(crate) health: super::health::Tally,
     /// `run --dry-run`: the event records say that nothing is written.
     dry_run: bool,
+    /// Replies waiting for their writes.
+    held: held::HeldReplies,
+    /// What the board offers, read with the grants: a boost's values are
+    /// judged against it as the policy's are.
+    board: crate::knobs::board::Board,
 }
 
 impl ControlState {
@@ -94,6 +109,8 @@ impl ControlState {
             grants: Vec::new(),
             health: Default::default(),
             dry_run: false,
+            held: Default::default(),
+            board: Default::default(),
         }
     }
 
@@ -146,7 +163,7 @@ impl ControlState {
         self.actions.push_back(a);
     }
 
-    /// A `settings.critical` process exited (issue 25): the
+    /// A `settings.critical` process exited: the
     /// `critical_exit` event (recorder row; `cgwarden events`), timed when
     /// the exec thread saw the exit.
     pub(crate) fn note_critical_exit(
@@ -193,6 +210,23 @@ impl ControlState {
     fn boosts_of(&self, uid: u32) -> usize {
         self.boosts.values().filter(|b| b.uid == uid).count()
     }
+
+    /// The knobs boost `handle` holds or caps (none when it is not live).
+    fn knobs_of(&self, handle: i64) -> Vec<Knob> {
+        u64::try_from(handle)
+            .ok()
+            .and_then(|h| self.boosts.get(&h))
+            .map(|b| b.claims.iter().chain(&b.caps).map(|(k, _)| k.clone()))
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// When the next reply held for its writes is due (the late-write
+    /// deadline), for the loop's timer.
+    pub(crate) fn held_due(&self) -> Option<std::time::Instant> {
+        self.held.due()
+    }
 }
 
 fn now_text() -> String {
@@ -210,7 +244,8 @@ fn invalid(message: String) -> Response {
 impl Daemon {
     /// Resolves the policy's `control:` grants (user and group names to
     /// ids, from the root's account files, as placement and hooks do); an
-    /// unknown name drops only its entry, with a warning.
+    /// unknown name drops only its entry, with a warning. Reads the board's
+    /// bounds boosts are judged by, at the same moments (start, reload).
     pub(crate) fn resolve_grants(&mut self) {
         use crate::kernel::accounts;
         let root = self.opts.root.clone();
@@ -223,6 +258,7 @@ impl Daemon {
             tracing::warn!("{w}");
         }
         self.control.grants = grants;
+        self.control.board = crate::kernel::board::read(&root, &self.policy.settings.cgroup_root);
     }
 
     /// Binds the control socket in state_dir and starts its thread; the
@@ -274,7 +310,7 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
-                self.start_kpi_socket(&state_dir, gid); // issue 26, kpisock.rs
+                self.start_kpi_socket(&state_dir, gid); // kpisock.rs
                 Some(path)
             }
             Err(e) => {
@@ -282,6 +318,44 @@ impl Daemon {
                 None
             }
         }
+    }
+
+    /// Answers one control call: at once, or — `Boost`, `Extend`,
+    /// `Release` — once the writes of the boost's knobs have landed
+    /// ([`held`]).
+    pub(crate) fn on_call(&mut self, call: crate::control::Call) {
+        // Verify and Health finish off the loop (the held check may scan
+        // /proc); the loop's part is done here.
+        let call = match (call.request, call.reply) {
+            (Request::Verify, Some(tx)) => {
+                let knobs = self.verify_knobs();
+                self.check_held_then(super::drift::Answer::Verify(tx, knobs));
+                return;
+            }
+            (Request::Health, Some(tx)) => {
+                let pending = self.health_pending();
+                self.check_held_then(super::drift::Answer::Health(tx, pending));
+                return;
+            }
+            (request, reply) => crate::control::Call { request, reply },
+        };
+        // A release ends the boost: its knobs are known only before.
+        let before = match &call.request {
+            Request::Extend { handle, .. } | Request::Release { handle, .. } => {
+                self.control.knobs_of(*handle)
+            }
+            _ => Vec::new(),
+        };
+        let answer = self.on_control(call.request);
+        let (Some(tx), Some(answer)) = (call.reply, answer) else {
+            return;
+        };
+        let knobs = match &answer {
+            Response::Boost(b) => self.control.knobs_of(b.handle),
+            Response::Extend(_) | Response::Released(_) => before,
+            _ => Vec::new(),
+        };
+        self.answer_when_landed(tx, answer, &knobs);
     }
 
     /// Answers one control request.
@@ -324,7 +398,7 @@ impl Daemon {
                 name,
                 unit,
                 samples,
-            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // issue 26, kpisock.rs
+            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // kpisock.rs
             Request::ConnClosed { conn } => {
                 let tied: Vec<u64> = self
                     .control
@@ -384,7 +458,7 @@ impl Daemon {
                 kind: if r.ok { "reload" } else { "reload_failed" }.into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
-                    None => format!("{} changes", r.changes),
+                    None => crate::show::count(r.changes, "change"),
                 }),
                 ..Default::default()
             });
@@ -418,6 +492,7 @@ impl Daemon {
         if let Some(b) = self.observe_book() {
             b.write_done(&done.job.label, done.result.is_ok());
         }
+        self.reply_landed(&done);
         self.actuator.finished(done);
     }
 }

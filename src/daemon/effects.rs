@@ -8,7 +8,7 @@ use crate::engine::supervisor::Effect;
 use std::time::{Instant, SystemTime};
 
 impl Daemon {
-    /// Issue 24: the ceiling the engine asks of each tracked cpufreq policy
+    /// The ceiling the engine asks of each tracked cpufreq policy
     /// (`cpufreq.P.max`'s effective value), for `throttled()`.
     pub(super) fn set_asked_ceilings(&mut self) {
         use crate::knobs::{CpufreqAttr, Knob, KnobValue};
@@ -35,7 +35,7 @@ impl Daemon {
         self.sampler.set_asked(asked);
     }
 
-    /// Issue 24: counts, logs and publishes the throttle episodes starting now.
+    /// Counts, logs and publishes the throttle episodes starting now.
     pub(super) fn throttle_episodes(
         &mut self,
         throttled: &std::collections::BTreeMap<String, bool>,

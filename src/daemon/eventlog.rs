@@ -1,6 +1,6 @@
 //! Every event of the stream (`cgwarden events`: rule transitions, writes,
 //! claims, reloads, drift, and the kinds other parts add) as one log record
-//! with structured fields (SPEC §7 "Fleet", issue 28 item 4), so journald
+//! with structured fields, so journald
 //! and the uploaders behind it (Fluent Bit, Vector, systemd-journal-upload)
 //! filter by field, never by parsing the text:
 //!

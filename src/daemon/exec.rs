@@ -8,16 +8,17 @@
 //! pid; EXIT (of a process) → update presence; ENOBUFS or a sequence gap →
 //! count it and run a full /proc scan. The queued pids are placed together
 //! ([`Placer::place_exec_batch`]: identify all, then the moves back-to-back), so
-//! an exec flood costs one pass per drain, not a round trip per event
-//! (issue 11). The thread runs at `settings.daemon.sched`
-//! ([`crate::daemon::priority`]) so the flood it places cannot starve it. It sends [`Wake::Presence`] to the event loop only when some
-//! `running()` answer changed. Placing in the thread that reads the events
-//! saves a thread hand-off (a wake-up) per exec; a migration write that
-//! waits 5–20 ms for the kernel stalls only this thread, never rule
-//! evaluation, and the socket's 4 MiB buffer holds what arrives meanwhile.
-//! The same thread runs the full scans ([`Placer::place_batch`] is shared): at
-//! startup, every `settings.rescan`, after a loss, and every tick when the
-//! connector cannot be opened or the root is fake.
+//! an exec flood costs one pass per drain, not a round trip per event. The
+//! thread runs at `settings.daemon.sched` ([`crate::daemon::priority`]) so
+//! the flood it places cannot starve it. It sends [`Wake::Presence`] to the
+//! event loop only when some `running()` answer changed. Placing in the
+//! thread that reads the events saves a thread hand-off (a wake-up) per
+//! exec; a migration write that waits 5–20 ms for the kernel stalls only
+//! this thread, never rule evaluation, and the socket's 4 MiB buffer holds
+//! what arrives meanwhile. The same thread runs the full scans
+//! ([`Placer::place_batch`] is shared): at startup, every
+//! `settings.rescan`, after a loss, and every tick when the connector
+//! cannot be opened or the root is fake.
 //!
 //! [`Counters`] keep placements per group, misses found by rescans,
 //! overruns, gaps and latency histograms for `status`/metrics.
@@ -27,18 +28,24 @@
 //! slice): the match is the explicit request. Descendants of a matched
 //! process are moved along only when they are still in the group the parent
 //! left (the fork-before-move race) and match no other rule.
+//!
+//! Except a process whose cgroup belongs to a container runtime or another
+//! delegated manager ([`crate::engine::placement::foreign`]): it is left
+//! alone whatever rule matches it. Each is logged once per process and rule
+//! and listed by `status` ([`Shared::left_alone`]) until it exits or stops
+//! matching.
 
 use crate::converge::placement::KernelOps;
 use crate::daemon::tasks::Tasks;
 use crate::daemon::watch::Wake;
-use crate::engine::placement::{FactCache, Placer};
+use crate::engine::placement::{FactCache, Kept, Placer};
 use crate::engine::presence::Presence;
 use crate::kernel::proc_events::{self, Connector, ProcEvent};
 use crate::kernel::wait::EventFd;
 use crate::kernel::{procfs, Root};
 use crate::policy::model::Policy;
 pub(crate) use crate::stats::ExecCounters as Counters;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
@@ -53,8 +60,11 @@ pub struct Shared {
     /// True while exec events drive presence and placement; false: scan each tick.
     pub events_live: AtomicBool,
     pub(crate) counters: Arc<Counters>,
-    /// Critical exits, kills, freezes (issue 25).
+    /// Critical exits, kills, freezes.
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
+    /// Processes a placement matched and left alone, by pid (what the exec
+    /// thread's [`Worker::kept`] holds, copied when it changes).
+    left_alone: Mutex<Vec<(i32, Kept)>>,
 }
 
 impl Shared {
@@ -64,7 +74,16 @@ impl Shared {
             events_live: AtomicBool::new(false),
             counters: Default::default(),
             last_resort: Default::default(),
+            left_alone: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The processes placement left in another manager's cgroup, by pid.
+    pub(crate) fn left_alone(&self) -> Vec<(i32, Kept)> {
+        self.left_alone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
@@ -95,6 +114,9 @@ const DRAIN_MAX: usize = 1024;
 /// Processes identified before their moves are made: bounds the wait of
 /// the first in a batch for the last one's /proc reads.
 const BATCH_MAX: usize = 256;
+
+/// Processes left alone that `status` lists; more are logged, not listed.
+const KEPT_MAX: usize = 1024;
 
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +186,7 @@ struct Worker {
     /// False under `--dry-run`: placement runs with `ops` logging each
     /// move and sched change it would make; nothing is counted.
     act: bool,
-    /// Which rule each seen process falls under (issue 10 item 4): a
+    /// Which rule each seen process falls under: a
     /// rescan or tick re-reads only processes that exec'd or renamed.
     cache: FactCache,
     scan_pending: Arc<AtomicBool>,
@@ -172,7 +194,11 @@ struct Worker {
     tracking: bool,
     /// Refusals already logged (they name pid, comm, group and reason).
     refusals: HashSet<String>,
-    /// Per-process attributes, threads (SPEC §6).
+    /// Processes left alone (their cgroup is a container's or a delegated
+    /// manager's), by pid: each is logged when it enters or its rule or
+    /// cgroup changes, and leaves when it exits or stops being one.
+    kept: BTreeMap<i32, Kept>,
+    /// Per-process attributes, threads.
     tasks: Tasks,
 }
 
@@ -249,6 +275,8 @@ impl Worker {
                         // Rule indexes changed: every process is matched again.
                         self.cache = FactCache::default();
                         self.refusals.clear();
+                        self.kept.clear();
+                        self.publish_kept();
                         scan = Some(ScanKind::Rescan);
                     }
                     Ok(Job::Scan(k)) => {
@@ -314,6 +342,9 @@ impl Worker {
                 ProcEvent::Exit { pid, tgid } if pid == tgid => {
                     // Its pid may be reused: what the cache knows is gone.
                     self.cache.forget(tgid);
+                    if self.kept.remove(&tgid).is_some() {
+                        self.publish_kept();
+                    }
                     if self.tracking {
                         presence_changed |= self.shared.presence().exit(tgid);
                     }
@@ -397,6 +428,7 @@ impl Worker {
         r: crate::engine::placement::Placed,
         scan: Option<ScanKind>,
     ) -> bool {
+        self.note_kept(pid, r.kept.as_ref());
         let c = &self.shared.counters;
         c.gone.fetch_add(u64::from(r.gone), Ordering::Relaxed);
         for e in &r.errors {
@@ -442,6 +474,50 @@ impl Worker {
         r.moved || !r.descendants.is_empty()
     }
 
+    /// Keeps [`Worker::kept`] up to date with what placing `pid` found:
+    /// logs a process left alone once per rule and cgroup.
+    fn note_kept(&mut self, pid: i32, kept: Option<&Kept>) {
+        let Some(k) = kept else {
+            if !self.kept.is_empty() && self.kept.remove(&pid).is_some() {
+                self.publish_kept();
+            }
+            return;
+        };
+        let said = self
+            .kept
+            .get(&pid)
+            .is_some_and(|e| e.rule == k.rule && e.cgroup == k.cgroup && e.comm == k.comm);
+        if said {
+            return;
+        }
+        if self.kept.len() >= KEPT_MAX && !self.kept.contains_key(&pid) {
+            // Past the bound, each rescan would say it again.
+            tracing::debug!(
+                "placement left a process alone (not listed): {}",
+                k.describe(pid)
+            );
+            return;
+        }
+        tracing::info!("placement left a process alone: {}", k.describe(pid));
+        self.kept.insert(pid, k.clone());
+        if self.kept.len() == KEPT_MAX {
+            tracing::warn!(
+                "{KEPT_MAX} processes are left alone in other managers' cgroups: status lists \
+                 these, more are logged at debug level only"
+            );
+        }
+        self.publish_kept();
+    }
+
+    fn publish_kept(&self) {
+        let now: Vec<(i32, Kept)> = self.kept.iter().map(|(p, k)| (*p, k.clone())).collect();
+        *self
+            .shared
+            .left_alone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
     /// Whether `pid` started so recently that its exec event may not have
     /// been handled yet (2 s covers a loaded or emulated machine).
     fn events_may_be_pending(&self, pid: i32) -> bool {
@@ -483,6 +559,14 @@ impl Worker {
             self.ops.end_scan();
         }
         self.tasks.scanned(&pids);
+        if !self.kept.is_empty() {
+            let live: HashSet<i32> = pids.iter().copied().collect();
+            let before = self.kept.len();
+            self.kept.retain(|p, _| live.contains(p));
+            if self.kept.len() != before {
+                self.publish_kept();
+            }
+        }
         for &pid in &pids {
             if self.tracking {
                 if let Ok(Some(c)) = procfs::comm(&self.root, pid) {
@@ -595,11 +679,13 @@ impl ExecWatch {
             scan_pending: scan_pending.clone(),
             tracking,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let thread_fd = wake_fd.clone();
         let thread = std::thread::Builder::new()
             .name("cgw-exec".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || {
                 // A reacting thread (settings.daemon.sched, reset on fork).
                 crate::daemon::priority::enter_reacting("exec (cgw-exec)");
@@ -735,7 +821,7 @@ fn open_connector(root: &Root, exits: bool) -> Option<Connector> {
     }
 }
 
-/// Whether the exec thread needs a process's EXIT (issue 29): for
+/// Whether the exec thread needs a process's EXIT: for
 /// `running()` presence, critical processes and followed threads. Placement
 /// does without: its cache then checks a known process's comm at each
 /// rescan instead of trusting the pid. A flood's exits then wake nobody.
@@ -814,6 +900,7 @@ mod tests {
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: true,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let (mut pids, mut seen) = (Vec::new(), HashSet::new());
@@ -909,6 +996,7 @@ mod tests {
             scan_pending: Arc::new(AtomicBool::new(false)),
             tracking: false,
             refusals: HashSet::new(),
+            kept: BTreeMap::new(),
             tasks,
         };
         let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
@@ -935,7 +1023,64 @@ mod tests {
         );
     }
 
-    /// Issue 29: exits are asked for only when something reads them.
+    /// The processes left alone that status lists follow what placement
+    /// finds: one entry per pid (its latest rule and cgroup), gone when
+    /// placing it finds nothing to leave alone, at most KEPT_MAX.
+    #[test]
+    fn the_left_alone_list_follows_placement_and_is_bounded() {
+        use crate::engine::placement::foreign::Owner;
+        let t = tempfile::TempDir::new().unwrap();
+        let root = Root::fake(t.path());
+        let policy = crate::policy::load_bytes(
+            "p.yaml",
+            b"version: 1\nproduct: t\ngroups:\n  g: {}\nplacement:\n  - match: { comm: app }\n    group: g\n",
+        )
+        .unwrap();
+        let (wake, _rx) = mpsc::channel(8);
+        let shared = Shared::new(Presence::new(&[]));
+        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
+        let mut w = Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), &policy),
+            root: root.clone(),
+            shared: shared.clone(),
+            wake,
+            act: true,
+            cache: FactCache::default(),
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking: false,
+            refusals: HashSet::new(),
+            kept: BTreeMap::new(),
+            tasks,
+        };
+        let kept = |cgroup: &str| Kept {
+            rule: 0,
+            line: 6,
+            group: "g".into(),
+            comm: "app".into(),
+            cgroup: cgroup.into(),
+            owner: Owner::Runtime("docker"),
+        };
+        w.note_kept(7, Some(&kept("/docker/a")));
+        w.note_kept(7, Some(&kept("/docker/b")));
+        let list = shared.left_alone();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].1.cgroup, "/docker/b", "the latest cgroup");
+        w.note_kept(7, None);
+        assert!(shared.left_alone().is_empty());
+        for pid in 0..KEPT_MAX as i32 + 10 {
+            w.note_kept(pid, Some(&kept("/docker/a")));
+        }
+        assert_eq!(shared.left_alone().len(), KEPT_MAX);
+        // A listed one still moves along; one past the bound is not listed.
+        w.note_kept(3, Some(&kept("/docker/c")));
+        w.note_kept(KEPT_MAX as i32 + 3, None);
+        let list = shared.left_alone();
+        assert_eq!(list.len(), KEPT_MAX);
+        assert_eq!(list[3].1.cgroup, "/docker/c");
+    }
+
+    /// Exits are asked for only when something reads them.
     #[test]
     fn exits_are_needed_by_presence_critical_processes_and_followed_threads() {
         let t = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@ use crate::policy::model::Group;
 use std::time::{Duration, Instant};
 
 impl Daemon {
-    /// Repairs groups deleted from outside (SPEC §4): each is recreated
+    /// Repairs groups deleted from outside: each is recreated
     /// alone — the directory, the controllers its children need, its knobs'
     /// baselines, then their effective values (live claims) through the next
     /// step — and its watches and PSI triggers are re-armed. Nothing else is

@@ -118,10 +118,19 @@ impl Tally {
     }
 }
 
+/// What `Health` found in the loop, before the held check: the policy
+/// file's hash and the reasons so far.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    reasons: Vec<String>,
+    disk_hash: Option<String>,
+}
+
 impl Daemon {
-    /// Answers `Health()` (see the module docs). Compares the knobs now, as
-    /// `verify` does: a drift found is an event (and counts) like any other.
-    pub(crate) fn health(&self) -> wire::HealthReply {
+    /// The loop's part of `Health()`: the policy on disk, the last reload,
+    /// the table's knobs now (each drift found is published, and so
+    /// counted, once).
+    pub(crate) fn health_pending(&mut self) -> Pending {
         let mut reasons = Vec::new();
         let disk_hash = match crate::policy::read_bytes(&self.opts.policy_path) {
             Ok(bytes) => Some(super::reload::hash_hex(&bytes)),
@@ -160,14 +169,19 @@ impl Daemon {
                 }
             ));
         }
-        // Drift now: each one is published (and so counted) by verify.
-        self.verify();
+        self.verify_knobs();
+        Pending { reasons, disk_hash }
+    }
+
+    /// The answer, once the held drifts are noted too.
+    pub(crate) fn health_reply(&self, p: Pending) -> wire::HealthReply {
+        let mut reasons = p.reasons;
         reasons.extend(self.control.health.reasons());
         wire::HealthReply {
             healthy: reasons.is_empty(),
             reasons,
             hash: self.policy_hash.clone(),
-            disk_hash,
+            disk_hash: p.disk_hash,
             since: crate::show::rfc3339_millis(self.control.health.since.get()),
         }
     }

@@ -1,5 +1,5 @@
 //! Alert hooks: running the policy's `hooks:` programs when a rule fires or
-//! clears (SPEC §2 `hooks:`, §3 "Hooks run without a shell…").
+//! clears.
 //!
 //! [`HookRunner::fire`] never blocks rule evaluation: it checks the rate
 //! limit and the concurrency cap, spawns the program and hands it to a tokio
@@ -549,7 +549,7 @@ impl HookRunner {
             .collect()
     }
 
-    /// Each hook's counters, for the metrics (issue 13).
+    /// Each hook's counters, for the metrics.
     pub(crate) fn counters(&self) -> Vec<(String, Arc<Counters>)> {
         self.hooks
             .iter()

@@ -1,4 +1,4 @@
-//! Issue 24: `system.irqs` and `system.kthreads` applied to IRQs (and their
+//! `system.irqs` and `system.kthreads` applied to IRQs (and their
 //! `irq/N-…` threads) that appear after startup — a module loaded, a
 //! device hot-added, a CAN interface brought up.
 //!
@@ -57,6 +57,7 @@ impl IrqWatch {
         let interval = policy.settings.rescan;
         let spawned = std::thread::Builder::new()
             .name("cgw-irq".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || run(root, p, journal, interval, now));
         match spawned {
             Ok(_) => Some(IrqWatch { policy: shared }),

@@ -1,4 +1,4 @@
-//! Issue 26 (SPEC §7): the inputs of the KPI store
+//! The inputs of the KPI store
 //! ([`crate::observe::kpi`]) — StatsD lines on the unix datagram socket
 //! `state_dir/kpi.sock`, and varlink `RecordKpi` (answered here for the
 //! event loop).
@@ -45,6 +45,7 @@ impl Daemon {
                 let store = self.kpi.clone();
                 match std::thread::Builder::new()
                     .name("cgw-kpi".into())
+                    .stack_size(crate::kernel::residency::STACK)
                     .spawn(move || serve(&sock, &store))
                 {
                     Ok(_) => tracing::info!(socket = %path.display(), "KPI socket listening"),
@@ -91,7 +92,7 @@ impl Daemon {
     pub(crate) fn kpi_values(
         &self,
     ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
-        // Issue 29: no clock read at every evaluation for no KPI condition.
+        // No clock read at every evaluation when no condition reads a KPI.
         if self.sampler.needs().kpi.is_empty() {
             return Default::default();
         }
@@ -110,6 +111,22 @@ impl Daemon {
     /// The KPI store (rules, metrics, recorder).
     pub(crate) fn kpi_store(&self) -> Arc<Store> {
         self.kpi.clone()
+    }
+}
+
+/// Removes the daemon's sockets in `state_dir` (a host path): the control
+/// socket and [`KPI_SOCKET`], each only when it is a socket. The daemon
+/// does at its stop; `reset` does too, under the state_dir lock (so no
+/// daemon serves them), for those a killed daemon left.
+pub fn remove_sockets(state_dir: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    for name in [crate::control::wire::SOCKET_NAME, KPI_SOCKET] {
+        let path = state_dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(socket = %path.display(), "cannot remove the socket: {e}");
+            }
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Knob writes off the event loop (SPEC §4 "Never starve, never block").
+//! Knob writes off the event loop, so the loop never blocks on the kernel.
 //!
 //! Lowering `memory.high`/`memory.max` makes the kernel reclaim inside the
 //! `write(2)` — seconds under a hog, unbounded in the worst case — and
@@ -16,7 +16,10 @@
 //! write is outstanding — and warns once with knob, path, value and elapsed
 //! time; the loop goes on. Every finished write comes back to the loop as a
 //! [`Done`] on an unbounded channel (a lane never waits for the loop), where
-//! it is logged and counted ([`Counters`]).
+//! it is logged and counted ([`Counters`]). Until its [`Done`] is taken,
+//! the file's newest write is *awaited* ([`Lanes::awaited`]): a reply that
+//! stands for a write (a boost's) waits for that sequence number, or a
+//! later one for the same file (the newer value that replaced it).
 //!
 //! The originals journal stays the actuator's rule "journal before the first
 //! write, synced": the lane that is about to write a file records its
@@ -34,7 +37,7 @@
 
 use crate::converge::journal::{Entry, Journal};
 use crate::kernel::Root;
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -50,8 +53,9 @@ pub type SharedJournal = Arc<Mutex<Journal>>;
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(1);
 /// `compact_memory` compacts all of memory inside the write.
 pub const COMPACT_DEADLINE: Duration = Duration::from_secs(10);
-/// Lane threads only journal and write: a small stack is plenty.
-const LANE_STACK: usize = 256 * 1024;
+/// Lane threads only journal and write: a small stack is plenty (locked,
+/// it is resident in full).
+const LANE_STACK: usize = crate::kernel::residency::STACK;
 
 /// Which writer thread a write goes to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -269,6 +273,8 @@ pub struct Lanes {
     seq: u64,
     /// In-flight writes already reported late, by sequence number.
     reported_late: HashSet<u64>,
+    /// Each file's newest write whose completion the loop has not taken.
+    awaited: HashMap<PathBuf, u64>,
     pub counters: Counters,
 }
 
@@ -292,6 +298,7 @@ impl Lanes {
                 lanes: BTreeMap::new(),
                 seq: 0,
                 reported_late: HashSet::new(),
+                awaited: HashMap::new(),
                 counters: Counters::default(),
             },
             rx,
@@ -299,10 +306,12 @@ impl Lanes {
     }
 
     /// Queues a write on `key`'s lane (started on first use). A write still
-    /// queued there for the same file is replaced by this one.
-    pub fn submit(&mut self, key: LaneKey, job: Job) {
+    /// queued there for the same file is replaced by this one. Returns the
+    /// write's sequence number (its [`Done`] carries it).
+    pub fn submit(&mut self, key: LaneKey, job: Job) -> u64 {
         self.seq += 1;
         let seq = self.seq;
+        self.awaited.insert(job.path.clone(), seq);
         let lane = match self.lane(&key) {
             Some(l) => l,
             None => {
@@ -317,7 +326,7 @@ impl Lanes {
                     result,
                     elapsed,
                 });
-                return;
+                return seq;
             }
         };
         let mut s = lane.lock();
@@ -330,6 +339,14 @@ impl Lanes {
         s.queue.push_back((seq, job));
         drop(s);
         lane.cv.notify_one();
+        seq
+    }
+
+    /// The sequence number of `path`'s newest write whose completion the
+    /// loop has not taken yet (queued, in flight, or done and on its way);
+    /// `None` when every write to it has come back.
+    pub fn awaited(&self, path: &Path) -> Option<u64> {
+        self.awaited.get(path).copied()
     }
 
     fn lane(&mut self, key: &LaneKey) -> Option<Arc<Lane>> {
@@ -393,6 +410,13 @@ impl Lanes {
     /// whether the write was late (reported while in flight, or past its
     /// deadline when it finished: then it is counted here). The caller logs.
     pub fn finished(&mut self, done: &Done) -> bool {
+        if self
+            .awaited
+            .get(&done.job.path)
+            .is_some_and(|&s| s <= done.seq)
+        {
+            self.awaited.remove(&done.job.path);
+        }
         match done.result {
             Ok(()) => self.counters.writes += 1,
             Err(_) => self.counters.rejected += 1,

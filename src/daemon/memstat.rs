@@ -1,4 +1,4 @@
-//! Sampling the memory telemetry the rules read (issue 25, SPEC §6):
+//! Sampling the memory telemetry the rules read:
 //! `/proc/vmstat` counters turned into rates per second, `/proc/meminfo`
 //! lines, zram `mm_stat` and the `/proc/buddyinfo` fragmentation index.
 //! Each file is read once per sample, and only when a rule needs it.

@@ -1,4 +1,4 @@
-//! `cgwarden run`: the supervisor daemon (SPEC §4). Thin tokio wiring:
+//! `cgwarden run`: the supervisor daemon. Thin tokio wiring:
 //! watchers wake the loop, the sampler reads what the rules need, the pure
 //! engine decides, the actuator hands writes to the writer lanes
 //! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
@@ -16,28 +16,28 @@
 //! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
 pub mod actuator;
-pub(crate) mod control; // issue 12: the daemon's side of the control socket
-mod drift; // issue 24: settings.drift
+pub(crate) mod control; // the daemon's side of the control socket
+mod drift; // settings.drift
 mod effects;
-mod eventlog; // issue 28: every event as a structured (journald) record
-pub(crate) mod exec; // issue #5: exec events, placement, presence
+mod eventlog; // every event as a structured (journald) record
+pub(crate) mod exec; // exec events, placement, presence
 mod groups;
-mod health; // issue 28: `cgwarden health`, the post-update check
+mod health; // `cgwarden health`, the post-update check
 pub(crate) mod hooks;
-mod irqwatch; // issue 24: system.irqs/kthreads on IRQs that appear later
-mod kpisock; // issue 26: KPIs from applications: kpi.sock (StatsD), RecordKpi
+mod irqwatch; // system.irqs/kthreads on IRQs that appear later
+mod kpisock; // KPIs from applications: kpi.sock (StatsD), RecordKpi
+pub use kpisock::remove_sockets;
 pub(crate) mod lanes;
-mod memstat; // issue 25: memory telemetry for rules
-mod observed; // issue 13: metrics and flight recorder threads, the published engine view
-pub(crate) mod priority;
-mod reload; // issue 12: hot reload (SIGHUP, policy file watch, varlink Reload)
-/// Whether a policy file or hook program may be trusted when running as root.
-pub(crate) mod repair;
-mod resort; // issue 25: freeze, thaw, kill in
+mod memstat; // memory telemetry for rules
+mod observed; // metrics and flight recorder threads, the published engine view
+pub(crate) mod priority; // settings.daemon (mlock, cpus, sched)
+mod reload; // hot reload (SIGHUP, policy file watch, varlink Reload)
+pub(crate) mod repair; // when to retry recreating a deleted group
+mod resort; // freeze, thaw, kill in
 pub mod sample;
 mod startup;
-mod tasks; // issue 25: per-process attributes, threads // issue 11: settings.daemon (mlock, cpus, sched)
-mod throttle; // issue 24: throttle episodes
+mod tasks; // per-process attributes, threads
+mod throttle; // throttle episodes
 use startup::startup_placements;
 mod wakeups;
 pub mod watch;
@@ -72,7 +72,7 @@ pub struct Options {
     pub tick: Option<Duration>,
 }
 
-/// Exit codes of SPEC §1.
+/// Exit codes of `cgwarden run` (see [`crate::exit`]).
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_INVALID: u8 = 1;
 pub(crate) const EXIT_MISSING: u8 = 3;
@@ -84,6 +84,7 @@ pub(crate) const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
 pub fn run(opts: Options) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
         .build()
     {
         Ok(rt) => rt,
@@ -95,7 +96,7 @@ pub fn run(opts: Options) -> u8 {
     // The loop runs as a task of the runtime, not as `block_on`'s own
     // future: a timer or another task waking a task on the runtime's thread
     // just queues it, while waking `block_on`'s future writes the runtime's
-    // eventfd and costs the next park an extra `epoll_wait` (issue 29: two
+    // eventfd and costs the next park an extra `epoll_wait` (two
     // of the few system calls an evaluation makes).
     rt.block_on(async move {
         match tokio::spawn(run_async(opts)).await {
@@ -125,7 +126,7 @@ struct Daemon {
     watcher: Option<FileWatcher>,
     /// For re-arming PSI triggers after a repair.
     tx: Option<mpsc::Sender<Wake>>,
-    /// Exec-event placement and `running()` presence (issue #5).
+    /// Exec-event placement and `running()` presence.
     exec: Option<exec::ExecWatch>,
     /// Some group may have been deleted: check them at the next evaluation
     /// (set at start, when a watched event file went away, when a watcher
@@ -135,40 +136,41 @@ struct Daemon {
     /// `memory.events` a condition reads, is not watched (absent at start,
     /// or gone): the tick reads and checks the groups meanwhile.
     events_unwatched: bool,
-    /// Issue 12: boosts, recent actions, the event bus.
+    /// Boosts, recent actions, the event bus.
     control: control::ControlState,
     /// Tied boost processes that exited (taken by the loop).
     gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
-    /// sha256 (hex) of the policy file in force (issue 12).
+    /// sha256 (hex) of the policy file in force.
     policy_hash: String,
     /// When the policy in force was loaded (startup or last reload).
     loaded_at: SystemTime,
     /// Why the last reload was refused; cleared by a successful one.
     last_reload_error: Option<String>,
-    /// Issue 13: metrics and recorder, when the policy asks for them.
+    /// Metrics and recorder, when the policy asks for them.
     observe: Option<observed::Observe>,
-    /// Issue 26: the KPIs applications report (kpisock.rs).
+    /// The KPIs applications report (kpisock.rs).
     kpi: std::sync::Arc<crate::observe::kpi::Store>,
-    /// Issue 24: the IRQ watcher (`system.irqs`/`system.kthreads`).
+    /// The IRQ watcher (`system.irqs`/`system.kthreads`).
     irqwatch: Option<irqwatch::IrqWatch>,
-    /// Issue 24: throttle episodes per cpufreq policy.
+    /// Throttle episodes per cpufreq policy.
     throttle: throttle::ThrottleTracker,
-    /// Issue 24: a drift check is running; drifts seen per knob.
-    drift_busy: bool,
-    drifts: std::collections::BTreeMap<String, u64>,
-    /// Issue 24: each tracked cpufreq policy's limit (kHz) and throttled().
+    /// The drift guard's and `verify`'s drifts.
+    drift: drift::DriftState,
+    /// Each tracked cpufreq policy's limit (kHz) and throttled().
     cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
 }
 
 async fn run_async(opts: Options) -> u8 {
-    let policy = match crate::policy::load(&opts.policy_path) {
+    let board =
+        |p: &crate::policy::Policy| crate::kernel::board::read(&opts.root, &p.settings.cgroup_root);
+    let policy = match crate::policy::load_on(&opts.policy_path, board) {
         Ok(p) => p,
         Err(d) => {
             eprint!("{d}");
             return EXIT_INVALID;
         }
     };
-    // settings.daemon (SPEC §4 "Never starve"): mlockall and CPUs for the
+    // settings.daemon: mlockall and CPUs for the
     // process, then this thread — the event loop, which also serves PSI
     // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
     priority::apply_process(&opts.root, &policy.settings.daemon);
@@ -205,7 +207,7 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_MISSING;
     }
     // Processes the startup converge placed, per group: counted with the
-    // exec-driven ones (issue 22 item 6: the metric and exit line said 0).
+    // exec-driven ones in the metric and the exit line.
     let mut startup_placed: Vec<(String, u64)> = Vec::new();
     if opts.dry_run {
         for step in &plan.steps {
@@ -285,36 +287,34 @@ async fn run_async(opts: Options) -> u8 {
     };
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<crate::control::Call>();
     let socket = d.start_control(ctl_tx);
-    d.start_observe(); // issue 13
+    d.start_observe();
 
-    // The first evaluation takes every counter's baseline (SPEC §3: counted
+    // The first evaluation takes every counter's baseline (counters count
     // "from the value seen when the daemon started watching"), so it comes
     // before READY and "cgwarden running": an event right after them counts
-    // (it was lost when the baseline came later and already held it).
+    // (a baseline taken later would already hold it).
     d.evaluate();
     notify(&[
         sd_notify::NotifyState::Ready,
         sd_notify::NotifyState::Status("supervising"),
     ]);
     let watchdog = watchdog_interval();
+    d.say_live_hooks();
     tracing::info!(
         product = %d.policy.product,
         rules = d.policy.rules.len(),
         groups = d.policy.all_groups().len(),
         psi_triggers = d.triggers.iter().filter(|t| t.state == TriggerState::Armed).count(),
         dry_run = d.opts.dry_run,
-        // Issue 29: what startup cost, apart from what each episode costs.
+        // What startup cost, apart from what each episode costs.
         startup_cpu_ms = crate::kernel::selfproc::cpu_seconds().map_or(0, |s| (s * 1e3) as u64),
         "cgwarden running"
     );
     // The CLI and the policy both refuse a tick under 10 ms; a library
     // caller must not reach a zero-period timer either.
     let tick = d.tick();
-    // Issue 29: what only startup ran leaves memory now; what only the
-    // first round of each periodic job ran (compiling the recorder's SQL,
-    // the first textfile) once that round is over.
-    priority::shed("startup");
-    priority::shed_after(priority::warm_up(&d.policy.settings, tick));
+    // The heap startup freed goes back; every mapped page stays locked.
+    priority::settle("startup");
     // The safety-net /proc scan, only when something places or tracks processes.
     let rescan_on = d.places_or_tracks();
     let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));
@@ -324,29 +324,30 @@ async fn run_async(opts: Options) -> u8 {
                          // nothing in the loop waits on a kernel write (the writer lanes do), so
                          // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
-    // Issue 24: settings.drift, checked off the loop; the result comes back here.
+    // settings.drift, checked off the loop; the result comes back here.
     let drift_every = d.policy.settings.drift.as_ref().map(|x| x.interval);
     let mut drift_timer = tokio::time::interval(drift_every.unwrap_or(Duration::from_secs(3600)));
     drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     drift_timer.tick().await;
     let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
+    d.drift.tx = Some(drift_tx.clone());
 
     let mut last_tick = Instant::now();
     // Why the loop woke, counted for the stop line: where an idle daemon's
-    // CPU goes (issue 11), until `status` shows it.
+    // CPU goes.
     let mut woke = LoopWakes::default();
     let mut profile = LoopProfile::from_env();
     // One timer for the loop's own times (tick, late-write check, deadline),
-    // kept across turns and set only when the earliest of them moves
-    // (issue 29): three tokio timers made anew each turn were registered
-    // anew each turn (see LoopTimer).
+    // kept across turns and set only when the earliest of them moves: a
+    // timer made anew each turn would be registered anew each turn (see
+    // LoopTimer).
     let mut timer = LoopTimer::new();
     let mut timer_at: Option<Instant> = None;
     loop {
         profile.turn(&woke);
         woke.total += 1;
         d.control.loop_wakes = woke.total;
-        d.publish_observed(); // issue 13: only when something changed
+        d.publish_observed(); // only when something changed
         d.expire_boosts();
         let deadline = d.next_deadline();
         // The tick runs only while some condition needs sampling (see TickMode).
@@ -358,7 +359,12 @@ async fn run_async(opts: Options) -> u8 {
             0 => None,
             _ => d.actuator.next_check(Instant::now()),
         };
-        let next = [tick_at, late_at, deadline].into_iter().flatten().min();
+        // Replies held for their writes go out at the late-write deadline.
+        let reply_at = d.control.held_due();
+        let next = [tick_at, late_at, deadline, reply_at]
+            .into_iter()
+            .flatten()
+            .min();
         if next != timer_at {
             timer.set(next);
             timer_at = next;
@@ -370,6 +376,9 @@ async fn run_async(opts: Options) -> u8 {
                 let now = Instant::now();
                 if late_at.is_some_and(|t| t <= now) {
                     d.actuator.check_late(now);
+                }
+                if reply_at.is_some_and(|t| t <= now) {
+                    d.answer_overdue(now);
                 }
                 if tick_at.is_some_and(|t| t <= now) {
                     last_tick = now;
@@ -410,10 +419,7 @@ async fn run_async(opts: Options) -> u8 {
             }
             Some(call) = ctl_rx.recv() => {
                 woke.control += 1;
-                let answer = d.on_control(call.request);
-                if let (Some(tx), Some(a)) = (call.reply, answer) {
-                    let _ = tx.send(a);
-                }
+                d.on_call(call);
             }
             Some(handle) = gone_rx.recv() => {
                 woke.control += 1;
@@ -445,14 +451,18 @@ async fn run_async(opts: Options) -> u8 {
         tracing::info!("event loop profile: {p}");
     }
     d.shutdown(&mut done_rx).await;
-    if let Some(path) = socket {
-        let _ = std::fs::remove_file(path);
+    if let Some(dir) = socket.as_deref().and_then(std::path::Path::parent) {
+        remove_sockets(dir);
     }
     EXIT_OK
 }
 
 /// How long a stop waits for the release writes before exiting anyway.
 const WRITE_GRACE: Duration = Duration::from_secs(5);
+/// How long a stop waits for the event streams to send their last event
+/// (the control socket's write limit: a client that does not read is cut
+/// by then anyway).
+const FOLLOWER_GRACE: Duration = Duration::from_secs(1);
 
 /// One kernel PSI trigger the rules need.
 struct TriggerSpec {
@@ -545,7 +555,7 @@ impl Daemon {
             || !n.thermal_zones.is_empty()
             || !n.thermal_trips.is_empty()
             || !n.cpufreq.is_empty()
-            || !n.kpi.is_empty() // issue 26
+            || !n.kpi.is_empty()
             || n.cooling
             || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
@@ -564,8 +574,8 @@ impl Daemon {
         // fires (its firing stands in for the window nobody sampled, see
         // `StallSeries::record_trigger`), and once more about a tick later while
         // their stall is at a trigger's amount, to see it end (a deadline,
-        // see `stall_recheck`; issue 29: the tick ran all through a busy
-        // stall rule, its hold included): nothing periodic is left.
+        // see `stall_recheck`): nothing periodic is left, not even
+        // during a busy stall rule's hold.
         TickMode::Off
     }
 
@@ -577,7 +587,7 @@ impl Daemon {
                     self.watch_event_files();
                 }
                 if let Some(x) = &self.exec {
-                    x.on_tick(); // issue #5: without exec events, scan each tick
+                    x.on_tick(); // without exec events, scan each tick
                 }
                 self.evaluate();
             }
@@ -590,7 +600,7 @@ impl Daemon {
 
     /// Takes one wake-up; `true` if an evaluation is due for it. A change
     /// of an event file no condition reads (a `cgroup.events` watched only
-    /// to notice the group's removal) needs none (issue 29).
+    /// to notice the group's removal) needs none.
     fn on_wake(&mut self, wake: Wake) -> bool {
         match wake {
             Wake::Psi { id } => {
@@ -682,7 +692,7 @@ impl Daemon {
         self.triggers
             .iter()
             .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
-            // Issue 29: a line only one-comparison conditions read ends by
+            // A line only one-comparison conditions read ends by
             // the trigger's silence, at the rules' own deadlines
             // (`condition::silence_decides`); with a tick under the window
             // it is still read each tick while it stalls.
@@ -706,7 +716,7 @@ impl Daemon {
         let now = self.now();
         self.set_asked_ceilings();
         let mut snap = self.sampler.sample(now);
-        snap.kpi = self.kpi_values(); // issue 26, kpisock.rs
+        snap.kpi = self.kpi_values(); // kpisock.rs
         self.throttle_episodes(&snap.throttled);
         if !snap.throttled.is_empty() {
             // The limits for the metrics: republished only when they change.
@@ -721,7 +731,7 @@ impl Daemon {
             stall: &self.sampler.stall,
             now,
         };
-        // Issue 27: the recorder's input tape gets what the engine reads.
+        // The recorder's input tape gets what the engine reads.
         if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
             tape.record(now, &view, &self.sampler.stall, &snap.triggered);
         }
@@ -730,6 +740,28 @@ impl Daemon {
             .supervisor
             .step(&self.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Under `--root` (a fake tree, a board's copy) hooks still run, for
+    /// real, on this host: that is how a test on a fake board sees a hook
+    /// run. So that it is no surprise, the start (and a reload) says so in
+    /// one warning naming each hook and its program; `--dry-run` runs none.
+    fn say_live_hooks(&self) {
+        // A hook's program is never resolved under the root.
+        let under_root = self.opts.root.base() != std::path::Path::new("/");
+        if !under_root || self.opts.dry_run || self.policy.hooks.is_empty() {
+            return;
+        }
+        let hooks: Vec<String> = self
+            .policy
+            .hooks
+            .iter()
+            .map(|h| format!("{} ({})", h.name, h.exec.join(" ")))
+            .collect();
+        tracing::warn!(
+            "hooks run for real under --root: {}; run --dry-run to keep them dry",
+            hooks.join(", ")
+        );
     }
 
     /// The safety-net /proc scan: places processes that exec events missed.
@@ -749,7 +781,7 @@ impl Daemon {
         let effects = self.supervisor.release_all(&self.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
         if let Some(x) = &self.exec {
-            tracing::info!("placement: {}", x.counters().summary()); // issue #5
+            tracing::info!("placement: {}", x.counters().summary());
         }
         self.carry_out(effects);
         self.hooks.shutdown(Duration::from_secs(2)).await;
@@ -766,6 +798,28 @@ impl Daemon {
         );
         self.stop_observe();
         tracing::info!("stopped");
+        end_event_streams(&self.control.events).await;
+    }
+}
+
+/// Sends the event streams their last event, `stopped`, and waits (at most
+/// [`FOLLOWER_GRACE`]) until each has written it and ended: so `cgwarden
+/// events` ends as the stream ends (exit 0), not on a connection the exit
+/// cut. By the daemon's stop the recorder's receiver is gone; the receivers
+/// left are the streams'.
+async fn end_event_streams(events: &tokio::sync::broadcast::Sender<crate::control::wire::Event>) {
+    if events.receiver_count() == 0 {
+        return;
+    }
+    let _ = events.send(crate::control::wire::Event {
+        time: crate::show::rfc3339_millis(SystemTime::now()),
+        kind: crate::control::wire::STOPPED.into(),
+        message: Some("the daemon is exiting; its claims were released".into()),
+        ..Default::default()
+    });
+    let until = Instant::now() + FOLLOWER_GRACE;
+    while events.receiver_count() > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -964,7 +1018,7 @@ mod tick_tests {
             "  - name: oom\n    when: a.memory.events.oom_kill > 0\n    then: [set b.memory.high = 1G]\n",
         );
         let file = |g: &str, f: &str| Path::new("/sys/fs/cgroup").join(g).join(f);
-        // Issue 29: b's memory.events (notified every 10 ms under memory.high
+        // b's memory.events (notified every 10 ms under memory.high
         // throttling) is not watched; every cgroup.events is, for removals.
         let watched = d.watcher.as_ref().expect("inotify").watched();
         assert_eq!(
@@ -1026,7 +1080,7 @@ mod tick_tests {
         (d, key, write)
     }
 
-    /// Issue 29: a rule on one stall comparison needs no read to see its
+    /// A rule on one stall comparison needs no read to see its
     /// stall end. The trigger's silence decides it a window and an eighth
     /// after the last firing, and the hold runs from there: the one
     /// evaluation due is at the hold's end, and it clears the rule.

@@ -1,5 +1,5 @@
-//! The daemon's side of observability (issue 13, SPEC §5 "Metrics",
-//! "Flight recorder"): starts the `cgw-metrics` and `cgw-recorder` threads
+//! The daemon's side of observability (metrics and the flight recorder):
+//! starts the `cgw-metrics` and `cgw-recorder` threads
 //! when `settings.metrics` / `settings.recorder` ask for them (nothing runs
 //! otherwise), keeps the counters of [`crate::observe::state::Book`] and
 //! publishes the engine view at the top of a loop turn when something
@@ -19,13 +19,13 @@ pub(crate) struct Observe {
     /// The device's identity, read when observability starts.
     device: std::sync::Arc<crate::kernel::identity::Device>,
     recorder: Option<recorder::Handle>,
-    /// Issue 27: the input tape the recorder writes (with the recorder).
+    /// The input tape the recorder writes (with the recorder).
     pub(crate) tape: Option<crate::observe::tape::Tape>,
     /// Host path of the metrics socket, removed at stop.
     socket: Option<PathBuf>,
     /// What the policy asks to serve and the daemon could not (a metrics
     /// address in use): not fatal — the cgroups are supervised without it —
-    /// but shown by `status` (issue 22 item 15: it was one ERROR line).
+    /// but shown by `status`.
     unavailable: Vec<String>,
 }
 
@@ -55,7 +55,7 @@ impl Daemon {
         if !m.enabled() && r.is_none() {
             return;
         }
-        // Issue 24: throttle episodes of every cpufreq policy, for the
+        // Throttle episodes of every cpufreq policy, for the
         // metric and the recorder (nothing on a board without cpufreq).
         self.sampler
             .track_policies(crate::kernel::thermal::policies(&self.opts.root));
@@ -123,7 +123,7 @@ impl Daemon {
             let exposer = http::Exposer {
                 cg: self.cg.clone(),
                 view: view.clone(),
-                kpi: Some(self.kpi_store()), // issue 26
+                kpi: Some(self.kpi_store()),
             };
             if let Err(e) = http::start(exposer, ends) {
                 tracing::error!("metrics thread: {e}");
@@ -132,7 +132,7 @@ impl Daemon {
         }
         if let Some(s) = r {
             let path = root.host_path(&s.dir).join(recorder::DB_NAME);
-            // Issue 27: the tape's times are Unix seconds of the engine's clock.
+            // The tape's times are Unix seconds of the engine's clock.
             let wall_base = crate::observe::state::unix_seconds(std::time::SystemTime::now())
                 - self.now().as_secs_f64();
             let tape = crate::observe::tape::Tape::new(&self.policy, wall_base);
@@ -146,7 +146,7 @@ impl Daemon {
                 view,
                 events: self.control.events.subscribe(),
                 tape: Some(tape.shared()),
-                kpi: Some(self.kpi_store()), // issue 26
+                kpi: Some(self.kpi_store()),
             };
             match recorder::start(cfg) {
                 Ok(h) => {
@@ -259,7 +259,7 @@ impl Daemon {
                 .map(|(name, counters)| HookView { name, counters })
                 .collect(),
             throttle_episodes: self.throttle.episodes.clone(),
-            drifts: self.drifts.clone(),
+            drifts: self.drift.counts.clone(),
             cpufreq_limits: self.cpufreq_limits.clone(),
             device: o_device(&self.observe),
             ..Default::default()

@@ -1,6 +1,6 @@
-//! How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve,
-//! never block"): owns the process-wide controls applied once at start —
-//! `mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT)` and the CPU affinity —
+//! How the daemon itself runs (`settings.daemon`), so it is never starved by
+//! the overload it reacts to: owns the process-wide controls applied once at start —
+//! `mlockall(MCL_CURRENT|MCL_FUTURE)` and the CPU affinity —
 //! and the priority of the reacting threads (the event loop, which also
 //! serves PSI trigger wake-ups, and the exec/placement thread `cgw-exec`).
 //!
@@ -27,9 +27,7 @@ use std::sync::OnceLock;
 static REACTING: OnceLock<SchedSpec> = OnceLock::new();
 /// A refused priority change is said once, not once per thread.
 static REFUSAL_SAID: AtomicBool = AtomicBool::new(false);
-/// `mlockall` succeeded: [`shed`] unlocks and locks again around its drop.
-static LOCKED: AtomicBool = AtomicBool::new(false);
-/// Set once [`apply_process`] ran on a real kernel: [`shed`] acts.
+/// Set once [`apply_process`] ran on a real kernel: [`settle`] acts.
 static REAL: AtomicBool = AtomicBool::new(false);
 
 /// The kernel's form of `settings.daemon.sched` (the decoder lets only
@@ -51,7 +49,7 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
              kernel it would {}bind to cpus {}, and run its event loop and exec threads {} \
              (reset on fork)",
             if d.mlock {
-                "mlockall (MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT), "
+                "mlockall (MCL_CURRENT|MCL_FUTURE), "
             } else {
                 ""
             },
@@ -63,12 +61,13 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
         return;
     }
     REAL.store(true, Ordering::Relaxed);
-    // Issue 29: a 2 MiB huge page on a heap past 2 MiB is a quarter of the
-    // idle budget, locked; freed heap goes back past 64 KiB.
+    // Locked, a 2 MiB huge page on a heap past 2 MiB would stay whole;
+    // freed heap goes back past 64 KiB, heaps grow by 16 KiB more than
+    // asked (kernel/residency.rs).
     if let Err(e) = residency::disable_thp() {
         tracing::debug!("transparent huge pages stay on for the daemon: {e}");
     }
-    residency::tune_malloc(64 << 10);
+    residency::tune_malloc(64 << 10, 16 << 10);
     if let Some(cpus) = &d.cpus {
         let possible = selfproc::possible_cpus(root);
         match possible {
@@ -96,19 +95,19 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
              (LimitMEMLOCK=infinity or the capability enables it; not fatal)"
         );
     } else if d.mlock {
-        match selfproc::mlockall_onfault() {
+        match selfproc::mlockall() {
             Ok(()) => {
-                LOCKED.store(true, Ordering::Relaxed);
                 let (rss, lck) = selfproc::memory_kib();
                 tracing::info!(
-                    vmrss_kib = rss.unwrap_or(0),
-                    vmlck_kib = lck.unwrap_or(0),
-                    "settings.daemon.mlock: memory locked as it is touched (mlockall MCL_ONFAULT)"
+                    rss_kib = rss.unwrap_or(0),
+                    locked_kib = lck.unwrap_or(0),
+                    "settings.daemon.mlock: every page mapped now and later is resident and \
+                     locked (mlockall MCL_CURRENT|MCL_FUTURE)"
                 );
             }
             Err(e) => tracing::error!(
                 "settings.daemon.mlock: {e}; the daemon may page-fault under memory pressure \
-                 (needs CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK, Linux ≥ 4.4; not fatal)"
+                 (needs CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK; not fatal)"
             ),
         }
     }
@@ -128,65 +127,23 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
     let _ = REACTING.set(spec);
 }
 
-/// After startup or a reload (`what` names it in the log): gives back the
-/// pages only that work needed — the resident read-only file mappings
-/// (binary and libraries; the page cache keeps them) and the free heap —
-/// and locks again what the loop then touches (issue 29,
-/// [`crate::kernel::residency`]). Nothing on a fake root.
-pub fn shed(what: &str) {
+/// After startup or a reload (`what` names it in the log): the heap that
+/// work freed goes back to the kernel ([`residency::trim_heap`]); free heap
+/// holds nothing the daemon runs or reads. Every mapped page stays (locked
+/// with `mlock`). Nothing on a fake root.
+pub fn settle(what: &str) {
     if !REAL.load(Ordering::Relaxed) {
         return;
     }
     let before = selfproc::memory_kib().0;
     residency::trim_heap();
-    match residency::shed_clean_file_pages(LOCKED.load(Ordering::Relaxed)) {
-        Ok(kib) => tracing::info!(
-            vmrss_kib_before = before.unwrap_or(0),
-            vmrss_kib = selfproc::memory_kib().0.unwrap_or(0),
-            "memory: gave back {kib} KiB of file pages only the {what} used"
-        ),
-        Err(e) => tracing::warn!("memory: giving back the {what}'s pages: {e} (not fatal)"),
-    }
-}
-
-/// When to [`shed`] once more after startup: once every periodic job ran
-/// at least once — twice the longest of the metrics textfile's and the
-/// recorder's intervals (those the policy turns on) and the tick, from 5 s
-/// to 2 min. `None` without such jobs: no second wake-up (an idle daemon
-/// served by PSI triggers does not wake at all), and nothing the loop
-/// runs is dropped right after it first ran.
-pub fn warm_up(
-    s: &crate::policy::model::Settings,
-    tick: std::time::Duration,
-) -> Option<std::time::Duration> {
-    let longest = [
-        s.metrics.textfile.as_ref().map(|_| s.metrics.interval),
-        s.recorder.as_ref().map(|r| r.interval),
-    ]
-    .into_iter()
-    .flatten()
-    .max()?;
-    Some((2 * longest.max(tick)).clamp(
-        std::time::Duration::from_secs(5),
-        std::time::Duration::from_secs(120),
-    ))
-}
-
-/// [`shed`] once more after `delay`, on the event loop (a task of the
-/// current runtime; nothing without one, without a delay or on a fake root).
-pub fn shed_after(delay: Option<std::time::Duration>) {
-    let Some(delay) = delay else {
-        return;
-    };
-    if !REAL.load(Ordering::Relaxed) {
-        return;
-    }
-    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-        rt.spawn(async move {
-            tokio::time::sleep(delay).await;
-            shed("warm-up");
-        });
-    }
+    let (rss, lck) = selfproc::memory_kib();
+    tracing::info!(
+        rss_kib_before = before.unwrap_or(0),
+        rss_kib = rss.unwrap_or(0),
+        locked_kib = lck.unwrap_or(0),
+        "memory: the {what}'s free heap given back"
+    );
 }
 
 /// Puts the calling thread (`what` names it in logs) at the reacting
@@ -264,35 +221,6 @@ mod tests {
         apply_process(&Root::fake(t.path()), &DaemonSettings::default());
         assert!(REACTING.get().is_none());
         assert!(!enter_reacting("test"));
-    }
-
-    #[test]
-    fn the_second_shed_waits_for_every_periodic_job() {
-        use crate::policy::model::{RecorderSettings, Settings};
-        use std::time::Duration as D;
-        let mut s = Settings::default();
-        // Nothing periodic: no second shed (and no wake-up for one).
-        assert_eq!(warm_up(&s, D::from_secs(1)), None);
-        s.metrics.textfile = Some("/run/m.prom".into());
-        s.metrics.interval = D::from_secs(15);
-        assert_eq!(warm_up(&s, D::from_secs(1)), Some(D::from_secs(30)));
-        s.metrics.interval = D::from_secs(1);
-        assert_eq!(
-            warm_up(&s, D::from_secs(1)),
-            Some(D::from_secs(5)),
-            "at least 5 s"
-        );
-        s.recorder = Some(RecorderSettings {
-            interval: D::from_secs(600),
-            ..RecorderSettings::new("/var/lib/cgwarden".into())
-        });
-        assert_eq!(
-            warm_up(&s, D::from_secs(1)),
-            Some(D::from_secs(120)),
-            "at most 2 min"
-        );
-        // A fake root sheds nothing (and says nothing).
-        shed("test");
     }
 
     #[test]

@@ -1,5 +1,4 @@
-//! Hot reload of the policy in the running daemon (SPEC §4 "Reload",
-//! issue 12). Triggers: SIGHUP, the policy file changing on disk (its
+//! Hot reload of the policy in the running daemon. Triggers: SIGHUP, the policy file changing on disk (its
 //! directory is watched, see [`watch::spawn_policy_watch`]: an in-place
 //! write, an editor's rename-replace, a package manager's write; debounced,
 //! skipped when the content hash did not change), and the varlink `Reload`
@@ -50,6 +49,7 @@ use crate::engine::condition::sampled_needs;
 use crate::engine::rule_state::Phase;
 use crate::engine::supervisor::{policy_baselines, rule_knobs};
 use crate::policy::model::{Policy, Rule};
+use crate::policy::yaml::Pos;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
@@ -93,14 +93,17 @@ fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
     crate::policy::read_bytes(path).map_err(|m| format!("{}:1:1: error: {m}", path.display()))
 }
 
-/// The settings a reload cannot change, named in the refusal.
-fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
+/// The settings a reload cannot change, named in the refusal: each with
+/// the keys where it is written (`["settings", "tick"]`), for the
+/// refusal's position.
+fn fixed_settings(old: &Policy, new: &Policy) -> Vec<(Vec<&'static str>, String)> {
     let (a, b) = (&old.settings, &new.settings);
     let mut out = Vec::new();
-    let mut check = |name: &str, same: bool| {
+    let mut check = |name: &'static str, same: bool| {
         if !same {
-            out.push(format!(
-                "settings.{name} cannot change while the daemon runs; restart it to apply"
+            out.push((
+                vec!["settings", name],
+                format!("settings.{name} cannot change while the daemon runs; restart it to apply"),
             ));
         }
     };
@@ -120,10 +123,11 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
     rest.on_missing = a.on_missing;
     let fixed = format!("{a:?}") == format!("{rest:?}");
     if out.is_empty() && !fixed {
-        out.push(
+        out.push((
+            vec!["settings"],
             "settings (other than on_missing) cannot change while the daemon runs; restart it to apply"
                 .to_string(),
-        );
+        ));
     }
     // System parts converge applies and the knob table does not carry.
     let zram_devices = |p: &Policy| {
@@ -139,10 +143,13 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     if zram_devices(old) != zram_devices(new) {
-        out.push("system.zram devices (other than mem_limit and swap_priority) cannot change while the daemon runs; restart it to apply".into());
+        out.push((vec!["system", "zram"], "system.zram devices (other than mem_limit and swap_priority) cannot change while the daemon runs; restart it to apply".into()));
     }
     if format!("{:?}", old.system.realtime) != format!("{:?}", new.system.realtime) {
-        out.push("system.realtime cannot change while the daemon runs; restart it to apply".into());
+        out.push((
+            vec!["system", "realtime"],
+            "system.realtime cannot change while the daemon runs; restart it to apply".into(),
+        ));
     }
     let text_sysctls = |p: &Policy| {
         p.system
@@ -153,7 +160,7 @@ fn fixed_settings(old: &Policy, new: &Policy) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     if text_sysctls(old) != text_sysctls(new) {
-        out.push("system.sysctl entries with non-integer values cannot change while the daemon runs; restart it to apply".into());
+        out.push((vec!["system", "sysctl"], "system.sysctl entries with non-integer values cannot change while the daemon runs; restart it to apply".into()));
     }
     out
 }
@@ -235,8 +242,8 @@ pub(crate) fn policy_diff(
         let (phase, since) = phases.get(&r.name).copied().unwrap_or((Phase::Idle, None));
         let state = match since {
             Some(t) if phase != Phase::Idle => {
-                // Whole seconds ago (it said `since t+2s`: seconds after the
-                // daemon started, never explained; issue 22 item 4).
+                // Whole seconds ago, which a reader takes in at once (not
+                // seconds since the daemon started).
                 let ago = std::time::Duration::from_secs(now.saturating_sub(t).as_secs());
                 format!(
                     "{} since {} ago",
@@ -277,7 +284,10 @@ pub(crate) fn policy_diff(
             .collect()
     };
     if placements(old) != placements(new) {
-        out.push(format!("~ placement: {} rules", new.placement.len()));
+        out.push(format!(
+            "~ placement: {}",
+            crate::show::count(new.placement.len(), "rule")
+        ));
     }
     let hooks = |p: &Policy| -> BTreeMap<String, String> {
         p.hooks
@@ -392,7 +402,7 @@ impl Daemon {
                 sd_notify::NotifyState::Ready,
                 sd_notify::NotifyState::Status(&status),
             ]);
-            super::priority::shed(what);
+            super::priority::settle(what);
         }
         report
     }
@@ -421,22 +431,35 @@ impl Daemon {
             },
         };
         let hash = hash_hex(&bytes);
-        let new = match crate::policy::load_bytes(&name, &bytes) {
+        // Judged against the board it will act on, as startup is.
+        let root = self.opts.root.clone();
+        let board = |p: &Policy| crate::kernel::board::read(&root, &p.settings.cgroup_root);
+        let new = match crate::policy::load_bytes_on(&name, &bytes, board) {
             Ok(p) => p,
             Err(d) => return refuse(self, d.to_string().trim_end().to_string()),
         };
-        let mut errors: Vec<String> = if name == path.display().to_string() {
+        let trust = if name == path.display().to_string() {
             crate::converge::trust::refusals(&path, &new)
         } else {
             // The candidate's file is the client's to trust; its hooks are
             // the daemon's to run once it is installed.
             crate::converge::trust::hook_refusals(&new)
         };
-        errors.extend(fixed_settings(&self.policy, &new));
-        if !errors.is_empty() {
-            let text = errors
-                .iter()
-                .map(|e| format!("{name}:1:1: error: {e}"))
+        let fixed = fixed_settings(&self.policy, &new);
+        if !trust.is_empty() || !fixed.is_empty() {
+            // A setting that cannot change is refused at its line (or its
+            // block's, when the new policy leaves it out).
+            let doc = crate::policy::yaml::parse(&bytes).ok();
+            let at = |keys: &[&str]| {
+                doc.as_ref()
+                    .and_then(|d| d.deepest_key_pos(keys))
+                    .unwrap_or(Pos::new(1, 1))
+            };
+            let text = trust
+                .into_iter()
+                .map(|e| (Pos::new(1, 1), e))
+                .chain(fixed.into_iter().map(|(keys, e)| (at(&keys), e)))
+                .map(|(p, e)| format!("{name}:{}:{}: error: {e}", p.line, p.col))
                 .collect::<Vec<_>>()
                 .join("\n");
             return refuse(self, text);
@@ -507,7 +530,7 @@ impl Daemon {
         self.sampler
             .set_needs(super::actuator::group_paths(&self.policy), needs);
         if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
-            tape.set_policy(&self.policy); // issue 27: the new rules' inputs
+            tape.set_policy(&self.policy); // the new rules' inputs
         }
         self.sync_triggers();
         self.groups_dirty = true;
@@ -520,6 +543,7 @@ impl Daemon {
             }
         }
         self.hooks.reconfigure(&self.policy.hooks, &self.opts.root);
+        self.say_live_hooks();
         self.carry_out(effects);
     }
 
@@ -604,7 +628,7 @@ impl Daemon {
             let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
                 continue;
             };
-            if key.target == crate::policy::expr::Target::System
+            if key.target == crate::policy::expr::Target::Host
                 && !root.exists(Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {
@@ -712,7 +736,7 @@ mod tests {
     }
 
     /// A placement that only moved down the file (a group added above it)
-    /// is not a change (issue 22 item 4: it said `~ placement: N rules`).
+    /// is not a change (no `~ placement: N rules` line).
     #[test]
     fn a_placement_that_only_moved_in_the_file_is_no_change() {
         let pl = "placement:\n  - match: { comm: x }\n    group: b\n";
@@ -725,7 +749,7 @@ mod tests {
         let new =
             crate::policy::load_bytes("p", format!("{BASE}  c: {{}}\n{moved}").as_bytes()).unwrap();
         let d = policy_diff(&old, &new, &Default::default(), Default::default());
-        assert!(d.contains(&"~ placement: 1 rules".to_string()), "{d:?}");
+        assert!(d.contains(&"~ placement: 1 rule".to_string()), "{d:?}");
     }
 
     #[tokio::test]
@@ -739,14 +763,13 @@ mod tests {
         assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
         assert_eq!(d.last_reload_error.as_deref(), Some(e.as_str()));
         assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
-        // A setting that cannot change live is refused by name.
+        // A setting that cannot change live is refused by name, at its line.
         std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
         let r = d.reload(false, None);
+        let e = r.error.expect("refused");
         assert!(
-            r.error
-                .as_deref()
-                .is_some_and(|e| e.contains("settings.tick")),
-            "{r:?}"
+            e.contains("policy.yaml:6:13: error: settings.tick cannot change"),
+            "{e}"
         );
         // A good one clears it.
         std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();

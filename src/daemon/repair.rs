@@ -1,4 +1,4 @@
-//! When to retry recreating a group deleted from outside (SPEC §4).
+//! When to retry recreating a group deleted from outside.
 //!
 //! The repair itself lives in the daemon (it needs the actuator, the knob
 //! table and the watchers); this module owns only the schedule: a group whose
@@ -10,8 +10,8 @@
 //!
 //! Deliberately not the converger: a repair recreates one group alone with
 //! its knobs' baselines and then their effective values; it never rewrites
-//! another group or the system knobs (SPEC §4, issue 9: re-running the
-//! one-shot converge undid live claims on other groups).
+//! another group or the system knobs (re-running the one-shot converge would
+//! undo live claims on other groups).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! The last resorts of a rule's `then:` (SPEC §6): `freeze G` / `thaw G`
+//! The last resorts of a rule's `then:`: `freeze G` / `thaw G`
 //! write the group's `cgroup.freeze` (from the event loop: one small write
 //! the kernel does not wait on), and `kill in G …` runs on a thread of its
 //! own (`cgw-kill`): it reads the group's processes (comm, RSS — /proc
@@ -135,6 +135,7 @@ impl Kill {
     pub(crate) fn spawn(self) {
         let r = std::thread::Builder::new()
             .name("cgw-kill".into())
+            .stack_size(crate::kernel::residency::STACK)
             .spawn(move || self.run());
         if let Err(e) = r {
             tracing::error!("kill: cannot start its thread: {e}");

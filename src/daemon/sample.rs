@@ -18,7 +18,7 @@ use std::time::Duration;
 /// One sample of everything the rules need.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// Issue 26: the KPI statistics the rules read (kpisock.rs fills them).
+    /// The KPI statistics the rules read (kpisock.rs fills them).
     pub(crate) kpi: HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64>,
     psi: crate::engine::FastMap<(Target, Resource), Psi>,
     memory_current: HashMap<String, u64>,
@@ -30,18 +30,18 @@ pub struct Snapshot {
     thermal: HashMap<String, i64>,
     comms: Vec<String>,
     existing: HashMap<String, bool>,
-    /// `running(NAME)` answers from presence (issue #5).
+    /// `running(NAME)` answers from presence.
     running: HashMap<String, bool>,
-    /// Issue 24: trip points, cooling states by type, cpufreq limits.
+    /// Trip points, cooling states by type, cpufreq limits.
     trips: HashMap<(String, u32), i64>,
     cooling: HashMap<String, u64>,
     limits: HashMap<String, thermal::PolicyLimit>,
-    /// Issue 24: `throttled()` of every tracked policy (rules' and, with
+    /// `throttled()` of every tracked policy (rules' and, with
     /// metrics or the recorder, every policy's).
     pub throttled: std::collections::BTreeMap<String, bool>,
-    /// Memory telemetry (issue 25).
+    /// Memory telemetry.
     memstat: HashMap<crate::policy::expr::MemMetric, f64>,
-    /// Issue 27: kernel PSI triggers this sample recorded, (line, amount,
+    /// Kernel PSI triggers this sample recorded, (line, amount,
     /// window), for the recorder's input tape.
     pub triggered: Vec<(StallKey, Duration, Duration)>,
 }
@@ -61,19 +61,19 @@ pub struct Sampler {
     /// Lines whose kernel trigger fired since the last sample: (amount,
     /// window) of the trigger, applied when the next sample reads the line.
     fired: crate::engine::FastMap<StallKey, (Duration, Duration)>,
-    /// Presence kept by exec events (issue #5); `None`: comm scan each tick.
+    /// Presence kept by exec events; `None`: comm scan each tick.
     exec: Option<std::sync::Arc<crate::daemon::exec::Shared>>,
-    /// Issue 24: the ceiling asked for each tracked policy's max (kHz), as
+    /// The ceiling asked for each tracked policy's max (kHz), as
     /// the engine holds it; a policy without one is judged against its
     /// hardware maximum.
     asked: HashMap<String, u64>,
-    /// vmstat rate history (issue 25).
+    /// vmstat rate history.
     mem: crate::daemon::memstat::MemSampler,
-    /// Issue 29: the pressure files read, kept open (one `pread` a read).
+    /// The pressure files read, kept open (one `pread` a read).
     pressure: std::cell::RefCell<OpenPressure>,
-    /// Issue 29: each PSI target's pressure file, resolved on its first
-    /// read (a read built the path with `format!` and a join, about 4,500
-    /// instructions); a few entries, searched in order. Cleared by a reload.
+    /// Each PSI target's pressure file, resolved on its first read (not
+    /// built with `format!` and a join at every read); a few entries,
+    /// searched in order. Cleared by a reload.
     paths: std::cell::RefCell<Vec<PressurePath>>,
 }
 
@@ -105,7 +105,7 @@ impl Sampler {
         }
     }
 
-    /// `running()` answers from this presence from now on (issue #5).
+    /// `running()` answers from this presence from now on.
     pub(crate) fn set_exec(&mut self, shared: std::sync::Arc<crate::daemon::exec::Shared>) {
         self.exec = Some(shared);
     }
@@ -142,7 +142,7 @@ impl Sampler {
     /// The pressure file of a PSI target (device path).
     pub(crate) fn pressure_path(&self, target: &Target, res: Resource) -> Option<PathBuf> {
         match target {
-            Target::System => Some(
+            Target::Host => Some(
                 std::path::Path::new(crate::kernel::psi::PRESSURE_DIR).join(resource_name(res)),
             ),
             Target::Group(g) => {
@@ -312,7 +312,7 @@ impl Sampler {
 }
 
 impl Snapshot {
-    /// Issue 24: each tracked policy's limit (kHz) and `throttled()`.
+    /// Each tracked policy's limit (kHz) and `throttled()`.
     pub(crate) fn cpufreq_limits(&self) -> std::collections::BTreeMap<String, (u64, bool)> {
         self.limits
             .iter()
@@ -325,7 +325,7 @@ impl Snapshot {
 }
 
 impl Sampler {
-    /// Issue 24: the ceilings asked for (kHz), set before each sample.
+    /// The ceilings asked for (kHz), set before each sample.
     pub(crate) fn set_asked(&mut self, asked: HashMap<String, u64>) {
         self.asked = asked;
     }

@@ -73,8 +73,7 @@ impl Daemon {
             kpi: Default::default(),
             irqwatch: None,
             throttle: throttle::ThrottleTracker::default(),
-            drift_busy: false,
-            drifts: std::collections::BTreeMap::new(),
+            drift: Default::default(),
             cpufreq_limits: std::collections::BTreeMap::new(),
         }
     }

@@ -1,4 +1,4 @@
-//! The exec thread's per-task work beside placement (SPEC §6): the
+//! The exec thread's per-task work beside placement: the
 //! placements' per-process attributes and `threads:` on every placed
 //! process (exec and scans), a thread's rename followed (the connector's
 //! COMM event carries the thread id). Called from `daemon::exec`, which

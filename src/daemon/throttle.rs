@@ -1,4 +1,4 @@
-//! Throttle episodes (issue 24, SPEC §6): one rising edge of
+//! Throttle episodes: one rising edge of
 //! `throttled(POLICY)` is one episode — counted for the metric
 //! `cgwarden_throttle_episodes_total{policy}`, sent as a `throttle` event
 //! (the recorder keeps events; the report's thermal criterion counts them)

@@ -49,8 +49,8 @@ const KIND_NAMES: [&str; 8] = [
     "other",
 ];
 
-/// What each kind of wake-up cost the loop's thread (issue 29: where a
-/// pressure episode's CPU goes), when `CGWARDEN_LOOP_PROFILE` is set (a
+/// What each kind of wake-up cost the loop's thread (where a pressure
+/// episode's CPU goes), when `CGWARDEN_LOOP_PROFILE` is set (a
 /// benchmark's switch: one clock read a turn). A turn's CPU — its handler,
 /// then the bookkeeping before the next wait — goes to the kind it counted.
 /// Built only with the `loop-profile` feature (2.9 KB of the 6 MB budget);
@@ -138,7 +138,7 @@ impl LoopProfile {
     }
 }
 
-/// The loop's one timer (issue 29): a kernel timerfd on tokio's reactor, so
+/// The loop's one timer: a kernel timerfd on tokio's reactor, so
 /// setting it from the loop wakes nothing and it fires in one park (see
 /// [`crate::kernel::wait::TimerFd`]); tokio's timer where no timerfd can be
 /// made.

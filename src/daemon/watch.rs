@@ -1,4 +1,4 @@
-//! Event sources that wake the daemon's evaluation loop (SPEC §3–4): PSI
+//! Event sources that wake the daemon's evaluation loop: PSI
 //! triggers and inotify watches on kernel files (`memory.events`,
 //! `cgroup.events`, the policy file).
 //!
@@ -45,12 +45,12 @@ pub enum Wake {
     FileModified { path: PathBuf },
     /// A source failed and stopped; `what` says which and why.
     WatchError { what: String },
-    /// Exec/exit events changed some `running()` answer (issue #5).
+    /// Exec/exit events changed some `running()` answer.
     Presence,
     /// The policy file was written or replaced (debounced): reload if its
     /// content changed.
     PolicyChanged,
-    /// A `settings.critical` process exited (issue 25): the exec thread
+    /// A `settings.critical` process exited: the exec thread
     /// counted it; the loop publishes the `critical_exit` event.
     CriticalExit {
         pid: i32,
@@ -95,6 +95,7 @@ pub(crate) fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Resul
     let thread_dir = dir.clone();
     std::thread::Builder::new()
         .name("cgw-policy".into())
+        .stack_size(crate::kernel::residency::STACK)
         .spawn(move || {
             let dir = thread_dir;
             let mut buf = [0u8; 4096];

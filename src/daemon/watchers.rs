@@ -21,7 +21,7 @@ impl Daemon {
             let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
                 continue;
             };
-            if key.target == Target::System
+            if key.target == Target::Host
                 && !root.exists(std::path::Path::new(crate::kernel::psi::PRESSURE_DIR))
                 && root.supports(crate::kernel::Op::PsiTrigger)
             {
@@ -51,7 +51,7 @@ impl Daemon {
             Err(e) => tracing::warn!("inotify unavailable ({e}); events are seen at the next tick"),
         }
         self.watch_event_files();
-        // ---- issue #5: exec events drive placement and running() presence ----
+        // Exec events drive placement and running() presence.
         let presence =
             crate::engine::presence::Presence::new(&self.sampler.needs().running.clone());
         let shared = exec::Shared::new(presence);
@@ -63,7 +63,6 @@ impl Daemon {
             !self.opts.dry_run,
             tx.clone(),
         ));
-        // ---- end issue #5 ----
         for w in crate::converge::coexistence_warnings(&root, &self.policy) {
             tracing::warn!("{w}");
         }
@@ -77,10 +76,10 @@ impl Daemon {
     /// reads any more (a reload), and records whether one it relies on is
     /// still unwatched.
     ///
-    /// Issue 29: a `memory.events` nobody reads is not watched. Under
-    /// `memory.high` throttling the kernel notifies it up to every 10 ms
-    /// (`high` counts each throttled charge), and each notification was a
-    /// loop wake-up and a full evaluation that could change nothing.
+    /// A `memory.events` nobody reads is not watched. Under `memory.high`
+    /// throttling the kernel notifies it up to every 10 ms (`high` counts
+    /// each throttled charge), and each notification would be a loop
+    /// wake-up and a full evaluation that could change nothing.
     pub(super) fn watch_event_files(&mut self) {
         let mut read: Vec<PathBuf> = Vec::new();
         for g in self.policy.all_groups() {

@@ -61,7 +61,7 @@ pub fn run(keep: Option<&Path>) -> u8 {
         None => std::env::temp_dir().join(format!("cgwarden-demo-{}", std::process::id())),
     };
     // `--keep DIR`: a new or empty directory, else a usage error before
-    // anything runs (issue 22 item 15: it exited 75 yet said "kept in").
+    // anything runs (never exit 75 after saying "kept in").
     if let Some(d) = keep {
         let used = match std::fs::read_dir(d) {
             Ok(mut entries) => entries.next().is_some(),
@@ -125,7 +125,7 @@ fn demo(dir: &Path) -> std::io::Result<u8> {
         root.display()
     );
     crate::outln!(
-        "policy: {} (groups realtime, inference, vision, housekeeping; 3 rules)\n",
+        "policy: {} (groups realtime, inference, vision, system; 3 rules)\n",
         policy.display()
     );
 

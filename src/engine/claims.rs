@@ -1,4 +1,4 @@
-//! Claims on knobs and THE merge (SPEC §3, "`while` actions are claims").
+//! Claims on knobs and THE merge: `while` actions and boosts are claims.
 //!
 //! A claim is a value an owner — an active rule's `while` action or an
 //! operator's `cgwarden boost` — wants a knob to hold. This module owns the
@@ -22,7 +22,7 @@
 //! (different value types, which a validated policy never produces) never
 //! displaces it.
 //!
-//! **Caps** (issue 24, SPEC §6 "Caps that win"): a claim with `cap: true`
+//! **Caps**: a claim with `cap: true`
 //! (a rule's `cap KNOB at VALUE`, `boost --cap`) is a protective ceiling on
 //! a ceiling-type knob ([`Knob::is_ceiling`]). Caps take no part in the
 //! merge above: [`Claims::effective`] merges the other claims, [`Claims::cap`]
@@ -501,7 +501,7 @@ pub(crate) mod tests {
         assert_eq!(boost(5).to_string(), "boost 5");
     }
 
-    /// The merge written out from the SPEC's words, independently of the
+    /// The merge written out from its documented rule, independently of the
     /// implementation: order the claims by rank, then for largest-wins take
     /// the first claim no other claim is strictly larger than... in rank
     /// order, replacing only on strictly larger.
@@ -533,7 +533,7 @@ pub(crate) mod tests {
         Some((winner.value.clone(), winner.owner.clone()))
     }
 
-    /// The SPEC's cap, written out: the smallest cap value; among equals
+    /// The documented cap, written out: the smallest cap value; among equals
     /// the first-ranked.
     pub(crate) fn reference_cap(knob: &Knob, claims: &[Claim]) -> Option<(KnobValue, Owner)> {
         let mut caps: Vec<&Claim> = claims.iter().filter(|c| &c.knob == knob && c.cap).collect();
@@ -590,7 +590,7 @@ pub(crate) mod tests {
                     3 => KnobValue::Latency((v < 5).then_some(v * 10)),
                     _ => mhz(600 * (v + 1)),
                 };
-                // Caps only on the ceiling knob (issue 24).
+                // Caps only on the ceiling knob.
                 let is_cap = is_cap && k == 4;
                 if op == 0 {
                     c.release_owner(&owner);

@@ -1,5 +1,5 @@
-//! Evaluating a rule's `when:` condition against a metrics snapshot (SPEC §3,
-//! the metric table).
+//! Evaluating a rule's `when:` condition against a metrics snapshot (the
+//! metrics of docs/policy.md).
 //!
 //! This module owns what a condition means given the numbers: the
 //! [`Metrics`] trait is the snapshot the daemon sampled this tick, the
@@ -25,9 +25,9 @@
 //!   property of the counter, so two rules with different windows on one
 //!   counter agree exactly, a thousand rules on one counter keep one
 //!   history, and a counter is read once per evaluation time. It also
-//!   matches SPEC §3: counters count "from the value seen when the daemon
-//!   started watching the group" — a rule added later sees the group's
-//!   recent events too.
+//!   matches the documented rule: counters count "from the value seen when
+//!   the daemon started watching the group" — a rule added later sees the
+//!   group's recent events too.
 //! - The first observation of a counter is its baseline: events from before
 //!   the daemon started watching never fire a rule (while the history is
 //!   younger than W, the count is the growth since the baseline). A counter
@@ -103,7 +103,7 @@ pub trait Metrics {
         stall: Stall,
         window: Duration,
     ) -> Option<Duration>;
-    /// Issue 29: when an armed kernel trigger's silence decides the line's
+    /// When an armed kernel trigger's silence decides the line's
     /// stall over `window` if no newer sample comes
     /// ([`super::stall::StallHistory::silent_from`]); `None` without one.
     fn psi_stall_silent_from(
@@ -127,30 +127,30 @@ pub trait Metrics {
     fn thermal_millic(&self, zone: &str) -> Option<i64>;
     /// Whether a live process's comm matches the glob.
     fn running(&self, pattern: &str) -> bool;
-    /// A memory telemetry value (issue 25): a vmstat rate per second,
+    /// A memory telemetry value: a vmstat rate per second,
     /// bytes, or a fragmentation index.
     fn memstat(&self, _m: &MemMetric) -> Option<f64> {
         None
     }
     fn exists(&self, group: &str) -> bool;
-    /// Issue 24: trip point `trip` of a zone (by type), m°C.
+    /// Trip point `trip` of a zone (by type), m°C.
     fn thermal_trip_millic(&self, _zone: &str, _trip: u32) -> Option<i64> {
         None
     }
-    /// Issue 24: a cooling device's `cur_state`, by its type.
+    /// A cooling device's `cur_state`, by its type.
     fn cooling_state(&self, _device: &str) -> Option<u64> {
         None
     }
-    /// Issue 24: a cpufreq policy's limit (`limit`) or current frequency,
+    /// A cpufreq policy's limit (`limit`) or current frequency,
     /// kHz.
     fn cpufreq_khz(&self, _policy: &str, _limit: bool) -> Option<u64> {
         None
     }
-    /// Issue 24: `throttled(POLICY)`; `None` when the policy is unreadable.
+    /// `throttled(POLICY)`; `None` when the policy is unreadable.
     fn throttled(&self, _policy: &str) -> Option<bool> {
         None
     }
-    /// Issue 26: a KPI's statistic over the trailing window, in its unit
+    /// A KPI's statistic over the trailing window, in its unit
     /// (seconds for times); `None` without a sample in the window.
     fn kpi(&self, _name: &str, _stat: KpiStat, _window: Duration) -> Option<f64> {
         None
@@ -164,7 +164,7 @@ pub(crate) enum Measured {
     Stall(Duration),
     Bytes(u64),
     Count(u64),
-    /// A rate or an index (issue 25's memory telemetry).
+    /// A rate or an index (memory telemetry).
     Number(f64),
     /// `cgroup.populated`, `running()`, `exists()`: printed as 1 or 0.
     Flag(bool),
@@ -185,7 +185,7 @@ impl fmt::Display for Measured {
 }
 
 impl Measured {
-    /// `{value}` and `CGWARDEN_VALUE` (issue 22 item 9): a bare number a
+    /// `{value}` and `CGWARDEN_VALUE`: a bare number a
     /// script can compare, in the unit docs/policy.md names per kind —
     /// percent for `%` metrics, **microseconds** for stall times (PSI's own
     /// `total=` unit), bytes, counts, 1/0 for flags, millidegrees Celsius
@@ -249,7 +249,7 @@ pub(crate) enum Subject<'e> {
     Metric(&'e Metric),
     /// A subtree nested deeper than [`MAX_EVAL_DEPTH`].
     TooDeep,
-    /// `throttled(POLICY)` of a policy that cannot be read (issue 24).
+    /// `throttled(POLICY)` of a policy that cannot be read.
     Throttled(&'e str),
 }
 
@@ -290,13 +290,13 @@ pub(crate) struct Evaluation<'e> {
     pub trigger: Option<Trigger<'e>>,
     /// Comparisons that were false because their metric was unavailable.
     pub unavailable: Vec<Unavailable<'e>>,
-    /// Issue 29: for a true condition that is one stall comparison behind
+    /// For a true condition that is one stall comparison behind
     /// an armed trigger, when it turns false if the trigger stays silent
     /// (see [`silence_decides`]); `None` otherwise.
     pub ends_by_silence: Option<Time>,
 }
 
-/// Issue 29: the stall line and window of a condition that is one stall
+/// The stall line and window of a condition that is one stall
 /// comparison (`G.memory.some > 100ms/1s`), the form whose end an armed
 /// trigger's silence decides: true on a sample, it is false once the
 /// trigger has said nothing for a window and an eighth after it
@@ -695,7 +695,7 @@ pub struct Needs {
     /// Stall conditions as written, `(line, amount, window)`, deduplicated:
     /// one kernel PSI trigger each.
     pub psi_triggers: HashSet<(StallKey, Duration, Duration)>,
-    /// Issue 29: stall lines a condition reads other than as one stall
+    /// Stall lines a condition reads other than as one stall
     /// comparison (see [`silence_decides`]): while their stall is at a
     /// trigger's amount, a read shows it end. The other lines end by the
     /// trigger's silence, at the rules' own deadlines.
@@ -714,15 +714,15 @@ pub struct Needs {
     pub running: BTreeSet<String>,
     /// `exists()` groups.
     pub exists: BTreeSet<String>,
-    /// Issue 24: cpufreq policies whose limit/cur or `throttled()` is read.
+    /// cpufreq policies whose limit/cur or `throttled()` is read.
     pub cpufreq: BTreeSet<String>,
-    /// Issue 24: cooling devices are read.
+    /// Cooling devices are read.
     pub cooling: bool,
-    /// Issue 24: trip points read, (zone type, N).
+    /// Trip points read, (zone type, N).
     pub thermal_trips: BTreeSet<(String, u32)>,
-    /// Memory telemetry (issue 25).
+    /// Memory telemetry.
     pub memstat: BTreeSet<MemMetric>,
-    /// Issue 26: KPI statistics read, with their windows.
+    /// KPI statistics read, with their windows.
     pub kpi: BTreeSet<(String, KpiStat, Duration)>,
 }
 

@@ -1,4 +1,4 @@
-//! Which live processes are critical (`settings.critical`, SPEC §6) and
+//! Which live processes are critical (`settings.critical`) and
 //! when one exits: pid → (comm, index of the first matching pattern).
 //! Fed by exec/rename/exit events and reconciled by scans; pure (the exec
 //! thread reads /proc).

@@ -1,4 +1,4 @@
-//! Who may boost which knobs (SPEC §5 "Identity and grants"): the policy's
+//! Who may boost which knobs: the policy's
 //! `control:` entries turned into id-based grants, and the decision on one
 //! boost request. Pure: the caller's identity comes from the socket layer
 //! (SO_PEERCRED), the name lookups are passed in, nothing here reads the
@@ -47,7 +47,7 @@ pub(crate) struct Grant {
     pub name: String,
     /// Knob globs (`*`, `?`) over knob names.
     pub patterns: Vec<String>,
-    /// Knob globs this grant may cap (`control.cap`, issue 24).
+    /// Knob globs this grant may cap (`control.cap`).
     pub caps: Vec<String>,
     pub max_duration: Duration,
     pub max_boosts: u32,
@@ -109,7 +109,7 @@ pub(crate) fn resolve(
 
 /// The grants as they apply to caps (`boost --cap`): each grant's `cap:`
 /// patterns in place of its `boost:` ones, so [`decide`] judges caps apart
-/// from raises (issue 24).
+/// from raises.
 pub(crate) fn for_caps(grants: &[Grant]) -> Vec<Grant> {
     grants
         .iter()

@@ -1,5 +1,5 @@
-//! Desired versus written knob values (SPEC §3 "Semantics", §4 "The daemon
-//! writes a knob only when its effective value changes").
+//! Desired versus written knob values: the daemon writes a knob only when
+//! its effective value changes.
 //!
 //! [`KnobTable`] owns, per knob:
 //! - the **baseline**: what the knob holds when no claim does. It comes from
@@ -25,8 +25,8 @@
 //! - Values are compared structurally, and also by their kernel text, so
 //!   `50%` and `50ms/100ms` for `cpu.max` count as the same value.
 //! - A write is marked done as soon as it is reported: a write the kernel
-//!   rejects is retried only when the effective value changes again (SPEC
-//!   §4). [`KnobTable::invalidate`] forgets what was written (a group
+//!   rejects is retried only when the effective value changes again.
+//!   [`KnobTable::invalidate`] forgets what was written (a group
 //!   recreated from outside), so the next call writes the knob again.
 //! - `raise`/`lower` step from the baseline, not from the effective value
 //!   (a claim on top is temporary); a knob without baseline steps from the
@@ -51,7 +51,7 @@ pub enum Cause {
     /// The owner's claims (a boost) reached their deadline; the knob returns
     /// to its baseline.
     Expired(Owner),
-    /// `settings.drift: { on_drift: restore }` (issue 24): the file was
+    /// `settings.drift: { on_drift: restore }`: the file was
     /// written behind the daemon's back and is put back.
     Drift,
 }
@@ -230,7 +230,7 @@ impl KnobTable {
     }
 
     /// Adds `owner`'s caps (a rule's `cap KNOB at VALUE` actions, after
-    /// [`KnobTable::set_claims`] replaced its claims; issue 24).
+    /// [`KnobTable::set_claims`] replaced its claims).
     pub fn add_caps(
         &mut self,
         owner: &Owner,

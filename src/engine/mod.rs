@@ -7,8 +7,6 @@ pub(crate) mod presence;
 pub(crate) mod claims;
 pub mod condition;
 pub(crate) mod critical;
-// Used by the control socket (SPEC §5), which is wired in separately; until
-// then only the tests call it.
 pub(crate) mod grants;
 pub(crate) mod knobs;
 pub(crate) mod resort;
@@ -19,7 +17,7 @@ pub(crate) mod tuning;
 
 /// The maps a loop turn looks up by a policy's names (PSI lines, samples):
 /// foldhash instead of std's SipHash, whose keyed rounds cost a lookup
-/// 600–700 instructions here (issue 29 item 2 counted them per turn). The
+/// 600–700 instructions here. The
 /// keys come from the policy, never from outside; foldhash is still seeded
 /// per process.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

@@ -1,5 +1,5 @@
 //! Which group a process belongs in: the placement rules compiled once, then
-//! matched against each process (first matching rule wins, SPEC §2).
+//! matched against each process (first matching rule wins).
 //!
 //! Globs are compiled at policy load, user names resolved to uids once, so
 //! matching a process allocates nothing per rule.
@@ -10,13 +10,19 @@
 //! at (exe, cmdline, uid). Most execs on a board match no rule and cost
 //! one read.
 //!
-//! Processes are placed in batches ([`Placer::place_batch`], issue 11):
+//! Processes are placed in batches ([`Placer::place_batch`]):
 //! every pending process is identified first, then the moves are made
 //! back-to-back, then sched and descendants — under an exec flood one pass
 //! places everything pending instead of a round trip per process.
+//!
+//! A process whose cgroup belongs to a container runtime or another
+//! delegated manager is left alone whatever rule matches it ([`foreign`]):
+//! not moved, no sched, no attributes; [`Placed::kept`] says why.
 
 use crate::policy::model::{Placement, Sched, UserSpec};
 use glob::{MatchOptions, Pattern};
+
+pub(crate) mod foreign;
 
 /// What matching needs to know about a process.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +49,8 @@ pub struct Matcher {
     pub rt_by_name: bool,
     /// Index of the rule in the policy, for logs.
     pub index: usize,
+    /// The rule's line in the policy file, for people.
+    pub line: u32,
 }
 
 /// All placement rules, in policy order.
@@ -85,6 +93,7 @@ impl Placer {
                 sched: p.sched.clone(),
                 rt_by_name: crate::policy::rt_by_name(p),
                 index,
+                line: p.pos.line,
             })
             .collect();
         Placer { matchers }
@@ -232,6 +241,10 @@ pub(crate) trait PlaceOps {
     fn facts(&mut self, pid: i32, comm: String, needs: FactNeeds) -> Option<OwnedFacts>;
     /// The process's cgroup as `/proc/PID/cgroup` shows it (`/a/b`); `None` when gone.
     fn cgroup_of(&mut self, pid: i32) -> Option<String>;
+    /// Who other than cgwarden manages `cgroup` (as `/proc/PID/cgroup`
+    /// shows it): [`foreign::owner`] with this root's groups and the
+    /// kernel's delegation marks. A process there is never moved.
+    fn owner_of(&mut self, cgroup: &str) -> Option<foreign::Owner>;
     /// Group `name`'s cgroup as `/proc/PID/cgroup` would show it.
     fn group_cgroup(&self, group: &str) -> Option<String>;
     /// The process's cgroup when it is known without reading (a full
@@ -282,11 +295,46 @@ pub(crate) struct Placed {
     /// Processes found gone (or their pid reused) between reading their
     /// facts and acting on them: nothing was done to them. Not errors.
     pub gone: u32,
+    /// A rule matched, and the process was left alone: its cgroup belongs
+    /// to a container runtime or another delegated manager. `group` and
+    /// `rule` are then `None` (nothing of the rule applies).
+    pub kept: Option<Kept>,
+}
+
+/// A process a placement matched and placement left where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// The rule's index and its line in the policy file.
+    pub rule: usize,
+    pub line: u32,
+    /// The rule's group.
+    pub group: String,
+    pub comm: String,
+    /// Its cgroup as `/proc/PID/cgroup` shows it.
+    pub cgroup: String,
+    pub owner: foreign::Owner,
+}
+
+impl Kept {
+    /// `pid 1234 (talker) in /system.slice/docker-….scope: placement at
+    /// policy line 12 → realtime matches it, but its cgroup belongs to a
+    /// container runtime (docker)`.
+    pub(crate) fn describe(&self, pid: i32) -> String {
+        format!(
+            "pid {pid} ({}) in {}: placement at policy line {} → {} matches it, but its \
+             cgroup belongs to {}",
+            self.comm,
+            self.cgroup,
+            self.line,
+            self.group,
+            self.owner.what()
+        )
+    }
 }
 
 /// What [`Placer::place_cached`] remembers per process: the rule it falls
 /// under, keyed by pid, start time and comm, so a rescan neither re-reads
-/// nor re-matches a process that did not change (issue 10 item 4). An
+/// nor re-matches a process that did not change. An
 /// exec or a rename must [`FactCache::forget`] it (exec keeps the start
 /// time; a comm change is also seen by the comm compare).
 #[derive(Debug, Default)]
@@ -316,7 +364,7 @@ impl FactCache {
     }
     /// Whether exits are forgotten as they happen (the process-events
     /// connector is live). Then a scan skips even the comm read of a
-    /// process it knows placed (issue 29: a rescan during a flood read
+    /// process it knows placed (a rescan during a flood would read
     /// a thousand comms). Entries made while exits were not tracked may
     /// name a pid's earlier owner: they go when tracking starts.
     pub(crate) fn track_exits(&mut self, live: bool) {
@@ -415,7 +463,7 @@ impl Placer {
             .unwrap_or_default()
     }
 
-    /// Places a batch of processes (issue 11, flood-proof placement): all
+    /// Places a batch of processes (flood-proof placement): all
     /// are identified first (reading only what the rules need), then every
     /// move is made back-to-back — grouped by rule, while the kernel's
     /// migration lock and caches are warm and before the sched changes and
@@ -436,8 +484,8 @@ impl Placer {
     /// (the connector's events): each is looked at with one read that
     /// gives its comm, start time and threads ([`PlaceOps::look`]), and
     /// held by a pidfd only when its comm can match — not a comm read,
-    /// then the pin's stat read again (issue 29: an exec flood paid one
-    /// procfs open, read and close more per process). A scan keeps the
+    /// then the pin's stat read again (under an exec flood, one procfs
+    /// open, read and close more per process). A scan keeps the
     /// comm first: it meets thousands of processes its cache already knows.
     pub(crate) fn place_exec_batch(
         &self,
@@ -529,7 +577,7 @@ impl Placer {
         // A scan meets every process it placed before: known to the cache
         // by pid and comm, in its rule's group by the scan's snapshot, and
         // without a sched to check, there is nothing to do — no pin, no
-        // stat read (issue 29: a rescan during a flood pinned thousands).
+        // stat read (a rescan during a flood would pin thousands).
         // Its start time is not checked: a pid reused by a fork in that
         // group stays there whatever it matches, as an unmatched one would.
         if let Some(c) = cache
@@ -601,15 +649,33 @@ impl Placer {
             return Prepared::Done(out);
         }
         let m = &self.matchers[idx];
-        out.group = Some(m.group.clone());
-        out.rule = Some(idx);
         let Some(target) = ops.group_cgroup(&m.group) else {
+            out.group = Some(m.group.clone());
+            out.rule = Some(idx);
             out.errors.push(format!(
                 "pid {pid} ({}): group {} unknown",
                 facts.comm, m.group
             ));
             return Prepared::Done(out);
         };
+        // A container's (or a delegated manager's) process stays in its
+        // cgroup: out of it, the runtime's limits no longer hold and its
+        // stop no longer reaches it. Nothing of the rule applies to it.
+        if was != target {
+            if let Some(owner) = ops.owner_of(&was) {
+                out.kept = Some(Kept {
+                    rule: idx,
+                    line: m.line,
+                    group: m.group.clone(),
+                    comm: facts.comm,
+                    cgroup: was,
+                    owner,
+                });
+                return Prepared::Done(out);
+            }
+        }
+        out.group = Some(m.group.clone());
+        out.rule = Some(idx);
         Prepared::Pending(Pending {
             pid,
             pin,

@@ -1,6 +1,6 @@
-//! The choice of a last resort's victim (SPEC §6, `kill in G prefer …
-//! avoid …`): pure, proptested. Never a critical or an avoided process;
-//! the largest RSS among the preferred, else among the rest.
+//! The choice of a last resort's victim (`kill in G prefer … avoid …`): pure,
+//! proptested. Never a critical or an avoided process; the largest RSS among
+//! the preferred, else among the rest.
 
 use glob::Pattern;
 

@@ -1,4 +1,4 @@
-//! The per-rule state machine (SPEC §3, "Semantics").
+//! The per-rule state machine.
 //!
 //! This module owns the life cycle of one rule — idle, pending, active,
 //! clearing — and decides, from the truth of the rule's condition at each
@@ -179,7 +179,7 @@ enum State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleState {
     state: State,
-    /// Issue 29: when the last evaluation's true condition turns false with
+    /// When the last evaluation's true condition turns false with
     /// no new input (a stall an armed trigger's silence decides; see
     /// [`RuleState::update_ending`]).
     ends: Option<Time>,
@@ -228,8 +228,8 @@ impl RuleState {
     }
 
     /// [`update`](Self::update), where a true condition also says when it
-    /// ends with no new input (`ends`, issue 29: a stall that an armed
-    /// trigger's silence decides). An active rule then needs no evaluation
+    /// ends with no new input (`ends`: a stall that an armed trigger's
+    /// silence decides). An active rule then needs no evaluation
     /// at that time: its [`next_deadline`](Self::next_deadline) is the end
     /// of the `hold` that starts there, and the evaluation that sees the
     /// condition false counts the hold from there (or from `now`, if

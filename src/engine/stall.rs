@@ -1,7 +1,7 @@
-//! Stall time within a window, from the PSI `total=` counter (SPEC §3:
-//! "`G.memory.some > 150ms/1s` — stall time within the window exceeds the
-//! amount ... Defined on the PSI `total=` counter, so polling and kernel
-//! triggers agree").
+//! Stall time within a window, from the PSI `total=` counter:
+//! `G.memory.some > 150ms/1s` means the stall time within the window exceeds
+//! the amount, defined on the PSI `total=` counter so polling and kernel
+//! triggers agree.
 //!
 //! This module owns the history of `(time, total_us)` samples per PSI line
 //! ([`StallSeries`], and [`StallHistory`] keyed by target/resource/line) and
@@ -29,7 +29,7 @@
 //!   allow (stall time cannot exceed wall time; [`plausible_growth`] leaves
 //!   slack for read jitter) is implausible — a corrupt read, a wrapped or
 //!   injected counter. It is never acted on: like a reset, the series
-//!   restarts from it, so no window ever spans the jump (SPEC §4 "Trust").
+//!   restarts from it, so no window ever spans the jump.
 //! - A sample with a time before the newest one is ignored (the clock is
 //!   monotonic, so that is a caller bug); one at the same time replaces it.
 //! - Memory is bounded: samples older than the longest window in use (plus
@@ -154,7 +154,7 @@ impl StallSeries {
     /// its own tracking window, from the same `total`). While the tick samples
     /// the line often enough to span the window, that is just one more sample.
     /// Otherwise — the daemon reads nothing while an armed trigger is silent
-    /// (issue 11: no periodic work no rule needs) — the series restarts from
+    /// (no periodic work no rule needs) — the series restarts from
     /// the kernel's word: a sample one window back that makes the window's
     /// stall `amount` + 1 µs, then this one. That is a lower bound, like every
     /// answer of this module: `> amount` holds, and a larger stall shows as the
@@ -390,7 +390,7 @@ impl StallHistory {
         self.series.get(key)
     }
 
-    /// Issue 29: when a line whose kernel trigger (`amount`/`window`) is
+    /// When a line whose kernel trigger (`amount`/`window`) is
     /// armed must be read again although the trigger stays silent. A trigger
     /// says when stall rises to its amount, never when it ends: while the
     /// stall in the window ending at the newest sample is at least `amount`,
@@ -433,7 +433,7 @@ impl StallHistory {
         (cleared > now).then_some(cleared)
     }
 
-    /// Issue 29: from when an armed trigger's silence decides a line with
+    /// From when an armed trigger's silence decides a line with
     /// no newer sample: its newest sample plus [`silence_after`] the window.
     /// A condition true on that sample is false from then on unless the
     /// trigger fires (and a firing adds a sample, moving this time). `None`
@@ -714,7 +714,7 @@ mod tests {
             stall: Stall::Some,
         };
         let other = StallKey {
-            target: Target::System,
+            target: Target::Host,
             ..key.clone()
         };
         let mut h = StallHistory::new();

@@ -1,4 +1,4 @@
-//! One evaluation step of all rules (SPEC §3 "Semantics"), as a pure
+//! One evaluation step of all rules, as a pure
 //! function of time and a metrics snapshot: conditions are evaluated, rule
 //! states advance, `then` actions change baselines, `while` actions become
 //! claims, and the result is a list of effects — knob writes with their
@@ -52,7 +52,7 @@ pub enum Effect {
     },
     /// Write 1 to /proc/sys/vm/compact_memory.
     CompactMemory { rule: String },
-    /// `freeze G` / `thaw G` (issue 25): write `cgroup.freeze`.
+    /// `freeze G` / `thaw G`: write `cgroup.freeze`.
     Freeze {
         rule: String,
         group: String,
@@ -60,7 +60,7 @@ pub enum Effect {
         /// What fired the rule (`metric value > threshold`).
         reason: String,
     },
-    /// `kill in G …` (issue 25): choose a victim and kill it.
+    /// `kill in G …`: choose a victim and kill it.
     Kill {
         rule: String,
         spec: crate::policy::expr::KillSpec,
@@ -143,7 +143,7 @@ pub(crate) fn metric_source(
         | Metric::PsiStall {
             target, resource, ..
         } => match &target.value {
-            Target::System => format!("/proc/pressure/{resource}"),
+            Target::Host => format!("/proc/pressure/{resource}"),
             Target::Group(g) => group(g, &format!("{resource}.pressure")),
         },
         Metric::MemoryCurrent { group: g } => group(&g.value, "memory.current"),
@@ -476,7 +476,7 @@ impl Supervisor {
         effects
     }
 
-    /// A policy reload (SPEC §4 "Reload"): carries the engine from `old` to
+    /// A policy reload: carries the engine from `old` to
     /// `new` without rolling anything back in between. Returns the hooks,
     /// phase changes and writes that makes.
     ///
@@ -626,7 +626,7 @@ impl Supervisor {
     }
 
     /// What rule `index` last fired with (`metric = value (threshold T)`),
-    /// for `cgwarden replay`'s "why" (issue 27).
+    /// for `cgwarden replay`'s "why".
     #[cfg(any(test, feature = "report"))]
     pub(crate) fn fired_reason(&self, index: usize) -> Option<String> {
         self.rules.get(index).map(|r| r.fired.reason())
@@ -640,8 +640,8 @@ impl Supervisor {
             .collect()
     }
 
-    /// A boost's claims (SPEC §5 "Boosts"), replacing any the handle held,
-    /// until `deadline` (none: until released). Merged as §3: boosts rank
+    /// A boost's claims, replacing any the handle held, until `deadline`
+    /// (none: until released). In the merge boosts rank
     /// before rules on first-wins knobs, the latest boost first.
     pub(crate) fn boost(
         &mut self,
@@ -653,7 +653,7 @@ impl Supervisor {
             .set_claims(&Owner::Boost { handle }, claims, deadline);
     }
 
-    /// A boost's caps (`boost --cap`, issue 24), added to the claims
+    /// A boost's caps (`boost --cap`), added to the claims
     /// [`Supervisor::boost`] set for the same handle.
     pub(crate) fn boost_caps(
         &mut self,
@@ -681,7 +681,7 @@ impl Supervisor {
     }
 }
 
-/// A rule's `while` caps (`cap KNOB at VALUE`, issue 24).
+/// A rule's `while` caps (`cap KNOB at VALUE`).
 fn while_caps(rule: &crate::policy::model::Rule) -> Vec<(Knob, KnobValue)> {
     rule.while_
         .iter()

@@ -1,5 +1,5 @@
 //! What a placement's per-process attributes and `threads:` ask of each
-//! thread of a matched process (SPEC §6), and what must change given what
+//! thread of a matched process, and what must change given what
 //! the thread has now. Pure: the kernel layer reads the threads
 //! ([`ThreadNow`]) and carries out the [`TaskOp`]s.
 //!

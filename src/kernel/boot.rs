@@ -244,12 +244,25 @@ impl KernelConfig {
     }
 }
 
+/// The files read here (module docs).
+pub(crate) const CMDLINE: &str = "/proc/cmdline";
+pub(crate) const CONFIG_GZ: &str = "/proc/config.gz";
+pub(crate) const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+pub(crate) const REALTIME: &str = "/sys/kernel/realtime";
+pub(crate) const MOUNTS: &str = "/proc/self/mounts";
+pub(crate) const ZRAM_MODULE: &str = "/sys/module/zram";
+
+/// `/boot/config-RELEASE`, the configuration a distribution installs.
+pub(crate) fn config_path(release: &str) -> PathBuf {
+    PathBuf::from(format!("/boot/config-{release}"))
+}
+
 /// Largest `/proc/config.gz` inflated (a distribution config is ~300 KiB).
 const CONFIG_MAX: u64 = 8 << 20;
 
 /// Reads the configuration from the sources of [`KernelConfig`].
 fn kernel_config(root: &Root) -> KernelConfig {
-    let gz = Path::new("/proc/config.gz");
+    let gz = Path::new(CONFIG_GZ);
     if let Ok(bytes) = root.read_bytes(gz) {
         use std::io::Read;
         let mut text = String::new();
@@ -260,13 +273,13 @@ fn kernel_config(root: &Root) -> KernelConfig {
             return KernelConfig::parse(gz.to_path_buf(), &text);
         }
     }
-    let Ok(release) = root.read_trimmed(Path::new("/proc/sys/kernel/osrelease")) else {
+    let Ok(release) = root.read_trimmed(Path::new(OSRELEASE)) else {
         return KernelConfig::default();
     };
     if release.is_empty() || release.contains('/') {
         return KernelConfig::default();
     }
-    let path = PathBuf::from(format!("/boot/config-{release}"));
+    let path = config_path(&release);
     match root.read(&path) {
         Ok(text) => KernelConfig::parse(path, &text),
         Err(_) => KernelConfig::default(),
@@ -276,7 +289,7 @@ fn kernel_config(root: &Root) -> KernelConfig {
 /// The options of the cgroup2 mount whose mount point holds `cgroup_root`
 /// (the longest such mount point), from `/proc/self/mounts`.
 fn cgroup2_options(root: &Root, cgroup_root: &Path) -> Option<String> {
-    let mounts = root.read_small(Path::new("/proc/self/mounts")).ok()?;
+    let mounts = root.read_small(Path::new(MOUNTS)).ok()?;
     mounts
         .lines()
         .filter_map(|l| {
@@ -305,10 +318,10 @@ fn cpu_file(root: &Root, path: &Path) -> Result<Option<CpuSet>> {
 impl BootState {
     /// Reads the boot state under `root`; `cgroup_root` is the policy's.
     pub fn read(root: &Root, cgroup_root: &Path) -> Result<BootState> {
-        let cmdline_path = Path::new("/proc/cmdline");
+        let cmdline_path = Path::new(CMDLINE);
         let (cmdline, cmdline_absent) = match root.read_small(cmdline_path) {
             Ok(t) => (Cmdline::parse(&t), None),
-            // A finding for doctor, not a failure (issue 22 item 15).
+            // A finding for doctor, not a failure.
             Err(e) if e.is_not_found() => (Cmdline::parse(""), Some(root.host_path(cmdline_path))),
             Err(e) => return Err(e),
         };
@@ -316,7 +329,7 @@ impl BootState {
         let isolated = cpu_file(root, &Path::new(CPU_DIR).join("isolated"))?;
         let nohz_full = cpu_file(root, &Path::new(CPU_DIR).join("nohz_full"))?;
         let preempt_rt = root
-            .read_trimmed(Path::new("/sys/kernel/realtime"))
+            .read_trimmed(Path::new(REALTIME))
             .is_ok_and(|t| t == "1");
         let config = kernel_config(root);
         let controllers = root
@@ -335,7 +348,7 @@ impl BootState {
             psi: root.exists(Path::new("/proc/pressure/memory")),
             cgroup2_options: cgroup2_options(root, cgroup_root),
             zram_loaded: root.exists(Path::new("/sys/class/zram-control"))
-                || root.exists(Path::new("/sys/module/zram")),
+                || root.exists(Path::new(ZRAM_MODULE)),
             config,
         })
     }

@@ -12,7 +12,7 @@
 //! and delegated subtrees) and maps several v2 knobs wrongly. Plain file
 //! access is all cgroup v2 needs.
 //!
-//! # Fake trees (SPEC §1)
+//! # Fake trees
 //! On a fake root there is no kernel; where cgwarden depends on the
 //! kernel's side (a new group's core files, controllers derived from the
 //! parent, knobs present when their controller is enabled, additive
@@ -64,7 +64,9 @@ pub struct CgroupFs {
 
 mod fake;
 
-const CONTROLLERS: &str = "cgroup.controllers";
+pub(crate) const CONTROLLERS: &str = "cgroup.controllers";
+/// The mount table whose cgroup2 super-block options are read.
+pub(crate) const MOUNTINFO: &str = "/proc/self/mountinfo";
 const SUBTREE_CONTROL: &str = "cgroup.subtree_control";
 const PROCS: &str = "cgroup.procs";
 const EVENTS: &str = "cgroup.events";
@@ -230,8 +232,8 @@ impl CgroupFs {
     }
 
     /// [`Self::move_pid`] through `open`, which keeps each group's
-    /// `cgroup.procs` open between moves (issue 29: under an exec flood a
-    /// move is then one write(2), not a path walk, an open, a write and
+    /// `cgroup.procs` open between moves (under an exec flood a move is
+    /// then one write(2), not a path walk, an open, a write and
     /// closes). A file whose cgroup was removed (ENODEV, its kernfs node
     /// is dead) is opened again once: the group may have been recreated.
     pub(crate) fn move_pid_kept(&self, open: &mut ProcsFiles, rel: &str, pid: i32) -> Result<()> {
@@ -355,7 +357,7 @@ impl CgroupFs {
     /// `/proc/self/mountinfo`: `nsdelegate`, `favordynmods`, ...); `None`
     /// when it cannot be told (a fake tree without mountinfo).
     pub(crate) fn mount_options(&self) -> Option<Vec<String>> {
-        let text = self.root.read(Path::new("/proc/self/mountinfo")).ok()?;
+        let text = self.root.read(Path::new(MOUNTINFO)).ok()?;
         parse_cgroup2_options(&text, &self.mount())
     }
 

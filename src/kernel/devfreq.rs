@@ -1,4 +1,4 @@
-//! devfreq devices under `/sys/class/devfreq/NAME/` (issue 24): what
+//! devfreq devices under `/sys/class/devfreq/NAME/`: what
 //! `plan` and `doctor` read. Files as Documentation/ABI/testing/
 //! sysfs-class-devfreq describes them: `governor`, `available_governors`
 //! (space-separated), `min_freq`/`max_freq`/`cur_freq` in Hz,

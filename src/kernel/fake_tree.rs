@@ -132,7 +132,7 @@ impl FakeTree {
         t.file("sys/block/zram0/initstate", "0")?;
         t.file("sys/block/zram0/reset", "")?;
         t.file("sys/class/zram-control/hot_add", "1")?;
-        // Memory telemetry (issue 25): an idle zram device, counters and
+        // Memory telemetry: an idle zram device, counters and
         // free blocks as a 6.1 kernel prints them.
         t.file(
             "sys/block/zram0/mm_stat",
@@ -220,7 +220,7 @@ impl FakeTree {
         Ok(())
     }
 
-    /// `proc/PID/smaps_rollup` as a 6.x kernel prints it (issue 26), with
+    /// `proc/PID/smaps_rollup` as a 6.x kernel prints it, with
     /// `Rss:` and `Pss:` set (KiB); the other lines are a real process's.
     #[cfg(test)]
     pub(crate) fn set_smaps_rollup(&self, pid: i32, rss_kib: u64, pss_kib: u64) -> io::Result<()> {
@@ -281,7 +281,7 @@ impl FakeTree {
             std::os::unix::fs::symlink(exe, link)?;
         }
         self.file(&format!("{d}/oom_score_adj"), "0")?;
-        // Issue 26: PSS for the recorder (a small process's figures).
+        // PSS for the recorder (a small process's figures).
         self.file(&format!("{d}/smaps_rollup"), &smaps_rollup_text(1756, 280))?;
         // Each thread as the kernel shows it: comm (the process's until it
         // renames itself), stat (nice 0), status (affinity), cgroup.

@@ -1,4 +1,4 @@
-//! The kernel side of a hook run (SPEC §3 "Hooks"): the cgroup each run
+//! The kernel side of a hook run: the cgroup each run
 //! lives in and what the forked child does before `exec`.
 //!
 //! - [`HOOKS_PARENT`] (`<cgroup_root>/cgwarden.hooks`) holds one child

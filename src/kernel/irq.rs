@@ -1,6 +1,5 @@
-//! IRQs by action name and kernel threads by comm (issue 24, SPEC §6
-//! "IRQs", "Kernel threads"): what `system.irqs` and `system.kthreads`
-//! act on.
+//! IRQs by action name and kernel threads by comm: what `system.irqs` and
+//! `system.kthreads` act on.
 //!
 //! - An IRQ's action names (what `/proc/interrupts` shows in its last
 //!   column, `request_irq`'s `name`) are read from
@@ -30,8 +29,8 @@ pub const PF_KTHREAD: u64 = 0x0020_0000;
 /// `PF_NO_SETAFFINITY`: userland may not change the thread's CPUs.
 pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
-const SYS_KERNEL_IRQ: &str = "/sys/kernel/irq";
-const PROC_INTERRUPTS: &str = "/proc/interrupts";
+pub(crate) const SYS_KERNEL_IRQ: &str = "/sys/kernel/irq";
+pub(crate) const PROC_INTERRUPTS: &str = "/proc/interrupts";
 
 /// One IRQ and the names of its actions.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Where each knob lives and what is written for a value (issue 21 item 2):
+//! Where each knob lives and what is written for a value:
 //! the one mapping from a knob of the closed set to its device file and
 //! text, used by `apply`'s plan (`converge`) and by the daemon's writes,
 //! reads, drift checks and `verify` (`daemon::actuator`).

@@ -1,4 +1,4 @@
-//! `/proc/meminfo`: the `system.memory.available` metric (SPEC §3).
+//! `/proc/meminfo`: the `system.memory.available` metric.
 //!
 //! Format: `Name:   N kB` lines (a few, like `HugePages_Total:`, carry no
 //! unit). [`parse_meminfo`] is tolerant: unknown names are kept, lines that

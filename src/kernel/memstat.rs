@@ -1,4 +1,4 @@
-//! Memory telemetry files (SPEC §6 "Memory telemetry"): `/proc/vmstat`
+//! Memory telemetry files: `/proc/vmstat`
 //! counters, `/proc/buddyinfo` free blocks per order (the fragmentation
 //! index) and a zram device's `mm_stat`. Parsers are total: unknown lines
 //! are kept or skipped, never an error; a missing file is.

@@ -10,7 +10,9 @@
 //! the user would see it on the target) and the operation.
 
 pub(crate) mod accounts;
+pub mod board;
 pub(crate) mod boot;
+pub mod capture;
 pub(crate) mod cgroup_text;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
@@ -38,10 +40,11 @@ pub(crate) mod signals;
 pub(crate) mod task_attr;
 pub(crate) mod thermal;
 #[cfg(feature = "report")]
-pub(crate) mod topology; // issue 26: the CPU clusters `soak` loads
+pub(crate) mod topology; // the CPU clusters `soak` loads
 pub(crate) mod trust;
 pub(crate) mod uevent;
 pub(crate) mod wait;
+pub(crate) mod xattr;
 pub(crate) mod zram;
 
 pub use error::{Error, Result};

@@ -255,8 +255,8 @@ impl Connector {
     /// Opens, binds, subscribes. Errors keep the errno; see
     /// [`describe_open_error`] for the message to log.
     ///
-    /// `exits`: whether a process's EXIT is wanted. Issue 29: each exit
-    /// woke the exec thread a second time per process of a flood, though
+    /// `exits`: whether a process's EXIT is wanted. Each exit wakes the
+    /// exec thread a second time per process of a flood, though
     /// only `running()` presence, `settings.critical` and `threads:` rules
     /// need exits (the placement cache does without: see
     /// `engine::placement::FactCache::track_exits`).
@@ -336,9 +336,9 @@ impl Connector {
     /// [`ProcEvent::Overrun`] (and reading continues: the socket stays usable).
     ///
     /// Datagrams are read [`RECV_BATCH`] at a time with one `recvmmsg(2)`
-    /// (issue 29: a flood of N processes queues about 3N datagrams — fork,
-    /// exec, exit — and on kernels before 6.6, which cannot filter, one
-    /// `recv` each was a third of the exec thread's system calls). A short
+    /// (a flood of N processes queues about 3N datagrams — fork, exec, exit
+    /// — and on kernels before 6.6, which cannot filter, one `recv` each
+    /// would be a third of the exec thread's system calls). A short
     /// batch means the queue was empty: no closing `EAGAIN` call.
     pub fn drain(&mut self, out: &mut Vec<ProcEvent>, max_datagrams: usize) -> io::Result<bool> {
         let mut read = 0;
@@ -488,10 +488,10 @@ fn filter_program(exits: bool) -> [libc::sock_filter; 11] {
     ]
 }
 
-/// Attaches [`filter_program`] (`SO_ATTACH_FILTER`; issue 29: before 6.6
-/// the kernel cannot filter by event, and each FORK of a flood, and each
-/// thread a busy board starts and ends, woke the exec thread for nothing —
-/// a third of its wake-ups in a flood).
+/// Attaches [`filter_program`] (`SO_ATTACH_FILTER`: before 6.6 the kernel
+/// cannot filter by event, and each FORK of a flood, and each thread a busy
+/// board starts and ends, would wake the exec thread for nothing — a third
+/// of its wake-ups in a flood).
 fn attach_filter(fd: RawFd, exits: bool) -> io::Result<()> {
     let mut prog = filter_program(exits);
     let fprog = libc::sock_fprog {

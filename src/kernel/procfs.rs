@@ -3,7 +3,7 @@
 //! for placement matches.
 //!
 //! Plain file reads through the injectable [`Root`] are used instead of the
-//! `procfs` crate. Measured (issue 21 item 7) with procfs 0.18 (default
+//! `procfs` crate. Measured with procfs 0.18 (default
 //! features off) by `benches/procfs-compare` (a package of its own, so the
 //! crate is in neither Cargo.lock nor the Yocto crate list), on this
 //! project's 2-core x86-64 build host under load, reading processes the
@@ -60,7 +60,7 @@ use super::root::Root;
 /// `PF_KTHREAD` from include/linux/sched.h.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
-/// At most this much of `/proc/PID/cmdline` is read (issue 10 item 4): a
+/// At most this much of `/proc/PID/cmdline` is read: a
 /// process can make its command line megabytes long; placement matches on
 /// this prefix.
 pub const CMDLINE_MAX: usize = 64 * 1024;
@@ -77,14 +77,14 @@ pub(crate) const COMM_MAX: usize = 256;
 /// what a process controls never sizes the daemon's memory.
 ///
 /// A file shorter than the first read's buffer is read with that one
-/// read(2) (issue 29: `/proc` files are produced whole by one `show`, so a
+/// read(2) (`/proc` files are produced whole by one `show`, so a
 /// short read is the end; the exec path reads several per process under a
 /// flood); only a longer one is read on to its end.
 pub fn read_capped(root: &Root, p: &Path, cap: usize) -> Result<Vec<u8>> {
     let host = root.host_path(p);
     let mut f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
     // The first read goes to the stack and only what it got is copied out:
-    // not a zeroed 4 KiB heap buffer per file (issue 29).
+    // not a zeroed 4 KiB heap buffer per file.
     let mut stack = [0u8; 4096];
     let first = cap.min(stack.len());
     let n = loop {
@@ -136,7 +136,7 @@ pub(crate) struct Stat {
     pub comm: String,
     /// Fields 3.. (state, ppid, ...), as the kernel printed them (one
     /// space apart): split when a field is asked for, not into a string
-    /// each (issue 29: fifty allocations a stat, read per exec).
+    /// each (that would be fifty allocations a stat, read per exec).
     rest: String,
 }
 
@@ -319,9 +319,12 @@ pub(crate) fn parse_pss(text: &str) -> Option<u64> {
         .and_then(|kib| kib.checked_mul(1024))
 }
 
+/// This boot's random id.
+pub(crate) const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`), trimmed.
 pub(crate) fn boot_id(root: &Root) -> Result<String> {
-    root.read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
+    root.read_trimmed(Path::new(BOOT_ID))
 }
 
 /// How long ago `pid` was started (`/proc/PID/stat` field 22 against
@@ -365,7 +368,7 @@ pub(crate) fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
 }
 
 /// What one `/proc/PID/stat` read tells the exec path about a process it
-/// just pinned (issue 29: one read instead of a `comm` read beside it).
+/// just pinned (one read instead of a `comm` read beside it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PinFacts {
     /// Field 22, clock ticks since boot ([`start_time`]).

@@ -31,9 +31,9 @@ pub struct Psi {
 pub const PRESSURE_DIR: &str = "/proc/pressure";
 
 /// Parses a PSI file; never fails (missing parts are `None`). Reads bytes,
-/// not `str` (issue 29: an evaluation parses one pressure file, and the
-/// Unicode-aware splitting and the general float parser took about 11,000
-/// instructions for its 110 bytes): fields are split on ASCII whitespace,
+/// not `str` (an evaluation parses one pressure file, and Unicode-aware
+/// splitting and the general float parser cost about 11,000 instructions
+/// for its 110 bytes): fields are split on ASCII whitespace,
 /// and an average in the kernel's `%lu.%02lu` shape is read as an integer
 /// over a power of ten, which is exactly the value `str::parse` gives (both
 /// operands are exact in an `f64`, and one division rounds correctly); any
@@ -111,12 +111,12 @@ pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
     Ok(parse_psi(&root.read_small(&p)?))
 }
 
-/// Pressure files kept open, each re-read with one `pread(2)` at offset 0
-/// (issue 29): the daemon reads a stall line at every evaluation, and
-/// open + read + close with the path walk through cgroupfs was three system
-/// calls of the few an evaluation makes. The kernel restarts a pressure
-/// file's text at offset 0 on every read there. A read that fails (the group
-/// was removed: `ENODEV`) drops the file and opens the path again, so a
+/// Pressure files kept open, each re-read with one `pread(2)` at offset 0:
+/// the daemon reads a stall line at every evaluation, and open + read +
+/// close with the path walk through cgroupfs would be three system calls of
+/// the few an evaluation makes. The kernel restarts a pressure file's text
+/// at offset 0 on every read there. A read that fails (the group was
+/// removed: `ENODEV`) drops the file and opens the path again, so a
 /// recreated group is read from its new file. A fake root is read afresh each
 /// time: its writers replace files by rename, which an open file would not see.
 #[derive(Debug, Default)]
@@ -237,8 +237,8 @@ mod tests {
         assert!(p.full.is_none());
     }
 
-    /// The parser before issue 29 made it byte-level: `str` lines, Unicode
-    /// whitespace, `str::parse` for every number.
+    /// A reference parser on `str`: `str` lines, Unicode whitespace,
+    /// `str::parse` for every number.
     fn reference(text: &str) -> Psi {
         fn line<'a>(fields: impl Iterator<Item = &'a str>) -> Option<PsiLine> {
             // The last `key=` of a line wins, as in the parser.

@@ -1,5 +1,5 @@
 //! PSI triggers (Documentation/accounting/psi.rst, "Monitoring for pressure
-//! thresholds"): the kernel side of `G.memory.some > 150ms/1s` (SPEC §3).
+//! thresholds"): the kernel side of `G.memory.some > 150ms/1s`.
 //!
 //! A trigger is registered by writing `"<some|full> <stall µs> <window µs>"`
 //! to an open pressure file (`/proc/pressure/{cpu,memory,io}` or a group's
@@ -26,8 +26,8 @@
 //! - When the group is removed while the fd is open, the kernel destroys the
 //!   trigger and wakes the poller; from then on `poll` reports
 //!   `POLLERR | POLLPRI` and reads fail with ENODEV. Callers treat that as
-//!   "gone" (the group was deleted, SPEC §4: it is recreated at the next tick
-//!   and the trigger registered again).
+//!   "gone" (the group was deleted: it is recreated at the next tick and the
+//!   trigger registered again).
 
 use std::fs;
 use std::io::{self, Write};

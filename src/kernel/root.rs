@@ -3,11 +3,11 @@
 //! Every absolute path cgwarden touches (`/sys/...`, `/proc/...`, `/run/...`,
 //! `settings.cgroup_root`, `settings.state_dir`) is a *device path*. `Root`
 //! maps it under a base directory: `/` for the real system, `DIR` for a fake
-//! tree (`--root DIR`, SPEC §1). Paths are normalized lexically and can never
+//! tree (`--root DIR`). Paths are normalized lexically and can never
 //! leave the base: `..` stops at the device root, exactly as the kernel
 //! resolves `/..` to `/`.
 //!
-//! # Symlinks (SPEC §4 "Trust")
+//! # Symlinks
 //!
 //! Everything that *changes* the tree — knob writes, file creation, append,
 //! unlink, mkdir, rmdir — resolves its path beneath the base with
@@ -189,8 +189,8 @@ impl Root {
     /// resolved and clamped at `/`. A relative input is taken relative to `/`.
     pub fn normalize(device_path: &Path) -> PathBuf {
         // Most paths are built normal (`/proc/42/stat`): one copy, not a
-        // push per component (issue 29: every read of a turn or an exec
-        // came through here).
+        // push per component (every read of a turn or an exec comes
+        // through here).
         if is_normal(device_path) {
             return device_path.to_path_buf();
         }
@@ -352,6 +352,8 @@ impl Root {
     /// stripped of its leading `/`. Never escapes the base via `..`.
     pub fn host_path(&self, device_path: &Path) -> PathBuf {
         let norm = Self::normalize(device_path);
+        #[cfg(test)]
+        trace::note(&norm);
         if self.base.as_os_str() == "/" {
             return norm;
         }
@@ -585,6 +587,34 @@ impl Root {
         }
         names.sort();
         Ok(names)
+    }
+}
+
+/// Unit tests' record of the device paths this thread resolved (every read
+/// and every existence test goes through [`Root::host_path`]): what the
+/// readers look at, for the capture's coverage test.
+#[cfg(test)]
+pub(crate) mod trace {
+    use std::cell::RefCell;
+    use std::path::{Path, PathBuf};
+
+    thread_local! {
+        static SEEN: RefCell<Option<Vec<PathBuf>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn note(dev: &Path) {
+        SEEN.with(|s| {
+            if let Some(v) = s.borrow_mut().as_mut() {
+                v.push(dev.to_path_buf());
+            }
+        });
+    }
+
+    /// The device paths `f` resolved on this thread, in order.
+    pub(crate) fn during(f: impl FnOnce()) -> Vec<PathBuf> {
+        SEEN.with(|s| *s.borrow_mut() = Some(Vec::new()));
+        f();
+        SEEN.with(|s| s.borrow_mut().take()).unwrap_or_default()
     }
 }
 

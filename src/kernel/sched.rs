@@ -1,6 +1,6 @@
 //! Scheduling policy of placed threads (`placement[].sched`), via
 //! `sched_setattr(2)` (real kernels only; on a fake root the caller skips
-//! [`apply`] and logs it, SPEC §1), and reading the current policy back from
+//! [`apply`] and logs it), and reading the current policy back from
 //! `/proc/PID/stat`.
 //!
 //! [`sched_attr`] is pure so the argument building is unit-tested; the

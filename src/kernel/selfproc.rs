@@ -1,5 +1,5 @@
-//! The daemon's own process controls (SPEC §4 "Never starve, never
-//! block"): `mlockall(2)`, `sched_setaffinity(2)` of the whole process,
+//! The daemon's own process controls, so it is never starved by what it
+//! reacts to: `mlockall(2)`, `sched_setaffinity(2)` of the whole process,
 //! `sched_setattr(2)` of the calling thread with `SCHED_FLAG_RESET_ON_FORK`,
 //! and the few `/proc/self` and `/sys` reads that report on them (`VmRSS`,
 //! `VmLck`, possible CPUs). Only the daemon calls these, on a real kernel;
@@ -10,21 +10,21 @@ use super::root::Root;
 use super::sched::{apply_with_flags, SchedSpec};
 use std::path::Path;
 
-/// `MCL_ONFAULT` (Linux 4.4): lock pages as they are faulted in, not the
-/// whole mapping up front (thread stacks, heap reserve stay virtual).
-const MCL_ONFAULT: libc::c_int = 4;
-
 /// `SCHED_FLAG_RESET_ON_FORK`: threads and processes the caller creates
 /// start `SCHED_OTHER` nice ≥ 0 (include/uapi/linux/sched.h).
 pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 
-/// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`. A kernel without
-/// `MCL_ONFAULT` (before 4.4: EINVAL) gets the error, which the caller
-/// logs: no fallback to plain `MCL_FUTURE`, which would pin every thread's
-/// whole stack and heap reservation.
-pub fn mlockall_onfault() -> Result<()> {
+/// `mlockall(MCL_CURRENT | MCL_FUTURE)`: every page of every mapping now —
+/// the binary, the C libraries, the heap, the stack — is read in and locked
+/// before the call returns, and every later mapping (a thread's stack, heap
+/// growth, a library loaded later) is read in and locked when it is made.
+/// Not `MCL_ONFAULT`: that locks only what was touched, so code the daemon
+/// had not run yet would be read from the disk the first time it runs —
+/// under the memory pressure it reacts to. The cost is that every mapping
+/// is resident in full (thread stacks are sized for it: [`super::residency`]).
+pub fn mlockall() -> Result<()> {
     // SAFETY: mlockall takes flags only and touches no memory of ours.
-    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | MCL_ONFAULT) };
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
     if rc != 0 {
         let errno = std::io::Error::last_os_error()
             .raw_os_error()
@@ -33,7 +33,7 @@ pub fn mlockall_onfault() -> Result<()> {
             "mlockall",
             "/proc/self",
             errno,
-            "MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT".to_string(),
+            "MCL_CURRENT|MCL_FUTURE".to_string(),
         ));
     }
     Ok(())
@@ -117,8 +117,8 @@ pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
 /// Whether `mlockall(MCL_FUTURE)` is safe: locked memory is not capped
 /// (CAP_IPC_LOCK in the effective set, or `RLIMIT_MEMLOCK` unlimited).
 /// With a cap, MCL_FUTURE makes every later mmap past it fail (thread
-/// stacks, heap growth) — the locked size counts whole mappings, even
-/// with MCL_ONFAULT — so the daemon would break instead of being safer.
+/// stacks, heap growth) — the locked size counts whole mappings — so the
+/// daemon would break instead of being safer.
 pub fn memlock_unbounded() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     if cap_ipc_lock(&status) {
@@ -157,22 +157,25 @@ pub fn rtprio_limit() -> Option<u64> {
     }
 }
 
-/// Resident and locked memory of this process in KiB: `Rss` of
-/// `/proc/self/smaps_rollup` (the page tables; falls back to `VmRSS`) and
-/// `VmLck` of `/proc/self/status`. Not `VmRSS` first: on 6.1 each thread
-/// batches its RSS counter updates over 64 faults, and a fault maps up to
-/// 16 file pages, so after [`super::residency`] gives pages back `VmRSS`
-/// lagged MiBs behind (984 KiB shown, 4476 KiB mapped; issue 29).
+/// Resident and locked memory of this process in KiB: `Rss` and `Locked`
+/// of `/proc/self/smaps_rollup` (the page tables), else `VmRSS` and `VmLck`
+/// of `/proc/self/status`. Not those first: on 6.1 each thread batches its
+/// RSS counter updates over 64 faults, so `VmRSS` can lag MiBs behind; and
+/// `VmLck` counts whole locked mappings, with the address space glibc
+/// reserves for each thread's heap (64 MiB each, never touched), where
+/// `Locked` counts the pages.
 pub fn memory_kib() -> (Option<u64>, Option<u64>) {
     let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let (vmrss, lck) = parse_status_kib(&text);
+    let (vmrss, vmlck) = parse_status_kib(&text);
     let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
-    let rss = rollup
-        .lines()
-        .find_map(|l| l.strip_prefix("Rss:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok());
-    (rss.or(vmrss), lck)
+    let field = |name: &str| {
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+    };
+    (field("Rss:").or(vmrss), field("Locked:").or(vmlck))
 }
 
 /// `VmRSS:`/`VmLck:` lines of a status file, in KiB.
@@ -219,11 +222,11 @@ pub fn open_fds() -> Option<u64> {
     Some((dir.count() as u64).saturating_sub(1))
 }
 
-/// The CPUs the kernel could ever bring online
-/// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
 /// Where the kernel lists the CPUs this machine can ever have.
 pub const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
 
+/// The CPUs the kernel could ever bring online
+/// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
 pub fn possible_cpus(root: &Root) -> Option<crate::units::CpuList> {
     let text = root.read_trimmed(Path::new(POSSIBLE_CPUS)).ok()?;
     crate::units::CpuList::parse_kernel(&text).ok()

@@ -1,4 +1,4 @@
-//! Per-task attributes (SPEC §6): nice (`setpriority`), I/O priority
+//! Per-task attributes: nice (`setpriority`), I/O priority
 //! (`ioprio_set`), affinity (`sched_setaffinity`), per-task utilization
 //! clamps (`sched_setattr` with `SCHED_FLAG_UTIL_CLAMP_*`, policy and
 //! parameters kept), `/proc/PID/oom_score_adj`, and the moves of single

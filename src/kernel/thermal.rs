@@ -1,5 +1,5 @@
 //! Thermal zones under `/sys/class/thermal/thermal_zoneN/`: the
-//! `thermal.ZONE.temp` metric (SPEC §3), where `ZONE` is the zone's `type`
+//! `thermal.ZONE.temp` metric, where `ZONE` is the zone's `type`
 //! (e.g. `cpu-0-0-usr`, `x86_pkg_temp`), not its `thermal_zoneN` name, which
 //! can change between boots.
 //!
@@ -200,7 +200,7 @@ pub fn policy_limit(root: &Root, policy: &str, cooling: &[Cooling]) -> Option<Po
 }
 
 impl PolicyLimit {
-    /// SPEC §6: throttled while the limit is below the ceiling asked for
+    /// Throttled while the limit is below the ceiling asked for
     /// (`asked`: what cgwarden or the baseline set for `cpufreq.P.max`; else
     /// the hardware's), or a cooling device bound to the policy is above 0.
     pub fn throttled(&self, asked: Option<u64>) -> bool {

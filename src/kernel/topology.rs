@@ -1,4 +1,4 @@
-//! The CPU clusters `cgwarden soak` loads one by one (issue 26 item 3): the
+//! The CPU clusters `cgwarden soak` loads one by one: the
 //! cpufreq policies with their `related_cpus` (one policy per cluster on
 //! big.LITTLE and DynamIQ boards), else the online CPUs grouped by
 //! `topology/cluster_id` (a board or VM without cpufreq), else one group

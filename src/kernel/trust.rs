@@ -1,4 +1,4 @@
-//! Root's trust in a file it reads or runs (SPEC §4 "Trust"): the policy
+//! Root's trust in a file it reads or runs: the policy
 //! file and hook programs must be root-owned and not writable by group or
 //! other, nor may their directory be (unless sticky). `apply`, `run` and a
 //! reload ask the same check ([`crate::converge::trust`] applies it to a
@@ -7,7 +7,7 @@
 use std::path::Path;
 
 /// Why a file that root would trust (the policy, a hook program) is not
-/// safe to trust, or `None` (SPEC §4 "Trust"). Checked: the file itself,
+/// safe to trust, or `None`. Checked: the file itself,
 /// symlinks followed (what runs or is read is the target), must be owned by
 /// root and not writable by group or other; so must the directory holding
 /// the target, unless it is sticky (`/tmp`: others cannot replace a root file

@@ -1,5 +1,5 @@
 //! The kernel's device events (`NETLINK_KOBJECT_UEVENT`, multicast group
-//! 1: what udev listens to), used as a wake-up only (issue 24): a driver
+//! 1: what udev listens to), used as a wake-up only: a driver
 //! binding (`bind`), a device added or brought online is when its IRQs are
 //! requested, so `system.irqs` is re-applied then instead of polling
 //! `/proc/interrupts`. The messages' content is not parsed: any event

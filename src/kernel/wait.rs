@@ -45,7 +45,7 @@ impl AsRawFd for EventFd {
 }
 
 /// A non-blocking, close-on-exec `CLOCK_MONOTONIC` timerfd: a one-shot
-/// alarm the daemon's loop waits on through tokio's reactor (issue 29). A
+/// alarm the daemon's loop waits on through tokio's reactor. A
 /// tokio timer set from the runtime's own thread wakes the runtime's eventfd
 /// when it is earlier than the driver's next wake-up, and one more than 64 ms
 /// away fires in two parks (the timer wheel's coarser level first); the

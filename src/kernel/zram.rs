@@ -6,7 +6,7 @@
 //! File access goes through [`Root`]. The syscall functions
 //! ([`write_swap_header`], [`swapon`], [`swapoff`]) act on host paths and
 //! just do the syscall: the caller decides fake vs real (on a fake root
-//! swapon/mkswap are skipped and logged, SPEC §1).
+//! swapon/mkswap are skipped and logged: a fake root never swaps).
 //!
 //! Device setup order on a real kernel: `comp_algorithm` must be written
 //! while `initstate` is 0 (before `disksize`); a configured device must be
@@ -110,13 +110,24 @@ pub fn modprobe(module: &str) -> Result<()> {
         .map_err(|e| Error::io("run", &prog, e))?;
     // Drain stderr on a thread so a chatty modprobe cannot block on the pipe.
     let stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stderr {
-            let _ = s.take(16 * 1024).read_to_end(&mut buf);
+    // (A sized stack: in the daemon, locked, a thread's stack is resident in full.)
+    let reader = std::thread::Builder::new()
+        .stack_size(super::residency::STACK)
+        .spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stderr {
+                let _ = s.take(16 * 1024).read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).trim().to_string()
+        });
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::io("start a thread for", &prog, e));
         }
-        String::from_utf8_lossy(&buf).trim().to_string()
-    });
+    };
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {

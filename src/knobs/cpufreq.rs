@@ -1,7 +1,6 @@
 //! The cpufreq family: `cpufreq.POLICY.{min,max,governor}` for
 //! `/sys/devices/system/cpu/cpufreq/POLICY/scaling_{min_freq,max_freq,governor}`,
-//! and the governor tunables `cpufreq.POLICY.{rate_limit_us,up_rate_limit_us,down_rate_limit_us}`
-//! (issue 24, SPEC §6 "Governor tunables").
+//! and the governor tunables `cpufreq.POLICY.{rate_limit_us,up_rate_limit_us,down_rate_limit_us}`.
 //!
 //! It owns the policy directory, the attribute files, their names in a
 //! policy, and the files the journal may name (those three, in a `policyN`,

@@ -1,4 +1,4 @@
-//! The devfreq family (issue 24, SPEC §6 "devfreq"):
+//! The devfreq family:
 //! `devfreq.NAME.{min,max,governor}` for
 //! `/sys/class/devfreq/NAME/{min_freq,max_freq,governor}` — the GPU
 //! (`3d00000.qcom,kgsl-3d0` on Adreno boards), the DDR/LLCC bandwidth

@@ -25,7 +25,7 @@ pub const CGROUP2_MOUNT: &str = "/sys/fs/cgroup";
 /// `min` up to `max`. The derived order is that write order (the knob table
 /// and repairs iterate in it).
 ///
-/// [`GroupKnob::ALL`] are the knobs rules and boosts may name (SPEC §3); the
+/// [`GroupKnob::ALL`] are the knobs rules and boosts may name; the
 /// three baseline-only settings (`cpuset.mems`, the partition, `oom.group`)
 /// come from the policy's group section and are never claimed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -169,7 +169,7 @@ fn owns(path: &Path, cgroup_root: &Path) -> bool {
     // files are the kernel's, not a group's).
     let in_group = path.parent().is_some_and(|p| p != cgroup_root);
     name == "cgroup.subtree_control"
-        // `type: threaded` (issue 25); a created group's, removed with it.
+        // `type: threaded`; a created group's, removed with it.
         || (in_group && name == "cgroup.type")
         || (in_group && GroupKnob::EVERY.iter().any(|k| k.file_name() == name))
 }

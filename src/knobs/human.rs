@@ -1,6 +1,5 @@
-//! One rendering rule for knob values (issue 22 item 8; docs/control.md
-//! "Values"): the log said `old=806400 new=2400MHz` while events and status
-//! were raw.
+//! One rendering rule for knob values (docs/control.md "Values"), the same
+//! in the log, events and status.
 //!
 //! - **JSON and the control socket** carry the exact kernel form
 //!   ([`super::Knob::render`]: `2400000`, `3758096384`, `max`) — scripts
@@ -36,8 +35,10 @@ pub fn both(knob: &Knob, v: &KnobValue) -> String {
 }
 
 /// [`human`] of a raw value as the control socket carries it, for knob
-/// `knob`; the text unchanged when either does not parse.
+/// `knob` — or a cap on it, named `cap KNOB` ([`super::CAP_KEY_PREFIX`]) —
+/// the text unchanged when either does not parse.
 pub fn human_text(knob: &str, raw: &str) -> String {
+    let knob = knob.strip_prefix(super::CAP_KEY_PREFIX).unwrap_or(knob);
     match knob.parse::<Knob>() {
         Ok(k) => k
             .parse_kernel(raw)
@@ -124,6 +125,9 @@ mod tests {
         assert_eq!(human_text("app.memory.high", "123456789"), "≈117.74M");
         assert_eq!(human_text("app.memory.high", "1000"), "1000");
         assert_eq!(human_text("app.memory.high", "max"), "max");
+        // A cap is shown as the knob it caps (`boost --cap`, status, events).
+        assert_eq!(human_text("cap app.memory.high", "3221225472"), "3G");
+        assert_eq!(human_text("cap cpufreq.policy7.max", "1800000"), "1.8GHz");
         // Nothing to convert: the raw form alone, in logs too.
         let s = k("sysctl.vm.swappiness");
         assert_eq!(both(&s, &s.parse_kernel("30").unwrap()), "30");

@@ -1,4 +1,4 @@
-//! The knob registry (SPEC §6): the closed set of knobs rules, boosts and
+//! The knob registry: the closed set of knobs rules, boosts and
 //! baselines may change, one module per family, and everything the rest of
 //! cgwarden needs to know about them. No other module knows what a knob is:
 //! policy validation and its did-you-mean, grant patterns, `plan`, the
@@ -47,6 +47,7 @@
 //!   [`latency::LATENCY_MAX_US`] and merge [`MergePolicy::SmallestWins`];
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
+pub(crate) mod board;
 pub(crate) mod cpufreq;
 pub(crate) mod devfreq;
 pub(crate) mod group;
@@ -80,7 +81,7 @@ use value::{
 /// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
 pub const CAP_KEY_PREFIX: &str = "cap ";
 
-/// Whether `name` follows the SPEC naming rule `[a-z0-9][a-z0-9_-]{0,63}`
+/// Whether `name` follows the naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
 pub(crate) fn is_valid_name(name: &str) -> bool {
     let mut bytes = name.bytes();
@@ -174,7 +175,7 @@ pub enum Knob {
     LatencyGlobal,
 }
 
-/// How competing claims on one knob are merged (SPEC §3 semantics).
+/// How competing claims on one knob are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MergePolicy {
     /// More means more resource or speed: the largest claim wins.
@@ -251,9 +252,9 @@ impl Knob {
         matches!(self, Knob::LatencyGlobal)
     }
 
-    /// Whether the knob is a ceiling a `cap` may hold (SPEC §6 "Caps that
-    /// win"): `cpufreq.*.max`, `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`,
-    /// `G.memory.high`, `G.memory.max`.
+    /// Whether the knob is a ceiling a `cap` may hold: `cpufreq.*.max`,
+    /// `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`, `G.memory.high`,
+    /// `G.memory.max`.
     pub(crate) fn is_ceiling(&self) -> bool {
         match self {
             Knob::Cpufreq { attr, .. } => *attr == CpufreqAttr::Max,
@@ -612,17 +613,25 @@ pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
     FAMILIES.iter().filter_map(|f| f.head)
 }
 
+/// The rule language's name for the whole machine: `host.memory.available`,
+/// `host.cpu.some.avg10`, `host.vmstat.FIELD`. The recorder's machine row,
+/// the report's machine section and the metrics' machine label use it too,
+/// so no group may take it.
+pub const MACHINE: &str = "host";
+
 /// Names no group may take, each with what rules read under it: the
-/// family heads, `thermal` (zones) and `system` (the whole machine:
-/// `system.memory.available`, `system.cpu.some.avg10`, SPEC §6's
-/// `system.vmstat.*`). One list: `check` enforces it, docs/policy.md and
-/// README.md say it (a test holds them to it).
+/// family heads, `thermal` (zones), `cooling` (cooling devices), `kpi`
+/// (application KPIs) and [`MACHINE`]. Every other name is a group's to
+/// take, `system` included (the seed's layout partitions a board into
+/// `realtime`, `inference`, `vision` and `system`). One list: `check`
+/// enforces it, docs/policy.md says it (a test holds it to it).
 pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> =
         family_heads().map(|h| (h, "a knob family")).collect();
     out.push(("thermal", "thermal zones"));
     out.push(("cooling", "cooling devices"));
-    out.push(("system", "the whole machine"));
+    out.push(("kpi", "application KPIs"));
+    out.push((MACHINE, "the whole machine"));
     out
 }
 

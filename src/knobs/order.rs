@@ -1,4 +1,4 @@
-//! The order in which knobs written together are written (issue 21 item 2):
+//! The order in which knobs written together are written:
 //! the one rule `apply`'s plan and the daemon's writes both follow.
 //!
 //! Writes fall into sets that the kernel makes depend on each other:

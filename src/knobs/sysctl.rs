@@ -13,6 +13,14 @@
 //! itself, unjournalled), and security bounds (`vm.mmap_min_addr`,
 //! `kernel.kptr_restrict`, `kernel.unprivileged_*`).
 //!
+//! The network rows (`net.core.*` buffers, backlog and busy polling,
+//! `net.ipv4.ipfrag_*`) size memory and polling time; none opens a port,
+//! relaxes a filter or grants a capability. `net.core.rmem_max` and
+//! `wmem_max` are what any process may ask with `SO_RCVBUF`/`SO_SNDBUF`:
+//! a ceiling on socket memory, not on privilege. `/proc/sys/net` is per
+//! network namespace: cgwarden writes its own (the host's, as a system
+//! service).
+//!
 //! Ranges are what the kernel enforces where we are sure of it; the newest
 //! kernel's range is used (an older kernel that rejects, say, swappiness 150
 //! says so at write time, like any rejected write). A row without a range
@@ -52,7 +60,6 @@ const fn row(
     }
 }
 
-/// Every sysctl cgwarden may write.
 /// Every sysctl cgwarden may write, one row each.
 #[rustfmt::skip]
 pub(crate) const TABLE: &[Sysctl] = &[
@@ -87,6 +94,9 @@ pub(crate) const TABLE: &[Sysctl] = &[
     row("vm.lowmem_reserve_ratio", None, "256\t256\t32\t0\t0", "one integer per zone"),
     row("vm.nr_hugepages", None, "0", ""),
     row("vm.nr_overcommit_hugepages", None, "0", ""),
+    // Swap readahead: 2^N pages per swap-in; 0 with zram, where a page is
+    // decompressed on its own and readahead only costs latency.
+    row("vm.page-cluster", Some((0, 31)), "3", "`SYSCTL_ZERO`..`page_cluster_max` (31) since 6.2"),
     // Scheduler: RT throttling, uclamp, timer migration.
     row("kernel.sched_rt_period_us", Some((1, INT_MAX)), "1000000", "`SYSCTL_ONE`..`INT_MAX`"),
     row("kernel.sched_rt_runtime_us", Some((-1, INT_MAX)), "950000", "-1 = unlimited; ≤ the period at write"),
@@ -109,7 +119,29 @@ pub(crate) const TABLE: &[Sysctl] = &[
     row("kernel.panic", Some((-INT_MAX - 1, INT_MAX)), "0", "an `int`: N s to reboot, < 0 at once, 0 never"),
     row("kernel.panic_on_oops", Some((0, 1)), "0", "`SYSCTL_ZERO`..`SYSCTL_ONE`"),
     row("kernel.softlockup_panic", Some((0, 1)), "0", "`SYSCTL_ZERO`..`SYSCTL_ONE`"),
+    // Network buffers, as ROS 2 / DDS deployments size them: the socket
+    // buffer ceilings and defaults, the receive backlog, IPv4 reassembly
+    // (large UDP samples arrive fragmented) and busy polling. The fake
+    // values are what a stock 64-bit kernel prints (`SK_RMEM_MAX` = 212992
+    // for the four buffers); kernels with the late-2025 change that set the
+    // two ceilings to 4 MiB read 4194304 for `rmem_max`/`wmem_max`.
+    row("net.core.rmem_max", Some((SOCK_MIN_RCVBUF, INT_MAX)), "212992", "`SOCK_MIN_RCVBUF` (2304 on 64-bit), an `int`"),
+    row("net.core.wmem_max", Some((SOCK_MIN_SNDBUF, INT_MAX)), "212992", "`SOCK_MIN_SNDBUF` (4608 on 64-bit), an `int`"),
+    row("net.core.rmem_default", Some((SOCK_MIN_RCVBUF, INT_MAX)), "212992", "`SOCK_MIN_RCVBUF` (2304 on 64-bit), an `int`"),
+    row("net.core.wmem_default", Some((SOCK_MIN_SNDBUF, INT_MAX)), "212992", "`SOCK_MIN_SNDBUF` (4608 on 64-bit), an `int`"),
+    row("net.core.netdev_max_backlog", Some((-INT_MAX - 1, INT_MAX)), "1000", "an `int` (`proc_dointvec`)"),
+    row("net.core.busy_read", Some((0, INT_MAX)), "0", "µs; `SYSCTL_ZERO`, an `int`"),
+    row("net.core.busy_poll", Some((0, INT_MAX)), "0", "µs; `SYSCTL_ZERO`, an `int`"),
+    row("net.ipv4.ipfrag_high_thresh", Some((0, i64::MAX)), "4194304", "an `unsigned long`; ≥ `ipfrag_low_thresh` at write"),
+    row("net.ipv4.ipfrag_time", Some((0, INT_MAX / 1000)), "30", "seconds; < 0 would expire every fragment at once; `INT_MAX/HZ`, smallest at HZ=1000"),
 ];
+
+/// `SOCK_MIN_RCVBUF`: 2048 + `SKB_DATA_ALIGN(sizeof(struct sk_buff))`, the
+/// `sk_buff` being 256 bytes aligned on 64-bit kernels; `SOCK_MIN_SNDBUF`
+/// is twice it. A build whose `sk_buff` aligns larger refuses a few bytes
+/// more at write time.
+const SOCK_MIN_RCVBUF: i64 = 2048 + 256;
+const SOCK_MIN_SNDBUF: i64 = 2 * SOCK_MIN_RCVBUF;
 
 /// Where the uclamp interface of the kernel shows itself even before any
 /// group exists (CONFIG_UCLAMP_TASK): a sysctl of the table, read only.
@@ -200,6 +232,7 @@ pub fn doc_table() -> String {
     for s in TABLE {
         let range = match s.range {
             Some((lo, hi)) if hi == INT_MAX => format!("{lo}..=2^31-1"),
+            Some((lo, hi)) if hi == i64::MAX => format!("{lo}..=2^63-1"),
             Some((lo, hi)) => format!("{lo}..={hi}"),
             None => "any integer".into(),
         };
@@ -222,4 +255,4 @@ fn parse_sysctl(text: &str, name: &str) -> Result<Knob, KnobError> {
 }
 
 /// The hint for a sysctl with no near miss.
-const SCOPE: &str = "sysctl knobs are limited to the closed table: vm.* memory tuning, kernel.sched_*, kernel.timer_migration";
+const SCOPE: &str = "sysctl knobs are limited to the closed table: vm.* memory tuning, kernel.sched_*, kernel.timer_migration, the watchdog set, net.core socket buffers and busy polling, net.ipv4.ipfrag_*";

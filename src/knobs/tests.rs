@@ -119,6 +119,46 @@ fn knob_rejections() {
     assert!(Knob::parse(&ok).is_ok());
 }
 
+/// `vm.page-cluster` (a dash in its name) and the network buffers of
+/// ROS 2 / DDS boards are knobs, each with the kernel's range and file.
+#[test]
+fn page_cluster_and_network_buffers_are_knobs_with_their_ranges() {
+    const INT_MAX: i64 = i32::MAX as i64;
+    for (name, lo, hi) in [
+        ("vm.page-cluster", 0, 31),
+        ("net.core.rmem_max", 2304, INT_MAX),
+        ("net.core.wmem_max", 4608, INT_MAX),
+        ("net.core.rmem_default", 2304, INT_MAX),
+        ("net.core.wmem_default", 4608, INT_MAX),
+        ("net.core.netdev_max_backlog", -INT_MAX - 1, INT_MAX),
+        ("net.core.busy_read", 0, INT_MAX),
+        ("net.core.busy_poll", 0, INT_MAX),
+        ("net.ipv4.ipfrag_high_thresh", 0, i64::MAX),
+        ("net.ipv4.ipfrag_time", 0, 2_147_483),
+    ] {
+        let k = knob(&format!("sysctl.{name}"));
+        assert_eq!(k, Knob::Sysctl(name.into()));
+        assert_eq!(k.to_string(), format!("sysctl.{name}"));
+        assert_eq!(sysctl::sysctl_range(name), Some((lo, hi)), "{name}");
+        let int = |v: i64| k.parse_value(&v.to_string()).ok();
+        assert_eq!(int(lo), Some(KnobValue::Int(lo)), "{name}");
+        assert_eq!(int(hi), Some(KnobValue::Int(hi)), "{name}");
+        assert!(lo == i64::MIN || int(lo - 1).is_none(), "{name}");
+        assert!(hi == i64::MAX || int(hi + 1).is_none(), "{name}");
+        let file = sysctl::path(name).unwrap();
+        assert!(owns_file(&file, Path::new("/sys/fs/cgroup")), "{name}");
+    }
+    // The dash stays a dash in the file name.
+    assert_eq!(
+        sysctl::path("vm.page-cluster").unwrap(),
+        Path::new("/proc/sys/vm/page-cluster")
+    );
+    assert_eq!(
+        sysctl::path("net.ipv4.ipfrag_time").unwrap(),
+        Path::new("/proc/sys/net/ipv4/ipfrag_time")
+    );
+}
+
 #[test]
 fn hints() {
     let e = err("inference.memory.hgh");
@@ -136,7 +176,7 @@ fn hints() {
     let e = err("sysctl.net.core.x");
     assert_eq!(
         e.hint.as_deref(),
-        Some("sysctl knobs are limited to the closed table: vm.* memory tuning, kernel.sched_*, kernel.timer_migration")
+        Some("sysctl knobs are limited to the closed table: vm.* memory tuning, kernel.sched_*, kernel.timer_migration, the watchdog set, net.core socket buffers and busy polling, net.ipv4.ipfrag_*")
     );
     assert_eq!(
         err("sysctl.kernel.timer_migraton").hint.as_deref(),
@@ -700,7 +740,7 @@ fn every_family_file_is_owned_and_nothing_else() {
     }
 }
 
-/// Issue 24: the governor tunables, the devfreq family and the ceilings.
+/// The governor tunables, the devfreq family and the ceilings.
 #[test]
 fn hardware_knobs_parse_render_and_are_owned() {
     for form in [
@@ -800,7 +840,7 @@ fn hardware_knobs_parse_render_and_are_owned() {
     ] {
         assert!(!owns_file(Path::new(not), cg), "{not}");
     }
-    // Ceilings (SPEC §6 "Caps that win").
+    // Ceilings (the knobs a cap may hold).
     for c in [
         "cpufreq.policy7.max",
         "devfreq.gpu.max",

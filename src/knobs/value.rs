@@ -103,7 +103,7 @@ pub(super) fn parse_governor(text: &str) -> Result<String, UnitError> {
     }
 }
 
-/// A governor or a fallback list of them (`schedutil|ondemand`, SPEC §6):
+/// A governor or a fallback list of them (`schedutil|ondemand`):
 /// each name as [`parse_governor`], at most 8, no repeats. Kept as written
 /// (without spaces); the first offered is chosen when it is written.
 pub(super) fn parse_governor_list(text: &str) -> Result<String, UnitError> {

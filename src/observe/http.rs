@@ -39,7 +39,7 @@ pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Exposer {
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
-    /// Issue 26: the KPI store (`cgwarden_kpi`).
+    /// The KPI store (`cgwarden_kpi`).
     pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
@@ -52,9 +52,8 @@ impl Exposer {
             .iter()
             .map(|(name, path)| super::sample::read_group(&self.cg, name, path))
             .collect();
-        // The machine's memory telemetry and OOM kills (issue 25).
-        let named_system = view.groups.iter().any(|(n, _)| n == "system");
-        groups.push(super::sample::system_memory(self.cg.root(), named_system));
+        // The machine's memory telemetry and OOM kills.
+        groups.push(super::sample::host_memory(self.cg.root()));
         let om = metrics::render(view, groups, OwnCost::read());
         match &self.kpi {
             Some(k) => super::kpi::expose::splice(om, k, std::time::Instant::now()),
@@ -75,9 +74,11 @@ pub(crate) struct Endpoints {
 pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cgw-metrics".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
                 .build()
             {
                 Ok(rt) => rt,

@@ -1,4 +1,4 @@
-//! KPIs from applications (issue 26, SPEC §7): named samples a process
+//! KPIs from applications: named samples a process
 //! hands the daemon (`cgwarden kpi`, varlink `RecordKpi`, StatsD lines on
 //! `state_dir/kpi.sock`, cyclictest histograms), kept as mergeable
 //! histograms so any window's p50/p90/p99/mean/stddev can be computed by

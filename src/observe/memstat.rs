@@ -1,9 +1,9 @@
-//! Memory telemetry for the metrics exposition and the flight recorder
-//! (issue 25, SPEC §6): the vmstat counters rules can read, a set of
-//! meminfo lines, every zram device's `mm_stat` and the fragmentation
-//! index of each page order — one reading, carried by the `system` sample
-//! ([`super::sample::read_system`]). The same files the rules read
-//! (`daemon::memstat`); nothing here is kept between readings.
+//! Memory telemetry for the metrics exposition and the flight recorder: the
+//! vmstat counters rules can read, a set of meminfo lines, every zram device's
+//! `mm_stat` and the fragmentation index of each page order — one reading,
+//! carried by the `system` sample ([`super::sample::read_host`]). The same
+//! files the rules read (`daemon::memstat`); nothing here is kept between
+//! readings.
 
 use crate::kernel::{meminfo, memstat, Root};
 use crate::policy::expr::mem::{VMSTAT_FIELDS, ZRAM_FIELDS};

@@ -1,4 +1,4 @@
-//! The OpenMetrics exposition (SPEC §5 "Metrics"): names, units, labels and
+//! The OpenMetrics exposition: names, units, labels and
 //! values, built at scrape time from the groups' kernel files (read now,
 //! through `src/kernel`) and the engine view the daemon published
 //! ([`super::state`]).
@@ -246,7 +246,7 @@ impl Collector for Scrape {
         // ---- per group: pressure, memory, memory events ----
         for (ri, r) in RESOURCES.iter().enumerate() {
             // PSI `some`: at least one task stalled; `full`: all non-idle
-            // tasks at once (issue 22 item 15: the HELP said "some" for both).
+            // tasks at once (each HELP says which).
             for (full, word, help, who) in [
                 (false, "waiting", "some", "some tasks"),
                 (true, "stalled", "full", "all non-idle tasks at once"),
@@ -413,7 +413,7 @@ impl Collector for Scrape {
             None,
             &claims,
         )?;
-        // Issue 24: what the kernel lets each cpufreq policy reach now.
+        // What the kernel lets each cpufreq policy reach now.
         if !v.cpufreq_limits.is_empty() {
             let limit: Vec<(Labels, f64)> = v
                 .cpufreq_limits
@@ -448,7 +448,7 @@ impl Collector for Scrape {
                 &throttled,
             )?;
         }
-        // Issue 24: settings.drift's findings, per knob. The family is
+        // settings.drift's findings, per knob. The family is
         // declared before the first drift (a fleet query names it; a series
         // per managed knob at 0 would multiply the fleet's series).
         let drifts: Vec<(Labels, u64)> = v
@@ -461,7 +461,7 @@ impl Collector for Scrape {
             "Managed knobs found holding another value than the effective one (settings.drift).",
             &drifts,
         )?;
-        // Issue 24: one episode per rising edge of throttled(POLICY).
+        // One episode per rising edge of throttled(POLICY).
         if !v.throttle_episodes.is_empty() {
             let episodes: Vec<(Labels, u64)> = v
                 .throttle_episodes
@@ -591,7 +591,7 @@ impl Collector for Scrape {
     }
 }
 
-/// Issue 25: memory telemetry (vmstat counters, meminfo lines, zram
+/// Memory telemetry (vmstat counters, meminfo lines, zram
 /// mm_stat, fragmentation index per order).
 fn memstat(f: &mut Family<'_, '_>, m: &super::memstat::MemTelemetry) -> Result<(), FmtError> {
     let vm: Vec<(Labels, u64)> = m
@@ -648,7 +648,7 @@ fn memstat(f: &mut Family<'_, '_>, m: &super::memstat::MemTelemetry) -> Result<(
     Ok(())
 }
 
-/// Issue 25: critical exits, last-resort kills and freezes (labels from
+/// Critical exits, last-resort kills and freezes (labels from
 /// the policy: `settings.critical` entries, groups, rules).
 fn last_resort(f: &mut Family<'_, '_>, lr: &crate::stats::LastResortStats) -> Result<(), FmtError> {
     use crate::stats::LastResortStats as L;
@@ -707,7 +707,7 @@ pub(crate) fn to_prometheus_text(om: &str) -> String {
                 Some("info") => (format!("{name}_info"), "gauge"),
                 Some("gauge") => (name.to_string(), "gauge"),
                 Some("histogram") => (name.to_string(), "histogram"),
-                Some("summary") => (name.to_string(), "summary"), // issue 26: cgwarden_kpi
+                Some("summary") => (name.to_string(), "summary"), // cgwarden_kpi
                 _ => (name.to_string(), "untyped"),
             };
             out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));

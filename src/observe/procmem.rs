@@ -1,4 +1,4 @@
-//! The memory of the processes the report judges (issue 26, SPEC §7): per
+//! The memory of the processes the report judges: per
 //! process, `VmRSS` every recorder interval and `Pss:` of
 //! `/proc/PID/smaps_rollup` at most once per [`PSS_EVERY`], for the
 //! processes named in `report.criteria.processes` and those matching a

@@ -1,4 +1,4 @@
-//! The flight recorder (SPEC §5; schema in `schema.sql`, documented in
+//! The flight recorder (schema in `schema.sql`, documented in
 //! docs/recorder.md): every `recorder.interval` the `cgw-recorder` thread
 //! reads each group's pressure, memory and events, the named processes'
 //! RSS, the named thermal zones and the daemon's own cost, drains the
@@ -35,7 +35,7 @@ use crate::control::wire;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
 use crate::policy::model::{RecorderSettings, ReportCriteria};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -50,15 +50,15 @@ pub(crate) struct Config {
     /// Host path of the database.
     pub path: PathBuf,
     pub criteria: ReportCriteria,
-    /// `settings.critical` (issue 26: their memory is recorded too).
+    /// `settings.critical` (their memory is recorded too).
     pub critical: Vec<String>,
     pub root: Root,
     pub cg: CgroupFs,
     pub view: watch::Receiver<Arc<EngineView>>,
     pub events: broadcast::Receiver<wire::Event>,
-    /// Issue 27: the input tape the event loop fills.
+    /// The input tape the event loop fills.
     pub tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
-    /// Issue 26: the KPI store, drained into `kpi` every interval.
+    /// The KPI store, drained into `kpi` every interval.
     pub kpi: Option<Arc<super::kpi::Store>>,
 }
 
@@ -95,6 +95,7 @@ pub(crate) fn start(cfg: Config) -> Result<Handle, String> {
     let (stop, stop_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cgw-recorder".into())
+        .stack_size(crate::kernel::residency::RUNTIME_STACK)
         .spawn(move || run(rec, cfg, stop_rx))
         .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
     Ok(Handle { stop, thread })
@@ -124,10 +125,13 @@ fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) 
         if lost > 0 {
             events.push(EventRow::own(
                 "lost",
-                format!("{lost} evaluations not taped (the recorder fell behind)"),
+                format!(
+                    "{} not taped (the recorder fell behind)",
+                    crate::show::count(lost, "evaluation")
+                ),
             ));
         }
-        // Issue 26: PSS at most once per PSS_EVERY (its read walks page tables).
+        // PSS at most once per PSS_EVERY (its read walks page tables).
         let pss_due = pss_at.is_none_or(|t| t.elapsed() >= super::procmem::PSS_EVERY);
         if pss_due {
             pss_at = Some(Instant::now());
@@ -204,7 +208,10 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
             Ok(e) => out.push(EventRow::from_wire(e)),
             Err(TryRecvError::Lagged(n)) => out.push(EventRow::own(
                 "lost",
-                format!("{n} events not recorded (the recorder fell behind)"),
+                format!(
+                    "{} not recorded (the recorder fell behind)",
+                    crate::show::count(n, "event")
+                ),
             )),
             Err(TryRecvError::Empty | TryRecvError::Closed) => break,
         }
@@ -220,23 +227,23 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
 pub(crate) struct Reading {
     pub ts: f64,
     pub groups: Vec<GroupSample>,
-    /// Issue 26: RSS and (some intervals) PSS per selected process.
+    /// RSS and (some intervals) PSS per selected process.
     pub processes: Vec<super::procmem::ProcRow>,
     /// (zone type, temp m°C, lowest passive/hot trip m°C)
     pub thermal: Vec<(String, i64, Option<i64>)>,
     pub own: OwnCost,
     pub events: Vec<EventRow>,
-    /// Issue 27: the input tape's chunks.
+    /// The input tape's chunks.
     pub tape: Vec<super::tape::Chunk>,
-    /// Issue 26: each KPI's samples of the interval.
+    /// Each KPI's samples of the interval.
     pub kpi: Vec<(String, super::kpi::Unit, super::kpi::Hist)>,
 }
 
 impl Reading {
     fn take(cfg: &Config, events: Vec<EventRow>) -> Reading {
         let view = cfg.view.borrow().clone();
-        let mut groups = vec![sample::read_system(&cfg.root)];
-        // `system` is reserved (no group takes it): the machine's row.
+        // The machine's row, under the name no group may take.
+        let mut groups = vec![sample::read_host(&cfg.root)];
         groups.extend(
             view.groups
                 .iter()
@@ -275,13 +282,13 @@ fn zones(root: &Root, names: &[String]) -> Vec<(String, i64, Option<i64>)> {
 pub(crate) struct Recorder {
     conn: Connection,
     run: i64,
-    /// Issue 27: tape key ids by name.
+    /// Tape key ids by name.
     tape_keys: std::collections::HashMap<String, i64>,
 }
 
 /// The tables with a `ts` column, oldest rows dropped first.
 const TIMED: [&str; 8] = [
-    "kpi", // issue 26
+    "kpi",
     "samples",
     "processes",
     "thermal",
@@ -290,6 +297,32 @@ const TIMED: [&str; 8] = [
     "memstat",
     "tape",
 ];
+
+/// A version 1 database's machine row and tape lines renamed from
+/// `system` to `host` ([`super::host_name_of_v1`]), in one transaction,
+/// so the rows this run appends and the old ones share one name.
+fn rename_machine_of_v1(conn: &Connection) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute(
+        "UPDATE samples SET grp = ?1 WHERE grp = 'system'",
+        params![crate::knobs::MACHINE],
+    )?;
+    let names: Vec<(i64, String)> = {
+        let mut st = tx.prepare("SELECT id, name FROM tape_keys WHERE name LIKE '%system.%'")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, name) in names {
+        let new = super::host_name_of_v1(&name);
+        if new != name.as_str() {
+            tx.execute(
+                "UPDATE tape_keys SET name = ?1 WHERE id = ?2",
+                params![new.as_ref(), id],
+            )?;
+        }
+    }
+    tx.commit()
+}
 
 impl Recorder {
     /// Opens (or creates) the database, applies the schema, records the run
@@ -308,7 +341,7 @@ impl Recorder {
         conn.busy_timeout(Duration::from_secs(2))?;
         // The recorder appends and rarely reads back: SQLite's default
         // 2 MiB page cache would be a third of the daemon's memory once
-        // filled (issue 29). 256 KiB holds the indexes' hot pages.
+        // filled. 256 KiB holds the indexes' hot pages.
         conn.pragma_update(None, "cache_size", -256)?;
         // Every statement the recorder runs stays compiled (about 12).
         conn.set_prepared_statement_cache_capacity(32);
@@ -323,6 +356,16 @@ impl Recorder {
         conn.execute_batch(super::SCHEMA)?;
         add_pss_column(&conn)?;
         conn.execute_batch(super::tape::SCHEMA)?;
+        let old_version: Option<String> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if old_version.as_deref().map(str::trim) == Some("1") {
+            rename_machine_of_v1(&conn)?;
+        }
         let now = unix_seconds(SystemTime::now());
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1), ('product', ?2)",
@@ -355,7 +398,7 @@ impl Recorder {
                 )
             ],
         )?;
-        // What `thermal_throttling` can judge (issue 26): the cpufreq
+        // What `thermal_throttling` can judge: the cpufreq
         // policies the daemon watches for throttle episodes in this run;
         // none (an empty detail) means nothing here can throttle, and the
         // report says "not measured" rather than a vacuous pass.
@@ -372,7 +415,7 @@ impl Recorder {
         let keys = &mut self.tape_keys;
         in_transaction(&self.conn, |tx| {
             insert(tx, run, r)?;
-            super::kpi::record::insert(tx, run, r.ts, &r.kpi)?; // issue 26
+            super::kpi::record::insert(tx, run, r.ts, &r.kpi)?;
             super::tape::insert(tx, run, keys, &r.tape)
         })
     }
@@ -432,7 +475,7 @@ impl Recorder {
 /// Runs `f` in one transaction, with every statement — `BEGIN` and
 /// `COMMIT` too — from the connection's cache: compiled once, not every
 /// interval, so the SQL compiler's code is not part of what the daemon
-/// keeps touching (and, locked, resident: issue 29). Rolled back on error.
+/// keeps touching (and, locked, resident). Rolled back on error.
 fn in_transaction(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
@@ -451,7 +494,7 @@ fn in_transaction(
     }
 }
 
-/// Issue 26: a database created before `processes.pss` gets the column
+/// A database created before `processes.pss` gets the column
 /// (NULL in its old rows; the report reads either).
 fn add_pss_column(conn: &Connection) -> rusqlite::Result<()> {
     let has: bool = conn.query_row(
@@ -588,6 +631,59 @@ fn insert(tx: &Connection, run: i64, r: &Reading) -> rusqlite::Result<()> {
 mod tests {
     use super::*;
     use crate::kernel::psi::{Psi, PsiLine};
+
+    /// A version 1 database's machine row and tape lines say `host` once
+    /// the recorder opened it; a group's rows and lines keep their names.
+    #[test]
+    fn a_version_1_database_names_the_machine_host() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA).unwrap();
+        conn.execute_batch(super::super::tape::SCHEMA).unwrap();
+        for g in ["system", "app"] {
+            conn.execute(
+                "INSERT INTO samples (ts, run, grp) VALUES (1.0, 1, ?1)",
+                params![g],
+            )
+            .unwrap();
+        }
+        for k in [
+            "system.memory.some.total",
+            "armed(system.cpu.some)",
+            "system.memory.available",
+            "app.memory.current",
+        ] {
+            conn.execute(
+                "INSERT INTO tape_keys (name, scale) VALUES (?1, 0.0)",
+                params![k],
+            )
+            .unwrap();
+        }
+        rename_machine_of_v1(&conn).unwrap();
+        let grps: Vec<String> = conn
+            .prepare("SELECT grp FROM samples ORDER BY grp")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(grps, ["app", "host"]);
+        let keys: Vec<String> = conn
+            .prepare("SELECT name FROM tape_keys ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "host.memory.some.total",
+                "armed(host.cpu.some)",
+                "host.memory.available",
+                "app.memory.current"
+            ]
+        );
+    }
 
     fn settings(dir: &Path, max_size: u64) -> RecorderSettings {
         let mut s = RecorderSettings::new(dir.to_path_buf());

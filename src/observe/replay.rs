@@ -1,4 +1,4 @@
-//! `cgwarden replay POLICY --recording DB` (issue 27, SPEC §7): the pure
+//! `cgwarden replay POLICY --recording DB`: the pure
 //! engine ([`Supervisor`]) on a simulated clock over the input tape the
 //! recorder kept ([`super::tape`]): per rule its firing episodes (start,
 //! end, why), time active, the writes and hooks it would have made, and a
@@ -83,11 +83,23 @@ impl Recording {
             |row| row.get(0),
         )?;
         if has_tape > 0 {
+            let v1 = db
+                .query_row(
+                    "SELECT value FROM meta WHERE key = 'schema_version'",
+                    [],
+                    |row| row.get::<_, String>(0),
+                )
+                .is_ok_and(|v| v.trim() == "1");
             let mut st = db.prepare("SELECT id, name, scale FROM tape_keys")?;
             for k in st.query_map([], |row| {
                 Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, row.get(2)?))
             })? {
                 let (id, name, scale) = k?;
+                let name = if v1 {
+                    crate::observe::host_name_of_v1(&name).into_owned()
+                } else {
+                    name
+                };
                 r.keys.insert(id, (name, scale));
             }
             let end: Option<f64> =
@@ -374,7 +386,7 @@ impl Metrics for Inputs<'_> {
         self.flag(&format!("{group}.cgroup.populated"))
     }
     fn memory_available(&self) -> Option<u64> {
-        self.uint("system.memory.available")
+        self.uint("host.memory.available")
     }
     fn thermal_millic(&self, zone: &str) -> Option<i64> {
         self.int(&format!("thermal.{zone}.temp"))

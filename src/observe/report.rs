@@ -1,7 +1,7 @@
-//! `cgwarden report` (issue 13 item 4, SPEC §5): the stability report read
+//! `cgwarden report`: the stability report read
 //! from the flight recorder. This module owns the command: finding the
 //! database, the window, the output formats and the exit status; the parts
-//! are [`query`] (reading schema v1 read-only), [`verdict`] (the criteria,
+//! are [`query`] (reading the database read-only), [`verdict`] (the criteria,
 //! pure), [`svg`] (hand-written charts) and [`html`] (the page).
 //!
 //! Exit statuses: 0 every criterion passed (or could not be measured), 1 at
@@ -9,14 +9,14 @@
 //! the database exists but cannot be read, or the output cannot be written.
 //! docs/report.md documents the JSON fields and the definitions.
 
-pub mod compare; // issue 26: `report --compare A B`
+pub mod compare; // `report --compare A B`
 mod html;
-mod kpi; // issue 26: loop_p99, fps_stddev, the kpis table
-mod measured; // issue 26: fragmentation, a figure without a criterion
+mod kpi; // loop_p99, fps_stddev, the kpis table
+mod measured; // fragmentation, a figure without a criterion
 mod query;
 pub(crate) mod svg; // also drawn by `cgwarden replay --html`
 mod verdict;
-pub(crate) mod window; // issue 26: `cgwarden soak`'s window, judged and rendered
+pub(crate) mod window; // `cgwarden soak`'s window, judged and rendered
 
 use crate::exit;
 use crate::policy::model::ReportCriteria;
@@ -121,8 +121,8 @@ pub(crate) fn human_value(v: f64, unit: &str) -> String {
             format!("{m:.1} MiB")
         }
         "percent" => format!("{v:.2} %"),
-        "seconds" => format!("{:.3} ms", v * 1e3), // issue 26: loop_p99
-        "number" => format!("{v:.3}"),             // issue 26: fps_stddev
+        "seconds" => format!("{:.3} ms", v * 1e3), // loop_p99
+        "number" => format!("{v:.3}"),             // fps_stddev
         _ => format!("{v:.0}"),
     }
 }
@@ -212,7 +212,7 @@ pub(crate) fn verdict_line(v: &verdict::Verdict) -> String {
 }
 
 /// Every verdict over a window of the database — the recorder's criteria
-/// and the KPIs' (issue 26) — and the KPIs read: what `report` and
+/// and the KPIs' — and the KPIs read: what `report` and
 /// `report --compare` both judge with.
 pub(crate) fn judge(
     db: &Path,
@@ -262,7 +262,9 @@ pub fn run(o: &Options) -> u8 {
         }
     };
     if let Some(v) = d.schema_version.as_deref() {
-        if v.trim() != super::SCHEMA_VERSION.to_string() {
+        // Version 1 is read as version 2 (the machine's name aside, they
+        // are the same).
+        if v.trim() != "1" && v.trim() != super::SCHEMA_VERSION.to_string() {
             eprintln!(
                 "cgwarden: warning: report: {} has schema version {v}; this cgwarden reads version {}",
                 o.db.display(),

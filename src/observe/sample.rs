@@ -7,6 +7,7 @@
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::psi::{Psi, PsiLine};
 use crate::kernel::{meminfo, psi, Root};
+use crate::knobs::MACHINE;
 use std::collections::BTreeMap;
 
 /// The PSI resources cgwarden reads, in metric order.
@@ -31,7 +32,7 @@ impl Limit {
 /// What one group showed at one moment.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct GroupSample {
-    /// The group's policy name (`system` for the whole machine).
+    /// The group's policy name ([`MACHINE`], `host`, for the whole machine).
     pub name: String,
     /// `cpu`, `memory`, `io` pressure, in [`RESOURCES`] order.
     pub psi: [Psi; 3],
@@ -39,10 +40,10 @@ pub(crate) struct GroupSample {
     pub memory_high: Option<Limit>,
     pub memory_max: Option<Limit>,
     pub swap_current: Option<u64>,
-    /// `memory.events` counters (empty when unreadable); for `system`
-    /// only `oom_kill`, the global count of `/proc/vmstat` (issue 25).
+    /// `memory.events` counters (empty when unreadable); for the machine
+    /// only `oom_kill`, the global count of `/proc/vmstat`.
     pub events: BTreeMap<String, u64>,
-    /// Memory telemetry, for `system` only (issue 25).
+    /// Memory telemetry, for the machine only.
     pub mem: Option<super::memstat::MemTelemetry>,
 }
 
@@ -78,9 +79,9 @@ pub(crate) fn read_group(cg: &CgroupFs, name: &str, path: &str) -> GroupSample {
 }
 
 /// Reads the whole machine: `/proc/pressure/*` and `MemTotal - MemAvailable`.
-pub(crate) fn read_system(root: &Root) -> GroupSample {
+pub(crate) fn read_host(root: &Root) -> GroupSample {
     let mut s = GroupSample {
-        name: "system".into(),
+        name: MACHINE.into(),
         memory_current: meminfo::mem_used(root).ok().flatten(),
         ..Default::default()
     };
@@ -89,23 +90,23 @@ pub(crate) fn read_system(root: &Root) -> GroupSample {
     }
     let mem = super::memstat::MemTelemetry::read(root);
     if let Some(k) = mem.vmstat.get("oom_kill") {
-        // Every OOM kill of the machine, in a group or not (issue 25).
+        // Every OOM kill of the machine, in a group or not.
         s.events.insert("oom_kill".into(), *k);
     }
     s.mem = Some(mem);
     s
 }
 
-/// Only the machine's memory telemetry (issue 25), for the metrics: the
-/// `system` sample without pressure or memory use, its `oom_kill` event
-/// left out when a policy group is named `system` (one label set each).
-pub(crate) fn system_memory(root: &Root, named_system: bool) -> GroupSample {
+/// Only the machine's memory telemetry, for the metrics: the [`MACHINE`]
+/// sample without pressure or memory use (no group takes that name, so
+/// its `oom_kill` event has a label set of its own).
+pub(crate) fn host_memory(root: &Root) -> GroupSample {
     let mem = super::memstat::MemTelemetry::read(root);
     let mut s = GroupSample {
-        name: "system".into(),
+        name: MACHINE.into(),
         ..Default::default()
     };
-    if let (Some(k), false) = (mem.vmstat.get("oom_kill"), named_system) {
+    if let Some(k) = mem.vmstat.get("oom_kill") {
         s.events.insert("oom_kill".into(), *k);
     }
     s.mem = Some(mem);
@@ -145,8 +146,8 @@ mod tests {
         // A vanished group reads as nothing at all.
         let gone = read_group(&cg, "gone", "gone");
         assert!(gone.memory_current.is_none() && gone.events.is_empty());
-        let sys = read_system(&root);
-        assert_eq!(sys.name, "system");
+        let sys = read_host(&root);
+        assert_eq!(sys.name, "host");
         assert!(sys.memory_current.is_none());
     }
 }

@@ -1,4 +1,4 @@
--- The flight recorder's database (SPEC §5), schema version 1.
+-- The flight recorder's database, schema version 2.
 -- Written by the daemon (src/observe/recorder.rs), read by `cgwarden report`
 -- and by `sqlite3` on the device. Times are Unix seconds (REAL, UTC).
 -- docs/recorder.md documents every column and gives example queries.
@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS runs (
     version     TEXT NOT NULL       -- cgwarden's version
 );
 
--- One row per group per interval; grp 'system' is the whole machine
+-- One row per group per interval; grp 'host' is the whole machine
 -- (/proc/pressure/*, memory_current = MemTotal - MemAvailable).
 CREATE TABLE IF NOT EXISTS samples (
     ts                REAL NOT NULL,
@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts);
 
 -- RSS of the processes named in report.criteria.processes or matching
--- settings.critical, per interval; PSS at most once a minute (issue 26).
+-- settings.critical, per interval; PSS at most once a minute.
 CREATE TABLE IF NOT EXISTS processes (
     ts   REAL NOT NULL,
     run  INTEGER NOT NULL,
@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
 
--- Memory telemetry of the whole machine, per interval (issue 25): name is
+-- Memory telemetry of the whole machine, per interval: name is
 -- vmstat.FIELD (the counter as read), meminfo.FIELD (bytes),
 -- zram.DEV.FIELD (mm_stat bytes) or fragmentation.ORDER (0-1).
 CREATE TABLE IF NOT EXISTS memstat (
@@ -112,7 +112,7 @@ CREATE TABLE IF NOT EXISTS daemon (
 );
 CREATE INDEX IF NOT EXISTS daemon_ts ON daemon (ts);
 
--- KPIs from applications (issue 26), one row per name per interval: the
+-- KPIs from applications, one row per name per interval: the
 -- interval's samples as a histogram (blob: LEB128 varints, the zero
 -- bucket's count then (bucket index delta, count) pairs; a bucket index is
 -- an f64's top 16 bits: 11 exponent and 5 mantissa bits) with count, sum,

@@ -76,11 +76,11 @@ pub(crate) struct EngineView {
     pub reload_success: f64,
     pub exec: Option<ExecStats>,
     pub hooks: Vec<HookView>,
-    /// Issue 24: throttle episodes per cpufreq policy.
+    /// Throttle episodes per cpufreq policy.
     pub throttle_episodes: BTreeMap<String, u64>,
-    /// Issue 24: drifts seen per knob (`settings.drift`).
+    /// Drifts seen per knob (`settings.drift`).
     pub drifts: BTreeMap<String, u64>,
-    /// Issue 24: per cpufreq policy, its limit (kHz) and `throttled()`.
+    /// Per cpufreq policy, its limit (kHz) and `throttled()`.
     pub cpufreq_limits: BTreeMap<String, (u64, bool)>,
     /// Who this device is (`cgwarden_device_info`), read at start.
     pub device: Arc<crate::kernel::identity::Device>,

@@ -1,6 +1,6 @@
-//! The input tape (issue 27, SPEC §7 "The recorder keeps what replay
-//! needs"): every value a rule condition read, at every evaluation, as the
-//! engine saw it — so `cgwarden replay` can run a policy over it again.
+//! The input tape, so the recorder keeps what replay needs: every value a rule
+//! condition read, at every evaluation, as the engine saw it — so `cgwarden
+//! replay` can run a policy over it again.
 //!
 //! What is taped: the leaves of the rule conditions of the policy in force
 //! (PSI averages, the PSI `total=` of stall-time conditions, memory and
@@ -220,7 +220,7 @@ pub(crate) fn read<M: Metrics + ?Sized>(
             X::CoolingState { device } => u(m.cooling_state(&device.value)),
             X::CpufreqFreq { policy, limit } => u(m.cpufreq_khz(&policy.value, *limit)),
             X::Mem(mm) => m.memstat(mm).and_then(|v| scaled(v, leaf.scale)),
-            X::Kpi { .. } => None, // issue 26: not taped (replay sees it unavailable)
+            X::Kpi { .. } => None, // not taped (replay sees it unavailable)
         },
     }
 }

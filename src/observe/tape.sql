@@ -1,4 +1,4 @@
--- The input tape (issue 27, docs/replay.md): what the rule conditions read,
+-- The input tape (docs/replay.md): what the rule conditions read,
 -- at every evaluation, for `cgwarden replay`. Additive to schema version 1;
 -- written by src/observe/tape.rs through the recorder.
 

@@ -1,4 +1,4 @@
-//! The rule language (SPEC §3): `when:` conditions and rule actions.
+//! The rule language: `when:` conditions and rule actions.
 //!
 //! This module owns the grammar, the syntax tree and its type checking:
 //! which metrics exist, which threshold unit each metric compares against,
@@ -26,9 +26,12 @@
 //! they mean the same thing, wherever they were written.
 //!
 //! Decisions where the SPEC is silent:
-//! - The PSI target `system` means the whole machine (`/proc/pressure`);
-//!   for the group-only metrics (`memory.current`, `memory.events.*`, ...)
-//!   `system` is an ordinary group name.
+//! - `host` is the whole machine: its pressure (`/proc/pressure`),
+//!   `host.memory.available` and the memory telemetry (`host.vmstat.*`,
+//!   `host.meminfo.*`, `host.fragmentation.*`). It has no group-only
+//!   metrics (`memory.current`, `memory.events.*`, ...). `system` is an
+//!   ordinary group name; a machine-only metric written under `system`
+//!   is refused with a did-you-mean for `host`.
 //! - `thermal.ZONE.temp` is always a thermal metric (ZONE may contain `-`,
 //!   `_` and `.`); any other metric starting with `thermal.` names a group.
 //! - A stall-time condition (`G.memory.some > 150ms/1s`) accepts only `>`
@@ -150,7 +153,7 @@ pub enum ExprKind {
     Running(String),
     /// `exists(GROUP)`.
     Exists(Spanned<String>),
-    /// `throttled(POLICY)` (issue 24, SPEC §6): the policy's ceiling is
+    /// `throttled(POLICY)`: the policy's ceiling is
     /// clipped below what was asked, or a cooling device bound to it is
     /// above 0.
     Throttled(Spanned<String>),
@@ -210,15 +213,15 @@ impl CmpOp {
 /// Whose PSI a pressure metric reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
-    /// The whole machine (`/proc/pressure/*`).
-    System,
+    /// The whole machine (`/proc/pressure/*`), `host` in rules.
+    Host,
     Group(String),
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::System => f.write_str("system"),
+            Target::Host => f.write_str(crate::knobs::MACHINE),
             Target::Group(g) => f.write_str(g),
         }
     }
@@ -305,25 +308,25 @@ pub enum Metric {
     PidsCurrent { group: Spanned<String> },
     /// `G.cgroup.populated`, 0 or 1.
     Populated { group: Spanned<String> },
-    /// `system.memory.available`: MemAvailable, bytes.
+    /// `host.memory.available`: MemAvailable, bytes.
     MemoryAvailable,
     /// `thermal.ZONE.temp`; ZONE is the zone's `type`.
     ThermalTemp { zone: Spanned<String> },
-    /// `thermal.ZONE.trip.N`: trip point N's temperature (issue 24).
+    /// `thermal.ZONE.trip.N`: trip point N's temperature.
     ThermalTrip { zone: Spanned<String>, trip: u32 },
     /// `cooling.NAME.state`: a cooling device's `cur_state`, NAME its
-    /// `type` (issue 24).
+    /// `type`.
     CoolingState { device: Spanned<String> },
     /// `cpufreq.POLICY.limit` (the ceiling the kernel lets the policy reach
-    /// now) or `cpufreq.POLICY.cur`, kHz (issue 24).
+    /// now) or `cpufreq.POLICY.cur`, kHz.
     CpufreqFreq {
         policy: Spanned<String>,
         limit: bool,
     },
-    /// Memory telemetry (issue 25): vmstat rates, meminfo, zram mm_stat,
+    /// Memory telemetry: vmstat rates, meminfo, zram mm_stat,
     /// the fragmentation index ([`mem`]).
     Mem(MemMetric),
-    /// Issue 26: `kpi.NAME.STAT`, a KPI's statistic over a trailing window
+    /// `kpi.NAME.STAT`, a KPI's statistic over a trailing window
     /// (the threshold is [`Threshold::Kpi`]).
     Kpi { name: String, stat: kpi::Stat },
 }
@@ -335,7 +338,7 @@ impl Metric {
             Metric::PsiAvg { target, .. } | Metric::PsiStall { target, .. } => {
                 match &target.value {
                     Target::Group(g) => Some((g, target.span)),
-                    Target::System => None,
+                    Target::Host => None,
                 }
             }
             Metric::MemoryCurrent { group }
@@ -375,7 +378,7 @@ impl fmt::Display for Metric {
             }
             Metric::PidsCurrent { group } => write!(f, "{}.pids.current", group.value),
             Metric::Populated { group } => write!(f, "{}.cgroup.populated", group.value),
-            Metric::MemoryAvailable => f.write_str("system.memory.available"),
+            Metric::MemoryAvailable => f.write_str("host.memory.available"),
             Metric::ThermalTemp { zone } => write!(f, "thermal.{}.temp", zone.value),
             Metric::ThermalTrip { zone, trip } => write!(f, "thermal.{}.trip.{trip}", zone.value),
             Metric::CoolingState { device } => write!(f, "cooling.{}.state", device.value),
@@ -410,12 +413,12 @@ pub enum Threshold {
         window: Option<Duration>,
     },
     Temperature(Temperature),
-    /// `cpufreq.POLICY.limit|cur` (issue 24).
+    /// `cpufreq.POLICY.limit|cur`.
     Frequency(crate::units::Frequency),
     /// A plain non-negative number: a vmstat rate per second, a
-    /// fragmentation index (issue 25).
+    /// fragmentation index.
     Number(f64),
-    /// Issue 26: a KPI threshold, `value` in the KPI's unit (seconds for a
+    /// A KPI threshold, `value` in the KPI's unit (seconds for a
     /// duration, as `text` was written), over `window` (`None`: the
     /// default, [`kpi::DEFAULT_WINDOW`]).
     Kpi {
@@ -535,7 +538,7 @@ impl fmt::Display for Expr {
 }
 
 /// Every group a condition names, with where, in source order (for the
-/// caller's "unknown group" check). PSI of `system` is the whole machine
+/// caller's "unknown group" check). PSI of `host` is the whole machine
 /// and not listed.
 pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
     let mut out = Vec::new();
@@ -577,9 +580,9 @@ pub enum Action {
     Hook(String),
     /// `compact memory`.
     CompactMemory,
-    /// `cap KNOB at VALUE` (issue 24): a ceiling that beats every raise.
+    /// `cap KNOB at VALUE`: a ceiling that beats every raise.
     Cap { knob: Knob, value: KnobValue },
-    /// `freeze G` (issue 25): `cgroup.freeze` 1.
+    /// `freeze G`: `cgroup.freeze` 1.
     Freeze(String),
     /// `thaw G`: `cgroup.freeze` 0.
     Thaw(String),
@@ -652,8 +655,8 @@ pub use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
-pub(crate) mod kpi;
-pub(crate) mod mem; // issue 26: kpi.NAME.STAT conditions
+pub(crate) mod kpi; // kpi.NAME.STAT conditions
+pub(crate) mod mem; // memory telemetry metrics
 pub use mem::MemMetric;
 pub(crate) mod resort;
 pub use resort::KillSpec;

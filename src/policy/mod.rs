@@ -1,6 +1,7 @@
 //! The policy: YAML model, value units, the rule language and validation.
 //! Pure: nothing here touches the system, so `check` runs anywhere.
 
+pub(crate) mod bounds;
 pub mod decode;
 pub(crate) mod diag;
 pub mod expr;
@@ -8,12 +9,13 @@ pub mod model;
 pub(crate) mod pattern;
 pub(crate) mod yaml;
 
+pub use crate::knobs::board::Board;
 pub(crate) use diag::Diagnostics;
 pub use model::Policy;
 
 use std::path::Path;
 
-/// The largest policy file accepted (SPEC §4 "Trust"): far above any real
+/// The largest policy file accepted: far above any real
 /// policy, small enough that a careless path (`/dev/zero`, a log file) is
 /// refused before it costs memory or time.
 pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
@@ -24,9 +26,19 @@ pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
 /// on the open descriptor, and read through a reader capped one byte past the
 /// limit, so no input makes this read more than 4 MiB + 1.
 pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
+    load_on(path, |_| Board::unknown())
+}
+
+/// [`load`], then the policy judged against the board `board_of` gives for
+/// it (read once the policy names its cgroup root): a value outside the
+/// board is an error at its position ([`bounds`]).
+pub fn load_on(
+    path: &Path,
+    board_of: impl FnOnce(&Policy) -> Board,
+) -> Result<Policy, Diagnostics> {
     let name = path.display().to_string();
     match read_bytes(path) {
-        Ok(bytes) => load_bytes(&name, &bytes),
+        Ok(bytes) => load_bytes_on(&name, &bytes, board_of),
         Err(msg) => {
             let mut d = Diagnostics::new(name);
             d.error(yaml::Pos::new(1, 1), msg);
@@ -94,6 +106,15 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// Parses and validates policy text; `name` is used in diagnostics.
 pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
+    load_bytes_on(name, bytes, |_| Board::unknown())
+}
+
+/// [`load_bytes`] judged against a board, as [`load_on`].
+pub fn load_bytes_on(
+    name: &str,
+    bytes: &[u8],
+    board_of: impl FnOnce(&Policy) -> Board,
+) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::new(name);
     let doc = match yaml::parse(bytes) {
         Ok(doc) => doc,
@@ -103,7 +124,14 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
         }
     };
     match decode::decode(&doc, &mut diags) {
-        Some(p) if diags.is_empty() => Ok(p),
+        Some(p) if diags.is_empty() => {
+            bounds::judge(&doc, &p, &board_of(&p), &mut diags);
+            if diags.is_empty() {
+                Ok(p)
+            } else {
+                Err(diags.sorted())
+            }
+        }
         _ => {
             if diags.is_empty() {
                 diags.error(yaml::Pos::new(1, 1), "the policy could not be read");
@@ -117,7 +145,7 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
 /// on a match any local user can fake: neither `exe:` nor `user:`, so only
 /// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
 /// `check` warns on it; the daemon grants such a policy only to root's
-/// processes (SPEC §4 "Trust", README "Decisions").
+/// processes (README "Decisions").
 pub(crate) fn rt_by_name(p: &model::Placement) -> bool {
     use model::SchedPolicy::{Deadline, Fifo, Rr};
     let rt = |s: &model::Sched| matches!(s.policy, Fifo | Rr | Deadline);
@@ -152,7 +180,7 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
             });
         }
     }
-    // A grant nobody can use (issue 22 item 11): the socket is 0660
+    // A grant nobody can use: the socket is 0660
     // root:socket_group, so with `root` there no non-root caller connects.
     if p.settings.socket_group == "root" {
         for g in &p.control {
@@ -360,6 +388,18 @@ mod tests {
             ("kernel.sched_rt_runtime_us: -2", false),
             ("vm.swappiness: \"10 20\"", false),
             ("vm.lowmem_reserve_ratio: \"256 256 32\"", true),
+            ("vm.page-cluster: 0", true),
+            ("vm.page-cluster: 32", false),
+            ("net.core.rmem_max: 8388608", true),
+            ("net.core.rmem_max: 1024", false),
+            ("net.core.wmem_default: 4608", true),
+            ("net.core.wmem_default: 4607", false),
+            ("net.core.busy_poll: 50", true),
+            ("net.core.busy_read: -1", false),
+            ("net.core.netdev_max_backlog: 5000", true),
+            ("net.ipv4.ipfrag_high_thresh: 8388608", true),
+            ("net.ipv4.ipfrag_time: 3", true),
+            ("net.ipv4.ipfrag_time: -3", false),
         ] {
             let text = format!("version: 1\nsystem:\n  sysctl:\n    {line}\n");
             let r = load_bytes("p.yaml", text.as_bytes());
@@ -367,6 +407,24 @@ mod tests {
         }
         let rule = b"version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [\"set sysctl.vm.swappiness = -30\"]\n";
         assert!(load_bytes("p.yaml", rule).is_err());
+        // A dash in the name, in the baseline and in a rule's actions.
+        let p = load_bytes(
+            "p.yaml",
+            b"version: 1\ngroups:\n  app: {}\nsystem:\n  sysctl: { vm.page-cluster: 0 }\nrules:\n  - name: r\n    when: app.memory.current > 1G\n    then: [set sysctl.vm.page-cluster = 3]\n    while: [set sysctl.net.core.busy_poll = 50]\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            p.system.sysctl,
+            [("vm.page-cluster".to_string(), "0".to_string())]
+        );
+        assert_eq!(
+            p.rules[0].then[0].to_string(),
+            "set sysctl.vm.page-cluster = 3"
+        );
+        assert_eq!(
+            p.rules[0].while_[0].to_string(),
+            "set sysctl.net.core.busy_poll = 50"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The typed policy: what a valid YAML file means (SPEC §2). Built only by
+//! The typed policy: what a valid YAML file means. Built only by
 //! `decode`, so every value here has already been validated.
 
 use super::expr::{Action, Expr};
@@ -18,7 +18,7 @@ pub struct Policy {
     pub system: System,
     pub hooks: Vec<Hook>,
     pub rules: Vec<Rule>,
-    /// `control:` grants, in file order (SPEC §5 "Identity and grants").
+    /// `control:` grants, in file order.
     pub control: Vec<ControlGrant>,
     /// `report.criteria`: the soak verdicts `cgwarden report` judges by.
     pub report: ReportCriteria,
@@ -105,13 +105,13 @@ pub struct ReportCriteria {
     pub restarts: u64,
     /// Highest PSI memory `full` avg10 allowed, percent. Default 5.
     pub memory_full_avg10: f64,
-    /// Issue 26: the control loop latency's p99 must stay below this. Default 5ms.
+    /// The control loop latency's p99 must stay below this. Default 5ms.
     pub loop_p99: std::time::Duration,
-    /// Issue 26: the KPI judged by `loop_p99` (besides `cyclictest`). Default `loop_latency`.
+    /// The KPI judged by `loop_p99` (besides `cyclictest`). Default `loop_latency`.
     pub loop_kpi: String,
-    /// Issue 26: the frame rate's standard deviation must stay below this. Default 2.
+    /// The frame rate's standard deviation must stay below this. Default 2.
     pub fps_stddev: f64,
-    /// Issue 26: the KPI judged by `fps_stddev`. Default `fps`.
+    /// The KPI judged by `fps_stddev`. Default `fps`.
     pub fps_kpi: String,
 }
 
@@ -147,17 +147,17 @@ pub struct Settings {
     pub state_dir: PathBuf,
     pub on_missing: OnMissing,
     pub socket_group: String,
-    /// `settings.metrics` (SPEC §5): where the OpenMetrics exposition goes.
+    /// `settings.metrics`: where the OpenMetrics exposition goes.
     pub metrics: MetricsSettings,
-    /// `settings.recorder` (SPEC §5): the flight recorder; `None`: off.
+    /// `settings.recorder`: the flight recorder; `None`: off.
     pub recorder: Option<RecorderSettings>,
-    /// How the daemon itself runs (`settings.daemon`, SPEC §4 "Never starve").
+    /// How the daemon itself runs (`settings.daemon`).
     pub daemon: DaemonSettings,
-    /// `settings.drift` (issue 24, SPEC §6 "Coexistence"): `None`, no check.
+    /// `settings.drift`: `None`, no check.
     pub drift: Option<DriftSettings>,
     /// `settings.critical`: comm globs of the processes whose exit is a
     /// `critical_exit` event, a counter, a recorder row and a report
-    /// criterion; `kill in` never picks one (SPEC §6).
+    /// criterion; `kill in` never picks one.
     pub critical: Vec<String>,
 }
 
@@ -180,7 +180,8 @@ pub struct DaemonSettings {
     /// Policy of the reacting threads: fifo/rr with a priority, or other
     /// with a nice value (validated: nothing else reaches here).
     pub sched: Sched,
-    /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`.
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE)`: every page the daemon maps is
+    /// resident and locked (kernel/residency.rs).
     pub mlock: bool,
 }
 
@@ -385,7 +386,7 @@ pub struct Placement {
     pub group: String,
     pub sched: Option<Sched>,
     pub pos: Pos,
-    /// Per-process attributes and `threads:` (SPEC §6; docs/policy.md).
+    /// Per-process attributes and `threads:` (docs/policy.md).
     pub tuning: Tuning,
 }
 
@@ -405,7 +406,7 @@ impl Tuning {
     }
 }
 
-/// Attributes of a task (SPEC §6 "Per-process attributes"): each `None` is
+/// Attributes of a task: each `None` is
 /// left as the process has it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskAttrs {
@@ -599,12 +600,12 @@ pub struct System {
     pub realtime: Option<Realtime>,
     /// `system.latency` (PM QoS; docs/latency.md).
     pub latency: Option<Latency>,
-    /// `system.devfreq` (issue 24), in file order.
+    /// `system.devfreq`, in file order.
     pub devfreq: Vec<Devfreq>,
-    /// `system.irqs` (issue 24): the first entry whose glob matches one of
+    /// `system.irqs`: the first entry whose glob matches one of
     /// an IRQ's action names applies to it.
     pub irqs: Vec<KthreadRule>,
-    /// `system.kthreads` (issue 24): the first entry whose glob matches a
+    /// `system.kthreads`: the first entry whose glob matches a
     /// kernel thread's comm applies to it.
     pub kthreads: Vec<KthreadRule>,
 }
@@ -708,7 +709,7 @@ pub struct ControlGrant {
     pub subject: ControlSubject,
     /// Knob globs (`*`, `?`), each checked to match some knob of the policy.
     pub boost: Vec<String>,
-    /// Knob globs this entry may cap (`boost --cap`, issue 24): granted
+    /// Knob globs this entry may cap (`boost --cap`): granted
     /// apart from raises.
     pub cap: Vec<String>,
     pub max_duration: Duration,

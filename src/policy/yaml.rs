@@ -7,6 +7,7 @@
 //! error with its `LINE:COL`, and a derived deserializer stops at the first.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::Spanned;
 use std::fmt;
 
@@ -78,6 +79,18 @@ impl Node {
             .copied()
             .unwrap_or((0, self.text_pos));
         pos.shifted(offset - start)
+    }
+
+    /// Where the deepest of the mapping keys `keys` (a path from this node,
+    /// `["settings", "tick"]`) that the document holds is written; None when
+    /// it holds not even the first.
+    pub fn deepest_key_pos(&self, keys: &[&str]) -> Option<Pos> {
+        let (first, rest) = keys.split_first()?;
+        let Value::Map(entries) = &self.value else {
+            return None;
+        };
+        let (key, node) = entries.iter().find(|(k, _)| k.name == *first)?;
+        node.deepest_key_pos(rest).or(Some(key.pos))
     }
 
     /// The node's kind in words, for "expected a mapping, found a list".
@@ -153,6 +166,9 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
                 .location()
                 .map(|l| Pos::new(clamp_u32(l.line()), clamp_u32(l.column())))
                 .unwrap_or(Pos::new(1, 1));
+            if let Some(breach) = budget_breach(&e) {
+                return Err(too_large(text, pos, breach));
+            }
             return Err(explain(text, pos, &first_line(&e.to_string())));
         }
     };
@@ -186,12 +202,6 @@ fn explain(text: &str, pos: Pos, msg: &str) -> SyntaxError {
             .unwrap_or(rest);
         return at(pos, format!("duplicate key `{key}`"));
     }
-    if msg.starts_with("budget breached") {
-        return at(
-            pos,
-            format!("the document is too large or nested too deeply for a policy ({msg}); anchors and aliases may be expanding"),
-        );
-    }
     if msg.starts_with("multiple YAML documents") {
         return at(
             pos,
@@ -219,6 +229,177 @@ fn explain(text: &str, pos: Pos, msg: &str) -> SyntaxError {
         }
     }
     at(pos, format!("not valid YAML: {msg}"))
+}
+
+/// The parser's resource limit that stopped it, if that is the error.
+fn budget_breach(e: &serde_saphyr::Error) -> Option<&BudgetBreach> {
+    match e {
+        serde_saphyr::Error::Budget { breach, .. } => Some(breach),
+        serde_saphyr::Error::WithSnippet { error, .. }
+        | serde_saphyr::Error::AliasError { error, .. } => budget_breach(error),
+        _ => None,
+    }
+}
+
+/// A document past the parser's limits, in a policy author's words: which
+/// list is too long, how deep is too deep, whether aliases are to blame
+/// (only when the document has some). Never the parser's own terms.
+fn too_large(text: &str, pos: Pos, breach: &BudgetBreach) -> SyntaxError {
+    let budget = serde_saphyr::Budget::default();
+    let at = |pos: Pos, message: String| SyntaxError { pos, message };
+    let expanding = "anchors and aliases (`&name`, `*name`) expand";
+    match breach {
+        BudgetBreach::Depth { .. } => at(
+            pos,
+            format!(
+                "lists and mappings nested more than {} levels deep; a policy needs a few",
+                budget.max_depth
+            ),
+        ),
+        BudgetBreach::Aliases { .. }
+        | BudgetBreach::Anchors { .. }
+        | BudgetBreach::AliasAnchorRatio { .. }
+        | BudgetBreach::MergeKeys { .. }
+        | BudgetBreach::RecordedAnchorEvents { .. }
+        | BudgetBreach::RecordedAnchorBytes { .. } => at(
+            pos,
+            format!("{expanding} past what a policy may hold; write the values out or use fewer aliases"),
+        ),
+        BudgetBreach::Nodes { .. } | BudgetBreach::Events { .. } => {
+            let values = budget.max_nodes;
+            let shape = Shape::of(text);
+            match shape.longest {
+                Some(list) if shape.aliases == 0 && list.items > values / 2 => {
+                    let what = list
+                        .key
+                        .map(|k| format!("`{k}`"))
+                        .unwrap_or_else(|| "a list".to_string());
+                    at(
+                        list.pos,
+                        format!(
+                            "list too long: {what} has {} items; a policy holds at most {values} values (keys, list items and scalars) in all",
+                            list.items
+                        ),
+                    )
+                }
+                _ if shape.aliases > 0 => at(
+                    pos,
+                    format!("{expanding} to more than {values} values (keys, list items and scalars), the most a policy holds"),
+                ),
+                _ => at(
+                    pos,
+                    format!("the document holds more than {values} values (keys, list items and scalars), the most a policy holds"),
+                ),
+            }
+        }
+        _ => at(
+            pos,
+            "the document is too large for a policy (a policy is a small text file)".into(),
+        ),
+    }
+}
+
+/// The longest list of a document, for [`too_large`].
+struct LongList {
+    items: usize,
+    pos: Pos,
+    /// The mapping key the list is the value of.
+    key: Option<String>,
+}
+
+/// What [`too_large`] reports from a document's parse events: its longest
+/// list and how many aliases it uses. The scan reads events only (aliases
+/// are not expanded) and stops at the first syntax error.
+struct Shape {
+    longest: Option<LongList>,
+    aliases: usize,
+}
+
+impl Shape {
+    fn of(text: &str) -> Shape {
+        use serde_saphyr::granit_parser::{Event, Parser};
+        /// An open collection: a list, or a mapping (whose children
+        /// alternate key, value).
+        struct Open {
+            list: Option<LongList>,
+            children: usize,
+            key: Option<String>,
+        }
+        let mut shape = Shape {
+            longest: None,
+            aliases: 0,
+        };
+        let mut stack: Vec<Open> = Vec::new();
+        let done = |list: LongList, shape: &mut Shape| {
+            if shape.longest.as_ref().is_none_or(|l| list.items > l.items) {
+                shape.longest = Some(list);
+            }
+        };
+        for event in Parser::new_from_str(text) {
+            let Ok((event, span)) = event else { break };
+            let node = matches!(
+                event,
+                Event::Scalar(..)
+                    | Event::Alias(..)
+                    | Event::SequenceStart(..)
+                    | Event::MappingStart(..)
+            );
+            // The key this node is the value of, when its parent is a mapping.
+            let mut key = None;
+            if node {
+                if let Some(parent) = stack.last_mut() {
+                    if parent.list.is_none() {
+                        if parent.children % 2 == 1 {
+                            key = parent.key.take();
+                        } else if let Event::Scalar(k, ..) = &event {
+                            parent.key = Some(k.to_string());
+                        }
+                    }
+                    parent.children = parent.children.saturating_add(1);
+                }
+            }
+            match event {
+                Event::Alias(..) => shape.aliases = shape.aliases.saturating_add(1),
+                Event::SequenceStart(..) => stack.push(Open {
+                    list: Some(LongList {
+                        items: 0,
+                        pos: Pos::new(
+                            clamp_u32(span.start.line() as u64),
+                            clamp_u32(span.start.col() as u64 + 1),
+                        ),
+                        key,
+                    }),
+                    children: 0,
+                    key: None,
+                }),
+                Event::MappingStart(..) => stack.push(Open {
+                    list: None,
+                    children: 0,
+                    key: None,
+                }),
+                Event::SequenceEnd | Event::MappingEnd => {
+                    if let Some(Open {
+                        list: Some(mut l),
+                        children,
+                        ..
+                    }) = stack.pop()
+                    {
+                        l.items = children;
+                        done(l, &mut shape);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Lists still open where the scan stopped.
+        while let Some(open) = stack.pop() {
+            if let Some(mut l) = open.list {
+                l.items = open.children;
+                done(l, &mut shape);
+            }
+        }
+        shape
+    }
 }
 
 /// The first `[` or `{` without its closing bracket, outside quotes and
@@ -549,6 +730,26 @@ mod tests {
     }
 
     #[test]
+    fn the_deepest_key_of_a_path_is_found() {
+        let doc = parse(b"version: 1\nsettings:\n  tick: 2s\n  rescan: 30s\n").unwrap();
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "tick"]),
+            Some(Pos::new(3, 3))
+        );
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "rescan"]),
+            Some(Pos::new(4, 3))
+        );
+        // A key the document leaves out: its block's.
+        assert_eq!(
+            doc.deepest_key_pos(&["settings", "metrics"]),
+            Some(Pos::new(2, 1))
+        );
+        assert_eq!(doc.deepest_key_pos(&["system", "zram"]), None);
+        assert_eq!(doc.deepest_key_pos(&["version", "x"]), Some(Pos::new(1, 1)));
+    }
+
+    #[test]
     fn duplicate_keys_are_rejected_with_position() {
         let err = parse(b"a: 1\na: 2\n").unwrap_err();
         assert_eq!(err.pos, Pos::new(2, 1));
@@ -567,6 +768,66 @@ mod tests {
         let err = parse(b"a: [1\n").unwrap_err();
         assert_eq!(err.pos.line, 1);
         assert!(err.message.contains("bracket"), "{}", err.message);
+    }
+
+    /// A list past the parser's node budget is named with its length and
+    /// where it starts; aliases are blamed only when the document has some,
+    /// and the parser's own terms never show.
+    #[test]
+    fn a_list_too_long_is_named_with_its_length() {
+        // Policies are parsed on a main thread (8 MiB of stack: the CLI, the
+        // daemon's loop); a test thread has 2 MiB, which an unoptimised
+        // build's frames outgrow on these documents.
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(a_list_too_long_body)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn a_list_too_long_body() {
+        let mut doc = String::from("version: 1\nplacement:\n");
+        for _ in 0..400_000 {
+            doc.push_str("  - x\n");
+        }
+        let err = parse(doc.as_bytes()).unwrap_err();
+        assert_eq!(err.pos, Pos::new(3, 3), "{}", err.message);
+        assert_eq!(
+            err.message,
+            "list too long: `placement` has 400000 items; a policy holds at most 250000 values (keys, list items and scalars) in all"
+        );
+        // The same in flow style, nested under a mapping.
+        let doc = format!("a:\n  b: [{}1]\n", "1,".repeat(300_000));
+        let err = parse(doc.as_bytes()).unwrap_err();
+        assert_eq!(err.pos, Pos::new(2, 6), "{}", err.message);
+        assert!(
+            err.message
+                .starts_with("list too long: `b` has 300001 items"),
+            "{}",
+            err.message
+        );
+        // Aliases expanding: they are named, and no list is blamed.
+        let mut doc = String::from("a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n");
+        for i in 0..30_000 {
+            doc.push_str(&format!("k{i}: *a\n"));
+        }
+        let err = parse(doc.as_bytes()).unwrap_err();
+        assert!(err.message.contains("aliases"), "{}", err.message);
+        assert!(!err.message.contains("list too long"), "{}", err.message);
+        assert!(
+            !err.message.contains("budget") && !err.message.contains('{'),
+            "{}",
+            err.message
+        );
+        // Nesting.
+        let doc = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let err = parse(doc.as_bytes()).unwrap_err();
+        assert!(
+            err.message.contains("nested more than 64 levels"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The seed's load matrix (SPEC §7, docs/soak.md): CPU per cluster, a
+//! The seed's load matrix (docs/soak.md): CPU per cluster, a
 //! memory flip, an IO writer, a loopback network load. `stress-ng` (CPU)
 //! and `fio` (IO) run when they are in PATH; otherwise, and for the memory
 //! flip and the network load always, built-in loads run as threads of the

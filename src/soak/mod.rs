@@ -1,4 +1,4 @@
-//! `cgwarden soak` (issue 26 item 3, SPEC §7): the seed's validation run as
+//! `cgwarden soak`: the seed's validation run as
 //! one command beside the daemon. It checks the daemon answers and its
 //! flight recorder is on, remembers its start in `DIR/soak.json` (wall
 //! clock and boot id, so a rerun resumes rather than restarts: see

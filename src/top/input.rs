@@ -1,4 +1,4 @@
-//! The keyboard, read from the terminal directly (issue 22 item 1).
+//! The keyboard, read from the terminal directly.
 //!
 //! crossterm's event reader loops inside `read()` when the terminal reads
 //! 0 bytes (EOF: the tmux session killed, the ssh connection dropped) or

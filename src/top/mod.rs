@@ -1,4 +1,4 @@
-//! `cgwarden top` (issue 13 item 3): a live terminal view of the running
+//! `cgwarden top`: a live terminal view of the running
 //! daemon — groups (cpuset, memory current/high/max, PSI avg10 bars), rules
 //! with their state, live claims and boosts with expiry, the last actions.
 //! This module owns the terminal (raw mode, alternate screen, and putting
@@ -278,7 +278,7 @@ fn apply(app: &mut App, u: Update) {
 /// The event loop: keys, updates, signals, redraws. Returns the exit status.
 ///
 /// The terminal is read by [`input::Tty`], never by crossterm's event
-/// reader: that one loops inside `read()` on EOF (issue 22 item 1). Each
+/// reader: that one loops inside `read()` on EOF. Each
 /// wait lasts at most 100 ms and a signal cuts it short, so SIGTERM, SIGHUP,
 /// SIGINT and SIGQUIT end the loop within 100 ms; the terminal gone (EOF, a
 /// read error, a hang-up) ends it at once.

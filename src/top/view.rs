@@ -120,8 +120,8 @@ pub(crate) fn size(b: Option<i64>) -> String {
     }
 }
 
-/// `text` for a column `width` cells wide, never cut silently (issue 22
-/// item 5): a whole number too long is shortened with a decimal unit and
+/// `text` for a column `width` cells wide, never cut silently: a whole
+/// number too long is shortened with a decimal unit and
 /// marked `≈` (4294967296 in 9 cells is `≈4.29G`); any other text too long
 /// ends in `…`.
 pub(crate) fn fit(text: &str, width: usize) -> String {
@@ -357,12 +357,13 @@ fn header(f: &mut Frame, app: &App, now: SystemTime, area: Rect) {
                 crate::show::short(&s.policy.hash)
             )));
             let active = s.rules.iter().filter(|r| r.state == "active").count();
+            let count = crate::show::count::<usize>;
             l2.push(Span::raw(format!(
-                "{} groups  {} rules ({active} active)  {} claims  {} writes  ",
-                s.groups.len(),
-                s.rules.len(),
-                s.claims.len(),
-                s.daemon.knob_writes
+                "{}  {} ({active} active)  {}  {}  ",
+                count(s.groups.len(), "group"),
+                count(s.rules.len(), "rule"),
+                count(s.claims.len(), "claim"),
+                crate::show::count(s.daemon.knob_writes, "write")
             )));
             if let Some(e) = &s.last_reload_error {
                 let first = e.lines().next().unwrap_or("");
@@ -676,7 +677,7 @@ mod tests {
         app.status = Some(st);
         app.set_view(View::Claims);
         let s = screen(&mut app, 100, 30);
-        // A knob's value in units (issue 22 item 8), never cut.
+        // A knob's value in units, never cut.
         assert!(s.contains(" 40G "), "{s}");
         assert!(!s.contains("4294967296"), "{s}");
         // A number that is no knob value is still shortened, marked.

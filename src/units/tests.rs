@@ -118,7 +118,7 @@ fn duration_forms() {
     assert_eq!(us("40us"), 40_000);
     assert_eq!(us("40µs"), 40_000);
     assert_eq!(us("7ns"), 7);
-    // Issue 22 item 13: what humantime took silently is refused.
+    // What humantime would take silently is refused.
     for bad in [
         "",
         "30",
@@ -159,6 +159,27 @@ fn duration_forms() {
                 "invalid duration `10sec`: unknown unit `sec`; expected whole numbers with units d, h, m, s, ms, us (or µs), ns, written together, largest first, like `500ms`, `30s`, `1h30m`"
             )
         );
+    // A fraction is refused with the whole-unit spelling to write instead.
+    for (bad, write) in [
+        ("1.5m", "write `1m30s`"),
+        ("0.5s", "write `500ms`"),
+        ("1h0.5m", "write `1h30s`"),
+        ("2.25h", "write `2h15m`"),
+        ("1.5", "write whole numbers of a smaller unit"),
+        ("0.5ns", "write whole numbers of a smaller unit"),
+        ("1.5x", "write whole numbers of a smaller unit"),
+    ] {
+        let e = Duration::parse(bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.starts_with(&format!(
+                "invalid duration `{bad}`: fractions are not supported, {write}; "
+            )),
+            "{bad:?}: {e}"
+        );
+    }
     let d = |ms: u64| Duration(std::time::Duration::from_millis(ms));
     assert_eq!(d(5_400_500).to_string(), "1h30m500ms");
     assert_eq!(d(0).to_string(), "0s");

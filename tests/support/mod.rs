@@ -49,6 +49,11 @@ pub fn cmd() -> Command {
     Command::new(bin())
 }
 
+/// The repository's top directory.
+pub fn repo_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// `REL` in this repository (a shipped policy, a fixture), as a string.
 pub fn repo(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

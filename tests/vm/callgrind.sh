@@ -1,5 +1,5 @@
 # Sourced by the benchmarks that can run the daemon under callgrind in the
-# guest (bench-flood-guest.sh, bench-issue29.sh): the host's valgrind goes
+# guest (bench-flood-guest.sh, bench-overload.sh): the host's valgrind goes
 # into the image, and the guest's profile comes back over the serial console
 # (gzip, base64, `CG64 ` lines).
 

@@ -41,12 +41,12 @@ desired() {
     echo "write|$CG/vision/memory.high|$((256 * MiB))|$((256 * MiB))"
     echo "write|$CG/vision/memory.max|$((320 * MiB))|$((320 * MiB))"
     echo "write|$CG/vision/io.weight|200|default 200"
-    echo "mkdir|$CG/housekeeping"
-    echo "write|$CG/housekeeping/cpuset.cpus|0-1|0-1"
-    echo "write|$CG/housekeeping/cpu.weight|50|50"
-    echo "write|$CG/housekeeping/memory.max|$((48 * MiB))|$((48 * MiB))"
-    echo "write|$CG/housekeeping/memory.swap.max|0|0"
-    echo "write|$CG/housekeeping/pids.max|128|128"
+    echo "mkdir|$CG/system"
+    echo "write|$CG/system/cpuset.cpus|0-1|0-1"
+    echo "write|$CG/system/cpu.weight|50|50"
+    echo "write|$CG/system/memory.max|$((48 * MiB))|$((48 * MiB))"
+    echo "write|$CG/system/memory.swap.max|0|0"
+    echo "write|$CG/system/pids.max|128|128"
     echo "write|/proc/sys/vm/swappiness|30|30"
     echo "write|/proc/sys/vm/min_free_kbytes|22528|22528"
     echo "write|/proc/sys/vm/watermark_scale_factor|150|150"
@@ -90,7 +90,7 @@ placements() {
         case $comm in
         rt_ctl) echo "$pid realtime fifo 50" ;;
         npu_*) echo "$pid inference" ;;
-        sys_logger) echo "$pid housekeeping" ;;
+        sys_logger) echo "$pid system" ;;
         *) case $cmdline in *camera_pipeline*) echo "$pid vision" ;; esac ;;
         esac
     done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The guest scenarios (tests/vm/guest/) on arm64 (issue 23): Debian's arm64
+# The guest scenarios (tests/vm/guest/) on arm64: Debian's arm64
 # kernel under qemu-system-aarch64 (TCG, `virt` machine), the same initramfs
 # harness as tests/vm/run-guest.sh with the arm64 cross-built binaries
 # (packaging/arm64/build.sh), Debian's arm64 busybox and the arm64 glibc
@@ -65,8 +65,8 @@ cp -L "$chr$interp" "$r$interp"
 # zram and its compressors, in dependency order, with a modules.dep (as run-guest.sh).
 : >"$r/lib/modules/load-order"
 # virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
-# (96-irqs, issue 24); built-in drivers print no insmod line.
-for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
+# (96-irqs); built-in drivers print no insmod line.
+for m in zram lz4 lz4hc zstd virtio_pci virtio_rng ext4; do  # ext4: 85-daemon-resident
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
     rel=${ko#"$kroot/lib/modules/"}

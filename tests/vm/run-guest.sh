@@ -4,7 +4,7 @@
 #   tests/vm/run-guest.sh CGWARDEN_BIN WORKLOAD_BIN [SERIAL_LOG]
 #
 # Builds an uncompressed newc initramfs in a temp dir from busybox, the two binaries
-# (with the shared libraries `ldd` names), the zram/compressor modules, and
+# (with the shared libraries `ldd` names), the zram/compressor and ext4 modules, and
 # tests/vm/guest/ (init, lib.sh, scenarios/, policies/), boots it, and leaves the
 # serial console in SERIAL_LOG (default: $CACHE/last-serial.log). Exit status is
 # QEMU's (124 = hard timeout). It does not judge the results: tests/vm.rs does, and
@@ -72,8 +72,10 @@ done
 # modules.dep; cgwarden runs the kernel's modprobe when zram is not loaded).
 : >"$r/lib/modules/load-order"
 # virtio_pci + virtio_rng: the virtio-rng-pci device and its real IRQs
-# (96-irqs, issue 24); built-in drivers print no insmod line.
-for m in zram lz4 lz4hc zstd virtio_pci virtio_rng; do
+# (96-irqs); ext4 (with jbd2, mbcache, crc16, crc32c) serves the ext2 file
+# system on a zram device that 85-daemon-resident runs the daemon from; built-in
+# drivers print no insmod line.
+for m in zram lz4 lz4hc zstd virtio_pci virtio_rng ext4; do
     modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
     rel=${ko#"$kroot/lib/modules/"}

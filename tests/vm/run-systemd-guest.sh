@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Boot the systemd-as-PID-1 guest (issue 23) under QEMU (TCG) and run the
+# Boot the systemd-as-PID-1 guest under QEMU (TCG) and run the
 # systemd scenarios in it:
 #
 #   tests/vm/run-systemd-guest.sh DEB WORKLOAD_BIN [SERIAL_LOG]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The arm64 guest's kernel and busybox (issue 23), downloaded once and cached
+# The arm64 guest's kernel and busybox, downloaded once and cached
 # (idempotent; a fast no-op when done):
 #   - Debian's linux-image-*-arm64 (the version linux-image-arm64 depends on
 #     in bookworm) and busybox-static:arm64, fetched with `apt-get download`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The systemd-as-PID-1 guest's base image (issue 23), built once and cached:
+# The systemd-as-PID-1 guest's base image, built once and cached:
 #
 #   tests/vm/systemd-image.sh            prints the cache directory on stdout
 #

@@ -1,5 +1,5 @@
 //! `boost-exit SOCKET KNOB VALUE FILE`: how soon a boost tied to a process
-//! ends after that process exits (issue 12). It starts a child (sleeps
+//! ends after that process exits. It starts a child (sleeps
 //! 300 ms), asks the daemon over the control socket — raw varlink, so
 //! nothing of cgwarden's client is involved — to boost KNOB=VALUE tied to
 //! the child's pid, checks FILE shows the boost, reaps the child and polls

@@ -1,4 +1,4 @@
-//! The exec flood of issue 11: N processes started at once and all alive
+//! The exec flood: N processes started at once and all alive
 //! together, each checking its own `/proc/self/cgroup` every POLL_US and
 //! counting itself missed when it is not in TARGET DEADLINE_MS after its
 //! launch. Unlike the storm (a bounded number alive, each placed in turn),
@@ -14,7 +14,7 @@
 //! prints missed/N and placement-time percentiles (launch → the child saw
 //! itself in TARGET; a missed child counts as beyond the deadline).
 //!
-//! The kernel's floor (issue 29): with a HANDOFF file the driver also
+//! The kernel's floor: with a HANDOFF file the driver also
 //! writes each child's pid there (`PID\n`) the moment its spawn returns,
 //! and `move-from HANDOFF PROCS` — a placer that knows every pid without
 //! reading anything — writes each to PROCS, one `write(2)` a pid. Its CPU

@@ -24,10 +24,11 @@
 //! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
 //! cgwarden-workload trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction floor: acts at a PSI trigger
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
-//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   issue 11's exec flood (all alive at once)
+//! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   the exec flood (all alive at once)
 //! cgwarden-workload move-from HANDOFF PROCS [READS]   the floor placer: each pid HANDOFF names written to PROCS
-//! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process (issue 12)
+//! cgwarden-workload boost-exit SOCKET KNOB VALUE FILE EXPECT   how soon a pid-tied boost ends after its process
 //! cgwarden-workload s32 FILE                  print the first 4 bytes of FILE as a native-endian s32 (/dev/cpu_dma_latency)
+//! cgwarden-workload setxattr PATH NAME VALUE  setxattr(2), as systemd marks a delegated cgroup (busybox has no setfattr)
 //! cgwarden-workload threads SECS              threads ctrl, log and late→ctrl-late (renamed after 2 s); live SECS
 //! cgwarden-workload stamp-exit SECS FILE      sleep SECS, write the Unix time to FILE, exit 3
 //! cgwarden-workload ioprio TID                print a thread's I/O priority as CLASS LEVEL
@@ -380,6 +381,7 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
             None => usage("run-as: UID[:GID,..] must be numbers"),
         },
         ("s32", [file]) => read_s32(file),
+        ("setxattr", [path, name, value]) => set_xattr(path, name, value),
         ("threads", [secs]) => match parse_secs(secs) {
             Some(d) => threads::threads(d),
             None => usage("threads: SECS must be a number"),
@@ -571,6 +573,29 @@ fn main() -> ExitCode {
         None => Vec::new(),
     };
     run(&all, &tags)
+}
+
+/// `setxattr PATH NAME VALUE`: sets one extended attribute, as systemd marks
+/// a delegated cgroup (`trusted.delegate`); the guest's busybox has no
+/// setfattr.
+fn set_xattr(path: &OsStr, name: &OsStr, value: &OsStr) -> ExitCode {
+    let (Ok(p), Ok(n)) = (CString::new(path.as_bytes()), CString::new(name.as_bytes())) else {
+        return usage("setxattr: PATH and NAME must not contain NUL");
+    };
+    let v = value.as_bytes();
+    // SAFETY: NUL-terminated strings and a live buffer of `v.len()` bytes.
+    let r = unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), v.as_ptr().cast(), v.len(), 0) };
+    if r == 0 {
+        return ExitCode::SUCCESS;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "cgwarden-workload: setxattr {} {}: {}",
+        Path::new(path).display(),
+        name.to_string_lossy(),
+        std::io::Error::last_os_error()
+    );
+    ExitCode::from(1)
 }
 
 /// `s32 FILE`: reads exactly 4 bytes (as the CPU latency QoS device wants)

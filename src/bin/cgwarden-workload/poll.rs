@@ -1,7 +1,7 @@
-//! `poll-file FILE PERIOD_MS SECS`: the anchor of the idle-cost benchmark
-//! (issue 11). It is what an integrator's C loop does: keep the pressure file
-//! open, `pread` it every PERIOD_MS, look at the first line, sleep. A daemon
-//! woken by kernel PSI triggers should cost less than this.
+//! `poll-file FILE PERIOD_MS SECS`: the anchor of the idle-cost benchmark. It
+//! is what an integrator's C loop does: keep the pressure file open, `pread` it
+//! every PERIOD_MS, look at the first line, sleep. A daemon woken by kernel PSI
+//! triggers should cost less than this.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -42,7 +42,7 @@ pub fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// What `poll-act` is told (issue 29 item 2's acting anchor).
+/// What `poll-act` is told (the reaction benchmark's acting anchor).
 pub struct Act<'a> {
     pub pressure: &'a str,
     pub period: Duration,
@@ -57,7 +57,7 @@ pub struct Act<'a> {
 }
 
 /// `poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS`: the
-/// reaction benchmark's anchor that acts (issue 29 item 2), the C loop an
+/// reaction benchmark's anchor that acts, the C loop an
 /// integrator writes instead of a PSI-trigger rule: keep PRESSURE open,
 /// `pread` it every PERIOD_MS; when `some total=` grew by THRESH_US or more
 /// since the last read, write HIGH to KNOB; once it has grown less for
@@ -114,7 +114,7 @@ pub fn poll_act(a: &Act) -> ExitCode {
 }
 
 /// `trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS`:
-/// the reaction benchmark's floor (issue 29 item 2) — the least a reactor
+/// the reaction benchmark's floor — the least a reactor
 /// that acts at the kernel's trigger can do, with nothing else (no rule
 /// language, no claims, no log): a PSI trigger `some THRESH_US WINDOW_MS`
 /// on PRESSURE, `poll(2)` on it; at an event HIGH goes to KNOB (once), and

@@ -1,4 +1,4 @@
-//! The exec storm of the placement benchmark (issue #5): the same program on
+//! The exec storm of the placement benchmark: the same program on
 //! the host (`tests/bench-placement.sh`) and in the guest, so the numbers
 //! compare.
 //!

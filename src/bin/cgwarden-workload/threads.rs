@@ -1,5 +1,5 @@
 //! `threads SECS`: a process shaped like a ROS 2 node for the guest's
-//! thread tests (issue 25): threads named `ctrl` and `log` from the start,
+//! thread tests: threads named `ctrl` and `log` from the start,
 //! and one that starts as `late` and renames itself `ctrl-late` after 2 s
 //! (`pthread_setname_np`, a COMM event with the thread id). Each thread
 //! sleeps; the main thread lives SECS seconds.

@@ -1,5 +1,5 @@
-//! The originals of per-task attributes (SPEC §6: "journalled where the
-//! process outlives cgwarden, never restored on exited processes"):
+//! The originals of per-task attributes (journalled where the process
+//! outlives cgwarden, never restored on exited processes):
 //! `state_dir/tasks.journal`, one line per thread and attribute the first
 //! time cgwarden changes it —
 //!

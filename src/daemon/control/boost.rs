@@ -1,4 +1,4 @@
-//! Boosts (SPEC §5): granting one after the grant checks, extending and
+//! Boosts: granting one after the grant checks, extending and
 //! releasing it, and ending it when its owner is gone or its time is up.
 
 use super::{invalid, now_text, refused, BoostEntry, MAX_BOOST_DURATION, MAX_BOOST_KNOBS};
@@ -42,7 +42,7 @@ impl Daemon {
     /// Drops the boosts whose deadline passed (the engine already expired
     /// their claims), with an event each.
     pub(crate) fn expire_boosts(&mut self) {
-        // Issue 29: no clock read at every loop turn for no boost.
+        // No clock read at every loop turn for no boost.
         if self.control.boosts.is_empty() {
             return;
         }
@@ -71,6 +71,10 @@ impl Daemon {
         let value = knob
             .parse_value(value.trim())
             .map_err(|e| format!("`{value}`: {e}"))?;
+        self.control
+            .board
+            .check_value(&knob, &value)
+            .map_err(|why| format!("`{value}`: {why}"))?;
         if self.actuator.read(&knob).is_none() {
             let path = self
                 .actuator
@@ -130,7 +134,7 @@ impl Daemon {
         let mut wanted_caps = Vec::new();
         let mut rejected = Vec::new();
         for (k, v) in &knobs {
-            // `boost --cap` (issue 24): a ceiling on a ceiling-type knob.
+            // `boost --cap`: a ceiling on a ceiling-type knob.
             if let Some(name) = k.strip_prefix(crate::knobs::CAP_KEY_PREFIX) {
                 let cap = self.boost_knob(name, v).and_then(|(knob, value)| {
                     if knob.is_ceiling() {
@@ -163,7 +167,7 @@ impl Daemon {
                 .collect();
             return invalid(format!("nothing to boost: {}", why.join("; ")));
         }
-        // Who may do what (SPEC §5 "Identity and grants").
+        // Who may do what (the policy's `control:` grants).
         let live = self.control.boosts_of(caller.uid);
         let (allowed, allowed_caps, length) =
             match self.authorize_both(&caller, wanted, wanted_caps, asked, live) {
@@ -267,10 +271,11 @@ impl Daemon {
             expires_at: expires_at.map(crate::show::rfc3339_millis),
             applied,
             rejected,
+            not_held: None,
         })
     }
 
-    /// [`Self::authorize`] for a boost's raises and its caps (issue 24):
+    /// [`Self::authorize`] for a boost's raises and its caps:
     /// caps are judged by the grants' `cap:` patterns; the boost lasts the
     /// shorter of the two decisions. A refusal of either refuses it all.
     #[allow(clippy::type_complexity)]
@@ -316,8 +321,8 @@ impl Daemon {
         Ok((allowed, caps, rejected, length.flatten()))
     }
 
-    /// Which of `wanted` the caller may hold and for how long (SPEC §5
-    /// "Identity and grants", decided by `engine::grants`); or why not at all.
+    /// Which of `wanted` the caller may hold and for how long (the
+    /// policy's `control:` grants, decided by `engine::grants`); or why not at all.
     #[allow(clippy::type_complexity)]
     fn authorize(
         &self,
@@ -401,7 +406,7 @@ impl Daemon {
         match self.own_boost(caller, handle) {
             Ok(h) => {
                 self.end_boost(h, "claim_released", "released by its client");
-                Response::Released
+                Response::Released(wire::ReleaseReply::default())
             }
             Err(r) => r,
         }
@@ -441,6 +446,7 @@ impl Daemon {
         self.carry_out(effects);
         Response::Extend(wire::ExtendReply {
             expires_at: expires_at.map(crate::show::rfc3339_millis),
+            not_held: None,
         })
     }
 }

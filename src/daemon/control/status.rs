@@ -1,7 +1,6 @@
 //! `status` and `verify`: the groups, knobs, claims and boosts as the control
 //! socket shows them, read in the loop (a few small reads, never a write).
 
-use super::now_text;
 use crate::control::wire;
 use crate::daemon::Daemon;
 use crate::engine::claims::Owner;
@@ -172,11 +171,54 @@ impl Daemon {
             knobs: self.knob_statuses(),
             claims: self.claim_infos(),
             actions: self.control.actions.iter().cloned().collect(),
+            left_alone: self.left_alone(),
         }
     }
 
-    /// Every managed knob with an effective value, compared with the kernel.
-    pub(crate) fn verify(&self) -> wire::VerifyReply {
+    /// The processes placement left in another manager's cgroup.
+    fn left_alone(&self) -> Vec<wire::LeftAlone> {
+        let Some(x) = &self.exec else {
+            return Vec::new();
+        };
+        x.shared
+            .left_alone()
+            .into_iter()
+            .map(|(pid, k)| wire::LeftAlone {
+                pid: i64::from(pid),
+                owner: k.owner.what(),
+                comm: k.comm,
+                cgroup: k.cgroup,
+                group: k.group,
+                policy_line: i64::from(k.line),
+            })
+            .collect()
+    }
+
+    /// `Verify` answered here (the held check in the loop): the table's
+    /// knobs, then the held files ([`Self::verify_knobs`],
+    /// [`super::super::drift`]). A call with a reply channel goes through
+    /// [`Self::check_held_then`] instead, off the loop.
+    pub(crate) fn verify(&mut self) -> wire::VerifyReply {
+        let mut knobs = self.verify_knobs();
+        let held = super::super::drift::held_drifts(
+            &self.opts.root,
+            &self.policy,
+            &self.knob_paths(),
+            None,
+        );
+        self.note_held(&held, false);
+        knobs.extend(held.into_iter().map(super::super::drift::held_check));
+        wire::VerifyReply {
+            drift: knobs.iter().any(|k| k.drift),
+            knobs,
+        }
+    }
+
+    /// Every knob of the table with an effective value, compared with the
+    /// kernel in the loop (a few small reads). A drift that begins is an
+    /// event (and counts) once; one still there at the next check is not
+    /// counted again.
+    pub(crate) fn verify_knobs(&mut self) -> Vec<wire::KnobCheck> {
         let t = self.supervisor.table();
         let mut knobs = Vec::new();
         // A knob whose write is still queued or in flight is not drift:
@@ -219,34 +261,14 @@ impl Daemon {
                 skipped,
             });
         }
-        for d in knobs.iter().filter(|k| k.drift) {
-            self.control.publish(|| wire::Event {
-                time: now_text(),
-                kind: "drift".into(),
-                knob: Some(d.knob.clone()),
-                old: Some(d.expected.clone()),
-                new: d.actual.clone(),
-                message: Some(drift_message(&d.path, d.actual.as_deref())),
-                ..Default::default()
-            });
+        for k in &knobs {
+            if !k.drift {
+                self.drift.ended(&k.knob);
+            } else if self.drift.begins(&k.knob) {
+                let path = (!k.path.is_empty()).then(|| std::path::PathBuf::from(&k.path));
+                self.publish_drift(&k.knob, &k.expected, k.actual.as_deref(), path.as_deref());
+            }
         }
-        wire::VerifyReply {
-            drift: knobs.iter().any(|k| k.drift),
-            knobs,
-        }
-    }
-}
-
-/// The `drift` event's text: `PATH holds VALUE instead` (no path: the knob
-/// has no file; never a text starting with a blank, issue 22 item 3).
-fn drift_message(path: &str, actual: Option<&str>) -> String {
-    let what = match actual {
-        Some(a) => format!("holds {a} instead"),
-        None => "cannot be read".to_string(),
-    };
-    if path.is_empty() {
-        what
-    } else {
-        format!("{path} {what}")
+        knobs
     }
 }

@@ -110,14 +110,14 @@ fn psi_average() {
         12.5,
     );
     m.psi.insert(
-        ("system".into(), Resource::Cpu, Stall::Full, Avg::Avg300),
+        ("host".into(), Resource::Cpu, Stall::Full, Avg::Avg300),
         1.0,
     );
     assert!(eval(&m, "inference.memory.some.avg10 > 10%"));
     assert!(!eval(&m, "inference.memory.some.avg10 > 12.5%"));
     assert!(eval(&m, "inference.memory.some.avg10 >= 12.5%"));
     assert!(eval(&m, "inference.memory.some.avg10 == 12.5%"));
-    assert!(eval(&m, "system.cpu.full.avg300 < 2%"));
+    assert!(eval(&m, "host.cpu.full.avg300 < 2%"));
     assert!(!eval(&m, "inference.memory.full.avg10 < 100%"));
 }
 
@@ -163,8 +163,8 @@ fn byte_counts_and_sizes() {
     assert!(eval(&m, "vision.memory.current > 2G"));
     assert!(eval(&m, "vision.memory.current == 3G"));
     assert!(eval(&m, "vision.memory.swap.current == 0"));
-    assert!(eval(&m, "system.memory.available < 1G"));
-    assert!(!eval(&m, "system.memory.available < 512M"));
+    assert!(eval(&m, "host.memory.available < 1G"));
+    assert!(!eval(&m, "host.memory.available < 512M"));
 }
 
 #[test]
@@ -505,7 +505,7 @@ fn a_counter_is_read_once_per_evaluation_time_and_shared_by_rules() {
     assert!(ev.evaluate(&long, secs(3.0), TICK, &m).value);
     // A rule evaluated for the first time (added by a reload) sees the
     // group's recent events: the count is from when the daemon started
-    // watching the group (SPEC §3), not from the rule's first look.
+    // watching the group, not from the rule's first look.
     let other = expr("g.memory.events.high >= 5/1m");
     assert!(ev.evaluate(&other, secs(4.0), TICK, &m).value);
 }
@@ -657,14 +657,14 @@ fn needs_lists_only_what_rules_use() {
             "b",
             "inference.cpu.some > 100ms/1s or inference.cpu.some > 300ms/2s",
         ),
-        rule("c", "system.io.full > 50ms/500ms"),
+        rule("c", "host.io.full > 50ms/500ms"),
         rule(
             "d",
             "vision.memory.current > 3G and not vision.memory.events.oom_kill > 0",
         ),
         rule(
             "e",
-            "system.memory.available < 256M or thermal.cpu.temp > 90C",
+            "host.memory.available < 256M or thermal.cpu.temp > 90C",
         ),
         rule(
             "f",
@@ -687,7 +687,7 @@ fn needs_lists_only_what_rules_use() {
         stall: Stall::Some,
     };
     let io = StallKey {
-        target: Target::System,
+        target: Target::Host,
         resource: Resource::Io,
         stall: Stall::Full,
     };
@@ -698,7 +698,7 @@ fn needs_lists_only_what_rules_use() {
             (io.clone(), Duration::from_millis(500))
         ])
     );
-    // Issue 29: b's line ends by a read, c's (one comparison) by silence.
+    // b's line ends by a read, c's (one comparison) by silence.
     assert_eq!(
         n.psi_recheck,
         crate::engine::FastSet::from_iter([cpu.clone()])
@@ -846,7 +846,7 @@ proptest! {
     }
 }
 
-/// Issue 29: a true condition that is one stall comparison says when an
+/// A true condition that is one stall comparison says when an
 /// armed trigger's silence ends it; any other form, or a false one, does not.
 #[test]
 fn one_stall_comparison_ends_by_silence() {

@@ -303,7 +303,7 @@ proptest! {
     }
 }
 
-/// Issue 24: `cap:` patterns grant caps apart from raises.
+/// `cap:` patterns grant caps apart from raises.
 #[test]
 fn caps_are_granted_by_cap_patterns_only() {
     let g = Grant {

@@ -371,7 +371,7 @@ enum Op {
         knob: usize,
         v: u64,
         ttl: Option<u64>,
-        /// A cap (issue 24; only on knob 0, the ceiling-type one).
+        /// A cap (only on knob 0, the ceiling-type one).
         cap: bool,
     },
     SetRule {
@@ -508,7 +508,7 @@ proptest! {
             }
             for (i, k) in knobs.iter().enumerate() {
                 let merged = reference_merge(k, &live).map(|(v, _)| v).or_else(|| base[i].clone());
-                // A cap holds the value at or below it (issue 24).
+                // A cap holds the value at or below it.
                 let want = match (merged, reference_cap(k, &live)) {
                     (m, None) => m,
                     (None, Some((c, _))) => Some(c),
@@ -520,7 +520,7 @@ proptest! {
     }
 }
 
-/// Issue 24: a governor switch recreates the governor's tunables directory
+/// A governor switch recreates the governor's tunables directory
 /// with the kernel's defaults, so the tunables are written again after every
 /// governor write, with the governor write's cause, and never twice.
 #[test]

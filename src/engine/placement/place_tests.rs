@@ -115,6 +115,11 @@ struct Fake {
     holds: u32,
     /// The process exits just before its pidfd is taken.
     vanish_on_hold: bool,
+    /// cgwarden's groups for [`foreign::owner`], cgroups marked delegated,
+    /// and each cgroup asked about.
+    domain: foreign::Domain,
+    marked: Vec<String>,
+    owners_asked: Vec<String>,
 }
 impl Fake {
     fn start_of(&self, pid: i32) -> Option<u64> {
@@ -195,6 +200,10 @@ impl PlaceOps for Fake {
     fn group_cgroup(&self, group: &str) -> Option<String> {
         Some(format!("/{group}"))
     }
+    fn owner_of(&mut self, cgroup: &str) -> Option<foreign::Owner> {
+        self.owners_asked.push(cgroup.to_string());
+        foreign::owner(cgroup, &self.domain, |p| self.marked.iter().any(|m| m == p))
+    }
     fn move_pid(&mut self, group: &str, pid: i32) -> Result<(), OpError> {
         if !self.procs.contains_key(&pid) {
             return Err(OpError::Gone);
@@ -252,7 +261,7 @@ fn moves_scheds_and_leaves_placed_alone() {
     assert_eq!(p.place(11, &mut k).group, None);
 }
 
-/// Issue 29: a scan re-meeting processes it placed (cache by pid and
+/// A scan re-meeting processes it placed (cache by pid and
 /// comm, the snapshot has them in their group) pins nothing and reads
 /// nothing past the comm; one moved out since is placed again, and a
 /// comm-only match of a pinned user process reads no other fact.
@@ -289,7 +298,7 @@ fn a_scan_skips_what_it_placed_and_a_comm_match_reads_nothing_more() {
     assert_eq!(k.reads.len(), 3, "one comm read each: {:?}", k.reads);
 }
 
-/// Issue 29: while exits reach the cache (the connector is live), a scan
+/// While exits reach the cache (the connector is live), a scan
 /// reads not even the comm of a process it placed and finds in its group;
 /// an exit forgets it, and starting to track drops what was learnt before.
 #[test]
@@ -678,7 +687,7 @@ fn the_cache_skips_rereading_an_unchanged_process_until_exec_or_rename() {
     assert_eq!(cmdline_reads(&k), 6);
 }
 
-/// Issue 29: an exec event's process is looked at with one read (the stat
+/// An exec event's process is looked at with one read (the stat
 /// gives its comm) and held by a pidfd only when that comm can match: no
 /// comm read first, no second read of the same facts.
 #[test]
@@ -708,4 +717,90 @@ fn an_exec_is_identified_by_one_read_and_held_only_when_it_can_match() {
     let done = p.place_exec_batch(&[32], &mut gone, &mut FactCache::default());
     assert!(gone.moves.is_empty());
     assert!(done.iter().all(|(_, r)| !r.moved));
+}
+
+/// A container's process matched by a rule (with sched) is left alone —
+/// not moved, no sched, no rule applied — and the reason names the rule,
+/// its group, the cgroup and its owner; the same program outside any
+/// container is placed. A process already in its group is not judged.
+#[test]
+fn a_containers_process_is_left_alone_and_says_why() {
+    let id = "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12";
+    let docker = format!("/system.slice/docker-{id}.scope");
+    let mut talker = rule(comm("talker"), "realtime", Some(fifo()));
+    talker.pos = Pos::new(12, 5);
+    let p = Placer::new(&[talker], |_| None);
+    let mut k = Fake::default();
+    for (pid, cg) in [
+        (40, docker.as_str()),
+        (41, "/"),
+        (42, "/system.slice/ros.service/node"),
+    ] {
+        k.procs.insert(pid, f("talker"));
+        k.cg.insert(pid, cg.into());
+    }
+    k.marked.push("/system.slice/ros.service".into());
+    let mut cache = FactCache::default();
+    let mut done = p.place_batch(&[40, 41, 42], &mut k, &mut cache);
+    done.sort_by_key(|(pid, _)| *pid);
+    let (_, r) = &done[0];
+    assert!(
+        !r.moved && !r.sched && r.group.is_none() && r.rule.is_none(),
+        "{r:?}"
+    );
+    let kept = r.kept.as_ref().expect("kept");
+    assert_eq!(
+        kept.describe(40),
+        format!(
+            "pid 40 (talker) in {docker}: placement at policy line 12 → realtime matches it, \
+             but its cgroup belongs to a container runtime (docker)"
+        )
+    );
+    assert_eq!(k.cg[&40], docker);
+    assert!(!k.sched.contains_key(&40), "sched applied in a container");
+    // A Delegate=yes unit's subtree: the mark on its cgroup.
+    let r = &done[2].1;
+    assert_eq!(
+        r.kept.as_ref().map(|k| &k.owner),
+        Some(&foreign::Owner::Delegated(
+            "/system.slice/ros.service".into()
+        ))
+    );
+    assert_eq!(k.cg[&42], "/system.slice/ros.service/node");
+    // The same program outside: placed, with its sched.
+    assert!(done[1].1.moved && done[1].1.sched && done[1].1.kept.is_none());
+    assert_eq!(k.moves, [(41, "realtime".to_string())]);
+    // Already in its group: nothing to judge.
+    k.owners_asked.clear();
+    let r = p.place(41, &mut k);
+    assert!(r.kept.is_none() && !r.moved);
+    assert!(k.owners_asked.is_empty(), "{:?}", k.owners_asked);
+    // Every rescan judges the container's process again (it stays out of
+    // its rule's group), and again leaves it.
+    let r = p.place_batch(&[40], &mut k, &mut cache);
+    assert!(r[0].1.kept.is_some() && k.cg[&40] == docker);
+}
+
+/// A group cgwarden did not create below one of its groups (a runtime's
+/// cgroupfs parent) is left to whoever made it, even by a rule for
+/// another group.
+#[test]
+fn a_group_below_cgwardens_is_left_to_whoever_made_it() {
+    let p = Placer::new(&[rule(comm("talker"), "realtime", None)], |_| None);
+    let mut k = Fake {
+        domain: foreign::Domain::new("", [("robots", "robots"), ("realtime", "realtime")], "h"),
+        ..Fake::default()
+    };
+    k.procs.insert(50, f("talker"));
+    k.cg.insert(50, "/robots/handmade".into());
+    k.procs.insert(51, f("talker"));
+    k.cg.insert(51, "/robots".into());
+    let r = p.place(50, &mut k);
+    assert_eq!(
+        r.kept.map(|k| k.owner),
+        Some(foreign::Owner::Below("robots".into()))
+    );
+    // In cgwarden's own group: moved as the rule says.
+    assert!(p.place(51, &mut k).moved);
+    assert_eq!(k.moves, [(51, "realtime".to_string())]);
 }

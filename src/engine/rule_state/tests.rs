@@ -377,7 +377,7 @@ proptest! {
     }
 }
 
-/// Issue 29: a true condition that says when it ends with no new input
+/// A true condition that says when it ends with no new input
 /// (a stall an armed trigger's silence decides).
 #[test]
 fn a_condition_that_ends_by_itself_clears_in_one_evaluation_at_the_holds_end() {

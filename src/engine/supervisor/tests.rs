@@ -77,7 +77,7 @@ fn no_current(_: &Knob) -> Option<KnobValue> {
 #[test]
 fn a_boost_outranks_a_rule_on_a_first_wins_knob_and_expires_to_the_rule() {
     let p = policy(&format!(
-        "{BASE}rules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\"]\n"
+        "{BASE}rules:\n  - name: low-mem\n    when: host.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\"]\n"
     ));
     let mut sup = Supervisor::new(&p);
     let m = Snap {
@@ -133,7 +133,7 @@ fn a_boost_outranks_a_rule_on_a_first_wins_knob_and_expires_to_the_rule() {
 #[test]
 fn while_claim_is_held_and_released_to_the_baseline() {
     let p = policy(&format!(
-        "{BASE}rules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\"]\n    hold: 2s\n"
+        "{BASE}rules:\n  - name: low-mem\n    when: host.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\"]\n    hold: 2s\n"
     ));
     let mut sup = Supervisor::new(&p);
     let mut m = Snap {
@@ -232,7 +232,7 @@ fn then_steps_repeat_every_cooldown_and_stop_at_the_limit() {
 #[test]
 fn first_listed_rule_wins_for_first_wins_knobs_and_largest_for_resources() {
     let p = policy(&format!(
-        "{BASE}rules:\n  - name: a\n    when: system.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 80\", \"set inference.memory.high = 9G\"]\n  - name: b\n    when: system.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 100\", \"set inference.memory.high = 10G\"]\n"
+        "{BASE}rules:\n  - name: a\n    when: host.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 80\", \"set inference.memory.high = 9G\"]\n  - name: b\n    when: host.memory.available < 1G\n    while: [\"set sysctl.vm.swappiness = 100\", \"set inference.memory.high = 10G\"]\n"
     ));
     let mut sup = Supervisor::new(&p);
     let m = Snap {
@@ -279,7 +279,7 @@ fn events_before_start_never_fire_and_shutdown_releases_claims() {
 #[test]
 fn release_all_clears_active_while_rules_with_their_hooks() {
     let p = policy(&format!(
-        "{BASE}  other: {{ exec: [/bin/true] }}\nrules:\n  - name: low-mem\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\", \"hook other\"]\n    hold: 1h\n  - name: idle\n    when: system.memory.available < 1M\n    while: [\"hook alert\"]\n  - name: stepper\n    when: system.memory.available < 512M\n    then: [\"hook alert\"]\n"
+        "{BASE}  other: {{ exec: [/bin/true] }}\nrules:\n  - name: low-mem\n    when: host.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = 100\", \"hook alert\", \"hook other\"]\n    hold: 1h\n  - name: idle\n    when: host.memory.available < 1M\n    while: [\"hook alert\"]\n  - name: stepper\n    when: host.memory.available < 512M\n    then: [\"hook alert\"]\n"
     ));
     let mut sup = Supervisor::new(&p);
     let m = Snap {
@@ -364,7 +364,7 @@ fn an_event_leaving_its_window_is_a_deadline() {
 #[test]
 fn unavailable_metrics_are_reported_once() {
     let p = policy(&format!(
-        "{BASE}rules:\n  - name: m\n    when: system.memory.available < 1G\n    then: [\"hook alert\"]\n"
+        "{BASE}rules:\n  - name: m\n    when: host.memory.available < 1G\n    then: [\"hook alert\"]\n"
     ));
     let mut sup = Supervisor::new(&p);
     let m = Snap::default();
@@ -407,7 +407,7 @@ fn an_unavailable_metric_is_reported_once_for_all_rules_and_names_its_file() {
 #[test]
 fn raise_without_baseline_reads_the_kernel_or_reports() {
     let p = policy(&format!(
-        "{BASE}rules:\n  - name: r\n    when: system.memory.available < 1G\n    then: [\"raise inference.memory.low by 1G up to 4G\"]\n"
+        "{BASE}rules:\n  - name: r\n    when: host.memory.available < 1G\n    then: [\"raise inference.memory.low by 1G up to 4G\"]\n"
     ));
     let m = Snap {
         available: Some(1),
@@ -427,12 +427,12 @@ fn raise_without_baseline_reads_the_kernel_or_reports() {
     );
 }
 
-// ---- reload (SPEC §4 "Reload") ----
+// ---- reload ----
 
 const TWO: &str = "version: 1\ngroups:\n  a:\n    memory: { high: 1G }\n  b:\n    memory: { high: 2G }\nsystem:\n  sysctl: { vm.swappiness: 30, vm.dirty_ratio: 5 }\nhooks:\n  alert: { exec: [/bin/true] }\n";
 
 fn low(name: &str, knob_value: &str) -> String {
-    format!("  - name: {name}\n    when: system.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = {knob_value}\", \"hook alert\"]\n")
+    format!("  - name: {name}\n    when: host.memory.available < 512M\n    while: [\"set sysctl.vm.swappiness = {knob_value}\", \"hook alert\"]\n")
 }
 
 fn hooks_of(effects: &[Effect]) -> Vec<(String, HookEvent)> {
@@ -558,7 +558,7 @@ fn reload_writes_a_changed_baseline_once_and_leaves_unchanged_ones() {
 
 #[test]
 fn reload_keeps_a_then_baseline_whose_policy_value_did_not_change() {
-    let rule = "  - name: up\n    when: system.memory.available < 512M\n    then: [\"set b.memory.high = 4G\"]\n";
+    let rule = "  - name: up\n    when: host.memory.available < 512M\n    then: [\"set b.memory.high = 4G\"]\n";
     let old = policy(&format!("{TWO}rules:\n{rule}"));
     let new = policy(&format!(
         "{}rules:\n{rule}",

@@ -1,5 +1,5 @@
-//! The kernel's side of a cgroup hierarchy on a fake tree (`--root DIR`,
-//! SPEC §1): what [`CgroupFs`] does where no kernel is behind the files —
+//! The kernel's side of a cgroup hierarchy on a fake tree (`--root DIR`):
+//! what [`CgroupFs`] does where no kernel is behind the files —
 //! the core files of a new group, controllers derived from the parent, knobs
 //! present when their controller is enabled, and moves (three atomic file
 //! writes in a recoverable order). The files are written with

@@ -1,4 +1,4 @@
-//! The kernel's side of a fake tree (`--root DIR`, SPEC §1): everything a
+//! The kernel's side of a fake tree (`--root DIR`): everything a
 //! kernel would do behind cgroupfs, procfs and sysfs files, emulated on
 //! plain files. [`Root`] dispatches here when its root is
 //! fake; nothing outside `kernel::` knows this module exists (callers ask
@@ -216,7 +216,7 @@ impl Fake {
     }
 
     /// A thread id written to a group's `cgroup.threads` (`type:
-    /// threaded`, issue 25): ESRCH unless some `/proc/PID/task/TID`
+    /// threaded`): ESRCH unless some `/proc/PID/task/TID`
     /// exists; the tid is listed in the group's `cgroup.threads` and that
     /// thread's `cgroup` file names the group (relative to the mount: the
     /// nearest ancestor with a `cgroup.controllers` whose parent has none).

@@ -1,4 +1,4 @@
-//! The KPIs in the metrics exposition (issue 26): `cgwarden_kpi{name,unit}`
+//! The KPIs in the metrics exposition: `cgwarden_kpi{name,unit}`
 //! as a summary — quantiles 0.5/0.9/0.99 over the trailing
 //! [`super::METRICS_WINDOW`], `_sum` and `_count` since the daemon started
 //! (counters, as Prometheus expects of a summary) — plus the accepted and

@@ -1,4 +1,4 @@
-//! The recorder's `kpi` table (issue 26; schema in `schema.sql`): written
+//! The recorder's `kpi` table (schema in `schema.sql`): written
 //! every recorder interval, one row per KPI name that had samples, and
 //! read back by `cgwarden report` for a window of any length (the rows'
 //! histograms merge exactly).

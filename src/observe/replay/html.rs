@@ -1,4 +1,4 @@
-//! `cgwarden replay … --html FILE` (issue 27 item 2): one self-contained
+//! `cgwarden replay … --html FILE`: one self-contained
 //! page, per rule a chart of the inputs it reads as the tape holds them,
 //! with the replayed firings (red), the recorded ones (grey) and the
 //! would-be writes (blue) marked — the report's hand-written SVG charts

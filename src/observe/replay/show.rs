@@ -58,7 +58,7 @@ pub fn run(o: &Options) -> u8 {
     };
     if rec.rows.is_empty() {
         eprintln!(
-            "cgwarden: error: replay: {} holds no input tape{} (recorded by a cgwarden before issue 27, or the recorder was off); nothing can be replayed",
+            "cgwarden: error: replay: {} holds no input tape{} (the recorder was off, or a cgwarden that keeps no tape wrote it); nothing can be replayed",
             o.recording.display(),
             if rec.damaged.is_empty() { String::new() } else { format!(" that can be read ({} damaged rows)", rec.damaged.len()) }
         );

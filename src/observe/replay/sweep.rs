@@ -1,4 +1,4 @@
-//! `--sweep RULE.THRESHOLD=LO..HI/STEP` (issue 27 item 3): the replay once
+//! `--sweep RULE.THRESHOLD=LO..HI/STEP`: the replay once
 //! per value, as a table of firings and time active.
 //!
 //! `THRESHOLD` is `threshold` (the rule's only comparison), the metric of

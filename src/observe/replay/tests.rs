@@ -622,7 +622,7 @@ fn since_keeps_the_last_part() {
 
 use std::path::Path;
 
-/// Issue 27 item 1: the tape's cost for policies/iq9100-vision.yaml, a day
+/// The tape's cost for policies/iq9100-vision.yaml, a day
 /// at its 1 s tick, written in its 10 s recorder rows to a SQLite file as
 /// the recorder writes it. Busy: every input the rules read changes at
 /// every evaluation (a CPU stall counter ticking up to 120 ms a second,

@@ -1,10 +1,9 @@
-//! `cgwarden report --compare A B` (issue 26 item 4, SPEC §7): the seed's
-//! before/after table (§10: "NPU P99 28 → 18 ms, throttles 47 → 3, OOM
-//! 2 → 0") from two runs. A and B are each a flight recorder database or a
-//! report JSON (`report --format json`), told apart by their first bytes
-//! (SQLite's magic header, or `{`). A database becomes the same JSON
-//! `cgwarden report` writes (the same reading and verdicts), so both kinds
-//! are compared through one form, the report JSON.
+//! `cgwarden report --compare A B`: a before/after table ("NPU P99 28 → 18 ms,
+//! throttles 47 → 3, OOM 2 → 0") from two runs. A and B are each a flight
+//! recorder database or a report JSON (`report --json`), told apart by
+//! their first bytes (SQLite's magic header, or `{`). A database becomes the
+//! same JSON `cgwarden report` writes (the same reading and verdicts), so both
+//! kinds are compared through one form, the report JSON.
 //!
 //! Rows (docs/report.md, "Comparing two runs"): every criterion by
 //! (id, subject), every KPI of the top-level `"kpis"` array (p50, p99,
@@ -162,7 +161,7 @@ fn from_database(
         Err(query::ReadError::Unreadable(e)) => return Err(e),
     };
     let mut v = verdict::judge(criteria, &d.inputs());
-    // Issue 26: the KPI criteria and the `kpis` array, as `report` has them.
+    // The KPI criteria and the `kpis` array, as `report` has them.
     let kpis = super::kpi::read(path, from, last);
     v.extend(super::kpi::judge(criteria, &kpis));
     let passed = verdict::passed(&v);

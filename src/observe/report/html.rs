@@ -31,8 +31,8 @@ pub(crate) fn name(id: &str) -> &'static str {
         "restarts" => "Restarts",
         "memory_full_avg10" => "PSI memory full avg10",
         "critical_exits" => "Critical process exits",
-        "loop_p99" => "Control loop latency p99", // issue 26
-        "fps_stddev" => "Frame rate deviation",   // issue 26
+        "loop_p99" => "Control loop latency p99",
+        "fps_stddev" => "Frame rate deviation",
         _ => "other",
     }
 }
@@ -200,7 +200,7 @@ pub(crate) fn page(db: &str, d: &Data, verdicts: &[Verdict], passed: bool) -> St
         let palette = [
             "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
         ];
-        // Issue 26: each comm's PSS (when recorded) dashed in its RSS colour.
+        // Each comm's PSS (when recorded) dashed in its RSS colour.
         let pss_labels: Vec<String> = d.processes.keys().map(|c| format!("{c} PSS")).collect();
         let mut series: Vec<Series> = Vec::new();
         for (((comm, pts), c), pss_label) in d

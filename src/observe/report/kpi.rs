@@ -1,4 +1,4 @@
-//! The report's KPI criteria and its `kpis` table (issue 26, SPEC §7):
+//! The report's KPI criteria and its `kpis` table:
 //! `loop_p99` (default < 5 ms) and `fps_stddev` (default < 2), judged from
 //! the recorder's `kpi` table over the report's window, and every KPI's
 //! summary for the JSON `kpis` array (read by `report --compare`) and the
@@ -11,7 +11,7 @@
 //!   when it has samples. With both, the higher p99 is judged and the
 //!   detail names both. The KPI must be a time: a `|ms` timer, a value
 //!   with a unit (`2.1ms`), or a plain number whose name ends in `_us`,
-//!   `_ms` or `_s` (`loop_latency_us`, SPEC §7's example), read in that
+//!   `_ms` or `_s` (`loop_latency_us`), read in that
 //!   unit. Fails when p99 ≥ the limit; "failed at" is the first recorder
 //!   interval whose own p99 reached it.
 //! - `fps_stddev`: the population standard deviation of every sample of
@@ -132,7 +132,13 @@ fn loop_p99(c: &ReportCriteria, k: &Kpis) -> Verdict {
     };
     let detail = found
         .iter()
-        .map(|(n, _, p, count)| format!("{n}: p99 {} over {count} samples", ms(*p)))
+        .map(|(n, _, p, count)| {
+            format!(
+                "{n}: p99 {} over {}",
+                ms(*p),
+                crate::show::count(*count, "sample")
+            )
+        })
         .chain(notes)
         .collect::<Vec<_>>()
         .join("; ");
@@ -196,9 +202,9 @@ fn fps_stddev(c: &ReportCriteria, k: &Kpis) -> Verdict {
         unit: "number",
         failed_at,
         detail: format!(
-            "{name}: mean {:.2}, stddev {sd:.3} over {} samples",
+            "{name}: mean {:.2}, stddev {sd:.3} over {}",
             h.mean().unwrap_or(0.0),
-            h.count
+            crate::show::count(h.count, "sample")
         ),
     }
 }

@@ -1,5 +1,5 @@
-//! Figures the report shows without judging them (issue 26): the seed's
-//! §10 before/after table has "fragmentation 12.3 → 3.1 %", which no
+//! Figures the report shows without judging them: fragmentation (a
+//! before/after table shows "fragmentation 12.3 → 3.1 %"), which no
 //! criterion limits. The recorder keeps the unusable free space index of
 //! every page order (`memstat` rows `fragmentation.ORDER`, 0–1, from
 //! `/proc/buddyinfo`: the share of free memory in blocks too small for an

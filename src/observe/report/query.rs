@@ -48,16 +48,16 @@ pub(crate) struct Data {
     pub(crate) groups: BTreeMap<String, Vec<Sample>>,
     /// Per comm: summed RSS by time.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
-    /// Per comm: summed PSS by time (issue 26), where every process of the
+    /// Per comm: summed PSS by time, where every process of the
     /// comm had it read; empty for a database from before the column.
     pub(crate) pss: BTreeMap<String, Vec<Point>>,
-    /// `memstat` rows whose name starts `fragmentation.` (issue 25), by time.
+    /// `memstat` rows whose name starts `fragmentation.`, by time.
     pub(crate) fragmentation: BTreeMap<String, Vec<Point>>,
     pub(crate) thermal: BTreeMap<String, Vec<ThermalPoint>>,
     /// By time.
     pub(crate) events: Vec<EventRow>,
     /// Per run start, any time: the cpufreq policies the daemon watched
-    /// for throttling (`cpufreq` events; none before issue 26).
+    /// for throttling (`cpufreq` events; none in an older database).
     pub(crate) cpufreq_watched: Vec<String>,
 }
 
@@ -177,14 +177,20 @@ pub(crate) fn read(path: &Path, from: f64, to: f64) -> Result<Data, ReadError> {
                 ))
             })
             .map_err(bad)?;
+        let v1 = d.schema_version.as_deref().map(str::trim) == Some("1");
         for (g, smp) in rows.flatten() {
             if let (Some(g), true) = (g, smp.ts.is_finite()) {
+                let g = if v1 {
+                    crate::observe::host_name_of_v1(&g).into_owned()
+                } else {
+                    g
+                };
                 d.groups.entry(g).or_default().push(smp);
             }
         }
     }
     {
-        // Issue 26: `pss` is absent from databases written before it.
+        // `pss` is absent from databases written before it.
         let pss = if has_column(&db, "processes", "pss") {
             "CASE WHEN count(pss) = count(*) THEN SUM(pss) END"
         } else {
@@ -295,8 +301,8 @@ const MIN_CHART_SPAN: f64 = 60.0;
 impl Data {
     /// What the charts span: the samples' first to last time (at least
     /// [`MIN_CHART_SPAN`]), within the window; the window when there are none.
-    /// A first short run of a 72 h window was a strip at the right edge of
-    /// empty frames (issue 22 item 15).
+    /// So a first short run of a 72 h window is not a strip at the right edge
+    /// of empty frames.
     pub(crate) fn chart_span(&self) -> (f64, f64) {
         let times = self
             .groups
@@ -333,7 +339,7 @@ impl Data {
                 && self.cpufreq_watched.iter().all(|p| p.trim().is_empty()),
             ..Default::default()
         };
-        // Issue 24: throttle episodes, one `throttle` event each.
+        // Throttle episodes, one `throttle` event each.
         for e in self.events.iter().filter(|e| e.kind == "throttle") {
             let policy = e
                 .knob

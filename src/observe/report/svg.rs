@@ -95,7 +95,13 @@ fn nice_top(max: f64, unit: Unit) -> f64 {
         Unit::Bytes => f64::from(1u32 << 20),
     };
     let m = max.max(floor);
-    let p = 10f64.powf(m.log10().floor());
+    // The power of ten at or below `m`, by multiplying, not `powf` and
+    // `log10`: they would be the binary's only calls into libm, which the
+    // daemon would then map (and lock) whole for the report's charts.
+    let mut p = 1.0f64;
+    while p * 10.0 <= m && p.is_finite() {
+        p *= 10.0;
+    }
     for k in [1.0, 2.0, 5.0, 10.0] {
         if k * p >= m {
             return k * p;
@@ -272,5 +278,9 @@ mod tests {
         assert_eq!(nice_top(3.0, Unit::Percent), 10.0);
         assert_eq!(nice_top(37.0, Unit::Percent), 50.0);
         assert_eq!(nice_top(150e6, Unit::Bytes), 200e6);
+        assert_eq!(nice_top(1000.0, Unit::Percent), 1000.0);
+        assert_eq!(nice_top(1001.0, Unit::Percent), 2000.0);
+        assert_eq!(nice_top(f64::NAN, Unit::Celsius), 10.0);
+        assert_eq!(nice_top(f64::INFINITY, Unit::Percent), f64::INFINITY);
     }
 }

@@ -80,7 +80,8 @@ fn a_quiet_soak_passes_every_criterion() {
     assert_eq!(status_of(&v, "memory_full_avg10"), ["pass"]);
     assert_eq!(status_of(&v, "thermal_throttling"), ["pass"]);
     assert_eq!(v["product"], "soak <box>");
-    assert_eq!(v["data"]["groups"], json!(["app", "system"]));
+    // A schema version 1 database's machine row (`system`) reads as `host`.
+    assert_eq!(v["data"]["groups"], json!(["app", "host"]));
 }
 
 #[test]
@@ -234,8 +235,8 @@ fn an_empty_database_and_an_absurd_window_report_not_measured() {
     }
 }
 
-/// Issue 22 item 15: the charts span the data, not the whole `--since`
-/// window (a first short run showed empty frames with a strip at the right).
+/// The charts span the data, not the whole `--since` window (a first short
+/// run would be a strip at the right of empty frames).
 #[test]
 fn charts_span_the_data_not_the_window() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,7 +268,7 @@ fn charts_span_the_data_not_the_window() {
     assert_eq!(d.chart_span(), (100.0, 200.0));
 }
 
-/// Issue 26: `memory_growth` per process from the recorder's PSS column;
+/// `memory_growth` per process from the recorder's PSS column;
 /// RSS when a database has none (the detail says so).
 #[test]
 fn process_growth_is_judged_on_pss_and_falls_back_to_rss() {

@@ -1,4 +1,4 @@
-//! The stability verdicts of `cgwarden report` (issue 13 item 4): pure
+//! The stability verdicts of `cgwarden report`: pure
 //! functions from the recorder's rows (already read by [`super::query`]) and
 //! `report.criteria` to PASS/FAIL with the measured value and the moment a
 //! criterion first broke. No I/O, no clock: everything is unit-tested.
@@ -16,20 +16,20 @@
 //!   third instead, so the two halves never overlap. The moment it failed is
 //!   the first sample at which the median of the trailing comparison window
 //!   exceeds the first window's median by more than the limit.
-//! - **Thermal throttling** (issue 24): per cpufreq policy, the throttle
+//! - **Thermal throttling**: per cpufreq policy, the throttle
 //!   episodes the daemon recorded (`throttle` events: one per rising edge of
 //!   `throttled(POLICY)` — the kernel held the policy below the ceiling
 //!   asked for, or a cooling device bound to it was active). The limit is
 //!   per 72 h, scaled to the report's window. No episode recorded passes
-//!   with 0. (Before issue 24 this counted "temperature ≥ trip" samples of
-//!   named zones, which is not throttling; the zones' temperatures are still
-//!   recorded for the chart.)
+//!   with 0. A temperature at or above a trip point is not throttling: the
+//!   zones' temperatures are recorded for the chart only.
 //! - **Restarts**: every daemon start recorded in `runs` inside the window
 //!   except the first one the database knows; a start whose `boot_id`
 //!   differs from the previous run's is a reboot, else a daemon restart.
 //! - **PSI memory full**: the highest `memory full avg10` of any group
-//!   (`system` included) in any sample; it passes when below the limit.
+//!   (the machine, `host`, included) in any sample; it passes when below the limit.
 
+use crate::knobs::MACHINE;
 use crate::policy::model::ReportCriteria;
 use std::collections::BTreeMap;
 
@@ -116,18 +116,18 @@ pub(crate) struct Inputs {
     pub(crate) memory: BTreeMap<String, Vec<Point>>,
     /// Per comm: summed RSS.
     pub(crate) processes: BTreeMap<String, Vec<Point>>,
-    /// Per comm: summed PSS (issue 26; empty when not recorded).
+    /// Per comm: summed PSS (empty when not recorded).
     pub(crate) pss: BTreeMap<String, Vec<Point>>,
     /// Per cpufreq policy: the times its throttle episodes began.
     pub(crate) throttle: BTreeMap<String, Vec<f64>>,
     /// Every run recorded which cpufreq policies it watched, and none had
-    /// any: nothing on the device can throttle (issue 26).
+    /// any: nothing on the device can throttle.
     pub(crate) no_cpufreq: bool,
     /// Every run the database knows, any time.
     pub(crate) runs: Vec<RunRow>,
     /// Per group: `memory full avg10`.
     pub(crate) memory_full: BTreeMap<String, Vec<Point>>,
-    /// `critical_exit` events (issue 25): (time, what exited).
+    /// `critical_exit` events: (time, what exited).
     pub(crate) critical_exits: Vec<(f64, String)>,
 }
 
@@ -135,14 +135,14 @@ pub(crate) struct Inputs {
 pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     let mut out = vec![oom_kills(c.oom_kills, &i.oom_kill)];
     for (g, s) in &i.memory {
-        if g == "system" {
+        if g == MACHINE {
             // The whole machine's use includes caches the kernel keeps by
             // design; leaks show in the groups and processes.
             continue;
         }
         out.push(growth_verdict(format!("group {g}"), s, c.memory_growth));
     }
-    out.extend(process::growth(c, i)); // issue 26: PSS, else RSS
+    out.extend(process::growth(c, i)); // PSS, else RSS
     if !out.iter().any(|v| v.id == "memory_growth") {
         out.push(Verdict {
             id: "memory_growth",
@@ -162,7 +162,7 @@ pub(crate) fn judge(c: &ReportCriteria, i: &Inputs) -> Vec<Verdict> {
     out
 }
 
-/// Issue 25: a `settings.critical` process must not exit during the run
+/// A `settings.critical` process must not exit during the run
 /// (the 72-hour script's "the named critical processes stay alive").
 fn critical_exits(exits: &[(f64, String)], recorded: bool) -> Verdict {
     let n = exits.len();
@@ -217,25 +217,25 @@ pub(crate) fn counter_increments(s: &[Point]) -> Vec<(f64, u64)> {
     out
 }
 
-/// OOM kills: the groups' `memory.events oom_kill`, and (issue 25) the
-/// machine's `/proc/vmstat oom_kill` recorded as group `system`, which
+/// OOM kills: the groups' `memory.events oom_kill`, and the
+/// machine's `/proc/vmstat oom_kill` recorded as the row [`MACHINE`] (`host`), which
 /// counts every kill — the groups' and those outside any group. The total
 /// is the larger of the two counts (a group's kill is in both); the time it
 /// failed comes from the series that makes that total.
 fn oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
     let global: Vec<(f64, u64)> = per_group
-        .get("system")
+        .get(MACHINE)
         .map(|s| counter_increments(s))
         .unwrap_or_default();
     let global_total: u64 = global.iter().map(|a| a.1).fold(0, u64::saturating_add);
     let groups: BTreeMap<String, Vec<Point>> = per_group
         .iter()
-        .filter(|(g, _)| g.as_str() != "system")
+        .filter(|(g, _)| g.as_str() != MACHINE)
         .map(|(g, s)| (g.clone(), s.clone()))
         .collect();
     let mut v = group_oom_kills(limit, &groups);
     let groups_total = v.measured.unwrap_or(0.0) as u64;
-    if per_group.get("system").is_some_and(|s| !s.is_empty()) && global_total > groups_total {
+    if per_group.get(MACHINE).is_some_and(|s| !s.is_empty()) && global_total > groups_total {
         let mut seen = 0u64;
         v.failed_at = None;
         for (t, n) in &global {
@@ -261,7 +261,7 @@ fn oom_kills(limit: u64, per_group: &BTreeMap<String, Vec<Point>>) -> Verdict {
             Status::Pass
         };
     } else if v.status == Status::NotMeasured
-        && per_group.get("system").is_some_and(|s| !s.is_empty())
+        && per_group.get(MACHINE).is_some_and(|s| !s.is_empty())
     {
         v.status = Status::Pass;
         v.measured = Some(0.0);
@@ -420,9 +420,9 @@ fn growth_verdict(subject: String, s: &[Point], limit: u64) -> Verdict {
                     None
                 },
                 detail: format!(
-                    "median of the last {w} minus median of the first {w} ({n} samples)",
+                    "median of the last {w} minus median of the first {w} ({n})",
                     w = human_secs(growth_window(span)),
-                    n = s.len()
+                    n = crate::show::count(s.len(), "sample")
                 ),
             }
         }
@@ -546,8 +546,9 @@ fn restarts(limit: u64, runs: &[RunRow], from: f64, to: f64) -> Verdict {
         unit: "count",
         failed_at,
         detail: format!(
-            "{reboots} reboots (boot id changed), {} daemon restarts",
-            r.len() - reboots
+            "{} (boot id changed), {}",
+            crate::show::count(reboots, "reboot"),
+            crate::show::count(r.len() - reboots, "daemon restart")
         ),
     }
 }
@@ -618,7 +619,7 @@ mod tests {
         );
         // The machine's counter: the app's kill and one outside any group.
         m.insert(
-            "system".to_string(),
+            MACHINE.to_string(),
             pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 7.0)]),
         );
         let v = oom_kills(1, &m);
@@ -628,14 +629,14 @@ mod tests {
         assert_eq!(v.detail, "app: 1, outside the groups: 1");
         // The same kill seen by both counts once.
         m.insert(
-            "system".to_string(),
+            MACHINE.to_string(),
             pts(&[(1.0, 5.0), (2.0, 6.0), (3.0, 6.0)]),
         );
         let v = oom_kills(1, &m);
         assert_eq!((v.measured, v.status), (Some(1.0), Status::Pass));
         // Only the machine's counter recorded.
         m.remove("app");
-        m.insert("system".to_string(), pts(&[(1.0, 5.0), (2.0, 5.0)]));
+        m.insert(MACHINE.to_string(), pts(&[(1.0, 5.0), (2.0, 5.0)]));
         assert_eq!(oom_kills(0, &m).status, Status::Pass);
     }
 
@@ -721,7 +722,7 @@ mod tests {
         let v = thermal(&c, &i);
         assert_eq!((v[0].status, v[0].measured), (Status::Pass, Some(0.0)));
         // Every run said it watched no cpufreq policy: nothing can throttle,
-        // so 0 episodes is no measurement (issue 26), never a pass.
+        // so 0 episodes is no measurement, never a pass.
         i.no_cpufreq = true;
         let v = thermal(&c, &i);
         assert_eq!(v[0].status, Status::NotMeasured, "{}", v[0].detail);
@@ -755,7 +756,7 @@ mod tests {
         assert_eq!(restarts_in(&runs, 150.0, 1000.0), vec![(200.0, true)]);
         let v = restarts(0, &runs, 0.0, 1000.0);
         assert_eq!((v.status, v.failed_at), (Status::Fail, Some(100.0)));
-        assert!(v.detail.starts_with("1 reboots"), "{}", v.detail);
+        assert_eq!(v.detail, "1 reboot (boot id changed), 1 daemon restart");
         let v = restarts(2, &runs, 0.0, 1000.0);
         assert_eq!(v.status, Status::Pass);
         assert_eq!(restarts(0, &[], 0.0, 1.0).status, Status::NotMeasured);
@@ -765,7 +766,7 @@ mod tests {
     fn memory_full_fails_at_the_first_sample_at_the_limit() {
         let mut m = BTreeMap::new();
         m.insert("a".to_string(), pts(&[(0.0, 1.0), (30.0, 6.0)]));
-        m.insert("system".to_string(), pts(&[(20.0, 5.0), (40.0, 0.0)]));
+        m.insert(MACHINE.to_string(), pts(&[(20.0, 5.0), (40.0, 0.0)]));
         let v = memory_full(5.0, &m);
         assert_eq!(v.status, Status::Fail);
         assert_eq!(v.measured, Some(6.0));

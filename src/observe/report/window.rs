@@ -1,4 +1,4 @@
-//! The report over an explicit window (issue 26 item 3): `cgwarden soak`
+//! The report over an explicit window: `cgwarden soak`
 //! judges the time since the soak began — every few seconds for its
 //! progress line, once at the end for `report.html` and `report.json` —
 //! with the same reading, criteria and renderings as `cgwarden report`.

@@ -5,7 +5,7 @@ use crate::policy::model::*;
 use crate::policy::yaml::{Key, Node, Value};
 
 impl<'a> Decoder<'a> {
-    /// One `control:` entry (SPEC §5 "Identity and grants"): exactly one of
+    /// One `control:` entry: exactly one of
     /// `group:`/`user:`/`uid:`, a non-empty `boost:` list of knob patterns
     /// that can each match some knob of this policy, `max_duration`
     /// (default 1h, at most 24h) and `max_boosts` (default 4, 1..=1000).
@@ -51,7 +51,7 @@ impl<'a> Decoder<'a> {
             }
         };
 
-        // `cap:` (issue 24): knob patterns this entry may cap, apart from raises.
+        // `cap:`: knob patterns this entry may cap, apart from raises.
         let mut cap = Vec::new();
         if let Some(c) = f.get("cap") {
             for item in self.seq(c, "control.cap") {

@@ -1,4 +1,4 @@
-//! Issue 26: the KPI criteria of `report.criteria` — `loop_p99` (a
+//! The KPI criteria of `report.criteria` — `loop_p99` (a
 //! duration), `loop_kpi` and `fps_kpi` (KPI names), `fps_stddev` (a
 //! non-negative number). Kept apart from `decode.rs` so the criteria
 //! entry there only hands its fields over.

@@ -175,8 +175,11 @@ impl<'a> Decoder<'a> {
                     "rr" => SchedPolicy::Rr,
                     "deadline" => SchedPolicy::Deadline,
                     other => {
-                        let h = hint(other, names);
-                        self.err(n.pos, format!("unknown sched.policy `{other}`{h}"));
+                        let h = policy_hint(other, &names);
+                        self.err(
+                            n.pos,
+                            format!("unknown sched.policy `{other}`: expected other, batch, idle, fifo, rr or deadline{h}"),
+                        );
                         return None;
                     }
                 };
@@ -271,7 +274,7 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// `system.irqs` / `system.kthreads` (issue 24): a list of
+    /// `system.irqs` / `system.kthreads`: a list of
     /// `{ name: GLOB, cpus: LIST, sched: {policy, priority} }`; each entry
     /// sets `cpus`, `sched` or both; sched is fifo/rr with a priority, or
     /// other (no deadline, no nice: kernel threads run at nice 0).
@@ -323,5 +326,21 @@ impl<'a> Decoder<'a> {
             out.push(KthreadRule { name, cpus, sched });
         }
         out
+    }
+}
+
+/// The hint for a scheduling policy spelt as the kernel's constants or
+/// `chrt` print it (`FIFO`, `SCHED_FIFO`, `sched_fifo`): the names are lower
+/// case, one spelling each, so these are refused naming the one to write;
+/// else the nearest of `names`, or nothing.
+pub(super) fn policy_hint(text: &str, names: &[&str]) -> String {
+    let lower = text.to_ascii_lowercase();
+    let bare = lower.strip_prefix("sched_").unwrap_or(&lower);
+    match names.iter().find(|n| **n == bare) {
+        Some(n) if lower != text => {
+            format!("; policy names are lower case: did you mean `{n}`?")
+        }
+        Some(n) => format!(", did you mean `{n}`?"),
+        None => hint(text, names.iter().copied()),
     }
 }

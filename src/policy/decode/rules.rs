@@ -53,7 +53,8 @@ impl<'a> Decoder<'a> {
                         Ok(e) => {
                             for (g, span) in expr::referenced_groups(&e) {
                                 if !groups.contains(&g.as_str()) {
-                                    let h = hint(&g, groups.iter().copied());
+                                    let h = machine_hint(&g, &text, span.start)
+                                        .unwrap_or_else(|| hint(&g, groups.iter().copied()));
                                     self.err(
                                         n.pos_at(span.start),
                                         format!("{what}: unknown group `{g}`{h}"),
@@ -226,4 +227,24 @@ impl<'a> Decoder<'a> {
             }
         }
     }
+}
+
+/// The did-you-mean for a metric of an unknown group `system` (what
+/// integrators call the machine): the same metric under `host`, the rule
+/// language's name for the whole machine. `at` is the metric's character
+/// offset in `text`.
+fn machine_hint(group: &str, text: &str, at: usize) -> Option<String> {
+    if group != "system" {
+        return None;
+    }
+    let word: String = text
+        .chars()
+        .skip(at)
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .collect();
+    let rest = word.strip_prefix("system.")?;
+    Some(format!(
+        ", did you mean `{}.{rest}` (the whole machine)?",
+        crate::knobs::MACHINE
+    ))
 }

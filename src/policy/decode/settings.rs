@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 impl<'a> Decoder<'a> {
-    /// `settings.drift` (issue 24): `{ interval: D, on_drift: warn|restore }`;
+    /// `settings.drift`: `{ interval: D, on_drift: warn|restore }`;
     /// interval 1s..=1d, default 1m; on_drift default warn.
     fn drift_settings(&mut self, node: &Node) -> Option<DriftSettings> {
         let f = self.fields(node, "settings.drift", &["interval", "on_drift"])?;
@@ -78,7 +78,7 @@ impl<'a> Decoder<'a> {
         if let Some(n) = f.get("state_dir") {
             if let Some(p) = self.abs_path(n, "settings.state_dir") {
                 // The journal and lock live here: never the root, a kernel
-                // interface or a group cgwarden manages (SPEC §4 "Trust").
+                // interface or a group cgwarden manages: the trust rules).
                 let forbidden = if p == Path::new("/") {
                     Some("the root directory".to_string())
                 } else if p.starts_with("/proc") || p.starts_with("/sys") {
@@ -278,7 +278,7 @@ impl<'a> Decoder<'a> {
         ) else {
             return c;
         };
-        self.report_kpi(&f, &mut c); // issue 26, decode/kpi.rs
+        self.report_kpi(&f, &mut c); // decode/kpi.rs
         let count = |d: &mut Self, name: &str| {
             f.get(name)
                 .and_then(|n| d.int(n, &format!("report.criteria.{name}"), 0, i64::MAX))
@@ -374,14 +374,12 @@ impl<'a> Decoder<'a> {
             "rr" => SchedPolicy::Rr,
             "other" => SchedPolicy::Other,
             other => {
-                let h = hint(other, ["fifo", "rr", "other"]);
+                let h = super::placement::policy_hint(other, &["fifo", "rr", "other"]);
                 let why = if matches!(other, "batch" | "idle" | "deadline") {
                     " (the daemon's reacting threads must run first: use fifo, rr or other)"
                         .to_string()
-                } else if h.is_empty() {
-                    " (expected fifo, rr or other)".to_string()
                 } else {
-                    h
+                    format!(" (expected fifo, rr or other){h}")
                 };
                 self.err(
                     pn.pos,

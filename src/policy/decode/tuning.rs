@@ -1,4 +1,4 @@
-//! A placement's per-process attributes and `threads:` (SPEC §6), and the
+//! A placement's per-process attributes and `threads:`, and the
 //! checks of `type: threaded` groups. Kept apart from `decode.rs` so the
 //! placement entry there only hands its fields over.
 

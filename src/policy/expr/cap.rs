@@ -1,4 +1,4 @@
-//! `cap KNOB at VALUE` (issue 24, SPEC §6 "Caps that win"): a `while`
+//! `cap KNOB at VALUE` (caps that win over boosts): a `while`
 //! action holding a protective ceiling on a ceiling-type knob
 //! ([`Knob::is_ceiling`]); the engine's merge lets it beat every raise.
 

@@ -1,5 +1,4 @@
-//! The board's hardware in the rule language (issue 24, SPEC §6 "Thermal
-//! and throttling"): `thermal.ZONE.trip.N`, `cooling.NAME.state`,
+//! The board's hardware in the rule language (thermal and throttling): `thermal.ZONE.trip.N`, `cooling.NAME.state`,
 //! `cpufreq.POLICY.limit`, `cpufreq.POLICY.cur` and `throttled(POLICY)`.
 
 use super::{error, Metric, ParseError, Span, Spanned};

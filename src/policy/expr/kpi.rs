@@ -1,4 +1,4 @@
-//! Issue 26: KPI conditions of the rule language, `kpi.NAME.STAT OP VALUE`
+//! KPI conditions of the rule language, `kpi.NAME.STAT OP VALUE`
 //! with an optional trailing window (`/1m` or ` over 1m`; default 1m,
 //! at most 5m: the daemon keeps 5 minutes of each KPI in memory). NAME is
 //! a KPI name ([`check_name`]); STAT one of [`Stat`]; VALUE a plain number

@@ -1,7 +1,7 @@
-//! Memory telemetry metrics of the rule language (SPEC §6): the names
-//! `system.vmstat.FIELD` (a rate per second of a `/proc/vmstat` counter),
-//! `system.meminfo.FIELD` (bytes), `zram.DEV.FIELD` (`mm_stat`, bytes) and
-//! `system.fragmentation.ORDER` (the unusable free space index, 0–1).
+//! Memory telemetry metrics of the rule language: the names
+//! `host.vmstat.FIELD` (a rate per second of a `/proc/vmstat` counter),
+//! `host.meminfo.FIELD` (bytes), `zram.DEV.FIELD` (`mm_stat`, bytes) and
+//! `host.fragmentation.ORDER` (the unusable free space index, 0–1).
 
 use std::fmt;
 
@@ -54,8 +54,8 @@ impl MemMetric {
 impl fmt::Display for MemMetric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MemMetric::Vmstat(n) => write!(f, "system.vmstat.{n}"),
-            MemMetric::Meminfo(n) => write!(f, "system.meminfo.{n}"),
+            MemMetric::Vmstat(n) => write!(f, "host.vmstat.{n}"),
+            MemMetric::Meminfo(n) => write!(f, "host.meminfo.{n}"),
             MemMetric::Zram { device, field } => {
                 write!(
                     f,
@@ -63,7 +63,7 @@ impl fmt::Display for MemMetric {
                     ZRAM_FIELDS.get(*field).unwrap_or(&"?")
                 )
             }
-            MemMetric::Fragmentation(o) => write!(f, "system.fragmentation.{o}"),
+            MemMetric::Fragmentation(o) => write!(f, "host.fragmentation.{o}"),
         }
     }
 }
@@ -88,7 +88,7 @@ fn is_zram_device(d: &str) -> bool {
 /// these forms at all, `Some(Err)` for a bad field of one of them.
 pub fn parse(names: &[&str]) -> Option<Result<MemMetric, String>> {
     match names {
-        ["system", "vmstat", field] => Some(if VMSTAT_FIELDS.contains(field) {
+        ["host", "vmstat", field] => Some(if VMSTAT_FIELDS.contains(field) {
             Ok(MemMetric::Vmstat(field.to_string()))
         } else {
             let hint = crate::policy::diag::hint(field, VMSTAT_FIELDS.iter().copied());
@@ -97,7 +97,7 @@ pub fn parse(names: &[&str]) -> Option<Result<MemMetric, String>> {
                 VMSTAT_FIELDS.join(", ")
             ))
         }),
-        ["system", "meminfo", field] => Some(
+        ["host", "meminfo", field] => Some(
             if !field.is_empty()
                 && field.len() <= 32
                 && field
@@ -112,10 +112,10 @@ pub fn parse(names: &[&str]) -> Option<Result<MemMetric, String>> {
                 ))
             },
         ),
-        ["system", "fragmentation", order] => Some(match order.parse::<u32>() {
+        ["host", "fragmentation", order] => Some(match order.parse::<u32>() {
             Ok(o) if o <= MAX_ORDER => Ok(MemMetric::Fragmentation(o)),
             _ => Err(format!(
-                "system.fragmentation takes a page order 0-{MAX_ORDER}, found `{order}`"
+                "host.fragmentation takes a page order 0-{MAX_ORDER}, found `{order}`"
             )),
         }),
         ["zram", device, field] if is_zram_device(device) => {
@@ -141,21 +141,21 @@ mod tests {
     #[test]
     fn names_parse_and_print_back() {
         for text in [
-            "system.vmstat.allocstall",
-            "system.meminfo.CmaFree",
+            "host.vmstat.allocstall",
+            "host.meminfo.CmaFree",
             "zram.zram0.mem_used_total",
-            "system.fragmentation.3",
+            "host.fragmentation.3",
         ] {
             let parts: Vec<&str> = text.split('.').collect();
             let m = parse(&parts).expect("a memory metric").expect("valid");
             assert_eq!(m.to_string(), text);
         }
-        assert!(parse(&["system", "vmstat", "allocstal"])
+        assert!(parse(&["host", "vmstat", "allocstal"])
             .unwrap()
             .unwrap_err()
             .contains("did you mean `allocstall`"));
-        assert!(parse(&["system", "fragmentation", "99"]).unwrap().is_err());
-        assert!(parse(&["system", "meminfo", "slab"]).unwrap().is_err());
+        assert!(parse(&["host", "fragmentation", "99"]).unwrap().is_err());
+        assert!(parse(&["host", "meminfo", "slab"]).unwrap().is_err());
         assert!(parse(&["app", "memory", "current"]).is_none());
         assert!(parse(&["zram", "sda", "orig_data_size"]).is_none());
     }

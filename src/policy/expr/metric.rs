@@ -1,4 +1,4 @@
-//! Parsing a metric name (`G.memory.current`, `system.vmstat.FIELD`, …) and
+//! Parsing a metric name (`G.memory.current`, `host.vmstat.FIELD`, …) and
 //! the threshold it is compared with (amounts, percentages, event counts in
 //! a window, stall time).
 
@@ -6,10 +6,10 @@ use super::{
     error, hw, mem, Avg, CmpOp, MemEvent, MemMetric, Metric, ParseError, Resource, Span, Spanned,
     Stall, Target, Threshold,
 };
-use crate::knobs::{is_valid_name, suggest};
+use crate::knobs::{is_valid_name, suggest, MACHINE};
 use crate::units::{Duration, Percent, Size, Temperature};
 
-const METRIC_FORMS: &str = "G.{cpu,memory,io}.{some,full}.{avg10,avg60,avg300}, G.{cpu,memory,io}.{some,full} > AMOUNT/WINDOW, G.memory.current, G.memory.swap.current, G.memory.events.{high,max,oom,oom_kill,oom_group_kill}, G.pids.current, G.cgroup.populated, system.memory.available, system.vmstat.FIELD, system.meminfo.FIELD, system.fragmentation.ORDER, zram.DEV.{orig_data_size,compr_data_size,mem_used_total} or thermal.ZONE.temp";
+const METRIC_FORMS: &str = "G.{cpu,memory,io}.{some,full}.{avg10,avg60,avg300}, G.{cpu,memory,io}.{some,full} > AMOUNT/WINDOW, G.memory.current, G.memory.swap.current, G.memory.events.{high,max,oom,oom_kill,oom_group_kill}, G.pids.current, G.cgroup.populated, host.memory.available, host.vmstat.FIELD, host.meminfo.FIELD, host.fragmentation.ORDER, zram.DEV.{orig_data_size,compr_data_size,mem_used_total} or thermal.ZONE.temp";
 
 /// Every valid metric after the `G.` part, for suggestions.
 fn metric_suffixes() -> Vec<String> {
@@ -54,8 +54,28 @@ pub(super) fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseErro
         })
     };
 
-    if names == ["system", "memory", "available"] {
+    if names == [MACHINE, "memory", "available"] {
         return Ok(Metric::MemoryAvailable);
+    }
+    // A machine-only metric under `system` (a group name in the seed's
+    // layout, and what integrators call the machine) can only mean the
+    // machine: say that rules call it `host`.
+    if let ["system", rest @ ..] = names.as_slice() {
+        if !rest.is_empty() {
+            let mut as_host = vec![MACHINE];
+            as_host.extend_from_slice(rest);
+            let machine_only =
+                as_host == [MACHINE, "memory", "available"] || mem::parse(&as_host).is_some();
+            if machine_only {
+                return Err(error(
+                    start,
+                    format!(
+                        "`{word}` is a metric of the whole machine, which rules call `{MACHINE}`: did you mean `{MACHINE}.{}`?",
+                        rest.join(".")
+                    ),
+                ));
+            }
+        }
     }
     if let Some(m) = hw::parse_hw_metric(&names, &span_of)? {
         return Ok(m);
@@ -94,19 +114,19 @@ pub(super) fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseErro
             ))
         }
     };
-    if target_name != "system" && !is_valid_name(target_name) {
+    if !is_valid_name(target_name) {
         return Err(error(
             start,
             format!(
-                "invalid group name `{target_name}` in metric `{word}`: expected [a-z0-9][a-z0-9_-]{{0,63}} or `system`"
+                "invalid group name `{target_name}` in metric `{word}`: expected [a-z0-9][a-z0-9_-]{{0,63}} or `{MACHINE}`"
             ),
         ));
     }
     let target_span = span_of(0);
     let group = || Spanned::new(target_name.to_string(), target_span);
     let target = || {
-        let t = if target_name == "system" {
-            Target::System
+        let t = if target_name == MACHINE {
+            Target::Host
         } else {
             Target::Group(target_name.to_string())
         };
@@ -149,14 +169,13 @@ pub(super) fn parse_metric(word: &str, start: usize) -> Result<Metric, ParseErro
         _ => None,
     };
     if let Some(m) = metric {
-        // `system` is the whole machine, never a group (a reserved name):
+        // `host` is the whole machine, never a group (a reserved name):
         // only pressure reads it here.
-        if target_name == "system" && !matches!(m, Metric::PsiAvg { .. } | Metric::PsiStall { .. })
-        {
+        if target_name == MACHINE && !matches!(m, Metric::PsiAvg { .. } | Metric::PsiStall { .. }) {
             return Err(error(
                 start,
                 format!(
-                    "`{word}`: `system` is the whole machine, not a group; it has `system.memory.available` and pressure (`system.cpu.some.avg10`, `system.memory.full`)"
+                    "`{word}`: `{MACHINE}` is the whole machine, not a group; it has `{MACHINE}.memory.available`, pressure (`{MACHINE}.cpu.some.avg10`, `{MACHINE}.memory.full > 100ms/1s`) and `{MACHINE}.vmstat`, `{MACHINE}.meminfo`, `{MACHINE}.fragmentation`"
                 ),
             ));
         }

@@ -29,7 +29,7 @@ pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
             .word_here()
             .and_then(|w| suggest(&w, ["and", "or"]))
             .map(|k| format!(", did you mean `{k}`?"))
-            .unwrap_or_default();
+            .unwrap_or_else(|| p.operator_hint());
         return Err(error(
             p.pos,
             format!("expected `and`, `or` or the end of the condition, found {found}{hint}"),
@@ -91,13 +91,52 @@ impl Parser {
         (!word.is_empty()).then_some(word)
     }
 
-    /// The token at the cursor, for "found ..." in messages.
+    /// The token at the cursor, for "found ..." in messages (`||` and `&&`
+    /// whole).
     fn describe_here(&self) -> String {
+        let next = self.chars.get(self.pos.saturating_add(1)).copied();
         match (self.word_here(), self.peek()) {
             (Some(w), _) => format!("`{w}`"),
+            (None, Some(c @ ('|' | '&'))) if next == Some(c) => format!("`{c}{c}`"),
             (None, Some(c)) => format!("`{c}`"),
             (None, None) => "the end of the condition".to_string(),
         }
+    }
+
+    /// For C's `||`, `&&` and `!` at the cursor: the keyword the rule
+    /// language spells them with, as the end of a message.
+    fn operator_hint(&self) -> String {
+        let next = self.chars.get(self.pos.saturating_add(1)).copied();
+        let (word, c) = match self.peek() {
+            Some('|') => ("or", "||"),
+            Some('&') => ("and", "&&"),
+            Some('!') if next != Some('=') => ("not", "!"),
+            _ => return String::new(),
+        };
+        format!("; the rule language writes `{word}`, not `{c}`")
+    }
+
+    /// A unit written apart from its number (`25 %`, `2 G`): the value
+    /// taken is the bare number and the unit would be read as the next
+    /// word. The joined spelling, when the word after `value` is a unit.
+    fn detached_unit(&self, value: &str) -> Option<String> {
+        const UNITS: &[&str] = &[
+            "%", "°C", "°", "C", "c", "ns", "us", "µs", "ms", "s", "m", "h", "d", "B", "K", "M",
+            "G", "T", "P", "E", "k", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Hz",
+            "kHz", "MHz", "GHz",
+        ];
+        let digits = value.strip_prefix('-').unwrap_or(value);
+        if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return None;
+        }
+        let rest = self.chars.get(self.pos..).unwrap_or(&[]);
+        let blanks = rest.iter().take_while(|c| c.is_whitespace()).count();
+        let word: String = rest[blanks..]
+            .iter()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '(' | ')'))
+            .collect();
+        let unit = word.split('/').next().unwrap_or("");
+        (blanks > 0 && UNITS.contains(&unit)).then(|| format!("{value}{word}"))
     }
 
     /// Whether keyword `kw` stands at the cursor as a whole word.
@@ -188,8 +227,9 @@ impl Parser {
                     return Err(error(
                         self.pos,
                         format!(
-                            "expected `)` to close the `(` at character {start}, found {}",
-                            self.describe_here()
+                            "expected `)` to close the `(` at character {start}, found {}{}",
+                            self.describe_here(),
+                            self.operator_hint()
                         ),
                     ));
                 }
@@ -211,8 +251,9 @@ impl Parser {
             return Err(error(
                 start,
                 format!(
-                    "expected a condition (a metric comparison, running(...), exists(...), `not` or `(`), found {}",
-                    self.describe_here()
+                    "expected a condition (a metric comparison, running(...), exists(...), `not` or `(`), found {}{}",
+                    self.describe_here(),
+                    self.operator_hint()
                 ),
             ));
         }
@@ -254,9 +295,15 @@ impl Parser {
                 ),
             ));
         }
+        if let Some(joined) = self.detached_unit(&value) {
+            return Err(error(
+                value_start,
+                format!("no space between a number and its unit: write `{joined}`"),
+            ));
+        }
         let mut value_span = Span::new(value_start, self.pos);
         let mut threshold = parse_threshold(&metric, &word, op, op_pos, &value, value_start)?;
-        self.kpi_over(&mut threshold, &mut value_span)?; // issue 26: `over 1m`
+        self.kpi_over(&mut threshold, &mut value_span)?; // `over 1m`
         Ok(Expr {
             kind: ExprKind::Compare(Compare {
                 metric,
@@ -406,10 +453,10 @@ fn check_glob(glob: &str, pos: usize) -> Result<(), ParseError> {
     Ok(())
 }
 
-/// Issue 26 (see `kpi.rs`).
+/// KPI conditions (see `kpi.rs`).
 impl Parser {
     /// After a KPI threshold: the ` over WINDOW` spelling of `/WINDOW`
-    /// (`kpi.loop.p99 > 5ms over 1m`, the issue's); anything else is left
+    /// (`kpi.loop.p99 > 5ms over 1m`); anything else is left
     /// for the caller.
     pub(super) fn kpi_over(
         &mut self,

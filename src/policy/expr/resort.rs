@@ -1,4 +1,4 @@
-//! The last-resort actions of a rule's `then:` (SPEC §6): `freeze G`,
+//! The last-resort actions of a rule's `then:`: `freeze G`,
 //! `thaw G` (`cgroup.freeze`) and `kill in G [prefer PATTERN] [avoid
 //! PATTERN] [grace D]`. PATTERN is a comm glob, or `a|b` for either;
 //! `grace` (default 5s, 0s–10m) is how long SIGTERM has before SIGKILL.

@@ -31,8 +31,8 @@ fn group(name: &str) -> Spanned<String> {
 }
 
 fn target(name: &str) -> Spanned<Target> {
-    let t = if name == "system" {
-        Target::System
+    let t = if name == "host" {
+        Target::Host
     } else {
         Target::Group(name.to_string())
     };
@@ -59,11 +59,11 @@ fn psi_average() {
     assert_eq!(c.value, Threshold::Percent(Percent(10.0)));
     assert_eq!(c.metric_span, Span::new(0, 27));
     assert_eq!(c.value_span, Span::new(30, 33));
-    let c = compare("system.io.full.avg300>=12.5%");
+    let c = compare("host.io.full.avg300>=12.5%");
     assert_eq!(
         c.metric,
         Metric::PsiAvg {
-            target: target("system"),
+            target: target("host"),
             resource: Resource::Io,
             stall: Stall::Full,
             avg: Avg::Avg300
@@ -167,7 +167,7 @@ fn other_metrics() {
     assert_eq!(c.metric, Metric::PidsCurrent { group: group("rt") });
     let c = compare("rt.cgroup.populated == 1");
     assert_eq!(c.metric, Metric::Populated { group: group("rt") });
-    let c = compare("system.memory.available < 256M");
+    let c = compare("host.memory.available < 256M");
     assert_eq!(c.metric, Metric::MemoryAvailable);
     assert_eq!(c.op, CmpOp::Lt);
     let c = compare("thermal.cpu-0-0-usr.temp > 85C");
@@ -310,14 +310,15 @@ fn spans() {
     let e = parse("running(a) and  g.pids.current > 5");
     assert_eq!(e.span, Span::new(0, 34));
     let groups = referenced_groups(&parse(
-        "exists(b) and a.memory.current > 1G or system.cpu.some.avg10 > 5% or c.cpu.some > 1s/2s",
+        "exists(b) and a.memory.current > 1G or host.cpu.some.avg10 > 5% or system.cpu.some > 1s/2s",
     ));
+    // `host` is the machine; `system` is a group like any other.
     assert_eq!(
         groups,
         vec![
             ("b".to_string(), Span::new(7, 8)),
             ("a".to_string(), Span::new(14, 15)),
-            ("c".to_string(), Span::new(69, 70)),
+            ("system".to_string(), Span::new(67, 73)),
         ]
     );
     // Character offsets, not bytes.
@@ -376,21 +377,32 @@ fn errors_with_positions() {
         ("g.cpu.some > 2s/1s", 13, "at most the window"),
         ("g.cpu.some > 0s/1s", 13, "greater than 0"),
         ("g.cpu.some > 1ns/1s", 13, "whole number of microseconds"),
-        // `system` is the whole machine, never a group (issue 22 item 12).
+        // `host` is the whole machine, never a group.
         (
-            "system.memory.current > 1G",
+            "host.memory.current > 1G",
             0,
-            "`system` is the whole machine, not a group",
+            "`host` is the whole machine, not a group",
         ),
         (
-            "system.memory.events.oom_kill > 0",
+            "host.memory.events.oom_kill > 0",
             0,
-            "`system` is the whole machine, not a group",
+            "`host` is the whole machine, not a group",
+        ),
+        // A machine-only metric under `system` means the machine.
+        (
+            "system.memory.available < 1G",
+            0,
+            "did you mean `host.memory.available`?",
+        ),
+        (
+            "system.vmstat.allocstall > 5",
+            0,
+            "did you mean `host.vmstat.allocstall`?",
         ),
         ("g.cpu.some > 100/1s", 13, "invalid duration"),
         ("g.memory.current > max", 19, "not `max`"),
         ("g.memory.current > 10%", 19, "byte size"),
-        ("system.memory.available > 1.5", 26, "byte size"),
+        ("host.memory.available > 1.5", 24, "byte size"),
         ("g.pids.current > -1", 17, "whole number"),
         ("g.memory.events.oom > 1.5", 22, "whole number of events"),
         (
@@ -439,6 +451,33 @@ fn errors_with_positions() {
         ("g.cgroup.populated == 2", 22, "0 or 1"),
         ("thermal.x.temp > 85", 17, "temperature"),
         ("running(a) and", 14, "found the end of the condition"),
+        // C's operators and a unit apart from its number say what to write.
+        (
+            "running(a) || running(b)",
+            11,
+            "found `||`; the rule language writes `or`, not `||`",
+        ),
+        ("running(a) | running(b)", 11, "writes `or`"),
+        (
+            "running(a) && running(b)",
+            11,
+            "found `&&`; the rule language writes `and`, not `&&`",
+        ),
+        ("(running(a) || running(b))", 12, "writes `or`"),
+        (
+            "!running(a)",
+            0,
+            "found `!`; the rule language writes `not`",
+        ),
+        ("running(a) and !running(b)", 15, "writes `not`"),
+        (
+            "g.cpu.some.avg10 > 25 %",
+            19,
+            "no space between a number and its unit: write `25%`",
+        ),
+        ("g.memory.current > 2 G", 19, "write `2G`"),
+        ("thermal.x.temp > -5 C and running(a)", 17, "write `-5C`"),
+        ("g.cpu.some > 150 ms/1s", 13, "write `150ms/1s`"),
         ("running(a) adn running(b)", 11, "did you mean `and`?"),
         ("running(a) running(b)", 11, "expected `and`, `or`"),
         ("and running(a)", 0, "expected a condition before `and`"),
@@ -529,6 +568,14 @@ fn actions() {
         }
     );
     assert_eq!(
+        a("raise sysctl.vm.page-cluster by 1 up to 3"),
+        Action::Raise {
+            knob: Knob::Sysctl("vm.page-cluster".into()),
+            by: KnobValue::Int(1),
+            limit: KnobValue::Int(3),
+        }
+    );
+    assert_eq!(
         a("  set rt.cpuset.cpus =  0-3, 6  "),
         Action::Set {
             knob: Knob::Group {
@@ -559,6 +606,7 @@ fn actions() {
         "set cpufreq.policy7.governor = performance",
         "raise inference.memory.high by 512M up to 10G",
         "lower sysctl.vm.swappiness by 10 down to 0",
+        "set sysctl.vm.page-cluster = 0",
         "raise cpufreq.policy4.min by 200MHz up to 2GHz",
         "hook alert",
         "compact memory",
@@ -663,9 +711,9 @@ fn arb_group() -> impl Strategy<Value = String> {
 
 fn arb_target() -> impl Strategy<Value = Target> {
     prop_oneof![
-        Just(Target::System),
+        Just(Target::Host),
         arb_group()
-            .prop_filter("system is the machine", |g| g != "system")
+            .prop_filter("host is the machine", |g| g != "host")
             .prop_map(Target::Group),
     ]
 }
@@ -898,7 +946,7 @@ proptest! {
     }
 }
 
-/// Issue 24: the board's hardware in conditions.
+/// The board's hardware in conditions.
 #[test]
 fn hardware_metrics_and_throttled_parse_and_print_back() {
     for text in [

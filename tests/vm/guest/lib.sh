@@ -103,7 +103,7 @@ wait_for() {
 sysctl_path() { echo "/proc/sys/$(echo "$1" | tr . /)"; }
 
 # The sysctls the vision-cell policy sets, with the values it sets.
-export SYSCTLS="vm.swappiness=30 vm.min_free_kbytes=22528 vm.watermark_scale_factor=150 vm.dirty_ratio=5 vm.dirty_background_ratio=2"
+export SYSCTLS="vm.swappiness=30 vm.min_free_kbytes=22528 vm.watermark_scale_factor=150 vm.dirty_ratio=5 vm.dirty_background_ratio=2 vm.page-cluster=0 net.core.rmem_max=8388608 net.core.wmem_default=1048576 net.core.busy_poll=50 net.ipv4.ipfrag_time=10"
 
 # The group a PID is in ("/" for the root), from /proc/PID/cgroup ("0::/PATH").
 cgroup_of() { sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null; }
@@ -157,7 +157,7 @@ stop_daemon() { # SIGTERM, reap; exit status in $DRC ("hung" if it did not exit)
 }
 rss_kib() { # PID: resident KiB as the page tables say (smaps_rollup's Rss). Not VmRSS: on 6.1 each
     # thread batches its RSS counter updates for 64 faults, and a fault maps up to 16 file pages
-    # (fault-around), so VmRSS can lag MiBs behind what is mapped (issue 29 saw 984 KiB vs 4476 KiB).
+    # (fault-around), so VmRSS can lag MiBs behind what is mapped (984 KiB vs 4476 KiB, once measured).
     awk '$1 == "Rss:" { print $2; f = 1 } END { if (!f) exit 1 }' "/proc/$1/smaps_rollup" 2>/dev/null ||
         awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
 }

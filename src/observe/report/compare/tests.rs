@@ -5,7 +5,7 @@
 use super::*;
 use crate::observe::report::tests::synthetic;
 
-/// A report JSON with the seed's §10 figures.
+/// A report JSON with the figures of docs/report.md's before/after example.
 fn seed(before: bool) -> Value {
     let (oom, thr, npu, lp, fr) = if before {
         (2.0, 47.0, 0.028, 0.0082, 12.3)

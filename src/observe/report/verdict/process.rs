@@ -1,5 +1,5 @@
-//! `memory_growth` per process (issue 26, SPEC §7: "per critical process,
-//! PSS from smaps_rollup"): the processes named in `report.criteria.processes`
+//! `memory_growth` per process (per critical process, PSS from
+//! smaps_rollup): the processes named in `report.criteria.processes`
 //! and every other comm the recorder kept (those matching `settings.critical`),
 //! judged on their summed PSS when the recorder read it, else on their summed
 //! RSS — the detail says which. The growth definition is the groups' one
@@ -39,7 +39,7 @@ fn one(name: &str, i: &Inputs, limit: u64) -> Verdict {
     if super::growth(rss).is_some() {
         v.detail = format!(
             "RSS (no PSS recorded: a kernel without smaps_rollup, no permission, \
-             or a recorder before issue 26): {}",
+             or a recorder that kept none): {}",
             v.detail
         );
     }

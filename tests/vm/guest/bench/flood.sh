@@ -1,4 +1,4 @@
-# The exec-flood benchmark in the guest (issue 11), not a test: prints BENCH
+# The exec-flood benchmark in the guest, not a test: prints BENCH
 # lines, asserts nothing. Run from the host with tests/bench-flood-guest.sh
 # (which writes /cgw/flood_n; without it, e.g. under the placement bench,
 # this script does nothing).
@@ -52,7 +52,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo), cgroup2 $(awk '$3 == "cgroup2" { print $4 }' /proc/mounts)"
 
-# Where the CPU goes (issue 29 item 1): with /cgw/flood_perf and perf in
+# Where the CPU goes: with /cgw/flood_perf and perf in
 # the image (tests/bench-flood-guest.sh's CGWARDEN_FLOOD_PERF=1 copies the
 # host's), each flood row runs under `perf record` (cpu-clock, every CPU,
 # kernel call chains) and `perf trace -s` on the placer, and prints the

@@ -1,4 +1,4 @@
-# The idle-cost benchmark in the guest (issue 11), not a test: prints BENCH lines,
+# The idle-cost benchmark in the guest, not a test: prints BENCH lines,
 # asserts nothing. Run from the host with tests/bench-idle-guest.sh.
 #
 # One stall rule served by a kernel PSI trigger (`inference.memory.some > 100ms/1s`),

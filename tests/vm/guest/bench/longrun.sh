@@ -1,5 +1,5 @@
 # limit: 4200
-# Issue 29 item 5: the long-run guest soak benchmark, not a test: prints BENCH lines and
+# The long-run guest soak benchmark, not a test: prints BENCH lines and
 # a summary table with a PASS/FAIL per criterion of the issue, asserts nothing (it ends
 # with `pass bench-done` whatever it measured). Run from the host with
 # tests/bench-longrun-guest.sh, which writes /cgw/longrun_secs (without it, under the
@@ -39,7 +39,7 @@
 # all of 3 reads 0.5 s apart: a hook that just ended is not yet reaped), threads, and
 # CPU (utime+stime) since the last sample.
 #
-# Criteria (issue 29 item 5): every exec placed within 500 ms; RSS flat after the
+# Criteria: every exec placed within 500 ms; RSS flat after the
 # warm-up (WARMUP, 600 s, or SECS/3 when shorter): last <= first-after-warm-up +
 # 256 KiB and no monotonic growth (no step down among >= 3 post-warm-up samples while
 # they rose); fds flat (last <= first-after-warm-up, no monotonic growth); no zombie
@@ -456,7 +456,7 @@ row "boosts ok / failed" "$(evn boost ok) / $(evn boost fail)"
 row "scrapes ok / failed" "$scr_ok / $scr_fail"
 row "hooks run (hook's own lines / log 'hook started' / dropped at capacity)" "$hooks_file / $hooks_started / $hooks_dropped"
 row "group deletions repaired / not / rmdir failed (log 'recreated')" "$(evn delete ok) / $(evn delete fail) / $(evn rmdir fail) ($repaired_log)"
-echo "BENCH == criteria (issue 29 item 5)"
+echo "BENCH == criteria"
 echo "BENCH CRITERION every exec placed within ${LIMIT_MS} ms: $(verdict "$c_exec") ($over of $total missed, never placed $never; $within seen within, $unres unresolved by the measurement floor; max $pmax ms)"
 echo "BENCH CRITERION RSS flat after warm-up (the last third's highest <= the first third's + 256 KiB, not monotonic): $(verdict "$c_rss") ($rss_w -> $rss_l KiB, $rss_mono)"
 echo "BENCH CRITERION fds flat after warm-up (the last third's highest <= the first third's, not monotonic): $(verdict "$c_fd") ($fd_w -> $fd_l, $fd_mono)"

@@ -1,4 +1,4 @@
-# The placement benchmark in the guest (issue #5), not a test: prints BENCH
+# The placement benchmark in the guest, not a test: prints BENCH
 # lines, asserts nothing. Run from the host with tests/bench-placement-guest.sh.
 #
 # The same exec storm as on the host (cgwarden-workload storm) against:

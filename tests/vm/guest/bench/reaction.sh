@@ -1,5 +1,5 @@
-# The reaction-cost benchmark in the guest (issue 29 item 2), not a test: prints BENCH
-# lines, asserts nothing. Run from the host with tests/bench-issue29.sh.
+# The reaction-cost benchmark in the guest, not a test: prints BENCH
+# lines, asserts nothing. Run from the host with tests/bench-overload.sh.
 #
 # One stall rule served by a kernel PSI trigger (`inference.memory.some > 100ms/1s`,
 # `while: set inference.memory.high = 256M`, hold 3 s) and EPISODES memory-pressure
@@ -100,7 +100,7 @@ if ! cgwarden check "$D/policy.yaml" >"$D/check.out" 2>&1; then
     fail reaction-policy "the reaction policy does not check"
     return 0 2>/dev/null || exit 0
 fi
-# /cgw/reaction_callgrind (CGWARDEN_REACTION_CALLGRIND=1 on bench-issue29.sh,
+# /cgw/reaction_callgrind (CGWARDEN_REACTION_CALLGRIND=1 on bench-overload.sh,
 # valgrind in the image): the daemon's user-space instructions, which under
 # TCG decide most of a loop turn's CPU and, unlike the CPU, repeat from run to
 # run. The daemon runs under callgrind twice: started, idle, stopped (no
@@ -131,7 +131,7 @@ if [ -f /cgw/reaction_callgrind ]; then
     pass reaction-done "reaction instructions counted"
     return 0 2>/dev/null || exit 0
 fi
-# /cgw/loop_profile (CGWARDEN_LOOP_PROFILE=1 on bench-issue29.sh): the stop
+# /cgw/loop_profile (CGWARDEN_LOOP_PROFILE=1 on bench-overload.sh): the stop
 # line says what each kind of wake-up cost (one clock read a turn more).
 prof=
 [ -f /cgw/loop_profile ] && prof=CGWARDEN_LOOP_PROFILE=1
@@ -140,7 +140,7 @@ DP=$!
 wait_for 60 grep -q "cgwarden running" "$D/daemon.log"
 sleep 2
 threads "$DP" >"$D/d0" # startup: everything until now
-# /cgw/reaction_perf (CGWARDEN_REACTION_PERF=1 on bench-issue29.sh, perf in the
+# /cgw/reaction_perf (CGWARDEN_REACTION_PERF=1 on bench-overload.sh, perf in the
 # image): over the episodes' window, the daemon's system calls by thread and
 # kind (perf trace -s) and by the call stack that made them (perf record of
 # raw_syscalls:sys_enter with frame-pointer call chains: the stacks name Rust

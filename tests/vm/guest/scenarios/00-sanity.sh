@@ -37,6 +37,23 @@ for kv in $SYSCTLS; do
     k=${kv%%=*}
     echo "$k=$(cat "$(sysctl_path "$k")")" >>"$T/orig.sysctl"
 done
+# The fake tree's values (src/knobs/sysctl.rs `fake`) are what this kernel prints at boot.
+for kv in vm.page-cluster=3 net.core.rmem_max=212992 net.core.wmem_max=212992 \
+    net.core.rmem_default=212992 net.core.wmem_default=212992 net.core.netdev_max_backlog=1000 \
+    net.core.busy_read=0 net.core.busy_poll=0 net.ipv4.ipfrag_high_thresh=4194304 \
+    net.ipv4.ipfrag_time=30; do
+    check_eq "fake-default-${kv%%=*}" "${kv#*=}" cat "$(sysctl_path "${kv%%=*}")"
+done
+# The table's bounds are this kernel's: one past each is refused, the bound taken
+# (vm.page-cluster's 31 is from 6.2 on; this 6.1 kernel takes any int).
+for kv in net.core.rmem_max=2304/2303 net.core.wmem_max=4608/4607 net.core.busy_poll=0/-1 \
+    net.core.rmem_default=2304/2303 net.core.wmem_default=4608/4607; do
+    k=${kv%%=*} b=${kv#*=}
+    was=$(cat "$(sysctl_path "$k")")
+    check "bound-$k" "$k takes ${b%/*}, refuses ${b#*/}" \
+        sh -c "! (echo '${b#*/}' >'$(sysctl_path "$k")') 2>/dev/null && echo '${b%/*}' >'$(sysctl_path "$k")'"
+    echo "$was" >"$(sysctl_path "$k")"
+done
 cat "$CG/cgroup.subtree_control" >"$T/orig.subtree_control"
 grep -o '\[[^]]*\]' /sys/block/zram0/comp_algorithm >"$T/orig.zram_algorithm"
 cat /sys/kernel/rcu_expedited >"$T/orig.rcu_expedited" 2>/dev/null

@@ -1,4 +1,4 @@
-# `cgwarden check`: validation only, exit codes, error format (SPEC §1).
+# `cgwarden check`: validation only, exit codes, error format.
 
 check_exit valid-policy 0 cgwarden check "$POL/vision-cell-4cpu.yaml"
 

@@ -8,7 +8,7 @@ cgw apply /tmp/fail.yaml
 check_eq exit-3 3 echo "$RC"
 check names-uclamp "stderr names the missing uclamp knob" grep -qi uclamp /tmp/cgw.err
 check names-cpufreq "stderr names the missing cpufreq policy" grep -qi cpufreq /tmp/cgw.err
-for g in realtime inference vision housekeeping; do
+for g in realtime inference vision system; do
     check "no-group-$g" "$CG/$g not created" test ! -e "$CG/$g"
 done
 check_eq subtree-unchanged "$(cat "$T/orig.subtree_control")" cat "$CG/cgroup.subtree_control"

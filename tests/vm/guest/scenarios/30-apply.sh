@@ -16,12 +16,12 @@ start SYS sys_logger 900
 start BY bystander 900
 sed 's/^/  /' "$T/pids"
 
-# plan: changes listed, in the SPEC format, nothing written.
+# plan: changes listed, in the documented format (docs/cli.md), nothing written.
 cgw plan "$POL/vision-cell-4cpu.yaml"
 check_eq plan-exit 0 echo "$RC"
-# SPEC §1: `WRITE PATH VALUE (was CURRENT)` / `MKDIR PATH`, nothing after. Other verbs
-# (for actions that are not file writes, e.g. swapon) are tolerated; they are not in SPEC.
-check plan-format "WRITE/MKDIR lines end with (was CURRENT) as in SPEC §1" \
+# `WRITE PATH VALUE (was CURRENT)` / `MKDIR PATH`, nothing after. Other verbs
+# (for actions that are not file writes, e.g. swapon) are tolerated.
+check plan-format "WRITE/MKDIR lines end with (was CURRENT) as documented" \
     sh -c '! grep -E "^(WRITE|MKDIR) " /tmp/cgw.out | grep -vE "^(WRITE /[^ ]+ .+ \(was .*\)|MKDIR /[^ ]+)$"'
 check plan-mkdir "plan creates realtime" grep -qx "MKDIR $CG/realtime" /tmp/cgw.out
 check plan-sysctl "plan writes swappiness" grep -qE "^WRITE /proc/sys/vm/swappiness 30 \(was [0-9]+\)$" /tmp/cgw.out
@@ -38,30 +38,30 @@ check_file rcu-expedited /sys/kernel/rcu_expedited 1
 for c in cpuset cpu io memory pids; do
     check "root-subtree-$c" "$c enabled in root subtree_control" grep -qw "$c" "$CG/cgroup.subtree_control"
 done
-for g in realtime inference vision housekeeping; do
+for g in realtime inference vision system; do
     check "group-$g" "$CG/$g exists" test -d "$CG/$g"
     check_file "mems-$g" "$CG/$g/cpuset.mems.effective" 0
 done
 check_file cpus-realtime "$CG/realtime/cpuset.cpus.effective" 3
 check_file cpus-inference "$CG/inference/cpuset.cpus.effective" 2
 check_file cpus-vision "$CG/vision/cpuset.cpus.effective" 1-2
-check_file cpus-housekeeping "$CG/housekeeping/cpuset.cpus.effective" 0-1
+check_file cpus-system "$CG/system/cpuset.cpus.effective" 0-1
 check_file partition-realtime "$CG/realtime/cpuset.cpus.partition" isolated
 check_file cpu-weight-realtime "$CG/realtime/cpu.weight" 200
-check_file cpu-weight-housekeeping "$CG/housekeeping/cpu.weight" 50
+check_file cpu-weight-system "$CG/system/cpu.weight" 50
 check_file memory-min-realtime "$CG/realtime/memory.min" 33554432
 check_file memory-low-realtime "$CG/realtime/memory.low" 67108864
 check_file memory-high-inference "$CG/inference/memory.high" 536870912
 check_file memory-max-inference "$CG/inference/memory.max" 805306368
 check_file memory-high-vision "$CG/vision/memory.high" 268435456
 check_file memory-max-vision "$CG/vision/memory.max" 335544320
-check_file memory-max-housekeeping "$CG/housekeeping/memory.max" 50331648
-check_file swap-max-housekeeping "$CG/housekeeping/memory.swap.max" 0
+check_file memory-max-system "$CG/system/memory.max" 50331648
+check_file swap-max-system "$CG/system/memory.swap.max" 0
 check_file io-weight-inference "$CG/inference/io.weight" "default 300"
 check_file io-weight-vision "$CG/vision/io.weight" "default 200"
 check_file pids-max-realtime "$CG/realtime/pids.max" 256
 check_file pids-max-inference "$CG/inference/pids.max" 1024
-check_file pids-max-housekeeping "$CG/housekeeping/pids.max" 128
+check_file pids-max-system "$CG/system/pids.max" 128
 
 for kv in $SYSCTLS; do
     check_file "sysctl-${kv%%=*}" "$(sysctl_path "${kv%%=*}")" "${kv#*=}"
@@ -72,5 +72,5 @@ check_file zram-disksize /sys/block/zram0/disksize 268435456
 check zram-swap "zram0 in /proc/swaps with priority 100" \
     sh -c 'awk '\''$1 == "/dev/zram0" && $5 == 100 { ok = 1 } END { exit !ok }'\'' /proc/swaps'
 check journal "originals journal written" test -s /run/cgwarden/originals
-[ "$RC" = 0 ] && [ -d "$CG/realtime" ] && [ -d "$CG/housekeeping" ] && : >"$T/applied"
+[ "$RC" = 0 ] && [ -d "$CG/realtime" ] && [ -d "$CG/system" ] && : >"$T/applied"
 echo "/proc/swaps:"; sed 's/^/  /' /proc/swaps

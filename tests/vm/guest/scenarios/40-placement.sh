@@ -6,7 +6,7 @@
 check_eq comm-to-realtime /realtime cgroup_of "$RT"
 check_eq glob-to-inference /inference cgroup_of "$NPU"
 check_eq cmdline-to-vision /vision cgroup_of "$CAM"
-check_eq comm-to-housekeeping /housekeeping cgroup_of "$SYS"
+check_eq comm-to-system /system cgroup_of "$SYS"
 check_eq unmatched-stays / cgroup_of "$BY"
 check_eq fifo-policy 1 stat_field "$RT" 41
 check_eq fifo-priority 50 stat_field "$RT" 40

@@ -4,7 +4,7 @@
 require_applied
 
 snapshot() {
-    for g in realtime inference vision housekeeping; do
+    for g in realtime inference vision system; do
         for f in cpuset.cpus cpuset.mems cpuset.cpus.partition cpu.weight memory.min memory.low \
             memory.high memory.max memory.swap.max io.weight pids.max cgroup.subtree_control; do
             [ -e "$CG/$g/$f" ] && echo "$g/$f=$(cat "$CG/$g/$f")"

@@ -1,4 +1,4 @@
-# An invalid partition never counts as converged (issue 9 item 6). A group created
+# An invalid partition never counts as converged. A group created
 # outside the policy takes the realtime partition's CPU 3; 6.1 accepts that and turns
 # the partition `isolated invalid (REASON)`. `plan` must show the change, `apply` must
 # fail with the kernel's reason; once the intruder is gone `apply` restores isolation.

@@ -1,4 +1,4 @@
-# `cgwarden reset` (SPEC §1, §4): every journalled file back to its original, processes
+# `cgwarden reset`: every journalled file back to its original, processes
 # back to the root, groups removed, zram swap off and reset, journal deleted.
 . "$T/pids"
 require_applied
@@ -17,7 +17,7 @@ for v in RT NPU CAM SYS BY; do
         fail "back-to-root-$v" "PID $p is gone"
     fi
 done
-for g in realtime inference vision housekeeping; do
+for g in realtime inference vision system; do
     check "removed-$g" "$CG/$g removed" test ! -e "$CG/$g"
 done
 check swapoff "zram0 not in /proc/swaps" sh -c '! grep -q "^/dev/zram0 " /proc/swaps'

@@ -2,7 +2,7 @@
 # 50ms/1s`) is served by a kernel PSI trigger (root may use a 1 s window). A hog in
 # `inference` (memory.high 64M, no swap) is throttled by the kernel; the rule raises
 # memory.high by 32M steps (cooldown 3s, at most 192M) and runs the alert hook with the
-# SPEC §3 environment and nothing of the daemon's. Ends with `cgwarden reset`.
+# documented environment and nothing of the daemon's. Ends with `cgwarden reset`.
 
 P=$POL/daemon-psi.yaml
 M64=67108864

@@ -1,4 +1,4 @@
-# `cgwarden run` against the real kernel: SIGTERM while a claim is held (SPEC §4 clean
+# `cgwarden run` against the real kernel: SIGTERM while a claim is held (a clean
 # stop). The daemon exits 0, the claimed vm.swappiness is back to the policy baseline
 # 33, the hierarchy and baseline stay (claimgrp with pids.max 64), the workload keeps
 # running. Ends with `cgwarden reset`.

@@ -1,5 +1,5 @@
 # limit: 600
-# Faults together with state (issue 9): `cgwarden run` is SIGKILLed at 50 random
+# Faults together with state: `cgwarden run` is SIGKILLed at 50 random
 # moments — during its startup convergence, while `holdme` holds three claims, while a
 # `then` value is in force, while hooks run, after a group was deleted from outside —
 # and `apply` at 10 random moments. After each kill the daemon is restarted with the

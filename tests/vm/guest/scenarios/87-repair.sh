@@ -1,4 +1,4 @@
-# A group deleted from outside while claims are live (issue 9): the daemon recreates it
+# A group deleted from outside while claims are live: the daemon recreates it
 # alone. Deleting the unrelated group fb must not touch the claim holding fa's
 # memory.high at 160M (the old one-shot re-converge put the baseline 100M back);
 # deleting fa itself brings it back with the claimed value, and its PSI trigger

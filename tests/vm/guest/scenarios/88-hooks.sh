@@ -1,5 +1,5 @@
 # limit: 300
-# Hooks against the real kernel (SPEC §3 "Hooks", issue 11). The daemon runs with nice
+# Hooks against the real kernel. The daemon runs with nice
 # -5, oom_score_adj -900 and SCHED_FIFO 1 on its main thread (as the unit and the
 # priority settings make it); the hook child must have nice 0, oom_score_adj 0,
 # SCHED_OTHER and a cgroup of its own (/cgwarden.hooks/probe-N). The hook leaves a

@@ -1,5 +1,5 @@
 # limit: 400
-# Nothing blocks the event loop (issue 11): a knob write that reclaims for seconds
+# Nothing blocks the event loop: a knob write that reclaims for seconds
 # runs on its group's writer lane while the loop keeps acting. `hogs` holds a 400 MiB
 # hog; `squeezeme` running claims hogs.memory.high = 32M and the kernel reclaims the
 # hog to zram inside that write(2) (its time is measured and printed). While it is

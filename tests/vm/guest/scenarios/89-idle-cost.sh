@@ -1,9 +1,9 @@
-# Idle cost on the real kernel (issue 11): `cgwarden run` with a single stall rule
+# Idle cost on the real kernel: `cgwarden run` with a single stall rule
 # served by a kernel PSI trigger, nothing stalling, for 10 s (the
 # footprint_secs knob of 85 sets it too). Prints the daemon's CPU time (utime+stime
 # and the scheduler's ns run time) and wake-ups (context switches); checks nothing
 # about time (TCG), only that the trigger is armed, the daemon does not wake while
-# nothing stalls, and RSS stays under 6 MiB.
+# nothing stalls, and RSS stays under 12 MiB.
 
 P=$POL/daemon-idle.yaml
 secs=$(cat /cgw/footprint_secs 2>/dev/null)
@@ -30,9 +30,11 @@ pass measured "$detail"
 woke=$((c1 - c0))
 check no-idle-wakeups "the daemon did not wake while nothing stalled ($woke context switches in ${secs}s)" \
     test "$woke" -le 2
-# The target is for a release build; a debug build is larger.
-limit=6144 # issue 29: 4.4 MiB measured (smaps_rollup), 8.5 MiB before
-[ -e /cgw/debug_build ] && limit=16384
+# The bound is for a release build: locked (mlockall), the whole binary and C library
+# are resident, 9.3 MiB measured (smaps_rollup); a debug build locks its much larger
+# unoptimized binary.
+limit=12288
+[ -e /cgw/debug_build ] && limit=262144
 check rss-under-limit "RSS under $((limit / 1024)) MiB (${r1} KiB)" test "${r1:-999999}" -lt "$limit"
 stop_daemon
 check_eq daemon-exit-0 0 echo "$DRC"

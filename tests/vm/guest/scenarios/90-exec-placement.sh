@@ -1,4 +1,4 @@
-# Issue #5: the daemon places processes the moment they exec (process-events
+# The daemon places processes the moment they exec (process-events
 # connector), by a copied binary's name, a prctl(PR_SET_NAME) rename and a
 # script's cmdline; applies SCHED_FIFO; running() turns a while rule on and
 # off with the process; and a socket overrun (forced with a tiny receive

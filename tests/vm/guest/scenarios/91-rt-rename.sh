@@ -1,4 +1,4 @@
-# Issue 10 item 2: a comm is anyone's to choose. An unprivileged process
+# A comm is anyone's to choose. An unprivileged process
 # that renames itself (prctl PR_SET_NAME) to the name an RT placement
 # grants is placed in the group but does not get SCHED_FIFO (refused once,
 # with the reason); root's process of the same name gets it; `check` warns

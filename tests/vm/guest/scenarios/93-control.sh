@@ -1,5 +1,5 @@
 # limit: 240
-# The control socket against the real kernel (issue 12): the CLI as root and as a
+# The control socket against the real kernel: the CLI as root and as a
 # non-root user of the socket's group, a boost tied to a process ending within 50 ms of
 # its exit (pidfd), refusals outside the `control:` grant, verify seeing a change made
 # behind the daemon's back, the event stream, and a clean stop leaving no boost behind.
@@ -21,7 +21,7 @@ echo "$out"
 us=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) us after.*/\1/p')
 # Under the arm64 guest (aarch64 emulated on x86, several times slower than the
 # x86 guest) tests/vm/run-guest-arm64.sh writes a slowdown factor to
-# /cgw/tcg_slowdown; the x86 guest has none (factor 1, the SPEC's 50 ms).
+# /cgw/tcg_slowdown; the x86 guest has none (factor 1, the documented 50 ms).
 lim=$((50000 * $(cat /cgw/tcg_slowdown 2>/dev/null || echo 1)))
 check pid-tied-release "released ${us:-?} us after the exit (limit $lim)" test "${us:-999999}" -lt "$lim"
 check_eq back-after-exit 100 cat "$W"

@@ -1,13 +1,13 @@
 # limit: 240
-# Hot reload against the real kernel (SPEC §4 "Reload", issue 12). The daemon runs a
+# Hot reload against the real kernel. The daemon runs a
 # policy in a root-owned directory of its own; `rlhold` (comm) holds a claim of rule
 # hold-claim (vm.swappiness 77), rule thresh is always active (MemAvailable > 1M) and
 # claims vm.dirty_background_ratio 4. Then: a broken policy (SIGHUP) changes nothing;
 # a reload adds group rlnew; a reload removes hold-claim (claim released: swappiness back
 # to the baseline 33, its `cleared` hook runs); a reload changes thresh's threshold
 # (stays active, no `cleared` hook, its claim stays); an editor-style rename-replace
-# reloads with no signal; hold-claim back: the connector delivers exits again (issue 29:
-# only while a policy needs them), so rlhold's exit releases the claim at once. Ends with
+# reloads with no signal; hold-claim back: the connector delivers exits again (only
+# while a policy needs them), so rlhold's exit releases the claim at once. Ends with
 # `cgwarden reset`.
 
 D=$T/reload-pol
@@ -48,7 +48,7 @@ policy() {
         echo "    while: [set sysctl.vm.swappiness = 77, hook mark]"
     fi
     echo "  - name: thresh"
-    echo "    when: system.memory.available > $1"
+    echo "    when: host.memory.available > $1"
     echo "    while: [set sysctl.vm.dirty_background_ratio = 4, hook mark]"
 }
 # write_policy ARGS... : in place (as `cat >` does)

@@ -1,4 +1,4 @@
-# PM QoS latency (issue 15 item 2) on the real kernel, and `doctor` on its real
+# PM QoS latency on the real kernel, and `doctor` on its real
 # /proc/cmdline. Records what the kernel shows (QOS lines in the console):
 # pm_qos_resume_latency_us initially, after `n/a` and `0`; the idle states of cpu0;
 # the default of /dev/cpu_dma_latency. Then: the baseline per-CPU writes (0us as

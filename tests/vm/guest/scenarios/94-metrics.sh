@@ -1,4 +1,4 @@
-# Metrics and the flight recorder against the real kernel (issue 13). The daemon
+# Metrics and the flight recorder against the real kernel. The daemon
 # serves GET /metrics on 127.0.0.1:9622 (busybox wget is the client) and writes the
 # textfile; a 40 MiB workload holds memory in `inference`. Checked: the scraped
 # memory.current is the file's (within 4 MiB: the workload may still be faulting

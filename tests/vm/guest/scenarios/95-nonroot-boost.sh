@@ -1,4 +1,4 @@
-# The documented non-root flow (docs/cookbook.md, inference-box; issue 22 item 11):
+# The documented non-root flow (docs/cookbook.md, inference-box):
 # with `socket_group: models` the socket is 0660 root:models and state_dir 0710
 # root:models, so the user `models` — uid 65534 here, in the group `models` — reaches
 # the daemon and boosts inside its `control:` grant: a timed boost, its release, and

@@ -1,5 +1,5 @@
 # limit: 360
-# Issue 24: `system.irqs` and `system.kthreads` on a real kernel.
+# `system.irqs` and `system.kthreads` on a real kernel.
 # - IRQ affinity by action name on the guest's real virtio IRQs (virtio-rng-pci,
 #   driver virtio_rng: `virtio0-config`, `virtio0-input` with MSI-X), the
 #   `irq/N-…` thread's policy under `threadirqs`; set by `apply`, restored by

@@ -1,4 +1,4 @@
-# Issue 25: a placement's per-process attributes and `threads:` on a real
+# A placement's per-process attributes and `threads:` on a real
 # kernel. A ROS 2-shaped process (cgwarden-workload threads: threads ctrl,
 # log, and late renamed ctrl-late after 2 s) placed by comm: every thread
 # gets nice 5, ioprio be/1 and affinity 1-3, the process oom_score_adj

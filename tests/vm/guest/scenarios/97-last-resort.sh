@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 25 on a real kernel: a critical process's exit is an event (its
+# Last resorts on a real kernel: a critical process's exit is an event (its
 # latency from the exit is printed); a real memory squeeze (a hog throttled
 # at work's memory.high, no swap) fires `freeze rec` then `kill in work
 # prefer cgwx-batch* avoid cgwx-avoid`: the largest preferred process dies
@@ -22,7 +22,7 @@ check socket "control socket" wait_for 20 test -S "$S"
 cgwarden events --json --socket "$S" >"$T/resort-events" 2>&1 &
 EV=$!
 wait_for 10 grep -q subscribed "$T/resort-events"
-check frag-rule "a rule on system.fragmentation.0 and system.meminfo.MemTotal" wait_for 20 grep -qx 11 /proc/sys/vm/watermark_scale_factor
+check frag-rule "a rule on host.fragmentation.0 and host.meminfo.MemTotal" wait_for 20 grep -qx 11 /proc/sys/vm/watermark_scale_factor
 
 # ---- a critical process exits ----
 "$WL" exec-as cgwx-crit stamp-exit 2 "$T/crit.stamp" &
@@ -79,9 +79,9 @@ sh -c "echo \$\$ >$CG/cgwx-outside/cgroup.procs; exec $WL alloc 96 5" &
 wait $! 2>/dev/null
 OOM1=$(sed -n 's/^oom_kill //p' /proc/vmstat)
 check global-oom "vmstat oom_kill rose ($OOM0 -> $OOM1)" test "$OOM1" -gt "$OOM0"
-check oom-rule "system.vmstat.oom_kill > 0 (a rate) fired its while claim" wait_for 10 grep -qx 61 /proc/sys/vm/swappiness
-sys_oom() { scrape | grep -q "cgwarden_cgroup_memory_events_total{group=\"system\",event=\"oom_kill\"} $OOM1"; }
-check global-oom-metric "the system row's oom_kill is $OOM1" wait_for 10 sys_oom
+check oom-rule "host.vmstat.oom_kill > 0 (a rate) fired its while claim" wait_for 10 grep -qx 61 /proc/sys/vm/swappiness
+sys_oom() { scrape | grep -q "cgwarden_cgroup_memory_events_total{group=\"host\",event=\"oom_kill\"} $OOM1"; }
+check global-oom-metric "the host row's oom_kill is $OOM1" wait_for 10 sys_oom
 
 # ---- telemetry equals the files at the same moment ----
 B0=$(cat /proc/buddyinfo)
@@ -113,7 +113,7 @@ kill "$P_REC" "$P_MOT" "$P_AVO" "$P_B1" "$P_THAW" 2>/dev/null
 kill -TERM "$DPID" 2>/dev/null
 wait "$DPID" 2>/dev/null
 kill "$EV" 2>/dev/null
-cgw report --policy "$POL/last-resort.yaml" --db /run/cgw-resort-rec/recorder.db --format json --since 1h
+cgw report --policy "$POL/last-resort.yaml" --db /run/cgw-resort-rec/recorder.db --json --since 1h
 check report-oom "report: an OOM kill outside the groups" grep -q "outside the groups: [1-9]" /tmp/cgw.out
 check report-critical "report: critical_exits fails naming cgwx-crit" grep -q "cgwx-crit (pid" /tmp/cgw.out
 rmdir "$CG/cgwx-outside" 2>/dev/null

@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 27 on a real kernel: the daemon records a run with real memory pressure
+# Replay on a real kernel: the daemon records a run with real memory pressure
 # (a hog throttled at squeeze's memory.high, no swap) and an OOM kill (a hog over
 # oomer's memory.max); `cgwarden replay` of the same policy over that recording gives the
 # recorded firings of both rules (matched within one recorder interval, "same"),

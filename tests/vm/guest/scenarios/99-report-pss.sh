@@ -1,5 +1,5 @@
 # limit: 240
-# Issue 26 on a real kernel: memory_growth per critical process from PSS. One
+# On a real kernel: memory_growth per critical process from PSS. One
 # `cgwarden-workload` (comm `cgwarden-worklo`, matching settings.critical
 # `cgwarden-work*`) holds 8 MiB before the daemon starts; the recorder's first
 # interval reads its PSS from /proc/PID/smaps_rollup. Two more with 48 MiB each
@@ -28,7 +28,7 @@ W3=$!
 # The criterion's object in the report JSON (one line, no nested braces).
 crit() { tr -d '\n' <"$J" | grep -o '{[^{}]*"subject": "process cgwarden-worklo"[^{}]*}'; }
 on_pss() {
-    cgwarden report --policy "$P" --db "$DB" --since 1h --format json --out "$J" >/dev/null 2>&1
+    cgwarden report --policy "$P" --db "$DB" --since 1h --json --out "$J" >/dev/null 2>&1
     crit | grep -q '"detail": "PSS (smaps_rollup)'
 }
 check judged-on-pss "memory_growth of cgwarden-worklo is judged on PSS (two PSS reads a minute apart)" \

@@ -39,7 +39,7 @@ rule_write_in_journal() {
 check rule-in-journal "journal: a write record of app.memory.high with cause rule app-stall" rule_write_in_journal
 echo "a write record:"
 journalctl -q --no-pager -o verbose -u $U --since "$SCEN_SINCE" MESSAGE=write | head -n 40 | sed 's/^/  jrnl| /'
-# Issue 28: every event is a record with fixed fields, so `journalctl -o
+# Every event is a record with fixed fields, so `journalctl -o
 # json` filters by field: the rule firing (MESSAGE_ID of kind `rule`, fixed
 # in src/daemon/eventlog.rs and docs/operations.md) and its write.
 rule_event_in_journal() {

@@ -1,8 +1,8 @@
-//! The shipped policies follow their own advice (issue 22 item 10): every
-//! policies/*.yaml passes `check` with **no warning** (it used to warn that
-//! three of them grant sched fifo on a match by name only), and where a
-//! policy documents a non-root `control:` grant its socket is reachable by
-//! that grant's group (item 11: `socket_group: root` made the grant unusable).
+//! The shipped policies follow their own advice: every policies/*.yaml
+//! passes `check` with **no warning** (none grants sched fifo on a match by
+//! name only), and where a policy documents a non-root `control:` grant its
+//! socket is reachable by that grant's group (`socket_group: root` would make
+//! the grant unusable).
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
-//! A closed stdout ends every command quietly (issue 22 item 2): `plan … |
-//! head -1` used to exit 101 with "panicked … Broken pipe". Each command
+//! A closed stdout ends every command quietly: `plan … | head -1` must not
+//! exit 101 with "panicked … Broken pipe". Each command
 //! runs with stdout a pipe whose reader is already closed, so its first
 //! write fails with EPIPE: no panic, no message, its ordinary exit status.
 //! A subscriber that goes away is not a WARN in the daemon's log, and no

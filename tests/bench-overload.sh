@@ -1,13 +1,13 @@
 #!/bin/bash
-# Issue 29's figures, each beside its anchor, from ONE guest boot (Debian
+# The overload figures, each beside its anchor, from ONE guest boot (Debian
 # 6.1 under TCG, 2 vCPUs): the idle cost against a 1 s poller, the idle
-# footprint with metrics and the recorder against the 6 MiB target, the exec
+# footprint with metrics and the recorder against the 8 MiB target, the exec
 # flood against cgrulesengd and a 100 ms /proc scan; then, on the host, the
 # stripped binary against the 6 MB target; and the reaction cost: memory-pressure
 # episodes handled by a PSI-trigger rule against a 1 s poller (startup and per episode). Prints a table at the end.
 # TCG: compare rows of one run, not absolute times.
 #
-#   bash tests/bench-issue29.sh [N=2000] [DEADLINE_MS=3000] [POLL_US=1000] [IDLE_SECS=60]
+#   bash tests/bench-overload.sh [N=2000] [DEADLINE_MS=3000] [POLL_US=1000] [IDLE_SECS=60]
 #
 # Needs tests/vm/setup.sh done; builds release binaries; downloads
 # cgroup-tools + libcgroup2 (.deb, not installed) into the VM cache.
@@ -36,7 +36,7 @@ echo "$IDLE" >"$extra/cgw/idle_secs"
 only="footprint idle reaction flood"
 tools=
 if [[ -n ${CGWARDEN_REACTION_PERF:-} ]]; then
-    command -v perf >/dev/null || { echo "bench-issue29: CGWARDEN_REACTION_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
+    command -v perf >/dev/null || { echo "bench-overload: CGWARDEN_REACTION_PERF needs perf (linux-perf) on the host" >&2; exit 2; }
     CARGO_TARGET_DIR=target/frame-pointers RUSTFLAGS="-C force-frame-pointers=yes" \
         cargo build --release --quiet --bin cgwarden
     bin=target/frame-pointers/release/cgwarden
@@ -50,13 +50,13 @@ fi
 # callgrind_annotate in $CACHE/reaction-callgrind.out.
 if [[ -n ${CGWARDEN_REACTION_CALLGRIND:-} ]]; then
     source tests/vm/callgrind.sh
-    callgrind_into_image "$extra" bench-issue29
+    callgrind_into_image "$extra" bench-overload
     : >"$extra/cgw/reaction_callgrind"
     only=reaction
 fi
 bash tests/vm/cgrules-image.sh "$CACHE/cgrules" "$extra" ||
-    echo "bench-issue29: cgrulesengd not available; its row is left out" >&2
-log=${CGWARDEN_I29_LOG:-$CACHE/bench-issue29-serial.log}
+    echo "bench-overload: cgrulesengd not available; its row is left out" >&2
+log=${CGWARDEN_OVERLOAD_LOG:-$CACHE/bench-overload-serial.log}
 CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=$only CGWARDEN_VM_EXTRA=$extra CGWARDEN_VM_TOOLS=$tools \
     CGWARDEN_VM_SMP=${CGWARDEN_VM_SMP:-2} CGWARDEN_VM_MEM=${CGWARDEN_VM_MEM:-3G} \
     CGWARDEN_VM_TIMEOUT=${CGWARDEN_VM_TIMEOUT:-4000} \

@@ -1,16 +1,12 @@
-//! The rest of issue 22 (items 3, 4, 7, 8, 12, 13, 15): each test here
-//! failed before its fix. `CGWARDEN_TEST_BIN` runs them against another
-//! build (tests/support).
+//! Assorted user-facing behaviours (messages, exit statuses, units, what
+//! `verify` and `plan` report): each test here fails without what it guards.
+//! `CGWARDEN_TEST_BIN` runs them against another build (tests/support).
 
 mod support;
 use std::process::Output;
-use support::{Board, Daemon};
+use support::{repo, Board, Daemon};
 
 const POLICY: &str = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\n";
-
-fn repo(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
 fn text(o: &Output) -> (String, String) {
     (
@@ -19,8 +15,8 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
-/// Item 3: `verify` after `run policies/iq9100-vision.yaml --root R` said
-/// `DRIFT zram.zram0.swap_priority expected 100 actual -` and exited 1:
+/// `verify` after `run policies/iq9100-vision.yaml --root R` does not say
+/// `DRIFT zram.zram0.swap_priority expected 100 actual -` nor exit 1:
 /// `swapon` is skipped on a fake root, so the priority cannot be read back.
 #[test]
 fn verify_on_a_fake_root_does_not_call_skipped_steps_drift() {
@@ -51,8 +47,8 @@ fn verify_on_a_fake_root_does_not_call_skipped_steps_drift() {
     drop(d);
 }
 
-/// Item 7: `plan` where no group can be built printed a `missing:` line and
-/// `0 changes`, exit 0 — what a converged system prints.
+/// `plan` where no group can be built says why and exits 3, not a `missing:`
+/// line and `0 changes`, exit 0 — what a converged system prints.
 #[test]
 fn plan_says_when_no_group_can_be_built() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,8 +83,8 @@ fn plan_says_when_no_group_can_be_built() {
     assert!(!root.join("run/cgwarden/originals").exists());
 }
 
-/// Item 15: `status --policy /typo.yaml` asked `/run/cgwarden` instead of
-/// saying the file is not there.
+/// `status --policy /typo.yaml` says the file is not there instead of asking
+/// `/run/cgwarden`.
 #[test]
 fn a_client_with_a_policy_it_cannot_load_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,7 +109,8 @@ fn a_client_with_a_policy_it_cannot_load_names_the_file() {
     }
 }
 
-/// Item 15: `demo --keep DIR` on a used DIR exited 75 yet said "kept in".
+/// `demo --keep DIR` on a used DIR is refused before running (not exit 75
+/// after saying "kept in").
 #[test]
 fn demo_keep_refuses_a_used_directory_before_running() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,11 +143,11 @@ fn sha(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Item 4: a real preview of an edit. `reload --dry-run` printed the hash in
-/// force, not the file's; an unchanged file with an active rule counted
-/// "(1 changes)" for `= rule … kept (active since t+2s)`; `--dry-run
-/// --policy other.yaml` previewed the daemon's own file. Now `reload
-/// --dry-run CANDIDATE` diffs an edited copy against what runs.
+/// A real preview of an edit: `reload --dry-run CANDIDATE` diffs an edited
+/// copy against what runs and prints its hash beside the one in force; the
+/// unchanged file with an active rule says `= rule … kept (active since …)`
+/// and counts 0 changes; a broken candidate is refused with its own name;
+/// nothing is loaded.
 #[test]
 fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     use cgwarden::kernel::fake_tree::FakeProcess;
@@ -203,7 +200,7 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     assert!(out.contains("~ app.memory.high 512M -> 1G\n"), "{out}");
     assert!(
         out.ends_with(&format!(
-            "would reload {}: policy {} (1 changes; in force: {})\n",
+            "would reload {}: policy {} (1 change; in force: {})\n",
             cand.display(),
             &sha(edited.as_bytes())[..12],
             &in_force[..12]
@@ -238,10 +235,9 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
     drop(d);
 }
 
-/// Item 12: one rule for reserved group names. policy.md said `system` is
-/// reserved while `check` took it (three shipped policies used it), the
-/// README's list lacked `latency`, the report showed `group:system`. Now
-/// `check` refuses each reserved name and both pages list exactly them.
+/// One rule for reserved group names: `check` refuses each reserved name,
+/// policy.md lists exactly them, and `system` is not one of them (the
+/// seed's layout names a group `system`; the machine is `host`).
 #[test]
 fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
     let names: Vec<&str> = cgwarden::knobs::reserved_group_names()
@@ -249,7 +245,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
         .map(|(n, _)| n)
         .collect();
     assert!(
-        names.contains(&"system") && names.contains(&"latency"),
+        names.contains(&"host") && names.contains(&"latency") && !names.contains(&"system"),
         "{names:?}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -268,41 +264,38 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
             "{n}: {err}"
         );
     }
-    // Both pages say the same list, in the same words.
+    // The policy reference says the same list, in the same words.
     let list = names
         .iter()
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    for page in ["README.md", "docs/policy.md"] {
-        let t = std::fs::read_to_string(repo(page)).unwrap();
-        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(
-            flat.contains(&format!(
-                "Reserved group names (`check` refuses them): {list} —"
-            )),
-            "{page} does not list {list}"
-        );
-    }
-    // A group-only metric of `system` is an error, not a group.
+    let t = std::fs::read_to_string(repo("docs/policy.md")).unwrap();
+    let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "Reserved group names (`check` refuses them): {list} —"
+        )),
+        "docs/policy.md does not list {list}"
+    );
+    // A group-only metric of `host` is an error, not a group.
     let p = dir.path().join("metric.yaml");
     std::fs::write(
         &p,
-        "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: system.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
+        "version: 1\ngroups:\n  app: {}\nrules:\n  - name: r\n    when: host.memory.current > 1G\n    then:\n      - set sysctl.vm.swappiness = 10\n",
     )
     .unwrap();
     let o = support::cmd().arg("check").arg(&p).output().unwrap();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("`system` is the whole machine, not a group"),
+        err.contains("`host` is the whole machine, not a group"),
         "{err}"
     );
 }
 
-/// Item 8: one rendering rule for knob values. The log said `old=806400
-/// new=2400MHz`, events and status were raw. Now: JSON raw, text for people
-/// in units, logs both.
+/// One rendering rule for knob values: JSON raw, text for people in units,
+/// logs both (never `old=806400 new=2400MHz`).
 #[test]
 fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
     use cgwarden::kernel::fake_tree::FakeProcess;
@@ -402,8 +395,8 @@ fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
     );
 }
 
-/// Item 15: a metrics port already in use was one ERROR line in the log;
-/// now `status` shows it (not fatal: the policy is still supervised).
+/// A metrics port already in use is shown by `status`, not only an ERROR
+/// line in the log (not fatal: the policy is still supervised).
 #[test]
 fn a_metrics_port_in_use_is_shown_by_status() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -433,7 +426,7 @@ fn a_metrics_port_in_use_is_shown_by_status() {
     drop(held);
 }
 
-/// Item 11: the documented non-root flow on a fake root, as uid 65534: in
+/// The documented non-root flow on a fake root, as uid 65534: in
 /// the socket's group it boosts through its `control:` grant; without the
 /// group it cannot connect (exit 4). (The guest's 95-nonroot-boost does the
 /// same on a real kernel.)

@@ -1,9 +1,10 @@
-//! `cgwarden top` never outlives its terminal (issue 22 item 1): crossterm's
-//! reader looped on `read(0) = 0` once the terminal was gone, at 100 % CPU,
-//! and never looked at the signal flag again. Here: the tmux session killed
-//! (hang-up), the terminal closed with no hang-up (no controlling tty: only
-//! EOF/EIO tells), and each of SIGTERM, SIGHUP, SIGINT, SIGQUIT — top must
-//! end, the signals within 100 ms (asserted with slack for a loaded CI).
+//! `cgwarden top` never outlives its terminal (crossterm's reader loops on
+//! `read(0) = 0` once the terminal is gone, at 100 % CPU, and never looks at
+//! the signal flag again, so top reads the terminal itself). Here: the tmux
+//! session killed (hang-up), the terminal closed with no hang-up (no
+//! controlling tty: only EOF/EIO tells), and each of SIGTERM, SIGHUP, SIGINT,
+//! SIGQUIT — top must end, the signals within 100 ms (asserted with slack for a
+//! loaded CI).
 //!
 //! tmux missing is a failure, not a skip (tests/run-all.sh installs it).
 #![cfg(feature = "top")]

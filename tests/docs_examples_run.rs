@@ -1,6 +1,6 @@
-//! The docs cannot drift (issue 22): every shell example in README.md and
-//! docs/*.md marked runnable is run on a fake board and its output compared
-//! with the doc. The convention (docs/testing.md, "Runnable examples"):
+//! The docs cannot drift: every shell example in README.md and docs/*.md
+//! marked runnable is run on a fake board and its output compared with the
+//! doc. The convention (docs/testing.md, "Runnable examples"):
 //!
 //! - the line `<!-- fake-root -->` directly before a fenced block marks it;
 //! - in the block, a line `$ COMMAND` is run with `sh -c` (stderr merged
@@ -11,7 +11,10 @@
 //! - each block runs in a fresh scratch directory holding `policies/` (the
 //!   repository's) and `board/root`, a fake board with a few processes
 //!   (`motion_control` 412, `infer-server` 500, a camera pipeline 600,
-//!   `sshd` 700), with `cgwarden` the binary under test first in `PATH`.
+//!   `sshd` 700), with `cgwarden` the binary under test first in `PATH`;
+//! - the line `<!-- file: NAME -->` directly before a fenced block (a policy
+//!   the page shows) makes the block's text the file NAME in the scratch
+//!   directory of every runnable block after it on the same page.
 //!
 //! A marked block with no `$ ` line, or none marked at all, is a failure.
 
@@ -22,11 +25,28 @@ use std::process::Command;
 mod support;
 
 const MARK: &str = "<!-- fake-root -->";
+const FILE_MARK: (&str, &str) = ("<!-- file: ", " -->");
 
 struct Example {
     file: String,
     line: usize,
     steps: Vec<(String, Vec<String>)>,
+    /// The page's `<!-- file: NAME -->` blocks above this one: (NAME, text).
+    files: Vec<(String, String)>,
+}
+
+/// NAME of a `<!-- file: NAME -->` line: a plain relative file name.
+fn file_mark(line: &str) -> Option<&str> {
+    let name = line
+        .trim()
+        .strip_prefix(FILE_MARK.0)?
+        .strip_suffix(FILE_MARK.1)?;
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && !name.starts_with('.');
+    Some(name).filter(|_| plain)
 }
 
 fn examples() -> Vec<Example> {
@@ -44,8 +64,30 @@ fn examples() -> Vec<Example> {
         let text = std::fs::read_to_string(&f).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let name = f.strip_prefix(repo).unwrap().display().to_string();
+        let mut files: Vec<(String, String)> = Vec::new();
         let mut i = 0;
         while i < lines.len() {
+            if lines[i].trim().starts_with(FILE_MARK.0) {
+                let file = file_mark(lines[i])
+                    .unwrap_or_else(|| panic!("{name}:{}: not a plain file name", i + 1));
+                assert!(
+                    lines.get(i + 1).is_some_and(|l| l.starts_with("```")),
+                    "{name}:{}: a file mark is not directly before a fenced block",
+                    i + 1
+                );
+                let mut j = i + 2;
+                let mut text = String::new();
+                while j < lines.len() && !lines[j].starts_with("```") {
+                    text.push_str(lines[j]);
+                    text.push('\n');
+                    j += 1;
+                }
+                assert!(j < lines.len(), "{name}:{}: the block never ends", i + 2);
+                files.retain(|(n, _)| n != file);
+                files.push((file.to_string(), text));
+                i = j + 1;
+                continue;
+            }
             if lines[i].trim() != MARK {
                 i += 1;
                 continue;
@@ -75,6 +117,7 @@ fn examples() -> Vec<Example> {
                 file: name.clone(),
                 line: start + 1,
                 steps,
+                files: files.clone(),
             });
             i = j;
         }
@@ -165,6 +208,9 @@ fn runnable_doc_examples_print_what_the_docs_say() {
     let mut failures = Vec::new();
     for ex in &all {
         let dir = scratch();
+        for (name, text) in &ex.files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
         for (cmd, want) in &ex.steps {
             let o = Command::new("sh")
                 .arg("-c")
@@ -205,4 +251,8 @@ fn the_matcher_itself() {
     assert!(block_matches(&w, &["a", "b", "c", "z"]));
     assert!(block_matches(&w, &["a", "z"]));
     assert!(!block_matches(&w, &["a", "b"]));
+    assert_eq!(file_mark("<!-- file: policy.yaml -->"), Some("policy.yaml"));
+    assert_eq!(file_mark("<!-- file: ../x -->"), None);
+    assert_eq!(file_mark("<!-- file: .hidden -->"), None);
+    assert_eq!(file_mark("<!-- file:  -->"), None);
 }

@@ -1,7 +1,7 @@
-//! Small ones of issue 22 item 15: `reset POLICY` is positional as for
-//! plan/apply/run/doctor (it said "unexpected argument"), and messages name
-//! paths where they are under `--root` (the lock error named
-//! `/run/cgwarden/lock`, reset's "no journal at /run/cgwarden/originals").
+//! Small ones: `reset POLICY` is positional as for plan/apply/run/doctor, and
+//! messages name paths where they are under `--root` (the lock error does
+//! not name `/run/cgwarden/lock`, nor reset's "no journal at
+//! /run/cgwarden/originals" the host's path).
 
 mod support;
 use support::{Board, Daemon};
@@ -109,8 +109,8 @@ fn events_ends_by_sigint_as_documented() {
     drop(d);
 }
 
-/// Issue 22 item 6: the processes the startup converge places are counted
-/// (the exit line said `placement: placed {}`, the metric stayed 0).
+/// The processes the startup converge places are counted (in the exit
+/// line's `placement: placed {…}` and the metric).
 #[test]
 fn startup_placements_are_counted() {
     use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};

@@ -1,0 +1,328 @@
+//! The board's bounds on knob values: the CPUs it can have, each cpufreq
+//! policy's hardware range and governors, each devfreq device's frequency
+//! table and governors, each zram device's compressors. A value outside
+//! them is not "missing" (the knob exists): it is a mistake that would
+//! leave the board other than the policy says — a cpuset the kernel
+//! refuses, so the group runs on every CPU; a floor of 1200 kHz meant as
+//! MHz; 12 GHz written over a 2.4 GHz part.
+//!
+//! [`Board`] is plain data, read from a root by `kernel::board` (the board
+//! `plan`, `apply`, `run` and `reload` act on, or the tree `check --root DIR`
+//! names); everything here is pure. A fact the board does not show (no
+//! cpufreq in a VM, a device that is not there yet) bounds nothing: what is
+//! absent is the plan's "missing", with `on_missing` semantics.
+
+use super::{CpufreqAttr, DevfreqAttr, GroupKnob, Knob, KnobValue};
+use crate::units::CpuList;
+use std::collections::BTreeMap;
+
+/// One cpufreq policy's bounds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CpufreqBounds {
+    /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
+    pub min_khz: Option<u64>,
+    pub max_khz: Option<u64>,
+    /// `scaling_available_governors`.
+    pub governors: Option<Vec<String>>,
+    /// `related_cpus`: the CPUs the policy drives.
+    pub cpus: Option<CpuList>,
+}
+
+/// One devfreq device's bounds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DevfreqBounds {
+    /// `available_frequencies` (Hz), ascending; empty when the device does
+    /// not list them.
+    pub frequencies: Vec<u64>,
+    /// `available_governors`.
+    pub governors: Option<Vec<String>>,
+}
+
+/// What a board offers, as far as it bounds a policy's values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Board {
+    /// `/sys/devices/system/cpu/possible`: every CPU the board can have (an
+    /// offline CPU may come back, so not `online`).
+    pub possible_cpus: Option<CpuList>,
+    /// The CPUs of the cgroup root when it is a delegated group (its
+    /// `cpuset.cpus.effective`): a top-level group's cpuset must be within
+    /// them. `None` at the hierarchy's root, which has every CPU.
+    pub root_cpus: Option<CpuList>,
+    /// By policy name (`policy4`).
+    pub cpufreq: BTreeMap<String, CpufreqBounds>,
+    /// By device name (`gpu`, `soc:qcom,cpu-llcc-ddr-bw`).
+    pub devfreq: BTreeMap<String, DevfreqBounds>,
+    /// By zram device: the compressors its `comp_algorithm` offers.
+    pub zram_algorithms: BTreeMap<String, Vec<String>>,
+}
+
+/// A frequency in kHz for people: `2.4GHz`, `806.4MHz`, `1200kHz`.
+pub(crate) fn khz_text(khz: u64) -> String {
+    if khz >= 1_000_000 {
+        format!("{}GHz", trim(khz as f64 / 1e6))
+    } else if khz >= 1_000 {
+        format!("{}MHz", trim(khz as f64 / 1e3))
+    } else {
+        format!("{khz}kHz")
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+impl Board {
+    /// A board nothing is known of: every value is within it (plain `check`,
+    /// which runs on a laptop and must not judge a board policy by it).
+    pub fn unknown() -> Board {
+        Board::default()
+    }
+
+    /// Whether anything is known (the messages say "this board" only then).
+    pub fn is_known(&self) -> bool {
+        *self != Board::default()
+    }
+
+    /// `cpus` within the CPUs the board can have: why not, if not.
+    pub fn check_cpus(&self, cpus: &CpuList) -> Result<(), String> {
+        let Some(possible) = &self.possible_cpus else {
+            return Ok(());
+        };
+        let absent: CpuList = CpuList(cpus.iter().filter(|c| !possible.contains(*c)).collect());
+        if absent.0.is_empty() {
+            return Ok(());
+        }
+        let cpu = if absent.0.len() == 1 { "CPU" } else { "CPUs" };
+        Err(format!(
+            "names {cpu} {absent}, which this board does not have (its CPUs are {possible}, /sys/devices/system/cpu/possible)"
+        ))
+    }
+
+    /// A top-level group's `cpus` within the cgroup root's: why not, if not.
+    pub fn check_root_cpus(&self, cpus: &CpuList) -> Result<(), String> {
+        let Some(root) = &self.root_cpus else {
+            return Ok(());
+        };
+        if cpus.is_subset(root) {
+            return Ok(());
+        }
+        let outside = CpuList(cpus.iter().filter(|c| !root.contains(*c)).collect());
+        Err(format!(
+            "names CPU {outside} outside the cgroup root's CPUs {root} (its cpuset.cpus.effective): the kernel refuses it"
+        ))
+    }
+
+    /// `value` of `knob` within what the board offers: why not, if not.
+    pub fn check_value(&self, knob: &Knob, value: &KnobValue) -> Result<(), String> {
+        match (knob, value) {
+            (
+                Knob::Group {
+                    knob: GroupKnob::CpusetCpus,
+                    ..
+                },
+                KnobValue::CpuList(cpus),
+            ) => self.check_cpus(cpus),
+            (Knob::LatencyCpu(cpu), _) => {
+                self.check_cpus(&CpuList(std::iter::once(*cpu).collect()))
+            }
+            (Knob::Cpufreq { policy, attr }, v) => {
+                let Some(b) = self.cpufreq.get(policy) else {
+                    return Ok(());
+                };
+                match (attr, v) {
+                    (CpufreqAttr::Min | CpufreqAttr::Max, KnobValue::Frequency(f)) => {
+                        let khz = f.khz();
+                        let range = || match (b.min_khz, b.max_khz) {
+                            (Some(lo), Some(hi)) => {
+                                format!("{}–{}", khz_text(lo), khz_text(hi))
+                            }
+                            (Some(lo), None) => format!("from {}", khz_text(lo)),
+                            (None, Some(hi)) => format!("up to {}", khz_text(hi)),
+                            (None, None) => String::new(),
+                        };
+                        if let Some(lo) = b.min_khz.filter(|lo| khz < *lo) {
+                            return Err(format!(
+                                "{} is below {policy}'s cpuinfo_min_freq {} (its range is {}; cpufreq counts in kHz: a bare number is kHz)",
+                                khz_text(khz),
+                                khz_text(lo),
+                                range()
+                            ));
+                        }
+                        if let Some(hi) = b.max_khz.filter(|hi| khz > *hi) {
+                            return Err(format!(
+                                "{} is above {policy}'s cpuinfo_max_freq {} (its range is {})",
+                                khz_text(khz),
+                                khz_text(hi),
+                                range()
+                            ));
+                        }
+                        Ok(())
+                    }
+                    (CpufreqAttr::Governor, KnobValue::Word(list)) => {
+                        check_governors(list, b.governors.as_deref(), policy)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            (Knob::Devfreq { device, attr }, v) => {
+                let Some(b) = self.devfreq.get(device) else {
+                    return Ok(());
+                };
+                match (attr, v) {
+                    (DevfreqAttr::Min | DevfreqAttr::Max, KnobValue::Hz(hz)) => {
+                        if b.frequencies.is_empty() || b.frequencies.contains(hz) {
+                            return Ok(());
+                        }
+                        let listed: Vec<String> = b
+                            .frequencies
+                            .iter()
+                            .map(|f| super::devfreq::hz_text(*f))
+                            .collect();
+                        Err(format!(
+                            "{} is not a frequency {device} offers (available_frequencies: {})",
+                            super::devfreq::hz_text(*hz),
+                            listed.join(" ")
+                        ))
+                    }
+                    (DevfreqAttr::Governor, KnobValue::Word(g)) => {
+                        check_governors(g, b.governors.as_deref(), device)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A zram device's compressor among those it offers.
+    pub fn check_zram_algorithm(&self, device: &str, algorithm: &str) -> Result<(), String> {
+        match self.zram_algorithms.get(device) {
+            Some(offered) if !offered.iter().any(|a| a == algorithm) => Err(format!(
+                "{device} does not offer compressor `{algorithm}` (its comp_algorithm: {})",
+                offered.join(" ")
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A governor or fallback list (`schedutil|ondemand`): one of them offered.
+fn check_governors(list: &str, offered: Option<&[String]>, owner: &str) -> Result<(), String> {
+    let Some(offered) = offered else {
+        return Ok(());
+    };
+    if list.split('|').any(|g| offered.iter().any(|o| o == g)) {
+        return Ok(());
+    }
+    Err(format!(
+        "{owner} offers none of `{list}` (available governors: {})",
+        offered.join(" ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::Frequency;
+
+    fn board() -> Board {
+        let mut b = Board {
+            possible_cpus: Some(CpuList::parse("0-7").unwrap()),
+            ..Board::default()
+        };
+        b.cpufreq.insert(
+            "policy4".into(),
+            CpufreqBounds {
+                min_khz: Some(691_200),
+                max_khz: Some(2_400_000),
+                governors: Some(vec!["schedutil".into(), "performance".into()]),
+                cpus: None,
+            },
+        );
+        b.devfreq.insert(
+            "gpu".into(),
+            DevfreqBounds {
+                frequencies: vec![300_000_000, 587_000_000],
+                governors: Some(vec!["msm-adreno-tz".into(), "performance".into()]),
+            },
+        );
+        b.zram_algorithms
+            .insert("zram0".into(), vec!["lzo-rle".into(), "lz4".into()]);
+        b
+    }
+
+    fn knob(k: &str) -> Knob {
+        Knob::parse(k).unwrap()
+    }
+
+    fn value(k: &str, v: &str) -> KnobValue {
+        knob(k).parse_value(v).unwrap()
+    }
+
+    #[test]
+    fn cpus_beyond_the_board_are_named_with_its_cpus() {
+        let b = board();
+        assert!(b.check_cpus(&CpuList::parse("4-7").unwrap()).is_ok());
+        let e = b.check_cpus(&CpuList::parse("4-9").unwrap()).unwrap_err();
+        assert!(e.contains("CPUs 8-9") && e.contains("0-7"), "{e}");
+        let k = "inference.cpuset.cpus";
+        assert!(b.check_value(&knob(k), &value(k, "6-8")).is_err());
+        assert!(b
+            .check_value(&knob("latency.cpu9"), &value("latency.cpu9", "0us"))
+            .is_err());
+        // Nothing known, nothing refused.
+        assert!(Board::unknown()
+            .check_cpus(&CpuList::parse("0-4000").unwrap())
+            .is_ok());
+    }
+
+    #[test]
+    fn cpufreq_values_are_bounded_by_the_policys_hardware_range() {
+        let b = board();
+        let min = "cpufreq.policy4.min";
+        assert!(b.check_value(&knob(min), &value(min, "1.2GHz")).is_ok());
+        let e = b.check_value(&knob(min), &value(min, "1200")).unwrap_err();
+        assert!(
+            e.contains("1.2MHz is below") && e.contains("691.2MHz–2.4GHz"),
+            "{e}"
+        );
+        let e = b.check_value(&knob(min), &value(min, "12GHz")).unwrap_err();
+        assert!(e.contains("12GHz is above") && e.contains("2.4GHz"), "{e}");
+        // A policy the board lacks is the plan's "missing", not a bound.
+        let other = "cpufreq.policy9.min";
+        assert!(b.check_value(&knob(other), &value(other, "12GHz")).is_ok());
+        let gov = "cpufreq.policy4.governor";
+        assert!(b
+            .check_value(&knob(gov), &value(gov, "ondemand|schedutil"))
+            .is_ok());
+        let e = b
+            .check_value(&knob(gov), &value(gov, "ondemand"))
+            .unwrap_err();
+        assert!(e.contains("schedutil performance"), "{e}");
+        let _ = Frequency::parse("1GHz").unwrap();
+    }
+
+    #[test]
+    fn devfreq_values_must_be_listed_and_zram_compressors_offered() {
+        let b = board();
+        let max = "devfreq.gpu.max";
+        assert!(b.check_value(&knob(max), &value(max, "587MHz")).is_ok());
+        let e = b
+            .check_value(&knob(max), &value(max, "600MHz"))
+            .unwrap_err();
+        assert!(e.contains("300MHz 587MHz"), "{e}");
+        assert!(b.check_zram_algorithm("zram0", "lz4").is_ok());
+        let e = b.check_zram_algorithm("zram0", "zstd").unwrap_err();
+        assert!(e.contains("lzo-rle lz4"), "{e}");
+        assert!(b.check_zram_algorithm("zram1", "zstd").is_ok());
+    }
+
+    #[test]
+    fn frequencies_read_for_people() {
+        assert_eq!(khz_text(2_400_000), "2.4GHz");
+        assert_eq!(khz_text(806_400), "806.4MHz");
+        assert_eq!(khz_text(1200), "1.2MHz");
+        assert_eq!(khz_text(300), "300kHz");
+    }
+}
