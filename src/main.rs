@@ -1,10 +1,10 @@
 //! The `cgwarden` command line (SPEC §1): argument parsing, the `--root`
-//! check, the state_dir lock around `run`/`apply`/`reset`, and the mapping of
-//! outcomes to exit statuses ([`cgwarden::exit`]).
+//! check, the state_dir and cgroup-tree locks around `run`/`apply`/`reset`,
+//! and the mapping of outcomes to exit statuses ([`cgwarden::exit`]).
 
 use anyhow::Context;
 use cgwarden::control::client::Command as ClientCommand;
-use cgwarden::converge::lock::StateLock;
+use cgwarden::converge::lock::{StateLock, TreeLock};
 use cgwarden::converge::{reset, Converger};
 use cgwarden::exit;
 use cgwarden::kernel::Root;
@@ -112,13 +112,36 @@ impl ClientArgs {
 /// An exit status decided on the way, its message already printed.
 struct Exit(u8);
 
-/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), or says
-/// why not and gives the exit status.
-fn lock(root: &Root, state_dir: &Path, what: &str, policy: &Path) -> Result<StateLock, Exit> {
+/// The locks `run`, `apply` and `reset` hold while they work: state_dir's
+/// and the cgroup tree's (docs/operations.md, "One instance"). Fields drop in
+/// order: the tree is let go before state_dir, so whoever takes state_dir
+/// next finds the tree free.
+struct Locks {
+    _tree: TreeLock,
+    _state: StateLock,
+}
+
+/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), then the
+/// lock of the cgroup tree it writes (`cgroup_root` is asked once state_dir
+/// is held: `reset` reads it from the journal), or says why not and gives
+/// the exit status.
+fn lock(
+    root: &Root,
+    state_dir: &Path,
+    what: &str,
+    policy: &Path,
+    cgroup_root: impl FnOnce() -> PathBuf,
+) -> Result<Locks, Exit> {
     let cmd = format!("cgwarden {what} {}", policy.display());
-    StateLock::acquire(root, state_dir, &cmd).map_err(|e| {
+    let refused = |e: cgwarden::converge::lock::LockError| {
         eprintln!("cgwarden: error: {what}: {e}");
         Exit(e.exit_code())
+    };
+    let state = StateLock::acquire(root, state_dir, &cmd).map_err(refused)?;
+    let tree = TreeLock::acquire(root, &cgroup_root(), state_dir, &cmd).map_err(refused)?;
+    Ok(Locks {
+        _tree: tree,
+        _state: state,
     })
 }
 
@@ -172,6 +195,10 @@ enum Command {
         /// The same as the POLICY argument (the older spelling).
         #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
         policy_opt: Option<PathBuf>,
+        /// A damaged journal: restore only its lines that can be trusted and set the
+        /// file aside as originals.damaged-TIME (docs/journal-recovery.md).
+        #[arg(long)]
+        salvage: bool,
         #[command(flatten)]
         root: RootArg,
     },
@@ -438,11 +465,13 @@ fn prepare(
     root: &RootArg,
     policy: &Path,
     what: &str,
-) -> Result<(Root, policy::Policy, StateLock), Exit> {
+) -> Result<(Root, policy::Policy, Locks), Exit> {
     let root = root.root()?;
     let p = load_on(policy, &root).map_err(Exit)?;
     refuse_untrusted(policy, &p, what)?;
-    let lock = lock(&root, &p.settings.state_dir, what, policy)?;
+    let lock = lock(&root, &p.settings.state_dir, what, policy, || {
+        p.settings.cgroup_root.clone()
+    })?;
     Ok((root, p, lock))
 }
 
@@ -750,6 +779,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Reset {
             policy,
             policy_opt,
+            salvage,
             root,
         } => {
             let policy = policy
@@ -771,16 +801,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     policy::model::Settings::default()
                 }
             };
-            let _lock = match lock(&root, &settings.state_dir, "reset", &policy) {
+            // The tree reset writes is the one its journal records.
+            let tree =
+                || reset::journal_cgroup_root(&root, &settings.state_dir, &settings.cgroup_root);
+            let _lock = match lock(&root, &settings.state_dir, "reset", &policy, tree) {
                 Ok(l) => l,
                 Err(Exit(code)) => return Ok(code),
             };
             // The sockets a killed daemon left: the lock says none serves them.
             cgwarden::daemon::remove_sockets(&root.host_path(&settings.state_dir));
-            let rep = reset::reset(&root, &settings.state_dir, &settings.cgroup_root)
+            let undo = if salvage {
+                reset::salvage
+            } else {
+                reset::reset
+            };
+            let rep = undo(&root, &settings.state_dir, &settings.cgroup_root)
                 .context("cannot use the originals journal")?;
+            for m in rep.salvage_messages() {
+                eprintln!("cgwarden: {m}");
+            }
             for w in &rep.warnings {
                 eprintln!("cgwarden: warning: {w}");
+            }
+            if !rep.had_journal && rep.salvaged.is_some() {
+                cgwarden::outln!("nothing restored: no line of the damaged journal can be trusted");
+                return Ok(exit::OK);
             }
             if !rep.had_journal {
                 cgwarden::outln!(

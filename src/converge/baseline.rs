@@ -78,8 +78,28 @@ impl Converger<'_> {
                 return;
             }
         }
+        // `size: 50%` is a share of this board's RAM.
+        let mem_total = crate::kernel::meminfo::mem_total(&self.root);
         for z in wanted {
             let dev = &z.device;
+            let Some(size) = z.size.bytes(mem_total.as_ref().ok().copied().flatten()) else {
+                let why = match &mem_total {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("{} has no MemTotal line", crate::kernel::meminfo::MEMINFO),
+                };
+                plan.missing.push(format!(
+                    "zram {dev}: size {} cannot be resolved: {why}",
+                    z.size
+                ));
+                continue;
+            };
+            if size == 0 {
+                plan.missing.push(format!(
+                    "zram {dev}: size {} is less than 1 MiB on this board; not set up",
+                    z.size
+                ));
+                continue;
+            }
             if !zram::exists(&self.root, dev) {
                 // After `modprobe zram` the module creates zram0 itself
                 // (num_devices defaults to 1); further devices need hot_add,
@@ -101,7 +121,6 @@ impl Converger<'_> {
                 }
             }
             let present = zram::exists(&self.root, dev);
-            let size = z.size.bytes().unwrap_or(0);
             let in_swap = zram::swaps(&self.root)
                 .unwrap_or_default()
                 .into_iter()

@@ -27,6 +27,15 @@
 //! journal left by a crashed run keeps its originals, and later runs only add
 //! entries for things they touch for the first time.
 //!
+//! An original is kept as its file takes it back, which is not always what
+//! it reads ([`crate::knobs::restorable`]): zram's `comp_algorithm` reads the
+//! whole list with the active algorithm in brackets and takes one name, a
+//! partition the kernel holds invalid reads `isolated invalid (REASON)` and
+//! takes `isolated`, `io.weight` reads a line per device and takes one. A
+//! journal of an older cgwarden that kept what such a file read is read the
+//! same way. Writing one sysctl of a coupled pair (`vm.dirty_bytes` and
+//! `vm.dirty_ratio`, …: the kernel zeroes the other) journals both.
+//!
 //! # Check
 //!
 //! A journal is checked before it is trusted ([`Journal::open`] for writers,
@@ -114,6 +123,18 @@ impl Entry {
             Entry::ZramInit { device } => format!("init {device}"),
             Entry::Swapon { path } => format!("swapon {}", Root::normalize(path).display()),
             Entry::Kthread { pid, .. } => format!("kthread {pid}"),
+        }
+    }
+
+    /// The entry with a file's original as the file takes it back
+    /// ([`crate::knobs::restorable`]); other entries as they are.
+    fn restorable(self, cgroup_root: &Path) -> Entry {
+        match self {
+            Entry::File { path, content } => Entry::File {
+                content: crate::knobs::restorable(&path, cgroup_root, &content),
+                path,
+            },
+            other => other,
         }
     }
 
@@ -316,13 +337,16 @@ fn parse(bytes: &[u8], path: &Path, policy_cgroup_root: &Path) -> Result<Parsed>
     let damaged = |line: usize, what: String| {
         Error::other(
             path,
-            format!("line {line}: {what}; this journal is not trusted and was left untouched"),
+            format!("line {line}: {what}; this journal is not trusted and was left untouched. {WAY_OUT}"),
         )
     };
     if bytes.is_empty() {
         return Err(Error::other(
             path,
-            "empty file: not a cgwarden originals journal (it has no header); left untouched",
+            format!(
+                "empty file: not a cgwarden originals journal (it has no header); left untouched. \
+                 {WAY_OUT}"
+            ),
         ));
     }
     // Complete lines end with '\n'; whatever follows the last one is torn.
@@ -436,6 +460,10 @@ fn parse(bytes: &[u8], path: &Path, policy_cgroup_root: &Path) -> Result<Parsed>
     })
 }
 
+/// What a refusal of a damaged journal says to do (docs/journal-recovery.md).
+const WAY_OUT: &str = "`cgwarden reset --salvage POLICY` restores the lines that can be trusted \
+     and sets this file aside (docs/journal-recovery.md)";
+
 /// A short, quoted, printable rendering of raw bytes for messages.
 fn snippet(raw: &[u8]) -> String {
     const MAX: usize = 80;
@@ -493,7 +521,7 @@ impl Journal {
         if let Some(recorded) = &j.recorded_root {
             if *recorded != j.new_root {
                 return Err(Error::other(
-                    &j.path,
+                    j.shown(),
                     format!(
                         "the journal was recorded for cgroup_root {} but the policy names {}; \
                          run `cgwarden reset` first (it uses {}) or restore the old cgroup_root",
@@ -521,18 +549,44 @@ impl Journal {
         let Some(bytes) = j.read_file()? else {
             return Ok(None);
         };
-        let p = parse(&bytes, &j.path, policy_cgroup_root)?;
+        // Messages name the file where it is: under `--root`.
+        let p = parse(&bytes, &j.shown(), policy_cgroup_root)?;
         j.version = Some(p.version);
         j.recorded_root = p.cgroup_root;
         j.warnings = p.warnings;
         j.valid_len = p.valid_len;
         j.torn = p.valid_len < bytes.len();
+        let cg = j
+            .recorded_root
+            .clone()
+            .unwrap_or_else(|| Root::normalize(policy_cgroup_root));
         for e in p.entries {
             if j.keys.insert(e.key()) {
-                j.index(e);
+                // A journal of an older cgwarden may hold what a file reads
+                // where it takes something else (zram's whole algorithm list).
+                j.index(e.restorable(&cg));
             }
         }
         Ok(Some(j))
+    }
+
+    /// The `cgroup_root` the journal in `state_dir` records, read leniently
+    /// (header and `ROOT` line only; the rest is checked by whoever uses the
+    /// journal): `None` when there is no journal, it is a v1 journal, or its
+    /// first lines are not a trusted v2 header and root. What `reset` locks.
+    pub fn recorded_root(
+        root: &Root,
+        state_dir: &Path,
+        policy_cgroup_root: &Path,
+    ) -> Option<PathBuf> {
+        let bytes = Journal::empty(root, state_dir).read_file().ok()??;
+        let mut lines = bytes.split(|&b| b == b'\n');
+        if lines.next()? != HEADER.as_bytes() {
+            return None;
+        }
+        let line = std::str::from_utf8(lines.next()?).ok()?;
+        let r = PathBuf::from(unescape(line.strip_prefix(ROOT_TAG)?)?);
+        trusted_cgroup_root(&r, policy_cgroup_root).then_some(r)
     }
 
     fn empty(root: &Root, state_dir: &Path) -> Journal {
@@ -564,26 +618,31 @@ impl Journal {
         match fs::symlink_metadata(&host) {
             Ok(m) if m.file_type().is_file() => {}
             Ok(_) => return Err(Error::other(
-                &self.path,
+                self.shown(),
                 "not a regular file (a symlink or directory); refusing to use it as the journal",
             )),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("stat", &self.path, e)),
+            Err(e) => return Err(Error::io("stat", self.shown(), e)),
         }
         let mut f = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&host)
-            .map_err(|e| Error::io("open", &self.path, e))?;
+            .map_err(|e| Error::io("open", self.shown(), e))?;
         let mut buf = Vec::new();
         f.read_to_end(&mut buf)
-            .map_err(|e| Error::io("read", &self.path, e))?;
+            .map_err(|e| Error::io("read", self.shown(), e))?;
         Ok(Some(buf))
     }
 
     /// The journal file's device path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The journal file's path on this machine (under `--root`), for messages.
+    pub fn shown(&self) -> PathBuf {
+        self.root.host_path(&self.path)
     }
 
     #[cfg(test)]
@@ -628,14 +687,50 @@ impl Journal {
 
     /// Appends and syncs an entry unless one for the same thing is recorded.
     /// The first record creates the journal (atomically, with its header).
+    /// A file's original is kept as the file takes it back
+    /// ([`crate::knobs::restorable`]: zram's active algorithm, not the list);
+    /// a sysctl the kernel couples with another ([`crate::knobs::sysctl::COUPLED`])
+    /// has the other's original recorded first, since the kernel changes it
+    /// behind the write.
     pub fn record(&mut self, e: Entry) -> Result<()> {
         if self.keys.contains(&e.key()) {
             return Ok(());
         }
-        let cg = self.recorded_root.as_deref().unwrap_or(&self.new_root);
-        if let Some(why) = managed(&e, cg) {
+        if let Entry::File { path, .. } | Entry::Absent { path } = &e {
+            if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+                let other = if Root::normalize(path) == amount {
+                    ratio
+                } else {
+                    amount
+                };
+                if !self.has_file(&other) {
+                    match self.root.read(&other) {
+                        Ok(content) => self.record_one(Entry::File {
+                            path: other,
+                            content,
+                        })?,
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        self.record_one(e)
+    }
+
+    /// [`Journal::record`] of exactly this entry.
+    fn record_one(&mut self, e: Entry) -> Result<()> {
+        if self.keys.contains(&e.key()) {
+            return Ok(());
+        }
+        let cg = self
+            .recorded_root
+            .clone()
+            .unwrap_or_else(|| self.new_root.clone());
+        let e = e.restorable(&cg);
+        if let Some(why) = managed(&e, &cg) {
             return Err(Error::other(
-                &self.path,
+                self.shown(),
                 format!("refusing to record an entry that {why}"),
             ));
         }
@@ -662,7 +757,7 @@ impl Journal {
         match fs::remove_file(&tmp) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("unlink", &tmp_dev, e)),
+            Err(e) => return Err(Error::io("unlink", &tmp, e)),
         }
         let mut f = fs::OpenOptions::new()
             .write(true)
@@ -670,15 +765,15 @@ impl Journal {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
-            .map_err(|e| Error::io("open", &tmp_dev, e))?;
+            .map_err(|e| Error::io("open", &tmp, e))?;
         f.write_all(data.as_bytes())
-            .map_err(|e| Error::io("write", &tmp_dev, e))?;
-        f.sync_all().map_err(|e| Error::io("fsync", &tmp_dev, e))?;
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
         drop(f);
         let host = self.root.host_path(&self.path);
         // rename(2) replaces a journal that appeared meanwhile only if none
         // did: writers hold the state_dir lock, so none can.
-        fs::rename(&tmp, &host).map_err(|e| Error::io("rename", &self.path, e))?;
+        fs::rename(&tmp, &host).map_err(|e| Error::io("rename", self.shown(), e))?;
         sync_dir(&self.root, &dir)?;
         self.version = Some(Version::V2);
         self.recorded_root = Some(self.new_root.clone());
@@ -694,16 +789,16 @@ impl Journal {
             .append(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&host)
-            .map_err(|e| Error::io("open", &self.path, e))?;
+            .map_err(|e| Error::io("open", self.shown(), e))?;
         if self.torn {
             f.set_len(self.valid_len as u64)
-                .map_err(|e| Error::io("truncate", &self.path, e))?;
+                .map_err(|e| Error::io("truncate", self.shown(), e))?;
             self.torn = false;
         }
         f.write_all(line.as_bytes())
-            .map_err(|e| Error::io("write", &self.path, e))?;
+            .map_err(|e| Error::io("write", self.shown(), e))?;
         f.sync_all()
-            .map_err(|e| Error::io("fsync", &self.path, e))?;
+            .map_err(|e| Error::io("fsync", self.shown(), e))?;
         self.valid_len += line.len();
         Ok(())
     }
@@ -714,7 +809,7 @@ impl Journal {
         match fs::remove_file(&host) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io("unlink", &self.path, e)),
+            Err(e) => return Err(Error::io("unlink", self.shown(), e)),
         }
         let dir = self.path.parent().unwrap_or(Path::new("/"));
         sync_dir(&self.root, dir)
@@ -764,6 +859,9 @@ fn unescape(s: &str) -> Option<String> {
     }
     Some(out)
 }
+
+mod salvage;
+pub use salvage::Salvaged;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,8 @@
 //! `reset`: undo everything the journal records, newest first.
 //!
 //! The journal is checked first ([`Journal::load`]): a damaged one is an
-//! error and nothing is touched. Its recorded `cgroup_root` is used, not the
+//! error and nothing is touched — unless `--salvage` asks for the way out
+//! ([`salvage`]: the trusted lines only, the file set aside). Its recorded `cgroup_root` is used, not the
 //! current policy's (a v1 journal has none: the policy's is used, with a
 //! warning). Every path it names must be canonical and lie under a kernel
 //! interface cgwarden manages ([`super::journal::managed`]), zram devices
@@ -38,12 +39,37 @@ pub struct ResetReport {
     pub had_journal: bool,
     /// The cgroup root used (the journal's, else the policy's).
     pub cgroup_root: PathBuf,
+    /// With `--salvage`: what was done with a journal that failed its check.
+    pub salvaged: Option<super::journal::Salvaged>,
 }
 
 impl ResetReport {
     /// How many things were restored (lines that are not skip notes).
     pub(crate) fn restored(&self) -> usize {
         self.lines.iter().filter(|l| !l.starts_with('#')).count()
+    }
+
+    /// What `--salvage` says on stderr, one line each (without the
+    /// `cgwarden: ` prefix): the lines set aside, the notes, where the
+    /// damaged file went. Empty when nothing was salvaged.
+    pub fn salvage_messages(&self) -> Vec<String> {
+        let Some(s) = &self.salvaged else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = s.notes.iter().map(|n| format!("note: {n}")).collect();
+        out.extend(
+            s.set_aside
+                .iter()
+                .map(|l| format!("warning: set aside, not restored: {l}")),
+        );
+        out.push(format!(
+            "salvage: {} line(s) of the damaged journal may be restored, {} set aside; the \
+             damaged file is kept as {}",
+            s.kept,
+            s.set_aside.len(),
+            s.aside.display()
+        ));
+        out
     }
 
     /// The summary line, e.g. `reset: 35 restored, 0 failed`.
@@ -54,6 +80,28 @@ impl ResetReport {
             self.failures.len()
         )
     }
+}
+
+/// `reset --salvage` (docs/journal-recovery.md): a journal that fails its
+/// check is set aside and only its lines that can be trusted are restored
+/// ([`Journal::salvage`]); a journal that passes is reset as it is.
+pub fn salvage(
+    root: &Root,
+    state_dir: &Path,
+    policy_cgroup_root: &Path,
+) -> Result<ResetReport, Error> {
+    super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
+    let salvaged = Journal::salvage(root, state_dir, policy_cgroup_root)?;
+    let mut rep = reset(root, state_dir, policy_cgroup_root)?;
+    rep.salvaged = salvaged;
+    Ok(rep)
+}
+
+/// The cgroup tree a `reset` of `state_dir` writes: the one its journal
+/// records, else the policy's (the tree lock is taken on it).
+pub fn journal_cgroup_root(root: &Root, state_dir: &Path, policy_cgroup_root: &Path) -> PathBuf {
+    Journal::recorded_root(root, state_dir, policy_cgroup_root)
+        .unwrap_or_else(|| Root::normalize(policy_cgroup_root))
 }
 
 /// Restores what the journal in `state_dir` records. `policy_cgroup_root`
@@ -161,6 +209,7 @@ pub fn reset(
     zram_reset.sort();
     zram_reset.dedup();
     let mut zram_done: Vec<String> = Vec::new();
+    let mut pairs_done: Vec<PathBuf> = Vec::new();
     let mut zram_restored: Vec<String> = Vec::new();
     for e in entries.iter().rev() {
         match e {
@@ -222,6 +271,10 @@ pub fn reset(
                 }
                 if root.supports(Op::ZramControl) && zram::is_write_only(path) {
                     write_blind(root, path, content.trim(), &mut rep);
+                    continue;
+                }
+                if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+                    restore_pair(root, &amount, &ratio, &entries, &mut rep, &mut pairs_done);
                     continue;
                 }
                 restore_file(root, path, content, &mut rep);
@@ -299,7 +352,68 @@ fn restore_zram_config(
     }
 }
 
-/// Writes a file that cannot be read back (zram's `mem_limit`, mode 0200).
+/// Restores a pair of coupled sysctls ([`crate::knobs::sysctl::COUPLED`])
+/// once: the amount when its original is not 0 (writing it zeroes the
+/// ratio, as it was), else the ratio (writing it zeroes the amount, which the
+/// kernel refuses to be written 0 for `dirty_bytes`). A journal of an older
+/// cgwarden may lack the ratio's original: then an amount that was 0 cannot
+/// be put back, and the failure says what to write by hand.
+fn restore_pair(
+    root: &Root,
+    amount: &Path,
+    ratio: &Path,
+    entries: &[Entry],
+    rep: &mut ResetReport,
+    done: &mut Vec<PathBuf>,
+) {
+    if done.iter().any(|d| d == amount) {
+        return;
+    }
+    done.push(amount.to_path_buf());
+    let original = |p: &Path| {
+        entries.iter().find_map(|e| match e {
+            Entry::File { path, content } if path == p => Some(content.trim().to_string()),
+            _ => None,
+        })
+    };
+    let (a0, r0) = (original(amount), original(ratio));
+    match (a0.as_deref(), r0.as_deref()) {
+        (Some(a), _) if a != "0" => restore_file(root, amount, a, rep),
+        (_, Some(r)) => {
+            let now = root.read_trimmed(amount).unwrap_or_default();
+            if a0.as_deref() == Some("0") && !now.is_empty() && now != "0" {
+                // Written even when it already holds `r`: the write is what
+                // zeroes the amount.
+                write_blind(root, ratio, r, rep);
+            } else {
+                restore_file(root, ratio, r, rep);
+            }
+            let left = root.read_trimmed(amount).unwrap_or_default();
+            if a0.as_deref() == Some("0") && !left.is_empty() && left != "0" {
+                rep.failures.push(format!(
+                    "{}: still {left} after writing {} {r} (the kernel zeroes it only when the \
+                     ratio changes); write {} to another value and back by hand",
+                    amount.display(),
+                    ratio.display(),
+                    ratio.display()
+                ));
+            }
+        }
+        (Some(_), None) => rep.failures.push(format!(
+            "{}: its original is 0, which the kernel does not take back (0 means {} is in \
+             force), and {}'s original is not journalled (a journal of an older cgwarden); \
+             write {} by hand",
+            amount.display(),
+            ratio.display(),
+            ratio.display(),
+            ratio.display()
+        )),
+        (None, None) => {}
+    }
+}
+
+/// Writes a value without comparing it first (zram's `mem_limit`, mode
+/// 0200, cannot be read back; a ratio is written for its side effect).
 fn write_blind(root: &Root, path: &Path, value: &str, rep: &mut ResetReport) {
     match root.write(path, value) {
         Ok(()) => rep.lines.push(format!("WRITE {} {value}", path.display())),
@@ -334,6 +448,20 @@ fn restore_file(root: &Root, path: &Path, original: &str, rep: &mut ResetReport)
             return;
         }
     };
+    if path.file_name().is_some_and(|n| n == "cgroup.type")
+        && current.trim() == "threaded"
+        && original.trim() != "threaded"
+    {
+        // The kernel takes only `threaded` here: a threaded group stays
+        // threaded until it is removed.
+        rep.warnings.push(format!(
+            "{}: stays threaded (was {}); the kernel turns no threaded cgroup back into a \
+             domain — remove the group to undo it",
+            path.display(),
+            original.trim()
+        ));
+        return;
+    }
     let value = if is_subtree {
         // Controllers can only be toggled, not assigned: disable what was
         // added, re-enable what was removed.

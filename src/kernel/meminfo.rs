@@ -50,6 +50,13 @@ pub fn mem_available(root: &Root) -> Result<Option<u64>> {
     Ok(parse_meminfo(&text).get("MemAvailable").copied())
 }
 
+/// `MemTotal` in bytes; `Ok(None)` if the file lacks the line. A missing
+/// file is an error.
+pub fn mem_total(root: &Root) -> Result<Option<u64>> {
+    let text = root.read(Path::new(MEMINFO))?;
+    Ok(parse_meminfo(&text).get("MemTotal").copied())
+}
+
 /// Memory in use by the whole machine, in bytes: `MemTotal - MemAvailable`
 /// (the flight recorder's and metrics' `system` group); `Ok(None)` when a
 /// line is missing.

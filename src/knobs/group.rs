@@ -174,6 +174,30 @@ fn owns(path: &Path, cgroup_root: &Path) -> bool {
         || (in_group && GroupKnob::EVERY.iter().any(|k| k.file_name() == name))
 }
 
+/// The original the journal keeps for a group file that reads `read`,
+/// where that is not what the file takes back: `cpuset.cpus.partition`
+/// reads `isolated invalid (REASON)` when the kernel cannot honour the
+/// partition but takes only the state word; `io.weight` reads the `default N`
+/// line and a line per device override but takes one line a write (cgwarden
+/// writes only `default N`, so that line is its original).
+pub(super) fn restorable(path: &Path, cgroup_root: &Path, read: &str) -> Option<String> {
+    if !owns(path, cgroup_root) {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    if name == GroupKnob::CpusetPartition.file_name() {
+        return read.split_whitespace().next().map(str::to_string);
+    }
+    if name == GroupKnob::IoWeight.file_name() {
+        return read
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("default "))
+            .map(str::to_string);
+    }
+    None
+}
+
 fn doc() -> Vec<DocRow> {
     let row = |knobs: &[GroupKnob], values: &'static str| DocRow {
         knob: knobs

@@ -642,6 +642,17 @@ pub(crate) fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
     FAMILIES.iter().any(|f| (f.owns)(path, cgroup_root))
 }
 
+/// What the journal keeps as the original of `path` (a file some family
+/// owns) that reads `read`: a value the file takes back. Most files read back
+/// what they take; where a family's file does not, the family says what to
+/// keep (zram's `comp_algorithm`, the group family's partition and
+/// `io.weight`).
+pub(crate) fn restorable(path: &Path, cgroup_root: &Path, read: &str) -> String {
+    zram::restorable(path, read)
+        .or_else(|| group::restorable(path, cgroup_root, read))
+        .unwrap_or_else(|| read.to_string())
+}
+
 /// The shapes of every knob name of a policy with `groups`.
 pub(crate) fn shapes(groups: &[&str]) -> Vec<Shape> {
     FAMILIES.iter().flat_map(|f| (f.shapes)(groups)).collect()

@@ -171,6 +171,26 @@ pub fn path(name: &str) -> Option<PathBuf> {
     lookup(name).map(|s| Path::new("/proc/sys").join(s.name.replace('.', "/")))
 }
 
+/// Sysctls the kernel keeps as pairs (mm/page-writeback.c, mm/util.c): an
+/// absolute amount and a ratio, of which one is in force. Writing one zeroes
+/// the other, and `dirty_bytes` and `dirty_background_bytes` refuse 0 (EINVAL
+/// on 6.1): there 0 only says "the ratio is in force", so the pair is
+/// restored by writing whichever original is not 0 (`reset`), and writing
+/// either journals both first (the kernel changes the other behind it).
+pub(crate) const COUPLED: [(&str, &str); 3] = [
+    ("vm.dirty_bytes", "vm.dirty_ratio"),
+    ("vm.dirty_background_bytes", "vm.dirty_background_ratio"),
+    ("vm.overcommit_kbytes", "vm.overcommit_ratio"),
+];
+
+/// For a file of a [`COUPLED`] sysctl: the pair's files, `(amount, ratio)`.
+pub(crate) fn coupled(file: &Path) -> Option<(PathBuf, PathBuf)> {
+    COUPLED.iter().find_map(|(amount, ratio)| {
+        let (a, r) = (path(amount)?, path(ratio)?);
+        (file == a || file == r).then_some((a, r))
+    })
+}
+
 /// The sysctl family's registry entry.
 pub(super) static FAMILY: Family = Family {
     head: Some("sysctl"),

@@ -2,9 +2,9 @@
 //! block devices (`/sys/block/zramN`), plus the device files a `system.zram`
 //! baseline configures (`comp_algorithm`, `disksize`).
 //!
-//! It owns the device directory, the attribute files, and the files the
+//! It owns the device directory, the attribute files, the files the
 //! journal may name (`comp_algorithm`, `disksize`, `mem_limit` of a
-//! `zramN`); hot-added and initialised devices and swap areas are journal
+//! `zramN`) and the form their originals are kept in ([`restorable`]); hot-added and initialised devices and swap areas are journal
 //! entries of their own (`ZRAM_HOTADD`, `ZRAM_INIT`, `SWAPON`).
 
 use super::{
@@ -48,6 +48,21 @@ pub fn device_dir(dev: &str) -> PathBuf {
 /// Device path of attribute `attr` of `dev`.
 pub fn attr_path(dev: &str, attr: &str) -> PathBuf {
     device_dir(dev).join(attr)
+}
+
+/// The original the journal keeps for a zram attribute that reads `read`,
+/// where that is not what the file takes back: `comp_algorithm` lists every
+/// algorithm with the active one in brackets (`lzo [lzo-rle] lz4`) but takes
+/// one name (the whole list is EINVAL), so the journal keeps the active name.
+pub(super) fn restorable(path: &Path, read: &str) -> Option<String> {
+    let c = super::below(path, BLOCK_DIR)?;
+    match c.as_slice() {
+        [dev, "comp_algorithm"] if is_numbered(dev, "zram") => {
+            let active = super::normalize::display(super::normalize::Form::Bracketed, read);
+            (!active.is_empty()).then_some(active)
+        }
+        _ => None,
+    }
 }
 
 /// The zram family's registry entry.

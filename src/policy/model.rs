@@ -477,9 +477,93 @@ pub struct ThreadRule {
 pub struct Zram {
     pub device: String,
     pub algorithm: Option<String>,
-    pub size: Size,
+    pub size: ZramSize,
     pub swap_priority: Option<i32>,
     pub mem_limit: Option<Size>,
+}
+
+/// `system.zram.DEV.size`: bytes, or a share of the board's RAM (`50%` of
+/// `MemTotal`), resolved where the device is set up — on the board, never
+/// on the machine that runs `check`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ZramSize {
+    Bytes(u64),
+    /// Percent of `MemTotal`, more than 0 and at most [`ZramSize::MAX_SHARE`].
+    OfRam(f64),
+}
+
+impl ZramSize {
+    /// The largest share of RAM a zram device may be given, in percent: it
+    /// holds compressed pages (2–4:1 is usual), so more than RAM makes sense
+    /// (ChromeOS sizes it 150%); past 4× RAM its metadata alone costs more
+    /// than it can save.
+    pub const MAX_SHARE: f64 = 400.0;
+
+    /// `512M`, `1G`, `4294967296`, or `50%` / `12.5%` of RAM.
+    pub fn parse(text: &str) -> Result<ZramSize, crate::units::UnitError> {
+        let Some(number) = text.strip_suffix('%') else {
+            return match Size::parse(text)? {
+                Size::Bytes(b) => Ok(ZramSize::Bytes(b)),
+                Size::Max => Err(crate::units::UnitError::new(
+                    "zram size",
+                    text,
+                    "a zram device needs a size, not `max`",
+                )),
+            };
+        };
+        let err = || {
+            crate::units::UnitError::new(
+                "zram size",
+                text,
+                format!(
+                    "a share of RAM is a number above 0 and at most {}, followed by `%`, like \
+                     `50%` or `12.5%`",
+                    Self::MAX_SHARE
+                ),
+            )
+        };
+        let plain = !number.is_empty()
+            && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && number.bytes().filter(|&b| b == b'.').count() <= 1
+            && !number.starts_with('.')
+            && !number.ends_with('.');
+        let p: f64 = if plain {
+            number.parse().map_err(|_| err())?
+        } else {
+            return Err(err());
+        };
+        if p > 0.0 && p <= Self::MAX_SHARE {
+            Ok(ZramSize::OfRam(p))
+        } else {
+            Err(err())
+        }
+    }
+
+    /// The size in bytes on a board with `mem_total` bytes of RAM
+    /// (`MemTotal`): a share is taken of RAM counted in whole MiB and rounded
+    /// down to a whole MiB, as zram-generator does; `None` for a share when
+    /// `MemTotal` is unknown.
+    pub fn bytes(&self, mem_total: Option<u64>) -> Option<u64> {
+        const MIB: u64 = 1 << 20;
+        match *self {
+            ZramSize::Bytes(b) => Some(b),
+            ZramSize::OfRam(p) => {
+                let ram_mib = mem_total? / MIB;
+                // f64 holds every MiB count of a real board exactly.
+                let mib = (ram_mib as f64 * p / 100.0).floor() as u64;
+                Some(mib * MIB)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ZramSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZramSize::Bytes(b) => write!(f, "{}", Size::Bytes(*b)),
+            ZramSize::OfRam(p) => write!(f, "{p}% of RAM"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -709,4 +793,40 @@ pub(crate) fn group_baseline(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
         out.push((GroupKnob::PidsMax, KnobValue::Count(v)));
     }
     out
+}
+
+#[cfg(test)]
+mod zram_size_tests {
+    use super::ZramSize;
+
+    #[test]
+    fn sizes_and_shares_of_ram_parse_and_nothing_else() {
+        assert_eq!(ZramSize::parse("512M"), Ok(ZramSize::Bytes(512 << 20)));
+        assert_eq!(ZramSize::parse("4096"), Ok(ZramSize::Bytes(4096)));
+        assert_eq!(ZramSize::parse("50%"), Ok(ZramSize::OfRam(50.0)));
+        assert_eq!(ZramSize::parse("12.5%"), Ok(ZramSize::OfRam(12.5)));
+        assert_eq!(ZramSize::parse("150%"), Ok(ZramSize::OfRam(150.0)));
+        assert_eq!(ZramSize::parse("400%"), Ok(ZramSize::OfRam(400.0)));
+        for bad in [
+            "0%", "0.0%", "400.5%", "1000%", "%", "-5%", "5 %", "1e2%", ".5%", "5.%", "5.5.5%",
+            "inf%", "NaN%", "max", "50%%",
+        ] {
+            let e = ZramSize::parse(bad).expect_err(bad).to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_share_is_of_ram_in_whole_mib_rounded_down_to_a_mib() {
+        // The x86 guest: MemTotal 2013248 kB = 1966 MiB and a bit.
+        let guest = 2_013_248 * 1024;
+        assert_eq!(ZramSize::OfRam(50.0).bytes(Some(guest)), Some(983 << 20));
+        assert_eq!(ZramSize::OfRam(12.5).bytes(Some(8 << 30)), Some(1 << 30));
+        assert_eq!(ZramSize::OfRam(150.0).bytes(Some(guest)), Some(2949 << 20));
+        assert_eq!(ZramSize::OfRam(33.3).bytes(Some(3 << 20)), Some(0));
+        assert_eq!(ZramSize::OfRam(50.0).bytes(None), None);
+        assert_eq!(ZramSize::Bytes(7).bytes(None), Some(7));
+        assert_eq!(ZramSize::OfRam(50.0).to_string(), "50% of RAM");
+        assert_eq!(ZramSize::Bytes(1 << 30).to_string(), "1G");
+    }
 }

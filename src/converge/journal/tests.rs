@@ -539,3 +539,166 @@ fn kthread_entries_round_trip_and_are_checked() {
         .collect();
     assert_eq!(kthreads, vec![&e], "the first original is the truth");
 }
+
+/// Every original the journal keeps is a value its file takes back. For each
+/// family, every file of the standard fake tree it owns, plus the read-backs
+/// a real kernel prints where they differ from what the file takes (6.1
+/// guest): recorded, then written back through the fake root — which
+/// refuses what the kernel refuses (zram's whole algorithm list, an invalid
+/// partition's text, `cgroup.type` other than `threaded`, 0 in
+/// `vm.dirty_bytes`) — and read back the same.
+#[test]
+fn every_journalled_original_is_a_value_its_file_takes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::kernel::fake_tree::FakeTree::standard(dir.path()).unwrap();
+    let root = Root::fake(dir.path());
+    let cg = Path::new(CG);
+    // A group with a kernel's read-backs, and a devfreq device.
+    let kernel_reads: &[(&str, &str)] = &[
+        ("/sys/fs/cgroup/g/cpu.max", "max 100000\n"),
+        ("/sys/fs/cgroup/g/cpu.weight", "100\n"),
+        ("/sys/fs/cgroup/g/cpuset.cpus", "\n"),
+        ("/sys/fs/cgroup/g/cpuset.mems", "\n"),
+        (
+            "/sys/fs/cgroup/g/cpuset.cpus.partition",
+            "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n",
+        ),
+        ("/sys/fs/cgroup/g/memory.high", "max\n"),
+        ("/sys/fs/cgroup/g/memory.min", "0\n"),
+        ("/sys/fs/cgroup/g/memory.swap.max", "max\n"),
+        ("/sys/fs/cgroup/g/memory.oom.group", "0\n"),
+        ("/sys/fs/cgroup/g/io.weight", "default 100\n8:16 200\n"),
+        ("/sys/fs/cgroup/g/pids.max", "max\n"),
+        ("/sys/fs/cgroup/g/cpu.uclamp.min", "0.00\n"),
+        ("/sys/fs/cgroup/g/cpu.uclamp.max", "max\n"),
+        ("/sys/fs/cgroup/g/cgroup.type", "threaded\n"),
+        ("/sys/class/devfreq/gpu/governor", "simple_ondemand\n"),
+        ("/sys/class/devfreq/gpu/min_freq", "300000000\n"),
+        ("/sys/class/devfreq/gpu/max_freq", "900000000\n"),
+    ];
+    for (p, text) in kernel_reads {
+        let host = root.host_path(Path::new(p));
+        std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+        std::fs::write(host, text).unwrap();
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dir.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let dev = Path::new("/").join(p.strip_prefix(dir.path()).unwrap());
+            if crate::knobs::owns_file(&dev, cg) {
+                files.push(dev);
+            }
+        }
+    }
+    files.sort();
+    for f in crate::knobs::FAMILIES {
+        assert!(
+            files.iter().any(|p| (f.owns)(p, cg)),
+            "no file of family {:?} was tried",
+            f.head
+        );
+    }
+    let mut j = Journal::open(&root, Path::new("/run/cgwarden"), cg).unwrap();
+    for p in &files {
+        let read = root.read(p).unwrap();
+        j.record(Entry::File {
+            path: p.clone(),
+            content: read,
+        })
+        .unwrap();
+    }
+    // What a reset reads: the journal from disk.
+    let j = Journal::load(&root, Path::new("/run/cgwarden"), cg)
+        .unwrap()
+        .unwrap();
+    for p in &files {
+        let original = j.original(p).unwrap().trim_end_matches('\n').to_string();
+        if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(p) {
+            if *p == amount && original == "0" {
+                // 0 says "the ratio is in force": `reset` writes the ratio,
+                // which the journal holds beside it.
+                assert!(j.original(&ratio).is_some(), "{}", ratio.display());
+                continue;
+            }
+        }
+        root.write(p, &original)
+            .unwrap_or_else(|e| panic!("{}: journalled {original:?}, refused: {e}", p.display()));
+        // What it reads now is kept as the same original.
+        let again = crate::knobs::restorable(p, cg, &root.read(p).unwrap());
+        assert_eq!(again.trim_end_matches('\n'), original, "{}", p.display());
+    }
+    let kept = |p: &str| j.original(Path::new(p)).unwrap().trim().to_string();
+    assert_eq!(kept("/sys/block/zram0/comp_algorithm"), "lzo-rle");
+    assert_eq!(kept("/sys/fs/cgroup/g/cpuset.cpus.partition"), "isolated");
+    assert_eq!(kept("/sys/fs/cgroup/g/io.weight"), "default 100");
+    assert_eq!(kept("/sys/fs/cgroup/g/cpu.max"), "max 100000");
+    assert_eq!(
+        kept("/proc/sys/vm/lowmem_reserve_ratio"),
+        "256\t256\t32\t0\t0"
+    );
+}
+
+/// A journal of an older cgwarden that kept zram's whole algorithm list is
+/// read as the active algorithm.
+#[test]
+fn an_older_journals_algorithm_list_is_read_as_the_active_algorithm() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::fake(dir.path());
+    let host = journal_host(&root, "/run/cgwarden");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(
+        &host,
+        format!(
+            "{HEADER}\nROOT\t/sys/fs/cgroup\nFILE\t/sys/block/zram0/comp_algorithm\tlzo [lzo-rle] lz4 lz4hc zstd \\n\n"
+        ),
+    )
+    .unwrap();
+    let j = Journal::load(&root, Path::new("/run/cgwarden"), Path::new(CG))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        j.original(Path::new("/sys/block/zram0/comp_algorithm")),
+        Some("lzo-rle")
+    );
+}
+
+/// Writing one sysctl of a coupled pair journals the other first: the
+/// kernel changes it behind the write.
+#[test]
+fn a_coupled_sysctls_partner_is_journalled_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::kernel::fake_tree::FakeTree::standard(dir.path()).unwrap();
+    let root = Root::fake(dir.path());
+    let mut j = Journal::open(&root, Path::new("/run/cgwarden"), Path::new(CG)).unwrap();
+    j.record(Entry::File {
+        path: "/proc/sys/vm/dirty_bytes".into(),
+        content: "0\n".into(),
+    })
+    .unwrap();
+    assert_eq!(
+        j.original(Path::new("/proc/sys/vm/dirty_ratio")),
+        Some("20\n")
+    );
+    assert_eq!(
+        j.original(Path::new("/proc/sys/vm/dirty_bytes")),
+        Some("0\n")
+    );
+    j.record(Entry::File {
+        path: "/proc/sys/vm/overcommit_ratio".into(),
+        content: "50\n".into(),
+    })
+    .unwrap();
+    assert_eq!(
+        j.original(Path::new("/proc/sys/vm/overcommit_kbytes")),
+        Some("0\n")
+    );
+    // Not recorded twice, and the pair's other member keeps its first original.
+    let text = std::fs::read_to_string(journal_host(&root, "/run/cgwarden")).unwrap();
+    assert_eq!(text.matches("dirty_ratio").count(), 1, "{text}");
+}

@@ -21,6 +21,9 @@
 //!   toggles controllers: `+ctrl` (or a bare name) enables, `-ctrl`
 //!   disables, the others stay. Tokens keep the spelling they were written
 //!   with; cgwarden compares them normalized.
+//! - **values the kernel refuses or changes beside a write** (zram's
+//!   algorithm list, an invalid partition's text, `cgroup.type`, the coupled
+//!   dirty/overcommit sysctls): see `values`.
 //! - **group creation**: a new group gets an empty `cgroup.procs` (first:
 //!   a group directory with it is recognisably a cgroup), an empty
 //!   `cgroup.subtree_control` and `cgroup.events` (`populated 0`, `frozen 0`).
@@ -48,6 +51,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 pub(crate) mod sysfs;
+mod values;
 
 use super::Root;
 use crate::kernel::cgroup_text::{join_pids, parse_pid_cgroup, parse_pids};
@@ -75,6 +79,9 @@ impl Fake {
             return root.write_plain(p, value);
         }
         if let Some(done) = sysfs::write(root, p, value, |p, v| self.replace(root, p, v)) {
+            return done;
+        }
+        if let Some(done) = values::write(root, p, value, |p, v| self.replace(root, p, v)) {
             return done;
         }
         if p.file_name().is_some_and(|n| n == THREADS) {

@@ -155,14 +155,19 @@ impl<'a> Decoder<'a> {
                     }
                 }
                 let size = match z.get("size") {
-                    Some(n) => self.unit(n, &format!("{what}.size"), Size::parse),
+                    Some(n) => self.unit(n, &format!("{what}.size"), ZramSize::parse),
                     None => {
                         self.err(k.pos, format!("{what} needs `size:`"));
                         None
                     }
                 };
-                if let (Some(Size::Max), Some(n)) = (size, z.get("size")) {
-                    self.err(n.pos, format!("{what}.size must be a size, not max"));
+                if let (Some(ZramSize::Bytes(0)), Some(n)) = (size, z.get("size")) {
+                    self.err(
+                        n.pos,
+                        format!(
+                            "{what}.size must be more than 0 (the kernel refuses a 0 disksize)"
+                        ),
+                    );
                 }
                 let swap_priority = z
                     .get("swap_priority")
