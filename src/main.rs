@@ -1,4 +1,4 @@
-//! The `cgwarden` command line (SPEC §1): argument parsing, the `--root`
+//! The `cgwarden` command line: argument parsing, the `--root`
 //! check, the state_dir and cgroup-tree locks around `run`/`apply`/`reset`,
 //! and the mapping of outcomes to exit statuses ([`cgwarden::exit`]).
 
@@ -45,7 +45,7 @@ struct RootArg {
 
 impl RootArg {
     /// The root to resolve kernel paths under. `--root DIR` must exist and
-    /// hold `sys/fs/cgroup` (SPEC §4), else it is a usage error: a typo must
+    /// hold `sys/fs/cgroup`, else it is a usage error: a typo must
     /// not make cgwarden create a tree somewhere.
     fn root(&self) -> Result<Root, Exit> {
         let Some(dir) = &self.root else {
@@ -73,7 +73,7 @@ impl RootArg {
     }
 }
 
-/// How a client command finds the daemon's control socket (SPEC §5).
+/// How a client command finds the daemon's control socket.
 #[derive(clap::Args)]
 struct ClientArgs {
     /// The policy whose state_dir holds the socket.
@@ -189,7 +189,7 @@ enum Command {
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
-        /// Positional as for plan/apply/run/doctor (issue 22 item 15).
+        /// Positional as for plan/apply/run/doctor.
         #[arg(value_name = "POLICY")]
         policy: Option<PathBuf>,
         /// The same as the POLICY argument (the older spelling).
@@ -444,7 +444,7 @@ fn init_logging() {
     };
 }
 
-/// SPEC §4 "Trust": running as root, `apply` and `run` refuse a policy
+/// The trust rules: running as root, `apply` and `run` refuse a policy
 /// file or hook program that is not root-owned or is group/other-writable
 /// (the check a reload makes too: [`cgwarden::converge::trust::refusals`]).
 fn refuse_untrusted(path: &Path, p: &policy::Policy, what: &str) -> Result<(), Exit> {
@@ -901,7 +901,7 @@ fn report_missing(plan: &cgwarden::converge::Plan) {
     }
 }
 
-/// `cgwarden kpi` (issue 26): the values or the cyclictest file, checked
+/// `cgwarden kpi`: the values or the cyclictest file, checked
 /// here, sent by `RecordKpi`.
 fn kpi_command(
     name: Option<String>,

@@ -1,4 +1,4 @@
-//! The originals journal (SPEC §4): before cgwarden first changes anything,
+//! The originals journal: before cgwarden first changes anything,
 //! what was there is appended to `state_dir/originals` and synced, so `reset`
 //! can put it back even after a crash or a power cut.
 //!
@@ -51,7 +51,7 @@
 //! these`, no `ROOT` line) is still accepted: `reset` uses the policy's
 //! `cgroup_root` for it with a warning; writers keep appending to it as is.
 //!
-//! # What a journal may name (SPEC §4 "Trust")
+//! # What a journal may name
 //!
 //! The journal is input `reset` acts on as root, so it is never a write
 //! primitive: every path it names must be canonical (absolute, no `.`, `..`
@@ -93,7 +93,7 @@ pub enum Entry {
     /// A swap device cgwarden enabled.
     Swapon { path: PathBuf },
     /// A kernel thread's scheduling and CPUs before cgwarden changed them
-    /// (`system.irqs` IRQ threads, `system.kthreads`; issue 24). `sched`
+    /// (`system.irqs` IRQ threads, `system.kthreads`). `sched`
     /// is `POLICY PRIORITY` (`fifo 50`, `other 0`), `cpus` a CPU list.
     /// Restored only while `pid` is still the kernel thread `comm`.
     Kthread {

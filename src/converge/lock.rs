@@ -1,4 +1,4 @@
-//! One instance (SPEC §4): `run`, `apply` and `reset` hold an exclusive
+//! One instance: `run`, `apply` and `reset` hold an exclusive
 //! `flock` on `state_dir/lock` while they work, so two of them never
 //! interleave their writes and journal records (a `reset` deleting the journal
 //! in the middle of an `apply` left groups no journal knew about).
@@ -97,7 +97,7 @@ impl From<Error> for LockError {
 }
 
 impl LockError {
-    /// The exit status for it (SPEC §1): refused → 1, I/O → 75.
+    /// The exit status for it: refused → 1, I/O → 75.
     pub fn exit_code(&self) -> u8 {
         match self {
             LockError::Held { .. } | LockError::TreeHeld { .. } | LockError::Refused(_) => {

@@ -112,7 +112,7 @@ pub fn reset(
     policy_cgroup_root: &Path,
 ) -> Result<ResetReport, Error> {
     super::lock::refuse_managed_group(state_dir, policy_cgroup_root)?;
-    // Per-task attributes of processes that outlived cgwarden (issue 25).
+    // Per-task attributes of processes that outlived cgwarden.
     let tasks = super::tuning::journal::restore(root, state_dir);
     let Some(journal) = Journal::load(root, state_dir, policy_cgroup_root)? else {
         return Ok(ResetReport {
@@ -522,7 +522,7 @@ fn empty_group(cg: &CgroupFs, rel: &str, dest: &str, rep: &mut ResetReport) -> R
         let pids = match cg.procs(rel) {
             Ok(p) => p,
             Err(e) if e.is_not_found() => return Ok(()),
-            // A threaded group (issue 25) has no cgroup.procs to read: its
+            // A threaded group has no cgroup.procs to read: its
             // threads' processes are moved whole (a tid written to
             // cgroup.procs moves its process).
             Err(e) if e.errno() == Some(libc::EOPNOTSUPP) => {
@@ -569,7 +569,7 @@ fn rmdir_retry(root: &Root, dir: &Path) -> Result<(), Error> {
     Err(last.unwrap_or_else(|| Error::other(dir, "rmdir kept failing")))
 }
 
-/// Puts a kernel thread's journalled scheduling and CPUs back (issue 24),
+/// Puts a kernel thread's journalled scheduling and CPUs back,
 /// only while `pid` is still that kernel thread; a thread that is gone (an
 /// IRQ freed, a module unloaded) has nothing to restore.
 fn restore_kthread(

@@ -112,7 +112,7 @@ pub(crate) const TABLE: &[Sysctl] = &[
     row("kernel.sched_deadline_period_max_us", None, "4194304", ""),
     row("kernel.sched_deadline_period_min_us", None, "100", ""),
     row("kernel.timer_migration", Some((0, 1)), "1", "`SYSCTL_ZERO`..`SYSCTL_ONE`"),
-    // The industrial watchdog set (SPEC §6): a hung task, a soft lockup or an oops
+    // The industrial watchdog set: a hung task, a soft lockup or an oops
     // panics, and a panic reboots after N seconds: a stuck board comes back.
     row("kernel.hung_task_timeout_secs", Some((0, INT_MAX)), "120", "0 disables; `LONG_MAX/HZ` in the kernel"),
     row("kernel.hung_task_panic", Some((0, 1)), "0", "`SYSCTL_ZERO`..`SYSCTL_ONE`"),

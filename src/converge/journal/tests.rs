@@ -206,7 +206,7 @@ fn lines_outside_what_cgwarden_manages_are_refused_naming_the_line() {
         ("FILE\t/proc/sys/vm/./swappiness\t60", "damaged entry"),
         ("FILE\t/proc/sys/vm//swappiness\t60", "damaged entry"),
         ("FILE\t/proc/sys/net/ipv4/ip_forward\t1", "ip_forward"),
-        // Code-execution sysctls are no knob family's files (issue 21):
+        // Code-execution sysctls are no knob family's files:
         // a journal naming them is not cgwarden's, whatever its header.
         (
             "FILE\t/proc/sys/kernel/core_pattern\t|/tmp/evil %p",
@@ -483,7 +483,7 @@ proptest! {
     }
 }
 
-/// Issue 24: a kernel thread's original scheduling and CPUs round-trip, are
+/// A kernel thread's original scheduling and CPUs round-trip, are
 /// recorded once per pid, and a damaged or foreign one is refused.
 #[test]
 fn kthread_entries_round_trip_and_are_checked() {

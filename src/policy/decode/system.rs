@@ -8,7 +8,7 @@ use crate::policy::yaml::{Node, Value};
 use crate::units::{CpuList, Frequency, Size};
 
 impl<'a> Decoder<'a> {
-    /// `system.devfreq` (issue 24): per device `governor`, `min`, `max`,
+    /// `system.devfreq`: per device `governor`, `min`, `max`,
     /// each checked with its knob's grammar.
     fn devfreq(&mut self, n: &Node) -> Vec<Devfreq> {
         let mut out = Vec::new();
@@ -210,7 +210,7 @@ impl<'a> Decoder<'a> {
                 };
                 let mut governor = self.opt_text(&c, "governor", &format!("{what}.governor"));
                 if let (Some(g), Some(n)) = (&governor, c.get("governor")) {
-                    // One name or a fallback list (issue 24), the knob's grammar.
+                    // One name or a fallback list, the knob's grammar.
                     let knob = Knob::parse(&format!("{what}.governor"));
                     match knob.map(|k| k.parse_value(g)) {
                         Ok(Ok(KnobValue::Word(list))) => governor = Some(list),
