@@ -101,12 +101,17 @@ fn vocabulary() -> Vec<String> {
 
 /// Why `word` is no CPU and no cluster name, with a hint.
 pub fn unknown_word(word: &str) -> String {
+    unknown_word_for(word, "a CPU")
+}
+
+/// Why `word` is neither `thing` nor a cluster name, with a hint.
+pub fn unknown_word_for(word: &str, thing: &str) -> String {
     let words = vocabulary();
     let hint = super::suggest(word, words.iter().map(String::as_str))
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default();
     format!(
-        "`{word}` is neither a CPU nor a cluster name{hint}: clusters are named little, mid, big, prime and cluster0 to cluster{}",
+        "`{word}` is neither {thing} nor a cluster name{hint}: clusters are named little, mid, big, prime and cluster0 to cluster{}",
         MAX_CLUSTERS - 1
     )
 }

@@ -165,14 +165,16 @@ impl Resolver<'_> {
                 Some(p)
             }
             Err(why) => {
-                let why = if clusters::is_name(word) {
-                    why
+                let msg = if clusters::is_name(word) {
+                    format!("{what} `{word}`: {why}")
                 } else {
-                    format!(
-                        "expected a cpufreq policy (`policyN`, as in /sys/devices/system/cpu/cpufreq) or a cluster name; {why}"
-                    )
+                    let why = clusters::unknown_word_for(
+                        word,
+                        "a cpufreq policy (`policyN`, as in /sys/devices/system/cpu/cpufreq)",
+                    );
+                    format!("{what}: {why}")
                 };
-                self.error(pos, format!("{what} `{word}`: {why}"));
+                self.error(pos, msg);
                 None
             }
         }
