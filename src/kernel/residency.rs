@@ -30,14 +30,19 @@ use super::error::{Error, Result};
 /// last-resort killer, the IRQ watcher, a modprobe's stderr reader).
 /// Locked, a stack is resident in full: with every reaction fired in the
 /// guest (`85-daemon-resident`), the deepest of these threads used 24 KiB.
-pub const STACK: usize = 128 << 10;
+pub const STACK: usize = (128 << 10) * UNOPTIMIZED;
 
 /// The stack of a thread that runs a tokio runtime or SQLite (the control
 /// socket, the metrics server, the recorder, tokio's blocking threads):
 /// `block_on`'s future, JSON nested as deep as serde_json allows (128)
 /// and SQLite's statement engine live on it. The deepest seen: 32 KiB
 /// (the control socket).
-pub const RUNTIME_STACK: usize = 256 << 10;
+pub const RUNTIME_STACK: usize = (256 << 10) * UNOPTIMIZED;
+
+/// An unoptimized (debug) build's frames are several times a release
+/// build's: its stacks are this many times larger, so the test builds
+/// and the guest's debug runs never overflow where the product would not.
+const UNOPTIMIZED: usize = if cfg!(debug_assertions) { 8 } else { 1 };
 
 /// `prctl(PR_SET_THP_DISABLE, 1)`: no transparent huge pages for this
 /// process. Under `transparent_hugepage=always` (Debian's default) a heap
