@@ -1,6 +1,7 @@
 //! The daemon's side of observability (metrics and the flight recorder):
-//! starts the `cgw-metrics` and `cgw-recorder` threads
-//! when `settings.metrics` / `settings.recorder` ask for them (nothing runs
+//! serves the metrics on the `cgw-services` thread and starts the
+//! `cgw-recorder` thread when `settings.metrics` / `settings.recorder` ask
+//! for them (nothing runs
 //! otherwise), keeps the counters of [`crate::observe::state::Book`] and
 //! publishes the engine view at the top of a loop turn when something
 //! changed. See `src/observe/state.rs` for why this never waits.
@@ -125,9 +126,14 @@ impl Daemon {
                 view: view.clone(),
                 kpi: Some(self.kpi_store()),
             };
-            if let Err(e) = http::start(exposer, ends) {
-                tracing::error!("metrics thread: {e}");
-                unavailable.push(format!("metrics: {e}"));
+            match self.services() {
+                Some(services) => {
+                    if let Err(e) = http::start(&services, exposer, ends) {
+                        tracing::error!("metrics: {e}");
+                        unavailable.push(format!("metrics: {e}"));
+                    }
+                }
+                None => unavailable.push("metrics: no services thread".to_string()),
             }
         }
         if let Some(s) = r {

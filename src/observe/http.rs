@@ -1,9 +1,12 @@
 //! `GET /metrics` over HTTP/1.1 on a unix socket and/or a TCP address, and
-//! the node_exporter textfile, all on one thread (`cgw-metrics`,
-//! SCHED_OTHER: threads the daemon creates start SCHED_OTHER through
-//! `SCHED_FLAG_RESET_ON_FORK`) with its own tokio runtime. Nothing here
-//! runs on the event loop: a scrape reads the groups' files and the last
-//! published engine view ([`super::state`]) on this thread.
+//! the node_exporter textfile, as tasks of the daemon's `cgw-services`
+//! thread (SCHED_OTHER: threads the daemon creates start SCHED_OTHER through
+//! `SCHED_FLAG_RESET_ON_FORK`; its current-thread tokio runtime also serves
+//! the control and KPI sockets and the policy watch). Nothing here runs on
+//! the event loop: a scrape reads the groups' files and the last published
+//! engine view ([`super::state`]) on that thread; the textfile's write,
+//! which may wait for the disk, runs on one of the runtime's blocking
+//! threads, started for the write.
 //!
 //! The server is hyper 1 (with hyper-util's tokio glue), the maintained
 //! HTTP implementation tokio programs use; it serves both listeners, so
@@ -70,26 +73,14 @@ pub(crate) struct Endpoints {
     pub textfile: Option<(PathBuf, Duration)>,
 }
 
-/// Starts the `cgw-metrics` thread.
-pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("cgw-metrics".into())
-        .stack_size(crate::kernel::residency::RUNTIME_STACK)
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    tracing::error!("metrics: cannot start the runtime: {e}");
-                    return;
-                }
-            };
-            rt.block_on(serve(exposer, ends));
-        })?;
-    Ok(())
+/// Serves `ends` as tasks of `services` (the daemon's `cgw-services`
+/// thread, [`crate::kernel::runtime`]).
+pub(crate) fn start(
+    services: &crate::kernel::runtime::Spawner,
+    exposer: Exposer,
+    ends: Endpoints,
+) -> std::io::Result<()> {
+    services.spawn(move || serve(exposer, ends))
 }
 
 async fn serve(exposer: Exposer, ends: Endpoints) {
@@ -135,8 +126,16 @@ async fn serve(exposer: Exposer, ends: Endpoints) {
             loop {
                 tick.tick().await;
                 let text = metrics::to_prometheus_text(&e.scrape());
-                if let Err(err) = write_textfile(&path, &text) {
-                    tracing::warn!(path = %path.display(), "metrics textfile: {err}");
+                // The write (and its sync) may wait for the disk: on one of
+                // the runtime's blocking threads, which exists while it
+                // writes, never on the thread that serves.
+                let p = path.clone();
+                match tokio::task::spawn_blocking(move || write_textfile(&p, &text)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        tracing::warn!(path = %path.display(), "metrics textfile: {err}")
+                    }
+                    Err(err) => tracing::warn!(path = %path.display(), "metrics textfile: {err}"),
                 }
             }
         }));

@@ -5,7 +5,7 @@
 //! and runs off the event loop: a slow scrape or an fsync never delays a
 //! reaction.
 
-pub(crate) mod http; // GET /metrics and the textfile, on cgw-metrics
+pub(crate) mod http; // GET /metrics and the textfile, tasks of cgw-services
 pub mod kpi; // KPIs from applications (store, StatsD and cyclictest parsers)
 pub(crate) mod memstat; // memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // the OpenMetrics exposition
