@@ -2,7 +2,7 @@
 //! policies/iq9100-vision.yaml (control socket, KPI socket, metrics socket
 //! and textfile, flight recorder, policy watch): a thread exists only where
 //! a priority or a blocking call needs one. At idle that is the event loop,
-//! `cgw-exec`, `cgw-recorder` and `cgw-services` (control, metrics, KPI
+//! `cgw-exec`, `cgw-recorder` (it writes the textfile too) and `cgw-services` (control, metrics, KPI
 //! socket and policy watch as tasks of one runtime), and serving every one
 //! of those services adds none. The fake root leaves the daemon's own
 //! `/proc/PID/task` real: that is what is counted.
@@ -100,6 +100,12 @@ fn iq9100_runs_on_four_threads_idle_and_serving() {
                 .contains("cgwarden_kpi_count{name=\"threads_test\"")
         },
     );
+    // The textfile, written by the recorder's thread (the one that waits
+    // for the disk).
+    let tf = root.join("var/lib/node_exporter/textfile_collector/cgwarden.prom");
+    d.wait_for("the metrics textfile", Duration::from_secs(10), || {
+        std::fs::read_to_string(&tf).is_ok_and(|t| t.contains("cgwarden_"))
+    });
     // The policy watch: an edit is seen (debounced) and reloaded.
     let mut text = std::fs::read_to_string(&policy).unwrap();
     text.push_str("# edited\n");

@@ -14,7 +14,6 @@
 use super::residency::RUNTIME_STACK;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 type Make = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -46,21 +45,14 @@ impl Spawner {
     }
 }
 
-/// How long a blocking thread ([`tokio::task::spawn_blocking`]: a call
-/// that may wait for the disk) outlives its last call.
-pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(1);
-
-/// Starts thread `name` (at most 12 bytes, so that its blocking threads'
-/// `NAME-bl` fits the kernel's 15) with stack [`RUNTIME_STACK`] and its
-/// current-thread runtime (timers and I/O). A task's call that may block
-/// goes to `spawn_blocking`: a thread `NAME-bl` (same stack) started for it,
-/// gone [`BLOCKING_KEEP_ALIVE`] after its last call.
+/// Starts thread `name` (at most 15 bytes: the kernel keeps no more) with
+/// stack [`RUNTIME_STACK`] and its current-thread runtime (timers and
+/// I/O). Its tasks must not block: a call that may wait for the disk
+/// belongs on a thread of its own (the daemon's is the recorder's).
 pub fn start(name: &str) -> std::io::Result<Spawner> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_stack_size(RUNTIME_STACK)
-        .thread_name(format!("{name}-bl"))
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .build()?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Make>();
     std::thread::Builder::new()

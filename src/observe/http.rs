@@ -4,9 +4,9 @@
 //! `SCHED_FLAG_RESET_ON_FORK`; its current-thread tokio runtime also serves
 //! the control and KPI sockets and the policy watch). Nothing here runs on
 //! the event loop: a scrape reads the groups' files and the last published
-//! engine view ([`super::state`]) on that thread; the textfile's write,
-//! which may wait for the disk, runs on one of the runtime's blocking
-//! threads, started for the write.
+//! engine view ([`super::state`]) on that thread. The textfile's write,
+//! which may wait for the disk, is the thread's that does: the recorder's
+//! (`cgw-recorder`) when it runs, else `cgw-textfile`.
 //!
 //! The server is hyper 1 (with hyper-util's tokio glue), the maintained
 //! HTTP implementation tokio programs use; it serves both listeners, so
@@ -17,6 +17,7 @@
 //! stuck client holds one connection slot for at most that long.
 
 use super::metrics::{self, OwnCost};
+use super::recorder::Job;
 use super::state::EngineView;
 use crate::kernel::cgroupfs::CgroupFs;
 use http_body_util::Full;
@@ -24,6 +25,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
@@ -65,12 +67,16 @@ impl Exposer {
     }
 }
 
-/// The bound listeners and textfile the thread serves.
+/// The bound listeners and textfile the services thread serves.
 pub(crate) struct Endpoints {
     pub unix: Option<std::os::unix::net::UnixListener>,
     pub tcp: Option<std::net::TcpListener>,
-    /// Host path of the textfile and how often it is written.
+    /// Host path of the textfile, how often it is written, and the thread
+    /// that writes it (the recorder's, when it runs: [`start`] starts
+    /// `cgw-textfile` otherwise).
     pub textfile: Option<(PathBuf, Duration)>,
+    /// The recorder's jobs, when it runs.
+    pub disk: Option<std::sync::mpsc::Sender<Job>>,
 }
 
 /// Serves `ends` as tasks of `services` (the daemon's `cgw-services`
@@ -80,13 +86,59 @@ pub(crate) fn start(
     exposer: Exposer,
     ends: Endpoints,
 ) -> std::io::Result<()> {
-    services.spawn(move || serve(exposer, ends))
+    let textfile = match (ends.textfile, ends.disk) {
+        (Some((path, every)), Some(disk)) => Some((path, every, disk)),
+        (Some((path, every)), None) => Some((path, every, textfile_thread()?)),
+        (None, _) => None,
+    };
+    let (unix, tcp) = (ends.unix, ends.tcp);
+    services.spawn(move || serve(exposer, unix, tcp, textfile))
 }
 
-async fn serve(exposer: Exposer, ends: Endpoints) {
+/// One textfile write, for the thread that may wait for the disk.
+pub(crate) struct Textfile {
+    path: PathBuf,
+    text: String,
+    /// Set while the write is queued or running.
+    busy: Arc<AtomicBool>,
+}
+
+impl Textfile {
+    /// Writes it (logging a failure).
+    pub(crate) fn write(self) {
+        if let Err(e) = write_textfile(&self.path, &self.text) {
+            tracing::warn!(path = %self.path.display(), "metrics textfile: {e}");
+        }
+        self.busy.store(false, Ordering::Release);
+    }
+}
+
+/// `cgw-textfile`: writes the textfile when no recorder thread does.
+fn textfile_thread() -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("cgw-textfile".into())
+        .stack_size(crate::kernel::residency::STACK)
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                match job {
+                    Job::Textfile(t) => t.write(),
+                    Job::Stop => return,
+                }
+            }
+        })?;
+    Ok(tx)
+}
+
+async fn serve(
+    exposer: Exposer,
+    unix: Option<std::os::unix::net::UnixListener>,
+    tcp: Option<std::net::TcpListener>,
+    textfile: Option<(PathBuf, Duration, std::sync::mpsc::Sender<Job>)>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut tasks = Vec::new();
-    if let Some(l) = ends.unix {
+    if let Some(l) = unix {
         match tokio::net::UnixListener::from_std(l) {
             Ok(l) => {
                 let (e, s) = (exposer.clone(), slots.clone());
@@ -102,7 +154,7 @@ async fn serve(exposer: Exposer, ends: Endpoints) {
             Err(e) => tracing::error!("metrics socket: {e}"),
         }
     }
-    if let Some(l) = ends.tcp {
+    if let Some(l) = tcp {
         match tokio::net::TcpListener::from_std(l) {
             Ok(l) => {
                 let (e, s) = (exposer.clone(), slots.clone());
@@ -118,24 +170,30 @@ async fn serve(exposer: Exposer, ends: Endpoints) {
             Err(e) => tracing::error!("metrics listener: {e}"),
         }
     }
-    if let Some((path, every)) = ends.textfile {
+    if let Some((path, every, disk)) = textfile {
         let e = exposer.clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let busy = Arc::new(AtomicBool::new(false));
             loop {
                 tick.tick().await;
+                // One write waits for the disk at a time; while it does, a
+                // newer text is not queued behind it.
+                if busy.swap(true, Ordering::AcqRel) {
+                    tracing::debug!(path = %path.display(), "metrics textfile: the last write still waits for the disk; this one skipped");
+                    continue;
+                }
                 let text = metrics::to_prometheus_text(&e.scrape());
-                // The write (and its sync) may wait for the disk: on one of
-                // the runtime's blocking threads, which exists while it
-                // writes, never on the thread that serves.
-                let p = path.clone();
-                match tokio::task::spawn_blocking(move || write_textfile(&p, &text)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(err)) => {
-                        tracing::warn!(path = %path.display(), "metrics textfile: {err}")
-                    }
-                    Err(err) => tracing::warn!(path = %path.display(), "metrics textfile: {err}"),
+                let job = Textfile {
+                    path: path.clone(),
+                    text,
+                    busy: busy.clone(),
+                };
+                if disk.send(Job::Textfile(job)).is_err() {
+                    // Only at the daemon's stop (the recorder's last interval).
+                    tracing::debug!(path = %path.display(), "metrics textfile: its writer has stopped");
+                    return;
                 }
             }
         }));
