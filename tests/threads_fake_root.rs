@@ -2,10 +2,11 @@
 //! policies/iq9100-vision.yaml (control socket, KPI socket, metrics socket
 //! and textfile, flight recorder, policy watch): a thread exists only where
 //! a priority or a blocking call needs one. At idle that is the event loop,
-//! `cgw-exec`, `cgw-recorder` (it writes the textfile too) and `cgw-services` (control, metrics, KPI
-//! socket and policy watch as tasks of one runtime), and serving every one
-//! of those services adds none. The fake root leaves the daemon's own
-//! `/proc/PID/task` real: that is what is counted.
+//! `cgw-exec`, `cgw-recorder` (it writes the textfile too) and
+//! `cgw-services` (control, metrics, KPI socket and policy watch as tasks of
+//! one runtime), and serving every one of those services adds none. The
+//! fake root leaves the daemon's own `/proc/PID/task` real: that is what is
+//! counted.
 
 mod support;
 
