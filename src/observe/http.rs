@@ -17,14 +17,14 @@
 //! stuck client holds one connection slot for at most that long.
 
 use super::metrics::{self, OwnCost};
-use super::recorder::Job;
 use super::state::EngineView;
+use super::textfile::{Job, Textfile};
 use crate::kernel::cgroupfs::CgroupFs;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,46 +88,11 @@ pub(crate) fn start(
 ) -> std::io::Result<()> {
     let textfile = match (ends.textfile, ends.disk) {
         (Some((path, every)), Some(disk)) => Some((path, every, disk)),
-        (Some((path, every)), None) => Some((path, every, textfile_thread()?)),
+        (Some((path, every)), None) => Some((path, every, super::textfile::thread()?)),
         (None, _) => None,
     };
     let (unix, tcp) = (ends.unix, ends.tcp);
     services.spawn(move || serve(exposer, unix, tcp, textfile))
-}
-
-/// One textfile write, for the thread that may wait for the disk.
-pub(crate) struct Textfile {
-    path: PathBuf,
-    text: String,
-    /// Set while the write is queued or running.
-    busy: Arc<AtomicBool>,
-}
-
-impl Textfile {
-    /// Writes it (logging a failure).
-    pub(crate) fn write(self) {
-        if let Err(e) = write_textfile(&self.path, &self.text) {
-            tracing::warn!(path = %self.path.display(), "metrics textfile: {e}");
-        }
-        self.busy.store(false, Ordering::Release);
-    }
-}
-
-/// `cgw-textfile`: writes the textfile when no recorder thread does.
-fn textfile_thread() -> std::io::Result<std::sync::mpsc::Sender<Job>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Job>();
-    std::thread::Builder::new()
-        .name("cgw-textfile".into())
-        .stack_size(crate::kernel::residency::STACK)
-        .spawn(move || {
-            while let Ok(job) = rx.recv() {
-                match job {
-                    Job::Textfile(t) => t.write(),
-                    Job::Stop => return,
-                }
-            }
-        })?;
-    Ok(tx)
 }
 
 async fn serve(
@@ -286,44 +251,5 @@ fn answer(exposer: &Exposer, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             metrics::PROMETHEUS_TEXT,
             metrics::to_prometheus_text(&text),
         )
-    }
-}
-
-/// Replaces `path` atomically: a temporary file in the same directory,
-/// written, synced, renamed over it (node_exporter never reads half a file).
-pub(crate) fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cgwarden.prom".into());
-    // A dot-name: node_exporter reads only `*.prom`.
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_data()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn textfile_is_replaced_whole_and_leaves_no_temp() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("cgwarden.prom");
-        write_textfile(&p, "a 1\n").unwrap();
-        write_textfile(&p, "b 2\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
-        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-        // A directory that does not exist is an error, not a panic.
-        assert!(write_textfile(&t.path().join("no/such.prom"), "x").is_err());
     }
 }

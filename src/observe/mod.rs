@@ -18,6 +18,7 @@ pub mod report;
 pub(crate) mod sample; // one reading of a group, for metrics and recorder
 pub(crate) mod state; // what the daemon publishes for the observe threads
 pub(crate) mod tape; // the input tape replay reads
+pub(crate) mod textfile; // the metrics textfile's write, off the serving thread
 
 /// The flight recorder's schema, shared by the writer and `report`;
 /// documented in docs/recorder.md.

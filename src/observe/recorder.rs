@@ -32,6 +32,7 @@
 use super::metrics::OwnCost;
 use super::sample::{self, GroupSample, Limit};
 use super::state::{unix_seconds, EngineView};
+use super::textfile::Job;
 use crate::control::wire;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
@@ -67,15 +68,6 @@ pub(crate) struct Config {
 pub(crate) struct Handle {
     jobs: std::sync::mpsc::Sender<Job>,
     thread: std::thread::JoinHandle<()>,
-}
-
-/// What the recorder's thread, the one that waits for the disk, is asked
-/// besides its intervals.
-pub(crate) enum Job {
-    /// Record the last interval and `stop`, and end.
-    Stop,
-    /// Write the metrics textfile (between two intervals).
-    Textfile(super::http::Textfile),
 }
 
 impl Handle {
