@@ -29,7 +29,7 @@ pub fn journal(data: &[u8]) {
 /// added, which ends a varlink message), the reply is read until the
 /// service answers or closes. Then a well-formed `GetInfo` on a new
 /// connection must still be answered: the service survived the input.
-/// The service runs once per process (its own thread, as in the daemon),
+/// The service runs once per process (on a runtime thread, as in the daemon),
 /// its calls answered by a stand-in loop with "unavailable".
 pub fn varlink_request(data: &[u8]) {
     let path = service();
@@ -76,7 +76,10 @@ fn service() -> &'static Path {
             partial: Duration::from_secs(1),
             ..server::Limits::default()
         };
-        server::start(listener, calls, events.clone(), limits).expect("start the service");
+        let services =
+            crate::kernel::runtime::start("fuzz-control").expect("start the service thread");
+        server::start(&services, listener, calls, events.clone(), limits)
+            .expect("start the service");
         std::thread::spawn(move || {
             let _events = events;
             while let Some(call) = rx.blocking_recv() {

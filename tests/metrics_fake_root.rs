@@ -306,8 +306,12 @@ fn scraped_over_unix_socket_and_tcp_and_written_as_textfile_all_valid() {
         vec!["cgwarden.prom".to_string()],
         "no temp file left visible"
     );
-    let pid = d.pid();
-    assert!(threads(pid).iter().any(|t| t == "cgw-metrics"));
+    // Served as tasks of the services thread, with the control socket; the
+    // textfile (no recorder here) written by a thread that may wait for the
+    // disk.
+    let names = threads(d.pid());
+    assert!(names.iter().any(|t| t == "cgw-services"), "{names:?}");
+    assert!(names.iter().any(|t| t == "cgw-textfile"), "{names:?}");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(!sock.exists(), "the socket goes with the daemon");
@@ -368,7 +372,7 @@ fn without_metrics_or_recorder_no_thread_runs() {
     assert!(
         !names
             .iter()
-            .any(|t| t == "cgw-metrics" || t == "cgw-recorder"),
+            .any(|t| t == "cgw-recorder" || t == "cgw-textfile"),
         "{names:?}"
     );
     let (code, _) = d.stop();

@@ -2,10 +2,12 @@
 //! `state_dir/io.cgwarden` and the CLI commands that are its clients
 //! (`status`, `boost`, `release`, `reload`, `verify`, `events`).
 //!
-//! The service runs on its own thread ([`server`]) and owns no state: every
-//! call becomes a [`Call`] the daemon's event loop answers, so the engine
-//! stays the one owner of claims and knobs, and a stuck or hostile client
-//! can at worst stall the control thread, never the loop. The caller is who
+//! The service runs off the loop, a task of the daemon's `cgw-services`
+//! thread ([`server`]), and owns no state: every call becomes a [`Call`]
+//! the daemon's event loop answers, so the engine stays the one owner of
+//! claims and knobs, and a stuck or hostile client can at worst hold its
+//! connections until their limits close them, never stall the loop (nor
+//! the thread: every wait is a task's). The caller is who
 //! the kernel says (SO_PEERCRED, SO_PEERPIDFD), never what the request says.
 //!
 //! The protocol is zlink's (a maintained varlink implementation): nothing

@@ -1,5 +1,5 @@
-//! The varlink service on `state_dir/io.cgwarden`, on its own
-//! thread and runtime. It forwards each call to the daemon's event loop as
+//! The varlink service on `state_dir/io.cgwarden`, a task of the daemon's
+//! `cgw-services` thread. It forwards each call to the daemon's event loop as
 //! a [`Call`] and relays the answer; `Subscribe` streams the loop's events.
 //!
 //! What zlink does not bound, this module does, around zlink's socket
@@ -61,7 +61,7 @@ impl Default for Limits {
 
 pub use super::wire::socket_path;
 
-/// What the service thread shares with the daemon.
+/// What the service shares with the daemon.
 #[derive(Debug, Clone)]
 pub struct Handle {
     /// Live connections (for `status`).
@@ -101,9 +101,11 @@ pub(crate) fn bind_socket<S>(
     Ok(s)
 }
 
-/// Starts the service thread on `listener`. Calls go to `calls`; events
-/// come from `events`.
+/// Serves `listener` as a task of `services` (a runtime thread,
+/// [`crate::kernel::runtime`]). Calls go to `calls`; events come from
+/// `events`.
 pub fn start(
+    services: &crate::kernel::runtime::Spawner,
     listener: std::os::unix::net::UnixListener,
     calls: mpsc::UnboundedSender<Call>,
     events: broadcast::Sender<wire::Event>,
@@ -111,47 +113,31 @@ pub fn start(
 ) -> std::io::Result<Handle> {
     let live = Arc::new(AtomicUsize::new(0));
     let handle = Handle { live: live.clone() };
-    std::thread::Builder::new()
-        .name("cgw-control".into())
-        .stack_size(crate::kernel::residency::RUNTIME_STACK)
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    tracing::error!("control socket: cannot start its runtime: {e}");
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let listener = match tokio::net::UnixListener::from_std(listener) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::error!("control socket: {e}");
-                        return;
-                    }
-                };
-                let l = GuardedListener {
-                    inner: listener,
-                    live,
-                    next: AtomicU64::new(1),
-                    calls: calls.clone(),
-                    limits,
-                };
-                let service = Service {
-                    calls,
-                    events,
-                    subscribers: Arc::new(AtomicUsize::new(0)),
-                    limits,
-                };
-                if let Err(e) = zlink::Server::new(l, service).run().await {
-                    tracing::error!("control socket stopped: {e}");
-                }
-            });
-        })?;
+    services.spawn(move || async move {
+        let listener = match tokio::net::UnixListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!("control socket: {e}");
+                return;
+            }
+        };
+        let l = GuardedListener {
+            inner: listener,
+            live,
+            next: AtomicU64::new(1),
+            calls: calls.clone(),
+            limits,
+        };
+        let service = Service {
+            calls,
+            events,
+            subscribers: Arc::new(AtomicUsize::new(0)),
+            limits,
+        };
+        if let Err(e) = zlink::Server::new(l, service).run().await {
+            tracing::error!("control socket stopped: {e}");
+        }
+    })?;
     Ok(handle)
 }
 

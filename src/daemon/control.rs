@@ -261,8 +261,8 @@ impl Daemon {
         self.control.board = crate::kernel::board::read(&root, &self.policy.settings.cgroup_root);
     }
 
-    /// Binds the control socket in state_dir and starts its thread; the
-    /// socket's host path, or None (logged) when it cannot be served — the
+    /// Binds the control socket in state_dir and serves it on the
+    /// `cgw-services` thread ([`Daemon::services`]); the socket's host path, or None (logged) when it cannot be served — the
     /// daemon supervises on without it.
     pub(crate) fn start_control(
         &mut self,
@@ -301,7 +301,9 @@ impl Daemon {
                 return None;
             }
         };
+        let services = self.services()?;
         match server::start(
+            &services,
             listener,
             calls,
             self.control.events.clone(),
@@ -310,11 +312,11 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
-                self.start_kpi_socket(&state_dir, gid); // kpisock.rs
+                self.start_kpi_socket(&services, &state_dir, gid); // kpisock.rs
                 Some(path)
             }
             Err(e) => {
-                tracing::error!("control socket thread: {e}");
+                tracing::error!("control socket: {e}");
                 None
             }
         }

@@ -11,9 +11,9 @@
 //!   nothing half-read, and a sender never waits for the daemon beyond the
 //!   socket buffer (a full buffer makes its `send` fail or block, as with
 //!   a StatsD daemon over UDP).
-//! - Its own thread (`cgw-kpi`) with a blocking `recv`: samples go straight
-//!   into the store (one short mutex), never through the event loop, so a
-//!   flood of samples costs the loop nothing.
+//! - A task of the `cgw-services` thread (tokio's `UnixDatagram`): samples
+//!   go straight into the store (one short mutex), never through the event
+//!   loop, so a flood of samples costs the loop nothing.
 //! - Malformed lines (and refused samples) never stop the datagram's other
 //!   lines; each is counted (`cgwarden_kpi_refused_total{reason}`), and the
 //!   reason is logged at most once a minute.
@@ -23,6 +23,7 @@
 
 use super::Daemon;
 use crate::control::{wire, Response};
+use crate::kernel::runtime::Spawner;
 use crate::observe::kpi::{parse, Refusal, Store, Unit};
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
@@ -36,20 +37,21 @@ pub(crate) const KPI_SOCKET: &str = "kpi.sock";
 const DATAGRAM: usize = 64 * 1024;
 
 impl Daemon {
-    /// Binds `state_dir/kpi.sock` and starts its thread; logs (never fails
-    /// the daemon) when it cannot.
-    pub(crate) fn start_kpi_socket(&mut self, state_dir: &Path, gid: u32) {
+    /// Binds `state_dir/kpi.sock` and serves it as a task of `services`;
+    /// logs (never fails the daemon) when it cannot.
+    pub(crate) fn start_kpi_socket(&mut self, services: &Spawner, state_dir: &Path, gid: u32) {
         let path = state_dir.join(KPI_SOCKET);
-        match bind(&path, gid) {
+        match bind(&path, gid).and_then(|s| s.set_nonblocking(true).map(|()| s)) {
             Ok(sock) => {
                 let store = self.kpi.clone();
-                match std::thread::Builder::new()
-                    .name("cgw-kpi".into())
-                    .stack_size(crate::kernel::residency::STACK)
-                    .spawn(move || serve(&sock, &store))
-                {
-                    Ok(_) => tracing::info!(socket = %path.display(), "KPI socket listening"),
-                    Err(e) => tracing::error!("KPI socket thread: {e}"),
+                match services.spawn(move || async move {
+                    match tokio::net::UnixDatagram::from_std(sock) {
+                        Ok(sock) => serve(&sock, &store).await,
+                        Err(e) => tracing::error!("KPI socket: {e}"),
+                    }
+                }) {
+                    Ok(()) => tracing::info!(socket = %path.display(), "KPI socket listening"),
+                    Err(e) => tracing::error!("KPI socket: {e}"),
                 }
             }
             Err(e) => tracing::error!(socket = %path.display(), "KPI socket unavailable: {e}"),
@@ -137,11 +139,11 @@ fn bind(path: &Path, gid: u32) -> std::io::Result<UnixDatagram> {
 }
 
 /// Reads datagrams until the socket fails (the daemon's exit ends it).
-fn serve(sock: &UnixDatagram, store: &Store) {
+async fn serve(sock: &tokio::net::UnixDatagram, store: &Store) {
     let mut buf = vec![0u8; DATAGRAM];
     let mut last_warn: Option<Instant> = None;
     loop {
-        let n = match sock.recv(&mut buf) {
+        let n = match sock.recv(&mut buf).await {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {

@@ -35,6 +35,7 @@ mod reload; // hot reload (SIGHUP, policy file watch, varlink Reload)
 pub(crate) mod repair; // when to retry recreating a deleted group
 mod resort; // freeze, thaw, kill in
 pub mod sample;
+mod services; // the cgw-services thread: control, metrics, KPI socket, policy watch
 mod startup;
 mod tasks; // per-process attributes, threads
 mod throttle; // throttle episodes
@@ -152,6 +153,8 @@ struct Daemon {
     kpi: std::sync::Arc<crate::observe::kpi::Store>,
     /// The IRQ watcher (`system.irqs`/`system.kthreads`).
     irqwatch: Option<irqwatch::IrqWatch>,
+    /// The `cgw-services` thread ([`Daemon::services`]).
+    services: Option<crate::kernel::runtime::Spawner>,
     /// Throttle episodes per cpufreq policy.
     throttle: throttle::ThrottleTracker,
     /// The drift guard's and `verify`'s drifts.

@@ -1,6 +1,7 @@
 //! The daemon's side of observability (metrics and the flight recorder):
-//! starts the `cgw-metrics` and `cgw-recorder` threads
-//! when `settings.metrics` / `settings.recorder` ask for them (nothing runs
+//! serves the metrics on the `cgw-services` thread and starts the
+//! `cgw-recorder` thread when `settings.metrics` / `settings.recorder` ask
+//! for them (nothing runs
 //! otherwise), keeps the counters of [`crate::observe::state::Book`] and
 //! publishes the engine view at the top of a loop turn when something
 //! changed. See `src/observe/state.rs` for why this never waits.
@@ -71,11 +72,49 @@ impl Daemon {
         let mut unavailable = Vec::new();
         self.publish_observed();
         let root = self.opts.root.clone();
+        // The recorder first: the metrics textfile's writes go to its thread.
+        if let Some(s) = r {
+            let path = root.host_path(&s.dir).join(recorder::DB_NAME);
+            // The tape's times are Unix seconds of the engine's clock.
+            let wall_base = crate::observe::state::unix_seconds(std::time::SystemTime::now())
+                - self.now().as_secs_f64();
+            let tape = crate::observe::tape::Tape::new(&self.policy, wall_base);
+            let cfg = recorder::Config {
+                settings: s,
+                path: path.clone(),
+                criteria: self.policy.report.clone(),
+                critical: self.policy.settings.critical.clone(),
+                root: root.clone(),
+                cg: self.cg.clone(),
+                view: view.clone(),
+                events: self.control.events.subscribe(),
+                tape: Some(tape.shared()),
+                kpi: Some(self.kpi_store()),
+            };
+            match recorder::start(cfg) {
+                Ok(h) => {
+                    tracing::info!(db = %path.display(), "flight recorder running");
+                    if let Some(o) = &mut self.observe {
+                        o.recorder = Some(h);
+                        o.tape = Some(tape);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!("flight recorder unavailable: {e}");
+                    unavailable.push(format!("flight recorder {}: {e}", path.display()));
+                }
+            }
+        }
         if m.enabled() {
             let mut ends = http::Endpoints {
                 unix: None,
                 tcp: None,
                 textfile: None,
+                disk: self
+                    .observe
+                    .as_ref()
+                    .and_then(|o| o.recorder.as_ref())
+                    .map(|h| h.jobs()),
             };
             if let Some(p) = &m.socket {
                 let path = root.host_path(p);
@@ -122,44 +161,17 @@ impl Daemon {
             }
             let exposer = http::Exposer {
                 cg: self.cg.clone(),
-                view: view.clone(),
-                kpi: Some(self.kpi_store()),
-            };
-            if let Err(e) = http::start(exposer, ends) {
-                tracing::error!("metrics thread: {e}");
-                unavailable.push(format!("metrics: {e}"));
-            }
-        }
-        if let Some(s) = r {
-            let path = root.host_path(&s.dir).join(recorder::DB_NAME);
-            // The tape's times are Unix seconds of the engine's clock.
-            let wall_base = crate::observe::state::unix_seconds(std::time::SystemTime::now())
-                - self.now().as_secs_f64();
-            let tape = crate::observe::tape::Tape::new(&self.policy, wall_base);
-            let cfg = recorder::Config {
-                settings: s,
-                path: path.clone(),
-                criteria: self.policy.report.clone(),
-                critical: self.policy.settings.critical.clone(),
-                root: root.clone(),
-                cg: self.cg.clone(),
                 view,
-                events: self.control.events.subscribe(),
-                tape: Some(tape.shared()),
                 kpi: Some(self.kpi_store()),
             };
-            match recorder::start(cfg) {
-                Ok(h) => {
-                    tracing::info!(db = %path.display(), "flight recorder running");
-                    if let Some(o) = &mut self.observe {
-                        o.recorder = Some(h);
-                        o.tape = Some(tape);
+            match self.services() {
+                Some(services) => {
+                    if let Err(e) = http::start(&services, exposer, ends) {
+                        tracing::error!("metrics: {e}");
+                        unavailable.push(format!("metrics: {e}"));
                     }
                 }
-                Err(e) => {
-                    tracing::error!("flight recorder unavailable: {e}");
-                    unavailable.push(format!("flight recorder {}: {e}", path.display()));
-                }
+                None => unavailable.push("metrics: no services thread".to_string()),
             }
         }
         if let Some(o) = &mut self.observe {

@@ -332,7 +332,11 @@ impl Daemon {
         if let Ok(bytes) = read_policy(&self.opts.policy_path) {
             self.policy_hash = hash_hex(&bytes);
         }
-        if let Err(e) = watch::spawn_policy_watch(&self.opts.policy_path, tx.clone()) {
+        let Some(services) = self.services() else {
+            tracing::warn!("policy file not watched (no services thread); reload with SIGHUP");
+            return;
+        };
+        if let Err(e) = watch::spawn_policy_watch(&services, &self.opts.policy_path, tx.clone()) {
             tracing::warn!("policy file not watched ({e}); reload with SIGHUP");
         }
     }

@@ -72,6 +72,7 @@ impl Daemon {
             observe: None,
             kpi: Default::default(),
             irqwatch: None,
+            services: None,
             throttle: throttle::ThrottleTracker::default(),
             drift: Default::default(),
             cpufreq_limits: std::collections::BTreeMap::new(),

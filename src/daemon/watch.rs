@@ -67,13 +67,19 @@ pub enum Wake {
 pub(crate) const POLICY_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Watches the policy file's directory (IN_CLOSE_WRITE, IN_MOVED_TO,
-/// IN_CREATE for the file's name) in a thread of its own, so an in-place
-/// write, an editor's write-temp-then-rename and a package manager's
-/// replace all count; sends [`Wake::PolicyChanged`] once the changes have
-/// been quiet for [`POLICY_DEBOUNCE`]. The directory (not the file) is
-/// watched: a watch on the file would follow the old inode after a rename.
-/// The thread ends when the receiver is gone (checked at the next change).
-pub(crate) fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Result<()> {
+/// IN_CREATE for the file's name) in a task of `services` (the
+/// `cgw-services` thread), so an in-place write, an editor's
+/// write-temp-then-rename and a package manager's replace all count; sends
+/// [`Wake::PolicyChanged`] once the changes have been quiet for
+/// [`POLICY_DEBOUNCE`] (a timer: the thread serves its other tasks
+/// meanwhile). The directory (not the file) is watched: a watch on the file
+/// would follow the old inode after a rename. The task ends when the
+/// receiver is gone (checked at the next change).
+pub(crate) fn spawn_policy_watch(
+    services: &crate::kernel::runtime::Spawner,
+    policy: &Path,
+    tx: mpsc::Sender<Wake>,
+) -> Result<()> {
     let dir = match policy.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -85,56 +91,69 @@ pub(crate) fn spawn_policy_watch(policy: &Path, tx: mpsc::Sender<Wake>) -> Resul
             io::Error::new(io::ErrorKind::InvalidInput, "no file name"),
         ));
     };
-    let mut ino = Inotify::init().map_err(|e| Error::io("inotify_init1", &dir, e))?;
+    let ino = Inotify::init().map_err(|e| Error::io("inotify_init1", &dir, e))?;
     ino.watches()
         .add(
             &dir,
             WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO | WatchMask::CREATE,
         )
         .map_err(|e| Error::io("inotify_add_watch", &dir, e))?;
-    let thread_dir = dir.clone();
-    std::thread::Builder::new()
-        .name("cgw-policy".into())
-        .stack_size(crate::kernel::residency::STACK)
-        .spawn(move || {
-            let dir = thread_dir;
-            let mut buf = [0u8; 4096];
-            let ours = |events: inotify::Events<'_>| {
-                events.into_iter().any(|e| e.name == Some(name.as_os_str()))
+    let task_dir = dir.clone();
+    services
+        .spawn(move || async move {
+            let failed = |e: io::Error| Wake::WatchError {
+                what: format!("policy watch on {}: {e}", task_dir.display()),
             };
-            loop {
-                match ino.read_events_blocking(&mut buf) {
-                    Ok(events) => {
-                        if !ours(events) {
-                            continue;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let _ = tx.blocking_send(Wake::WatchError {
-                            what: format!("policy watch on {}: {e}", dir.display()),
-                        });
-                        return;
+            match crate::kernel::wait::async_fd(ino, Interest::READABLE) {
+                Ok(afd) => {
+                    if let Err(e) = policy_loop(afd, &name, &tx).await {
+                        deliver(&tx, failed(e)).await;
                     }
                 }
-                // Debounce: wait until the directory has been quiet a while.
-                loop {
-                    std::thread::sleep(POLICY_DEBOUNCE);
-                    let more = match ino.read_events(&mut buf) {
-                        Ok(mut events) => events.next().is_some(),
-                        Err(_) => false,
-                    };
-                    if !more {
-                        break;
-                    }
-                }
-                if tx.blocking_send(Wake::PolicyChanged).is_err() {
-                    return;
+                Err((e, _)) => {
+                    deliver(&tx, failed(e)).await;
                 }
             }
         })
-        .map_err(|e| Error::io("spawn cgw-policy", &dir, e))?;
+        .map_err(|e| Error::io("policy watch", &dir, e))?;
     Ok(())
+}
+
+/// The policy watch's task: `Ok` when the receiver is gone, the error that
+/// stopped the inotify fd otherwise.
+async fn policy_loop(
+    mut afd: AsyncFd<Inotify>,
+    name: &std::ffi::OsStr,
+    tx: &mpsc::Sender<Wake>,
+) -> io::Result<()> {
+    let mut buf = [0u8; 4096];
+    loop {
+        // A change to the file's name.
+        let mut guard = afd.readable_mut().await?;
+        match guard.try_io(|inner| {
+            let events = inner.get_mut().read_events(&mut buf)?;
+            Ok(events.into_iter().any(|e| e.name == Some(name)))
+        }) {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) | Err(_) => continue,
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(e)) => return Err(e),
+        }
+        // Debounce: wait until the directory has been quiet a while.
+        loop {
+            tokio::time::sleep(POLICY_DEBOUNCE).await;
+            let more = match afd.get_mut().read_events(&mut buf) {
+                Ok(mut events) => events.next().is_some(),
+                Err(_) => false,
+            };
+            if !more {
+                break;
+            }
+        }
+        if !deliver(tx, Wake::PolicyChanged).await {
+            return Ok(());
+        }
+    }
 }
 
 /// Sends a wake; if the channel is full, waits for room (the caller's

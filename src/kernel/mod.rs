@@ -33,6 +33,7 @@ pub mod psi_trigger;
 pub(crate) mod realtime;
 pub(crate) mod residency;
 pub(crate) mod root;
+pub(crate) mod runtime; // a named thread with its own tokio runtime
 pub(crate) mod sched;
 pub(crate) mod selfproc;
 #[cfg(feature = "top")]

@@ -26,17 +26,17 @@
 use super::error::{Error, Result};
 
 /// The stack of a thread that only reads, writes and formats (the exec
-/// thread, the writer lanes, the policy watcher, the KPI socket, the
-/// last-resort killer, the IRQ watcher, a modprobe's stderr reader).
+/// thread, the writer lanes, the last-resort killer, the IRQ watcher, a
+/// modprobe's stderr reader).
 /// Locked, a stack is resident in full: with every reaction fired in the
 /// guest (`85-daemon-resident`), the deepest of these threads used 24 KiB.
 pub const STACK: usize = (128 << 10) * UNOPTIMIZED;
 
-/// The stack of a thread that runs a tokio runtime or SQLite (the control
-/// socket, the metrics server, the recorder, tokio's blocking threads):
-/// `block_on`'s future, JSON nested as deep as serde_json allows (128)
-/// and SQLite's statement engine live on it. The deepest seen: 32 KiB
-/// (the control socket).
+/// The stack of a thread that runs a tokio runtime or SQLite (the services
+/// thread with the control socket, metrics, KPI socket and policy watch;
+/// the recorder; tokio's blocking threads): `block_on`'s future, JSON
+/// nested as deep as serde_json allows (128) and SQLite's statement engine
+/// live on it. The deepest seen: 32 KiB (the control socket).
 pub const RUNTIME_STACK: usize = (256 << 10) * UNOPTIMIZED;
 
 /// An unoptimized (debug) build's frames are several times a release

@@ -1,9 +1,12 @@
 //! `GET /metrics` over HTTP/1.1 on a unix socket and/or a TCP address, and
-//! the node_exporter textfile, all on one thread (`cgw-metrics`,
-//! SCHED_OTHER: threads the daemon creates start SCHED_OTHER through
-//! `SCHED_FLAG_RESET_ON_FORK`) with its own tokio runtime. Nothing here
-//! runs on the event loop: a scrape reads the groups' files and the last
-//! published engine view ([`super::state`]) on this thread.
+//! the node_exporter textfile, as tasks of the daemon's `cgw-services`
+//! thread (SCHED_OTHER: threads the daemon creates start SCHED_OTHER through
+//! `SCHED_FLAG_RESET_ON_FORK`; its current-thread tokio runtime also serves
+//! the control and KPI sockets and the policy watch). Nothing here runs on
+//! the event loop: a scrape reads the groups' files and the last published
+//! engine view ([`super::state`]) on that thread. The textfile's write,
+//! which may wait for the disk, is the thread's that does: the recorder's
+//! (`cgw-recorder`) when it runs, else `cgw-textfile`.
 //!
 //! The server is hyper 1 (with hyper-util's tokio glue), the maintained
 //! HTTP implementation tokio programs use; it serves both listeners, so
@@ -15,12 +18,14 @@
 
 use super::metrics::{self, OwnCost};
 use super::state::EngineView;
+use super::textfile::{Job, Textfile};
 use crate::kernel::cgroupfs::CgroupFs;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
@@ -62,40 +67,43 @@ impl Exposer {
     }
 }
 
-/// The bound listeners and textfile the thread serves.
+/// The bound listeners and textfile the services thread serves.
 pub(crate) struct Endpoints {
     pub unix: Option<std::os::unix::net::UnixListener>,
     pub tcp: Option<std::net::TcpListener>,
-    /// Host path of the textfile and how often it is written.
+    /// Host path of the textfile, how often it is written, and the thread
+    /// that writes it (the recorder's, when it runs: [`start`] starts
+    /// `cgw-textfile` otherwise).
     pub textfile: Option<(PathBuf, Duration)>,
+    /// The recorder's jobs, when it runs.
+    pub disk: Option<std::sync::mpsc::Sender<Job>>,
 }
 
-/// Starts the `cgw-metrics` thread.
-pub(crate) fn start(exposer: Exposer, ends: Endpoints) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("cgw-metrics".into())
-        .stack_size(crate::kernel::residency::RUNTIME_STACK)
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    tracing::error!("metrics: cannot start the runtime: {e}");
-                    return;
-                }
-            };
-            rt.block_on(serve(exposer, ends));
-        })?;
-    Ok(())
+/// Serves `ends` as tasks of `services` (the daemon's `cgw-services`
+/// thread, [`crate::kernel::runtime`]).
+pub(crate) fn start(
+    services: &crate::kernel::runtime::Spawner,
+    exposer: Exposer,
+    ends: Endpoints,
+) -> std::io::Result<()> {
+    let textfile = match (ends.textfile, ends.disk) {
+        (Some((path, every)), Some(disk)) => Some((path, every, disk)),
+        (Some((path, every)), None) => Some((path, every, super::textfile::thread()?)),
+        (None, _) => None,
+    };
+    let (unix, tcp) = (ends.unix, ends.tcp);
+    services.spawn(move || serve(exposer, unix, tcp, textfile))
 }
 
-async fn serve(exposer: Exposer, ends: Endpoints) {
+async fn serve(
+    exposer: Exposer,
+    unix: Option<std::os::unix::net::UnixListener>,
+    tcp: Option<std::net::TcpListener>,
+    textfile: Option<(PathBuf, Duration, std::sync::mpsc::Sender<Job>)>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut tasks = Vec::new();
-    if let Some(l) = ends.unix {
+    if let Some(l) = unix {
         match tokio::net::UnixListener::from_std(l) {
             Ok(l) => {
                 let (e, s) = (exposer.clone(), slots.clone());
@@ -111,7 +119,7 @@ async fn serve(exposer: Exposer, ends: Endpoints) {
             Err(e) => tracing::error!("metrics socket: {e}"),
         }
     }
-    if let Some(l) = ends.tcp {
+    if let Some(l) = tcp {
         match tokio::net::TcpListener::from_std(l) {
             Ok(l) => {
                 let (e, s) = (exposer.clone(), slots.clone());
@@ -127,16 +135,30 @@ async fn serve(exposer: Exposer, ends: Endpoints) {
             Err(e) => tracing::error!("metrics listener: {e}"),
         }
     }
-    if let Some((path, every)) = ends.textfile {
+    if let Some((path, every, disk)) = textfile {
         let e = exposer.clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let busy = Arc::new(AtomicBool::new(false));
             loop {
                 tick.tick().await;
+                // One write waits for the disk at a time; while it does, a
+                // newer text is not queued behind it.
+                if busy.swap(true, Ordering::AcqRel) {
+                    tracing::debug!(path = %path.display(), "metrics textfile: the last write still waits for the disk; this one skipped");
+                    continue;
+                }
                 let text = metrics::to_prometheus_text(&e.scrape());
-                if let Err(err) = write_textfile(&path, &text) {
-                    tracing::warn!(path = %path.display(), "metrics textfile: {err}");
+                let job = Textfile {
+                    path: path.clone(),
+                    text,
+                    busy: busy.clone(),
+                };
+                if disk.send(Job::Textfile(job)).is_err() {
+                    // Only at the daemon's stop (the recorder's last interval).
+                    tracing::debug!(path = %path.display(), "metrics textfile: its writer has stopped");
+                    return;
                 }
             }
         }));
@@ -229,44 +251,5 @@ fn answer(exposer: &Exposer, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             metrics::PROMETHEUS_TEXT,
             metrics::to_prometheus_text(&text),
         )
-    }
-}
-
-/// Replaces `path` atomically: a temporary file in the same directory,
-/// written, synced, renamed over it (node_exporter never reads half a file).
-pub(crate) fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cgwarden.prom".into());
-    // A dot-name: node_exporter reads only `*.prom`.
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_data()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn textfile_is_replaced_whole_and_leaves_no_temp() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("cgwarden.prom");
-        write_textfile(&p, "a 1\n").unwrap();
-        write_textfile(&p, "b 2\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
-        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-        // A directory that does not exist is an error, not a panic.
-        assert!(write_textfile(&t.path().join("no/such.prom"), "x").is_err());
     }
 }

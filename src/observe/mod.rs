@@ -5,7 +5,7 @@
 //! and runs off the event loop: a slow scrape or an fsync never delays a
 //! reaction.
 
-pub(crate) mod http; // GET /metrics and the textfile, on cgw-metrics
+pub(crate) mod http; // GET /metrics and the textfile, tasks of cgw-services
 pub mod kpi; // KPIs from applications (store, StatsD and cyclictest parsers)
 pub(crate) mod memstat; // memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // the OpenMetrics exposition
@@ -18,6 +18,7 @@ pub mod report;
 pub(crate) mod sample; // one reading of a group, for metrics and recorder
 pub(crate) mod state; // what the daemon publishes for the observe threads
 pub(crate) mod tape; // the input tape replay reads
+pub(crate) mod textfile; // the metrics textfile's write, off the serving thread
 
 /// The flight recorder's schema, shared by the writer and `report`;
 /// documented in docs/recorder.md.

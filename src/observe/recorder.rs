@@ -23,14 +23,16 @@
 //!   table, free pages are returned to the file system
 //!   (`auto_vacuum = INCREMENTAL`, `PRAGMA incremental_vacuum`) and the WAL
 //!   truncated, until it fits.
-//! - Runs on its own thread (SCHED_OTHER): an fsync or a slow flash never
-//!   reaches the event loop, which only sends on a broadcast that never
+//! - Runs on its own thread (SCHED_OTHER), the daemon's one that waits for
+//!   the disk (it also writes the metrics textfile): an fsync or a slow
+//!   flash never reaches the event loop, which only sends on a broadcast that never
 //!   blocks. Events that overflow the broadcast while the recorder is
 //!   behind are counted in a `lost` event.
 
 use super::metrics::OwnCost;
 use super::sample::{self, GroupSample, Limit};
 use super::state::{unix_seconds, EngineView};
+use super::textfile::Job;
 use crate::control::wire;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
@@ -64,14 +66,19 @@ pub(crate) struct Config {
 
 /// The running recorder: stop it to record the last interval and `stop`.
 pub(crate) struct Handle {
-    stop: std::sync::mpsc::Sender<()>,
+    jobs: std::sync::mpsc::Sender<Job>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl Handle {
+    /// Where the metrics textfile's writes go ([`Job::Textfile`]).
+    pub(crate) fn jobs(&self) -> std::sync::mpsc::Sender<Job> {
+        self.jobs.clone()
+    }
+
     /// Records the last interval and the `stop` event; waits up to `grace`.
     pub(crate) fn stop(self, grace: Duration) {
-        let _ = self.stop.send(());
+        let _ = self.jobs.send(Job::Stop);
         let until = Instant::now() + grace;
         while !self.thread.is_finished() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(10));
@@ -92,25 +99,28 @@ pub(crate) fn start(cfg: Config) -> Result<Handle, String> {
     let view = cfg.view.borrow().clone();
     let rec = Recorder::open(&cfg.path, &cfg.settings, &cfg.root, &view)
         .map_err(|e| format!("{}: {e}", cfg.path.display()))?;
-    let (stop, stop_rx) = std::sync::mpsc::channel();
+    let (jobs, jobs_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cgw-recorder".into())
         .stack_size(crate::kernel::residency::RUNTIME_STACK)
-        .spawn(move || run(rec, cfg, stop_rx))
+        .spawn(move || run(rec, cfg, jobs_rx))
         .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
-    Ok(Handle { stop, thread })
+    Ok(Handle { jobs, thread })
 }
 
-fn run(mut rec: Recorder, mut cfg: Config, stop: std::sync::mpsc::Receiver<()>) {
+fn run(mut rec: Recorder, mut cfg: Config, jobs: std::sync::mpsc::Receiver<Job>) {
     let every = cfg.settings.interval;
     let mut next = Instant::now() + every;
     let procs = super::procmem::Selection::new(&cfg.criteria.processes, &cfg.critical);
     let mut pss_at: Option<Instant> = None;
     loop {
-        let stopping = match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
-            // Stop asked, or the daemon is gone.
-            _ => true,
+        let stopping = loop {
+            match jobs.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(Job::Textfile(t)) => t.write(),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break false,
+                // Stop asked, or the daemon is gone.
+                Ok(Job::Stop) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break true,
+            }
         };
         next += every;
         if next < Instant::now() {

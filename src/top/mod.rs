@@ -163,23 +163,8 @@ async fn feed(socket: PathBuf, tx: mpsc::Sender<Update>) {
 pub fn run(socket: &Path) -> u8 {
     let (tx, rx) = mpsc::channel();
     let path = socket.to_path_buf();
-    let feeder = std::thread::Builder::new()
-        .name("top-feed".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Update::Unreachable(format!(
-                        "cannot start the runtime: {e}"
-                    )));
-                    return;
-                }
-            };
-            rt.block_on(feed(path, tx));
-        });
+    let feeder =
+        crate::kernel::runtime::start("top-feed").and_then(|s| s.spawn(move || feed(path, tx)));
     if let Err(e) = feeder {
         eprintln!("cgwarden: error: top: cannot start the feed thread: {e}");
         return exit::TEMPFAIL;

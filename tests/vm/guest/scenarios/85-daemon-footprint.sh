@@ -50,9 +50,16 @@ check scraped "one GET /metrics answered" wait_for 20 sh -c 'wget -q -O - http:/
 sleep "$secs"
 r2=$(rss "$DPID")
 th=$(awk '/^Threads:/ { print $2 }' "/proc/$DPID/status")
-echo "FOOTPRINT-OBSERVE rss=${r2}KiB threads=$th"
+names=$(for t in /proc/"$DPID"/task/*; do cat "$t/comm"; done 2>/dev/null | sort | tr '\n' ' ')
+echo "FOOTPRINT-OBSERVE rss=${r2}KiB threads=$th ($names)"
 mem_report "$DPID"
 pass measured-observe "metrics and recorder on: rss=${r2}KiB threads=$th"
+# A thread only where a priority or a blocking call needs one: the event loop, cgw-exec
+# (when something is placed), cgw-recorder (which also writes the textfile) and
+# cgw-services (control and KPI sockets, metrics, policy watch).
+check services-thread "control, metrics, KPI socket and policy watch share cgw-services ($names)" \
+    sh -c "echo '$names' | grep -qw cgw-services"
+check threads-observe "at most 4 threads: $th ($names)" test "${th:-99}" -le 4
 # 10.5 MiB measured (release build): the binary and C library (7.7 MiB) and the
 # metrics and recorder threads' stacks and heaps.
 limit=12288
