@@ -866,6 +866,31 @@ fn fail(shared: &Shared, wake: &mpsc::Sender<Wake>, what: String) {
 mod tests {
     use super::*;
 
+    /// A worker that acts, on `root`, for the tests.
+    fn worker(
+        root: &Root,
+        policy: &Policy,
+        shared: Arc<Shared>,
+        wake: mpsc::Sender<Wake>,
+        tracking: bool,
+    ) -> Worker {
+        let tasks = Tasks::new(root, policy, true, &shared.last_resort, wake.clone());
+        Worker {
+            placer: Placer::new(&policy.placement, |_| None),
+            ops: KernelOps::new(root.clone(), policy),
+            root: root.clone(),
+            shared,
+            wake,
+            act: true,
+            cache: FactCache::default(),
+            scan_pending: Arc::new(AtomicBool::new(false)),
+            tracking,
+            refusals: HashSet::new(),
+            kept: BTreeMap::new(),
+            tasks,
+        }
+    }
+
     /// The exec thread's batch handling on a fake tree: each exec'd pid is
     /// placed once however many events name it, a renamed main thread is
     /// placed, a thread's rename is not, exits update presence, and a lost
@@ -888,21 +913,7 @@ mod tests {
         let root = Root::fake(t.path());
         let shared = Shared::new(Presence::new(&["bash".to_string()]));
         let (wake, mut wake_rx) = mpsc::channel(8);
-        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
-        let mut w = Worker {
-            placer: Placer::new(&policy.placement, |_| None),
-            ops: KernelOps::new(root.clone(), &policy),
-            root: root.clone(),
-            shared: shared.clone(),
-            wake,
-            act: true,
-            cache: FactCache::default(),
-            scan_pending: Arc::new(AtomicBool::new(false)),
-            tracking: true,
-            refusals: HashSet::new(),
-            kept: BTreeMap::new(),
-            tasks,
-        };
+        let mut w = worker(&root, &policy, shared.clone(), wake, true);
         let (mut pids, mut seen) = (Vec::new(), HashSet::new());
         let batch = [
             ProcEvent::Exec {
@@ -984,21 +995,7 @@ mod tests {
         let root = Root::fake(t.path());
         let (wake, _wake_rx) = mpsc::channel(8);
         let shared = Shared::new(Presence::new(&[]));
-        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
-        let mut w = Worker {
-            placer: Placer::new(&policy.placement, |_| None),
-            ops: KernelOps::new(root.clone(), &policy),
-            root: root.clone(),
-            shared,
-            wake,
-            act: true,
-            cache: FactCache::default(),
-            scan_pending: Arc::new(AtomicBool::new(false)),
-            tracking: false,
-            refusals: HashSet::new(),
-            kept: BTreeMap::new(),
-            tasks,
-        };
+        let mut w = worker(&root, &policy, shared.clone(), wake, false);
         let cg = || std::fs::read_to_string(t.path().join("proc/600/cgroup")).unwrap();
         let move_out = || {
             std::fs::write(t.path().join("proc/600/cgroup"), "0::/\n").unwrap();
@@ -1038,21 +1035,7 @@ mod tests {
         .unwrap();
         let (wake, _rx) = mpsc::channel(8);
         let shared = Shared::new(Presence::new(&[]));
-        let tasks = Tasks::new(&root, &policy, true, &shared.last_resort, wake.clone());
-        let mut w = Worker {
-            placer: Placer::new(&policy.placement, |_| None),
-            ops: KernelOps::new(root.clone(), &policy),
-            root: root.clone(),
-            shared: shared.clone(),
-            wake,
-            act: true,
-            cache: FactCache::default(),
-            scan_pending: Arc::new(AtomicBool::new(false)),
-            tracking: false,
-            refusals: HashSet::new(),
-            kept: BTreeMap::new(),
-            tasks,
-        };
+        let mut w = worker(&root, &policy, shared.clone(), wake, false);
         let kept = |cgroup: &str| Kept {
             rule: 0,
             line: 6,
