@@ -307,7 +307,7 @@ mod tests {
     /// Runs `f` under the default formatter (as `init_logging` set it up
     /// before this module) and under [`Line`]; returns both outputs.
     fn both(f: impl Fn()) -> (String, String) {
-        let (a, b) = (Buf::default(), Buf::default());
+        let a = Buf::default();
         let wa = a.clone();
         let reference = tracing_subscriber::registry().with(
             tracing_subscriber::fmt::layer()
@@ -317,18 +317,18 @@ mod tests {
                 .with_timer(Fixed),
         );
         tracing::subscriber::with_default(reference, &f);
-        let wb = b.clone();
-        let ours = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || wb.clone())
-                .with_ansi(false)
-                .event_format(Line {
-                    clock: fixed,
-                    ansi: false,
-                }),
-        );
-        tracing::subscriber::with_default(ours, &f);
-        (a.text(), b.text())
+        (a.text(), ours(false, f))
+    }
+
+    /// What [`Line`] (with or without colour) prints of `f`'s events.
+    fn ours(ansi: bool, f: impl Fn()) -> String {
+        let b = Buf::default();
+        let w = b.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(move || w.clone())
+            .event_format(Line { clock: fixed, ansi });
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
+        b.text()
     }
 
     #[derive(Debug)]
@@ -393,22 +393,12 @@ mod tests {
     /// A float field has three decimals, whatever binary tail it carries.
     #[test]
     fn a_float_field_has_three_decimals() {
-        let b = Buf::default();
-        let w = b.clone();
-        let ours = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || w.clone())
-                .event_format(Line {
-                    clock: fixed,
-                    ansi: false,
-                }),
-        );
-        tracing::subscriber::with_default(ours, || {
+        let got = ours(false, || {
             tracing::info!(elapsed_ms = 0.6520980000000001f64, "write");
             tracing::info!(elapsed_ms = 2.0f64, x = f64::NAN, "write");
         });
         assert_eq!(
-            b.text(),
+            got,
             "2026-11-30T10:15:00.250001Z  INFO write elapsed_ms=0.652\n\
              2026-11-30T10:15:00.250001Z  INFO write elapsed_ms=2.000 x=NaN\n"
         );
@@ -418,22 +408,12 @@ mod tests {
     /// fields are as without colour.
     #[test]
     fn a_terminal_sees_the_level_in_colour() {
-        let b = Buf::default();
-        let w = b.clone();
-        let ours = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || w.clone())
-                .event_format(Line {
-                    clock: fixed,
-                    ansi: true,
-                }),
-        );
-        tracing::subscriber::with_default(ours, || {
+        let got = ours(true, || {
             tracing::warn!(knob = "a", "drift");
             tracing::info!("ok");
         });
         assert_eq!(
-            b.text(),
+            got,
             "\x1b[2m2026-11-30T10:15:00.250001Z\x1b[0m \x1b[33m WARN\x1b[0m drift knob=\"a\"\n\
              \x1b[2m2026-11-30T10:15:00.250001Z\x1b[0m \x1b[32m INFO\x1b[0m ok\n"
         );
