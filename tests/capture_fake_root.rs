@@ -44,16 +44,9 @@ fn board() -> (tempfile::TempDir, PathBuf) {
     );
     put(&root, "proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
     let gpu = "sys/devices/platform/soc/3d00000.gpu/devfreq/3d00000.gpu";
-    for (f, v) in [
-        ("governor", "msm-adreno-tz"),
-        ("available_governors", "msm-adreno-tz performance powersave"),
-        ("min_freq", "220000000"),
-        ("max_freq", "900000000"),
-        ("cur_freq", "220000000"),
-        ("available_frequencies", "220000000 500000000 900000000"),
-    ] {
-        put(&root, &format!("{gpu}/{f}"), &format!("{v}\n"));
-    }
+    let freqs = [220_000_000, 500_000_000, 900_000_000];
+    t.devfreq_device(gpu, "msm-adreno-tz performance powersave", &freqs, freqs[0])
+        .unwrap();
     std::fs::create_dir_all(root.join("sys/class/devfreq")).unwrap();
     std::os::unix::fs::symlink(
         "../../devices/platform/soc/3d00000.gpu/devfreq/3d00000.gpu",

@@ -251,21 +251,15 @@ fn cli(root: &Path, policy: &Path, args: &[&str]) -> support::Run {
 /// The name is the device tree node's (`3d00000.qcom,kgsl-3d0`).
 const GPU: &str = "sys/class/devfreq/3d00000.qcom,kgsl-3d0";
 
-fn gpu(root: &Path) {
-    write(root, &format!("{GPU}/governor"), "msm-adreno-tz");
-    write(
-        root,
-        &format!("{GPU}/available_governors"),
+fn gpu(t: &cgwarden::kernel::fake_tree::FakeTree) {
+    let mhz = [220, 285, 350, 400, 500, 587, 700, 812].map(|m: u64| m * 1_000_000);
+    t.devfreq_device(
+        GPU,
         "msm-adreno-tz performance powersave userspace simple_ondemand",
-    );
-    write(
-        root,
-        &format!("{GPU}/available_frequencies"),
-        "220000000 285000000 350000000 400000000 500000000 587000000 700000000 812000000",
-    );
-    write(root, &format!("{GPU}/min_freq"), "220000000");
-    write(root, &format!("{GPU}/max_freq"), "812000000");
-    write(root, &format!("{GPU}/cur_freq"), "285000000");
+        &mhz,
+        285_000_000,
+    )
+    .unwrap();
 }
 
 /// devfreq as baseline and as a boost: the boost raises the GPU's floor,
@@ -273,7 +267,7 @@ fn gpu(root: &Path) {
 #[test]
 fn devfreq_baseline_boost_release_and_reset() {
     let dir = tempfile::tempdir().unwrap();
-    let (_t, policy, root) = board(
+    let (t, policy, root) = board(
         dir.path(),
         r#"version: 1
 product: gpu
@@ -282,7 +276,7 @@ system:
     "3d00000.qcom,kgsl-3d0": { governor: msm-adreno-tz, min: 285MHz, max: 700MHz }
 "#,
     );
-    gpu(&root);
+    gpu(&t);
     let min = format!("{GPU}/min_freq");
     let max = format!("{GPU}/max_freq");
     let d = Daemon::start(&policy, &root, Start::default());

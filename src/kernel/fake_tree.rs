@@ -184,6 +184,34 @@ impl FakeTree {
         Ok(())
     }
 
+    /// Lays out a devfreq device in `dir` (relative to the root) as
+    /// Documentation/ABI/testing/sysfs-class-devfreq shows one: the first of
+    /// `governors` in force, the frequencies it offers (Hz, ascending), the
+    /// whole range allowed, running at `cur_hz`.
+    pub fn devfreq_device(
+        &self,
+        dir: &str,
+        governors: &str,
+        freqs_hz: &[u64],
+        cur_hz: u64,
+    ) -> io::Result<()> {
+        let governor = governors.split_whitespace().next().unwrap_or_default();
+        let listed: Vec<String> = freqs_hz.iter().map(u64::to_string).collect();
+        let (min, max) = (freqs_hz.first(), freqs_hz.last());
+        self.file(&format!("{dir}/governor"), governor)?;
+        self.file(&format!("{dir}/available_governors"), governors)?;
+        self.file(&format!("{dir}/available_frequencies"), &listed.join(" "))?;
+        self.file(
+            &format!("{dir}/min_freq"),
+            &min.copied().unwrap_or(0).to_string(),
+        )?;
+        self.file(
+            &format!("{dir}/max_freq"),
+            &max.copied().unwrap_or(0).to_string(),
+        )?;
+        self.file(&format!("{dir}/cur_freq"), &cur_hz.to_string())
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -14,16 +14,9 @@ fn put(dir: &Path, rel: &str, text: &str) {
 fn board(dir: &Path) -> FakeTree {
     let t = FakeTree::standard(dir).unwrap();
     let gpu = "sys/devices/platform/soc/3d00000.gpu/devfreq/3d00000.gpu";
-    for (f, v) in [
-        ("governor", "msm-adreno-tz"),
-        ("available_governors", "msm-adreno-tz performance powersave"),
-        ("min_freq", "220000000"),
-        ("max_freq", "900000000"),
-        ("cur_freq", "220000000"),
-        ("available_frequencies", "220000000 500000000 900000000"),
-    ] {
-        put(dir, &format!("{gpu}/{f}"), &format!("{v}\n"));
-    }
+    let freqs = [220_000_000, 500_000_000, 900_000_000];
+    t.devfreq_device(gpu, "msm-adreno-tz performance powersave", &freqs, freqs[0])
+        .unwrap();
     put(dir, "sys/devices/platform/soc/3d00000.gpu/uevent", "x\n");
     symlink("../../../3d00000.gpu", dir.join(gpu).join("device")).unwrap();
     fs::create_dir_all(dir.join("sys/class/devfreq")).unwrap();
