@@ -369,13 +369,14 @@ fn motion_line() -> usize {
 /// `pid 400` native, `pid 410` in a docker scope (systemd driver, as runc
 /// makes it), `pid 420` in a `Delegate=yes` service's subgroup (its cgroup
 /// marked `user.delegate` = 1 as systemd marks it): all `motion_control`.
-fn container_layout(t: &FakeTree, root: &Path) -> String {
+fn container_layout(t: &FakeTree) -> String {
     let docker = format!("/system.slice/docker-{DOCKER_ID}.scope");
     let svc = "sys/fs/cgroup/system.slice/ros.service";
     for g in [format!("sys/fs/cgroup{docker}"), format!("{svc}/payload")] {
         t.file(&format!("{g}/cgroup.procs"), "").unwrap();
     }
-    set_user_xattr(&root.join(svc), "user.delegate", b"1");
+    t.mark_delegated(svc, b"1")
+        .expect("user.delegate (the test directory's filesystem needs user xattrs)");
     t.add_process(&FakeProcess::new(400, "motion_control"))
         .unwrap();
     t.add_process(&FakeProcess {
@@ -391,29 +392,6 @@ fn container_layout(t: &FakeTree, root: &Path) -> String {
     docker
 }
 
-fn set_user_xattr(dir: &Path, name: &str, value: &[u8]) {
-    use std::os::unix::ffi::OsStrExt;
-    let p = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    // SAFETY: NUL-terminated strings and a live buffer of `value.len()` bytes.
-    let r = unsafe {
-        libc::setxattr(
-            p.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(
-        r,
-        0,
-        "setxattr {name} on {}: {} (the test directory's filesystem needs user xattrs)",
-        dir.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
 fn left_alone_note(pid: i32, cgroup: &str, owner: &str) -> String {
     format!(
         "# left alone: pid {pid} (motion_control) in {cgroup}: placement at policy line {} \
@@ -426,7 +404,7 @@ fn left_alone_note(pid: i32, cgroup: &str, owner: &str) -> String {
 fn check_plan_and_apply_leave_a_containers_process_where_it_is_and_say_why() {
     let dir = tempfile::tempdir().unwrap();
     let (t, policy, root) = support::board(dir.path(), POLICY);
-    let docker = container_layout(&t, &root);
+    let docker = container_layout(&t);
     let docker_note = left_alone_note(410, &docker, "a container runtime (docker)");
     let svc_note = left_alone_note(
         420,
@@ -488,7 +466,7 @@ fn check_plan_and_apply_leave_a_containers_process_where_it_is_and_say_why() {
 fn the_daemon_leaves_a_containers_process_logs_it_once_and_status_lists_it() {
     let dir = tempfile::tempdir().unwrap();
     let (t, policy, root) = support::board(dir.path(), POLICY);
-    let docker = container_layout(&t, &root);
+    let docker = container_layout(&t);
     let d = Daemon::start(&policy, &root, Start::default());
     d.wait_log(
         &format!("placement left a process alone: pid 410 (motion_control) in {docker}"),

@@ -212,6 +212,14 @@ impl FakeTree {
         self.file(&format!("{dir}/cur_freq"), &cur_hz.to_string())
     }
 
+    /// Marks directory `rel` delegated as systemd marks a `Delegate=yes`
+    /// unit's cgroup where it may: `user.delegate` = `value` (`trusted.*`
+    /// needs CAP_SYS_ADMIN). The host's filesystem must keep user xattrs
+    /// (ext4, btrfs, tmpfs from 6.6).
+    pub fn mark_delegated(&self, rel: &str, value: &[u8]) -> io::Result<()> {
+        super::xattr::set(&self.dir.join(rel), "user.delegate", value)
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -48,6 +48,30 @@ fn get(path: &CString, name: &str) -> Option<Vec<u8>> {
     Some(buf[..n.min(buf.len())].to_vec())
 }
 
+/// Sets attribute `name` of the host path `path` to `value` (how a fake
+/// tree's directory gets systemd's mark).
+pub(crate) fn set(path: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
+    let invalid = |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    let p = CString::new(path.as_os_str().as_bytes()).map_err(invalid)?;
+    let n = CString::new(name).map_err(invalid)?;
+    // SAFETY: both strings are NUL-terminated and outlive the call; the
+    // kernel reads `value.len()` bytes from a live buffer.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// systemd's booleans (`parse_boolean`): it writes `1`.
 fn is_true(v: &[u8]) -> bool {
     let v = String::from_utf8_lossy(v);
@@ -63,29 +87,6 @@ fn is_true(v: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn set(dir: &Path, name: &str, value: &[u8]) {
-        let p = CString::new(dir.as_os_str().as_bytes()).unwrap();
-        let n = CString::new(name).unwrap();
-        // SAFETY: NUL-terminated strings and a live buffer of `value.len()`.
-        let r = unsafe {
-            libc::setxattr(
-                p.as_ptr(),
-                n.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        assert_eq!(
-            r,
-            0,
-            "setxattr {name} on {}: {} (the test directory's filesystem needs user \
-             xattrs: ext4, btrfs, tmpfs from 6.6)",
-            dir.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-
     /// A fake tree's directories carry xattrs as the host's filesystem
     /// keeps them: `user.delegate` = `1` marks, `0` and absence do not.
     /// (`trusted.*` needs CAP_SYS_ADMIN: the guest scenario sets it on a
@@ -97,7 +98,10 @@ mod tests {
         for (d, v) in [("a", Some(&b"1"[..])), ("b", Some(b"0")), ("c", None)] {
             std::fs::create_dir_all(t.path().join(d)).unwrap();
             if let Some(v) = v {
-                set(&t.path().join(d), "user.delegate", v);
+                set(&t.path().join(d), "user.delegate", v).expect(
+                    "setxattr user.delegate (the test directory's filesystem needs user \
+                     xattrs: ext4, btrfs, tmpfs from 6.6)",
+                );
             }
         }
         assert!(delegated(&root, Path::new("/a")));
