@@ -238,7 +238,7 @@ fn board_lines(root: &Root, policy: &Policy) {
 /// each; nothing when the kernel has none.
 fn hardware_lines(root: &Root) {
     let mhz = |hz: Option<u64>| hz.map_or("-".to_string(), |h| format!("{}MHz", h / 1_000_000));
-    for d in crate::kernel::devfreq::devices(root) {
+    for d in crate::knobs::devfreq::devices(root) {
         crate::outln!(
             "devfreq {}: governor {} (offers {}), cur {} min {} max {}",
             d.name,

@@ -7,7 +7,7 @@ use crate::kernel::wait::page_size;
 use crate::kernel::{cpufreq, pm_qos, realtime, zram};
 use crate::knobs::normalize::{self, Form};
 use crate::knobs::order::in_write_order;
-use crate::knobs::{CpufreqAttr, DevfreqAttr, Knob, KnobValue, ZramAttr};
+use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -279,44 +279,21 @@ impl Converger<'_> {
         }
     }
 
-    /// `system.devfreq`: the governor first (a governor switch
-    /// may reset the limits' QoS requests on vendor kernels), then min/max
-    /// in the order the kernel accepts, in Hz.
+    /// `system.devfreq`: each device's knobs in the order its family gives
+    /// them (the governor first), the floor and ceiling in the order the
+    /// kernel accepts; what the board cannot take is missing.
     pub(super) fn plan_devfreq(&self, plan: &mut Plan) {
-        use crate::kernel::devfreq;
+        use crate::knobs::devfreq;
         for d in &self.policy.system.devfreq {
-            let n = &d.device;
-            if !devfreq::exists(&self.root, n) {
-                plan.missing.push(format!(
-                    "devfreq {n}: {} does not exist (no such devfreq device)",
-                    devfreq::device_dir(n).display()
-                ));
-                continue;
-            }
-            let knob = |attr| Knob::Devfreq {
-                device: n.clone(),
-                attr,
-            };
-            if let Some(gov) = &d.governor {
-                let offered = devfreq::available_governors(&self.root, n);
-                if !offered.is_empty() && !offered.iter().any(|o| o == gov) {
-                    plan.missing.push(format!(
-                        "devfreq {n}: governor `{gov}` is not offered (available: {})",
-                        offered.join(" ")
-                    ));
-                } else {
-                    let value = KnobValue::Word(gov.clone());
-                    match self.files().target(&knob(DevfreqAttr::Governor), &value) {
-                        Ok((path, text)) => self.write_step(plan, path, text, Form::Text, true),
-                        Err(e) => plan.missing.push(e),
-                    }
+            let mut writes = Vec::new();
+            for (knob, value) in d.knobs() {
+                match devfreq::unavailable(&self.root, &knob, &value) {
+                    Some(why) if !plan.missing.contains(&why) => plan.missing.push(why),
+                    Some(_) => {}
+                    None => writes.push((knob, value)),
                 }
             }
-            let bounds = [(DevfreqAttr::Min, d.min), (DevfreqAttr::Max, d.max)]
-                .into_iter()
-                .filter_map(|(attr, hz)| Some((knob(attr), KnobValue::Hz(hz?))))
-                .collect();
-            self.ordered_steps(plan, bounds);
+            self.ordered_steps(plan, writes);
         }
     }
 

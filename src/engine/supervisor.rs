@@ -10,7 +10,7 @@ use super::claims::Owner;
 use super::condition::{Evaluator, Metrics, Subject};
 use super::knobs::{Cause, KnobTable, Write};
 use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
-use crate::knobs::{CpufreqAttr, DevfreqAttr, Knob, KnobValue, ZramAttr};
+use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
 use crate::policy::expr::Action;
 use crate::policy::model::group_baseline;
 use crate::policy::model::Policy;
@@ -211,19 +211,7 @@ pub(crate) fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
         }
     }
     for d in &p.system.devfreq {
-        let k = |attr| Knob::Devfreq {
-            device: d.device.clone(),
-            attr,
-        };
-        if let Some(g) = &d.governor {
-            out.push((k(DevfreqAttr::Governor), KnobValue::Word(g.clone())));
-        }
-        if let Some(hz) = d.min {
-            out.push((k(DevfreqAttr::Min), KnobValue::Hz(hz)));
-        }
-        if let Some(hz) = d.max {
-            out.push((k(DevfreqAttr::Max), KnobValue::Hz(hz)));
-        }
+        out.extend(d.knobs());
     }
     for (name, value) in &p.system.sysctl {
         if let Ok(v) = value.parse::<i64>() {

@@ -7,28 +7,17 @@
 //! leaves its fact unknown.
 
 use super::Root;
-use crate::knobs::board::{Board, CpufreqBounds, DevfreqBounds};
-use crate::knobs::cpufreq::{attr_path, CPUFREQ_DIR, SCALING_AVAILABLE_GOVERNORS};
+use crate::knobs::board::Board;
 use crate::units::CpuList;
 use std::path::Path;
-
-/// The devfreq file listing a device's operating points, in Hz.
-const AVAILABLE_FREQUENCIES: &str = "available_frequencies";
 
 /// The board under `root`, with the cgroup root at `cgroup_root` (an
 /// absolute path as the device sees it).
 pub fn read(root: &Root, cgroup_root: &Path) -> Board {
-    // cpufreq's `related_cpus` separates CPUs with blanks ("0 1 2 3 "),
-    // the cpuset files with commas and ranges.
     let cpus = |p: &Path| {
-        root.read_trimmed(p).ok().and_then(|t| {
-            CpuList::parse_kernel(&t.split_whitespace().collect::<Vec<_>>().join(",")).ok()
-        })
-    };
-    let words = |p: &Path| {
         root.read_trimmed(p)
             .ok()
-            .map(|t| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .and_then(|t| CpuList::parse_kernel(&t).ok())
     };
     let number = |p: &Path| {
         root.read_trimmed(p)
@@ -46,35 +35,8 @@ pub fn read(root: &Root, cgroup_root: &Path) -> Board {
         },
         ..Board::default()
     };
-    for name in root.list_dir(Path::new(CPUFREQ_DIR)).unwrap_or_default() {
-        if !crate::knobs::is_numbered(&name, "policy") {
-            continue;
-        }
-        let bounds = CpufreqBounds {
-            min_khz: number(&attr_path(&name, "cpuinfo_min_freq")),
-            max_khz: number(&attr_path(&name, "cpuinfo_max_freq")),
-            governors: words(&attr_path(&name, SCALING_AVAILABLE_GOVERNORS)),
-            cpus: cpus(&attr_path(&name, "related_cpus")),
-        };
-        b.cpufreq.insert(name, bounds);
-    }
-    for d in super::devfreq::devices(root) {
-        let mut frequencies: Vec<u64> = super::devfreq::read(root, &d.name, AVAILABLE_FREQUENCIES)
-            .map(|t| {
-                t.split_whitespace()
-                    .filter_map(|w| w.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        frequencies.sort_unstable();
-        let governors = Some(d.available_governors).filter(|g| !g.is_empty());
-        b.devfreq.insert(
-            d.name,
-            DevfreqBounds {
-                frequencies,
-                governors,
-            },
-        );
+    for family in crate::knobs::FAMILIES {
+        family.read_bounds(root, &mut b);
     }
     for cpu in b.possible_cpus.iter().flat_map(|c| c.iter()) {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpu_capacity");

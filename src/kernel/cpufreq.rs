@@ -12,11 +12,7 @@
 use super::error::Result;
 use super::root::Root;
 
-pub use crate::knobs::cpufreq::{
-    attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR,
-};
-use crate::knobs::CpufreqAttr;
-use std::path::PathBuf;
+pub use crate::knobs::cpufreq::{attr_path, policy_dir, SCALING_GOVERNOR};
 
 /// True if `policy` exists.
 pub fn exists(root: &Root, policy: &str) -> bool {
@@ -28,61 +24,10 @@ pub fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
     root.read_trimmed(&attr_path(policy, attr))
 }
 
-/// Governors offered by `policy` (`scaling_available_governors`).
-pub fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
-    Ok(read(root, policy, SCALING_AVAILABLE_GOVERNORS)?
-        .split_whitespace()
-        .map(str::to_string)
-        .collect())
-}
-
-/// The governor to write for fallback list `list` (`schedutil|ondemand`):
-/// the first `policy` offers (module docs of `knobs::cpufreq`).
-pub fn resolve_governor(
-    root: &Root,
-    policy: &str,
-    list: &str,
-) -> std::result::Result<String, String> {
-    let offered = available_governors(root, policy).unwrap_or_default();
-    crate::knobs::cpufreq::resolve_governor(list, &offered)
-        .map_err(|e| format!("cpufreq {policy}: {e}"))
-}
-
-/// The file of tunable `attr` of `policy` under `governor`: the per-policy
-/// directory if the governor has one there, else the global one if that
-/// exists, else `None` (the governor lacks the tunable, or is not running).
-pub fn existing_tunable(
-    root: &Root,
-    policy: &str,
-    governor: &str,
-    attr: CpufreqAttr,
-) -> Option<PathBuf> {
-    crate::knobs::cpufreq::tunable_paths(policy, governor, attr)
-        .into_iter()
-        .find(|p| root.exists(p))
-}
-
-/// Where tunable `attr` of `policy` is written under `governor`: the file
-/// that exists, else (the governor is about to start: its directory does
-/// not exist yet) the per-policy path when the policy has per-policy
-/// governors now or no global directory exists, else the global path.
-pub fn tunable_target(root: &Root, policy: &str, governor: &str, attr: CpufreqAttr) -> PathBuf {
-    if let Some(p) = existing_tunable(root, policy, governor, attr) {
-        return p;
-    }
-    let [per_policy, global] = crate::knobs::cpufreq::tunable_paths(policy, governor, attr);
-    let global_dir_exists = global.parent().is_some_and(|d| root.is_dir(d));
-    if global_dir_exists {
-        global
-    } else {
-        per_policy
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::knobs::cpufreq::{SCALING_MAX_FREQ, SCALING_MIN_FREQ};
+    use crate::knobs::cpufreq::{SCALING_AVAILABLE_GOVERNORS, SCALING_MAX_FREQ, SCALING_MIN_FREQ};
     use std::fs;
     use std::path::PathBuf;
     use tempfile::TempDir;
@@ -126,7 +71,13 @@ mod tests {
         let (_t, r) = tree();
         assert!(exists(&r, "policy4"));
         assert!(!exists(&r, "policy5"));
-        assert_eq!(available_governors(&r, "policy4").unwrap().len(), 6);
+        assert_eq!(
+            read(&r, "policy4", SCALING_AVAILABLE_GOVERNORS)
+                .unwrap()
+                .split_whitespace()
+                .count(),
+            6
+        );
         assert!(read(&r, "policy0", SCALING_MAX_FREQ)
             .unwrap_err()
             .is_not_found());

@@ -16,7 +16,6 @@ pub mod capture;
 pub(crate) mod cgroup_text;
 pub mod cgroupfs;
 pub(crate) mod cpufreq;
-pub(crate) mod devfreq;
 pub(crate) mod error;
 pub mod fake_tree;
 pub(crate) mod hook_run;

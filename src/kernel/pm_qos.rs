@@ -35,7 +35,7 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// The CPU latency QoS device.
-pub use crate::knobs::latency::{resume_latency_path, CPU_DMA_LATENCY};
+pub use crate::knobs::latency::CPU_DMA_LATENCY;
 
 /// What `/dev/cpu_dma_latency` reads when no request is held
 /// (`PM_QOS_CPU_LATENCY_DEFAULT_VALUE`).
@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn paths_and_decoding() {
         assert_eq!(
-            resume_latency_path(7),
+            crate::knobs::latency::resume_latency_path(7),
             PathBuf::from("/sys/devices/system/cpu/cpu7/power/pm_qos_resume_latency_us")
         );
         assert_eq!(decode_cpu_latency(&[1, 2]), None);

@@ -47,20 +47,13 @@ pub const MODULE: &str = "zram";
 pub const KERNEL_MODPROBE: &str = "/proc/sys/kernel/modprobe";
 /// How long `modprobe` may take before it is killed.
 const MODPROBE_DEADLINE: Duration = Duration::from_secs(30);
-/// Device path of `/proc/swaps`.
-pub const PROC_SWAPS: &str = "/proc/swaps";
 
 /// `SWAP_FLAG_PREFER` from `<sys/swap.h>` (not exported by the libc crate).
 pub const SWAP_FLAG_PREFER: i32 = 0x8000;
 /// `SWAP_FLAG_PRIO_MASK` from `<sys/swap.h>` (not exported by the libc crate).
 pub const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
 
-pub use crate::knobs::zram::{attr_path, device_dir};
-
-/// Device node of `dev` on the target: `/dev/zram0`.
-pub fn dev_node(dev: &str) -> PathBuf {
-    Path::new("/dev").join(dev.replace('/', "_"))
-}
+pub use crate::knobs::zram::{attr_path, dev_node, device_dir, parse_swaps, SwapEntry, PROC_SWAPS};
 
 /// True if `dev` exists.
 pub fn exists(root: &Root, dev: &str) -> bool {
@@ -272,71 +265,6 @@ pub fn current(root: &Root, path: &Path) -> Result<Option<String>> {
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// One line of `/proc/swaps`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SwapEntry {
-    /// Device or file path (octal escapes such as `\040` decoded).
-    pub path: String,
-    /// `partition` or `file`.
-    pub kind: String,
-    pub size_kib: u64,
-    pub used_kib: u64,
-    pub priority: i32,
-}
-
-/// Decodes the `\ooo` escapes the kernel uses for spaces etc. in paths.
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') as u32 * 64
-                + (b[i + 2] - b'0') as u32 * 8
-                + (b[i + 3] - b'0') as u32;
-            if let Ok(byte) = u8::try_from(v) {
-                out.push(byte);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses `/proc/swaps`; the header and malformed lines are skipped.
-pub fn parse_swaps(text: &str) -> Vec<SwapEntry> {
-    let mut v = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 5 || f[0] == "Filename" {
-            continue;
-        }
-        // The path is the first field; with " (deleted)" the count grows.
-        let n = f.len();
-        let (Ok(size), Ok(used), Ok(prio)) = (
-            f[n - 3].parse::<u64>(),
-            f[n - 2].parse::<u64>(),
-            f[n - 1].parse::<i32>(),
-        ) else {
-            continue;
-        };
-        v.push(SwapEntry {
-            path: unescape_octal(&f[..n - 4].join(" ")),
-            kind: f[n - 4].to_string(),
-            size_kib: size,
-            used_kib: used,
-            priority: prio,
-        });
-    }
-    v
 }
 
 /// Active swap areas (`/proc/swaps`).
@@ -593,7 +521,6 @@ mod tests {
         assert!(parse_swaps("garbage\n/dev/x partition a b c\n").is_empty());
         let d = parse_swaps("/var/swap (deleted) file 10 0 -3\n");
         assert_eq!(d[0].path, "/var/swap (deleted)");
-        assert_eq!(unescape_octal("a\\134b\\04"), "a\\b\\04");
     }
 
     #[test]

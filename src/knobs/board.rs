@@ -12,31 +12,11 @@
 //! cpufreq in a VM, a device that is not there yet) bounds nothing: what is
 //! absent is the plan's "missing", with `on_missing` semantics.
 
-use super::{CpufreqAttr, DevfreqAttr, GroupKnob, Knob, KnobValue};
+use super::{Knob, KnobValue};
 use crate::units::CpuList;
 use std::collections::BTreeMap;
 
-/// One cpufreq policy's bounds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CpufreqBounds {
-    /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
-    pub min_khz: Option<u64>,
-    pub max_khz: Option<u64>,
-    /// `scaling_available_governors`.
-    pub governors: Option<Vec<String>>,
-    /// `related_cpus`: the CPUs the policy drives.
-    pub cpus: Option<CpuList>,
-}
-
-/// One devfreq device's bounds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DevfreqBounds {
-    /// `available_frequencies` (Hz), ascending; empty when the device does
-    /// not list them.
-    pub frequencies: Vec<u64>,
-    /// `available_governors`.
-    pub governors: Option<Vec<String>>,
-}
+pub use super::cpufreq::Bounds as CpufreqBounds;
 
 /// What a board offers, as far as it bounds a policy's values.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -51,7 +31,7 @@ pub struct Board {
     /// By policy name (`policy4`).
     pub cpufreq: BTreeMap<String, CpufreqBounds>,
     /// By device name (`gpu`, `soc:qcom,cpu-llcc-ddr-bw`).
-    pub devfreq: BTreeMap<String, DevfreqBounds>,
+    pub devfreq: BTreeMap<String, super::devfreq::Bounds>,
     /// By zram device: the compressors its `comp_algorithm` offers.
     pub zram_algorithms: BTreeMap<String, Vec<String>>,
     /// By CPU: `cpuN/cpu_capacity` (the scheduler's relative performance),
@@ -128,86 +108,10 @@ impl Board {
         ))
     }
 
-    /// `value` of `knob` within what the board offers: why not, if not.
+    /// `value` of `knob` within what the board offers: why not, if not
+    /// (the knob's family judges).
     pub fn check_value(&self, knob: &Knob, value: &KnobValue) -> Result<(), String> {
-        match (knob, value) {
-            (
-                Knob::Group {
-                    knob: GroupKnob::CpusetCpus,
-                    ..
-                },
-                KnobValue::CpuList(cpus),
-            ) => self.check_cpus(cpus),
-            (Knob::LatencyCpu(cpu), _) => {
-                self.check_cpus(&CpuList(std::iter::once(*cpu).collect()))
-            }
-            (Knob::Cpufreq { policy, attr }, v) => {
-                let Some(b) = self.cpufreq.get(policy) else {
-                    return Ok(());
-                };
-                match (attr, v) {
-                    (CpufreqAttr::Min | CpufreqAttr::Max, KnobValue::Frequency(f)) => {
-                        let khz = f.khz();
-                        let range = || match (b.min_khz, b.max_khz) {
-                            (Some(lo), Some(hi)) => {
-                                format!("{}–{}", khz_text(lo), khz_text(hi))
-                            }
-                            (Some(lo), None) => format!("from {}", khz_text(lo)),
-                            (None, Some(hi)) => format!("up to {}", khz_text(hi)),
-                            (None, None) => String::new(),
-                        };
-                        if let Some(lo) = b.min_khz.filter(|lo| khz < *lo) {
-                            return Err(format!(
-                                "{} is below {policy}'s cpuinfo_min_freq {} (its range is {}; cpufreq counts in kHz: a bare number is kHz)",
-                                khz_text(khz),
-                                khz_text(lo),
-                                range()
-                            ));
-                        }
-                        if let Some(hi) = b.max_khz.filter(|hi| khz > *hi) {
-                            return Err(format!(
-                                "{} is above {policy}'s cpuinfo_max_freq {} (its range is {})",
-                                khz_text(khz),
-                                khz_text(hi),
-                                range()
-                            ));
-                        }
-                        Ok(())
-                    }
-                    (CpufreqAttr::Governor, KnobValue::Word(list)) => {
-                        check_governors(list, b.governors.as_deref(), policy)
-                    }
-                    _ => Ok(()),
-                }
-            }
-            (Knob::Devfreq { device, attr }, v) => {
-                let Some(b) = self.devfreq.get(device) else {
-                    return Ok(());
-                };
-                match (attr, v) {
-                    (DevfreqAttr::Min | DevfreqAttr::Max, KnobValue::Hz(hz)) => {
-                        if b.frequencies.is_empty() || b.frequencies.contains(hz) {
-                            return Ok(());
-                        }
-                        let listed: Vec<String> = b
-                            .frequencies
-                            .iter()
-                            .map(|f| super::devfreq::hz_text(*f))
-                            .collect();
-                        Err(format!(
-                            "{} is not a frequency {device} offers (available_frequencies: {})",
-                            super::devfreq::hz_text(*hz),
-                            listed.join(" ")
-                        ))
-                    }
-                    (DevfreqAttr::Governor, KnobValue::Word(g)) => {
-                        check_governors(g, b.governors.as_deref(), device)
-                    }
-                    _ => Ok(()),
-                }
-            }
-            _ => Ok(()),
-        }
+        knob.check_on(value, self)
     }
 
     /// A zram device's compressor among those it offers.
@@ -223,7 +127,11 @@ impl Board {
 }
 
 /// A governor or fallback list (`schedutil|ondemand`): one of them offered.
-fn check_governors(list: &str, offered: Option<&[String]>, owner: &str) -> Result<(), String> {
+pub(crate) fn check_governors(
+    list: &str,
+    offered: Option<&[String]>,
+    owner: &str,
+) -> Result<(), String> {
     let Some(offered) = offered else {
         return Ok(());
     };
@@ -257,7 +165,7 @@ mod tests {
         );
         b.devfreq.insert(
             "gpu".into(),
-            DevfreqBounds {
+            crate::knobs::devfreq::Bounds {
                 frequencies: vec![300_000_000, 587_000_000],
                 governors: Some(vec!["msm-adreno-tz".into(), "performance".into()]),
             },

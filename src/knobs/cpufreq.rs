@@ -26,9 +26,12 @@
 //! governor and re-written after every governor change
 //! ([`super::Knob::recreated_by`]).
 
+use super::board::{check_governors, khz_text, Board};
 use super::{
-    did_you_mean, is_numbered, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Shape, Tok,
+    did_you_mean, is_numbered, suggest, DocRow, Family, Files, Knob, KnobError, KnobValue,
+    MergePolicy, Places, Shape, Slot, Tok, ValueKind,
 };
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Device path of the cpufreq policy directories.
@@ -171,67 +174,339 @@ pub fn attr_path(policy: &str, attr: &str) -> PathBuf {
     policy_dir(policy).join(attr)
 }
 
-/// The cpufreq family's registry entry.
-pub(super) static FAMILY: Family = Family {
-    head: Some("cpufreq"),
-    parse: Some(parse_cpufreq),
-    shapes,
-    owns,
-    doc,
-};
-
-fn shapes(_: &[&str]) -> Vec<Shape> {
-    CPUFREQ_ATTRS
-        .iter()
-        .map(|a| {
-            super::shape(
-                "cpufreq.policy",
-                Some(Tok::Run(super::digit, 1, 5)),
-                &format!(".{a}"),
-            )
-        })
-        .collect()
+/// The file of tunable `attr` of `policy` under `governor` that exists:
+/// the per-policy directory's, else the global one's; `None` when the
+/// governor lacks the tunable or is not running.
+pub(crate) fn existing_tunable(
+    files: &dyn Files,
+    policy: &str,
+    governor: &str,
+    attr: CpufreqAttr,
+) -> Option<PathBuf> {
+    tunable_paths(policy, governor, attr)
+        .into_iter()
+        .find(|p| files.exists(p))
 }
 
-fn owns(path: &Path, _: &Path) -> bool {
-    let Some(c) = super::below(path, CPUFREQ_DIR) else {
-        return false;
-    };
-    let tunable = |f: &str| TUNABLES.iter().any(|t| t.file_name() == f);
-    let governor = |g: &str| super::value::parse_governor(g).is_ok();
-    match c.as_slice() {
-        [p, f] if is_numbered(p, "policy") => {
-            [SCALING_MIN_FREQ, SCALING_MAX_FREQ, SCALING_GOVERNOR].contains(f)
-        }
-        [p, g, f] if is_numbered(p, "policy") => governor(g) && tunable(f),
-        [g, f] => governor(g) && tunable(f),
-        _ => false,
+/// Where tunable `attr` of `policy` is written under `governor`: the file
+/// that exists, else (the governor is about to start: its directory does
+/// not exist yet) the per-policy path when no global directory exists, else
+/// the global path.
+pub(crate) fn tunable_target(
+    files: &dyn Files,
+    policy: &str,
+    governor: &str,
+    attr: CpufreqAttr,
+) -> PathBuf {
+    if let Some(p) = existing_tunable(files, policy, governor, attr) {
+        return p;
+    }
+    let [per_policy, global] = tunable_paths(policy, governor, attr);
+    if global.parent().is_some_and(|d| files.is_dir(d)) {
+        global
+    } else {
+        per_policy
     }
 }
 
-fn doc() -> Vec<DocRow> {
-    vec![
-        DocRow {
-            knob: "`cpufreq.POLICY.min`, `cpufreq.POLICY.max`".into(),
-            values: "frequency (`1800MHz`, `2.4GHz`)",
-            merge: MergePolicy::LargestWins,
-            file: format!("`{CPUFREQ_DIR}/POLICY/{{{SCALING_MIN_FREQ},{SCALING_MAX_FREQ}}}`"),
-        },
-        DocRow {
-            knob: "`cpufreq.POLICY.governor`".into(),
-            values: "a governor, or a fallback list `schedutil\\|ondemand` (the first the policy offers)",
-            merge: MergePolicy::FirstWins,
-            file: format!("`{CPUFREQ_DIR}/POLICY/{SCALING_GOVERNOR}`"),
-        },
-        DocRow {
-            knob: format!(
-                "`cpufreq.POLICY.{RATE_LIMIT_US}`, `cpufreq.POLICY.{UP_RATE_LIMIT_US}`, `cpufreq.POLICY.{DOWN_RATE_LIMIT_US}`"
-            ),
-            values: "µs, 0–10000000 (written after the governor, again after each governor change)",
-            merge: MergePolicy::FirstWins,
-            file: format!("`{CPUFREQ_DIR}/POLICY/GOVERNOR/FILE` (or `{CPUFREQ_DIR}/GOVERNOR/FILE`)"),
-        },
-    ]
+/// A policy file's text, trimmed.
+fn read(files: &dyn Files, policy: &str, file: &str) -> Option<String> {
+    files
+        .text(&attr_path(policy, file))
+        .map(|t| t.trim().to_string())
+}
+
+/// The governor `policy` runs now, and the one it will run (its tunables'
+/// directory).
+fn governors(at: &Places<'_>, policy: &str) -> (String, String) {
+    let running = read(at.files, policy, SCALING_GOVERNOR).unwrap_or_default();
+    let will = at
+        .governors
+        .get(policy)
+        .cloned()
+        .unwrap_or_else(|| running.clone());
+    (running, will)
+}
+
+/// One policy's bounds on a board.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bounds {
+    /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
+    pub min_khz: Option<u64>,
+    pub max_khz: Option<u64>,
+    /// `scaling_available_governors`.
+    pub governors: Option<Vec<String>>,
+    /// `related_cpus`: the CPUs the policy drives.
+    pub cpus: Option<crate::units::CpuList>,
+}
+
+/// The cpufreq family.
+pub(super) struct Cpufreq;
+
+/// The cpufreq family's registration.
+pub(super) static FAMILY: Cpufreq = Cpufreq;
+
+impl Family for Cpufreq {
+    fn head(&self) -> Option<&'static str> {
+        Some("cpufreq")
+    }
+
+    fn name(&self) -> &'static str {
+        "cpufreq"
+    }
+
+    fn grammar(&self) -> Option<&'static str> {
+        Some("cpufreq.POLICY.ATTR")
+    }
+
+    fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {
+        parse_cpufreq(text, rest)
+    }
+
+    fn shapes(&self, _: &[&str]) -> Vec<Shape> {
+        CPUFREQ_ATTRS
+            .iter()
+            .map(|a| {
+                super::shape(
+                    "cpufreq.policy",
+                    Some(Tok::Run(super::digit, 1, 5)),
+                    &format!(".{a}"),
+                )
+            })
+            .collect()
+    }
+
+    fn fmt(&self, knob: &Knob, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match knob {
+            Knob::Cpufreq { policy, attr } => write!(f, "cpufreq.{policy}.{}", attr.name()),
+            _ => Ok(()),
+        }
+    }
+
+    fn kind(&self, knob: &Knob) -> ValueKind {
+        match attr(knob) {
+            Some(CpufreqAttr::Min | CpufreqAttr::Max) => ValueKind::Frequency,
+            Some(CpufreqAttr::Governor) => ValueKind::Word(super::value::parse_governor_list),
+            _ => ValueKind::Int {
+                min: 0,
+                max: RATE_LIMIT_MAX_US,
+            },
+        }
+    }
+
+    fn merge(&self, knob: &Knob) -> MergePolicy {
+        match attr(knob) {
+            Some(CpufreqAttr::Min | CpufreqAttr::Max) => MergePolicy::LargestWins,
+            _ => MergePolicy::FirstWins,
+        }
+    }
+
+    fn is_ceiling(&self, knob: &Knob) -> bool {
+        attr(knob) == Some(CpufreqAttr::Max)
+    }
+
+    fn ceilings(&self) -> &'static [&'static str] {
+        &["cpufreq.POLICY.max"]
+    }
+
+    /// A governor switch recreates the governor's tunables directory.
+    fn recreated_by(&self, knob: &Knob, other: &Knob) -> bool {
+        match (knob, other) {
+            (
+                Knob::Cpufreq { policy, attr },
+                Knob::Cpufreq {
+                    policy: p,
+                    attr: CpufreqAttr::Governor,
+                },
+            ) => policy == p && attr.is_tunable(),
+            _ => false,
+        }
+    }
+
+    /// A policy's floor and ceiling are a pair (older kernels reject a
+    /// floor above the current ceiling).
+    fn order<'a>(&self, knob: &'a Knob) -> Option<(&'a str, Slot)> {
+        match knob {
+            Knob::Cpufreq {
+                policy,
+                attr: CpufreqAttr::Min,
+            } => Some((policy, Slot::Floor)),
+            Knob::Cpufreq {
+                policy,
+                attr: CpufreqAttr::Max,
+            } => Some((policy, Slot::Ceiling)),
+            _ => None,
+        }
+    }
+
+    /// `cpuinfo_{min,max}_freq`, the governors and `related_cpus` of each
+    /// policy.
+    fn read_bounds(&self, files: &dyn Files, board: &mut Board) {
+        let words = |name: &str, file: &str| {
+            read(files, name, file)
+                .map(|t| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        };
+        let number = |name: &str, file: &str| read(files, name, file)?.parse::<u64>().ok();
+        for name in files.names(Path::new(CPUFREQ_DIR)) {
+            if !is_numbered(&name, "policy") {
+                continue;
+            }
+            let bounds = Bounds {
+                min_khz: number(&name, "cpuinfo_min_freq"),
+                max_khz: number(&name, "cpuinfo_max_freq"),
+                governors: words(&name, SCALING_AVAILABLE_GOVERNORS),
+                // Blank-separated ("0 1 2 3 "), where cpusets use commas.
+                cpus: words(&name, "related_cpus")
+                    .and_then(|w| crate::units::CpuList::parse_kernel(&w.join(",")).ok()),
+            };
+            board.cpufreq.insert(name, bounds);
+        }
+    }
+
+    fn check(&self, knob: &Knob, value: &KnobValue, board: &Board) -> Result<(), String> {
+        let Knob::Cpufreq { policy, attr } = knob else {
+            return Ok(());
+        };
+        let Some(b) = board.cpufreq.get(policy) else {
+            return Ok(());
+        };
+        match (attr, value) {
+            (CpufreqAttr::Min | CpufreqAttr::Max, KnobValue::Frequency(f)) => {
+                let khz = f.khz();
+                let range = || match (b.min_khz, b.max_khz) {
+                    (Some(lo), Some(hi)) => format!("{}–{}", khz_text(lo), khz_text(hi)),
+                    (Some(lo), None) => format!("from {}", khz_text(lo)),
+                    (None, Some(hi)) => format!("up to {}", khz_text(hi)),
+                    (None, None) => String::new(),
+                };
+                if let Some(lo) = b.min_khz.filter(|lo| khz < *lo) {
+                    return Err(format!(
+                        "{} is below {policy}'s cpuinfo_min_freq {} (its range is {}; cpufreq counts in kHz: a bare number is kHz)",
+                        khz_text(khz),
+                        khz_text(lo),
+                        range()
+                    ));
+                }
+                if let Some(hi) = b.max_khz.filter(|hi| khz > *hi) {
+                    return Err(format!(
+                        "{} is above {policy}'s cpuinfo_max_freq {} (its range is {})",
+                        khz_text(khz),
+                        khz_text(hi),
+                        range()
+                    ));
+                }
+                Ok(())
+            }
+            (CpufreqAttr::Governor, KnobValue::Word(list)) => {
+                check_governors(list, b.governors.as_deref(), policy)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A governor tunable lives in the directory of the governor it will
+    /// run under, whether the file exists or not.
+    fn path(&self, knob: &Knob, at: &Places<'_>) -> Result<PathBuf, String> {
+        match knob {
+            Knob::Cpufreq { policy, attr } if attr.is_tunable() => {
+                let governor = governors(at, policy).1;
+                Ok(tunable_target(at.files, policy, &governor, *attr))
+            }
+            Knob::Cpufreq { policy, attr } => Ok(attr_path(policy, attr.file_name())),
+            _ => Err(format!("{knob} is not a cpufreq knob")),
+        }
+    }
+
+    /// A governor fallback list resolves against the governors the policy
+    /// offers; a tunable the running governor lacks cannot be written.
+    fn target(
+        &self,
+        knob: &Knob,
+        value: &KnobValue,
+        at: &Places<'_>,
+    ) -> Result<(PathBuf, String), String> {
+        let Knob::Cpufreq { policy, attr } = knob else {
+            return Err(format!("{knob} is not a cpufreq knob"));
+        };
+        if *attr == CpufreqAttr::Governor {
+            let offered: Vec<String> = read(at.files, policy, SCALING_AVAILABLE_GOVERNORS)
+                .map(|t| t.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default();
+            let chosen = resolve_governor(&value.kernel(), &offered)
+                .map_err(|e| format!("cpufreq {policy}: {e}"))?;
+            return Ok((self.path(knob, at)?, chosen));
+        }
+        if attr.is_tunable() {
+            let (running, governor) = governors(at, policy);
+            // The governor lacks it: missing (a switch not made yet gets
+            // the path its directory will have, unless the governor has no
+            // tunables at all).
+            if WITHOUT_TUNABLES.contains(&governor.as_str()) {
+                return Err(format!(
+                    "{knob} is missing while {policy} runs `{governor}` (no tunables); it is written again when the governor changes"
+                ));
+            }
+            let path = self.path(knob, at)?;
+            if governor == running && existing_tunable(at.files, policy, &governor, *attr).is_none()
+            {
+                return Err(format!(
+                    "{knob} is missing: governor `{governor}` of {policy} has no {} ({} does not exist)",
+                    attr.file_name(),
+                    path.display()
+                ));
+            }
+            return Ok((path, value.kernel()));
+        }
+        Ok((self.path(knob, at)?, value.kernel()))
+    }
+
+    fn owns(&self, path: &Path, _: &Path) -> bool {
+        let Some(c) = super::below(path, CPUFREQ_DIR) else {
+            return false;
+        };
+        let tunable = |f: &str| TUNABLES.iter().any(|t| t.file_name() == f);
+        let governor = |g: &str| super::value::parse_governor(g).is_ok();
+        match c.as_slice() {
+            [p, f] if is_numbered(p, "policy") => {
+                [SCALING_MIN_FREQ, SCALING_MAX_FREQ, SCALING_GOVERNOR].contains(f)
+            }
+            [p, g, f] if is_numbered(p, "policy") => governor(g) && tunable(f),
+            [g, f] => governor(g) && tunable(f),
+            _ => false,
+        }
+    }
+
+    fn doc(&self) -> Vec<DocRow> {
+        vec![
+            DocRow {
+                knob: "`cpufreq.POLICY.min`, `cpufreq.POLICY.max`".into(),
+                values: "frequency (`1800MHz`, `2.4GHz`)",
+                merge: MergePolicy::LargestWins,
+                file: format!("`{CPUFREQ_DIR}/POLICY/{{{SCALING_MIN_FREQ},{SCALING_MAX_FREQ}}}`"),
+            },
+            DocRow {
+                knob: "`cpufreq.POLICY.governor`".into(),
+                values: "a governor, or a fallback list `schedutil\\|ondemand` (the first the policy offers)",
+                merge: MergePolicy::FirstWins,
+                file: format!("`{CPUFREQ_DIR}/POLICY/{SCALING_GOVERNOR}`"),
+            },
+            DocRow {
+                knob: format!(
+                    "`cpufreq.POLICY.{RATE_LIMIT_US}`, `cpufreq.POLICY.{UP_RATE_LIMIT_US}`, `cpufreq.POLICY.{DOWN_RATE_LIMIT_US}`"
+                ),
+                values: "µs, 0–10000000 (written after the governor, again after each governor change)",
+                merge: MergePolicy::FirstWins,
+                file: format!("`{CPUFREQ_DIR}/POLICY/GOVERNOR/FILE` (or `{CPUFREQ_DIR}/GOVERNOR/FILE`)"),
+            },
+        ]
+    }
+}
+
+fn attr(knob: &Knob) -> Option<CpufreqAttr> {
+    match knob {
+        Knob::Cpufreq { attr, .. } => Some(*attr),
+        _ => None,
+    }
 }
 
 fn parse_cpufreq(text: &str, rest: &str) -> Result<Knob, KnobError> {

@@ -7,8 +7,13 @@
 //! baseline, and which files below the cgroup root the journal may name
 //! (these knob files and `cgroup.subtree_control`, nothing else).
 
-use super::{did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, Shape, Tok};
-use std::path::Path;
+use super::board::Board;
+use super::{
+    did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy,
+    Places, Shape, Slot, Tok, ValueKind,
+};
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// The parent of every hook run's cgroup, relative to `settings.cgroup_root`
 /// (`kernel::hook_run` makes the runs; placement never moves a process out
@@ -136,29 +141,9 @@ impl GroupKnob {
     }
 }
 
-/// The group family's registry entry.
-pub(super) static FAMILY: Family = Family {
-    head: None,
-    parse: None,
-    shapes,
-    owns,
-    doc,
-};
-
-/// The knob names of `groups` (grant patterns match against these).
-fn shapes(groups: &[&str]) -> Vec<Shape> {
-    let mut out = Vec::new();
-    for g in groups {
-        for k in GroupKnob::ALL {
-            out.push(format!("{g}.{}", k.name()).bytes().map(Tok::Lit).collect());
-        }
-    }
-    out
-}
-
 /// A file below the cgroup root that is a group knob file or the
 /// `cgroup.subtree_control` cgwarden enables controllers in.
-fn owns(path: &Path, cgroup_root: &Path) -> bool {
+fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
     if path == cgroup_root || !path.starts_with(cgroup_root) {
         return false;
     }
@@ -174,61 +159,177 @@ fn owns(path: &Path, cgroup_root: &Path) -> bool {
         || (in_group && GroupKnob::EVERY.iter().any(|k| k.file_name() == name))
 }
 
-/// The original the journal keeps for a group file that reads `read`,
-/// where that is not what the file takes back: `cpuset.cpus.partition`
-/// reads `isolated invalid (REASON)` when the kernel cannot honour the
-/// partition but takes only the state word; `io.weight` reads the `default N`
-/// line and a line per device override but takes one line a write (cgwarden
-/// writes only `default N`, so that line is its original).
-pub(super) fn restorable(path: &Path, cgroup_root: &Path, read: &str) -> Option<String> {
-    if !owns(path, cgroup_root) {
-        return None;
+/// The group family.
+pub(super) struct Group;
+
+/// The group family's registration (its knobs are `G.…`, the fallback of
+/// [`Knob::parse`]).
+pub(super) static FAMILY: Group = Group;
+
+impl Family for Group {
+    fn head(&self) -> Option<&'static str> {
+        None
     }
-    let name = path.file_name()?.to_str()?;
-    if name == GroupKnob::CpusetPartition.file_name() {
-        return read.split_whitespace().next().map(str::to_string);
+
+    fn name(&self) -> &'static str {
+        "group"
     }
-    if name == GroupKnob::IoWeight.file_name() {
-        return read
-            .lines()
-            .map(str::trim)
-            .find(|l| l.starts_with("default "))
-            .map(str::to_string);
+
+    /// The knob names of `groups` (grant patterns match against these).
+    fn shapes(&self, groups: &[&str]) -> Vec<Shape> {
+        let mut out = Vec::new();
+        for g in groups {
+            for k in GroupKnob::ALL {
+                out.push(format!("{g}.{}", k.name()).bytes().map(Tok::Lit).collect());
+            }
+        }
+        out
     }
-    None
+
+    fn fmt(&self, knob: &Knob, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match knob {
+            Knob::Group { group, knob } => write!(f, "{group}.{}", knob.name()),
+            _ => Ok(()),
+        }
+    }
+
+    fn kind(&self, knob: &Knob) -> ValueKind {
+        use GroupKnob::*;
+        match group_knob(knob) {
+            Some(CpuWeight | IoWeight) => ValueKind::Weight,
+            Some(CpuMax) => ValueKind::CpuMax,
+            Some(UclampMin | UclampMax) => ValueKind::Uclamp,
+            Some(MemoryMin | MemoryLow | MemoryHigh | MemoryMax | MemorySwapMax) => {
+                ValueKind::Size { allow_max: true }
+            }
+            Some(PidsMax) => ValueKind::Count,
+            Some(CpusetCpus | CpusetMems) => ValueKind::CpuList,
+            Some(CpusetPartition) => ValueKind::Partition,
+            Some(MemoryOomGroup) | None => ValueKind::Int { min: 0, max: 1 },
+        }
+    }
+
+    fn merge(&self, knob: &Knob) -> MergePolicy {
+        use GroupKnob::*;
+        match group_knob(knob) {
+            Some(CpusetCpus | CpusetMems | CpusetPartition | MemoryOomGroup) | None => {
+                MergePolicy::FirstWins
+            }
+            Some(_) => MergePolicy::LargestWins,
+        }
+    }
+
+    fn is_ceiling(&self, knob: &Knob) -> bool {
+        use GroupKnob::*;
+        matches!(
+            group_knob(knob),
+            Some(UclampMax | CpuMax | MemoryHigh | MemoryMax)
+        )
+    }
+
+    fn ceilings(&self) -> &'static [&'static str] {
+        &["G.uclamp.max", "G.cpu.max", "G.memory.high", "G.memory.max"]
+    }
+
+    /// `io.weight` takes `default N`.
+    fn render(&self, knob: &Knob, value: &KnobValue) -> String {
+        match (group_knob(knob), value) {
+            (Some(GroupKnob::IoWeight), KnobValue::Weight(w)) => format!("default {w}"),
+            _ => value.kernel(),
+        }
+    }
+
+    /// A group's knobs are written in [`GroupKnob`] order.
+    fn order<'a>(&self, knob: &'a Knob) -> Option<(&'a str, Slot)> {
+        let Knob::Group { group, knob } = knob else {
+            return None;
+        };
+        let rank = GroupKnob::EVERY.iter().position(|k| k == knob)?;
+        Some((group, Slot::Rank(rank)))
+    }
+
+    /// A cpuset within the CPUs the board can have.
+    fn check(&self, knob: &Knob, value: &KnobValue, board: &Board) -> Result<(), String> {
+        match (group_knob(knob), value) {
+            (Some(GroupKnob::CpusetCpus), KnobValue::CpuList(cpus)) => board.check_cpus(cpus),
+            _ => Ok(()),
+        }
+    }
+
+    fn path(&self, knob: &Knob, at: &Places<'_>) -> Result<PathBuf, String> {
+        match knob {
+            Knob::Group { group, knob } => (at.group_file)(group, knob.file_name()),
+            _ => Err(format!("{knob} is not a group knob")),
+        }
+    }
+
+    fn owns(&self, path: &Path, cgroup_root: &Path) -> bool {
+        owns_file(path, cgroup_root)
+    }
+
+    /// The original the journal keeps for a group file that reads `read`,
+    /// where that is not what the file takes back: `cpuset.cpus.partition`
+    /// reads `isolated invalid (REASON)` when the kernel cannot honour the
+    /// partition but takes only the state word; `io.weight` reads the `default N`
+    /// line and a line per device override but takes one line a write (cgwarden
+    /// writes only `default N`, so that line is its original).
+    fn restorable(&self, path: &Path, cgroup_root: &Path, read: &str) -> Option<String> {
+        if !owns_file(path, cgroup_root) {
+            return None;
+        }
+        let name = path.file_name()?.to_str()?;
+        if name == GroupKnob::CpusetPartition.file_name() {
+            return read.split_whitespace().next().map(str::to_string);
+        }
+        if name == GroupKnob::IoWeight.file_name() {
+            return read
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("default "))
+                .map(str::to_string);
+        }
+        None
+    }
+
+    fn doc(&self) -> Vec<DocRow> {
+        let row = |knobs: &[GroupKnob], values: &'static str| DocRow {
+            knob: knobs
+                .iter()
+                .map(|k| format!("`G.{}`", k.name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            values,
+            merge: Knob::Group {
+                group: "g".into(),
+                knob: knobs[0],
+            }
+            .merge_policy(),
+            file: knobs
+                .iter()
+                .map(|k| format!("`{}`", k.file_name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        use GroupKnob::*;
+        vec![
+            row(&[CpuWeight, IoWeight], "1–10000"),
+            row(&[CpuMax], "`max`, `50%`, `QUOTA/PERIOD`"),
+            row(&[UclampMin, UclampMax], "percent, two decimals"),
+            row(
+                &[MemoryMin, MemoryLow, MemoryHigh, MemoryMax, MemorySwapMax],
+                "size or `max`",
+            ),
+            row(&[PidsMax], "0–4194304 or `max`"),
+            row(&[CpusetCpus], "CPU list"),
+        ]
+    }
 }
 
-fn doc() -> Vec<DocRow> {
-    let row = |knobs: &[GroupKnob], values: &'static str| DocRow {
-        knob: knobs
-            .iter()
-            .map(|k| format!("`G.{}`", k.name()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        values,
-        merge: Knob::Group {
-            group: "g".into(),
-            knob: knobs[0],
-        }
-        .merge_policy(),
-        file: knobs
-            .iter()
-            .map(|k| format!("`{}`", k.file_name()))
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    use GroupKnob::*;
-    vec![
-        row(&[CpuWeight, IoWeight], "1–10000"),
-        row(&[CpuMax], "`max`, `50%`, `QUOTA/PERIOD`"),
-        row(&[UclampMin, UclampMax], "percent, two decimals"),
-        row(
-            &[MemoryMin, MemoryLow, MemoryHigh, MemoryMax, MemorySwapMax],
-            "size or `max`",
-        ),
-        row(&[PidsMax], "0–4194304 or `max`"),
-        row(&[CpusetCpus], "CPU list"),
-    ]
+fn group_knob(knob: &Knob) -> Option<GroupKnob> {
+    match knob {
+        Knob::Group { knob, .. } => Some(*knob),
+        _ => None,
+    }
 }
 
 pub(super) fn parse_group_knob(text: &str, group: &str, rest: &str) -> Result<Knob, KnobError> {

@@ -7,10 +7,13 @@
 //! It owns the per-CPU file and its encoding (`0us` is `n/a`, no constraint
 //! `0`), the largest tolerance, and the files the journal may name.
 
+use super::board::Board;
 use super::{
-    did_you_mean, is_numbered, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Shape, Tok,
+    did_you_mean, is_numbered, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy,
+    Places, Shape, Tok, ValueKind,
 };
-use crate::units::{Duration, UnitError};
+use crate::units::{CpuList, Duration, UnitError};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The largest latency tolerance a `latency.*` knob takes, in µs: the CPU
@@ -44,44 +47,110 @@ pub fn resume_latency_text(v: Option<u64>) -> String {
     }
 }
 
-/// The latency family's registry entry.
-pub(super) static FAMILY: Family = Family {
-    head: Some("latency"),
-    parse: Some(parse_latency),
-    shapes,
-    owns,
-    doc,
-};
+/// The latency family.
+pub(super) struct Latency;
 
-fn shapes(_: &[&str]) -> Vec<Shape> {
-    vec![
-        super::shape("latency.cpu", Some(Tok::Run(super::digit, 1, 5)), ""),
-        super::shape("latency.global", None, ""),
-    ]
-}
+/// The latency family's registration.
+pub(super) static FAMILY: Latency = Latency;
 
-fn owns(path: &Path, _: &Path) -> bool {
-    let Some(c) = super::below(path, CPU_DIR) else {
-        return false;
-    };
-    matches!(c.as_slice(), [cpu, "power", RESUME_LATENCY] if is_numbered(cpu, "cpu"))
-}
+impl Family for Latency {
+    fn head(&self) -> Option<&'static str> {
+        Some("latency")
+    }
 
-fn doc() -> Vec<DocRow> {
-    vec![
-        DocRow {
-            knob: "`latency.cpuN`".into(),
-            values: "whole µs (`0us`, `100us`, `2ms`)",
-            merge: MergePolicy::SmallestWins,
-            file: format!("`{CPU_DIR}/cpuN/power/{RESUME_LATENCY}`"),
-        },
-        DocRow {
-            knob: "`latency.global`".into(),
-            values: "whole µs",
-            merge: MergePolicy::SmallestWins,
-            file: format!("a request held open on `{CPU_DMA_LATENCY}` (daemon only)"),
-        },
-    ]
+    fn name(&self) -> &'static str {
+        "latency"
+    }
+
+    fn grammar(&self) -> Option<&'static str> {
+        Some("latency.cpuN or latency.global")
+    }
+
+    fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {
+        parse_latency(text, rest)
+    }
+
+    fn shapes(&self, _: &[&str]) -> Vec<Shape> {
+        vec![
+            super::shape("latency.cpu", Some(Tok::Run(super::digit, 1, 5)), ""),
+            super::shape("latency.global", None, ""),
+        ]
+    }
+
+    fn owns(&self, path: &Path, _: &Path) -> bool {
+        let Some(c) = super::below(path, CPU_DIR) else {
+            return false;
+        };
+        matches!(c.as_slice(), [cpu, "power", RESUME_LATENCY] if is_numbered(cpu, "cpu"))
+    }
+
+    fn doc(&self) -> Vec<DocRow> {
+        vec![
+            DocRow {
+                knob: "`latency.cpuN`".into(),
+                values: "whole µs (`0us`, `100us`, `2ms`)",
+                merge: MergePolicy::SmallestWins,
+                file: format!("`{CPU_DIR}/cpuN/power/{RESUME_LATENCY}`"),
+            },
+            DocRow {
+                knob: "`latency.global`".into(),
+                values: "whole µs",
+                merge: MergePolicy::SmallestWins,
+                file: format!("a request held open on `{CPU_DMA_LATENCY}` (daemon only)"),
+            },
+        ]
+    }
+
+    fn fmt(&self, knob: &Knob, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match knob {
+            Knob::LatencyCpu(cpu) => write!(f, "latency.cpu{cpu}"),
+            Knob::LatencyGlobal => f.write_str("latency.global"),
+            _ => Ok(()),
+        }
+    }
+
+    fn kind(&self, _: &Knob) -> ValueKind {
+        ValueKind::Latency
+    }
+
+    /// Less tolerated wake-up latency keeps the CPU out of deep idle.
+    fn merge(&self, _: &Knob) -> MergePolicy {
+        MergePolicy::SmallestWins
+    }
+
+    /// `latency.global` is a request held open on `/dev/cpu_dma_latency`.
+    fn held_by_daemon(&self, knob: &Knob) -> bool {
+        matches!(knob, Knob::LatencyGlobal)
+    }
+
+    /// A CPU the board can have.
+    fn check(&self, knob: &Knob, _: &KnobValue, board: &Board) -> Result<(), String> {
+        match knob {
+            Knob::LatencyCpu(cpu) => board.check_cpus(&CpuList(std::iter::once(*cpu).collect())),
+            _ => Ok(()),
+        }
+    }
+
+    fn path(&self, knob: &Knob, _: &Places<'_>) -> Result<PathBuf, String> {
+        match knob {
+            Knob::LatencyCpu(cpu) => Ok(resume_latency_path(*cpu)),
+            _ => Ok(PathBuf::from(CPU_DMA_LATENCY)),
+        }
+    }
+
+    /// No file write for `latency.global`: the daemon holds a request (logs
+    /// show the value).
+    fn target(
+        &self,
+        knob: &Knob,
+        value: &KnobValue,
+        at: &Places<'_>,
+    ) -> Result<(PathBuf, String), String> {
+        match knob {
+            Knob::LatencyGlobal => Ok((self.path(knob, at)?, value.to_string())),
+            _ => Ok((self.path(knob, at)?, self.render(knob, value))),
+        }
+    }
 }
 
 /// A latency tolerance as a policy writes it: a duration in whole µs

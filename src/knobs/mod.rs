@@ -71,12 +71,11 @@ pub(crate) use zram::ZramAttr;
 
 use crate::units::{CpuList, Frequency, Percent, Size, UnitError};
 use latency::{parse_latency_value, parse_resume_latency_kernel};
+use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use value::{
-    parse_count, parse_governor_list, parse_int, parse_partition, parse_uclamp, parse_weight,
-};
+use value::{parse_count, parse_int, parse_partition, parse_uclamp, parse_weight};
 
 /// How a boost request names a cap (`boost --cap KNOB=VALUE`): the key
 /// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
@@ -188,13 +187,15 @@ pub enum MergePolicy {
     SmallestWins,
 }
 
-/// The type of value a knob takes; private so callers go through
-/// [`Knob::parse_value`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ValueKind {
+/// The type of value a knob takes, which its family names
+/// ([`Family::kind`]); callers go through [`Knob::parse_value`] and
+/// [`Knob::parse_kernel`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ValueKind {
     Size {
         allow_max: bool,
     },
+    /// cpufreq's kHz.
     Frequency,
     Weight,
     Int {
@@ -205,18 +206,30 @@ enum ValueKind {
     CpuMax,
     Uclamp,
     CpuList,
-    Governor,
+    /// A word the family's parser accepts (a governor, a fallback list).
+    Word(fn(&str) -> Result<String, UnitError>),
     /// `cpuset.cpus.partition`: member, root or isolated.
     Partition,
-    /// `latency.*`: a duration in whole µs up to [`LATENCY_MAX_US`].
+    /// `latency.*`: a duration in whole µs up to [`latency::LATENCY_MAX_US`].
     Latency,
-    /// `devfreq.*.{min,max}`: Hz.
-    Hz,
-    /// `devfreq.*.governor`.
-    DevfreqGovernor,
+    /// A frequency in Hz, in the family's policy spelling.
+    Hz(fn(&str) -> Result<u64, UnitError>),
 }
 
 impl Knob {
+    /// The family this knob belongs to: the registration of each family's
+    /// variant, and the one `match` on a knob outside its family's module.
+    pub(crate) fn family(&self) -> &'static dyn Family {
+        match self {
+            Knob::Group { .. } => &group::FAMILY,
+            Knob::Cpufreq { .. } => &cpufreq::FAMILY,
+            Knob::Devfreq { .. } => &devfreq::FAMILY,
+            Knob::Sysctl(_) => &sysctl::FAMILY,
+            Knob::Zram { .. } => &zram::FAMILY,
+            Knob::LatencyCpu(_) | Knob::LatencyGlobal => &latency::FAMILY,
+        }
+    }
+
     /// Parses a knob name such as `inference.memory.high`: the family is
     /// the one whose head the name starts with, else the group family.
     pub(crate) fn parse(text: &str) -> Result<Knob, KnobError> {
@@ -227,12 +240,8 @@ impl Knob {
                 grammars.join(", ")
             )));
         };
-        match FAMILIES
-            .iter()
-            .find(|f| f.head == Some(head))
-            .and_then(|f| f.parse)
-        {
-            Some(parse) => parse(text, rest),
+        match FAMILIES.iter().find(|f| f.head() == Some(head)) {
+            Some(f) => f.parse(text, rest),
             None => group::parse_group_knob(text, head, rest),
         }
     }
@@ -250,125 +259,29 @@ impl Knob {
     /// it and writes nothing for it; it is never journalled (there is
     /// nothing to restore).
     pub(crate) fn held_by_daemon(&self) -> bool {
-        matches!(self, Knob::LatencyGlobal)
+        self.family().held_by_daemon(self)
     }
 
-    /// Whether the knob is a ceiling a `cap` may hold: `cpufreq.*.max`,
-    /// `devfreq.*.max`, `G.uclamp.max`, `G.cpu.max`, `G.memory.high`,
-    /// `G.memory.max`.
+    /// Whether the knob is a ceiling a `cap` may hold ([`cappable`] lists
+    /// them).
     pub(crate) fn is_ceiling(&self) -> bool {
-        match self {
-            Knob::Cpufreq { attr, .. } => *attr == CpufreqAttr::Max,
-            Knob::Devfreq { attr, .. } => *attr == DevfreqAttr::Max,
-            Knob::Group { knob, .. } => matches!(
-                knob,
-                GroupKnob::UclampMax
-                    | GroupKnob::CpuMax
-                    | GroupKnob::MemoryHigh
-                    | GroupKnob::MemoryMax
-            ),
-            _ => false,
-        }
+        self.family().is_ceiling(self)
     }
 
     /// Whether a write of `other` destroys this knob's file and recreates it
     /// with the kernel's default, so this knob must be written again after
-    /// it: a governor switch recreates the governor's tunables directory
-    /// (module docs of [`cpufreq`]).
+    /// it (a cpufreq governor switch recreates its tunables directory).
     pub(crate) fn recreated_by(&self, other: &Knob) -> bool {
-        match (self, other) {
-            (
-                Knob::Cpufreq { policy, attr },
-                Knob::Cpufreq {
-                    policy: p,
-                    attr: CpufreqAttr::Governor,
-                },
-            ) => policy == p && attr.is_tunable(),
-            _ => false,
-        }
+        self.family().recreated_by(self, other)
     }
 
-    /// How claims on this knob merge. This is the single table for it.
+    /// How claims on this knob merge: its family says.
     pub(crate) fn merge_policy(&self) -> MergePolicy {
-        use MergePolicy::{FirstWins, LargestWins, SmallestWins};
-        match self {
-            Knob::Group { knob, .. } => match knob {
-                GroupKnob::CpuWeight
-                | GroupKnob::CpuMax
-                | GroupKnob::UclampMin
-                | GroupKnob::UclampMax
-                | GroupKnob::MemoryMin
-                | GroupKnob::MemoryLow
-                | GroupKnob::MemoryHigh
-                | GroupKnob::MemoryMax
-                | GroupKnob::MemorySwapMax
-                | GroupKnob::IoWeight
-                | GroupKnob::PidsMax => LargestWins,
-                GroupKnob::CpusetCpus
-                | GroupKnob::CpusetMems
-                | GroupKnob::CpusetPartition
-                | GroupKnob::MemoryOomGroup => FirstWins,
-            },
-            Knob::Cpufreq { attr, .. } => match attr {
-                CpufreqAttr::Min | CpufreqAttr::Max => LargestWins,
-                CpufreqAttr::Governor
-                | CpufreqAttr::RateLimitUs
-                | CpufreqAttr::UpRateLimitUs
-                | CpufreqAttr::DownRateLimitUs => FirstWins,
-            },
-            Knob::Devfreq { attr, .. } => match attr {
-                DevfreqAttr::Min | DevfreqAttr::Max => LargestWins,
-                DevfreqAttr::Governor => FirstWins,
-            },
-            Knob::Sysctl(_) => FirstWins,
-            Knob::Zram { .. } => FirstWins,
-            Knob::LatencyCpu(_) | Knob::LatencyGlobal => SmallestWins,
-        }
+        self.family().merge(self)
     }
 
     fn value_kind(&self) -> ValueKind {
-        match self {
-            Knob::Group { knob, .. } => match knob {
-                GroupKnob::CpuWeight | GroupKnob::IoWeight => ValueKind::Weight,
-                GroupKnob::CpuMax => ValueKind::CpuMax,
-                GroupKnob::UclampMin | GroupKnob::UclampMax => ValueKind::Uclamp,
-                GroupKnob::MemoryMin
-                | GroupKnob::MemoryLow
-                | GroupKnob::MemoryHigh
-                | GroupKnob::MemoryMax
-                | GroupKnob::MemorySwapMax => ValueKind::Size { allow_max: true },
-                GroupKnob::PidsMax => ValueKind::Count,
-                GroupKnob::CpusetCpus | GroupKnob::CpusetMems => ValueKind::CpuList,
-                GroupKnob::CpusetPartition => ValueKind::Partition,
-                GroupKnob::MemoryOomGroup => ValueKind::Int { min: 0, max: 1 },
-            },
-            Knob::Cpufreq { attr, .. } => match attr {
-                CpufreqAttr::Min | CpufreqAttr::Max => ValueKind::Frequency,
-                CpufreqAttr::Governor => ValueKind::Governor,
-                CpufreqAttr::RateLimitUs
-                | CpufreqAttr::UpRateLimitUs
-                | CpufreqAttr::DownRateLimitUs => ValueKind::Int {
-                    min: 0,
-                    max: cpufreq::RATE_LIMIT_MAX_US,
-                },
-            },
-            Knob::Devfreq { attr, .. } => match attr {
-                DevfreqAttr::Min | DevfreqAttr::Max => ValueKind::Hz,
-                DevfreqAttr::Governor => ValueKind::DevfreqGovernor,
-            },
-            Knob::Sysctl(name) => {
-                let (min, max) = sysctl_range(name).unwrap_or((i64::MIN, i64::MAX));
-                ValueKind::Int { min, max }
-            }
-            Knob::Zram { attr, .. } => match attr {
-                ZramAttr::MemLimit => ValueKind::Size { allow_max: false },
-                ZramAttr::SwapPriority => ValueKind::Int {
-                    min: -1,
-                    max: 32767,
-                },
-            },
-            Knob::LatencyCpu(_) | Knob::LatencyGlobal => ValueKind::Latency,
-        }
+        self.family().kind(self)
     }
 
     /// Whether `raise`/`lower` can step this knob (its value is a number).
@@ -377,8 +290,7 @@ impl Knob {
             self.value_kind(),
             ValueKind::CpuMax
                 | ValueKind::CpuList
-                | ValueKind::Governor
-                | ValueKind::DevfreqGovernor
+                | ValueKind::Word(_)
                 | ValueKind::Partition
                 | ValueKind::Latency
         )
@@ -405,29 +317,17 @@ impl Knob {
             ValueKind::CpuMax => CpuMax::parse(text).map(KnobValue::CpuMax),
             ValueKind::Uclamp => parse_uclamp(text).map(KnobValue::Percent),
             ValueKind::CpuList => CpuList::parse(text).map(KnobValue::CpuList),
-            ValueKind::Governor => parse_governor_list(text).map(KnobValue::Word),
+            ValueKind::Word(parse) => parse(text).map(KnobValue::Word),
             ValueKind::Partition => parse_partition(text).map(KnobValue::Word),
             ValueKind::Latency => parse_latency_value(text).map(|us| KnobValue::Latency(Some(us))),
-            ValueKind::Hz => devfreq::parse_hz(text).map(KnobValue::Hz),
-            ValueKind::DevfreqGovernor => {
-                devfreq::parse_devfreq_governor(text).map(KnobValue::Word)
-            }
+            ValueKind::Hz(parse) => parse(text).map(KnobValue::Hz),
         }
     }
 
     /// The exact text written to the knob's kernel file for `value`
     /// (`io.weight` takes `default N`; everything else its kernel form).
     pub(crate) fn render(&self, value: &KnobValue) -> String {
-        match (self, value) {
-            (
-                Knob::Group {
-                    knob: GroupKnob::IoWeight,
-                    ..
-                },
-                KnobValue::Weight(w),
-            ) => format!("default {w}"),
-            _ => value.kernel(),
-        }
+        self.family().render(self, value)
     }
 
     /// Parses what the knob's kernel file holds, in the kernel's rendering
@@ -479,8 +379,8 @@ impl Knob {
                     }),
             },
             ValueKind::CpuList => CpuList::parse_kernel(t).map(KnobValue::CpuList),
-            ValueKind::Governor | ValueKind::DevfreqGovernor => Ok(KnobValue::Word(t.to_string())),
-            ValueKind::Hz => t
+            ValueKind::Word(_) => Ok(KnobValue::Word(t.to_string())),
+            ValueKind::Hz(_) => t
                 .parse::<u64>()
                 .map(KnobValue::Hz)
                 .map_err(|_| UnitError::new("frequency", t, "expected the kernel's decimal Hz")),
@@ -499,20 +399,17 @@ impl Knob {
             }
         }
     }
+
+    /// `value` of this knob within what `board` offers: why not, if not.
+    pub(crate) fn check_on(&self, value: &KnobValue, board: &board::Board) -> Result<(), String> {
+        self.family().check(self, value, board)
+    }
 }
 
 impl fmt::Display for Knob {
     /// The policy spelling; parses back to the same knob.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Knob::Group { group, knob } => write!(f, "{group}.{}", knob.name()),
-            Knob::Cpufreq { policy, attr } => write!(f, "cpufreq.{policy}.{}", attr.name()),
-            Knob::Devfreq { device, attr } => write!(f, "devfreq.{device}.{}", attr.name()),
-            Knob::Sysctl(name) => write!(f, "sysctl.{name}"),
-            Knob::Zram { device, attr } => write!(f, "zram.{device}.{}", attr.name()),
-            Knob::LatencyCpu(cpu) => write!(f, "latency.cpu{cpu}"),
-            Knob::LatencyGlobal => f.write_str("latency.global"),
-        }
+        self.family().fmt(self, f)
     }
 }
 
@@ -561,44 +458,146 @@ pub(crate) struct DocRow {
     pub file: String,
 }
 
-/// A family's name parser: the whole text (for messages) and the part after `head.`.
-pub(crate) type ParseFn = fn(&str, &str) -> Result<Knob, KnobError>;
-
-/// A knob family of the registry.
-pub(crate) struct Family {
-    /// The first part of the family's knob names; `None` for the group
-    /// family (`G.…`, the fallback) and the realtime switch (no names).
-    pub head: Option<&'static str>,
-    /// Parses a knob of the family: the whole text (for messages) and the
-    /// part after `head.`.
-    pub parse: Option<ParseFn>,
-    /// The shapes of its knob names, for grant patterns (group knobs are
-    /// those of the policy's `groups`).
-    pub shapes: fn(&[&str]) -> Vec<Shape>,
-    /// Whether a canonical device path is one of its files: the journal's
-    /// allow-list is the union of these.
-    pub owns: fn(&Path, &Path) -> bool,
-    /// Its rows of the docs' knob table.
-    #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
-    pub doc: fn() -> Vec<DocRow>,
+/// Read access to a root's files by device path, which `kernel::Root`
+/// gives: the families read a knob's value and the board's bounds through
+/// it, so the knowledge stays here and the syscalls in `kernel`.
+pub(crate) trait Files {
+    /// The file's text; `None` when it cannot be read.
+    fn text(&self, path: &Path) -> Option<String>;
+    /// The names in a directory (none when it cannot be read).
+    fn names(&self, dir: &Path) -> Vec<String>;
+    fn exists(&self, path: &Path) -> bool;
+    fn is_dir(&self, path: &Path) -> bool;
 }
 
-impl Family {
-    /// `head.…` for messages, from the doc rows' knob names.
+/// What finding a knob's file takes besides the knob.
+pub(crate) struct Places<'a> {
+    pub files: &'a dyn Files,
+    /// Group name and file name → the file in the group's directory (`Err`:
+    /// the group is not in the policy).
+    pub group_file: &'a dyn Fn(&str, &str) -> Result<PathBuf, String>,
+    /// cpufreq policy → the governor it will run once the writes queued
+    /// (daemon) or planned (`apply`) are made.
+    pub governors: &'a HashMap<String, String>,
+}
+
+/// Where a knob stands among the writes it depends on ([`order`]): in the
+/// set of its family and owner (a group, a cpufreq policy, a devfreq
+/// device), at a rank, or as the floor or ceiling of a frequency pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Rank(usize),
+    Floor,
+    Ceiling,
+}
+
+/// A knob family: one implementation per family, in the family's module,
+/// and one line in [`FAMILIES`] (plus its variant of [`Knob`] and the arm
+/// of [`Knob::family`]). Plan, apply, the daemon's writes, verify, the
+/// drift guard, boosts, caps, the journal's allow-list, the board's bounds
+/// and the docs' knob table ask the family; none of them names one.
+pub(crate) trait Family: Sync {
+    /// The first part of the family's knob names; `None` for the group
+    /// family (`G.…`, the fallback) and the realtime switch (no names).
+    fn head(&self) -> Option<&'static str>;
+    /// The family's key in the write order and in messages.
+    fn name(&self) -> &'static str;
+    /// `head.…` for messages.
     fn grammar(&self) -> Option<&'static str> {
-        match self.head {
-            Some("cpufreq") => Some("cpufreq.POLICY.ATTR"),
-            Some("devfreq") => Some("devfreq.NAME.ATTR"),
-            Some("sysctl") => Some("sysctl.NAME"),
-            Some("zram") => Some("zram.DEV.ATTR"),
-            Some("latency") => Some("latency.cpuN or latency.global"),
-            _ => None,
+        None
+    }
+    /// Parses a knob of the family: the whole text (for messages) and the
+    /// part after `head.`.
+    fn parse(&self, text: &str, _rest: &str) -> Result<Knob, KnobError> {
+        Err(KnobError::new(format!("unknown knob `{text}`")))
+    }
+    /// The shapes of its knob names, for grant patterns (group knobs are
+    /// those of the policy's `groups`).
+    fn shapes(&self, groups: &[&str]) -> Vec<Shape>;
+    /// The policy spelling of one of its knobs.
+    fn fmt(&self, _knob: &Knob, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Ok(())
+    }
+    /// The type of value the knob takes.
+    fn kind(&self, _knob: &Knob) -> ValueKind {
+        ValueKind::Int {
+            min: i64::MIN,
+            max: i64::MAX,
         }
     }
+    /// How claims on the knob merge.
+    fn merge(&self, _knob: &Knob) -> MergePolicy {
+        MergePolicy::FirstWins
+    }
+    /// Whether the knob is a ceiling a `cap` may hold.
+    fn is_ceiling(&self, _knob: &Knob) -> bool {
+        false
+    }
+    /// The ceilings' names for messages (`cpufreq.POLICY.max`).
+    fn ceilings(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Whether only a running daemon can hold the knob.
+    fn held_by_daemon(&self, _knob: &Knob) -> bool {
+        false
+    }
+    /// Whether a write of `other` recreates the knob's file.
+    fn recreated_by(&self, _knob: &Knob, _other: &Knob) -> bool {
+        false
+    }
+    /// The text written to the knob's file for `value`.
+    fn render(&self, _knob: &Knob, value: &KnobValue) -> String {
+        value.kernel()
+    }
+    /// The knob's owner and slot among writes made together ([`order`]);
+    /// `None`: it depends on no other write.
+    fn order<'a>(&self, _knob: &'a Knob) -> Option<(&'a str, Slot)> {
+        None
+    }
+    /// `value` of the knob within what the board offers: why not, if not.
+    fn check(&self, _knob: &Knob, _value: &KnobValue, _board: &board::Board) -> Result<(), String> {
+        Ok(())
+    }
+    /// Reads the family's bounds from a board's files into `board`.
+    fn read_bounds(&self, _files: &dyn Files, _board: &mut board::Board) {}
+    /// The file the knob lives in, for reading and for the journal; `Err`
+    /// for a knob without a file.
+    fn path(&self, knob: &Knob, at: &Places<'_>) -> Result<PathBuf, String>;
+    /// The file the knob is written in and the text written for `value`;
+    /// `Err` says why it cannot be written now.
+    fn target(
+        &self,
+        knob: &Knob,
+        value: &KnobValue,
+        at: &Places<'_>,
+    ) -> Result<(PathBuf, String), String> {
+        Ok((self.path(knob, at)?, self.render(knob, value)))
+    }
+    /// Where `verify` reads the knob.
+    fn read_path(&self, knob: &Knob, at: &Places<'_>) -> PathBuf {
+        self.path(knob, at).unwrap_or_default()
+    }
+    /// The knob's value as the kernel holds it; `None` when it cannot be
+    /// read or parsed.
+    fn read(&self, knob: &Knob, at: &Places<'_>) -> Option<KnobValue> {
+        let text = at.files.text(&self.path(knob, at).ok()?)?;
+        knob.parse_kernel(&text).ok()
+    }
+    /// Whether a canonical device path is one of its files: the journal's
+    /// allow-list is the union of these.
+    fn owns(&self, path: &Path, cgroup_root: &Path) -> bool;
+    /// What the journal keeps as the original of one of its files that
+    /// reads `read`, where that is not what the file takes back.
+    fn restorable(&self, _path: &Path, _cgroup_root: &Path, _read: &str) -> Option<String> {
+        None
+    }
+    /// Its rows of the docs' knob table.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
+    fn doc(&self) -> Vec<DocRow>;
 }
 
 /// Every knob family.
-pub(crate) static FAMILIES: [&Family; 7] = [
+pub(crate) static FAMILIES: [&dyn Family; 7] = [
     &group::FAMILY,
     &cpufreq::FAMILY,
     &devfreq::FAMILY,
@@ -608,10 +607,23 @@ pub(crate) static FAMILIES: [&Family; 7] = [
     &system::FAMILY,
 ];
 
+/// Why `knob` cannot be capped: it is no ceiling. The message lists the
+/// ceilings the families name (`cpufreq.POLICY.max`, …).
+pub(crate) fn not_a_ceiling(knob: &Knob) -> String {
+    let ceilings: Vec<&str> = FAMILIES
+        .iter()
+        .flat_map(|f| f.ceilings().iter().copied())
+        .collect();
+    format!(
+        "`{knob}` cannot be capped: a cap holds a ceiling ({})",
+        ceilings.join(", ")
+    )
+}
+
 /// The heads of the named families (`cpufreq`, `sysctl`, `zram`,
 /// `latency`): reserved, so no group may take one of these names.
 pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
-    FAMILIES.iter().filter_map(|f| f.head)
+    FAMILIES.iter().filter_map(|f| f.head())
 }
 
 /// The rule language's name for the whole machine: `host.memory.available`,
@@ -639,7 +651,7 @@ pub fn reserved_group_names() -> Vec<(&'static str, &'static str)> {
 /// Whether canonical device path `path` is a file some family owns (the
 /// journal's allow-list: cgwarden records and `reset` restores only these).
 pub(crate) fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
-    FAMILIES.iter().any(|f| (f.owns)(path, cgroup_root))
+    FAMILIES.iter().any(|f| f.owns(path, cgroup_root))
 }
 
 /// What the journal keeps as the original of `path` (a file some family
@@ -648,14 +660,15 @@ pub(crate) fn owns_file(path: &Path, cgroup_root: &Path) -> bool {
 /// keep (zram's `comp_algorithm`, the group family's partition and
 /// `io.weight`).
 pub(crate) fn restorable(path: &Path, cgroup_root: &Path, read: &str) -> String {
-    zram::restorable(path, read)
-        .or_else(|| group::restorable(path, cgroup_root, read))
+    FAMILIES
+        .iter()
+        .find_map(|f| f.restorable(path, cgroup_root, read))
         .unwrap_or_else(|| read.to_string())
 }
 
 /// The shapes of every knob name of a policy with `groups`.
 pub(crate) fn shapes(groups: &[&str]) -> Vec<Shape> {
-    FAMILIES.iter().flat_map(|f| (f.shapes)(groups)).collect()
+    FAMILIES.iter().flat_map(|f| f.shapes(groups)).collect()
 }
 
 /// docs/policy.md's knob table, generated from the families (a test checks
@@ -664,9 +677,9 @@ pub(crate) fn shapes(groups: &[&str]) -> Vec<Shape> {
 pub(crate) fn doc_table() -> String {
     let mut out = String::from("| knob | values | merge | file |\n|---|---|---|---|\n");
     for f in FAMILIES {
-        let rows = (f.doc)();
+        let rows = f.doc();
         // The sysctl family has its own table (one row per sysctl).
-        if f.head == Some("sysctl") {
+        if f.head() == Some("sysctl") {
             out.push_str(
                 "| `sysctl.NAME` for each NAME of the sysctl table below | integer | first wins | `/proc/sys/NAME` (dots as slashes) |\n",
             );

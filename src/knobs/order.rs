@@ -6,7 +6,7 @@
 //!   kernel rejects a floor above the current ceiling (and older kernels a
 //!   ceiling below the current floor), so the floor goes first unless it
 //!   rises above the ceiling there is now; then the ceiling goes first;
-//! - one group's knobs: in [`GroupKnob`] order (`cpuset.mems` before
+//! - one group's knobs: in [`GroupKnob`](super::GroupKnob) order (`cpuset.mems` before
 //!   `cpuset.cpus` before the partition, memory limits from `memory.min`
 //!   up through `memory.high` to `memory.max`, so a shrinking group is
 //!   throttled at `high` before `max` can OOM it).
@@ -14,7 +14,7 @@
 //! [`write_order`] puts each set's writes in that order, in the places the
 //! set's writes already hold; every other write keeps its place.
 
-use super::{CpufreqAttr, DevfreqAttr, GroupKnob, Knob, KnobValue};
+use super::{Knob, KnobValue, Slot};
 use std::collections::BTreeMap;
 
 /// One write of a batch, for [`write_order`].
@@ -27,40 +27,15 @@ pub struct Planned<'a> {
     pub now: Option<&'a KnobValue>,
 }
 
-/// The writes that depend on each other (module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Set<'a> {
-    Group(&'a str),
-    Cpufreq(&'a str),
-    Devfreq(&'a str),
-}
+/// The writes that depend on each other (module docs): a family's name
+/// and the owner its [`Family::order`](super::Family::order) names.
+type Set<'a> = (&'static str, &'a str);
 
-/// Floor or ceiling of a frequency pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Bound {
-    Floor,
-    Ceiling,
-}
-
-/// A knob's set and, for a group knob, its rank in the set.
-fn set_of(knob: &Knob) -> Option<(Set<'_>, Result<usize, Bound>)> {
-    match knob {
-        Knob::Group { group, knob } => {
-            let rank = GroupKnob::EVERY.iter().position(|k| k == knob)?;
-            Some((Set::Group(group), Ok(rank)))
-        }
-        Knob::Cpufreq { policy, attr } => match attr {
-            CpufreqAttr::Min => Some((Set::Cpufreq(policy), Err(Bound::Floor))),
-            CpufreqAttr::Max => Some((Set::Cpufreq(policy), Err(Bound::Ceiling))),
-            _ => None,
-        },
-        Knob::Devfreq { device, attr } => match attr {
-            DevfreqAttr::Min => Some((Set::Devfreq(device), Err(Bound::Floor))),
-            DevfreqAttr::Max => Some((Set::Devfreq(device), Err(Bound::Ceiling))),
-            DevfreqAttr::Governor => None,
-        },
-        _ => None,
-    }
+/// A knob's set and its slot in it.
+fn set_of(knob: &Knob) -> Option<(Set<'_>, Slot)> {
+    let family = knob.family();
+    let (owner, slot) = family.order(knob)?;
+    Some(((family.name(), owner), slot))
 }
 
 /// A frequency in its family's unit (cpufreq kHz, devfreq Hz).
@@ -84,26 +59,26 @@ fn floor_first(new_floor: Option<u64>, ceiling_now: Option<u64>) -> bool {
 /// The order to make `writes` in, as indices into `writes` (module docs).
 pub fn write_order(writes: &[Planned<'_>]) -> Vec<usize> {
     let mut sets: BTreeMap<Set<'_>, Vec<usize>> = BTreeMap::new();
-    let mut rank: Vec<Result<usize, Bound>> = Vec::with_capacity(writes.len());
+    let mut rank: Vec<Slot> = Vec::with_capacity(writes.len());
     for (i, w) in writes.iter().enumerate() {
         match set_of(w.knob) {
             Some((set, r)) => {
                 sets.entry(set).or_default().push(i);
                 rank.push(r);
             }
-            None => rank.push(Ok(0)),
+            None => rank.push(Slot::Rank(0)),
         }
     }
     let mut out: Vec<usize> = (0..writes.len()).collect();
     for slots in sets.values() {
-        let find = |b: Bound| slots.iter().copied().find(|&i| rank[i] == Err(b));
-        let floor_goes_first = match (find(Bound::Floor), find(Bound::Ceiling)) {
+        let find = |b: Slot| slots.iter().copied().find(|&i| rank[i] == b);
+        let floor_goes_first = match (find(Slot::Floor), find(Slot::Ceiling)) {
             (Some(f), Some(c)) => floor_first(freq(Some(writes[f].new)), freq(writes[c].now)),
             _ => true,
         };
         let key = |i: usize| match rank[i] {
-            Ok(r) => r,
-            Err(b) => usize::from((b == Bound::Floor) != floor_goes_first),
+            Slot::Rank(r) => r,
+            b => usize::from((b == Slot::Floor) != floor_goes_first),
         };
         let mut members = slots.clone();
         members.sort_by_key(|&i| key(i));
@@ -138,6 +113,7 @@ pub fn in_write_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knobs::{CpufreqAttr, DevfreqAttr, GroupKnob};
     use crate::units::Frequency;
 
     fn cpufreq(attr: CpufreqAttr) -> Knob {

@@ -26,7 +26,11 @@
 //! says so at write time, like any rejected write). A row without a range
 //! takes any integer.
 
-use super::{did_you_mean, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Shape, Tok};
+use super::{
+    did_you_mean, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Places, Shape, Tok,
+    ValueKind,
+};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 const INT_MAX: i64 = i32::MAX as i64;
@@ -191,38 +195,79 @@ pub(crate) fn coupled(file: &Path) -> Option<(PathBuf, PathBuf)> {
     })
 }
 
-/// The sysctl family's registry entry.
-pub(super) static FAMILY: Family = Family {
-    head: Some("sysctl"),
-    parse: Some(parse_sysctl),
-    shapes,
-    owns,
-    doc,
-};
+/// The sysctl family.
+pub(super) struct SysctlFamily;
 
-fn shapes(_: &[&str]) -> Vec<Shape> {
-    TABLE
-        .iter()
-        .map(|s| format!("sysctl.{}", s.name).bytes().map(Tok::Lit).collect())
-        .collect()
-}
+/// The sysctl family's registration.
+pub(super) static FAMILY: SysctlFamily = SysctlFamily;
 
-fn owns(p: &Path, _: &Path) -> bool {
-    TABLE
-        .iter()
-        .any(|s| path(s.name).is_some_and(|own| own == p))
-}
+impl Family for SysctlFamily {
+    fn head(&self) -> Option<&'static str> {
+        Some("sysctl")
+    }
 
-fn doc() -> Vec<DocRow> {
-    TABLE
-        .iter()
-        .map(|s| DocRow {
-            knob: format!("`sysctl.{}`", s.name),
-            values: "",
-            merge: MergePolicy::FirstWins,
-            file: format!("`/proc/sys/{}`", s.name.replace('.', "/")),
-        })
-        .collect()
+    fn name(&self) -> &'static str {
+        "sysctl"
+    }
+
+    fn grammar(&self) -> Option<&'static str> {
+        Some("sysctl.NAME")
+    }
+
+    fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {
+        parse_sysctl(text, rest)
+    }
+
+    fn shapes(&self, _: &[&str]) -> Vec<Shape> {
+        TABLE
+            .iter()
+            .map(|s| format!("sysctl.{}", s.name).bytes().map(Tok::Lit).collect())
+            .collect()
+    }
+
+    fn owns(&self, p: &Path, _: &Path) -> bool {
+        TABLE
+            .iter()
+            .any(|s| path(s.name).is_some_and(|own| own == p))
+    }
+
+    fn doc(&self) -> Vec<DocRow> {
+        TABLE
+            .iter()
+            .map(|s| DocRow {
+                knob: format!("`sysctl.{}`", s.name),
+                values: "",
+                merge: MergePolicy::FirstWins,
+                file: format!("`/proc/sys/{}`", s.name.replace('.', "/")),
+            })
+            .collect()
+    }
+
+    fn fmt(&self, knob: &Knob, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match knob {
+            Knob::Sysctl(name) => write!(f, "sysctl.{name}"),
+            _ => Ok(()),
+        }
+    }
+
+    /// An integer within the sysctl's range in [`TABLE`].
+    fn kind(&self, knob: &Knob) -> ValueKind {
+        let range = match knob {
+            Knob::Sysctl(name) => sysctl_range(name),
+            _ => None,
+        };
+        let (min, max) = range.unwrap_or((i64::MIN, i64::MAX));
+        ValueKind::Int { min, max }
+    }
+
+    fn path(&self, knob: &Knob, _: &Places<'_>) -> Result<PathBuf, String> {
+        match knob {
+            Knob::Sysctl(name) => {
+                path(name).ok_or_else(|| format!("sysctl {name} is not a sysctl cgwarden manages"))
+            }
+            _ => Err(format!("{knob} is not a sysctl")),
+        }
+    }
 }
 
 /// The rows of docs/policy.md's sysctl table: name, range, source of the bound.

@@ -5,7 +5,7 @@
 //! no knob names; it owns their paths, their formats and which files the
 //! journal may name.
 
-use super::{DocRow, Family, Shape};
+use super::{DocRow, Family, Knob, Places, Shape};
 use std::path::{Path, PathBuf};
 
 /// Where IRQs live.
@@ -46,39 +46,51 @@ pub fn cpuidle_disable_path(cpu: u32, state: u32) -> PathBuf {
     cpuidle_dir(cpu).join(format!("state{state}/disable"))
 }
 
-/// The realtime switch's registry entry.
-pub(super) static FAMILY: Family = Family {
-    head: None,
-    parse: None,
-    shapes,
-    owns,
-    doc,
-};
+/// The realtime switch family.
+pub(super) struct Realtime;
 
-fn shapes(_: &[&str]) -> Vec<Shape> {
-    Vec::new()
-}
+/// The realtime switch family's registration.
+pub(super) static FAMILY: Realtime = Realtime;
 
-fn owns(path: &Path, _: &Path) -> bool {
-    let numbered = super::is_numbered;
-    let digits = |s: &str| !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit());
-    if path == Path::new(WORKQUEUE_CPUMASK) || path == Path::new(RCU_EXPEDITED) {
-        return true;
+impl Family for Realtime {
+    fn head(&self) -> Option<&'static str> {
+        None
     }
-    if let Some(c) = super::below(path, PROC_IRQ) {
-        return match c.as_slice() {
-            ["default_smp_affinity"] => true,
-            [n, "smp_affinity_list"] => digits(n),
-            _ => false,
-        };
-    }
-    if let Some(c) = super::below(path, CPU_DIR) {
-        return matches!(c.as_slice(), [cpu, "cpuidle", state, "disable"]
-            if numbered(cpu, "cpu") && numbered(state, "state"));
-    }
-    false
-}
 
-fn doc() -> Vec<DocRow> {
-    Vec::new()
+    fn name(&self) -> &'static str {
+        "realtime switch"
+    }
+
+    fn shapes(&self, _: &[&str]) -> Vec<Shape> {
+        Vec::new()
+    }
+
+    fn owns(&self, path: &Path, _: &Path) -> bool {
+        let numbered = super::is_numbered;
+        let digits =
+            |s: &str| !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit());
+        if path == Path::new(WORKQUEUE_CPUMASK) || path == Path::new(RCU_EXPEDITED) {
+            return true;
+        }
+        if let Some(c) = super::below(path, PROC_IRQ) {
+            return match c.as_slice() {
+                ["default_smp_affinity"] => true,
+                [n, "smp_affinity_list"] => digits(n),
+                _ => false,
+            };
+        }
+        if let Some(c) = super::below(path, CPU_DIR) {
+            return matches!(c.as_slice(), [cpu, "cpuidle", state, "disable"]
+                if numbered(cpu, "cpu") && numbered(state, "state"));
+        }
+        false
+    }
+
+    fn doc(&self) -> Vec<DocRow> {
+        Vec::new()
+    }
+
+    fn path(&self, knob: &Knob, _: &Places<'_>) -> Result<PathBuf, String> {
+        Err(format!("{knob} is not a knob of the realtime switch"))
+    }
 }

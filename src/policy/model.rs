@@ -624,17 +624,8 @@ pub struct KthreadRule {
     pub sched: Option<Sched>,
 }
 
-/// `system.devfreq.NAME`: a devfreq device's baseline.
-#[derive(Clone, Debug, Default)]
-pub struct Devfreq {
-    /// The device name under /sys/class/devfreq.
-    pub device: String,
-    pub governor: Option<String>,
-    /// Hz.
-    pub min: Option<u64>,
-    /// Hz.
-    pub max: Option<u64>,
-}
+/// `system.devfreq.NAME`: a devfreq device's baseline (the family's).
+pub use crate::knobs::devfreq::Baseline as Devfreq;
 
 /// `system.latency`: tolerated wake-up latencies, in µs.
 #[derive(Clone, Debug, Default)]

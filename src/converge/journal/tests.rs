@@ -599,9 +599,9 @@ fn every_journalled_original_is_a_value_its_file_takes_back() {
     files.sort();
     for f in crate::knobs::FAMILIES {
         assert!(
-            files.iter().any(|p| (f.owns)(p, cg)),
+            files.iter().any(|p| f.owns(p, cg)),
             "no file of family {:?} was tried",
-            f.head
+            f.name()
         );
     }
     let mut j = Journal::open(&root, Path::new("/run/cgwarden"), cg).unwrap();

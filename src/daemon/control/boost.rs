@@ -142,7 +142,7 @@ impl Daemon {
                     if knob.is_ceiling() {
                         Ok((knob, value))
                     } else {
-                        Err(format!("`{knob}` cannot be capped: only cpufreq.*.max, devfreq.*.max, G.uclamp.max, G.cpu.max, G.memory.high and G.memory.max can"))
+                        Err(crate::knobs::not_a_ceiling(&knob))
                     }
                 });
                 match cap {

@@ -325,7 +325,8 @@ fn stops_at_the_limits_and_counts_what_it_left() {
 /// that reads somewhere new fails here until `sources` names it.
 #[test]
 fn every_path_the_readers_read_is_captured() {
-    use crate::kernel::{devfreq, identity, irq, meminfo, memstat, psi, realtime, thermal, zram};
+    use crate::kernel::{identity, irq, meminfo, memstat, psi, realtime, thermal, zram};
+    use crate::knobs::devfreq;
     let src = tempfile::tempdir().unwrap();
     board(src.path());
     let root = Root::fake(src.path());

@@ -12,12 +12,7 @@ pub(super) fn parse_cap(args: &[Word<'_>], end: usize) -> Result<Action, ParseEr
     };
     let knob = knob_at(k.text, k.pos)?;
     if !knob.is_ceiling() {
-        return Err(error(
-            k.pos,
-            format!(
-                "`{knob}` cannot be capped: a cap holds a ceiling-type knob (cpufreq.POLICY.max, devfreq.NAME.max, G.uclamp.max, G.cpu.max, G.memory.high, G.memory.max)"
-            ),
-        ));
+        return Err(error(k.pos, crate::knobs::not_a_ceiling(&knob)));
     }
     match args.get(1) {
         Some(w) if w.text == "at" => {}
