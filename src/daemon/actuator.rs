@@ -43,7 +43,7 @@ use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::Root;
 use crate::knobs::order::{write_order, Planned};
 use crate::knobs::sysctl;
-use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
+use crate::knobs::{Knob, KnobValue};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -209,15 +209,10 @@ impl Actuator {
     /// swap priority on a fake root, where `apply` skips `swapon` (so `verify`
     /// does not call it drift).
     pub(crate) fn unverifiable(&self, knob: &Knob) -> Option<&'static str> {
-        match knob {
-            Knob::Zram {
-                attr: ZramAttr::SwapPriority,
-                ..
-            } if !self.root.supports(crate::kernel::Op::Swap) => {
-                Some("swapon is skipped on a fake root")
-            }
-            _ => None,
+        if self.root.supports(crate::kernel::Op::Swap) {
+            return None;
         }
+        knob.family().unverifiable_without_swap(knob)
     }
 
     /// What the knob held before cgwarden first wrote it, from the journal:
@@ -291,16 +286,12 @@ impl Actuator {
         if w.knob.held_by_daemon() {
             return self.hold_latency(w, &old, &new);
         }
-        if let Knob::Cpufreq {
-            policy,
-            attr: CpufreqAttr::Governor,
-        } = &w.knob
-        {
-            self.governors.insert(policy.clone(), text.clone());
+        if let Some(policy) = w.knob.family().switches_governor(&w.knob) {
+            self.governors.insert(policy.to_string(), text.clone());
         }
-        let lane = match &w.knob {
-            Knob::Group { group, .. } => LaneKey::Group(group.clone()),
-            _ => LaneKey::System,
+        let lane = match w.knob.group() {
+            Some(group) => LaneKey::Group(group.to_string()),
+            None => LaneKey::System,
         };
         self.lanes.submit(
             lane,

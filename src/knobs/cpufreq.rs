@@ -309,6 +309,16 @@ impl Family for Cpufreq {
         &["cpufreq.POLICY.max"]
     }
 
+    fn switches_governor<'a>(&self, knob: &'a Knob) -> Option<&'a str> {
+        match knob {
+            Knob::Cpufreq {
+                policy,
+                attr: CpufreqAttr::Governor,
+            } => Some(policy),
+            _ => None,
+        }
+    }
+
     /// A governor switch recreates the governor's tunables directory.
     fn recreated_by(&self, knob: &Knob, other: &Knob) -> bool {
         match (knob, other) {

@@ -545,6 +545,16 @@ pub(crate) trait Family: Sync {
     fn recreated_by(&self, _knob: &Knob, _other: &Knob) -> bool {
         false
     }
+    /// The cpufreq policy whose governor a write of the knob switches (its
+    /// tunables move to that governor's directory).
+    fn switches_governor<'a>(&self, _knob: &'a Knob) -> Option<&'a str> {
+        None
+    }
+    /// Why the knob cannot be read back on a root that does not swap (a
+    /// fake tree, where `apply` skips `swapon`).
+    fn unverifiable_without_swap(&self, _knob: &Knob) -> Option<&'static str> {
+        None
+    }
     /// The text written to the knob's file for `value`.
     fn render(&self, _knob: &Knob, value: &KnobValue) -> String {
         value.kernel()

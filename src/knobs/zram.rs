@@ -236,6 +236,18 @@ impl Family for Zram {
         }
     }
 
+    /// A swap priority is taken at swapon.
+    fn unverifiable_without_swap(&self, knob: &Knob) -> Option<&'static str> {
+        matches!(
+            knob,
+            Knob::Zram {
+                attr: ZramAttr::SwapPriority,
+                ..
+            }
+        )
+        .then_some("swapon is skipped on a fake root")
+    }
+
     /// A swap priority is read from `/proc/swaps`.
     fn read_path(&self, knob: &Knob, at: &Places<'_>) -> PathBuf {
         match knob {

@@ -233,7 +233,7 @@ impl Judge<'_> {
     fn knob_value(&mut self, name: &str, value: &KnobValue, pos: Pos, bare: Option<Pos>) {
         let Ok(knob) = Knob::parse(name) else { return };
         if let Some(at) = bare {
-            if let Some(why) = bare_frequency(&knob, value) {
+            if let Some(why) = bare_frequency(value) {
                 self.diags.error(at, format!("{name}: {why}"));
                 return;
             }
@@ -245,15 +245,16 @@ impl Judge<'_> {
 }
 
 /// Why a frequency written without a unit cannot be what was meant.
-fn bare_frequency(knob: &Knob, value: &KnobValue) -> Option<String> {
-    match (knob, value) {
-        (Knob::Cpufreq { .. }, KnobValue::Frequency(f)) if f.khz() < BARE_FLOOR_KHZ => {
+/// The value's type says the unit: cpufreq's are kHz, devfreq's Hz.
+fn bare_frequency(value: &KnobValue) -> Option<String> {
+    match value {
+        KnobValue::Frequency(f) if f.khz() < BARE_FLOOR_KHZ => {
             let n = f.khz();
             Some(format!(
                 "`{n}` without a unit is {n} kHz (cpufreq files count in kHz), below any CPU's range: write the unit, e.g. `{n}MHz`"
             ))
         }
-        (Knob::Devfreq { .. }, KnobValue::Hz(hz)) if *hz < BARE_FLOOR_KHZ * 1000 => Some(format!(
+        KnobValue::Hz(hz) if *hz < BARE_FLOOR_KHZ * 1000 => Some(format!(
             "`{hz}` without a unit is {hz} Hz (devfreq files count in Hz): write the unit, e.g. `{hz}MHz`"
         )),
         _ => None,
