@@ -43,8 +43,8 @@ pub struct FakeTree {
     dir: PathBuf,
 }
 
-/// Files of `/proc/sys` a fresh kernel has beside the knob registry's
-/// sysctls (whose defaults [`crate::knobs::sysctl::TABLE`] holds): the
+/// Files of `/proc/sys` a fresh kernel has beside the knob families'
+/// defaults ([`crate::knobs::Family::fake_defaults`]): the
 /// `compact` action's trigger and a name the knob grammar cannot spell.
 const OTHER_SYSCTLS: &[(&str, &str)] = &[("vm/compact_memory", ""), ("vm/page-cluster", "3")];
 
@@ -65,8 +65,11 @@ impl FakeTree {
         t.file("sys/fs/cgroup/cgroup.subtree_control", "")?;
         t.file("sys/kernel/rcu_expedited", "0")?;
         t.file("sys/fs/cgroup/cgroup.procs", "")?;
-        for s in crate::knobs::sysctl::TABLE {
-            t.file(&format!("proc/sys/{}", s.name.replace('.', "/")), s.fake)?;
+        for family in crate::knobs::FAMILIES {
+            for (path, value) in family.fake_defaults() {
+                let rel = path.strip_prefix("/").unwrap_or(&path);
+                t.file(&rel.to_string_lossy(), value)?;
+            }
         }
         for (name, value) in OTHER_SYSCTLS {
             t.file(&format!("proc/sys/{name}"), value)?;

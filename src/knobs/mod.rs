@@ -601,6 +601,11 @@ pub(crate) trait Family: Sync {
     fn restorable(&self, _path: &Path, _cgroup_root: &Path, _read: &str) -> Option<String> {
         None
     }
+    /// The files a fresh kernel has for the family and what they read,
+    /// for the fake tree (device paths).
+    fn fake_defaults(&self) -> Vec<(PathBuf, &'static str)> {
+        Vec::new()
+    }
     /// Its rows of the docs' knob table.
     #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
     fn doc(&self) -> Vec<DocRow>;

@@ -268,6 +268,14 @@ impl Family for SysctlFamily {
             _ => Err(format!("{knob} is not a sysctl")),
         }
     }
+
+    /// Every sysctl of [`TABLE`] with what a fresh Debian-like kernel reads.
+    fn fake_defaults(&self) -> Vec<(PathBuf, &'static str)> {
+        TABLE
+            .iter()
+            .filter_map(|s| Some((path(s.name)?, s.fake)))
+            .collect()
+    }
 }
 
 /// The rows of docs/policy.md's sysctl table: name, range, source of the bound.
