@@ -10,7 +10,7 @@ use super::claims::Owner;
 use super::condition::{Evaluator, Metrics, Subject};
 use super::knobs::{Cause, KnobTable, Write};
 use super::rule_state::{Phase, RuleState, Time, Timing, Transition};
-use crate::knobs::{CpufreqAttr, Knob, KnobValue, ZramAttr};
+use crate::knobs::{Knob, KnobValue, ZramAttr};
 use crate::policy::expr::Action;
 use crate::policy::model::group_baseline;
 use crate::policy::model::Policy;
@@ -193,22 +193,7 @@ pub(crate) fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
         }
     }
     for c in &p.system.cpufreq {
-        let k = |attr| Knob::Cpufreq {
-            policy: c.policy.clone(),
-            attr,
-        };
-        if let Some(gov) = &c.governor {
-            out.push((k(CpufreqAttr::Governor), KnobValue::Word(gov.clone())));
-        }
-        if let Some(f) = &c.min {
-            out.push((k(CpufreqAttr::Min), KnobValue::Frequency(*f)));
-        }
-        if let Some(f) = &c.max {
-            out.push((k(CpufreqAttr::Max), KnobValue::Frequency(*f)));
-        }
-        for (attr, us) in &c.tunables {
-            out.push((k(*attr), KnobValue::Int(*us as i64)));
-        }
+        out.extend(c.knobs());
     }
     for d in &p.system.devfreq {
         out.extend(d.knobs());
@@ -239,12 +224,7 @@ pub(crate) fn policy_baselines(p: &Policy) -> Vec<(Knob, KnobValue)> {
         }
     }
     if let Some(l) = &p.system.latency {
-        for (cpu, us) in &l.cpus {
-            out.push((Knob::LatencyCpu(*cpu), KnobValue::Latency(Some(*us))));
-        }
-        if let Some(us) = l.global {
-            out.push((Knob::LatencyGlobal, KnobValue::Latency(Some(us))));
-        }
+        out.extend(l.knobs());
     }
     out
 }

@@ -16,7 +16,27 @@ use super::{Knob, KnobValue};
 use crate::units::CpuList;
 use std::collections::BTreeMap;
 
-pub use super::cpufreq::Bounds as CpufreqBounds;
+/// One cpufreq policy's bounds (the cpufreq family reads and checks them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CpufreqBounds {
+    /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
+    pub min_khz: Option<u64>,
+    pub max_khz: Option<u64>,
+    /// `scaling_available_governors`.
+    pub governors: Option<Vec<String>>,
+    /// `related_cpus`: the CPUs the policy drives.
+    pub cpus: Option<CpuList>,
+}
+
+/// One devfreq device's bounds (the devfreq family reads and checks them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DevfreqBounds {
+    /// `available_frequencies` (Hz), ascending; empty when the device does
+    /// not list them.
+    pub frequencies: Vec<u64>,
+    /// `available_governors`.
+    pub governors: Option<Vec<String>>,
+}
 
 /// What a board offers, as far as it bounds a policy's values.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,7 +51,7 @@ pub struct Board {
     /// By policy name (`policy4`).
     pub cpufreq: BTreeMap<String, CpufreqBounds>,
     /// By device name (`gpu`, `soc:qcom,cpu-llcc-ddr-bw`).
-    pub devfreq: BTreeMap<String, super::devfreq::Bounds>,
+    pub devfreq: BTreeMap<String, DevfreqBounds>,
     /// By zram device: the compressors its `comp_algorithm` offers.
     pub zram_algorithms: BTreeMap<String, Vec<String>>,
     /// By CPU: `cpuN/cpu_capacity` (the scheduler's relative performance),
@@ -165,7 +185,7 @@ mod tests {
         );
         b.devfreq.insert(
             "gpu".into(),
-            crate::knobs::devfreq::Bounds {
+            DevfreqBounds {
                 frequencies: vec![300_000_000, 587_000_000],
                 governors: Some(vec!["msm-adreno-tz".into(), "performance".into()]),
             },

@@ -26,7 +26,7 @@
 //! governor and re-written after every governor change
 //! ([`super::Knob::recreated_by`]).
 
-use super::board::{check_governors, khz_text, Board};
+use super::board::{check_governors, khz_text, Board, CpufreqBounds};
 use super::{
     did_you_mean, is_numbered, suggest, DocRow, Family, Files, Knob, KnobError, KnobValue,
     MergePolicy, Places, Shape, Slot, Tok, ValueKind,
@@ -228,16 +228,41 @@ fn governors(at: &Places<'_>, policy: &str) -> (String, String) {
     (running, will)
 }
 
-/// One policy's bounds on a board.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Bounds {
-    /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
-    pub min_khz: Option<u64>,
-    pub max_khz: Option<u64>,
-    /// `scaling_available_governors`.
-    pub governors: Option<Vec<String>>,
-    /// `related_cpus`: the CPUs the policy drives.
-    pub cpus: Option<crate::units::CpuList>,
+/// `system.cpufreq.POLICY`: a policy's baseline.
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    pub policy: String,
+    /// A governor or a fallback list (`schedutil|ondemand`).
+    pub governor: Option<String>,
+    pub min: Option<crate::units::Frequency>,
+    pub max: Option<crate::units::Frequency>,
+    /// Governor tunables (`rate_limit_us`, …) in µs, in write order.
+    pub tunables: Vec<(CpufreqAttr, u64)>,
+}
+
+impl Baseline {
+    /// The knobs it sets: the governor, min, max, then the tunables (which
+    /// live in the governor's directory).
+    pub(crate) fn knobs(&self) -> Vec<(Knob, KnobValue)> {
+        let k = |attr| Knob::Cpufreq {
+            policy: self.policy.clone(),
+            attr,
+        };
+        let mut out = Vec::new();
+        if let Some(gov) = &self.governor {
+            out.push((k(CpufreqAttr::Governor), KnobValue::Word(gov.clone())));
+        }
+        if let Some(f) = &self.min {
+            out.push((k(CpufreqAttr::Min), KnobValue::Frequency(*f)));
+        }
+        if let Some(f) = &self.max {
+            out.push((k(CpufreqAttr::Max), KnobValue::Frequency(*f)));
+        }
+        for (attr, us) in &self.tunables {
+            out.push((k(*attr), KnobValue::Int(*us as i64)));
+        }
+        out
+    }
 }
 
 /// The cpufreq family.
@@ -361,7 +386,7 @@ impl Family for Cpufreq {
             if !is_numbered(&name, "policy") {
                 continue;
             }
-            let bounds = Bounds {
+            let bounds = CpufreqBounds {
                 min_khz: number(&name, "cpuinfo_min_freq"),
                 max_khz: number(&name, "cpuinfo_max_freq"),
                 governors: words(&name, SCALING_AVAILABLE_GOVERNORS),

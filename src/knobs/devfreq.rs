@@ -25,7 +25,7 @@
 //! 1–15 bytes of `[a-z0-9_-]` (DEVFREQ_NAME_LEN is 16; vendor governors
 //! are `msm-adreno-tz`, `bw_hwmon`, `gpubw_mon`).
 
-use super::board::{check_governors, Board};
+use super::board::{check_governors, Board, DevfreqBounds};
 use super::{
     did_you_mean, suggest, DocRow, Family, Files, Knob, KnobError, KnobValue, MergePolicy, Places,
     Shape, Slot, Tok, ValueKind,
@@ -167,16 +167,6 @@ pub fn hz_text(hz: u64) -> String {
         h if h >= 1_000_000 && h % 1_000_000 == 0 => format!("{}MHz", h / 1_000_000),
         h => format!("{h}Hz"),
     }
-}
-
-/// One device's bounds on a board.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Bounds {
-    /// `available_frequencies` (Hz), ascending; empty when the device does
-    /// not list them.
-    pub frequencies: Vec<u64>,
-    /// `available_governors`.
-    pub governors: Option<Vec<String>>,
 }
 
 /// `system.devfreq.NAME`: a device's baseline.
@@ -408,7 +398,7 @@ impl Family for Devfreq {
             let governors = Some(d.available_governors).filter(|g| !g.is_empty());
             board.devfreq.insert(
                 d.name,
-                Bounds {
+                DevfreqBounds {
                     frequencies,
                     governors,
                 },

@@ -47,6 +47,30 @@ pub fn resume_latency_text(v: Option<u64>) -> String {
     }
 }
 
+/// `system.latency`: tolerated wake-up latencies, in µs.
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    /// `(cpu, µs)` per CPU, in file order (a cpu-list key names several).
+    pub cpus: Vec<(u32, u64)>,
+    /// The CPU latency request the daemon holds open.
+    pub global: Option<u64>,
+}
+
+impl Baseline {
+    /// The knobs it sets: each CPU's, then the global request.
+    pub(crate) fn knobs(&self) -> Vec<(Knob, KnobValue)> {
+        let mut out: Vec<(Knob, KnobValue)> = self
+            .cpus
+            .iter()
+            .map(|(cpu, us)| (Knob::LatencyCpu(*cpu), KnobValue::Latency(Some(*us))))
+            .collect();
+        if let Some(us) = self.global {
+            out.push((Knob::LatencyGlobal, KnobValue::Latency(Some(us))));
+        }
+        out
+    }
+}
+
 /// The latency family.
 pub(super) struct Latency;
 

@@ -4,7 +4,7 @@
 use super::expr::{Action, Expr};
 use super::yaml::Pos;
 use crate::knobs::{CpuMax, GroupKnob, KnobValue};
-use crate::units::{CpuList, Frequency, Percent, Size};
+use crate::units::{CpuList, Percent, Size};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -566,16 +566,8 @@ impl std::fmt::Display for ZramSize {
     }
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct Cpufreq {
-    pub policy: String,
-    /// A governor or a fallback list (`schedutil|ondemand`).
-    pub governor: Option<String>,
-    pub min: Option<Frequency>,
-    pub max: Option<Frequency>,
-    /// Governor tunables (`rate_limit_us`, …) in µs, in write order.
-    pub tunables: Vec<(crate::knobs::CpufreqAttr, u64)>,
-}
+/// `system.cpufreq.POLICY`: a cpufreq policy's baseline (the family's).
+pub use crate::knobs::cpufreq::Baseline as Cpufreq;
 
 #[derive(Clone, Debug)]
 pub struct CpuidleDisable {
@@ -627,14 +619,8 @@ pub struct KthreadRule {
 /// `system.devfreq.NAME`: a devfreq device's baseline (the family's).
 pub use crate::knobs::devfreq::Baseline as Devfreq;
 
-/// `system.latency`: tolerated wake-up latencies, in µs.
-#[derive(Clone, Debug, Default)]
-pub struct Latency {
-    /// `(cpu, µs)` per CPU, in file order (a cpu-list key names several).
-    pub cpus: Vec<(u32, u64)>,
-    /// The CPU latency request the daemon holds open.
-    pub global: Option<u64>,
-}
+/// `system.latency`: tolerated wake-up latencies (the family's).
+pub use crate::knobs::latency::Baseline as Latency;
 
 #[derive(Clone, Debug)]
 pub struct Hook {
