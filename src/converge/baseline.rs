@@ -25,27 +25,24 @@ impl Converger<'_> {
         }
     }
 
-    pub(super) fn plan_sysctls(&self, plan: &mut Plan) {
-        for (name, value) in &self.policy.system.sysctl {
-            self.sysctl_step(plan, name, value);
+    /// Write steps for baseline knobs their families plan alone: what the
+    /// board cannot take is missing (once), the rest in write order.
+    fn plan_knobs(&self, plan: &mut Plan, knobs: Vec<(Knob, KnobValue)>) {
+        let files = self.files();
+        let mut writes = Vec::new();
+        for (knob, value) in knobs {
+            match files.unavailable(&knob, &value) {
+                Some(why) if !plan.missing.contains(&why) => plan.missing.push(why),
+                Some(_) => {}
+                None => writes.push((knob, value)),
+            }
         }
+        self.ordered_steps(plan, writes);
     }
 
-    fn sysctl_step(&self, plan: &mut Plan, name: &str, value: &str) {
-        // The policy's text as it stands (a sysctl may hold several numbers).
-        let value = KnobValue::Word(value.to_string());
-        match self.files().target(&Knob::Sysctl(name.to_string()), &value) {
-            Ok((path, text)) if self.root.exists(&path) => {
-                self.write_step(plan, path, text, Form::Text, true)
-            }
-            Ok((path, _)) => plan.missing.push(format!(
-                "sysctl {name}: {} does not exist on this kernel",
-                path.display()
-            )),
-            Err(_) => plan
-                .missing
-                .push(format!("sysctl {name}: not a sysctl cgwarden manages")),
-        }
+    pub(super) fn plan_sysctls(&self, plan: &mut Plan) {
+        let knobs = crate::knobs::sysctl::baseline_knobs(&self.policy.system.sysctl);
+        self.plan_knobs(plan, knobs);
     }
 
     pub(super) fn plan_zram(&self, plan: &mut Plan) {
@@ -281,19 +278,10 @@ impl Converger<'_> {
 
     /// `system.devfreq`: each device's knobs in the order its family gives
     /// them (the governor first), the floor and ceiling in the order the
-    /// kernel accepts; what the board cannot take is missing.
+    /// kernel accepts.
     pub(super) fn plan_devfreq(&self, plan: &mut Plan) {
-        use crate::knobs::devfreq;
         for d in &self.policy.system.devfreq {
-            let mut writes = Vec::new();
-            for (knob, value) in d.knobs() {
-                match devfreq::unavailable(&self.root, &knob, &value) {
-                    Some(why) if !plan.missing.contains(&why) => plan.missing.push(why),
-                    Some(_) => {}
-                    None => writes.push((knob, value)),
-                }
-            }
-            self.ordered_steps(plan, writes);
+            self.plan_knobs(plan, d.knobs());
         }
     }
 
@@ -391,7 +379,9 @@ impl Converger<'_> {
             }
         }
         if let Some(tm) = rt.timer_migration {
-            self.sysctl_step(plan, "kernel.timer_migration", if tm { "1" } else { "0" });
+            let value = KnobValue::Word(if tm { "1" } else { "0" }.to_string());
+            let knob = Knob::Sysctl("kernel.timer_migration".to_string());
+            self.plan_knobs(plan, vec![(knob, value)]);
         }
         if let Some(on) = rt.rcu_expedited {
             let path = realtime::rcu_expedited_path();
@@ -440,24 +430,8 @@ impl Converger<'_> {
         let Some(l) = &self.policy.system.latency else {
             return;
         };
-        for (cpu, us) in &l.cpus {
-            let value = KnobValue::Latency(Some(*us));
-            let (path, text) = match self.files().target(&Knob::LatencyCpu(*cpu), &value) {
-                Ok(t) => t,
-                Err(e) => {
-                    plan.missing.push(e);
-                    continue;
-                }
-            };
-            if self.root.exists(&path) {
-                self.write_step(plan, path, text, Form::Text, true);
-            } else {
-                plan.missing.push(format!(
-                    "latency.cpu{cpu}: {} does not exist (no per-CPU PM QoS in this kernel)",
-                    path.display()
-                ));
-            }
-        }
+        let cpus = l.knobs().into_iter().filter(|(k, _)| !k.held_by_daemon());
+        self.plan_knobs(plan, cpus.collect());
         if let Some(us) = l.global {
             plan.warnings.push(format!(
                 "latency.global {us}us is held only by the daemon (`cgwarden run`): the kernel drops a CPU latency request when its file descriptor closes, so {} is not written here",

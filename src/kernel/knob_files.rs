@@ -83,6 +83,11 @@ impl KnobFiles<'_> {
         self.at(|at| knob.family().target(knob, value, at))
     }
 
+    /// Why `apply` cannot write the knob on this board, if it cannot.
+    pub(crate) fn unavailable(&self, knob: &Knob, value: &KnobValue) -> Option<String> {
+        self.at(|at| knob.family().unavailable(knob, value, at))
+    }
+
     /// Where `verify` reads a knob: its file, or `/proc/swaps` for a zram
     /// swap priority.
     pub(crate) fn read_path(&self, knob: &Knob) -> PathBuf {

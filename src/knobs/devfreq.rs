@@ -257,9 +257,9 @@ pub(crate) fn devices(files: &dyn Files) -> Vec<Device> {
         .collect()
 }
 
-/// Why a baseline knob cannot be written on this board: its device is
-/// absent, or does not offer the governor.
-pub(crate) fn unavailable(files: &dyn Files, knob: &Knob, value: &KnobValue) -> Option<String> {
+/// Why a knob cannot be written on this board: its device is absent, or
+/// does not offer the governor.
+fn unavailable(files: &dyn Files, knob: &Knob, value: &KnobValue) -> Option<String> {
     let Knob::Devfreq { device, attr } = knob else {
         return None;
     };
@@ -411,6 +411,10 @@ impl Family for Devfreq {
             Knob::Devfreq { device, attr } => Ok(attr_path(device, attr.file_name())),
             _ => Err(format!("{knob} is not a devfreq knob")),
         }
+    }
+
+    fn unavailable(&self, knob: &Knob, value: &KnobValue, at: &Places<'_>) -> Option<String> {
+        unavailable(at.files, knob, value)
     }
 
     fn owns(&self, path: &Path, _: &Path) -> bool {

@@ -175,6 +175,23 @@ impl Family for Latency {
             _ => Ok((self.path(knob, at)?, self.render(knob, value))),
         }
     }
+
+    /// A per-CPU file the kernel lacks; `latency.global` only the daemon
+    /// can hold.
+    fn unavailable(&self, knob: &Knob, value: &KnobValue, at: &Places<'_>) -> Option<String> {
+        match knob {
+            Knob::LatencyCpu(cpu) => {
+                let path = self.target(knob, value, at).ok()?.0;
+                (!at.files.exists(&path)).then(|| {
+                    format!(
+                        "latency.cpu{cpu}: {} does not exist (no per-CPU PM QoS in this kernel)",
+                        path.display()
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A latency tolerance as a policy writes it: a duration in whole µs

@@ -583,6 +583,19 @@ pub(crate) trait Family: Sync {
     ) -> Result<(PathBuf, String), String> {
         Ok((self.path(knob, at)?, self.render(knob, value)))
     }
+    /// Why `apply` cannot write the knob on this board, if it cannot: its
+    /// file is absent (the family names what that means), or the value is
+    /// one the board refuses.
+    fn unavailable(&self, knob: &Knob, value: &KnobValue, at: &Places<'_>) -> Option<String> {
+        match self.target(knob, value, at) {
+            Err(e) => Some(e),
+            Ok((path, _)) if !at.files.exists(&path) => Some(format!(
+                "{knob}: {} does not exist on this kernel",
+                path.display()
+            )),
+            Ok(_) => None,
+        }
+    }
     /// Where `verify` reads the knob.
     fn read_path(&self, knob: &Knob, at: &Places<'_>) -> PathBuf {
         self.path(knob, at).unwrap_or_default()

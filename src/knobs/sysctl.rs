@@ -27,8 +27,8 @@
 //! takes any integer.
 
 use super::{
-    did_you_mean, suggest, DocRow, Family, Knob, KnobError, MergePolicy, Places, Shape, Tok,
-    ValueKind,
+    did_you_mean, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy, Places, Shape,
+    Tok, ValueKind,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -276,6 +276,29 @@ impl Family for SysctlFamily {
             .filter_map(|s| Some((path(s.name)?, s.fake)))
             .collect()
     }
+
+    fn unavailable(&self, knob: &Knob, value: &KnobValue, at: &Places<'_>) -> Option<String> {
+        let Knob::Sysctl(name) = knob else {
+            return None;
+        };
+        match self.target(knob, value, at) {
+            Ok((path, _)) if at.files.exists(&path) => None,
+            Ok((path, _)) => Some(format!(
+                "sysctl {name}: {} does not exist on this kernel",
+                path.display()
+            )),
+            Err(_) => Some(format!("sysctl {name}: not a sysctl cgwarden manages")),
+        }
+    }
+}
+
+/// `system.sysctl`'s knobs: each value the policy's text as it stands (a
+/// sysctl may hold several numbers).
+pub(crate) fn baseline_knobs(section: &[(String, String)]) -> Vec<(Knob, KnobValue)> {
+    section
+        .iter()
+        .map(|(name, value)| (Knob::Sysctl(name.clone()), KnobValue::Word(value.clone())))
+        .collect()
 }
 
 /// The rows of docs/policy.md's sysctl table: name, range, source of the bound.
