@@ -28,7 +28,7 @@
 
 use super::board::{check_governors, khz_text, Board, CpufreqBounds};
 use super::{
-    did_you_mean, is_numbered, suggest, DocRow, Family, Files, Knob, KnobError, KnobValue,
+    did_you_mean, is_numbered, suggest, DocRow, Family, Files, Id, Knob, KnobError, KnobValue,
     MergePolicy, Places, Shape, Slot, Tok, ValueKind,
 };
 use std::fmt;
@@ -272,16 +272,12 @@ pub(super) struct Cpufreq;
 pub(super) static FAMILY: Cpufreq = Cpufreq;
 
 impl Family for Cpufreq {
-    fn head(&self) -> Option<&'static str> {
-        Some("cpufreq")
-    }
-
-    fn name(&self) -> &'static str {
-        "cpufreq"
-    }
-
-    fn grammar(&self) -> Option<&'static str> {
-        Some("cpufreq.POLICY.ATTR")
+    fn id(&self) -> Id {
+        Id {
+            name: "cpufreq",
+            head: Some("cpufreq"),
+            grammar: Some("cpufreq.POLICY.ATTR"),
+        }
     }
 
     fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {

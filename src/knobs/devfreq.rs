@@ -27,8 +27,8 @@
 
 use super::board::{check_governors, Board, DevfreqBounds};
 use super::{
-    did_you_mean, suggest, DocRow, Family, Files, Knob, KnobError, KnobValue, MergePolicy, Places,
-    Shape, Slot, Tok, ValueKind,
+    did_you_mean, suggest, DocRow, Family, Files, Id, Knob, KnobError, KnobValue, MergePolicy,
+    Places, Shape, Slot, Tok, ValueKind,
 };
 use crate::units::UnitError;
 use std::fmt;
@@ -96,20 +96,7 @@ pub fn attr_path(device: &str, file: &str) -> PathBuf {
 
 /// A devfreq governor name (module docs).
 pub(super) fn parse_devfreq_governor(text: &str) -> Result<String, UnitError> {
-    let ok = !text.is_empty()
-        && text.len() <= 15
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if ok {
-        Ok(text.to_string())
-    } else {
-        Err(UnitError::new(
-            "governor",
-            text,
-            "expected a devfreq governor name like `simple_ondemand` or `msm-adreno-tz` ([a-z0-9_-], at most 15 characters)",
-        ))
-    }
+    super::value::governor_name(text, b"_-", "expected a devfreq governor name like `simple_ondemand` or `msm-adreno-tz` ([a-z0-9_-], at most 15 characters)")
 }
 
 /// A devfreq frequency: `587MHz`, `1.2GHz`, `19200kHz`, `300000000Hz`, or
@@ -288,16 +275,12 @@ pub(super) struct Devfreq;
 pub(super) static FAMILY: Devfreq = Devfreq;
 
 impl Family for Devfreq {
-    fn head(&self) -> Option<&'static str> {
-        Some("devfreq")
-    }
-
-    fn name(&self) -> &'static str {
-        "devfreq"
-    }
-
-    fn grammar(&self) -> Option<&'static str> {
-        Some("devfreq.NAME.ATTR")
+    fn id(&self) -> Id {
+        Id {
+            name: "devfreq",
+            head: Some("devfreq"),
+            grammar: Some("devfreq.NAME.ATTR"),
+        }
     }
 
     fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {

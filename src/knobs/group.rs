@@ -9,8 +9,8 @@
 
 use super::board::Board;
 use super::{
-    did_you_mean, is_valid_name, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy,
-    Places, Shape, Slot, Tok, ValueKind,
+    did_you_mean, is_valid_name, suggest, DocRow, Family, Id, Knob, KnobError, KnobValue,
+    MergePolicy, Places, Shape, Slot, Tok, ValueKind,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -167,12 +167,12 @@ pub(super) struct Group;
 pub(super) static FAMILY: Group = Group;
 
 impl Family for Group {
-    fn head(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn name(&self) -> &'static str {
-        "group"
+    fn id(&self) -> Id {
+        Id {
+            name: "group",
+            head: None,
+            grammar: None,
+        }
     }
 
     /// The knob names of `groups` (grant patterns match against these).

@@ -9,8 +9,8 @@
 
 use super::board::Board;
 use super::{
-    did_you_mean, is_numbered, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy,
-    Places, Shape, Tok, ValueKind,
+    did_you_mean, is_numbered, suggest, DocRow, Family, Id, Knob, KnobError, KnobValue,
+    MergePolicy, Places, Shape, Tok, ValueKind,
 };
 use crate::units::{CpuList, Duration, UnitError};
 use std::fmt;
@@ -78,16 +78,12 @@ pub(super) struct Latency;
 pub(super) static FAMILY: Latency = Latency;
 
 impl Family for Latency {
-    fn head(&self) -> Option<&'static str> {
-        Some("latency")
-    }
-
-    fn name(&self) -> &'static str {
-        "latency"
-    }
-
-    fn grammar(&self) -> Option<&'static str> {
-        Some("latency.cpuN or latency.global")
+    fn id(&self) -> Id {
+        Id {
+            name: "latency",
+            head: Some("latency"),
+            grammar: Some("latency.cpuN or latency.global"),
+        }
     }
 
     fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {

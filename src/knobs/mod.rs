@@ -491,20 +491,33 @@ pub(crate) enum Slot {
     Ceiling,
 }
 
+/// Who a family is: its name, the head of its knob names, their grammar.
+pub(crate) struct Id {
+    pub name: &'static str,
+    pub head: Option<&'static str>,
+    pub grammar: Option<&'static str>,
+}
+
 /// A knob family: one implementation per family, in the family's module,
 /// and one line in [`FAMILIES`] (plus its variant of [`Knob`] and the arm
 /// of [`Knob::family`]). Plan, apply, the daemon's writes, verify, the
 /// drift guard, boosts, caps, the journal's allow-list, the board's bounds
 /// and the docs' knob table ask the family; none of them names one.
 pub(crate) trait Family: Sync {
+    /// Who the family is.
+    fn id(&self) -> Id;
     /// The first part of the family's knob names; `None` for the group
     /// family (`G.…`, the fallback) and the realtime switch (no names).
-    fn head(&self) -> Option<&'static str>;
+    fn head(&self) -> Option<&'static str> {
+        self.id().head
+    }
     /// The family's key in the write order and in messages.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.id().name
+    }
     /// `head.…` for messages.
     fn grammar(&self) -> Option<&'static str> {
-        None
+        self.id().grammar
     }
     /// Parses a knob of the family: the whole text (for messages) and the
     /// part after `head.`.

@@ -27,8 +27,8 @@
 //! takes any integer.
 
 use super::{
-    did_you_mean, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy, Places, Shape,
-    Tok, ValueKind,
+    did_you_mean, suggest, DocRow, Family, Id, Knob, KnobError, KnobValue, MergePolicy, Places,
+    Shape, Tok, ValueKind,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -202,16 +202,12 @@ pub(super) struct SysctlFamily;
 pub(super) static FAMILY: SysctlFamily = SysctlFamily;
 
 impl Family for SysctlFamily {
-    fn head(&self) -> Option<&'static str> {
-        Some("sysctl")
-    }
-
-    fn name(&self) -> &'static str {
-        "sysctl"
-    }
-
-    fn grammar(&self) -> Option<&'static str> {
-        Some("sysctl.NAME")
+    fn id(&self) -> Id {
+        Id {
+            name: "sysctl",
+            head: Some("sysctl"),
+            grammar: Some("sysctl.NAME"),
+        }
     }
 
     fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {

@@ -5,7 +5,7 @@
 //! no knob names; it owns their paths, their formats and which files the
 //! journal may name.
 
-use super::{DocRow, Family, Knob, Places, Shape};
+use super::{DocRow, Family, Id, Knob, Places, Shape};
 use std::path::{Path, PathBuf};
 
 /// Where IRQs live.
@@ -53,12 +53,12 @@ pub(super) struct Realtime;
 pub(super) static FAMILY: Realtime = Realtime;
 
 impl Family for Realtime {
-    fn head(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn name(&self) -> &'static str {
-        "realtime switch"
+    fn id(&self) -> Id {
+        Id {
+            name: "realtime switch",
+            head: None,
+            grammar: None,
+        }
     }
 
     fn shapes(&self, _: &[&str]) -> Vec<Shape> {

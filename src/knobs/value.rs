@@ -87,19 +87,22 @@ pub(super) fn parse_uclamp(text: &str) -> Result<Percent, UnitError> {
 }
 
 pub(super) fn parse_governor(text: &str) -> Result<String, UnitError> {
+    governor_name(text, b"_", "expected a cpufreq governor name like `schedutil` or `performance` ([a-z0-9_], at most 15 characters)")
+}
+
+/// A governor name: 1–15 bytes (the kernel's names hold 16 with the NUL)
+/// of lower-case letters, digits and the bytes of `extra`; `Err` with
+/// `reason`.
+pub(super) fn governor_name(text: &str, extra: &[u8], reason: &str) -> Result<String, UnitError> {
     let ok = !text.is_empty()
         && text.len() <= 15
         && text
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || extra.contains(&b));
     if ok {
         Ok(text.to_string())
     } else {
-        Err(UnitError::new(
-            "governor",
-            text,
-            "expected a cpufreq governor name like `schedutil` or `performance` ([a-z0-9_], at most 15 characters)",
-        ))
+        Err(UnitError::new("governor", text, reason))
     }
 }
 

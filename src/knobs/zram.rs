@@ -8,8 +8,8 @@
 //! entries of their own (`ZRAM_HOTADD`, `ZRAM_INIT`, `SWAPON`).
 
 use super::{
-    did_you_mean, is_numbered, suggest, DocRow, Family, Knob, KnobError, KnobValue, MergePolicy,
-    Places, Shape, Tok, ValueKind,
+    did_you_mean, is_numbered, suggest, DocRow, Family, Id, Knob, KnobError, KnobValue,
+    MergePolicy, Places, Shape, Tok, ValueKind,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -132,16 +132,12 @@ pub(super) struct Zram;
 pub(super) static FAMILY: Zram = Zram;
 
 impl Family for Zram {
-    fn head(&self) -> Option<&'static str> {
-        Some("zram")
-    }
-
-    fn name(&self) -> &'static str {
-        "zram"
-    }
-
-    fn grammar(&self) -> Option<&'static str> {
-        Some("zram.DEV.ATTR")
+    fn id(&self) -> Id {
+        Id {
+            name: "zram",
+            head: Some("zram"),
+            grammar: Some("zram.DEV.ATTR"),
+        }
     }
 
     fn parse(&self, text: &str, rest: &str) -> Result<Knob, KnobError> {
