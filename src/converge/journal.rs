@@ -689,7 +689,7 @@ impl Journal {
     /// The first record creates the journal (atomically, with its header).
     /// A file's original is kept as the file takes it back
     /// ([`crate::knobs::restorable`]: zram's active algorithm, not the list);
-    /// a sysctl the kernel couples with another ([`crate::knobs::sysctl::COUPLED`])
+    /// a sysctl the kernel couples with another ([`crate::knobs::coupled`])
     /// has the other's original recorded first, since the kernel changes it
     /// behind the write.
     pub fn record(&mut self, e: Entry) -> Result<()> {
@@ -697,7 +697,7 @@ impl Journal {
             return Ok(());
         }
         if let Entry::File { path, .. } | Entry::Absent { path } = &e {
-            if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+            if let Some((amount, ratio)) = crate::knobs::coupled(path) {
                 let other = if Root::normalize(path) == amount {
                     ratio
                 } else {

@@ -273,7 +273,7 @@ pub fn reset(
                     write_blind(root, path, content.trim(), &mut rep);
                     continue;
                 }
-                if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(path) {
+                if let Some((amount, ratio)) = crate::knobs::coupled(path) {
                     restore_pair(root, &amount, &ratio, &entries, &mut rep, &mut pairs_done);
                     continue;
                 }
@@ -352,7 +352,7 @@ fn restore_zram_config(
     }
 }
 
-/// Restores a pair of coupled sysctls ([`crate::knobs::sysctl::COUPLED`])
+/// Restores a pair of coupled sysctls ([`crate::knobs::coupled`])
 /// once: the amount when its original is not 0 (writing it zeroes the
 /// ratio, as it was), else the ratio (writing it zeroes the amount, which the
 /// kernel refuses to be written 0 for `dirty_bytes`). A journal of an older

@@ -627,6 +627,12 @@ pub(crate) trait Family: Sync {
     fn restorable(&self, _path: &Path, _cgroup_root: &Path, _read: &str) -> Option<String> {
         None
     }
+    /// For a file the kernel couples with another (writing one changes
+    /// the other behind it): the pair `(amount, ratio)`, which the journal
+    /// records and `reset` restores together.
+    fn coupled(&self, _path: &Path) -> Option<(PathBuf, PathBuf)> {
+        None
+    }
     /// The files a fresh kernel has for the family and what they read,
     /// for the fake tree (device paths).
     fn fake_defaults(&self) -> Vec<(PathBuf, &'static str)> {
@@ -705,6 +711,12 @@ pub(crate) fn restorable(path: &Path, cgroup_root: &Path, read: &str) -> String 
         .iter()
         .find_map(|f| f.restorable(path, cgroup_root, read))
         .unwrap_or_else(|| read.to_string())
+}
+
+/// The pair of files the kernel couples `path` with, if any family's
+/// ([`Family::coupled`]).
+pub(crate) fn coupled(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    FAMILIES.iter().find_map(|f| f.coupled(path))
 }
 
 /// The shapes of every knob name of a policy with `groups`.

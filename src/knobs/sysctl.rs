@@ -188,7 +188,7 @@ pub(crate) const COUPLED: [(&str, &str); 3] = [
 ];
 
 /// For a file of a [`COUPLED`] sysctl: the pair's files, `(amount, ratio)`.
-pub(crate) fn coupled(file: &Path) -> Option<(PathBuf, PathBuf)> {
+fn coupled(file: &Path) -> Option<(PathBuf, PathBuf)> {
     COUPLED.iter().find_map(|(amount, ratio)| {
         let (a, r) = (path(amount)?, path(ratio)?);
         (file == a || file == r).then_some((a, r))
@@ -285,6 +285,11 @@ impl Family for SysctlFamily {
             )),
             Err(_) => Some(format!("sysctl {name}: not a sysctl cgwarden manages")),
         }
+    }
+
+    /// The [`COUPLED`] pairs.
+    fn coupled(&self, path: &Path) -> Option<(PathBuf, PathBuf)> {
+        coupled(path)
     }
 }
 

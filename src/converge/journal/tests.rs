@@ -619,7 +619,7 @@ fn every_journalled_original_is_a_value_its_file_takes_back() {
         .unwrap();
     for p in &files {
         let original = j.original(p).unwrap().trim_end_matches('\n').to_string();
-        if let Some((amount, ratio)) = crate::knobs::sysctl::coupled(p) {
+        if let Some((amount, ratio)) = crate::knobs::coupled(p) {
             if *p == amount && original == "0" {
                 // 0 says "the ratio is in force": `reset` writes the ratio,
                 // which the journal holds beside it.

@@ -8,7 +8,7 @@
 //! - `cpuset.cpus.partition` takes the state word; the `isolated invalid
 //!   (REASON)` it may read is EINVAL.
 //! - `cgroup.type` takes only `threaded` (EINVAL for `domain`).
-//! - the coupled sysctls ([`crate::knobs::sysctl::COUPLED`]):
+//! - the coupled sysctls ([`crate::knobs::coupled`]):
 //!   `vm.dirty_bytes` and `vm.dirty_background_bytes` refuse 0 (EINVAL);
 //!   writing the amount zeroes the ratio and writing the ratio zeroes the
 //!   amount — `vm.dirty_ratio` and `vm.dirty_bytes` only when the value
@@ -73,7 +73,7 @@ pub(super) fn write(
     if name == "cgroup.type" {
         return (v != "threaded").then(|| Err(einval(&dev)));
     }
-    let (amount, ratio) = crate::knobs::sysctl::coupled(&dev)?;
+    let (amount, ratio) = crate::knobs::coupled(&dev)?;
     let is_amount = dev == amount;
     let n: u64 = match v.parse() {
         Ok(n) => n,
