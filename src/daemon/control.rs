@@ -79,6 +79,10 @@ pub(crate) struct ControlState {
     last_writer: HashMap<Knob, String>,
     /// Tied processes that exited, by boost handle.
     gone_tx: mpsc::UnboundedSender<u64>,
+    /// Their receiving end (taken by the loop).
+    pub(super) gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
+    /// The `cgw-services` thread ([`Self::services`]).
+    services: Option<crate::kernel::runtime::Spawner>,
     /// Loop wake-ups so far (for `status`).
     pub(crate) loop_wakes: u64,
     /// The policy's `control:` grants, names resolved (at start and reload).
@@ -95,8 +99,9 @@ pub(crate) struct ControlState {
 }
 
 impl ControlState {
-    pub(crate) fn new(gone_tx: mpsc::UnboundedSender<u64>) -> Self {
+    pub(crate) fn new() -> Self {
         let (events, _) = broadcast::channel(1024);
+        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         ControlState {
             events,
             connections: None,
@@ -105,6 +110,8 @@ impl ControlState {
             actions: VecDeque::with_capacity(ACTIONS_KEPT),
             last_writer: HashMap::new(),
             gone_tx,
+            gone_rx: Some(gone_rx),
+            services: None,
             loop_wakes: 0,
             grants: Vec::new(),
             health: Default::default(),
@@ -112,6 +119,20 @@ impl ControlState {
             held: Default::default(),
             board: Default::default(),
         }
+    }
+
+    /// The `cgw-services` thread (see [`super::services`]), started by the
+    /// first service that needs it; `None` (logged) when it cannot be
+    /// started: that service is off.
+    pub(crate) fn services(&mut self) -> Option<crate::kernel::runtime::Spawner> {
+        use super::services::SERVICES;
+        if self.services.is_none() {
+            match crate::kernel::runtime::start(SERVICES) {
+                Ok(s) => self.services = Some(s),
+                Err(e) => tracing::error!("cannot start the {SERVICES} thread: {e}"),
+            }
+        }
+        self.services.clone()
     }
 
     /// Marks a `--dry-run` daemon's event records (see [`Self::publish`]).
@@ -252,17 +273,18 @@ impl Daemon {
         let user = |n: &str| accounts::user(&root, n).ok().flatten().map(|u| u.uid);
         let group = |n: &str| accounts::group(&root, n).ok().flatten();
         let (grants, warnings) =
-            crate::engine::grants::resolve(&self.policy.control, &user, &group);
+            crate::engine::grants::resolve(&self.loaded.policy.control, &user, &group);
         for w in warnings {
             // The warning already says `control: …`.
             tracing::warn!("{w}");
         }
         self.control.grants = grants;
-        self.control.board = crate::kernel::board::read(&root, &self.policy.settings.cgroup_root);
+        self.control.board =
+            crate::kernel::board::read(&root, &self.loaded.policy.settings.cgroup_root);
     }
 
     /// Binds the control socket in state_dir and serves it on the
-    /// `cgw-services` thread ([`Daemon::services`]); the socket's host path, or None (logged) when it cannot be served — the
+    /// `cgw-services` thread ([`ControlState::services`]); the socket's host path, or None (logged) when it cannot be served — the
     /// daemon supervises on without it.
     pub(crate) fn start_control(
         &mut self,
@@ -270,9 +292,12 @@ impl Daemon {
     ) -> Option<std::path::PathBuf> {
         use crate::control::server;
         self.resolve_grants();
-        let state_dir = self.opts.root.host_path(&self.policy.settings.state_dir);
+        let state_dir = self
+            .opts
+            .root
+            .host_path(&self.loaded.policy.settings.state_dir);
         let path = server::socket_path(&state_dir);
-        let group = &self.policy.settings.socket_group;
+        let group = &self.loaded.policy.settings.socket_group;
         let gid = match crate::kernel::accounts::group(&self.opts.root, group) {
             Ok(Some(g)) => g,
             _ => {
@@ -301,7 +326,7 @@ impl Daemon {
                 return None;
             }
         };
-        let services = self.services()?;
+        let services = self.control.services()?;
         match server::start(
             &services,
             listener,
@@ -381,7 +406,7 @@ impl Daemon {
                 tied_to_connection,
             } => {
                 let r = self.on_boost(caller, knobs, duration, reason, pid, tied_to_connection);
-                if let Some(b) = self.observe_book() {
+                if let Some(b) = self.telemetry.observe_book() {
                     b.boost(if matches!(r, Response::Boost(_)) {
                         "granted"
                     } else {
@@ -424,9 +449,9 @@ impl Daemon {
         dry_run: bool,
         candidate: Option<(String, String)>,
     ) -> wire::ReloadReply {
-        let before = self.policy_hash.clone();
+        let before = self.loaded.hash.clone();
         let r = self.reload(dry_run, candidate);
-        if r.ok && !dry_run && self.policy_hash != before {
+        if r.ok && !dry_run && self.loaded.hash != before {
             self.control.health.restart();
         }
         if r.ok && !dry_run {
@@ -452,7 +477,7 @@ impl Daemon {
             self.end_boost(h, "claim_released", "its knobs left the policy at a reload");
         }
         if !dry_run {
-            if let Some(b) = self.observe_book() {
+            if let Some(b) = self.telemetry.observe_book() {
                 b.reload(r.ok);
             }
             self.control.publish(|| wire::Event {
@@ -471,7 +496,7 @@ impl Daemon {
             changes: i64::try_from(r.changes).unwrap_or(i64::MAX),
             diff: r.diff,
             hash: r.hash,
-            in_force: self.policy_hash.clone(),
+            in_force: self.loaded.hash.clone(),
         }
     }
 
@@ -491,7 +516,7 @@ impl Daemon {
                 ..Default::default()
             });
         }
-        if let Some(b) = self.observe_book() {
+        if let Some(b) = self.telemetry.observe_book() {
             b.write_done(&done.job.label, done.result.is_ok());
         }
         self.reply_landed(&done);

@@ -1,6 +1,5 @@
-//! Carrying out what the engine decided: writes handed to the lanes (with the
-//! asked cpufreq ceilings and throttle episodes they imply), hook runs, and
-//! the other effects of one evaluation.
+//! Carrying out what the engine decided: writes handed to the lanes, hook
+//! runs, and the other effects of one evaluation.
 
 use super::hooks::HookContext;
 use super::{actuator, resort, Daemon};
@@ -8,63 +7,9 @@ use crate::engine::supervisor::Effect;
 use std::time::{Instant, SystemTime};
 
 impl Daemon {
-    /// The ceiling the engine asks of each tracked cpufreq policy
-    /// (`cpufreq.P.max`'s effective value), for `throttled()`.
-    pub(super) fn set_asked_ceilings(&mut self) {
-        use crate::knobs::{CpufreqAttr, Knob, KnobValue};
-        if self.sampler.needs().cpufreq.is_empty() {
-            return;
-        }
-        let t = self.supervisor.table();
-        let asked = self
-            .sampler
-            .needs()
-            .cpufreq
-            .iter()
-            .filter_map(|p| {
-                let k = Knob::Cpufreq {
-                    policy: p.clone(),
-                    attr: CpufreqAttr::Max,
-                };
-                match t.effective(&k) {
-                    Some(KnobValue::Frequency(f)) => Some((p.clone(), f.khz())),
-                    _ => None,
-                }
-            })
-            .collect();
-        self.sampler.set_asked(asked);
-    }
-
-    /// Counts, logs and publishes the throttle episodes starting now.
-    pub(super) fn throttle_episodes(
-        &mut self,
-        throttled: &std::collections::BTreeMap<String, bool>,
-    ) {
-        if throttled.is_empty() {
-            return;
-        }
-        let known = self.throttle.episodes.len();
-        let rising = self.throttle.observe(throttled);
-        if self.throttle.episodes.len() != known {
-            // A policy's counter appears (at 0) in the metrics.
-            self.observed_changed();
-        }
-        for policy in rising {
-            tracing::warn!(policy = %policy, "throttle episode: cpufreq {policy} is held below the ceiling asked for (thermal or QoS clipping, or a cooling device is active)");
-            self.control.publish(|| crate::control::wire::Event {
-                time: crate::show::rfc3339_millis(SystemTime::now()),
-                kind: "throttle".into(),
-                knob: Some(format!("cpufreq.{policy}")),
-                message: Some(format!("{policy} throttled")),
-                ..Default::default()
-            });
-            self.observed_changed();
-        }
-    }
-
     pub(super) fn carry_out(&mut self, mut effects: Vec<Effect>) {
         if !effects.is_empty() {
-            self.observed_changed();
+            self.telemetry.observed_changed();
         }
         actuator::order_writes(&mut effects);
         for e in effects {
@@ -90,7 +35,7 @@ impl Daemon {
                         value,
                         threshold,
                         group,
-                        product: self.policy.product.clone(),
+                        product: self.loaded.policy.product.clone(),
                         time: SystemTime::now(),
                         paired,
                     };
@@ -111,23 +56,26 @@ impl Daemon {
                     reason,
                 } => resort::freeze(
                     &self.opts.root,
-                    &self.policy,
+                    &self.loaded.policy,
                     &rule,
                     &group,
                     freeze,
                     &reason,
                     self.opts.dry_run,
-                    self.exec.as_ref().map(|x| &*x.shared.last_resort),
+                    self.groups.exec.as_ref().map(|x| &*x.shared.last_resort),
                     &self.control.events,
                 ),
                 Effect::Kill { rule, spec, reason } => {
                     match resort::Kill::new(
                         &self.opts.root,
-                        &self.policy,
+                        &self.loaded.policy,
                         &rule,
                         spec,
                         reason,
-                        self.exec.as_ref().map(|x| x.shared.last_resort.clone()),
+                        self.groups
+                            .exec
+                            .as_ref()
+                            .map(|x| x.shared.last_resort.clone()),
                         self.control.events.clone(),
                         self.opts.dry_run,
                     ) {
@@ -140,7 +88,7 @@ impl Daemon {
                 Effect::Phase { rule, phase } => {
                     // Logged as the event's record (daemon/eventlog.rs).
                     self.control.note_phase(&rule, &phase);
-                    self.observed_phase(&rule, phase);
+                    self.telemetry.observed_phase(&rule, phase);
                 }
                 Effect::ActionFailed {
                     rule,

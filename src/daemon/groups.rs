@@ -1,11 +1,74 @@
-//! The managed groups while the daemon runs: a group someone removed is
-//! recreated (with its baseline), and its watches and triggers re-armed.
+//! The managed groups while the daemon runs ([`Groups`]): the cgroup tree,
+//! exec-event placement and `running()` presence, the IRQ watcher, and the
+//! repair of a group someone removed — recreated with its baseline, its
+//! watches and triggers re-armed.
 
-use super::Daemon;
+use super::repair::RepairSchedule;
+use super::sample::Sampler;
+use super::watch::Wake;
+use super::{exec, irqwatch, Daemon};
 use crate::converge::journal::Entry;
 use crate::engine::knobs::{Cause, Write};
-use crate::policy::model::Group;
+use crate::kernel::cgroupfs::CgroupFs;
+use crate::kernel::Root;
+use crate::policy::model::{Group, Policy};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The groups' tree and what places processes and IRQs in it.
+pub(super) struct Groups {
+    pub(super) cg: CgroupFs,
+    /// Exec-event placement and `running()` presence.
+    pub(super) exec: Option<exec::ExecWatch>,
+    /// The IRQ watcher (`system.irqs`/`system.kthreads`).
+    pub(super) irqwatch: Option<irqwatch::IrqWatch>,
+    /// Some group may have been deleted: check them at the next evaluation
+    /// (set at start, when a watched event file went away, when a watcher
+    /// failed; always without inotify).
+    pub(super) dirty: bool,
+    /// Retry schedule of groups a repair could not recreate.
+    pub(super) repairs: RepairSchedule,
+}
+
+impl Groups {
+    pub(super) fn new(cg: CgroupFs) -> Groups {
+        Groups {
+            cg,
+            exec: None,
+            irqwatch: None,
+            dirty: true,
+            repairs: RepairSchedule::new(),
+        }
+    }
+
+    /// Starts the exec thread (placement and `running()` presence, fed to
+    /// the sampler) and the IRQ watcher; `act`: place (not a dry run).
+    pub(super) fn start(
+        &mut self,
+        root: &Root,
+        policy: &Policy,
+        sampler: &mut Sampler,
+        act: bool,
+        tx: &mpsc::Sender<Wake>,
+        journal: Option<super::lanes::SharedJournal>,
+    ) {
+        // Exec events drive placement and running() presence.
+        let presence = crate::engine::presence::Presence::new(&sampler.needs().running.clone());
+        let shared = exec::Shared::new(presence);
+        sampler.set_exec(shared.clone());
+        self.exec = Some(exec::ExecWatch::start(
+            root,
+            policy,
+            shared,
+            act,
+            tx.clone(),
+        ));
+        for w in crate::converge::coexistence_warnings(root, policy) {
+            tracing::warn!("{w}");
+        }
+        self.irqwatch = irqwatch::IrqWatch::start(root, policy, journal);
+    }
+}
 
 impl Daemon {
     /// Repairs groups deleted from outside: each is recreated
@@ -20,60 +83,69 @@ impl Daemon {
         // Deletion is seen through inotify (the guard watch on each group's
         // parent): without a sign of one, and no retry pending, the groups
         // are not stat'ed at every evaluation.
-        if !(self.groups_dirty
-            || self.events_unwatched
-            || self.watcher.is_none()
-            || self.repairs.next_due().is_some())
+        if !(self.groups.dirty
+            || self.triggers.events_unwatched
+            || self.triggers.files.is_none()
+            || self.groups.repairs.next_due().is_some())
         {
-            self.rearm_triggers();
+            self.triggers
+                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
             return;
         }
-        self.groups_dirty = false;
+        self.groups.dirty = false;
         // all_groups lists parents before their children.
         let missing: Vec<Group> = self
+            .loaded
             .policy
             .all_groups()
             .into_iter()
-            .filter(|g| !self.cg.exists(&g.path))
+            .filter(|g| !self.groups.cg.exists(&g.path))
             .cloned()
             .collect();
         let now = Instant::now();
         for g in &missing {
-            if !self.repairs.due(&g.name, now) {
+            if !self.groups.repairs.due(&g.name, now) {
                 continue;
             }
             match self.recreate(g) {
                 Ok(()) => {
-                    self.repairs.succeeded(&g.name);
-                    tracing::warn!(group = %g.name, path = %self.cg.dir(&g.path).display(), "group was deleted from outside; recreated with its baseline and live claims");
-                    self.rearm_group(g);
+                    self.groups.repairs.succeeded(&g.name);
+                    tracing::warn!(group = %g.name, path = %self.groups.cg.dir(&g.path).display(), "group was deleted from outside; recreated with its baseline and live claims");
+                    self.triggers.rearm_group(
+                        g,
+                        &self.groups.cg,
+                        &self.opts.root,
+                        self.telemetry.sampler.needs(),
+                    );
                 }
                 Err(e) => {
-                    let (retry, failures) = self.repairs.failed(&g.name, now);
+                    let (retry, failures) = self.groups.repairs.failed(&g.name, now);
                     if failures == 1 || retry >= Duration::from_secs(60) {
                         tracing::error!(group = %g.name, "cannot recreate group deleted from outside: {e}; retrying in {retry:?}");
                     }
                 }
             }
         }
-        self.rearm_triggers();
+        self.triggers
+            .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
         self.watch_event_files();
     }
 
     /// Recreates one group: journal, mkdir, controllers, baselines.
     fn recreate(&mut self, g: &Group) -> Result<(), String> {
-        let dir = self.cg.dir(&g.path);
+        let dir = self.groups.cg.dir(&g.path);
         // Recorded before the mkdir so `reset` removes it even if we die now.
         self.actuator
             .record(Entry::Mkdir { path: dir.clone() })
             .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
-        self.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
-        let offered = self.cg.controllers(&g.path).unwrap_or_default();
-        let need: Vec<&str> = crate::converge::children_controllers(&self.policy, g)
+        self.groups.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
+        let offered = self.groups.cg.controllers(&g.path).unwrap_or_default();
+        let need: Vec<&str> = crate::converge::children_controllers(&self.loaded.policy, g)
             .into_iter()
             .filter(|c| offered.iter().any(|o| o == c))
             .collect();
-        self.cg
+        self.groups
+            .cg
             .enable_controllers(&g.path, &need)
             .map_err(|e| e.to_string())?;
         for (knob, value) in self.supervisor.group_baselines(&g.name) {

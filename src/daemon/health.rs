@@ -143,13 +143,13 @@ impl Daemon {
             }
         };
         if let Some(d) = &disk_hash {
-            if *d != self.policy_hash {
+            if *d != self.loaded.hash {
                 reasons.push(format!(
                     "the policy on disk ({}, sha256 {}) is not the one in force (sha256 {}){}",
                     self.opts.policy_path.display(),
                     crate::show::short(d),
-                    crate::show::short(&self.policy_hash),
-                    if self.last_reload_error.is_some() {
+                    crate::show::short(&self.loaded.hash),
+                    if self.loaded.last_error.is_some() {
                         ": it was refused"
                     } else {
                         ""
@@ -157,7 +157,7 @@ impl Daemon {
                 ));
             }
         }
-        if let Some(e) = &self.last_reload_error {
+        if let Some(e) = &self.loaded.last_error {
             let first = e.lines().next().unwrap_or_default();
             let more = e.lines().count().saturating_sub(1);
             reasons.push(format!(
@@ -180,10 +180,10 @@ impl Daemon {
         wire::HealthReply {
             healthy: reasons.is_empty(),
             reasons,
-            hash: self.policy_hash.clone(),
+            hash: self.loaded.hash.clone(),
             disk_hash: p.disk_hash,
             since: crate::show::rfc3339_millis(self.control.health.since.get()),
-            target: self.policy.binding.target_text(),
+            target: self.loaded.policy.binding.target_text(),
         }
     }
 }

@@ -27,7 +27,6 @@ use crate::kernel::runtime::Spawner;
 use crate::observe::kpi::{parse, Refusal, Store, Unit};
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The datagram socket's name in `state_dir`.
@@ -43,7 +42,7 @@ impl Daemon {
         let path = state_dir.join(KPI_SOCKET);
         match bind(&path, gid).and_then(|s| s.set_nonblocking(true).map(|()| s)) {
             Ok(sock) => {
-                let store = self.kpi.clone();
+                let store = self.telemetry.kpi.clone();
                 match services.spawn(move || async move {
                     match tokio::net::UnixDatagram::from_std(sock) {
                         Ok(sock) => serve(&sock, &store).await,
@@ -69,7 +68,7 @@ impl Daemon {
             None => Unit::None,
             Some(Some(u)) => u,
             Some(None) => {
-                self.kpi.refuse(Refusal::Unit);
+                self.telemetry.kpi.refuse(Refusal::Unit);
                 return Response::Error(wire::DaemonError::InvalidRequest {
                     message: format!(
                         "unit `{}` is not a KPI unit: `seconds` or `none`",
@@ -78,7 +77,11 @@ impl Daemon {
                 });
             }
         };
-        match self.kpi.record(name, unit, samples, Instant::now()) {
+        match self
+            .telemetry
+            .kpi
+            .record(name, unit, samples, Instant::now())
+        {
             Ok(n) => Response::RecordKpi(wire::RecordKpiReply {
                 recorded: i64::try_from(n).unwrap_or(i64::MAX),
             }),
@@ -88,31 +91,6 @@ impl Daemon {
                 wire::DaemonError::InvalidRequest { message }
             }),
         }
-    }
-
-    /// The KPI statistics the rules read, now.
-    pub(crate) fn kpi_values(
-        &self,
-    ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
-        // No clock read at every evaluation when no condition reads a KPI.
-        if self.sampler.needs().kpi.is_empty() {
-            return Default::default();
-        }
-        let now = Instant::now();
-        self.sampler
-            .needs()
-            .kpi
-            .iter()
-            .filter_map(|(name, stat, w)| {
-                let s = self.kpi.window(name, *w, now)?;
-                Some(((name.clone(), *stat, *w), s.stat(*stat)))
-            })
-            .collect()
-    }
-
-    /// The KPI store (rules, metrics, recorder).
-    pub(crate) fn kpi_store(&self) -> Arc<Store> {
-        self.kpi.clone()
     }
 }
 

@@ -47,35 +47,17 @@ impl Daemon {
             // Not in a dry run: this removes stale run cgroups.
             hooks = hooks.in_cgroups(&cg);
         }
-        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         Daemon {
-            control: control::ControlState::new(gone_tx).dry_run(opts.dry_run),
-            gone_rx: Some(gone_rx),
+            control: control::ControlState::new().dry_run(opts.dry_run),
             opts,
-            policy,
+            loaded: reload::Loaded::new(policy),
             start: Instant::now(),
             supervisor,
-            sampler,
             actuator,
             hooks,
-            cg,
-            triggers: Vec::new(),
-            repairs: RepairSchedule::new(),
-            watcher: None,
-            tx: None,
-            exec: None,
-            groups_dirty: true,
-            events_unwatched: true,
-            policy_hash: String::new(),
-            loaded_at: SystemTime::now(),
-            last_reload_error: None,
-            observe: None,
-            kpi: Default::default(),
-            irqwatch: None,
-            services: None,
-            throttle: throttle::ThrottleTracker::default(),
-            drift: Default::default(),
-            cpufreq_limits: std::collections::BTreeMap::new(),
+            triggers: triggers::Triggers::new(),
+            groups: groups::Groups::new(cg),
+            telemetry: telemetry::Telemetry::new(sampler),
         }
     }
 }

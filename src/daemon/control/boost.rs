@@ -25,7 +25,7 @@ impl Daemon {
         };
         self.supervisor.release_boost(handle);
         tracing::info!(handle, uid = b.uid, "boost ended: {why}");
-        if let Some(book) = self.observe_book() {
+        if let Some(book) = self.telemetry.observe_book() {
             book.boost(kind.strip_prefix("claim_").unwrap_or(kind));
         }
         self.control.publish(|| wire::Event {
@@ -63,10 +63,10 @@ impl Daemon {
     /// this system have, and a value that knob takes.
     fn boost_knob(&self, name: &str, value: &str) -> Result<(Knob, KnobValue), String> {
         // `cpufreq.big.min`: the cluster as this board names it.
-        let name = &self.policy.binding.knob_name(name)?;
+        let name = &self.loaded.policy.binding.knob_name(name)?;
         let knob = Knob::parse(name).map_err(|e| format!("not a knob cgwarden manages: {e}"))?;
         if let Some(g) = knob.group() {
-            if !self.policy.all_groups().iter().any(|x| x.name == g) {
+            if !self.loaded.policy.all_groups().iter().any(|x| x.name == g) {
                 return Err(format!("the policy has no group `{g}`"));
             }
         }

@@ -269,8 +269,8 @@ mod tests {
             r.write(p, v)
         });
         let j = journal();
-        d.actuator =
-            Actuator::with_writer(root.clone(), &d.policy, Some(j), write).with_deadline(deadline);
+        d.actuator = Actuator::with_writer(root.clone(), &d.loaded.policy, Some(j), write)
+            .with_deadline(deadline);
         let done = d.actuator.take_completions().unwrap();
         (d, done)
     }
