@@ -27,6 +27,7 @@ mod held;
 mod status;
 
 use super::Daemon;
+use crate::control::wire::EventKind;
 use crate::control::{wire, Request, Response};
 use crate::engine::claims::Owner;
 use crate::engine::knobs::Write;
@@ -171,7 +172,7 @@ impl ControlState {
         self.last_writer.insert(w.knob.clone(), cause);
         self.publish(|| wire::Event {
             time: a.time.clone(),
-            kind: "write".into(),
+            kind: EventKind::Write.into(),
             knob: Some(a.knob.clone()),
             old: a.old.clone(),
             new: Some(a.new.clone()),
@@ -202,7 +203,7 @@ impl ControlState {
         };
         self.publish(|| wire::Event {
             time: crate::show::rfc3339_millis(at),
-            kind: "critical_exit".into(),
+            kind: EventKind::CriticalExit.into(),
             cause: Some(format!("critical {pattern}")),
             message: Some(format!("{comm} (pid {pid}) {how}")),
             ..Default::default()
@@ -212,7 +213,7 @@ impl ControlState {
     pub(crate) fn note_phase(&self, rule: &str, phase: &dyn std::fmt::Display) {
         self.publish(|| wire::Event {
             time: now_text(),
-            kind: "rule".into(),
+            kind: EventKind::Rule.into(),
             rule: Some(rule.to_string()),
             state: Some(phase.to_string()),
             ..Default::default()
@@ -435,7 +436,11 @@ impl Daemon {
                     .map(|(h, _)| *h)
                     .collect();
                 for h in tied {
-                    self.end_boost(h, "claim_owner_gone", "its client's connection closed");
+                    self.end_boost(
+                        h,
+                        EventKind::ClaimOwnerGone,
+                        "its client's connection closed",
+                    );
                 }
                 return None;
             }
@@ -474,7 +479,11 @@ impl Daemon {
             })
             .collect();
         for h in gone {
-            self.end_boost(h, "claim_released", "its knobs left the policy at a reload");
+            self.end_boost(
+                h,
+                EventKind::ClaimReleased,
+                "its knobs left the policy at a reload",
+            );
         }
         if !dry_run {
             if let Some(b) = self.telemetry.observe_book() {
@@ -482,7 +491,12 @@ impl Daemon {
             }
             self.control.publish(|| wire::Event {
                 time: now_text(),
-                kind: if r.ok { "reload" } else { "reload_failed" }.into(),
+                kind: if r.ok {
+                    EventKind::Reload
+                } else {
+                    EventKind::ReloadFailed
+                }
+                .into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
                     None => crate::show::count(r.changes, "change"),
@@ -507,7 +521,7 @@ impl Daemon {
             let j = &done.job;
             self.control.publish(|| wire::Event {
                 time: now_text(),
-                kind: "write_failed".into(),
+                kind: EventKind::WriteFailed.into(),
                 knob: Some(j.label.clone()),
                 // The raw text written (j.new is the log's raw + human).
                 new: Some(j.text.clone()),

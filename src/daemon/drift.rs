@@ -29,6 +29,7 @@
 //! that rewrites the same value.
 
 use super::Daemon;
+use crate::control::wire::EventKind;
 use crate::converge::held::held_label;
 use crate::converge::{Converger, Step};
 use crate::engine::knobs::{Cause, Write};
@@ -422,7 +423,7 @@ impl Daemon {
         };
         self.control.publish(|| crate::control::wire::Event {
             time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-            kind: "drift".into(),
+            kind: EventKind::Drift.into(),
             knob: Some(key.to_string()),
             old: Some(want.to_string()),
             new: actual.map(str::to_string),

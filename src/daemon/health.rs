@@ -21,6 +21,7 @@
 
 use super::Daemon;
 use crate::control::wire;
+use crate::control::wire::EventKind;
 use std::cell::{Cell, RefCell};
 use std::time::SystemTime;
 
@@ -64,12 +65,12 @@ fn what(e: &wire::Event) -> String {
 impl Tally {
     /// Counts a failure event.
     pub(crate) fn note(&self, e: &wire::Event) {
-        match e.kind.as_str() {
-            "write_failed" => {
+        match e.kind() {
+            Some(EventKind::WriteFailed) => {
                 self.writes_failed.set(self.writes_failed.get() + 1);
                 *self.last_write_failure.borrow_mut() = Some(what(e));
             }
-            "drift" => {
+            Some(EventKind::Drift) => {
                 self.drifts.set(self.drifts.get() + 1);
                 *self.last_drift.borrow_mut() = Some(format!(
                     "{}: expected {}{}",
@@ -197,12 +198,12 @@ mod tests {
         let t = Tally::default();
         assert!(t.reasons().is_empty());
         t.note(&wire::Event {
-            kind: "write".into(),
+            kind: EventKind::Write.into(),
             ..Default::default()
         });
         assert!(t.reasons().is_empty());
         t.note(&wire::Event {
-            kind: "write_failed".into(),
+            kind: EventKind::WriteFailed.into(),
             knob: Some("app.memory.max".into()),
             new: Some("1G".into()),
             cause: Some("baseline".into()),
@@ -210,7 +211,7 @@ mod tests {
             ..Default::default()
         });
         t.note(&wire::Event {
-            kind: "drift".into(),
+            kind: EventKind::Drift.into(),
             knob: Some("vm.swappiness".into()),
             old: Some("33".into()),
             message: Some("/proc/sys/vm/swappiness holds 60 instead".into()),

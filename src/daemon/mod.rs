@@ -753,7 +753,7 @@ async fn end_event_streams(events: &tokio::sync::broadcast::Sender<crate::contro
     }
     let _ = events.send(crate::control::wire::Event {
         time: crate::show::rfc3339_millis(SystemTime::now()),
-        kind: crate::control::wire::STOPPED.into(),
+        kind: crate::control::wire::EventKind::Stopped.into(),
         message: Some("the daemon is exiting; its claims were released".into()),
         ..Default::default()
     });

@@ -9,6 +9,7 @@ use super::observed::Observe;
 use super::sample::Sampler;
 use super::throttle::ThrottleTracker;
 use crate::control::wire;
+use crate::control::wire::EventKind;
 use crate::engine::knobs::KnobTable;
 use crate::engine::rule_state::Phase;
 use crate::observe::kpi::Store;
@@ -115,7 +116,7 @@ impl Telemetry {
             tracing::warn!(policy = %policy, "throttle episode: cpufreq {policy} is held below the ceiling asked for (thermal or QoS clipping, or a cooling device is active)");
             control.publish(|| wire::Event {
                 time: crate::show::rfc3339_millis(SystemTime::now()),
-                kind: "throttle".into(),
+                kind: EventKind::Throttle.into(),
                 knob: Some(format!("cpufreq.{policy}")),
                 message: Some(format!("{policy} throttled")),
                 ..Default::default()
