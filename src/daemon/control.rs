@@ -338,7 +338,7 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
-                self.start_kpi_socket(&services, &state_dir, gid); // kpisock.rs
+                super::kpisock::start(&self.telemetry.kpi, &services, &state_dir, gid);
                 Some(path)
             }
             Err(e) => {
@@ -383,7 +383,8 @@ impl Daemon {
             Response::Extend(_) | Response::Released(_) => before,
             _ => Vec::new(),
         };
-        self.answer_when_landed(tx, answer, &knobs);
+        self.control
+            .answer_when_landed(&self.actuator, tx, answer, &knobs);
     }
 
     /// Answers one control request.
@@ -426,7 +427,7 @@ impl Daemon {
                 name,
                 unit,
                 samples,
-            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // kpisock.rs
+            } => super::kpisock::record(&self.telemetry.kpi, &name, unit.as_deref(), &samples),
             Request::ConnClosed { conn } => {
                 let tied: Vec<u64> = self
                     .control
@@ -513,13 +514,15 @@ impl Daemon {
             in_force: self.loaded.hash.clone(),
         }
     }
+}
 
+impl ControlState {
     /// A writer lane finished a write: a refusal becomes a `write_failed`
-    /// event, then the actuator logs and counts it.
-    pub(crate) fn write_done(&mut self, done: super::lanes::Done) {
+    /// event; the replies it completes go out.
+    pub(crate) fn write_landed(&mut self, done: &super::lanes::Done) {
         if let Err(msg) = &done.result {
             let j = &done.job;
-            self.control.publish(|| wire::Event {
+            self.publish(|| wire::Event {
                 time: now_text(),
                 kind: EventKind::WriteFailed.into(),
                 knob: Some(j.label.clone()),
@@ -530,10 +533,6 @@ impl Daemon {
                 ..Default::default()
             });
         }
-        if let Some(b) = self.telemetry.observe_book() {
-            b.write_done(&done.job.label, done.result.is_ok());
-        }
-        self.reply_landed(&done);
-        self.actuator.finished(done);
+        self.reply_landed(done);
     }
 }

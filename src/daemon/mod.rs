@@ -359,7 +359,7 @@ async fn run_async(opts: Options) -> u8 {
                     d.actuator.check_late(now);
                 }
                 if reply_at.is_some_and(|t| t <= now) {
-                    d.answer_overdue(now);
+                    d.control.answer_overdue(now);
                 }
                 if tick_at.is_some_and(|t| t <= now) {
                     last_tick = now;
@@ -508,6 +508,17 @@ impl Daemon {
     #[cfg(test)]
     fn sync_armed(&mut self) {
         self.triggers.sync_armed(&mut self.telemetry.sampler);
+    }
+
+    /// A writer lane finished a write: the control plane hears of it (a
+    /// `write_failed` event, the replies it completes), the metrics count
+    /// it, then the actuator logs and counts it.
+    fn write_done(&mut self, done: lanes::Done) {
+        self.control.write_landed(&done);
+        if let Some(b) = self.telemetry.observe_book() {
+            b.write_done(&done.job.label, done.result.is_ok());
+        }
+        self.actuator.finished(done);
     }
 
     /// Whether placement rules or `running()` conditions need the exec
