@@ -1,14 +1,16 @@
 //! The managed groups while the daemon runs ([`Groups`]): the cgroup tree,
 //! exec-event placement and `running()` presence, the IRQ watcher, and the
-//! repair of a group someone removed — recreated with its baseline, its
-//! watches and triggers re-armed.
+//! repair of a group someone removed — recreated with its baseline (the
+//! loop re-arms its watches and triggers).
 
+use super::actuator::Actuator;
 use super::repair::RepairSchedule;
 use super::sample::Sampler;
 use super::watch::Wake;
-use super::{exec, irqwatch, Daemon};
+use super::{exec, irqwatch};
 use crate::converge::journal::Entry;
 use crate::engine::knobs::{Cause, Write};
+use crate::engine::supervisor::Supervisor;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::Root;
 use crate::policy::model::{Group, Policy};
@@ -68,87 +70,70 @@ impl Groups {
         }
         self.irqwatch = irqwatch::IrqWatch::start(root, policy, journal);
     }
-}
 
-impl Daemon {
-    /// Repairs groups deleted from outside: each is recreated
-    /// alone — the directory, the controllers its children need, its knobs'
-    /// baselines, then their effective values (live claims) through the next
-    /// step — and its watches and PSI triggers are re-armed. Nothing else is
-    /// rewritten. A group that cannot be recreated is retried with a backoff.
-    pub(super) fn check_groups(&mut self) {
-        if self.opts.dry_run {
-            return;
-        }
-        // Deletion is seen through inotify (the guard watch on each group's
-        // parent): without a sign of one, and no retry pending, the groups
-        // are not stat'ed at every evaluation.
-        if !(self.groups.dirty
-            || self.triggers.events_unwatched
-            || self.triggers.files.is_none()
-            || self.groups.repairs.next_due().is_some())
-        {
-            self.triggers
-                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
-            return;
-        }
-        self.groups.dirty = false;
+    /// Recreates the groups of `policy` that are gone and due (see
+    /// [`RepairSchedule`]); returns those recreated, whose watches and
+    /// triggers the caller re-arms.
+    pub(super) fn repair(
+        &mut self,
+        policy: &Policy,
+        actuator: &mut Actuator,
+        supervisor: &mut Supervisor,
+    ) -> Vec<Group> {
+        self.dirty = false;
         // all_groups lists parents before their children.
-        let missing: Vec<Group> = self
-            .loaded
-            .policy
+        let missing: Vec<Group> = policy
             .all_groups()
             .into_iter()
-            .filter(|g| !self.groups.cg.exists(&g.path))
+            .filter(|g| !self.cg.exists(&g.path))
             .cloned()
             .collect();
         let now = Instant::now();
-        for g in &missing {
-            if !self.groups.repairs.due(&g.name, now) {
+        let mut recreated = Vec::new();
+        for g in missing {
+            if !self.repairs.due(&g.name, now) {
                 continue;
             }
-            match self.recreate(g) {
+            match self.recreate(&g, policy, actuator, supervisor) {
                 Ok(()) => {
-                    self.groups.repairs.succeeded(&g.name);
-                    tracing::warn!(group = %g.name, path = %self.groups.cg.dir(&g.path).display(), "group was deleted from outside; recreated with its baseline and live claims");
-                    self.triggers.rearm_group(
-                        g,
-                        &self.groups.cg,
-                        &self.opts.root,
-                        self.telemetry.sampler.needs(),
-                    );
+                    self.repairs.succeeded(&g.name);
+                    tracing::warn!(group = %g.name, path = %self.cg.dir(&g.path).display(), "group was deleted from outside; recreated with its baseline and live claims");
+                    recreated.push(g);
                 }
                 Err(e) => {
-                    let (retry, failures) = self.groups.repairs.failed(&g.name, now);
+                    let (retry, failures) = self.repairs.failed(&g.name, now);
                     if failures == 1 || retry >= Duration::from_secs(60) {
                         tracing::error!(group = %g.name, "cannot recreate group deleted from outside: {e}; retrying in {retry:?}");
                     }
                 }
             }
         }
-        self.triggers
-            .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
-        self.watch_event_files();
+        recreated
     }
 
     /// Recreates one group: journal, mkdir, controllers, baselines.
-    fn recreate(&mut self, g: &Group) -> Result<(), String> {
-        let dir = self.groups.cg.dir(&g.path);
+    fn recreate(
+        &self,
+        g: &Group,
+        policy: &Policy,
+        actuator: &mut Actuator,
+        supervisor: &mut Supervisor,
+    ) -> Result<(), String> {
+        let dir = self.cg.dir(&g.path);
         // Recorded before the mkdir so `reset` removes it even if we die now.
-        self.actuator
+        actuator
             .record(Entry::Mkdir { path: dir.clone() })
             .map_err(|e| format!("cannot journal {}: {e}", dir.display()))?;
-        self.groups.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
-        let offered = self.groups.cg.controllers(&g.path).unwrap_or_default();
-        let need: Vec<&str> = crate::converge::children_controllers(&self.loaded.policy, g)
+        self.cg.mkdir(&g.path).map_err(|e| e.to_string())?;
+        let offered = self.cg.controllers(&g.path).unwrap_or_default();
+        let need: Vec<&str> = crate::converge::children_controllers(policy, g)
             .into_iter()
             .filter(|c| offered.iter().any(|o| o == c))
             .collect();
-        self.groups
-            .cg
+        self.cg
             .enable_controllers(&g.path, &need)
             .map_err(|e| e.to_string())?;
-        for (knob, value) in self.supervisor.group_baselines(&g.name) {
+        for (knob, value) in supervisor.group_baselines(&g.name) {
             let w = Write {
                 knob: knob.clone(),
                 old: None,
@@ -158,8 +143,8 @@ impl Daemon {
             // Queued on the group's lane, after the mkdir above. A knob the
             // kernel refuses is logged by the actuator and retried when its
             // effective value changes, as any other write.
-            self.actuator.apply(&w);
-            self.supervisor.mark_written(&knob, value);
+            actuator.apply(&w);
+            supervisor.mark_written(&knob, value);
         }
         Ok(())
     }

@@ -18,7 +18,6 @@
 pub mod actuator;
 pub(crate) mod control; // the daemon's side of the control socket
 mod drift; // settings.drift
-mod effects;
 mod eventlog; // every event as a structured (journald) record
 pub(crate) mod exec; // exec events, placement, presence
 mod groups;
@@ -38,9 +37,8 @@ pub mod sample;
 mod services; // the cgw-services thread: control, metrics, KPI socket, policy watch
 mod startup;
 mod tasks; // per-process attributes, threads
-mod throttle; // throttle episodes
-use startup::startup_placements;
 mod telemetry; // sampler, KPIs, metrics and recorder, throttle, drift
+mod throttle; // throttle episodes
 mod triggers;
 mod wakeups;
 pub mod watch; // PSI triggers and event-file watches
@@ -49,12 +47,12 @@ use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 use crate::converge::journal::Journal;
 use crate::converge::Converger;
 use crate::engine::condition::sampled_needs;
-use crate::engine::supervisor::{rule_knobs, Supervisor};
+use crate::engine::supervisor::{rule_knobs, Effect, Supervisor};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::Root;
 use crate::policy::model::Policy;
 use actuator::Actuator;
-use hooks::{HookLimits, HookRunner};
+use hooks::{HookContext, HookLimits, HookRunner};
 use sample::{Sampler, View};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -135,106 +133,14 @@ struct Daemon {
 }
 
 async fn run_async(opts: Options) -> u8 {
-    let board =
-        |p: &crate::policy::Policy| crate::kernel::board::read(&opts.root, &p.settings.cgroup_root);
-    let policy = match crate::policy::load_on(&opts.policy_path, board) {
-        Ok(p) => p,
-        Err(d) => {
-            eprint!("{d}");
-            return EXIT_INVALID;
-        }
+    let startup::Prepared {
+        policy,
+        journal,
+        placed: startup_placed,
+    } = match startup::prepare(&opts) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    // The target in force and what cluster names became on this board.
-    for line in policy.binding.lines() {
-        tracing::info!("{line}");
-    }
-    if let Some(w) = policy.binding.warning() {
-        tracing::warn!("{w}");
-    }
-    // settings.daemon: mlockall and CPUs for the
-    // process, then this thread — the event loop, which also serves PSI
-    // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
-    priority::apply_process(&opts.root, &policy.settings.daemon);
-    priority::enter_reacting("event loop");
-    // Converge once, as `apply` does.
-    let conv = Converger::new(opts.root.clone(), &policy);
-    let plan = conv.plan();
-    for m in &plan.missing {
-        tracing::warn!("missing: {m}");
-    }
-    for w in &plan.warnings {
-        tracing::warn!("{w}");
-    }
-    // Boot-time prerequisites (`cgwarden doctor`): reported, never fatal
-    // here — a running system is better supervised than not.
-    match crate::doctor::diagnose(&opts.root, &policy) {
-        Ok(found) => {
-            // A note is something to look at, not a warning (a fake board
-            // has no kernel config or /proc/cmdline: notes only).
-            for f in found {
-                if f.missing {
-                    tracing::warn!("doctor: {f}");
-                } else {
-                    tracing::info!("doctor: {f}");
-                }
-            }
-        }
-        Err(e) => tracing::info!("doctor: boot prerequisites not checked: {e}"),
-    }
-    if conv.refuse_missing(&plan) {
-        tracing::error!(
-            "on_missing: fail: the system lacks what the policy needs; nothing was written"
-        );
-        return EXIT_MISSING;
-    }
-    // Processes the startup converge placed, per group: counted with the
-    // exec-driven ones in the metric and the exit line.
-    let mut startup_placed: Vec<(String, u64)> = Vec::new();
-    if opts.dry_run {
-        for step in &plan.steps {
-            tracing::info!("would {step} (dry run)");
-        }
-    } else {
-        match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
-            Ok(done) => {
-                startup_placed = startup_placements(&plan, &policy.settings.cgroup_root, &done);
-                for m in &done.missing {
-                    tracing::warn!("missing: {m}");
-                }
-                if done.refused_missing {
-                    tracing::error!(
-                        "on_missing: fail: the system lacks what the policy needs; nothing was written"
-                    );
-                    return EXIT_MISSING;
-                }
-                for f in &done.failures {
-                    tracing::error!("{f}");
-                }
-            }
-            Err(e) => {
-                tracing::error!("the originals journal: {e}");
-                return crate::exit::for_kernel_error(&e);
-            }
-        }
-    }
-    // The actuator journals every file it writes at runtime (claims, `then`
-    // values, restored baselines), in the same journal `apply` wrote.
-    let journal = if opts.dry_run {
-        None
-    } else {
-        match Journal::open(
-            &opts.root,
-            &policy.settings.state_dir,
-            &policy.settings.cgroup_root,
-        ) {
-            Ok(j) => Some(j),
-            Err(e) => {
-                tracing::error!("cannot open the originals journal: {e}");
-                return crate::exit::for_kernel_error(&e);
-            }
-        }
-    };
-
     let (tx, mut rx) = mpsc::channel::<Wake>(256);
     let mut d = Daemon::new(opts, policy, journal, tx.clone());
     let Some(mut done_rx) = d.actuator.take_completions() else {
@@ -521,6 +427,45 @@ impl Daemon {
         self.actuator.finished(done);
     }
 
+    /// Repairs groups deleted from outside: each is recreated
+    /// alone — the directory, the controllers its children need, its knobs'
+    /// baselines, then their effective values (live claims) through the next
+    /// step — and its watches and PSI triggers are re-armed. Nothing else is
+    /// rewritten. A group that cannot be recreated is retried with a backoff.
+    fn check_groups(&mut self) {
+        if self.opts.dry_run {
+            return;
+        }
+        // Deletion is seen through inotify (the guard watch on each group's
+        // parent): without a sign of one, and no retry pending, the groups
+        // are not stat'ed at every evaluation.
+        if self.groups.dirty
+            || self.triggers.events_unwatched
+            || self.triggers.files.is_none()
+            || self.groups.repairs.next_due().is_some()
+        {
+            let recreated = self.groups.repair(
+                &self.loaded.policy,
+                &mut self.actuator,
+                &mut self.supervisor,
+            );
+            for g in &recreated {
+                self.triggers.rearm_group(
+                    g,
+                    &self.groups.cg,
+                    &self.opts.root,
+                    self.telemetry.sampler.needs(),
+                );
+            }
+            self.triggers
+                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
+            self.watch_event_files();
+        } else {
+            self.triggers
+                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
+        }
+    }
+
     /// Whether placement rules or `running()` conditions need the exec
     /// machinery (and with it the `settings.rescan` safety net).
     fn places_or_tracks(&self) -> bool {
@@ -690,6 +635,110 @@ impl Daemon {
             .supervisor
             .step(&self.loaded.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Carries out what the engine decided: writes handed to the lanes, hook
+    /// runs, and the other effects of one evaluation.
+    fn carry_out(&mut self, mut effects: Vec<Effect>) {
+        if !effects.is_empty() {
+            self.telemetry.observed_changed();
+        }
+        actuator::order_writes(&mut effects);
+        for e in effects {
+            match e {
+                Effect::Write(w) => {
+                    self.control.note_write(&w);
+                    self.actuator.apply(&w);
+                }
+                Effect::Hook {
+                    hook,
+                    rule,
+                    event,
+                    metric,
+                    value,
+                    threshold,
+                    group,
+                    paired,
+                } => {
+                    let ctx = HookContext {
+                        rule,
+                        event,
+                        metric,
+                        value,
+                        threshold,
+                        group,
+                        product: self.loaded.policy.product.clone(),
+                        time: SystemTime::now(),
+                        paired,
+                    };
+                    if self.opts.dry_run {
+                        tracing::info!(hook = %hook, rule = %ctx.rule, "would run hook (dry run)");
+                    } else {
+                        let r = self.hooks.fire(&hook, &ctx, Instant::now());
+                        tracing::debug!(hook = %hook, "hook: {r:?}");
+                    }
+                }
+                Effect::CompactMemory { rule } => {
+                    self.actuator.compact_memory(&rule);
+                }
+                Effect::Freeze {
+                    rule,
+                    group,
+                    freeze,
+                    reason,
+                } => resort::freeze(
+                    &self.opts.root,
+                    &self.loaded.policy,
+                    &rule,
+                    &group,
+                    freeze,
+                    &reason,
+                    self.opts.dry_run,
+                    self.groups.exec.as_ref().map(|x| &*x.shared.last_resort),
+                    &self.control.events,
+                ),
+                Effect::Kill { rule, spec, reason } => {
+                    match resort::Kill::new(
+                        &self.opts.root,
+                        &self.loaded.policy,
+                        &rule,
+                        spec,
+                        reason,
+                        self.groups
+                            .exec
+                            .as_ref()
+                            .map(|x| x.shared.last_resort.clone()),
+                        self.control.events.clone(),
+                        self.opts.dry_run,
+                    ) {
+                        Some(k) => k.spawn(),
+                        None => {
+                            tracing::error!(rule = %rule, "kill: its group is not in the policy")
+                        }
+                    }
+                }
+                Effect::Phase { rule, phase } => {
+                    // Logged as the event's record (daemon/eventlog.rs).
+                    self.control.note_phase(&rule, &phase);
+                    self.telemetry.observed_phase(&rule, phase);
+                }
+                Effect::ActionFailed {
+                    rule,
+                    action,
+                    reason,
+                } => {
+                    tracing::error!(rule = %rule, action = %action, "{reason}")
+                }
+                Effect::Unavailable {
+                    rule,
+                    metric,
+                    source,
+                    reason,
+                } => {
+                    tracing::warn!(rule = %rule, metric = %metric, file = %source, "metric unavailable: {metric} ({source}): {reason}")
+                }
+            }
+        }
     }
 
     /// Under `--root` (a fake tree, a board's copy) hooks still run, for
