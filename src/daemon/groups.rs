@@ -9,11 +9,13 @@ use super::sample::Sampler;
 use super::watch::Wake;
 use super::{exec, irqwatch};
 use crate::converge::journal::Entry;
+use crate::converge::{Converger, Step};
 use crate::engine::knobs::{Cause, Write};
 use crate::engine::supervisor::Supervisor;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::Root;
 use crate::policy::model::{Group, Policy};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -147,5 +149,83 @@ impl Groups {
             supervisor.mark_written(&knob, value);
         }
         Ok(())
+    }
+
+    /// Creates the groups `new` has and `old_groups` lacks: the directories
+    /// (journalled before the mkdir, as a repair does) and the controllers
+    /// their parents must delegate (journalled before the write). Their
+    /// knobs' baselines follow through the knob table.
+    pub(super) fn create(
+        &self,
+        new: &Policy,
+        old_groups: &HashSet<String>,
+        actuator: &Actuator,
+        root: &Root,
+        dry_run: bool,
+    ) {
+        if new
+            .all_groups()
+            .iter()
+            .all(|g| old_groups.contains(&g.name))
+        {
+            return;
+        }
+        // What converge would do now, of which only the hierarchy: mkdirs
+        // and `cgroup.subtree_control` writes (parents before children).
+        let plan = Converger::new(root.clone(), new).plan();
+        for step in &plan.steps {
+            let res = match step {
+                Step::Mkdir { path } => {
+                    if dry_run {
+                        tracing::info!("would MKDIR {} (dry run)", path.display());
+                        continue;
+                    }
+                    actuator
+                        .record(Entry::Mkdir { path: path.clone() })
+                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
+                        .and_then(|()| {
+                            let rel = path
+                                .strip_prefix(&new.settings.cgroup_root)
+                                .ok()
+                                .and_then(|r| r.to_str())
+                                .ok_or_else(|| {
+                                    format!("{} is not below the cgroup root", path.display())
+                                })?;
+                            self.cg
+                                .mkdir(rel)
+                                .map(|_| ())
+                                .map_err(|e| format!("mkdir {}: {e}", path.display()))
+                        })
+                        .map(|()| tracing::info!("reload: MKDIR {}", path.display()))
+                }
+                Step::Write {
+                    path, value, was, ..
+                } if path.ends_with("cgroup.subtree_control") => {
+                    if dry_run {
+                        tracing::info!("would WRITE {} {value} (dry run)", path.display());
+                        continue;
+                    }
+                    let entry = match was {
+                        Some(content) => Entry::File {
+                            path: path.clone(),
+                            content: content.clone(),
+                        },
+                        None => Entry::Absent { path: path.clone() },
+                    };
+                    actuator
+                        .record(entry)
+                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
+                        .and_then(|()| {
+                            root.write(path, value)
+                                .map_err(|e| format!("write {}: {e}", path.display()))
+                        })
+                        .map(|()| tracing::info!("reload: WRITE {} {value}", path.display()))
+                }
+                _ => continue,
+            };
+            if let Err(e) = res {
+                tracing::error!("reload: {e}");
+            }
+        }
     }
 }

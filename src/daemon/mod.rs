@@ -4,6 +4,16 @@
 //! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
 //! loop) and the hook runner runs hooks.
 //!
+//! The daemon is components, each owning its state, each in its module:
+//! the policy in force ([`reload::Loaded`]), the engine's supervisor, the
+//! [`actuator`], the hook runner, the PSI triggers and event-file watches
+//! ([`triggers`]), the groups and what places processes in them
+//! ([`groups`]), the control plane ([`control`]) and the telemetry
+//! ([`telemetry`]: sampler, KPIs, metrics and recorder, throttle, drift).
+//! This file wires them: [`run_async`] and the few methods that need
+//! several of them (evaluate, carry out effects, check the groups, take a
+//! wake-up or a finished write).
+//!
 //! Startup: validate → converge once (journal, hierarchy, baseline,
 //! placement scan) → start watchers → READY=1. Wake-ups: the tick (only
 //! while some condition needs sampling, see [`TickMode`]), kernel PSI
@@ -20,7 +30,7 @@ pub(crate) mod control; // the daemon's side of the control socket
 mod drift; // settings.drift
 mod eventlog; // every event as a structured (journald) record
 pub(crate) mod exec; // exec events, placement, presence
-mod groups;
+mod groups; // the cgroup tree, placement, IRQs, repairs
 mod health; // `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // system.irqs/kthreads on IRQs that appear later
@@ -35,13 +45,13 @@ pub(crate) mod repair; // when to retry recreating a deleted group
 mod resort; // freeze, thaw, kill in
 pub mod sample;
 mod services; // the cgw-services thread: control, metrics, KPI socket, policy watch
-mod startup;
+mod startup; // load, converge once, build the daemon
 mod tasks; // per-process attributes, threads
 mod telemetry; // sampler, KPIs, metrics and recorder, throttle, drift
 mod throttle; // throttle episodes
-mod triggers;
+mod triggers; // PSI triggers and event-file watches
 mod wakeups;
-pub mod watch; // PSI triggers and event-file watches
+pub mod watch;
 use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;

@@ -43,8 +43,6 @@
 //! and `product` may change live.
 
 use super::{notify, watch, Daemon};
-use crate::converge::journal::Entry;
-use crate::converge::{Converger, Step};
 use crate::engine::condition::sampled_needs;
 use crate::engine::rule_state::Phase;
 use crate::engine::supervisor::{policy_baselines, rule_knobs};
@@ -525,7 +523,13 @@ impl Daemon {
             .iter()
             .map(|g| g.name.clone())
             .collect();
-        self.create_groups(&new, &old_groups);
+        self.groups.create(
+            &new,
+            &old_groups,
+            &self.actuator,
+            &self.opts.root,
+            self.opts.dry_run,
+        );
         let old = std::mem::replace(&mut self.loaded.policy, new);
         match &self.groups.irqwatch {
             Some(w) => w.set_policy(&self.loaded.policy),
@@ -581,79 +585,6 @@ impl Daemon {
             .reconfigure(&self.loaded.policy.hooks, &self.opts.root);
         self.say_live_hooks();
         self.carry_out(effects);
-    }
-
-    /// Creates the groups `new` has and `old_groups` lacks: the directories
-    /// (journalled before the mkdir, as a repair does) and the controllers
-    /// their parents must delegate (journalled before the write). Their
-    /// knobs' baselines follow through the knob table.
-    fn create_groups(&mut self, new: &Policy, old_groups: &HashSet<String>) {
-        if new
-            .all_groups()
-            .iter()
-            .all(|g| old_groups.contains(&g.name))
-        {
-            return;
-        }
-        let root = self.opts.root.clone();
-        // What converge would do now, of which only the hierarchy: mkdirs
-        // and `cgroup.subtree_control` writes (parents before children).
-        let plan = Converger::new(root.clone(), new).plan();
-        for step in &plan.steps {
-            let res = match step {
-                Step::Mkdir { path } => {
-                    if self.opts.dry_run {
-                        tracing::info!("would MKDIR {} (dry run)", path.display());
-                        continue;
-                    }
-                    self.actuator
-                        .record(Entry::Mkdir { path: path.clone() })
-                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
-                        .and_then(|()| {
-                            let rel = path
-                                .strip_prefix(&new.settings.cgroup_root)
-                                .ok()
-                                .and_then(|r| r.to_str())
-                                .ok_or_else(|| {
-                                    format!("{} is not below the cgroup root", path.display())
-                                })?;
-                            self.groups
-                                .cg
-                                .mkdir(rel)
-                                .map(|_| ())
-                                .map_err(|e| format!("mkdir {}: {e}", path.display()))
-                        })
-                        .map(|()| tracing::info!("reload: MKDIR {}", path.display()))
-                }
-                Step::Write {
-                    path, value, was, ..
-                } if path.ends_with("cgroup.subtree_control") => {
-                    if self.opts.dry_run {
-                        tracing::info!("would WRITE {} {value} (dry run)", path.display());
-                        continue;
-                    }
-                    let entry = match was {
-                        Some(content) => Entry::File {
-                            path: path.clone(),
-                            content: content.clone(),
-                        },
-                        None => Entry::Absent { path: path.clone() },
-                    };
-                    self.actuator
-                        .record(entry)
-                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
-                        .and_then(|()| {
-                            root.write(path, value)
-                                .map_err(|e| format!("write {}: {e}", path.display()))
-                        })
-                        .map(|()| tracing::info!("reload: WRITE {} {value}", path.display()))
-                }
-                _ => continue,
-            };
-            if let Err(e) = res {
-                tracing::error!("reload: {e}");
-            }
-        }
     }
 }
 
