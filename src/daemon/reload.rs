@@ -713,4 +713,30 @@ mod tests {
         assert!(d.reload(false, None).ok);
         assert_eq!(d.triggers.psi.len(), 2);
     }
+
+    /// A start is a reload from nothing: a daemon reloaded to a policy
+    /// holds the live triggers a daemon started with it holds.
+    #[tokio::test]
+    async fn a_reload_leaves_the_triggers_a_start_with_the_new_policy_makes() {
+        let other = "rules:\n  - name: s2\n    when: b.cpu.some > 200ms/2s or a.memory.some > 100ms/1s\n    then: [set a.memory.high = 2G]\n";
+        let live = |d: &Daemon| {
+            let mut v: Vec<String> = d
+                .triggers
+                .psi
+                .iter()
+                .filter(|t| t.state != TriggerState::Retired)
+                .map(|t| format!("{:?} {:?} {:?}", t.key, t.window, t.state))
+                .collect();
+            v.sort();
+            v
+        };
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        std::fs::write(&path, format!("{BASE}{other}")).unwrap();
+        assert!(d.reload(false, None).ok);
+        let t2 = tempfile::tempdir().unwrap();
+        let (fresh, _) = daemon(t2.path(), &format!("{BASE}{other}"));
+        assert_eq!(live(&fresh).len(), 2, "{:?}", live(&fresh));
+        assert_eq!(live(&d), live(&fresh));
+    }
 }
