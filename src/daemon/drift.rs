@@ -278,6 +278,20 @@ impl Daemon {
         });
     }
 
+    /// The loop's part of `Health()`: the policy on disk, the last reload,
+    /// the table's knobs now (each drift found is published, and so
+    /// counted, once).
+    pub(crate) fn health_pending(&mut self) -> super::health::Pending {
+        let pending = super::health::pending(&self.loaded, &self.opts.policy_path);
+        self.verify_knobs();
+        pending
+    }
+
+    /// The `Health()` answer, once the held drifts are noted too.
+    fn health_reply(&self, p: super::health::Pending) -> crate::control::wire::HealthReply {
+        super::health::reply(&self.loaded, &self.control.health, p)
+    }
+
     /// Answers `Health()` here, the held check in the loop (see the module
     /// docs). A call with a reply channel goes through
     /// [`Self::check_held_then`] instead, off the loop.

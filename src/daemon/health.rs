@@ -19,10 +19,11 @@
 //! `ControlState::publish`), so every source of a failed write or a drift
 //! counts, including ones added later.
 
-use super::Daemon;
+use super::reload::Loaded;
 use crate::control::wire;
 use crate::control::wire::EventKind;
 use std::cell::{Cell, RefCell};
+use std::path::Path;
 use std::time::SystemTime;
 
 /// Failures counted since the policy in force was loaded.
@@ -127,65 +128,61 @@ pub(crate) struct Pending {
     disk_hash: Option<String>,
 }
 
-impl Daemon {
-    /// The loop's part of `Health()`: the policy on disk, the last reload,
-    /// the table's knobs now (each drift found is published, and so
-    /// counted, once).
-    pub(crate) fn health_pending(&mut self) -> Pending {
-        let mut reasons = Vec::new();
-        let disk_hash = match crate::policy::read_bytes(&self.opts.policy_path) {
-            Ok(bytes) => Some(super::reload::hash_hex(&bytes)),
-            Err(e) => {
-                reasons.push(format!(
-                    "the policy file {} cannot be read: {e}",
-                    self.opts.policy_path.display()
-                ));
-                None
-            }
-        };
-        if let Some(d) = &disk_hash {
-            if *d != self.loaded.hash {
-                reasons.push(format!(
-                    "the policy on disk ({}, sha256 {}) is not the one in force (sha256 {}){}",
-                    self.opts.policy_path.display(),
-                    crate::show::short(d),
-                    crate::show::short(&self.loaded.hash),
-                    if self.loaded.last_error.is_some() {
-                        ": it was refused"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        }
-        if let Some(e) = &self.loaded.last_error {
-            let first = e.lines().next().unwrap_or_default();
-            let more = e.lines().count().saturating_sub(1);
+/// The loop's part of `Health()` but the knobs: whether the policy on
+/// disk (`policy_path`) is the one in force, and the last reload.
+pub(crate) fn pending(loaded: &Loaded, policy_path: &Path) -> Pending {
+    let mut reasons = Vec::new();
+    let disk_hash = match crate::policy::read_bytes(policy_path) {
+        Ok(bytes) => Some(super::reload::hash_hex(&bytes)),
+        Err(e) => {
             reasons.push(format!(
-                "the last reload failed: {first}{}",
-                if more > 0 {
-                    format!(" (and {more} more lines: `cgwarden status`)")
+                "the policy file {} cannot be read: {e}",
+                policy_path.display()
+            ));
+            None
+        }
+    };
+    if let Some(d) = &disk_hash {
+        if *d != loaded.hash {
+            reasons.push(format!(
+                "the policy on disk ({}, sha256 {}) is not the one in force (sha256 {}){}",
+                policy_path.display(),
+                crate::show::short(d),
+                crate::show::short(&loaded.hash),
+                if loaded.last_error.is_some() {
+                    ": it was refused"
                 } else {
-                    String::new()
+                    ""
                 }
             ));
         }
-        self.verify_knobs();
-        Pending { reasons, disk_hash }
     }
+    if let Some(e) = &loaded.last_error {
+        let first = e.lines().next().unwrap_or_default();
+        let more = e.lines().count().saturating_sub(1);
+        reasons.push(format!(
+            "the last reload failed: {first}{}",
+            if more > 0 {
+                format!(" (and {more} more lines: `cgwarden status`)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Pending { reasons, disk_hash }
+}
 
-    /// The answer, once the held drifts are noted too.
-    pub(crate) fn health_reply(&self, p: Pending) -> wire::HealthReply {
-        let mut reasons = p.reasons;
-        reasons.extend(self.control.health.reasons());
-        wire::HealthReply {
-            healthy: reasons.is_empty(),
-            reasons,
-            hash: self.loaded.hash.clone(),
-            disk_hash: p.disk_hash,
-            since: crate::show::rfc3339_millis(self.control.health.since.get()),
-            target: self.loaded.policy.binding.target_text(),
-        }
+/// The answer, once the held drifts are noted too.
+pub(crate) fn reply(loaded: &Loaded, tally: &Tally, p: Pending) -> wire::HealthReply {
+    let mut reasons = p.reasons;
+    reasons.extend(tally.reasons());
+    wire::HealthReply {
+        healthy: reasons.is_empty(),
+        reasons,
+        hash: loaded.hash.clone(),
+        disk_hash: p.disk_hash,
+        since: crate::show::rfc3339_millis(tally.since.get()),
+        target: loaded.policy.binding.target_text(),
     }
 }
 
