@@ -392,7 +392,7 @@ mod tests {
     fn an_event_never_starts_its_parts_with_a_blank() {
         let e = wire::Event {
             time: "t".into(),
-            kind: "drift".into(),
+            kind: crate::control::wire::EventKind::Drift.into(),
             knob: Some("k".into()),
             old: Some("1".into()),
             message: Some("cannot be read".into()),

@@ -19,6 +19,7 @@
 
 use super::wire::{self, DaemonError, EventReply};
 use super::{Call, Caller, Request, Response};
+use crate::control::wire::EventKind;
 use futures_util::Stream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
@@ -668,7 +669,7 @@ impl Service {
     fn event_stream(&mut self, more: bool) -> EventStream {
         let first = |message: &str| wire::Event {
             time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-            kind: "subscribed".into(),
+            kind: EventKind::Subscribed.into(),
             message: Some(message.to_string()),
             ..Default::default()
         };
@@ -711,7 +712,7 @@ impl Service {
                     Ok(e) => e,
                     Err(broadcast::error::RecvError::Lagged(n)) => wire::Event {
                         time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-                        kind: "lagged".into(),
+                        kind: EventKind::Lagged.into(),
                         message: Some(format!(
                             "{} dropped: this client reads too slowly",
                             crate::show::count(n, "event")

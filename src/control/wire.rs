@@ -296,6 +296,9 @@ pub struct HealthReply {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
 pub struct Event {
     pub time: String,
+    // An [`EventKind`]'s text; a string, so that a client reads the kinds
+    // a newer daemon adds. (The doc line below is the interface's, in the
+    // IDL file.)
     /// subscribed | rule | write | write_failed | claim_granted | claim_expired |
     /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged |
     /// stopped (the last: the daemon stops)
@@ -311,9 +314,160 @@ pub struct Event {
     pub message: Option<String>,
 }
 
+/// The kinds of event: the one list the stream ([`Event::kind`]), the
+/// daemon's event log and the flight recorder's `events.kind` column share.
+/// The text of each ([`EventKind::as_str`]) is part of the interface:
+/// never change one; a new kind gets a new variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// The stream's first event (the stream only).
+    Subscribed,
+    /// A rule changed phase.
+    Rule,
+    /// A knob was written.
+    Write,
+    /// The kernel refused a write.
+    WriteFailed,
+    /// A boost's claim was granted.
+    ClaimGranted,
+    /// A boost's deadline passed.
+    ClaimExpired,
+    /// A boost was released (by its client, or a reload).
+    ClaimReleased,
+    /// A boost's process or connection went away.
+    ClaimOwnerGone,
+    /// A knob or file no longer holds what the daemon wrote.
+    Drift,
+    /// The policy was reloaded.
+    Reload,
+    /// A reload was refused.
+    ReloadFailed,
+    /// A `kill in` action killed a process.
+    Kill,
+    /// A `kill in` action found nothing it may kill.
+    KillRefused,
+    /// A critical process exited.
+    CriticalExit,
+    /// A cpufreq policy's throttle episode began.
+    Throttle,
+    /// A group was frozen.
+    Freeze,
+    /// A group was thawed.
+    Thaw,
+    /// The kernel refused a freeze.
+    FreezeFailed,
+    /// The kernel refused a thaw.
+    ThawFailed,
+    /// The stream fell behind and events were dropped (the stream only).
+    Lagged,
+    /// The last event a daemon sends before it exits; the `Subscribe`
+    /// stream ends with it.
+    Stopped,
+    /// The recorder's own row: it started a run.
+    Start,
+    /// The recorder's own row: the daemon stopped.
+    Stop,
+    /// The recorder's own row: events or evaluations it could not keep.
+    Lost,
+    /// The recorder's own row: the cpufreq policies at start.
+    Cpufreq,
+}
+
+impl EventKind {
+    /// Every kind.
+    pub const ALL: [EventKind; 25] = [
+        EventKind::Subscribed,
+        EventKind::Rule,
+        EventKind::Write,
+        EventKind::WriteFailed,
+        EventKind::ClaimGranted,
+        EventKind::ClaimExpired,
+        EventKind::ClaimReleased,
+        EventKind::ClaimOwnerGone,
+        EventKind::Drift,
+        EventKind::Reload,
+        EventKind::ReloadFailed,
+        EventKind::Kill,
+        EventKind::KillRefused,
+        EventKind::CriticalExit,
+        EventKind::Throttle,
+        EventKind::Freeze,
+        EventKind::Thaw,
+        EventKind::FreezeFailed,
+        EventKind::ThawFailed,
+        EventKind::Lagged,
+        EventKind::Stopped,
+        EventKind::Start,
+        EventKind::Stop,
+        EventKind::Lost,
+        EventKind::Cpufreq,
+    ];
+
+    /// The kind's text on the wire, in the log and in the recorder.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Subscribed => "subscribed",
+            EventKind::Rule => "rule",
+            EventKind::Write => "write",
+            EventKind::WriteFailed => "write_failed",
+            EventKind::ClaimGranted => "claim_granted",
+            EventKind::ClaimExpired => "claim_expired",
+            EventKind::ClaimReleased => "claim_released",
+            EventKind::ClaimOwnerGone => "claim_owner_gone",
+            EventKind::Drift => "drift",
+            EventKind::Reload => "reload",
+            EventKind::ReloadFailed => "reload_failed",
+            EventKind::Kill => "kill",
+            EventKind::KillRefused => "kill_refused",
+            EventKind::CriticalExit => "critical_exit",
+            EventKind::Throttle => "throttle",
+            EventKind::Freeze => "freeze",
+            EventKind::Thaw => "thaw",
+            EventKind::FreezeFailed => "freeze_failed",
+            EventKind::ThawFailed => "thaw_failed",
+            EventKind::Lagged => "lagged",
+            EventKind::Stopped => "stopped",
+            EventKind::Start => "start",
+            EventKind::Stop => "stop",
+            EventKind::Lost => "lost",
+            EventKind::Cpufreq => "cpufreq",
+        }
+    }
+
+    /// The kind whose text is `s`; `None` for a kind this build does not know.
+    pub fn parse(s: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(k: EventKind) -> String {
+        k.as_str().to_string()
+    }
+}
+
+impl Event {
+    /// This event's kind; `None` for one this build does not know (a newer
+    /// daemon's).
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::parse(&self.kind)
+    }
+
+    /// Whether this event is of kind `k`.
+    pub fn is(&self, k: EventKind) -> bool {
+        self.kind == k.as_str()
+    }
+}
+
 /// The kind of the last event a daemon sends before it exits; the
 /// `Subscribe` stream ends with it.
-pub const STOPPED: &str = "stopped";
+pub const STOPPED: &str = EventKind::Stopped.as_str();
 
 /// `Subscribe()`: one reply per event.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
@@ -366,4 +520,51 @@ pub const SOCKET_NAME: &str = "io.cgwarden";
 /// The socket path of a policy's `state_dir`.
 pub fn socket_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SOCKET_NAME)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts are the interface (clients, the journald fields, the
+    /// recorder's schema): each is pinned here, and each parses back.
+    #[test]
+    fn event_kinds_keep_their_texts_and_parse_back() {
+        let texts: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "subscribed",
+                "rule",
+                "write",
+                "write_failed",
+                "claim_granted",
+                "claim_expired",
+                "claim_released",
+                "claim_owner_gone",
+                "drift",
+                "reload",
+                "reload_failed",
+                "kill",
+                "kill_refused",
+                "critical_exit",
+                "throttle",
+                "freeze",
+                "thaw",
+                "freeze_failed",
+                "thaw_failed",
+                "lagged",
+                "stopped",
+                "start",
+                "stop",
+                "lost",
+                "cpufreq",
+            ]
+        );
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(EventKind::parse("from_a_newer_daemon"), None);
+        assert_eq!(STOPPED, "stopped");
+    }
 }

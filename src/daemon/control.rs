@@ -27,6 +27,7 @@ mod held;
 mod status;
 
 use super::Daemon;
+use crate::control::wire::EventKind;
 use crate::control::{wire, Request, Response};
 use crate::engine::claims::Owner;
 use crate::engine::knobs::Write;
@@ -79,6 +80,10 @@ pub(crate) struct ControlState {
     last_writer: HashMap<Knob, String>,
     /// Tied processes that exited, by boost handle.
     gone_tx: mpsc::UnboundedSender<u64>,
+    /// Their receiving end (taken by the loop).
+    pub(super) gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
+    /// The `cgw-services` thread ([`Self::services`]).
+    services: Option<crate::kernel::runtime::Spawner>,
     /// Loop wake-ups so far (for `status`).
     pub(crate) loop_wakes: u64,
     /// The policy's `control:` grants, names resolved (at start and reload).
@@ -95,8 +100,9 @@ pub(crate) struct ControlState {
 }
 
 impl ControlState {
-    pub(crate) fn new(gone_tx: mpsc::UnboundedSender<u64>) -> Self {
+    pub(crate) fn new() -> Self {
         let (events, _) = broadcast::channel(1024);
+        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         ControlState {
             events,
             connections: None,
@@ -105,6 +111,8 @@ impl ControlState {
             actions: VecDeque::with_capacity(ACTIONS_KEPT),
             last_writer: HashMap::new(),
             gone_tx,
+            gone_rx: Some(gone_rx),
+            services: None,
             loop_wakes: 0,
             grants: Vec::new(),
             health: Default::default(),
@@ -112,6 +120,20 @@ impl ControlState {
             held: Default::default(),
             board: Default::default(),
         }
+    }
+
+    /// The `cgw-services` thread (see [`super::services`]), started by the
+    /// first service that needs it; `None` (logged) when it cannot be
+    /// started: that service is off.
+    pub(crate) fn services(&mut self) -> Option<crate::kernel::runtime::Spawner> {
+        use super::services::SERVICES;
+        if self.services.is_none() {
+            match crate::kernel::runtime::start(SERVICES) {
+                Ok(s) => self.services = Some(s),
+                Err(e) => tracing::error!("cannot start the {SERVICES} thread: {e}"),
+            }
+        }
+        self.services.clone()
     }
 
     /// Marks a `--dry-run` daemon's event records (see [`Self::publish`]).
@@ -150,7 +172,7 @@ impl ControlState {
         self.last_writer.insert(w.knob.clone(), cause);
         self.publish(|| wire::Event {
             time: a.time.clone(),
-            kind: "write".into(),
+            kind: EventKind::Write.into(),
             knob: Some(a.knob.clone()),
             old: a.old.clone(),
             new: Some(a.new.clone()),
@@ -181,7 +203,7 @@ impl ControlState {
         };
         self.publish(|| wire::Event {
             time: crate::show::rfc3339_millis(at),
-            kind: "critical_exit".into(),
+            kind: EventKind::CriticalExit.into(),
             cause: Some(format!("critical {pattern}")),
             message: Some(format!("{comm} (pid {pid}) {how}")),
             ..Default::default()
@@ -191,7 +213,7 @@ impl ControlState {
     pub(crate) fn note_phase(&self, rule: &str, phase: &dyn std::fmt::Display) {
         self.publish(|| wire::Event {
             time: now_text(),
-            kind: "rule".into(),
+            kind: EventKind::Rule.into(),
             rule: Some(rule.to_string()),
             state: Some(phase.to_string()),
             ..Default::default()
@@ -252,17 +274,18 @@ impl Daemon {
         let user = |n: &str| accounts::user(&root, n).ok().flatten().map(|u| u.uid);
         let group = |n: &str| accounts::group(&root, n).ok().flatten();
         let (grants, warnings) =
-            crate::engine::grants::resolve(&self.policy.control, &user, &group);
+            crate::engine::grants::resolve(&self.loaded.policy.control, &user, &group);
         for w in warnings {
             // The warning already says `control: …`.
             tracing::warn!("{w}");
         }
         self.control.grants = grants;
-        self.control.board = crate::kernel::board::read(&root, &self.policy.settings.cgroup_root);
+        self.control.board =
+            crate::kernel::board::read(&root, &self.loaded.policy.settings.cgroup_root);
     }
 
     /// Binds the control socket in state_dir and serves it on the
-    /// `cgw-services` thread ([`Daemon::services`]); the socket's host path, or None (logged) when it cannot be served — the
+    /// `cgw-services` thread ([`ControlState::services`]); the socket's host path, or None (logged) when it cannot be served — the
     /// daemon supervises on without it.
     pub(crate) fn start_control(
         &mut self,
@@ -270,9 +293,12 @@ impl Daemon {
     ) -> Option<std::path::PathBuf> {
         use crate::control::server;
         self.resolve_grants();
-        let state_dir = self.opts.root.host_path(&self.policy.settings.state_dir);
+        let state_dir = self
+            .opts
+            .root
+            .host_path(&self.loaded.policy.settings.state_dir);
         let path = server::socket_path(&state_dir);
-        let group = &self.policy.settings.socket_group;
+        let group = &self.loaded.policy.settings.socket_group;
         let gid = match crate::kernel::accounts::group(&self.opts.root, group) {
             Ok(Some(g)) => g,
             _ => {
@@ -301,7 +327,7 @@ impl Daemon {
                 return None;
             }
         };
-        let services = self.services()?;
+        let services = self.control.services()?;
         match server::start(
             &services,
             listener,
@@ -312,7 +338,7 @@ impl Daemon {
             Ok(h) => {
                 self.control.connections = Some(h.live);
                 tracing::info!(socket = %path.display(), "control socket listening");
-                self.start_kpi_socket(&services, &state_dir, gid); // kpisock.rs
+                super::kpisock::start(&self.telemetry.kpi, &services, &state_dir, gid);
                 Some(path)
             }
             Err(e) => {
@@ -357,7 +383,8 @@ impl Daemon {
             Response::Extend(_) | Response::Released(_) => before,
             _ => Vec::new(),
         };
-        self.answer_when_landed(tx, answer, &knobs);
+        self.control
+            .answer_when_landed(&self.actuator, tx, answer, &knobs);
     }
 
     /// Answers one control request.
@@ -381,7 +408,7 @@ impl Daemon {
                 tied_to_connection,
             } => {
                 let r = self.on_boost(caller, knobs, duration, reason, pid, tied_to_connection);
-                if let Some(b) = self.observe_book() {
+                if let Some(b) = self.telemetry.observe_book() {
                     b.boost(if matches!(r, Response::Boost(_)) {
                         "granted"
                     } else {
@@ -400,7 +427,7 @@ impl Daemon {
                 name,
                 unit,
                 samples,
-            } => self.on_record_kpi(&name, unit.as_deref(), &samples), // kpisock.rs
+            } => super::kpisock::record(&self.telemetry.kpi, &name, unit.as_deref(), &samples),
             Request::ConnClosed { conn } => {
                 let tied: Vec<u64> = self
                     .control
@@ -410,7 +437,11 @@ impl Daemon {
                     .map(|(h, _)| *h)
                     .collect();
                 for h in tied {
-                    self.end_boost(h, "claim_owner_gone", "its client's connection closed");
+                    self.end_boost(
+                        h,
+                        EventKind::ClaimOwnerGone,
+                        "its client's connection closed",
+                    );
                 }
                 return None;
             }
@@ -424,9 +455,9 @@ impl Daemon {
         dry_run: bool,
         candidate: Option<(String, String)>,
     ) -> wire::ReloadReply {
-        let before = self.policy_hash.clone();
+        let before = self.loaded.hash.clone();
         let r = self.reload(dry_run, candidate);
-        if r.ok && !dry_run && self.policy_hash != before {
+        if r.ok && !dry_run && self.loaded.hash != before {
             self.control.health.restart();
         }
         if r.ok && !dry_run {
@@ -449,15 +480,24 @@ impl Daemon {
             })
             .collect();
         for h in gone {
-            self.end_boost(h, "claim_released", "its knobs left the policy at a reload");
+            self.end_boost(
+                h,
+                EventKind::ClaimReleased,
+                "its knobs left the policy at a reload",
+            );
         }
         if !dry_run {
-            if let Some(b) = self.observe_book() {
+            if let Some(b) = self.telemetry.observe_book() {
                 b.reload(r.ok);
             }
             self.control.publish(|| wire::Event {
                 time: now_text(),
-                kind: if r.ok { "reload" } else { "reload_failed" }.into(),
+                kind: if r.ok {
+                    EventKind::Reload
+                } else {
+                    EventKind::ReloadFailed
+                }
+                .into(),
                 message: Some(match &r.error {
                     Some(e) => e.clone(),
                     None => crate::show::count(r.changes, "change"),
@@ -471,18 +511,20 @@ impl Daemon {
             changes: i64::try_from(r.changes).unwrap_or(i64::MAX),
             diff: r.diff,
             hash: r.hash,
-            in_force: self.policy_hash.clone(),
+            in_force: self.loaded.hash.clone(),
         }
     }
+}
 
+impl ControlState {
     /// A writer lane finished a write: a refusal becomes a `write_failed`
-    /// event, then the actuator logs and counts it.
-    pub(crate) fn write_done(&mut self, done: super::lanes::Done) {
+    /// event; the replies it completes go out.
+    pub(crate) fn write_landed(&mut self, done: &super::lanes::Done) {
         if let Err(msg) = &done.result {
             let j = &done.job;
-            self.control.publish(|| wire::Event {
+            self.publish(|| wire::Event {
                 time: now_text(),
-                kind: "write_failed".into(),
+                kind: EventKind::WriteFailed.into(),
                 knob: Some(j.label.clone()),
                 // The raw text written (j.new is the log's raw + human).
                 new: Some(j.text.clone()),
@@ -491,10 +533,6 @@ impl Daemon {
                 ..Default::default()
             });
         }
-        if let Some(b) = self.observe_book() {
-            b.write_done(&done.job.label, done.result.is_ok());
-        }
-        self.reply_landed(&done);
-        self.actuator.finished(done);
+        self.reply_landed(done);
     }
 }

@@ -29,6 +29,7 @@
 //! that rewrites the same value.
 
 use super::Daemon;
+use crate::control::wire::EventKind;
 use crate::converge::held::held_label;
 use crate::converge::{Converger, Step};
 use crate::engine::knobs::{Cause, Write};
@@ -188,7 +189,7 @@ impl Daemon {
 
     /// Starts a check unless one is running.
     pub(crate) fn start_drift_check(&mut self, tx: &mpsc::UnboundedSender<DriftReport>) {
-        if self.drift.busy {
+        if self.telemetry.drift.busy {
             return;
         }
         let t = self.supervisor.table();
@@ -205,8 +206,9 @@ impl Daemon {
             .collect();
         let knob_paths = self.knob_paths();
         let root = self.opts.root.clone();
-        let policy = self.policy.clone();
+        let policy = self.loaded.policy.clone();
         let restore = self
+            .loaded
             .policy
             .settings
             .drift
@@ -218,7 +220,7 @@ impl Daemon {
             None
         };
         let tx = tx.clone();
-        self.drift.busy = true;
+        self.telemetry.drift.busy = true;
         tokio::task::spawn_blocking(move || {
             let t0 = Instant::now();
             let checked = checks.iter().map(|(k, ..)| k.to_string()).collect();
@@ -256,13 +258,13 @@ impl Daemon {
     /// Without a report channel (no loop), it runs here.
     pub(crate) fn check_held_then(&mut self, answer: Answer) {
         let knob_paths = self.knob_paths();
-        let Some(tx) = self.drift.tx.clone() else {
-            let held = held_drifts(&self.opts.root, &self.policy, &knob_paths, None);
+        let Some(tx) = self.telemetry.drift.tx.clone() else {
+            let held = held_drifts(&self.opts.root, &self.loaded.policy, &knob_paths, None);
             self.answer_held(held, answer);
             return;
         };
         let root = self.opts.root.clone();
-        let policy = self.policy.clone();
+        let policy = self.loaded.policy.clone();
         tokio::task::spawn_blocking(move || {
             let t0 = Instant::now();
             let held = held_drifts(&root, &policy, &knob_paths, None);
@@ -276,12 +278,31 @@ impl Daemon {
         });
     }
 
+    /// The loop's part of `Health()`: the policy on disk, the last reload,
+    /// the table's knobs now (each drift found is published, and so
+    /// counted, once).
+    pub(crate) fn health_pending(&mut self) -> super::health::Pending {
+        let pending = super::health::pending(&self.loaded, &self.opts.policy_path);
+        self.verify_knobs();
+        pending
+    }
+
+    /// The `Health()` answer, once the held drifts are noted too.
+    fn health_reply(&self, p: super::health::Pending) -> crate::control::wire::HealthReply {
+        super::health::reply(&self.loaded, &self.control.health, p)
+    }
+
     /// Answers `Health()` here, the held check in the loop (see the module
     /// docs). A call with a reply channel goes through
     /// [`Self::check_held_then`] instead, off the loop.
     pub(crate) fn health(&mut self) -> crate::control::wire::HealthReply {
         let pending = self.health_pending();
-        let held = held_drifts(&self.opts.root, &self.policy, &self.knob_paths(), None);
+        let held = held_drifts(
+            &self.opts.root,
+            &self.loaded.policy,
+            &self.knob_paths(),
+            None,
+        );
         self.note_held(&held, false);
         self.health_reply(pending)
     }
@@ -311,7 +332,7 @@ impl Daemon {
             self.answer_held(r.held, answer);
             return;
         }
-        self.drift.busy = false;
+        self.telemetry.drift.busy = false;
         tracing::debug!(
             knobs = r.checked.len(),
             held = r.held.len(),
@@ -319,6 +340,7 @@ impl Daemon {
             "drift check"
         );
         let restore = self
+            .loaded
             .policy
             .settings
             .drift
@@ -326,7 +348,7 @@ impl Daemon {
             .is_some_and(|d| d.restore);
         let drifted: BTreeSet<String> = r.drifted.iter().map(|d| d.knob.to_string()).collect();
         for k in r.checked.iter().filter(|k| !drifted.contains(*k)) {
-            self.drift.ended(k);
+            self.telemetry.drift.ended(k);
         }
         for d in r.drifted {
             // The engine may have moved on since the check started.
@@ -345,7 +367,7 @@ impl Daemon {
                 .unwrap_or_else(|| "nothing readable".into());
             let want = d.knob.render(&d.want);
             let key = d.knob.to_string();
-            if self.drift.begins(&key) {
+            if self.telemetry.drift.begins(&key) {
                 tracing::warn!(knob = %d.knob, path = %d.path.display(), expected = %want, actual = %actual, restore, "drift: written behind cgwarden's back");
                 self.publish_drift(&key, &want, Some(&actual), Some(&d.path));
             }
@@ -370,6 +392,7 @@ impl Daemon {
     pub(crate) fn note_held(&mut self, held: &[HeldDrift], restored: bool) {
         let now: BTreeSet<&str> = held.iter().map(|h| h.label.as_str()).collect();
         let gone: Vec<String> = self
+            .telemetry
             .drift
             .open
             .iter()
@@ -377,10 +400,10 @@ impl Daemon {
             .cloned()
             .collect();
         for k in gone {
-            self.drift.ended(&k);
+            self.telemetry.drift.ended(&k);
         }
         for h in held {
-            if !self.drift.begins(&h.label) {
+            if !self.telemetry.drift.begins(&h.label) {
                 continue;
             }
             let actual = h.actual.as_deref().unwrap_or("nothing readable");
@@ -414,14 +437,14 @@ impl Daemon {
         };
         self.control.publish(|| crate::control::wire::Event {
             time: crate::show::rfc3339_millis(std::time::SystemTime::now()),
-            kind: "drift".into(),
+            kind: EventKind::Drift.into(),
             knob: Some(key.to_string()),
             old: Some(want.to_string()),
             new: actual.map(str::to_string),
             message: Some(message),
             ..Default::default()
         });
-        self.observed_changed();
+        self.telemetry.observed_changed();
     }
 }
 

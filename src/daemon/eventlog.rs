@@ -27,6 +27,7 @@
 //! change one; a new kind gets a new id.
 
 use crate::control::wire::Event;
+use crate::control::wire::EventKind;
 
 /// The journald MESSAGE_ID of each event kind (32 hex digits, as
 /// `journalctl --new-id128` makes them). Kinds without their own id (a
@@ -61,10 +62,11 @@ pub(crate) fn message_id(kind: &str) -> &'static str {
 }
 
 /// Whether the kind is a failure (logged as a warning).
-fn is_failure(kind: &str) -> bool {
+fn is_failure(kind: Option<EventKind>) -> bool {
+    use EventKind as K;
     matches!(
         kind,
-        "write_failed" | "reload_failed" | "drift" | "kill" | "critical_exit"
+        Some(K::WriteFailed | K::ReloadFailed | K::Drift | K::Kill | K::CriticalExit)
     )
 }
 
@@ -79,9 +81,10 @@ pub(crate) fn message(e: &Event) -> String {
     fn s(v: &Option<String>) -> &str {
         v.as_deref().unwrap_or_default()
     }
-    match e.kind.as_str() {
-        "rule" => ["rule ", s(&e.rule), " ", s(&e.state)].concat(),
-        "write" => {
+    use EventKind as K;
+    match e.kind() {
+        Some(K::Rule) => ["rule ", s(&e.rule), " ", s(&e.state)].concat(),
+        Some(K::Write) => {
             let mut m = ["set ", s(&e.knob), " = ", s(&e.new)].concat();
             if let Some(v) = e.old.as_deref() {
                 m.extend([" (was ", v, ")"]);
@@ -89,30 +92,30 @@ pub(crate) fn message(e: &Event) -> String {
             m.extend([" by ", s(&e.cause)]);
             m
         }
-        "write_failed" => format!(
+        Some(K::WriteFailed) => format!(
             "write of {} = {} by {} failed{}",
             o(&e.knob),
             o(&e.new),
             o(&e.cause),
             extra(&e.message)
         ),
-        "drift" => format!("drift on {}{}", o(&e.knob), extra(&e.message)),
-        "claim_granted" => format!(
+        Some(K::Drift) => format!("drift on {}{}", o(&e.knob), extra(&e.message)),
+        Some(K::ClaimGranted) => format!(
             "boost {} holds {} = {}",
             e.handle.unwrap_or_default(),
             o(&e.knob),
             o(&e.new)
         ),
-        k if k.starts_with("claim_") => format!(
+        Some(k @ (K::ClaimExpired | K::ClaimReleased | K::ClaimOwnerGone)) => format!(
             "boost {} ended ({}){}",
             e.handle.unwrap_or_default(),
-            &k["claim_".len()..],
+            &k.as_str()["claim_".len()..],
             extra(&e.message)
         ),
-        "reload" => format!("policy reloaded{}", extra(&e.message)),
-        "reload_failed" => format!("policy reload refused{}", extra(&e.message)),
-        k => {
-            let mut parts = vec![k.to_string()];
+        Some(K::Reload) => format!("policy reloaded{}", extra(&e.message)),
+        Some(K::ReloadFailed) => format!("policy reload refused{}", extra(&e.message)),
+        _ => {
+            let mut parts = vec![e.kind.clone()];
             for v in [&e.rule, &e.knob, &e.message].into_iter().flatten() {
                 parts.push(v.clone());
             }
@@ -125,7 +128,7 @@ pub(crate) fn message(e: &Event) -> String {
 /// `--dry-run` the text starts with `(dry run)` and `CGWARDEN_DRY_RUN=true`
 /// says that nothing was written.
 pub(crate) fn log(e: &Event, dry_run: bool) {
-    if e.kind == "subscribed" || e.kind == "lagged" {
+    if e.is(EventKind::Subscribed) || e.is(EventKind::Lagged) {
         return;
     }
     let id = message_id(&e.kind);
@@ -139,7 +142,7 @@ pub(crate) fn log(e: &Event, dry_run: bool) {
     let (old, new, cause) = (e.old.as_deref(), e.new.as_deref(), e.cause.as_deref());
     let handle = e.handle;
     let kind = e.kind.as_str();
-    if is_failure(kind) {
+    if is_failure(e.kind()) {
         tracing::warn!(
             target: "cgwarden::event",
             message_id = id,
@@ -210,7 +213,7 @@ mod tests {
     #[test]
     fn messages_read_as_sentences() {
         let e = Event {
-            kind: "write".into(),
+            kind: EventKind::Write.into(),
             knob: Some("app.memory.high".into()),
             old: Some("64M".into()),
             new: Some("96M".into()),
@@ -222,21 +225,21 @@ mod tests {
             "set app.memory.high = 96M (was 64M) by rule app-stall"
         );
         let r = Event {
-            kind: "rule".into(),
+            kind: EventKind::Rule.into(),
             rule: Some("oom-seen".into()),
             state: Some("active".into()),
             ..Default::default()
         };
         assert_eq!(message(&r), "rule oom-seen active");
         let c = Event {
-            kind: "claim_expired".into(),
+            kind: EventKind::ClaimExpired.into(),
             handle: Some(3),
             message: Some("its deadline passed".into()),
             ..Default::default()
         };
         assert_eq!(message(&c), "boost 3 ended (expired): its deadline passed");
         let k = Event {
-            kind: "kill".into(),
+            kind: EventKind::Kill.into(),
             message: Some("pid 42 in batch".into()),
             ..Default::default()
         };

@@ -19,9 +19,11 @@
 //! `ControlState::publish`), so every source of a failed write or a drift
 //! counts, including ones added later.
 
-use super::Daemon;
+use super::reload::Loaded;
 use crate::control::wire;
+use crate::control::wire::EventKind;
 use std::cell::{Cell, RefCell};
+use std::path::Path;
 use std::time::SystemTime;
 
 /// Failures counted since the policy in force was loaded.
@@ -64,12 +66,12 @@ fn what(e: &wire::Event) -> String {
 impl Tally {
     /// Counts a failure event.
     pub(crate) fn note(&self, e: &wire::Event) {
-        match e.kind.as_str() {
-            "write_failed" => {
+        match e.kind() {
+            Some(EventKind::WriteFailed) => {
                 self.writes_failed.set(self.writes_failed.get() + 1);
                 *self.last_write_failure.borrow_mut() = Some(what(e));
             }
-            "drift" => {
+            Some(EventKind::Drift) => {
                 self.drifts.set(self.drifts.get() + 1);
                 *self.last_drift.borrow_mut() = Some(format!(
                     "{}: expected {}{}",
@@ -126,65 +128,61 @@ pub(crate) struct Pending {
     disk_hash: Option<String>,
 }
 
-impl Daemon {
-    /// The loop's part of `Health()`: the policy on disk, the last reload,
-    /// the table's knobs now (each drift found is published, and so
-    /// counted, once).
-    pub(crate) fn health_pending(&mut self) -> Pending {
-        let mut reasons = Vec::new();
-        let disk_hash = match crate::policy::read_bytes(&self.opts.policy_path) {
-            Ok(bytes) => Some(super::reload::hash_hex(&bytes)),
-            Err(e) => {
-                reasons.push(format!(
-                    "the policy file {} cannot be read: {e}",
-                    self.opts.policy_path.display()
-                ));
-                None
-            }
-        };
-        if let Some(d) = &disk_hash {
-            if *d != self.policy_hash {
-                reasons.push(format!(
-                    "the policy on disk ({}, sha256 {}) is not the one in force (sha256 {}){}",
-                    self.opts.policy_path.display(),
-                    crate::show::short(d),
-                    crate::show::short(&self.policy_hash),
-                    if self.last_reload_error.is_some() {
-                        ": it was refused"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        }
-        if let Some(e) = &self.last_reload_error {
-            let first = e.lines().next().unwrap_or_default();
-            let more = e.lines().count().saturating_sub(1);
+/// The loop's part of `Health()` but the knobs: whether the policy on
+/// disk (`policy_path`) is the one in force, and the last reload.
+pub(crate) fn pending(loaded: &Loaded, policy_path: &Path) -> Pending {
+    let mut reasons = Vec::new();
+    let disk_hash = match crate::policy::read_bytes(policy_path) {
+        Ok(bytes) => Some(super::reload::hash_hex(&bytes)),
+        Err(e) => {
             reasons.push(format!(
-                "the last reload failed: {first}{}",
-                if more > 0 {
-                    format!(" (and {more} more lines: `cgwarden status`)")
+                "the policy file {} cannot be read: {e}",
+                policy_path.display()
+            ));
+            None
+        }
+    };
+    if let Some(d) = &disk_hash {
+        if *d != loaded.hash {
+            reasons.push(format!(
+                "the policy on disk ({}, sha256 {}) is not the one in force (sha256 {}){}",
+                policy_path.display(),
+                crate::show::short(d),
+                crate::show::short(&loaded.hash),
+                if loaded.last_error.is_some() {
+                    ": it was refused"
                 } else {
-                    String::new()
+                    ""
                 }
             ));
         }
-        self.verify_knobs();
-        Pending { reasons, disk_hash }
     }
+    if let Some(e) = &loaded.last_error {
+        let first = e.lines().next().unwrap_or_default();
+        let more = e.lines().count().saturating_sub(1);
+        reasons.push(format!(
+            "the last reload failed: {first}{}",
+            if more > 0 {
+                format!(" (and {more} more lines: `cgwarden status`)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Pending { reasons, disk_hash }
+}
 
-    /// The answer, once the held drifts are noted too.
-    pub(crate) fn health_reply(&self, p: Pending) -> wire::HealthReply {
-        let mut reasons = p.reasons;
-        reasons.extend(self.control.health.reasons());
-        wire::HealthReply {
-            healthy: reasons.is_empty(),
-            reasons,
-            hash: self.policy_hash.clone(),
-            disk_hash: p.disk_hash,
-            since: crate::show::rfc3339_millis(self.control.health.since.get()),
-            target: self.policy.binding.target_text(),
-        }
+/// The answer, once the held drifts are noted too.
+pub(crate) fn reply(loaded: &Loaded, tally: &Tally, p: Pending) -> wire::HealthReply {
+    let mut reasons = p.reasons;
+    reasons.extend(tally.reasons());
+    wire::HealthReply {
+        healthy: reasons.is_empty(),
+        reasons,
+        hash: loaded.hash.clone(),
+        disk_hash: p.disk_hash,
+        since: crate::show::rfc3339_millis(tally.since.get()),
+        target: loaded.policy.binding.target_text(),
     }
 }
 
@@ -197,12 +195,12 @@ mod tests {
         let t = Tally::default();
         assert!(t.reasons().is_empty());
         t.note(&wire::Event {
-            kind: "write".into(),
+            kind: EventKind::Write.into(),
             ..Default::default()
         });
         assert!(t.reasons().is_empty());
         t.note(&wire::Event {
-            kind: "write_failed".into(),
+            kind: EventKind::WriteFailed.into(),
             knob: Some("app.memory.max".into()),
             new: Some("1G".into()),
             cause: Some("baseline".into()),
@@ -210,7 +208,7 @@ mod tests {
             ..Default::default()
         });
         t.note(&wire::Event {
-            kind: "drift".into(),
+            kind: EventKind::Drift.into(),
             knob: Some("vm.swappiness".into()),
             old: Some("33".into()),
             message: Some("/proc/sys/vm/swappiness holds 60 instead".into()),

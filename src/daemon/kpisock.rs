@@ -21,7 +21,6 @@
 //!   a bounded store, exactly what anyone who may write to `kpi.sock` can
 //!   do. The socket's mode and group are the authorization.
 
-use super::Daemon;
 use crate::control::{wire, Response};
 use crate::kernel::runtime::Spawner;
 use crate::observe::kpi::{parse, Refusal, Store, Unit};
@@ -36,83 +35,56 @@ pub(crate) const KPI_SOCKET: &str = "kpi.sock";
 /// kernel and the datagram's last line counted as malformed).
 const DATAGRAM: usize = 64 * 1024;
 
-impl Daemon {
-    /// Binds `state_dir/kpi.sock` and serves it as a task of `services`;
-    /// logs (never fails the daemon) when it cannot.
-    pub(crate) fn start_kpi_socket(&mut self, services: &Spawner, state_dir: &Path, gid: u32) {
-        let path = state_dir.join(KPI_SOCKET);
-        match bind(&path, gid).and_then(|s| s.set_nonblocking(true).map(|()| s)) {
-            Ok(sock) => {
-                let store = self.kpi.clone();
-                match services.spawn(move || async move {
-                    match tokio::net::UnixDatagram::from_std(sock) {
-                        Ok(sock) => serve(&sock, &store).await,
-                        Err(e) => tracing::error!("KPI socket: {e}"),
-                    }
-                }) {
-                    Ok(()) => tracing::info!(socket = %path.display(), "KPI socket listening"),
+/// Binds `state_dir/kpi.sock` and serves it as a task of `services`;
+/// logs (never fails the daemon) when it cannot.
+pub(crate) fn start(store: &Arc<Store>, services: &Spawner, state_dir: &Path, gid: u32) {
+    let path = state_dir.join(KPI_SOCKET);
+    match bind(&path, gid).and_then(|s| s.set_nonblocking(true).map(|()| s)) {
+        Ok(sock) => {
+            let store = store.clone();
+            match services.spawn(move || async move {
+                match tokio::net::UnixDatagram::from_std(sock) {
+                    Ok(sock) => serve(&sock, &store).await,
                     Err(e) => tracing::error!("KPI socket: {e}"),
                 }
+            }) {
+                Ok(()) => tracing::info!(socket = %path.display(), "KPI socket listening"),
+                Err(e) => tracing::error!("KPI socket: {e}"),
             }
-            Err(e) => tracing::error!(socket = %path.display(), "KPI socket unavailable: {e}"),
         }
+        Err(e) => tracing::error!(socket = %path.display(), "KPI socket unavailable: {e}"),
     }
+}
 
-    /// `RecordKpi`.
-    pub(crate) fn on_record_kpi(
-        &mut self,
-        name: &str,
-        unit: Option<&str>,
-        samples: &[(f64, u64)],
-    ) -> Response {
-        let unit = match unit.map(Unit::from_name) {
-            None => Unit::None,
-            Some(Some(u)) => u,
-            Some(None) => {
-                self.kpi.refuse(Refusal::Unit);
-                return Response::Error(wire::DaemonError::InvalidRequest {
-                    message: format!(
-                        "unit `{}` is not a KPI unit: `seconds` or `none`",
-                        unit.unwrap_or_default()
-                    ),
-                });
-            }
-        };
-        match self.kpi.record(name, unit, samples, Instant::now()) {
-            Ok(n) => Response::RecordKpi(wire::RecordKpiReply {
-                recorded: i64::try_from(n).unwrap_or(i64::MAX),
-            }),
-            Err((r, message)) => Response::Error(if r == Refusal::Names {
-                wire::DaemonError::Refused { message }
-            } else {
-                wire::DaemonError::InvalidRequest { message }
-            }),
+/// `RecordKpi`.
+pub(crate) fn record(
+    store: &Store,
+    name: &str,
+    unit: Option<&str>,
+    samples: &[(f64, u64)],
+) -> Response {
+    let unit = match unit.map(Unit::from_name) {
+        None => Unit::None,
+        Some(Some(u)) => u,
+        Some(None) => {
+            store.refuse(Refusal::Unit);
+            return Response::Error(wire::DaemonError::InvalidRequest {
+                message: format!(
+                    "unit `{}` is not a KPI unit: `seconds` or `none`",
+                    unit.unwrap_or_default()
+                ),
+            });
         }
-    }
-
-    /// The KPI statistics the rules read, now.
-    pub(crate) fn kpi_values(
-        &self,
-    ) -> std::collections::HashMap<(String, crate::policy::expr::kpi::Stat, Duration), f64> {
-        // No clock read at every evaluation when no condition reads a KPI.
-        if self.sampler.needs().kpi.is_empty() {
-            return Default::default();
-        }
-        let now = Instant::now();
-        self.sampler
-            .needs()
-            .kpi
-            .iter()
-            .filter_map(|(name, stat, w)| {
-                let s = self.kpi.window(name, *w, now)?;
-                Some(((name.clone(), *stat, *w), s.stat(*stat)))
-            })
-            .collect()
-    }
-
-    /// The KPI store (rules, metrics, recorder).
-    pub(crate) fn kpi_store(&self) -> Arc<Store> {
-        self.kpi.clone()
+    };
+    match store.record(name, unit, samples, Instant::now()) {
+        Ok(n) => Response::RecordKpi(wire::RecordKpiReply {
+            recorded: i64::try_from(n).unwrap_or(i64::MAX),
+        }),
+        Err((r, message)) => Response::Error(if r == Refusal::Names {
+            wire::DaemonError::Refused { message }
+        } else {
+            wire::DaemonError::InvalidRequest { message }
+        }),
     }
 }
 

@@ -4,6 +4,16 @@
 //! ([`lanes`]: threads, so a write the kernel blocks in never stalls the
 //! loop) and the hook runner runs hooks.
 //!
+//! The daemon is components, each owning its state, each in its module:
+//! the policy in force ([`reload::Loaded`]), the engine's supervisor, the
+//! [`actuator`], the hook runner, the PSI triggers and event-file watches
+//! ([`triggers`]), the groups and what places processes in them
+//! ([`groups`]), the control plane ([`control`]) and the telemetry
+//! ([`telemetry`]: sampler, KPIs, metrics and recorder, throttle, drift).
+//! This file wires them: [`run_async`] and the few methods that need
+//! several of them (evaluate, carry out effects, check the groups, take a
+//! wake-up or a finished write).
+//!
 //! Startup: validate → converge once (journal, hierarchy, baseline,
 //! placement scan) → start watchers → READY=1. Wake-ups: the tick (only
 //! while some condition needs sampling, see [`TickMode`]), kernel PSI
@@ -18,10 +28,9 @@
 pub mod actuator;
 pub(crate) mod control; // the daemon's side of the control socket
 mod drift; // settings.drift
-mod effects;
 mod eventlog; // every event as a structured (journald) record
 pub(crate) mod exec; // exec events, placement, presence
-mod groups;
+mod groups; // the cgroup tree, placement, IRQs, repairs
 mod health; // `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // system.irqs/kthreads on IRQs that appear later
@@ -36,32 +45,30 @@ pub(crate) mod repair; // when to retry recreating a deleted group
 mod resort; // freeze, thaw, kill in
 pub mod sample;
 mod services; // the cgw-services thread: control, metrics, KPI socket, policy watch
-mod startup;
+mod startup; // load, converge once, build the daemon
 mod tasks; // per-process attributes, threads
+mod telemetry; // sampler, KPIs, metrics and recorder, throttle, drift
 mod throttle; // throttle episodes
-use startup::startup_placements;
+mod triggers; // PSI triggers and event-file watches
 mod wakeups;
 pub mod watch;
-mod watchers;
 use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;
 use crate::converge::Converger;
 use crate::engine::condition::sampled_needs;
-use crate::engine::stall::StallKey;
-use crate::engine::supervisor::{rule_knobs, Supervisor};
+use crate::engine::supervisor::{rule_knobs, Effect, Supervisor};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::Root;
 use crate::policy::model::Policy;
 use actuator::Actuator;
-use hooks::{HookLimits, HookRunner};
-use repair::RepairSchedule;
+use hooks::{HookContext, HookLimits, HookRunner};
 use sample::{Sampler, View};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
-use watch::{FileWatcher, Wake};
+use watch::Wake;
 
 /// How the daemon was started.
 #[derive(Debug, Clone)]
@@ -111,159 +118,39 @@ pub fn run(opts: Options) -> u8 {
     })
 }
 
+/// The daemon: components, each owning its state, wired by the event loop
+/// ([`run_async`]).
 struct Daemon {
     opts: Options,
-    policy: Policy,
+    /// The engine's clock starts here.
     start: Instant,
+    /// The policy in force, its hash, when it was loaded, why the last
+    /// reload was refused ([`reload`]).
+    loaded: reload::Loaded,
     supervisor: Supervisor,
-    sampler: Sampler,
+    /// Hands writes to the writer lanes; journals originals.
     actuator: Actuator,
     hooks: HookRunner,
-    cg: CgroupFs,
-    /// Kernel PSI triggers, indexed by the id their wake-ups carry.
-    triggers: Vec<TriggerSpec>,
-    /// Retry schedule of groups a repair could not recreate.
-    repairs: RepairSchedule,
-    watcher: Option<FileWatcher>,
-    /// For re-arming PSI triggers after a repair.
-    tx: Option<mpsc::Sender<Wake>>,
-    /// Exec-event placement and `running()` presence.
-    exec: Option<exec::ExecWatch>,
-    /// Some group may have been deleted: check them at the next evaluation
-    /// (set at start, when a watched event file went away, when a watcher
-    /// failed; always without inotify).
-    groups_dirty: bool,
-    /// Some group's `cgroup.events` (how a deletion is seen), or a
-    /// `memory.events` a condition reads, is not watched (absent at start,
-    /// or gone): the tick reads and checks the groups meanwhile.
-    events_unwatched: bool,
-    /// Boosts, recent actions, the event bus.
+    /// PSI triggers and the event-file watches ([`triggers`]).
+    triggers: triggers::Triggers,
+    /// The cgroup tree, placement, repairs ([`groups`]).
+    groups: groups::Groups,
+    /// Boosts, recent actions, the event bus, the services thread.
     control: control::ControlState,
-    /// Tied boost processes that exited (taken by the loop).
-    gone_rx: Option<mpsc::UnboundedReceiver<u64>>,
-    /// sha256 (hex) of the policy file in force.
-    policy_hash: String,
-    /// When the policy in force was loaded (startup or last reload).
-    loaded_at: SystemTime,
-    /// Why the last reload was refused; cleared by a successful one.
-    last_reload_error: Option<String>,
-    /// Metrics and recorder, when the policy asks for them.
-    observe: Option<observed::Observe>,
-    /// The KPIs applications report (kpisock.rs).
-    kpi: std::sync::Arc<crate::observe::kpi::Store>,
-    /// The IRQ watcher (`system.irqs`/`system.kthreads`).
-    irqwatch: Option<irqwatch::IrqWatch>,
-    /// The `cgw-services` thread ([`Daemon::services`]).
-    services: Option<crate::kernel::runtime::Spawner>,
-    /// Throttle episodes per cpufreq policy.
-    throttle: throttle::ThrottleTracker,
-    /// The drift guard's and `verify`'s drifts.
-    drift: drift::DriftState,
-    /// Each tracked cpufreq policy's limit (kHz) and throttled().
-    cpufreq_limits: std::collections::BTreeMap<String, (u64, bool)>,
+    /// The sampler, KPIs, metrics and recorder, throttle, drift
+    /// ([`telemetry`]).
+    telemetry: telemetry::Telemetry,
 }
 
 async fn run_async(opts: Options) -> u8 {
-    let board =
-        |p: &crate::policy::Policy| crate::kernel::board::read(&opts.root, &p.settings.cgroup_root);
-    let policy = match crate::policy::load_on(&opts.policy_path, board) {
-        Ok(p) => p,
-        Err(d) => {
-            eprint!("{d}");
-            return EXIT_INVALID;
-        }
+    let startup::Prepared {
+        policy,
+        journal,
+        placed: startup_placed,
+    } = match startup::prepare(&opts) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    // The target in force and what cluster names became on this board.
-    for line in policy.binding.lines() {
-        tracing::info!("{line}");
-    }
-    if let Some(w) = policy.binding.warning() {
-        tracing::warn!("{w}");
-    }
-    // settings.daemon: mlockall and CPUs for the
-    // process, then this thread — the event loop, which also serves PSI
-    // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
-    priority::apply_process(&opts.root, &policy.settings.daemon);
-    priority::enter_reacting("event loop");
-    // Converge once, as `apply` does.
-    let conv = Converger::new(opts.root.clone(), &policy);
-    let plan = conv.plan();
-    for m in &plan.missing {
-        tracing::warn!("missing: {m}");
-    }
-    for w in &plan.warnings {
-        tracing::warn!("{w}");
-    }
-    // Boot-time prerequisites (`cgwarden doctor`): reported, never fatal
-    // here — a running system is better supervised than not.
-    match crate::doctor::diagnose(&opts.root, &policy) {
-        Ok(found) => {
-            // A note is something to look at, not a warning (a fake board
-            // has no kernel config or /proc/cmdline: notes only).
-            for f in found {
-                if f.missing {
-                    tracing::warn!("doctor: {f}");
-                } else {
-                    tracing::info!("doctor: {f}");
-                }
-            }
-        }
-        Err(e) => tracing::info!("doctor: boot prerequisites not checked: {e}"),
-    }
-    if conv.refuse_missing(&plan) {
-        tracing::error!(
-            "on_missing: fail: the system lacks what the policy needs; nothing was written"
-        );
-        return EXIT_MISSING;
-    }
-    // Processes the startup converge placed, per group: counted with the
-    // exec-driven ones in the metric and the exit line.
-    let mut startup_placed: Vec<(String, u64)> = Vec::new();
-    if opts.dry_run {
-        for step in &plan.steps {
-            tracing::info!("would {step} (dry run)");
-        }
-    } else {
-        match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
-            Ok(done) => {
-                startup_placed = startup_placements(&plan, &policy.settings.cgroup_root, &done);
-                for m in &done.missing {
-                    tracing::warn!("missing: {m}");
-                }
-                if done.refused_missing {
-                    tracing::error!(
-                        "on_missing: fail: the system lacks what the policy needs; nothing was written"
-                    );
-                    return EXIT_MISSING;
-                }
-                for f in &done.failures {
-                    tracing::error!("{f}");
-                }
-            }
-            Err(e) => {
-                tracing::error!("the originals journal: {e}");
-                return crate::exit::for_kernel_error(&e);
-            }
-        }
-    }
-    // The actuator journals every file it writes at runtime (claims, `then`
-    // values, restored baselines), in the same journal `apply` wrote.
-    let journal = if opts.dry_run {
-        None
-    } else {
-        match Journal::open(
-            &opts.root,
-            &policy.settings.state_dir,
-            &policy.settings.cgroup_root,
-        ) {
-            Ok(j) => Some(j),
-            Err(e) => {
-                tracing::error!("cannot open the originals journal: {e}");
-                return crate::exit::for_kernel_error(&e);
-            }
-        }
-    };
-
     let (tx, mut rx) = mpsc::channel::<Wake>(256);
     let mut d = Daemon::new(opts, policy, journal, tx.clone());
     let Some(mut done_rx) = d.actuator.take_completions() else {
@@ -271,13 +158,13 @@ async fn run_async(opts: Options) -> u8 {
         return EXIT_TEMPFAIL;
     };
     d.start_watchers(&tx);
-    if let Some(x) = &d.exec {
+    if let Some(x) = &d.groups.exec {
         for (g, n) in &startup_placed {
             x.counters().placed_in(g, *n);
         }
     }
     d.watch_policy_file(&tx);
-    let Some(mut gone_rx) = d.gone_rx.take() else {
+    let Some(mut gone_rx) = d.control.gone_rx.take() else {
         tracing::error!("the boost exit channel is gone");
         return EXIT_TEMPFAIL;
     };
@@ -311,10 +198,10 @@ async fn run_async(opts: Options) -> u8 {
     let watchdog = watchdog_interval();
     d.say_live_hooks();
     tracing::info!(
-        product = %d.policy.product,
-        rules = d.policy.rules.len(),
-        groups = d.policy.all_groups().len(),
-        psi_triggers = d.triggers.iter().filter(|t| t.state == TriggerState::Armed).count(),
+        product = %d.loaded.policy.product,
+        rules = d.loaded.policy.rules.len(),
+        groups = d.loaded.policy.all_groups().len(),
+        psi_triggers = d.triggers.armed(),
         dry_run = d.opts.dry_run,
         // What startup cost, apart from what each episode costs.
         startup_cpu_ms = crate::kernel::selfproc::cpu_seconds().map_or(0, |s| (s * 1e3) as u64),
@@ -327,7 +214,7 @@ async fn run_async(opts: Options) -> u8 {
     priority::settle("startup");
     // The safety-net /proc scan, only when something places or tracks processes.
     let rescan_on = d.places_or_tracks();
-    let mut rescan = tokio::time::interval(d.policy.settings.rescan.max(MIN_WATCHDOG));
+    let mut rescan = tokio::time::interval(d.loaded.policy.settings.rescan.max(MIN_WATCHDOG));
     rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     rescan.tick().await; // the first tick is immediate; startup already scanned
                          // The watchdog ping is sent by this loop itself, between evaluations:
@@ -335,12 +222,12 @@ async fn run_async(opts: Options) -> u8 {
                          // a ping that stops means the loop really stopped.
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
     // settings.drift, checked off the loop; the result comes back here.
-    let drift_every = d.policy.settings.drift.as_ref().map(|x| x.interval);
+    let drift_every = d.loaded.policy.settings.drift.as_ref().map(|x| x.interval);
     let mut drift_timer = tokio::time::interval(drift_every.unwrap_or(Duration::from_secs(3600)));
     drift_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     drift_timer.tick().await;
     let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
-    d.drift.tx = Some(drift_tx.clone());
+    d.telemetry.drift.tx = Some(drift_tx.clone());
 
     let mut last_tick = Instant::now();
     // Why the loop woke, counted for the stop line: where an idle daemon's
@@ -388,7 +275,7 @@ async fn run_async(opts: Options) -> u8 {
                     d.actuator.check_late(now);
                 }
                 if reply_at.is_some_and(|t| t <= now) {
-                    d.answer_overdue(now);
+                    d.control.answer_overdue(now);
                 }
                 if tick_at.is_some_and(|t| t <= now) {
                     last_tick = now;
@@ -474,43 +361,6 @@ const WRITE_GRACE: Duration = Duration::from_secs(5);
 /// by then anyway).
 const FOLLOWER_GRACE: Duration = Duration::from_secs(1);
 
-/// One kernel PSI trigger the rules need.
-struct TriggerSpec {
-    key: StallKey,
-    path: PathBuf,
-    amount: Duration,
-    window: Duration,
-    state: TriggerState,
-    /// The task waiting on the registered trigger (aborted on reload).
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TriggerState {
-    /// Registered; wake-ups arrive.
-    Armed,
-    /// Its pressure file is absent (group not created yet, or deleted):
-    /// re-registered when the group is back.
-    Gone,
-    /// The kernel or the root does not offer triggers: polled for good.
-    Unarmed,
-    /// A reload removed it: its task is stopped, a late wake is ignored.
-    /// (Ids are never reused, so a wake still queued cannot hit another.)
-    Retired,
-}
-
-impl TriggerSpec {
-    fn label(&self) -> String {
-        format!(
-            "{} {:?} {:?}/{:?}",
-            self.path.display(),
-            self.key.stall,
-            self.amount,
-            self.window
-        )
-    }
-}
-
 fn notify(states: &[sd_notify::NotifyState]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some() {
         if let Err(e) = sd_notify::notify(states) {
@@ -545,17 +395,98 @@ fn watchdog_from(usec: Option<&str>) -> Option<Duration> {
 }
 
 impl Daemon {
+    /// Starts what wakes the loop: the PSI triggers and event-file watches
+    /// ([`triggers`]), exec events and the IRQ watcher ([`groups`]).
+    fn start_watchers(&mut self, tx: &mpsc::Sender<Wake>) {
+        let root = self.opts.root.clone();
+        self.triggers.start(&root, tx, &mut self.telemetry.sampler);
+        self.watch_event_files();
+        self.groups.start(
+            &root,
+            &self.loaded.policy,
+            &mut self.telemetry.sampler,
+            !self.opts.dry_run,
+            tx,
+            self.actuator.shared_journal(),
+        );
+    }
+
+    /// [`triggers::Triggers::watch_event_files`] for the policy in force.
+    fn watch_event_files(&mut self) {
+        self.triggers.watch_event_files(
+            &self.loaded.policy,
+            &self.groups.cg,
+            &self.opts.root,
+            self.telemetry.sampler.needs(),
+        );
+    }
+
+    #[cfg(test)]
+    fn sync_armed(&mut self) {
+        self.triggers.sync_armed(&mut self.telemetry.sampler);
+    }
+
+    /// A writer lane finished a write: the control plane hears of it (a
+    /// `write_failed` event, the replies it completes), the metrics count
+    /// it, then the actuator logs and counts it.
+    fn write_done(&mut self, done: lanes::Done) {
+        self.control.write_landed(&done);
+        if let Some(b) = self.telemetry.observe_book() {
+            b.write_done(&done.job.label, done.result.is_ok());
+        }
+        self.actuator.finished(done);
+    }
+
+    /// Repairs groups deleted from outside: each is recreated
+    /// alone — the directory, the controllers its children need, its knobs'
+    /// baselines, then their effective values (live claims) through the next
+    /// step — and its watches and PSI triggers are re-armed. Nothing else is
+    /// rewritten. A group that cannot be recreated is retried with a backoff.
+    fn check_groups(&mut self) {
+        if self.opts.dry_run {
+            return;
+        }
+        // Deletion is seen through inotify (the guard watch on each group's
+        // parent): without a sign of one, and no retry pending, the groups
+        // are not stat'ed at every evaluation.
+        if self.groups.dirty
+            || self.triggers.events_unwatched
+            || self.triggers.files.is_none()
+            || self.groups.repairs.next_due().is_some()
+        {
+            let recreated = self.groups.repair(
+                &self.loaded.policy,
+                &mut self.actuator,
+                &mut self.supervisor,
+            );
+            for g in &recreated {
+                self.triggers.rearm_group(
+                    g,
+                    &self.groups.cg,
+                    &self.opts.root,
+                    self.telemetry.sampler.needs(),
+                );
+            }
+            self.triggers
+                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
+            self.watch_event_files();
+        } else {
+            self.triggers
+                .rearm_gone(&self.opts.root, &mut self.telemetry.sampler);
+        }
+    }
+
     /// Whether placement rules or `running()` conditions need the exec
     /// machinery (and with it the `settings.rescan` safety net).
     fn places_or_tracks(&self) -> bool {
-        !self.policy.placement.is_empty()
-            || !self.sampler.needs().running.is_empty()
-            || !self.policy.settings.critical.is_empty()
+        !self.loaded.policy.placement.is_empty()
+            || !self.telemetry.sampler.needs().running.is_empty()
+            || !self.loaded.policy.settings.critical.is_empty()
     }
 
     /// What the tick must do now (see [`TickMode`]).
     fn tick_mode(&self, tick: Duration) -> TickMode {
-        let n = self.sampler.needs();
+        let n = self.telemetry.sampler.needs();
         // Values only a read shows: nothing wakes the loop when they change.
         let polled = !n.psi_avg.is_empty()
             || !n.memory_current.is_empty()
@@ -569,14 +500,15 @@ impl Daemon {
             || n.cooling
             || !n.memstat.is_empty();
         // memory.events / cgroup.events are seen through inotify.
-        let events_unwatched = self.events_unwatched;
+        let events_unwatched = self.triggers.events_unwatched;
         // Without exec events, placement and presence scan /proc each tick.
-        let exec_scans =
-            self.places_or_tracks() && self.exec.as_ref().is_none_or(|x| !x.shared.events_live());
-        let unarmed = self
-            .triggers
-            .iter()
-            .any(|t| !matches!(t.state, TriggerState::Armed | TriggerState::Retired));
+        let exec_scans = self.places_or_tracks()
+            && self
+                .groups
+                .exec
+                .as_ref()
+                .is_none_or(|x| !x.shared.events_live());
+        let unarmed = self.triggers.unarmed();
         if polled || events_unwatched || exec_scans || unarmed {
             return TickMode::Full(tick);
         }
@@ -593,10 +525,10 @@ impl Daemon {
         match mode {
             TickMode::Off => {}
             TickMode::Full(_) => {
-                if self.events_unwatched {
+                if self.triggers.events_unwatched {
                     self.watch_event_files();
                 }
-                if let Some(x) = &self.exec {
+                if let Some(x) = &self.groups.exec {
                     x.on_tick(); // without exec events, scan each tick
                 }
                 self.evaluate();
@@ -613,46 +545,20 @@ impl Daemon {
     /// to notice the group's removal) needs none.
     fn on_wake(&mut self, wake: Wake) -> bool {
         match wake {
-            Wake::Psi { id } => {
-                tracing::debug!(
-                    trigger = %self.triggers.get(id).map(TriggerSpec::label).unwrap_or_default(),
-                    "PSI trigger"
-                );
-                if let Some(t) = self
-                    .triggers
-                    .get(id)
-                    .filter(|t| t.state != TriggerState::Retired)
-                {
-                    // Recorded by the evaluation that follows every wake.
-                    self.sampler.trigger_fired(&t.key, t.amount, t.window);
-                }
-            }
-            Wake::PsiGone { id } => {
-                if let Some(t) = self
-                    .triggers
-                    .get_mut(id)
-                    .filter(|t| t.state != TriggerState::Retired)
-                {
-                    t.state = TriggerState::Gone;
-                    tracing::warn!(
-                        trigger = %t.label(),
-                        "PSI trigger's group is gone; polling until it is recreated"
-                    );
-                }
-                self.sync_armed();
-            }
+            Wake::Psi { id } => self.triggers.fired(id, &mut self.telemetry.sampler),
+            Wake::PsiGone { id } => self.triggers.gone(id, &mut self.telemetry.sampler),
             Wake::FileModified { path } => {
                 tracing::debug!(path = %path.display(), "modified");
                 // The watcher wakes a file whose group was removed: a repair is due.
                 if !self.opts.root.exists(&path) {
-                    self.groups_dirty = true;
+                    self.groups.dirty = true;
                     return true;
                 }
                 return self.event_file_read(&path);
             }
             Wake::WatchError { what } => {
                 tracing::warn!("watcher: {what}");
-                self.groups_dirty = true;
+                self.groups.dirty = true;
             }
             Wake::Presence => tracing::debug!("running() presence changed"),
             Wake::PolicyChanged => self.reload_if_changed(),
@@ -672,10 +578,10 @@ impl Daemon {
     /// Whether a condition reads the event file at `path` (a group's
     /// `memory.events` or `cgroup.events`).
     fn event_file_read(&self, path: &std::path::Path) -> bool {
-        let n = self.sampler.needs();
+        let n = self.telemetry.sampler.needs();
         let path = Root::normalize(path);
-        self.policy.all_groups().into_iter().any(|g| {
-            let reads = |file: &str| Root::normalize(&self.cg.file(&g.path, file)) == path;
+        self.loaded.policy.all_groups().into_iter().any(|g| {
+            let reads = |file: &str| Root::normalize(&self.groups.cg.file(&g.path, file)) == path;
             (n.memory_events.contains(&g.name) && reads("memory.events"))
                 || (n.populated.contains(&g.name) && reads("cgroup.events"))
         })
@@ -687,7 +593,7 @@ impl Daemon {
         // caller must not reach a zero-period timer either.
         self.opts
             .tick
-            .unwrap_or(self.policy.settings.tick)
+            .unwrap_or(self.loaded.policy.settings.tick)
             .max(MIN_WATCHDOG)
     }
 
@@ -696,25 +602,13 @@ impl Daemon {
     /// a tick — with a tick of a window or more, just over a window — after
     /// a read that showed a trigger's amount).
     fn stall_recheck(&self) -> Option<Instant> {
-        let period = self.tick();
-        let stall = &self.sampler.stall;
-        let recheck = &self.sampler.needs().psi_recheck;
         self.triggers
-            .iter()
-            .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
-            // A line only one-comparison conditions read ends by
-            // the trigger's silence, at the rules' own deadlines
-            // (`condition::silence_decides`); with a tick under the window
-            // it is still read each tick while it stalls.
-            .filter(|t| period < t.window || recheck.contains(&t.key))
-            .filter_map(|t| stall.recheck_at(&t.key, t.amount, t.window, period, || self.now()))
-            .min()
-            .map(|t| self.start + t)
+            .recheck_at(&self.telemetry.sampler, self.tick(), self.start)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
         let engine = self.supervisor.next_deadline().map(|t| self.start + t);
-        [engine, self.repairs.next_due(), self.stall_recheck()]
+        [engine, self.groups.repairs.next_due(), self.stall_recheck()]
             .into_iter()
             .flatten()
             .min()
@@ -724,32 +618,137 @@ impl Daemon {
     fn evaluate(&mut self) {
         self.check_groups();
         let now = self.now();
-        self.set_asked_ceilings();
-        let mut snap = self.sampler.sample(now);
-        snap.kpi = self.kpi_values(); // kpisock.rs
-        self.throttle_episodes(&snap.throttled);
+        self.telemetry.set_asked_ceilings(self.supervisor.table());
+        let mut snap = self.telemetry.sampler.sample(now);
+        snap.kpi = self.telemetry.kpi_values();
+        self.telemetry
+            .throttle_episodes(&snap.throttled, &self.control);
         if !snap.throttled.is_empty() {
-            // The limits for the metrics: republished only when they change.
-            let limits = snap.cpufreq_limits();
-            if limits != self.cpufreq_limits {
-                self.cpufreq_limits = limits;
-                self.observed_changed();
-            }
+            self.telemetry.set_cpufreq_limits(snap.cpufreq_limits());
         }
         let view = View {
             snap: &snap,
-            stall: &self.sampler.stall,
+            stall: &self.telemetry.sampler.stall,
             now,
         };
         // The recorder's input tape gets what the engine reads.
-        if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
-            tape.record(now, &view, &self.sampler.stall, &snap.triggered);
+        if let Some(tape) = self
+            .telemetry
+            .observe
+            .as_mut()
+            .and_then(|o| o.tape.as_mut())
+        {
+            tape.record(now, &view, &self.telemetry.sampler.stall, &snap.triggered);
         }
         let actuator = &self.actuator;
         let effects = self
             .supervisor
-            .step(&self.policy, now, &view, &|k| actuator.read(k));
+            .step(&self.loaded.policy, now, &view, &|k| actuator.read(k));
         self.carry_out(effects);
+    }
+
+    /// Carries out what the engine decided: writes handed to the lanes, hook
+    /// runs, and the other effects of one evaluation.
+    fn carry_out(&mut self, mut effects: Vec<Effect>) {
+        if !effects.is_empty() {
+            self.telemetry.observed_changed();
+        }
+        actuator::order_writes(&mut effects);
+        for e in effects {
+            match e {
+                Effect::Write(w) => {
+                    self.control.note_write(&w);
+                    self.actuator.apply(&w);
+                }
+                Effect::Hook {
+                    hook,
+                    rule,
+                    event,
+                    metric,
+                    value,
+                    threshold,
+                    group,
+                    paired,
+                } => {
+                    let ctx = HookContext {
+                        rule,
+                        event,
+                        metric,
+                        value,
+                        threshold,
+                        group,
+                        product: self.loaded.policy.product.clone(),
+                        time: SystemTime::now(),
+                        paired,
+                    };
+                    if self.opts.dry_run {
+                        tracing::info!(hook = %hook, rule = %ctx.rule, "would run hook (dry run)");
+                    } else {
+                        let r = self.hooks.fire(&hook, &ctx, Instant::now());
+                        tracing::debug!(hook = %hook, "hook: {r:?}");
+                    }
+                }
+                Effect::CompactMemory { rule } => {
+                    self.actuator.compact_memory(&rule);
+                }
+                Effect::Freeze {
+                    rule,
+                    group,
+                    freeze,
+                    reason,
+                } => resort::freeze(
+                    &self.opts.root,
+                    &self.loaded.policy,
+                    &rule,
+                    &group,
+                    freeze,
+                    &reason,
+                    self.opts.dry_run,
+                    self.groups.exec.as_ref().map(|x| &*x.shared.last_resort),
+                    &self.control.events,
+                ),
+                Effect::Kill { rule, spec, reason } => {
+                    match resort::Kill::new(
+                        &self.opts.root,
+                        &self.loaded.policy,
+                        &rule,
+                        spec,
+                        reason,
+                        self.groups
+                            .exec
+                            .as_ref()
+                            .map(|x| x.shared.last_resort.clone()),
+                        self.control.events.clone(),
+                        self.opts.dry_run,
+                    ) {
+                        Some(k) => k.spawn(),
+                        None => {
+                            tracing::error!(rule = %rule, "kill: its group is not in the policy")
+                        }
+                    }
+                }
+                Effect::Phase { rule, phase } => {
+                    // Logged as the event's record (daemon/eventlog.rs).
+                    self.control.note_phase(&rule, &phase);
+                    self.telemetry.observed_phase(&rule, phase);
+                }
+                Effect::ActionFailed {
+                    rule,
+                    action,
+                    reason,
+                } => {
+                    tracing::error!(rule = %rule, action = %action, "{reason}")
+                }
+                Effect::Unavailable {
+                    rule,
+                    metric,
+                    source,
+                    reason,
+                } => {
+                    tracing::warn!(rule = %rule, metric = %metric, file = %source, "metric unavailable: {metric} ({source}): {reason}")
+                }
+            }
+        }
     }
 
     /// Under `--root` (a fake tree, a board's copy) hooks still run, for
@@ -759,10 +758,11 @@ impl Daemon {
     fn say_live_hooks(&self) {
         // A hook's program is never resolved under the root.
         let under_root = self.opts.root.base() != std::path::Path::new("/");
-        if !under_root || self.opts.dry_run || self.policy.hooks.is_empty() {
+        if !under_root || self.opts.dry_run || self.loaded.policy.hooks.is_empty() {
             return;
         }
         let hooks: Vec<String> = self
+            .loaded
             .policy
             .hooks
             .iter()
@@ -778,7 +778,7 @@ impl Daemon {
     fn rescan(&mut self) {
         // The exec thread runs the scan, off the event loop (it also
         // covers --root and a missing connector; start_watchers always sets it).
-        if let Some(x) = &self.exec {
+        if let Some(x) = &self.groups.exec {
             x.rescan();
             tracing::debug!("placement: {}", x.counters().summary());
         }
@@ -788,9 +788,9 @@ impl Daemon {
         let now = self.now();
         // Boosts end with the daemon, as rules' claims do.
         self.control.release_all_boosts(&mut self.supervisor);
-        let effects = self.supervisor.release_all(&self.policy, now);
+        let effects = self.supervisor.release_all(&self.loaded.policy, now);
         tracing::info!(writes = effects.len(), "stopping: releasing claims");
-        if let Some(x) = &self.exec {
+        if let Some(x) = &self.groups.exec {
             tracing::info!("placement: {}", x.counters().summary());
         }
         self.carry_out(effects);
@@ -823,7 +823,7 @@ async fn end_event_streams(events: &tokio::sync::broadcast::Sender<crate::contro
     }
     let _ = events.send(crate::control::wire::Event {
         time: crate::show::rfc3339_millis(SystemTime::now()),
-        kind: crate::control::wire::STOPPED.into(),
+        kind: crate::control::wire::EventKind::Stopped.into(),
         message: Some("the daemon is exiting; its claims were released".into()),
         ..Default::default()
     });
@@ -853,6 +853,7 @@ mod watchdog_tests {
 
 #[cfg(test)]
 mod tick_tests {
+    use super::triggers::TriggerState;
     use super::*;
     use crate::engine::rule_state::Phase;
     use crate::engine::stall::StallKey;
@@ -861,21 +862,26 @@ mod tick_tests {
 
     /// When `key`'s line was last read (its series' newest point).
     fn last_read(d: &Daemon, key: &StallKey) -> Duration {
-        let series = d.sampler.stall.series(key).expect("the line was read");
+        let series = d
+            .telemetry
+            .sampler
+            .stall
+            .series(key)
+            .expect("the line was read");
         series.latest().expect("a point").0
     }
 
     /// One supervisor step at `at`, as the loop takes it: sample, then step.
     fn step_at(d: &mut Daemon, at: Duration) -> Vec<Effect> {
-        let snap = d.sampler.sample(at);
+        let snap = d.telemetry.sampler.sample(at);
         let view = View {
             snap: &snap,
-            stall: &d.sampler.stall,
+            stall: &d.telemetry.sampler.stall,
             now: at,
         };
         let actuator = &d.actuator;
         d.supervisor
-            .step(&d.policy, at, &view, &|k| actuator.read(k))
+            .step(&d.loaded.policy, at, &view, &|k| actuator.read(k))
     }
 
     /// A daemon on a fake root whose groups exist with their event files,
@@ -955,8 +961,16 @@ mod tick_tests {
         );
         // One stall condition, one trigger: without it the check below
         // would hold of an empty list.
-        assert_eq!(d.triggers.len(), 1, "the stall rule registered no trigger");
-        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Armed));
+        assert_eq!(
+            d.triggers.psi.len(),
+            1,
+            "the stall rule registered no trigger"
+        );
+        assert!(d
+            .triggers
+            .psi
+            .iter()
+            .all(|t| t.state != TriggerState::Armed));
         assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
 
@@ -967,19 +981,19 @@ mod tick_tests {
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/2s\n    then: [set b.memory.high = 1G]\n",
         );
-        let key = d.triggers[0].key.clone();
+        let key = d.triggers.psi[0].key.clone();
         // As if the kernel had accepted the trigger.
-        for t in &mut d.triggers {
+        for t in &mut d.triggers.psi {
             t.state = TriggerState::Armed;
         }
         d.sync_armed();
-        assert!(d.sampler.stall.is_armed(&key));
+        assert!(d.telemetry.sampler.stall.is_armed(&key));
         assert_eq!(d.tick_mode(Duration::from_millis(100)), TickMode::Off);
         // Its silence reads as no stall, never as "unavailable".
-        let snap = d.sampler.sample(d.now());
+        let snap = d.telemetry.sampler.sample(d.now());
         let view = View {
             snap: &snap,
-            stall: &d.sampler.stall,
+            stall: &d.telemetry.sampler.stall,
             now: d.now() + Duration::from_secs(30),
         };
         use crate::engine::condition::Metrics;
@@ -990,6 +1004,7 @@ mod tick_tests {
         // It fires: the sample after the wake reads the line once and keeps
         // the kernel's word that the window held more than the amount.
         let pressure = d
+            .telemetry
             .sampler
             .pressure_path(&key.target, key.resource)
             .expect("a pressure file");
@@ -998,12 +1013,13 @@ mod tick_tests {
             .write(&pressure, "some avg10=0.00 avg60=0.00 avg300=0.00 total=5000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0")
             .unwrap();
         let later = Duration::from_secs(60);
-        d.sampler
+        d.telemetry
+            .sampler
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(2));
-        let snap = d.sampler.sample(later);
+        let snap = d.telemetry.sampler.sample(later);
         let view = View {
             snap: &snap,
-            stall: &d.sampler.stall,
+            stall: &d.telemetry.sampler.stall,
             now: later,
         };
         let w = view
@@ -1011,9 +1027,9 @@ mod tick_tests {
             .expect("a window");
         assert!(w > Duration::from_millis(100), "{w:?}");
         // A trigger the kernel dropped (group gone) brings the tick back.
-        d.triggers[0].state = TriggerState::Gone;
+        d.triggers.psi[0].state = TriggerState::Gone;
         d.sync_armed();
-        assert!(!d.sampler.stall.is_armed(&key));
+        assert!(!d.telemetry.sampler.stall.is_armed(&key));
         assert_eq!(
             d.tick_mode(Duration::from_millis(100)),
             TickMode::Full(Duration::from_millis(100))
@@ -1030,7 +1046,7 @@ mod tick_tests {
         let file = |g: &str, f: &str| Path::new("/sys/fs/cgroup").join(g).join(f);
         // b's memory.events (notified every 10 ms under memory.high
         // throttling) is not watched; every cgroup.events is, for removals.
-        let watched = d.watcher.as_ref().expect("inotify").watched();
+        let watched = d.triggers.files.as_ref().expect("inotify").watched();
         assert_eq!(
             watched,
             vec![
@@ -1041,28 +1057,29 @@ mod tick_tests {
         );
         assert_eq!(d.tick_mode(T), TickMode::Off);
         let modified = |path| Wake::FileModified { path };
-        d.groups_dirty = false;
+        d.groups.dirty = false;
         assert!(d.on_wake(modified(file("a", "memory.events"))));
         // b's cgroup.events changed (populated): nothing reads it.
         assert!(!d.on_wake(modified(file("b", "cgroup.events"))));
-        assert!(!d.groups_dirty);
+        assert!(!d.groups.dirty);
         // b was removed: a repair is due, so is an evaluation.
         Root::fake(t.path())
             .remove_file(&file("b", "cgroup.events"))
             .unwrap();
         assert!(d.on_wake(modified(file("b", "cgroup.events"))));
-        assert!(d.groups_dirty);
+        assert!(d.groups.dirty);
         // The watcher forgets it.
         tokio::time::sleep(Duration::from_millis(100)).await;
         // A reload that reads b's populated and no memory.events any more.
         let text = "version: 1\ngroups:\n  a: {}\n  b: {}\nrules:\n  - name: p\n    when: b.cgroup.populated > 0\n    then: [set a.memory.high = 1G]\n";
         let policy =
             crate::policy::load_bytes("t.yaml", text.as_bytes()).unwrap_or_else(|d| panic!("{d}"));
-        d.sampler
+        d.telemetry
+            .sampler
             .set_needs(actuator::group_paths(&policy), sampled_needs(&policy.rules));
-        d.policy = policy;
+        d.loaded.policy = policy;
         d.watch_event_files();
-        let watched = d.watcher.as_ref().expect("inotify").watched();
+        let watched = d.triggers.files.as_ref().expect("inotify").watched();
         assert_eq!(watched, vec![file("a", "cgroup.events")], "b's is gone");
         assert!(!d.on_wake(modified(file("a", "cgroup.events"))));
         assert!(!d.on_wake(modified(file("a", "memory.events"))));
@@ -1074,12 +1091,13 @@ mod tick_tests {
         let mut d = daemon(root, rules);
         // As if the daemon had run a while, and the kernel had accepted the trigger.
         d.start -= Duration::from_secs(30);
-        for t in &mut d.triggers {
+        for t in &mut d.triggers.psi {
             t.state = TriggerState::Armed;
         }
         d.sync_armed();
-        let key = d.triggers[0].key.clone();
+        let key = d.triggers.psi[0].key.clone();
         let pressure = d
+            .telemetry
             .sampler
             .pressure_path(&key.target, key.resource)
             .expect("a pressure file");
@@ -1101,11 +1119,12 @@ mod tick_tests {
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
         );
-        assert!(d.sampler.needs().psi_recheck.is_empty());
+        assert!(d.telemetry.sampler.needs().psi_recheck.is_empty());
         total(&d, 5_000_000);
         d.evaluate();
         assert_eq!(d.next_deadline(), None, "no stall: nothing due");
-        d.sampler
+        d.telemetry
+            .sampler
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         d.evaluate();
         assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
@@ -1125,7 +1144,8 @@ mod tick_tests {
         assert_eq!(d.next_deadline(), None);
         // A firing before that time would have moved it: the hold runs
         // from the newest firing's silence.
-        d.sampler
+        d.telemetry
+            .sampler
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         total(&d, 5_500_000);
         let fired = clear + Duration::from_secs(1);
@@ -1150,7 +1170,8 @@ mod tick_tests {
         );
         total(&d, 5_000_000);
         d.evaluate();
-        d.sampler
+        d.telemetry
+            .sampler
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         d.evaluate();
         assert_eq!(d.supervisor.phases()[0].0, Phase::Active);
@@ -1159,7 +1180,7 @@ mod tick_tests {
         // The trigger is gone: the kernel's word slides out of the window
         // and no silence answers for it; the read at the next evaluation
         // shows no growth since, so the hold starts now, not at the silence.
-        d.triggers[0].state = TriggerState::Gone;
+        d.triggers.psi[0].state = TriggerState::Gone;
         d.sync_armed();
         d.evaluate();
         let (phase, since) = d.supervisor.phases()[0];
@@ -1183,13 +1204,14 @@ mod tick_tests {
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/1s or a.memory.some > 200ms/1s\n    while: [set b.memory.high = 1G]\n    hold: 3s\n",
         );
-        assert!(d.sampler.needs().psi_recheck.contains(&key));
+        assert!(d.telemetry.sampler.needs().psi_recheck.contains(&key));
         total(&d, 5_000_000);
         d.evaluate();
         assert_eq!(d.stall_recheck(), None, "no stall: nothing to read again");
         // The trigger fires: the rule claims, and no tick runs while it is busy;
         // the line is read again one tick later instead.
-        d.sampler
+        d.telemetry
+            .sampler
             .trigger_fired(&key, Duration::from_millis(100), Duration::from_secs(1));
         d.evaluate();
         let active = d.supervisor.phases()[0].0;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// What runs for observability.
 pub(crate) struct Observe {
-    book: Book,
+    pub(super) book: Book,
     /// The device's identity, read when observability starts.
     device: std::sync::Arc<crate::kernel::identity::Device>,
     recorder: Option<recorder::Handle>,
@@ -27,7 +27,7 @@ pub(crate) struct Observe {
     /// What the policy asks to serve and the daemon could not (a metrics
     /// address in use): not fatal — the cgroups are supervised without it —
     /// but shown by `status`.
-    unavailable: Vec<String>,
+    pub(super) unavailable: Vec<String>,
 }
 
 impl std::fmt::Debug for Observe {
@@ -51,17 +51,18 @@ impl Daemon {
     /// Starts metrics and the recorder as the policy asks; logs (never
     /// fails the daemon) what cannot be served.
     pub(crate) fn start_observe(&mut self) {
-        let m = self.policy.settings.metrics.clone();
-        let r = self.policy.settings.recorder.clone();
+        let m = self.loaded.policy.settings.metrics.clone();
+        let r = self.loaded.policy.settings.recorder.clone();
         if !m.enabled() && r.is_none() {
             return;
         }
         // Throttle episodes of every cpufreq policy, for the
         // metric and the recorder (nothing on a board without cpufreq).
-        self.sampler
+        self.telemetry
+            .sampler
             .track_policies(crate::kernel::thermal::policies(&self.opts.root));
         let (book, view) = Book::new();
-        self.observe = Some(Observe {
+        self.telemetry.observe = Some(Observe {
             book,
             device: std::sync::Arc::new(crate::kernel::identity::Device::read(&self.opts.root)),
             recorder: None,
@@ -78,23 +79,23 @@ impl Daemon {
             // The tape's times are Unix seconds of the engine's clock.
             let wall_base = crate::observe::state::unix_seconds(std::time::SystemTime::now())
                 - self.now().as_secs_f64();
-            let tape = crate::observe::tape::Tape::new(&self.policy, wall_base);
+            let tape = crate::observe::tape::Tape::new(&self.loaded.policy, wall_base);
             let cfg = recorder::Config {
                 settings: s,
                 path: path.clone(),
-                criteria: self.policy.report.clone(),
-                critical: self.policy.settings.critical.clone(),
+                criteria: self.loaded.policy.report.clone(),
+                critical: self.loaded.policy.settings.critical.clone(),
                 root: root.clone(),
-                cg: self.cg.clone(),
+                cg: self.groups.cg.clone(),
                 view: view.clone(),
                 events: self.control.events.subscribe(),
                 tape: Some(tape.shared()),
-                kpi: Some(self.kpi_store()),
+                kpi: Some(self.telemetry.kpi_store()),
             };
             match recorder::start(cfg) {
                 Ok(h) => {
                     tracing::info!(db = %path.display(), "flight recorder running");
-                    if let Some(o) = &mut self.observe {
+                    if let Some(o) = &mut self.telemetry.observe {
                         o.recorder = Some(h);
                         o.tape = Some(tape);
                     }
@@ -111,6 +112,7 @@ impl Daemon {
                 tcp: None,
                 textfile: None,
                 disk: self
+                    .telemetry
                     .observe
                     .as_ref()
                     .and_then(|o| o.recorder.as_ref())
@@ -125,7 +127,7 @@ impl Daemon {
                     Ok(l) => {
                         tracing::info!(socket = %path.display(), "metrics socket listening");
                         ends.unix = Some(l);
-                        if let Some(o) = &mut self.observe {
+                        if let Some(o) = &mut self.telemetry.observe {
                             o.socket = Some(path);
                         }
                     }
@@ -160,11 +162,11 @@ impl Daemon {
                 ends.textfile = Some((path, m.interval));
             }
             let exposer = http::Exposer {
-                cg: self.cg.clone(),
+                cg: self.groups.cg.clone(),
                 view,
-                kpi: Some(self.kpi_store()),
+                kpi: Some(self.telemetry.kpi_store()),
             };
-            match self.services() {
+            match self.control.services() {
                 Some(services) => {
                     if let Err(e) = http::start(&services, exposer, ends) {
                         tracing::error!("metrics: {e}");
@@ -174,51 +176,30 @@ impl Daemon {
                 None => unavailable.push("metrics: no services thread".to_string()),
             }
         }
-        if let Some(o) = &mut self.observe {
+        if let Some(o) = &mut self.telemetry.observe {
             o.unavailable = unavailable;
         }
     }
 
-    /// What the policy asks to serve and cannot be (status).
-    pub(crate) fn unavailable(&self) -> Vec<String> {
-        self.observe
-            .as_ref()
-            .map(|o| o.unavailable.clone())
-            .unwrap_or_default()
-    }
-
     /// The gid of `settings.socket_group`, 0 (root's) when it is none.
     fn socket_gid(&self) -> u32 {
-        match crate::kernel::accounts::group(&self.opts.root, &self.policy.settings.socket_group) {
+        match crate::kernel::accounts::group(
+            &self.opts.root,
+            &self.loaded.policy.settings.socket_group,
+        ) {
             Ok(Some(g)) => g,
             _ => 0,
         }
     }
 
-    pub(crate) fn observe_book(&mut self) -> Option<&mut Book> {
-        self.observe.as_mut().map(|o| &mut o.book)
-    }
-
-    /// Something the view shows changed (a write queued, claims moved).
-    pub(crate) fn observed_changed(&mut self) {
-        if let Some(b) = self.observe_book() {
-            b.dirty = true;
-        }
-    }
-
-    /// A rule changed phase.
-    pub(crate) fn observed_phase(&mut self, rule: &str, phase: Phase) {
-        if let Some(b) = self.observe_book() {
-            if phase == Phase::Active {
-                b.rule_fired(rule);
-            }
-            b.rule_active(rule, matches!(phase, Phase::Active | Phase::Clearing));
-        }
-    }
-
     /// Publishes the engine view when something changed since the last time.
     pub(crate) fn publish_observed(&mut self) {
-        if !self.observe.as_ref().is_some_and(|o| o.book.dirty) {
+        if !self
+            .telemetry
+            .observe
+            .as_ref()
+            .is_some_and(|o| o.book.dirty)
+        {
             return;
         }
         let t = self.supervisor.table();
@@ -240,6 +221,7 @@ impl Daemon {
             *claims_live.entry(kind).or_insert(0) += 1;
         }
         let rules = self
+            .loaded
             .policy
             .rules
             .iter()
@@ -252,9 +234,10 @@ impl Daemon {
             })
             .collect();
         let view = EngineView {
-            product: self.policy.product.clone(),
-            policy_hash: self.policy_hash.clone(),
+            product: self.loaded.policy.product.clone(),
+            policy_hash: self.loaded.hash.clone(),
             groups: self
+                .loaded
                 .policy
                 .all_groups()
                 .into_iter()
@@ -263,20 +246,20 @@ impl Daemon {
             rules,
             knobs,
             claims_live,
-            exec: self.exec.as_ref().map(|x| x.shared.stats()),
+            exec: self.groups.exec.as_ref().map(|x| x.shared.stats()),
             hooks: self
                 .hooks
                 .counters()
                 .into_iter()
                 .map(|(name, counters)| HookView { name, counters })
                 .collect(),
-            throttle_episodes: self.throttle.episodes.clone(),
-            drifts: self.drift.counts.clone(),
-            cpufreq_limits: self.cpufreq_limits.clone(),
-            device: o_device(&self.observe),
+            throttle_episodes: self.telemetry.throttle.episodes.clone(),
+            drifts: self.telemetry.drift.counts.clone(),
+            cpufreq_limits: self.telemetry.cpufreq_limits.clone(),
+            device: o_device(&self.telemetry.observe),
             ..Default::default()
         };
-        if let Some(o) = &mut self.observe {
+        if let Some(o) = &mut self.telemetry.observe {
             o.book.publish(view);
         }
     }
@@ -284,9 +267,9 @@ impl Daemon {
     /// Daemon stop: the recorder records its last interval and `stop`; the
     /// metrics socket file goes.
     pub(crate) fn stop_observe(&mut self) {
-        self.observed_changed();
+        self.telemetry.observed_changed();
         self.publish_observed();
-        if let Some(o) = self.observe.take() {
+        if let Some(o) = self.telemetry.observe.take() {
             if let Some(r) = o.recorder {
                 r.stop(RECORDER_GRACE);
             }

@@ -42,9 +42,7 @@
 //! setting; the operator restarts the daemon for those. `settings.on_missing`
 //! and `product` may change live.
 
-use super::{notify, watch, Daemon, TriggerSpec, TriggerState};
-use crate::converge::journal::Entry;
-use crate::converge::{Converger, Step};
+use super::{notify, watch, Daemon};
 use crate::engine::condition::sampled_needs;
 use crate::engine::rule_state::Phase;
 use crate::engine::supervisor::{policy_baselines, rule_knobs};
@@ -55,6 +53,29 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 use tokio::sync::mpsc;
+
+/// The policy in force and what is known of its file.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub(super) policy: Policy,
+    /// sha256 (hex) of the policy file in force.
+    pub(super) hash: String,
+    /// When the policy in force was loaded (startup or last reload).
+    pub(super) at: SystemTime,
+    /// Why the last reload was refused; cleared by a successful one.
+    pub(super) last_error: Option<String>,
+}
+
+impl Loaded {
+    pub(super) fn new(policy: Policy) -> Loaded {
+        Loaded {
+            policy,
+            hash: String::new(),
+            at: SystemTime::now(),
+            last_error: None,
+        }
+    }
+}
 
 /// What a reload did (or, with dry_run, would do).
 #[derive(Debug, Clone, Default)]
@@ -330,9 +351,9 @@ impl Daemon {
     /// directory (a reload when the file changes).
     pub(super) fn watch_policy_file(&mut self, tx: &mpsc::Sender<watch::Wake>) {
         if let Ok(bytes) = read_policy(&self.opts.policy_path) {
-            self.policy_hash = hash_hex(&bytes);
+            self.loaded.hash = hash_hex(&bytes);
         }
-        let Some(services) = self.services() else {
+        let Some(services) = self.control.services() else {
             tracing::warn!("policy file not watched (no services thread); reload with SIGHUP");
             return;
         };
@@ -348,7 +369,7 @@ impl Daemon {
             // The content in force, and its last reload did not fail (a
             // rollback writing the old file back after a refused one is
             // reloaded: the refusal is over, `health` and the metric say so).
-            if hash_hex(&bytes) == self.policy_hash && self.last_reload_error.is_none() {
+            if hash_hex(&bytes) == self.loaded.hash && self.loaded.last_error.is_none() {
                 tracing::debug!("policy file written, content unchanged: no reload");
                 return;
             }
@@ -400,7 +421,7 @@ impl Daemon {
         if !dry_run {
             let status = format!(
                 "supervising (policy {})",
-                crate::show::short(&self.policy_hash)
+                crate::show::short(&self.loaded.hash)
             );
             notify(&[
                 sd_notify::NotifyState::Ready,
@@ -414,14 +435,14 @@ impl Daemon {
     fn reload_inner(&mut self, dry_run: bool, candidate: Option<(String, String)>) -> ReloadReport {
         let refuse = |d: &mut Daemon, error: String| {
             if !dry_run {
-                d.last_reload_error = Some(error.clone());
+                d.loaded.last_error = Some(error.clone());
             }
             ReloadReport {
                 ok: false,
                 error: Some(error),
                 diff: Vec::new(),
                 changes: 0,
-                hash: d.policy_hash.clone(),
+                hash: d.loaded.hash.clone(),
             }
         };
         let path = self.opts.policy_path.clone();
@@ -449,7 +470,7 @@ impl Daemon {
             // the daemon's to run once it is installed.
             crate::converge::trust::hook_refusals(&new)
         };
-        let fixed = fixed_settings(&self.policy, &new);
+        let fixed = fixed_settings(&self.loaded.policy, &new);
         if !trust.is_empty() || !fixed.is_empty() {
             // A setting that cannot change is refused at its line (or its
             // block's, when the new policy leaves it out).
@@ -468,8 +489,8 @@ impl Daemon {
                 .join("\n");
             return refuse(self, text);
         }
-        let phases = self.supervisor.phases_by_name(&self.policy);
-        let diff = policy_diff(&self.policy, &new, &phases, self.now());
+        let phases = self.supervisor.phases_by_name(&self.loaded.policy);
+        let diff = policy_diff(&self.loaded.policy, &new, &phases, self.now());
         let changes = count_changes(&diff);
         if dry_run {
             return ReloadReport {
@@ -481,9 +502,9 @@ impl Daemon {
             };
         }
         self.apply_policy(new);
-        self.policy_hash = hash.clone();
-        self.loaded_at = SystemTime::now();
-        self.last_reload_error = None;
+        self.loaded.hash = hash.clone();
+        self.loaded.at = SystemTime::now();
+        self.loaded.last_error = None;
         ReloadReport {
             ok: true,
             error: None,
@@ -496,29 +517,36 @@ impl Daemon {
     /// Puts a validated policy in force, as a difference.
     fn apply_policy(&mut self, new: Policy) {
         let old_groups: HashSet<String> = self
+            .loaded
             .policy
             .all_groups()
             .iter()
             .map(|g| g.name.clone())
             .collect();
-        self.create_groups(&new, &old_groups);
-        let old = std::mem::replace(&mut self.policy, new);
-        match &self.irqwatch {
-            Some(w) => w.set_policy(&self.policy),
+        self.groups.create(
+            &new,
+            &old_groups,
+            &self.actuator,
+            &self.opts.root,
+            self.opts.dry_run,
+        );
+        let old = std::mem::replace(&mut self.loaded.policy, new);
+        match &self.groups.irqwatch {
+            Some(w) => w.set_policy(&self.loaded.policy),
             // The first IRQ/kthread rules: start the watcher, placing now
             // (a reload --dry-run returned before this).
             None => {
-                self.irqwatch = super::irqwatch::IrqWatch::start_with(
+                self.groups.irqwatch = super::irqwatch::IrqWatch::start_with(
                     &self.opts.root,
-                    &self.policy,
+                    &self.loaded.policy,
                     self.actuator.shared_journal(),
                     true,
                 )
             }
         }
-        self.actuator.add_groups(&self.policy);
+        self.actuator.add_groups(&self.loaded.policy);
         // Knobs newly named by rules: seeded as at startup (Daemon::new).
-        for knob in rule_knobs(&self.policy) {
+        for knob in rule_knobs(&self.loaded.policy) {
             if self.supervisor.table().baseline(&knob).is_some() {
                 continue;
             }
@@ -528,164 +556,42 @@ impl Daemon {
             }
         }
         let now = self.now();
-        let effects = self.supervisor.reload(&old, &self.policy, now);
+        let effects = self.supervisor.reload(&old, &self.loaded.policy, now);
         // The sampler and the PSI triggers follow the new conditions.
-        let needs = sampled_needs(&self.policy.rules);
-        self.sampler
-            .set_needs(super::actuator::group_paths(&self.policy), needs);
-        if let Some(tape) = self.observe.as_mut().and_then(|o| o.tape.as_mut()) {
-            tape.set_policy(&self.policy); // the new rules' inputs
+        let needs = sampled_needs(&self.loaded.policy.rules);
+        self.telemetry
+            .sampler
+            .set_needs(super::actuator::group_paths(&self.loaded.policy), needs);
+        if let Some(tape) = self
+            .telemetry
+            .observe
+            .as_mut()
+            .and_then(|o| o.tape.as_mut())
+        {
+            tape.set_policy(&self.loaded.policy); // the new rules' inputs
         }
-        self.sync_triggers();
-        self.groups_dirty = true;
+        self.triggers
+            .sync(&self.opts.root, &mut self.telemetry.sampler);
+        self.groups.dirty = true;
         self.watch_event_files();
-        if let Some(tx) = self.tx.clone() {
-            let running = self.sampler.needs().running.clone();
+        if let Some(tx) = self.triggers.waker() {
+            let running = self.telemetry.sampler.needs().running.clone();
             let root = self.opts.root.clone();
-            if let Some(x) = &mut self.exec {
-                x.swap(&root, &self.policy, &running, !self.opts.dry_run, tx);
+            if let Some(x) = &mut self.groups.exec {
+                x.swap(&root, &self.loaded.policy, &running, !self.opts.dry_run, tx);
             }
         }
-        self.hooks.reconfigure(&self.policy.hooks, &self.opts.root);
+        self.hooks
+            .reconfigure(&self.loaded.policy.hooks, &self.opts.root);
         self.say_live_hooks();
         self.carry_out(effects);
-    }
-
-    /// Creates the groups `new` has and `old_groups` lacks: the directories
-    /// (journalled before the mkdir, as a repair does) and the controllers
-    /// their parents must delegate (journalled before the write). Their
-    /// knobs' baselines follow through the knob table.
-    fn create_groups(&mut self, new: &Policy, old_groups: &HashSet<String>) {
-        if new
-            .all_groups()
-            .iter()
-            .all(|g| old_groups.contains(&g.name))
-        {
-            return;
-        }
-        let root = self.opts.root.clone();
-        // What converge would do now, of which only the hierarchy: mkdirs
-        // and `cgroup.subtree_control` writes (parents before children).
-        let plan = Converger::new(root.clone(), new).plan();
-        for step in &plan.steps {
-            let res = match step {
-                Step::Mkdir { path } => {
-                    if self.opts.dry_run {
-                        tracing::info!("would MKDIR {} (dry run)", path.display());
-                        continue;
-                    }
-                    self.actuator
-                        .record(Entry::Mkdir { path: path.clone() })
-                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
-                        .and_then(|()| {
-                            let rel = path
-                                .strip_prefix(&new.settings.cgroup_root)
-                                .ok()
-                                .and_then(|r| r.to_str())
-                                .ok_or_else(|| {
-                                    format!("{} is not below the cgroup root", path.display())
-                                })?;
-                            self.cg
-                                .mkdir(rel)
-                                .map(|_| ())
-                                .map_err(|e| format!("mkdir {}: {e}", path.display()))
-                        })
-                        .map(|()| tracing::info!("reload: MKDIR {}", path.display()))
-                }
-                Step::Write {
-                    path, value, was, ..
-                } if path.ends_with("cgroup.subtree_control") => {
-                    if self.opts.dry_run {
-                        tracing::info!("would WRITE {} {value} (dry run)", path.display());
-                        continue;
-                    }
-                    let entry = match was {
-                        Some(content) => Entry::File {
-                            path: path.clone(),
-                            content: content.clone(),
-                        },
-                        None => Entry::Absent { path: path.clone() },
-                    };
-                    self.actuator
-                        .record(entry)
-                        .map_err(|e| format!("cannot journal {}: {e}", path.display()))
-                        .and_then(|()| {
-                            root.write(path, value)
-                                .map_err(|e| format!("write {}: {e}", path.display()))
-                        })
-                        .map(|()| tracing::info!("reload: WRITE {} {value}", path.display()))
-                }
-                _ => continue,
-            };
-            if let Err(e) = res {
-                tracing::error!("reload: {e}");
-            }
-        }
-    }
-
-    /// Registers the PSI triggers the new conditions need and retires the
-    /// ones they no longer need (kept ones stay registered, with their ids).
-    fn sync_triggers(&mut self) {
-        let root = self.opts.root.clone();
-        let mut wanted = Vec::new();
-        for (key, amount, window) in self.sampler.needs().psi_triggers.iter().cloned() {
-            let Some(path) = self.sampler.pressure_path(&key.target, key.resource) else {
-                continue;
-            };
-            if key.target == crate::policy::expr::Target::Host
-                && !root.exists(Path::new(crate::kernel::psi::PRESSURE_DIR))
-                && root.supports(crate::kernel::Op::PsiTrigger)
-            {
-                continue;
-            }
-            wanted.push(TriggerSpec {
-                key,
-                path,
-                amount,
-                window,
-                state: TriggerState::Unarmed,
-                task: None,
-            });
-        }
-        let same = |a: &TriggerSpec, b: &TriggerSpec| {
-            a.key == b.key && a.path == b.path && a.amount == b.amount && a.window == b.window
-        };
-        for t in &mut self.triggers {
-            if t.state == TriggerState::Retired || wanted.iter().any(|w| same(t, w)) {
-                continue;
-            }
-            if let Some(task) = t.task.take() {
-                task.abort();
-            }
-            t.state = TriggerState::Retired;
-            self.sampler.stall.set_armed(&t.key, false);
-            tracing::info!(trigger = %t.label(), "PSI trigger removed by reload");
-        }
-        let mut added = Vec::new();
-        for w in wanted {
-            let kept = self
-                .triggers
-                .iter()
-                .any(|t| t.state != TriggerState::Retired && same(t, &w));
-            if !kept {
-                self.triggers.push(w);
-                added.push(self.triggers.len() - 1);
-            }
-        }
-        match self.tx.clone() {
-            Some(tx) => {
-                for id in added {
-                    self.arm_trigger(id, &tx, false);
-                }
-            }
-            None => self.sync_armed(),
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Options, TriggerState};
+    use super::super::triggers::TriggerState;
+    use super::super::Options;
     use super::*;
     use crate::kernel::Root;
     use std::path::PathBuf;
@@ -714,7 +620,7 @@ mod tests {
         let (tx, _rx) = mpsc::channel(16);
         let mut d = Daemon::new(opts, policy, None, tx.clone());
         d.start_watchers(&tx);
-        d.policy_hash = hash_hex(text.as_bytes());
+        d.loaded.hash = hash_hex(text.as_bytes());
         (d, path)
     }
 
@@ -722,7 +628,7 @@ mod tests {
     async fn a_dry_run_reports_the_difference_and_changes_nothing() {
         let t = tempfile::tempdir().unwrap();
         let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
-        let hash = d.policy_hash.clone();
+        let hash = d.loaded.hash.clone();
         std::fs::write(&path, format!("{BASE}  c: {{}}\nrules: []\n")).unwrap();
         let r = d.reload(true, None);
         assert!(r.ok, "{r:?}");
@@ -733,10 +639,14 @@ mod tests {
             "{:?}",
             r.diff
         );
-        assert_eq!(d.policy.rules.len(), 1);
-        assert!(d.policy.group("c").is_none());
-        assert_eq!(d.policy_hash, hash);
-        assert!(d.triggers.iter().all(|t| t.state != TriggerState::Retired));
+        assert_eq!(d.loaded.policy.rules.len(), 1);
+        assert!(d.loaded.policy.group("c").is_none());
+        assert_eq!(d.loaded.hash, hash);
+        assert!(d
+            .triggers
+            .psi
+            .iter()
+            .all(|t| t.state != TriggerState::Retired));
     }
 
     /// A placement that only moved down the file (a group added above it)
@@ -765,8 +675,8 @@ mod tests {
         assert!(!r.ok);
         let e = r.error.expect("an error");
         assert!(e.contains("policy.yaml:") && e.contains("memroy"), "{e}");
-        assert_eq!(d.last_reload_error.as_deref(), Some(e.as_str()));
-        assert_eq!(d.policy.rules.len(), 1, "the old policy runs on");
+        assert_eq!(d.loaded.last_error.as_deref(), Some(e.as_str()));
+        assert_eq!(d.loaded.policy.rules.len(), 1, "the old policy runs on");
         // A setting that cannot change live is refused by name, at its line.
         std::fs::write(&path, format!("{BASE}settings: {{ tick: 2s }}\n{STALL}")).unwrap();
         let r = d.reload(false, None);
@@ -779,28 +689,54 @@ mod tests {
         std::fs::write(&path, format!("{BASE}rules: []\n")).unwrap();
         let r = d.reload(false, None);
         assert!(r.ok, "{r:?}");
-        assert_eq!(d.last_reload_error, None);
-        assert_eq!(r.hash, d.policy_hash);
-        assert_eq!(d.policy.rules.len(), 0);
+        assert_eq!(d.loaded.last_error, None);
+        assert_eq!(r.hash, d.loaded.hash);
+        assert_eq!(d.loaded.policy.rules.len(), 0);
     }
 
     #[tokio::test]
     async fn a_removed_stall_rule_retires_its_trigger_and_its_wakes_are_ignored() {
         let t = tempfile::tempdir().unwrap();
         let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
-        assert_eq!(d.triggers.len(), 1);
+        assert_eq!(d.triggers.psi.len(), 1);
         let other = "rules:\n  - name: stall2\n    when: b.cpu.some > 200ms/2s\n    then: [set a.memory.high = 2G]\n";
         std::fs::write(&path, format!("{BASE}{other}")).unwrap();
         assert!(d.reload(false, None).ok);
-        assert_eq!(d.triggers.len(), 2, "ids are never reused");
-        assert_eq!(d.triggers[0].state, TriggerState::Retired);
-        assert_ne!(d.triggers[1].state, TriggerState::Retired);
+        assert_eq!(d.triggers.psi.len(), 2, "ids are never reused");
+        assert_eq!(d.triggers.psi[0].state, TriggerState::Retired);
+        assert_ne!(d.triggers.psi[1].state, TriggerState::Retired);
         // A wake still queued for the retired trigger changes nothing.
         d.on_wake(crate::daemon::watch::Wake::Psi { id: 0 });
         d.on_wake(crate::daemon::watch::Wake::PsiGone { id: 0 });
-        assert_eq!(d.triggers[0].state, TriggerState::Retired);
+        assert_eq!(d.triggers.psi[0].state, TriggerState::Retired);
         // The same policy again keeps the live trigger (same id).
         assert!(d.reload(false, None).ok);
-        assert_eq!(d.triggers.len(), 2);
+        assert_eq!(d.triggers.psi.len(), 2);
+    }
+
+    /// A start is a reload from nothing: a daemon reloaded to a policy
+    /// holds the live triggers a daemon started with it holds.
+    #[tokio::test]
+    async fn a_reload_leaves_the_triggers_a_start_with_the_new_policy_makes() {
+        let other = "rules:\n  - name: s2\n    when: b.cpu.some > 200ms/2s or a.memory.some > 100ms/1s\n    then: [set a.memory.high = 2G]\n";
+        let live = |d: &Daemon| {
+            let mut v: Vec<String> = d
+                .triggers
+                .psi
+                .iter()
+                .filter(|t| t.state != TriggerState::Retired)
+                .map(|t| format!("{:?} {:?} {:?}", t.key, t.window, t.state))
+                .collect();
+            v.sort();
+            v
+        };
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        std::fs::write(&path, format!("{BASE}{other}")).unwrap();
+        assert!(d.reload(false, None).ok);
+        let t2 = tempfile::tempdir().unwrap();
+        let (fresh, _) = daemon(t2.path(), &format!("{BASE}{other}"));
+        assert_eq!(live(&fresh).len(), 2, "{:?}", live(&fresh));
+        assert_eq!(live(&d), live(&fresh));
     }
 }

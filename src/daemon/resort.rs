@@ -12,6 +12,7 @@
 //! choice is made and reported as `not signalled (fake root)`.
 
 use crate::control::wire;
+use crate::control::wire::EventKind;
 use crate::engine::resort::{self, Candidate};
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, task_attr, Op, Root};
@@ -67,18 +68,28 @@ pub(crate) fn freeze(
                 }
             }
             tracing::warn!(rule = %rule, group = %group, "{verb} {group}: {reason}");
-            (verb.to_string(), format!("{verb} {group}: {reason}"))
+            let kind = if freeze {
+                EventKind::Freeze
+            } else {
+                EventKind::Thaw
+            };
+            (kind, format!("{verb} {group}: {reason}"))
         }
         Err(e) => {
             tracing::error!(rule = %rule, "{verb} {group}: {e}");
-            (format!("{verb}_failed"), format!("{verb} {group}: {e}"))
+            let kind = if freeze {
+                EventKind::FreezeFailed
+            } else {
+                EventKind::ThawFailed
+            };
+            (kind, format!("{verb} {group}: {e}"))
         }
     };
     publish(
         events,
         wire::Event {
             time: now_text(),
-            kind,
+            kind: kind.into(),
             rule: Some(rule.to_string()),
             cause: Some(reason.to_string()),
             message: Some(message),
@@ -169,7 +180,7 @@ impl Kill {
         out
     }
 
-    fn event(&self, kind: &str, message: String) {
+    fn event(&self, kind: EventKind, message: String) {
         tracing::warn!(rule = %self.rule, "{message}");
         publish(
             &self.events,
@@ -192,7 +203,7 @@ impl Kill {
         let g = &self.spec.group;
         let Some(v) = resort::choose(&cands, &prefer, &avoid) else {
             self.event(
-                "kill_refused",
+                EventKind::KillRefused,
                 format!(
                     "kill in {g}: no process may be killed ({} in the group, all critical or avoided): {}",
                     cands.len(),
@@ -215,7 +226,7 @@ impl Kill {
         if self.dry_run || !self.root.supports(Op::ProcConnector) {
             let why = if self.dry_run { "dry run" } else { "fake root" };
             self.event(
-                "kill",
+                EventKind::Kill,
                 format!(
                     "kill in {g}: would kill {who}: {} (not signalled: {why})",
                     self.reason
@@ -226,14 +237,14 @@ impl Kill {
         // Pinned, then checked to be the process chosen (same comm).
         let Some(pin) = task_attr::pin(v.pid) else {
             self.event(
-                "kill_refused",
+                EventKind::KillRefused,
                 format!("kill in {g}: {who} is gone already"),
             );
             return;
         };
         if procfs::comm(&self.root, v.pid).ok().flatten().as_deref() != Some(v.comm.as_str()) {
             self.event(
-                "kill_refused",
+                EventKind::KillRefused,
                 format!("kill in {g}: {who} is gone already"),
             );
             return;
@@ -266,7 +277,7 @@ impl Kill {
             }
         };
         self.event(
-            "kill",
+            EventKind::Kill,
             format!("kill in {g}: killed {who}: {}; {how}", self.reason),
         );
     }

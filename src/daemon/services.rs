@@ -25,22 +25,6 @@
 //! under `mlockall` the stacks of ended threads glibc keeps for reuse stay
 //! resident and locked.
 
-use super::Daemon;
-use crate::kernel::runtime::{self, Spawner};
-
-/// The services thread's name.
+/// The services thread's name (started by
+/// [`super::control::ControlState::services`]).
 pub(crate) const SERVICES: &str = "cgw-services";
-
-impl Daemon {
-    /// The `cgw-services` thread, started by the first service that needs
-    /// it; `None` (logged) when it cannot be started: that service is off.
-    pub(crate) fn services(&mut self) -> Option<Spawner> {
-        if self.services.is_none() {
-            match runtime::start(SERVICES) {
-                Ok(s) => self.services = Some(s),
-                Err(e) => tracing::error!("cannot start the {SERVICES} thread: {e}"),
-            }
-        }
-        self.services.clone()
-    }
-}

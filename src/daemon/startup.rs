@@ -1,4 +1,5 @@
-//! The daemon's start: [`Daemon::new`] (the sampler, actuator, supervisor
+//! The daemon's start: [`prepare`] (load, converge once, open the
+//! journal), [`Daemon::new`] (the sampler, actuator, supervisor
 //! with every rule knob's baseline from the journal, hooks) and what
 //! `apply` placed before the loop began ([`startup_placements`]).
 
@@ -47,37 +48,139 @@ impl Daemon {
             // Not in a dry run: this removes stale run cgroups.
             hooks = hooks.in_cgroups(&cg);
         }
-        let (gone_tx, gone_rx) = mpsc::unbounded_channel();
         Daemon {
-            control: control::ControlState::new(gone_tx).dry_run(opts.dry_run),
-            gone_rx: Some(gone_rx),
+            control: control::ControlState::new().dry_run(opts.dry_run),
             opts,
-            policy,
+            loaded: reload::Loaded::new(policy),
             start: Instant::now(),
             supervisor,
-            sampler,
             actuator,
             hooks,
-            cg,
-            triggers: Vec::new(),
-            repairs: RepairSchedule::new(),
-            watcher: None,
-            tx: None,
-            exec: None,
-            groups_dirty: true,
-            events_unwatched: true,
-            policy_hash: String::new(),
-            loaded_at: SystemTime::now(),
-            last_reload_error: None,
-            observe: None,
-            kpi: Default::default(),
-            irqwatch: None,
-            services: None,
-            throttle: throttle::ThrottleTracker::default(),
-            drift: Default::default(),
-            cpufreq_limits: std::collections::BTreeMap::new(),
+            triggers: triggers::Triggers::new(),
+            groups: groups::Groups::new(cg),
+            telemetry: telemetry::Telemetry::new(sampler),
         }
     }
+}
+
+/// What the daemon starts from: the policy loaded and judged against the
+/// board, converged once as `apply` does (journal, hierarchy, baseline,
+/// placement scan), the originals journal opened for the actuator, and the
+/// processes that converge placed per group. `Err`: the exit code.
+pub(super) fn prepare(opts: &Options) -> Result<Prepared, u8> {
+    let board =
+        |p: &crate::policy::Policy| crate::kernel::board::read(&opts.root, &p.settings.cgroup_root);
+    let policy = match crate::policy::load_on(&opts.policy_path, board) {
+        Ok(p) => p,
+        Err(d) => {
+            eprint!("{d}");
+            return Err(EXIT_INVALID);
+        }
+    };
+    // The target in force and what cluster names became on this board.
+    for line in policy.binding.lines() {
+        tracing::info!("{line}");
+    }
+    if let Some(w) = policy.binding.warning() {
+        tracing::warn!("{w}");
+    }
+    // settings.daemon: mlockall and CPUs for the
+    // process, then this thread — the event loop, which also serves PSI
+    // trigger wake-ups — at the reacting priority (cgw-exec sets its own).
+    priority::apply_process(&opts.root, &policy.settings.daemon);
+    priority::enter_reacting("event loop");
+    // Converge once, as `apply` does.
+    let conv = Converger::new(opts.root.clone(), &policy);
+    let plan = conv.plan();
+    for m in &plan.missing {
+        tracing::warn!("missing: {m}");
+    }
+    for w in &plan.warnings {
+        tracing::warn!("{w}");
+    }
+    // Boot-time prerequisites (`cgwarden doctor`): reported, never fatal
+    // here — a running system is better supervised than not.
+    match crate::doctor::diagnose(&opts.root, &policy) {
+        Ok(found) => {
+            // A note is something to look at, not a warning (a fake board
+            // has no kernel config or /proc/cmdline: notes only).
+            for f in found {
+                if f.missing {
+                    tracing::warn!("doctor: {f}");
+                } else {
+                    tracing::info!("doctor: {f}");
+                }
+            }
+        }
+        Err(e) => tracing::info!("doctor: boot prerequisites not checked: {e}"),
+    }
+    if conv.refuse_missing(&plan) {
+        tracing::error!(
+            "on_missing: fail: the system lacks what the policy needs; nothing was written"
+        );
+        return Err(EXIT_MISSING);
+    }
+    // Processes the startup converge placed, per group: counted with the
+    // exec-driven ones in the metric and the exit line.
+    let mut startup_placed: Vec<(String, u64)> = Vec::new();
+    if opts.dry_run {
+        for step in &plan.steps {
+            tracing::info!("would {step} (dry run)");
+        }
+    } else {
+        match conv.apply(&plan, &mut |line| tracing::info!("{line}")) {
+            Ok(done) => {
+                startup_placed = startup_placements(&plan, &policy.settings.cgroup_root, &done);
+                for m in &done.missing {
+                    tracing::warn!("missing: {m}");
+                }
+                if done.refused_missing {
+                    tracing::error!(
+                        "on_missing: fail: the system lacks what the policy needs; nothing was written"
+                    );
+                    return Err(EXIT_MISSING);
+                }
+                for f in &done.failures {
+                    tracing::error!("{f}");
+                }
+            }
+            Err(e) => {
+                tracing::error!("the originals journal: {e}");
+                return Err(crate::exit::for_kernel_error(&e));
+            }
+        }
+    }
+    // The actuator journals every file it writes at runtime (claims, `then`
+    // values, restored baselines), in the same journal `apply` wrote.
+    let journal = if opts.dry_run {
+        None
+    } else {
+        match Journal::open(
+            &opts.root,
+            &policy.settings.state_dir,
+            &policy.settings.cgroup_root,
+        ) {
+            Ok(j) => Some(j),
+            Err(e) => {
+                tracing::error!("cannot open the originals journal: {e}");
+                return Err(crate::exit::for_kernel_error(&e));
+            }
+        }
+    };
+    Ok(Prepared {
+        policy,
+        journal,
+        placed: startup_placed,
+    })
+}
+
+/// What [`prepare`] made.
+pub(super) struct Prepared {
+    pub(super) policy: Policy,
+    /// The originals journal (none in a dry run).
+    pub(super) journal: Option<Journal>,
+    /// The processes the converge placed, per group.
+    pub(super) placed: Vec<(String, u64)>,
 }
 
 /// The processes `apply` moved at startup, per group (by name, as the

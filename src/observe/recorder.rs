@@ -34,6 +34,7 @@ use super::sample::{self, GroupSample, Limit};
 use super::state::{unix_seconds, EngineView};
 use super::textfile::Job;
 use crate::control::wire;
+use crate::control::wire::EventKind;
 use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{procfs, thermal, Root};
 use crate::policy::model::{RecorderSettings, ReportCriteria};
@@ -134,7 +135,7 @@ fn run(mut rec: Recorder, mut cfg: Config, jobs: std::sync::mpsc::Receiver<Job>)
             .unwrap_or_default();
         if lost > 0 {
             events.push(EventRow::own(
-                "lost",
+                EventKind::Lost,
                 format!(
                     "{} not taped (the recorder fell behind)",
                     crate::show::count(lost, "evaluation")
@@ -198,7 +199,7 @@ impl EventRow {
         }
     }
 
-    fn own(kind: &str, detail: String) -> EventRow {
+    fn own(kind: EventKind, detail: String) -> EventRow {
         EventRow {
             ts: unix_seconds(SystemTime::now()),
             kind: kind.into(),
@@ -217,7 +218,7 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
         match rx.try_recv() {
             Ok(e) => out.push(EventRow::from_wire(e)),
             Err(TryRecvError::Lagged(n)) => out.push(EventRow::own(
-                "lost",
+                EventKind::Lost,
                 format!(
                     "{} not recorded (the recorder fell behind)",
                     crate::show::count(n, "event")
@@ -227,7 +228,7 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
         }
     }
     if stopping {
-        out.push(EventRow::own("stop", "the daemon stopped".into()));
+        out.push(EventRow::own(EventKind::Stop, "the daemon stopped".into()));
     }
     out
 }
@@ -397,10 +398,11 @@ impl Recorder {
             tape_keys: Default::default(),
         };
         rec.conn.execute(
-            "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, 'start', ?3)",
+            "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, ?3, ?4)",
             params![
                 now,
                 run,
+                EventKind::Start.as_str(),
                 format!(
                     "cgwarden {} started, pid {}",
                     env!("CARGO_PKG_VERSION"),
@@ -413,8 +415,13 @@ impl Recorder {
         // none (an empty detail) means nothing here can throttle, and the
         // report says "not measured" rather than a vacuous pass.
         rec.conn.execute(
-            "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, 'cpufreq', ?3)",
-            params![now, run, thermal::policies(root).join(" ")],
+            "INSERT INTO events (ts, run, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                now,
+                run,
+                EventKind::Cpufreq.as_str(),
+                thermal::policies(root).join(" ")
+            ],
         )?;
         Ok(rec)
     }
@@ -741,7 +748,7 @@ mod tests {
             },
             events: vec![EventRow {
                 ts,
-                kind: "rule".into(),
+                kind: EventKind::Rule.into(),
                 rule: Some("r".into()),
                 state: Some("active".into()),
                 ..Default::default()

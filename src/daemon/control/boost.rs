@@ -2,6 +2,7 @@
 //! releasing it, and ending it when its owner is gone or its time is up.
 
 use super::{invalid, now_text, refused, BoostEntry, MAX_BOOST_DURATION, MAX_BOOST_KNOBS};
+use crate::control::wire::EventKind;
 use crate::control::{wire, Caller, Response};
 use crate::daemon::Daemon;
 use crate::knobs::{Knob, KnobValue};
@@ -13,20 +14,24 @@ impl Daemon {
     pub(crate) fn on_boost_owner_gone(&mut self, handle: u64) {
         self.end_boost(
             handle,
-            "claim_owner_gone",
+            EventKind::ClaimOwnerGone,
             "the process it was tied to exited",
         );
     }
 
     /// Ends boost `handle` (its claims released, the knobs written back).
-    pub(super) fn end_boost(&mut self, handle: u64, kind: &str, why: &str) {
+    pub(super) fn end_boost(&mut self, handle: u64, kind: EventKind, why: &str) {
         let Some(b) = self.control.boosts.remove(&handle) else {
             return;
         };
         self.supervisor.release_boost(handle);
         tracing::info!(handle, uid = b.uid, "boost ended: {why}");
-        if let Some(book) = self.observe_book() {
-            book.boost(kind.strip_prefix("claim_").unwrap_or(kind));
+        if let Some(book) = self.telemetry.observe_book() {
+            book.boost(
+                kind.as_str()
+                    .strip_prefix("claim_")
+                    .unwrap_or(kind.as_str()),
+            );
         }
         self.control.publish(|| wire::Event {
             time: now_text(),
@@ -55,7 +60,7 @@ impl Daemon {
             .map(|(h, _)| *h)
             .collect();
         for h in due {
-            self.end_boost(h, "claim_expired", "its deadline passed");
+            self.end_boost(h, EventKind::ClaimExpired, "its deadline passed");
         }
     }
 
@@ -63,10 +68,10 @@ impl Daemon {
     /// this system have, and a value that knob takes.
     fn boost_knob(&self, name: &str, value: &str) -> Result<(Knob, KnobValue), String> {
         // `cpufreq.big.min`: the cluster as this board names it.
-        let name = &self.policy.binding.knob_name(name)?;
+        let name = &self.loaded.policy.binding.knob_name(name)?;
         let knob = Knob::parse(name).map_err(|e| format!("not a knob cgwarden manages: {e}"))?;
         if let Some(g) = knob.group() {
-            if !self.policy.all_groups().iter().any(|x| x.name == g) {
+            if !self.loaded.policy.all_groups().iter().any(|x| x.name == g) {
                 return Err(format!("the policy has no group `{g}`"));
             }
         }
@@ -243,7 +248,7 @@ impl Daemon {
         for a in &applied {
             self.control.publish(|| wire::Event {
                 time: now_text(),
-                kind: "claim_granted".into(),
+                kind: EventKind::ClaimGranted.into(),
                 handle: Some(handle as i64),
                 knob: Some(a.knob.clone()),
                 new: Some(a.value.clone()),
@@ -407,7 +412,7 @@ impl Daemon {
     pub(super) fn on_release(&mut self, caller: &Caller, handle: i64) -> Response {
         match self.own_boost(caller, handle) {
             Ok(h) => {
-                self.end_boost(h, "claim_released", "released by its client");
+                self.end_boost(h, EventKind::ClaimReleased, "released by its client");
                 Response::Released(wire::ReleaseReply::default())
             }
             Err(r) => r,

@@ -5,16 +5,16 @@
 //!
 //! The loop never waits: the reply's sender is kept here with the writes
 //! it waits for — each knob's outstanding write to its file, by sequence
-//! number ([`Landing::Pending`]) — and sent from [`Daemon::write_done`]
+//! number ([`Landing::Pending`]) — and sent from [`ControlState::write_landed`]
 //! when the last of them comes back, or when the late-write deadline
 //! (from the call) passes first. A write that failed, or was still going
 //! at the deadline, is named in the reply's `not_held`; a knob that needed
 //! no write (its value was in effect already) waits for nothing.
 
-use super::super::actuator::Landing;
+use super::super::actuator::{Actuator, Landing};
 use super::super::lanes::Done;
+use super::ControlState;
 use crate::control::{wire, Response};
-use crate::daemon::Daemon;
 use crate::knobs::Knob;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -123,11 +123,12 @@ fn send(tx: oneshot::Sender<Response>, mut answer: Response, not_held: Vec<wire:
     let _ = tx.send(answer);
 }
 
-impl Daemon {
+impl ControlState {
     /// Sends `answer` once the last writes of `knobs` have landed (see the
     /// module docs); at once when none is outstanding.
     pub(super) fn answer_when_landed(
         &mut self,
+        actuator: &Actuator,
         tx: oneshot::Sender<Response>,
         answer: Response,
         knobs: &[Knob],
@@ -136,7 +137,7 @@ impl Daemon {
         let mut not_held = Vec::new();
         for k in knobs {
             let knob = k.to_string();
-            match self.actuator.landing(k) {
+            match actuator.landing(k) {
                 Landing::Settled => {}
                 Landing::Pending { path, seq } => {
                     // A knob asked twice (a raise and a cap) waits once.
@@ -159,8 +160,8 @@ impl Daemon {
             send(tx, answer, not_held);
             return;
         }
-        let deadline = self.actuator.deadline();
-        self.control.held.held.push(Held {
+        let deadline = actuator.deadline();
+        self.held.held.push(Held {
             tx,
             answer,
             waits,
@@ -172,15 +173,15 @@ impl Daemon {
 
     /// A write came back: the replies it completes go out.
     pub(super) fn reply_landed(&mut self, done: &Done) {
-        if !self.control.held.held.is_empty() {
-            self.control.held.landed(done);
+        if !self.held.held.is_empty() {
+            self.held.landed(done);
         }
     }
 
     /// The late-write deadline of some held replies passed: they go out,
     /// naming the writes still going.
     pub(crate) fn answer_overdue(&mut self, now: Instant) {
-        self.control.held.overdue(now);
+        self.held.overdue(now);
     }
 }
 
@@ -191,6 +192,7 @@ mod tests {
     use crate::converge::journal::Journal;
     use crate::daemon::actuator::Actuator;
     use crate::daemon::lanes::WriteFn;
+    use crate::daemon::Daemon;
     use crate::daemon::Options;
     use crate::kernel::Root;
     use std::path::Path;
@@ -269,8 +271,8 @@ mod tests {
             r.write(p, v)
         });
         let j = journal();
-        d.actuator =
-            Actuator::with_writer(root.clone(), &d.policy, Some(j), write).with_deadline(deadline);
+        d.actuator = Actuator::with_writer(root.clone(), &d.loaded.policy, Some(j), write)
+            .with_deadline(deadline);
         let done = d.actuator.take_completions().unwrap();
         (d, done)
     }
@@ -428,10 +430,10 @@ mod tests {
         let mut reply = boost(&mut d, "384M");
         let due = d.control.held_due().expect("a reply is held");
         assert!(due >= t0 + deadline && due <= Instant::now() + deadline);
-        d.answer_overdue(due - Duration::from_millis(1));
+        d.control.answer_overdue(due - Duration::from_millis(1));
         assert!(reply.try_recv().is_err(), "answered before the deadline");
         tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-        d.answer_overdue(Instant::now());
+        d.control.answer_overdue(Instant::now());
         let b = boosted(reply.try_recv().expect("answered at the deadline"));
         let n = b.not_held.expect("the late write is in the reply");
         assert_eq!(n.len(), 1, "{n:?}");

@@ -60,7 +60,7 @@ impl Daemon {
     fn group_status(&self, g: &crate::policy::model::Group) -> wire::GroupStatus {
         let root = &self.opts.root;
         let read = |f: &str| {
-            root.read_small(&self.cg.file(&g.path, f))
+            root.read_small(&self.groups.cg.file(&g.path, f))
                 .ok()
                 .map(|s| s.trim().to_string())
         };
@@ -76,8 +76,8 @@ impl Daemon {
             .unwrap_or_default();
         wire::GroupStatus {
             name: g.name.clone(),
-            path: self.cg.dir(&g.path).display().to_string(),
-            exists: self.cg.exists(&g.path),
+            path: self.groups.cg.dir(&g.path).display().to_string(),
+            exists: self.groups.cg.exists(&g.path),
             cpuset: read("cpuset.cpus.effective").or_else(|| read("cpuset.cpus")),
             memory_current: read("memory.current").and_then(|t| t.parse().ok()),
             memory_high: read("memory.high"),
@@ -126,6 +126,7 @@ impl Daemon {
     pub(crate) fn status(&self) -> wire::StatusReply {
         let (c, _) = self.actuator.counters();
         let rules = self
+            .loaded
             .policy
             .rules
             .iter()
@@ -137,16 +138,16 @@ impl Daemon {
             })
             .collect();
         wire::StatusReply {
-            product: self.policy.product.clone(),
+            product: self.loaded.policy.product.clone(),
             policy: wire::PolicyInfo {
                 path: self.opts.policy_path.display().to_string(),
-                hash: self.policy_hash.clone(),
-                loaded_at: crate::show::rfc3339_millis(self.loaded_at),
-                target: self.policy.binding.target_text(),
-                board: self.policy.binding.lines(),
+                hash: self.loaded.hash.clone(),
+                loaded_at: crate::show::rfc3339_millis(self.loaded.at),
+                target: self.loaded.policy.binding.target_text(),
+                board: self.loaded.policy.binding.lines(),
             },
-            last_reload_error: self.last_reload_error.clone(),
-            unavailable: self.unavailable(),
+            last_reload_error: self.loaded.last_error.clone(),
+            unavailable: self.telemetry.unavailable(),
             daemon: wire::DaemonInfo {
                 pid: i64::from(std::process::id()),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -164,6 +165,7 @@ impl Daemon {
                     .unwrap_or(0),
             },
             groups: self
+                .loaded
                 .policy
                 .all_groups()
                 .into_iter()
@@ -179,7 +181,7 @@ impl Daemon {
 
     /// The processes placement left in another manager's cgroup.
     fn left_alone(&self) -> Vec<wire::LeftAlone> {
-        let Some(x) = &self.exec else {
+        let Some(x) = &self.groups.exec else {
             return Vec::new();
         };
         x.shared
@@ -204,7 +206,7 @@ impl Daemon {
         let mut knobs = self.verify_knobs();
         let held = super::super::drift::held_drifts(
             &self.opts.root,
-            &self.policy,
+            &self.loaded.policy,
             &self.knob_paths(),
             None,
         );
@@ -265,8 +267,8 @@ impl Daemon {
         }
         for k in &knobs {
             if !k.drift {
-                self.drift.ended(&k.knob);
-            } else if self.drift.begins(&k.knob) {
+                self.telemetry.drift.ended(&k.knob);
+            } else if self.telemetry.drift.begins(&k.knob) {
                 let path = (!k.path.is_empty()).then(|| std::path::PathBuf::from(&k.path));
                 self.publish_drift(&k.knob, &k.expected, k.actual.as_deref(), path.as_deref());
             }
