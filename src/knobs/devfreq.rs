@@ -147,15 +147,6 @@ pub(super) fn parse_hz(text: &str) -> Result<u64, UnitError> {
     Ok(hz)
 }
 
-/// The policy form of a devfreq frequency (parses back with [`parse_hz`]).
-pub fn hz_text(hz: u64) -> String {
-    match hz {
-        h if h >= 1_000_000_000 && h % 1_000_000_000 == 0 => format!("{}GHz", h / 1_000_000_000),
-        h if h >= 1_000_000 && h % 1_000_000 == 0 => format!("{}MHz", h / 1_000_000),
-        h => format!("{h}Hz"),
-    }
-}
-
 /// `system.devfreq.NAME`: a device's baseline.
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
@@ -354,10 +345,14 @@ impl Family for Devfreq {
                 if b.frequencies.is_empty() || b.frequencies.contains(hz) {
                     return Ok(());
                 }
-                let listed: Vec<String> = b.frequencies.iter().map(|f| hz_text(*f)).collect();
+                let listed: Vec<String> = b
+                    .frequencies
+                    .iter()
+                    .map(|f| super::value::hz_text(*f))
+                    .collect();
                 Err(format!(
                     "{} is not a frequency {device} offers (available_frequencies: {})",
-                    hz_text(*hz),
+                    super::value::hz_text(*hz),
                     listed.join(" ")
                 ))
             }

@@ -485,7 +485,7 @@ impl fmt::Display for KnobValue {
         match self {
             KnobValue::Size(s) => write!(f, "{s}"),
             KnobValue::Frequency(fr) => write!(f, "{fr}"),
-            KnobValue::Hz(n) => f.write_str(&super::devfreq::hz_text(*n)),
+            KnobValue::Hz(n) => f.write_str(&hz_text(*n)),
             KnobValue::Int(n) => write!(f, "{n}"),
             KnobValue::Weight(w) => write!(f, "{w}"),
             KnobValue::CpuMax(c) => write!(f, "{c}"),
@@ -497,5 +497,14 @@ impl fmt::Display for KnobValue {
             KnobValue::Latency(Some(us)) => write!(f, "{us}us"),
             KnobValue::Latency(None) => f.write_str("none"),
         }
+    }
+}
+
+/// The policy form of a devfreq frequency (devfreq parses it back).
+pub(crate) fn hz_text(hz: u64) -> String {
+    match hz {
+        h if h >= 1_000_000_000 && h % 1_000_000_000 == 0 => format!("{}GHz", h / 1_000_000_000),
+        h if h >= 1_000_000 && h % 1_000_000 == 0 => format!("{}MHz", h / 1_000_000),
+        h => format!("{h}Hz"),
     }
 }
