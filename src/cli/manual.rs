@@ -30,7 +30,7 @@ pub fn completions(cmd: &mut Command, shell: clap_complete::Shell) {
     // Into memory first: clap_complete panics when its writer fails.
     let mut buf = Vec::new();
     clap_complete::generate(shell, cmd, name, &mut buf);
-    cgwarden::out::bytes(&buf);
+    crate::out::bytes(&buf);
 }
 
 /// Writes `cgwarden.8`, one `cgwarden-SUB.8` per visible subcommand and
