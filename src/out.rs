@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 static STATE: AtomicU8 = AtomicU8::new(0);
 
 /// Writes `args` to stdout (no newline added).
-pub fn write_fmt(args: fmt::Arguments) {
+pub(crate) fn write_fmt(args: fmt::Arguments) {
     write_with(|o| o.write_fmt(args));
 }
 
 /// Writes `args` and a newline to stdout as one write.
-pub fn line(args: fmt::Arguments) {
+pub(crate) fn line(args: fmt::Arguments) {
     write_with(|o| {
         o.write_fmt(args)?;
         o.write_all(b"\n")
@@ -30,7 +30,7 @@ pub fn line(args: fmt::Arguments) {
 }
 
 /// Writes `b` to stdout.
-pub fn bytes(b: &[u8]) {
+pub(crate) fn bytes(b: &[u8]) {
     write_with(|o| o.write_all(b));
 }
 
@@ -61,7 +61,7 @@ pub(crate) fn closed() -> bool {
 }
 
 /// Whether a write failed other than by EPIPE (already said on stderr).
-pub fn failed() -> bool {
+pub(crate) fn failed() -> bool {
     STATE.load(Ordering::Relaxed) == 2
 }
 

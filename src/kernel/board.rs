@@ -17,7 +17,7 @@ const AVAILABLE_FREQUENCIES: &str = "available_frequencies";
 
 /// The board under `root`, with the cgroup root at `cgroup_root` (an
 /// absolute path as the device sees it).
-pub fn read(root: &Root, cgroup_root: &Path) -> Board {
+pub(crate) fn read(root: &Root, cgroup_root: &Path) -> Board {
     // cpufreq's `related_cpus` separates CPUs with blanks ("0 1 2 3 "),
     // the cpuset files with commas and ranges.
     let cpus = |p: &Path| {

@@ -12,24 +12,24 @@
 use super::error::Result;
 use super::root::Root;
 
-pub use crate::knobs::cpufreq::{
+pub(crate) use crate::knobs::cpufreq::{
     attr_path, policy_dir, SCALING_AVAILABLE_GOVERNORS, SCALING_GOVERNOR,
 };
 use crate::knobs::CpufreqAttr;
 use std::path::PathBuf;
 
 /// True if `policy` exists.
-pub fn exists(root: &Root, policy: &str) -> bool {
+pub(crate) fn exists(root: &Root, policy: &str) -> bool {
     root.is_dir(&policy_dir(policy))
 }
 
 /// Reads attribute `attr` of `policy`, trimmed.
-pub fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
+pub(crate) fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
     root.read_trimmed(&attr_path(policy, attr))
 }
 
 /// Governors offered by `policy` (`scaling_available_governors`).
-pub fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
+pub(crate) fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
     Ok(read(root, policy, SCALING_AVAILABLE_GOVERNORS)?
         .split_whitespace()
         .map(str::to_string)
@@ -38,7 +38,7 @@ pub fn available_governors(root: &Root, policy: &str) -> Result<Vec<String>> {
 
 /// The governor to write for fallback list `list` (`schedutil|ondemand`):
 /// the first `policy` offers (module docs of `knobs::cpufreq`).
-pub fn resolve_governor(
+pub(crate) fn resolve_governor(
     root: &Root,
     policy: &str,
     list: &str,
@@ -51,7 +51,7 @@ pub fn resolve_governor(
 /// The file of tunable `attr` of `policy` under `governor`: the per-policy
 /// directory if the governor has one there, else the global one if that
 /// exists, else `None` (the governor lacks the tunable, or is not running).
-pub fn existing_tunable(
+pub(crate) fn existing_tunable(
     root: &Root,
     policy: &str,
     governor: &str,
@@ -66,7 +66,12 @@ pub fn existing_tunable(
 /// that exists, else (the governor is about to start: its directory does
 /// not exist yet) the per-policy path when the policy has per-policy
 /// governors now or no global directory exists, else the global path.
-pub fn tunable_target(root: &Root, policy: &str, governor: &str, attr: CpufreqAttr) -> PathBuf {
+pub(crate) fn tunable_target(
+    root: &Root,
+    policy: &str,
+    governor: &str,
+    attr: CpufreqAttr,
+) -> PathBuf {
     if let Some(p) = existing_tunable(root, policy, governor, attr) {
         return p;
     }

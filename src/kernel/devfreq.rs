@@ -6,30 +6,30 @@
 
 use super::error::Result;
 use super::root::Root;
-pub use crate::knobs::devfreq::{
+pub(crate) use crate::knobs::devfreq::{
     attr_path, device_dir, AVAILABLE_GOVERNORS, CUR_FREQ, DEVFREQ_DIR, GOVERNOR, MAX_FREQ, MIN_FREQ,
 };
 use std::path::Path;
 
 /// One device as `doctor` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Device {
-    pub name: String,
-    pub governor: Option<String>,
-    pub available_governors: Vec<String>,
+pub(crate) struct Device {
+    pub(crate) name: String,
+    pub(crate) governor: Option<String>,
+    pub(crate) available_governors: Vec<String>,
     /// Hz.
-    pub cur: Option<u64>,
-    pub min: Option<u64>,
-    pub max: Option<u64>,
+    pub(crate) cur: Option<u64>,
+    pub(crate) min: Option<u64>,
+    pub(crate) max: Option<u64>,
 }
 
 /// True if `device` exists.
-pub fn exists(root: &Root, device: &str) -> bool {
+pub(crate) fn exists(root: &Root, device: &str) -> bool {
     root.is_dir(&device_dir(device))
 }
 
 /// Reads a file of `device`, trimmed.
-pub fn read(root: &Root, device: &str, file: &str) -> Result<String> {
+pub(crate) fn read(root: &Root, device: &str, file: &str) -> Result<String> {
     root.read_trimmed(&attr_path(device, file))
 }
 
@@ -38,14 +38,14 @@ fn hz(root: &Root, device: &str, file: &str) -> Option<u64> {
 }
 
 /// Governors `device` offers (empty when unreadable).
-pub fn available_governors(root: &Root, device: &str) -> Vec<String> {
+pub(crate) fn available_governors(root: &Root, device: &str) -> Vec<String> {
     read(root, device, AVAILABLE_GOVERNORS)
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
 }
 
 /// Every device, by name (an absent class directory: none).
-pub fn devices(root: &Root) -> Vec<Device> {
+pub(crate) fn devices(root: &Root) -> Vec<Device> {
     let names = root.list_dir(Path::new(DEVFREQ_DIR)).unwrap_or_default();
     names
         .into_iter()

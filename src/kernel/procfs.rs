@@ -116,24 +116,24 @@ fn read_capped_text(root: &Root, p: &Path, cap: usize) -> Result<String> {
 /// a field not asked for in [`Fields`] is empty/`None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ProcessInfo {
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// Resolved executable (`/proc/PID/exe`); `None` for exited zombies,
     /// or without permission.
-    pub exe: Option<PathBuf>,
+    pub(crate) exe: Option<PathBuf>,
     /// Arguments split at NUL (one element if the process rewrote its
     /// command line without NULs).
-    pub cmdline: Vec<String>,
+    pub(crate) cmdline: Vec<String>,
     /// Real uid (first field of `Uid:` in `/proc/PID/status`).
-    pub uid: Option<u32>,
-    pub ppid: Option<i32>,
+    pub(crate) uid: Option<u32>,
+    pub(crate) ppid: Option<i32>,
 }
 
 /// `/proc/PID/stat`, split safely: `comm` may contain spaces and `)`, so
 /// the fields are split after the *last* `)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
-    pub pid: i32,
-    pub comm: String,
+    pub(crate) pid: i32,
+    pub(crate) comm: String,
     /// Fields 3.. (state, ppid, ...), as the kernel printed them (one
     /// space apart): split when a field is asked for, not into a string
     /// each (that would be fifty allocations a stat, read per exec).
@@ -372,13 +372,13 @@ pub(crate) fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PinFacts {
     /// Field 22, clock ticks since boot ([`start_time`]).
-    pub start: Option<u64>,
+    pub(crate) start: Option<u64>,
     /// Field 2: the same bytes as `/proc/PID/comm`.
-    pub comm: Option<String>,
+    pub(crate) comm: Option<String>,
     /// Field 20, `num_threads`.
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// `PF_KTHREAD` in field 9.
-    pub kernel_thread: Option<bool>,
+    pub(crate) kernel_thread: Option<bool>,
 }
 
 /// [`PinFacts`] of `pid`: `Ok(None)` when the process is gone; all `None`
@@ -480,9 +480,9 @@ impl PidFd {
 /// Which optional fields [`user_process`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Fields {
-    pub exe: bool,
-    pub cmdline: bool,
-    pub uid: bool,
+    pub(crate) exe: bool,
+    pub(crate) cmdline: bool,
+    pub(crate) uid: bool,
 }
 
 #[cfg(test)]

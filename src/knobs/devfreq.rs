@@ -23,12 +23,12 @@ use crate::units::UnitError;
 use std::path::{Path, PathBuf};
 
 /// Device path of the devfreq class directory.
-pub const DEVFREQ_DIR: &str = "/sys/class/devfreq";
-pub const MIN_FREQ: &str = "min_freq";
-pub const MAX_FREQ: &str = "max_freq";
-pub const GOVERNOR: &str = "governor";
-pub const AVAILABLE_GOVERNORS: &str = "available_governors";
-pub const CUR_FREQ: &str = "cur_freq";
+pub(crate) const DEVFREQ_DIR: &str = "/sys/class/devfreq";
+pub(crate) const MIN_FREQ: &str = "min_freq";
+pub(crate) const MAX_FREQ: &str = "max_freq";
+pub(crate) const GOVERNOR: &str = "governor";
+pub(crate) const AVAILABLE_GOVERNORS: &str = "available_governors";
+pub(crate) const CUR_FREQ: &str = "cur_freq";
 
 /// A devfreq device attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,7 +39,7 @@ pub enum DevfreqAttr {
 }
 
 impl DevfreqAttr {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DevfreqAttr::Min => "min",
             DevfreqAttr::Max => "max",
@@ -48,7 +48,7 @@ impl DevfreqAttr {
     }
 
     /// The file under `/sys/class/devfreq/NAME/`.
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             DevfreqAttr::Min => MIN_FREQ,
             DevfreqAttr::Max => MAX_FREQ,
@@ -60,23 +60,23 @@ impl DevfreqAttr {
 const ATTRS: [&str; 3] = ["min", "max", "governor"];
 
 /// A byte of a devfreq device name.
-pub fn name_byte(b: u8) -> bool {
+pub(crate) fn name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b".,:@+-_".contains(&b)
 }
 
 /// Whether `name` can be a devfreq device name (module docs).
-pub fn is_device_name(name: &str) -> bool {
+pub(crate) fn is_device_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && !name.starts_with('.') && name.bytes().all(name_byte)
 }
 
 /// Device path of a devfreq device's directory.
-pub fn device_dir(device: &str) -> PathBuf {
+pub(crate) fn device_dir(device: &str) -> PathBuf {
     // Root::host_path clamps `..`; keep a name one component anyway.
     Path::new(DEVFREQ_DIR).join(device.replace('/', "_"))
 }
 
 /// Device path of file `file` of `device`.
-pub fn attr_path(device: &str, file: &str) -> PathBuf {
+pub(crate) fn attr_path(device: &str, file: &str) -> PathBuf {
     device_dir(device).join(file)
 }
 
@@ -147,7 +147,7 @@ pub(super) fn parse_hz(text: &str) -> Result<u64, UnitError> {
 }
 
 /// The policy form of a devfreq frequency (parses back with [`parse_hz`]).
-pub fn hz_text(hz: u64) -> String {
+pub(crate) fn hz_text(hz: u64) -> String {
     match hz {
         h if h >= 1_000_000_000 && h % 1_000_000_000 == 0 => format!("{}GHz", h / 1_000_000_000),
         h if h >= 1_000_000 && h % 1_000_000 == 0 => format!("{}MHz", h / 1_000_000),

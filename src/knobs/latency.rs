@@ -18,16 +18,16 @@ use std::path::{Path, PathBuf};
 /// `/dev/cpu_dma_latency` reads with no request held). Larger values mean
 /// nothing to the cpuidle governor (no idle state is that slow), and the
 /// per-CPU file refuses `S32_MAX` (its internal "no constraint").
-pub const LATENCY_MAX_US: u64 = 2_000_000_000;
+pub(crate) const LATENCY_MAX_US: u64 = 2_000_000_000;
 
 /// The CPU latency QoS device a request is held open on.
-pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+pub(crate) const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 const RESUME_LATENCY: &str = "pm_qos_resume_latency_us";
 
 /// `/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us`.
-pub fn resume_latency_path(cpu: u32) -> PathBuf {
+pub(crate) fn resume_latency_path(cpu: u32) -> PathBuf {
     PathBuf::from(format!("{CPU_DIR}/cpu{cpu}/power/{RESUME_LATENCY}"))
 }
 
@@ -36,7 +36,7 @@ pub fn resume_latency_path(cpu: u32) -> PathBuf {
 /// reads `0` as *no constraint* and takes `n/a` for 0 µs tolerated, so a
 /// policy's `0us` is written `n/a` and no constraint `0`; other values are
 /// plain µs (negative ones, and `S32_MAX`, are EINVAL there).
-pub fn resume_latency_text(v: Option<u64>) -> String {
+pub(crate) fn resume_latency_text(v: Option<u64>) -> String {
     match v {
         None => "0".to_string(),
         Some(0) => "n/a".to_string(),

@@ -66,7 +66,7 @@ pub(crate) use devfreq::DevfreqAttr;
 pub(crate) use group::GroupKnob;
 
 pub(crate) use sysctl::sysctl_range;
-pub use value::{CpuMax, KnobValue, PIDS_LIMIT};
+pub(crate) use value::{CpuMax, KnobValue, PIDS_LIMIT};
 pub(crate) use zram::ZramAttr;
 
 use crate::units::{CpuList, Frequency, Percent, Size, UnitError};
@@ -80,7 +80,7 @@ use value::{
 
 /// How a boost request names a cap (`boost --cap KNOB=VALUE`): the key
 /// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
-pub const CAP_KEY_PREFIX: &str = "cap ";
+pub(crate) const CAP_KEY_PREFIX: &str = "cap ";
 
 /// Whether `name` follows the naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
@@ -112,9 +112,9 @@ pub(crate) fn suggest<'a>(
 /// A knob text that is not one of the closed set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnobError {
-    pub message: String,
+    pub(crate) message: String,
     /// A suggestion such as "did you mean `inference.memory.high`?".
-    pub hint: Option<String>,
+    pub(crate) hint: Option<String>,
 }
 
 impl fmt::Display for KnobError {
@@ -178,7 +178,7 @@ pub enum Knob {
 
 /// How competing claims on one knob are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MergePolicy {
+pub(crate) enum MergePolicy {
     /// More means more resource or speed: the largest claim wins.
     LargestWins,
     /// The claim ranked first (boosts, then rules in policy order) wins.
@@ -555,10 +555,10 @@ pub(crate) fn digit(b: u8) -> bool {
 /// One row of docs/policy.md's knob table.
 #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
 pub(crate) struct DocRow {
-    pub knob: String,
-    pub values: &'static str,
-    pub merge: MergePolicy,
-    pub file: String,
+    pub(crate) knob: String,
+    pub(crate) values: &'static str,
+    pub(crate) merge: MergePolicy,
+    pub(crate) file: String,
 }
 
 /// A family's name parser: the whole text (for messages) and the part after `head.`.
@@ -568,19 +568,19 @@ pub(crate) type ParseFn = fn(&str, &str) -> Result<Knob, KnobError>;
 pub(crate) struct Family {
     /// The first part of the family's knob names; `None` for the group
     /// family (`G.…`, the fallback) and the realtime switch (no names).
-    pub head: Option<&'static str>,
+    pub(crate) head: Option<&'static str>,
     /// Parses a knob of the family: the whole text (for messages) and the
     /// part after `head.`.
-    pub parse: Option<ParseFn>,
+    pub(crate) parse: Option<ParseFn>,
     /// The shapes of its knob names, for grant patterns (group knobs are
     /// those of the policy's `groups`).
-    pub shapes: fn(&[&str]) -> Vec<Shape>,
+    pub(crate) shapes: fn(&[&str]) -> Vec<Shape>,
     /// Whether a canonical device path is one of its files: the journal's
     /// allow-list is the union of these.
-    pub owns: fn(&Path, &Path) -> bool,
+    pub(crate) owns: fn(&Path, &Path) -> bool,
     /// Its rows of the docs' knob table.
     #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
-    pub doc: fn() -> Vec<DocRow>,
+    pub(crate) doc: fn() -> Vec<DocRow>,
 }
 
 impl Family {
@@ -618,7 +618,7 @@ pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
 /// `host.cpu.some.avg10`, `host.vmstat.FIELD`. The recorder's machine row,
 /// the report's machine section and the metrics' machine label use it too,
 /// so no group may take it.
-pub const MACHINE: &str = "host";
+pub(crate) const MACHINE: &str = "host";
 
 /// Names no group may take, each with what rules read under it: the
 /// family heads, `thermal` (zones), `cooling` (cooling devices), `kpi`

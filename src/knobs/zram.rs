@@ -13,10 +13,10 @@ use super::{
 use std::path::{Path, PathBuf};
 
 /// Where zram block devices live.
-pub const BLOCK_DIR: &str = "/sys/block";
+pub(crate) const BLOCK_DIR: &str = "/sys/block";
 
 /// The attribute files a baseline writes and `reset` restores.
-pub const JOURNALLED_ATTRS: [&str; 3] = ["comp_algorithm", "disksize", "mem_limit"];
+pub(crate) const JOURNALLED_ATTRS: [&str; 3] = ["comp_algorithm", "disksize", "mem_limit"];
 
 /// A zram device attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,7 +28,7 @@ pub enum ZramAttr {
 }
 
 impl ZramAttr {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ZramAttr::MemLimit => "mem_limit",
             ZramAttr::SwapPriority => "swap_priority",
@@ -41,12 +41,12 @@ const ZRAM_ATTRS: [&str; 2] = ["mem_limit", "swap_priority"];
 
 /// Device path of `/sys/block/<dev>` (`dev`: `zram0`; a `/` is replaced so
 /// the name stays one component).
-pub fn device_dir(dev: &str) -> PathBuf {
+pub(crate) fn device_dir(dev: &str) -> PathBuf {
     Path::new(BLOCK_DIR).join(dev.replace('/', "_"))
 }
 
 /// Device path of attribute `attr` of `dev`.
-pub fn attr_path(dev: &str, attr: &str) -> PathBuf {
+pub(crate) fn attr_path(dev: &str, attr: &str) -> PathBuf {
     device_dir(dev).join(attr)
 }
 

@@ -19,7 +19,7 @@ pub(super) fn is_bare_glob_char(c: char) -> bool {
 }
 
 /// Parses a `when:` expression.
-pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
+pub(crate) fn parse_expr(src: &str) -> Result<Expr, ParseError> {
     let mut p = Parser::new(src)?;
     let expr = p.parse_or()?;
     p.skip_ws();
