@@ -277,8 +277,6 @@ pub(crate) const TREE_LOCK_DIR: &str = "/run/cgwarden";
 #[derive(Debug)]
 pub(crate) struct TreeLock {
     _held: HeldFile,
-    /// Device path of the lock file.
-    path: PathBuf,
 }
 
 impl TreeLock {
@@ -311,7 +309,7 @@ impl TreeLock {
             one_line(what)
         );
         match take(&dir_host.join(name), &shown, &content)? {
-            Taken::Ours(held) => Ok(TreeLock { _held: held, path }),
+            Taken::Ours(held) => Ok(TreeLock { _held: held }),
             Taken::Busy(content) => {
                 let h = TreeHolder::parse(&content);
                 Err(LockError::TreeHeld {
@@ -323,11 +321,6 @@ impl TreeLock {
                 })
             }
         }
-    }
-
-    /// Device path of the lock file.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -615,7 +608,7 @@ mod tests {
         let first =
             TreeLock::acquire(&root, cg, Path::new("/run/a"), "cgwarden run /a.yaml").unwrap();
         assert_eq!(
-            first.path(),
+            TreeLock::path_for(&root, cg),
             Path::new("/run/cgwarden/tree-sys-fs-cgroup.lock")
         );
         let host = dir.path().join("run/cgwarden/tree-sys-fs-cgroup.lock");

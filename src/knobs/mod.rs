@@ -66,7 +66,7 @@ pub(crate) use devfreq::DevfreqAttr;
 pub(crate) use group::GroupKnob;
 
 pub(crate) use sysctl::sysctl_range;
-pub(crate) use value::{CpuMax, KnobValue, PIDS_LIMIT};
+pub(crate) use value::{CpuMax, KnobValue};
 pub(crate) use zram::ZramAttr;
 
 use crate::units::{CpuList, Frequency, Percent, Size, UnitError};
@@ -177,6 +177,8 @@ pub enum Knob {
 }
 
 /// How competing claims on one knob are merged.
+// `MergePolicy::LargestWins` reads as the rule it is; `Largest` would not.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum MergePolicy {
     /// More means more resource or speed: the largest claim wins.

@@ -62,7 +62,7 @@ pub(crate) const MAX_NAMES: usize = 64;
 /// Most histogram buckets held in memory, every name and slot together
 /// (the memory bound, see the module docs).
 pub(crate) const MAX_BUCKETS: usize = 131_072;
-pub(crate) use crate::policy::expr::kpi::{check_name, Stat, MAX_NAME_LEN};
+pub(crate) use crate::policy::expr::kpi::{check_name, Stat};
 /// Values below this count as 0 (in the zero bucket).
 pub(crate) const MIN_VALUE: f64 = 1e-9;
 /// Values above this are refused.

@@ -12,8 +12,8 @@ pub(crate) mod pattern;
 pub(crate) mod targets;
 pub(crate) mod yaml;
 
-pub(crate) use crate::knobs::board::{Board, Identity};
-pub(crate) use crate::knobs::clusters::{Cluster, Clusters};
+pub(crate) use crate::knobs::board::Board;
+pub(crate) use crate::knobs::clusters::Clusters;
 pub(crate) use binding::Binding;
 pub(crate) use diag::Diagnostics;
 pub(crate) use model::Policy;
@@ -132,8 +132,6 @@ pub(crate) enum Target {
     /// This one (`check --target NAME`); an error if the policy has none
     /// by that name.
     Named(String),
-    /// None: the base policy.
-    Base,
 }
 
 /// [`load_on`] with the target chosen by `target`.
@@ -175,7 +173,6 @@ pub(crate) fn load_bytes_with(
     let after_split = diags.items.len();
     let board = board_of(&decode::settings_only(&doc));
     let chosen = match target {
-        Target::Base => None,
         Target::Board => board
             .identity
             .as_ref()
@@ -246,19 +243,6 @@ pub(crate) fn load_bytes_with(
             Err(diags.sorted())
         }
     }
-}
-
-/// The `targets:` keys of a policy file, in file order (none when it cannot
-/// be read: loading it says why).
-pub(crate) fn target_names(bytes: &[u8]) -> Vec<String> {
-    let Ok(mut doc) = yaml::parse(bytes) else {
-        return Vec::new();
-    };
-    let mut scratch = Diagnostics::new("");
-    targets::split(&mut doc, &mut scratch)
-        .into_iter()
-        .map(|(k, _)| k.name)
-        .collect()
 }
 
 /// True when placement `p` grants a real-time policy (fifo, rr, deadline)

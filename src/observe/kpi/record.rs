@@ -106,7 +106,7 @@ fn hist_of(r: &rusqlite::Row) -> Option<Hist> {
 
 /// Every row within `[from, to]`, in time order: (ts, name, histogram);
 /// rows that do not decode are left out.
-#[cfg(any(test, feature = "report"))]
+#[cfg(feature = "report")]
 pub(crate) fn rows(
     conn: &Connection,
     from: f64,
