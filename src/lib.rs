@@ -50,6 +50,7 @@ mod knobs;
 mod logline;
 mod observe;
 mod out;
+use out::{out, outln};
 mod policy;
 mod show;
 #[cfg(feature = "report")]

@@ -29,7 +29,8 @@ pub(crate) fn line(args: fmt::Arguments) {
     });
 }
 
-/// Writes `b` to stdout.
+/// Writes `b` to stdout (a report, a completion script).
+#[cfg(any(feature = "report", feature = "docgen"))]
 pub(crate) fn bytes(b: &[u8]) {
     write_with(|o| o.write_all(b));
 }
@@ -66,20 +67,19 @@ pub(crate) fn failed() -> bool {
 }
 
 /// `println!` that never panics: see the [module](self).
-#[macro_export]
 macro_rules! outln {
-    () => {
-        $crate::out::bytes(b"\n")
-    };
     ($($arg:tt)*) => {
         $crate::out::line(format_args!($($arg)*))
     };
 }
 
 /// `print!` that never panics: see the [module](self).
-#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write_fmt(format_args!($($arg)*))
     };
 }
+
+// Crate-private macros, named by path (`crate::outln!`, re-exported by
+// lib.rs) like any other item.
+pub(crate) use {out, outln};
