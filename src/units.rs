@@ -704,10 +704,6 @@ impl Temperature {
             .contains(&millidegrees)
             .then_some(Temperature { millidegrees })
     }
-
-    pub(crate) fn millidegrees(&self) -> i64 {
-        self.millidegrees
-    }
 }
 
 impl fmt::Display for Temperature {

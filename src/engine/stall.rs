@@ -111,10 +111,6 @@ impl StallSeries {
         self.prune();
     }
 
-    pub(crate) fn keep(&self) -> Duration {
-        self.keep
-    }
-
     /// Adds the counter value read at `now`.
     pub(crate) fn record(&mut self, now: Time, total_us: u64) -> Recorded {
         let result = match self.samples.back_mut() {
@@ -200,10 +196,6 @@ impl StallSeries {
 
     pub(crate) fn len(&self) -> usize {
         self.samples.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.samples.is_empty()
     }
 
     /// The newest sample.
@@ -458,11 +450,6 @@ impl StallHistory {
         let (newest, _) = self.series.get(key)?.latest()?;
         newest.checked_add(silence_after(window))
     }
-
-    /// Forgets a line's history (its group was removed).
-    pub(crate) fn forget(&mut self, key: &StallKey) {
-        self.series.remove(key);
-    }
 }
 
 #[cfg(test)]
@@ -700,7 +687,7 @@ mod tests {
         assert_eq!(ser.stall_in_window(ms(9_900), s(2)), Some(ms(200)));
         ser.set_keep(ms(500));
         assert!(ser.len() <= 7, "{}", ser.len());
-        assert_eq!(ser.keep(), ms(500));
+        assert_eq!(ser.keep, ms(500));
     }
 
     #[test]
@@ -732,7 +719,7 @@ mod tests {
         };
         let mut h = StallHistory::new();
         h.configure([(&key, &s(1)), (&key, &s(3))]);
-        assert_eq!(h.series(&key).map(StallSeries::keep), Some(s(3)));
+        assert_eq!(h.series(&key).map(|s| s.keep), Some(s(3)));
         h.record(&key, s(1), 0);
         h.record(&key, s(2), 100_000);
         assert_eq!(h.stall_in_window(&key, s(2), s(1)), Some(ms(100)));
@@ -741,8 +728,6 @@ mod tests {
         assert!(h.series(&other).is_some());
         h.configure([(&key, &s(1))]);
         assert!(h.series(&other).is_none());
-        h.forget(&key);
-        assert!(h.series(&key).is_none());
     }
 
     proptest! {

@@ -146,15 +146,6 @@ impl Root {
         }
     }
 
-    /// True for a fake tree (no kernel behind the files).
-    #[deprecated(
-        note = "ask `root.supports(Op::...)` for what needs a kernel; the fake \
-                         tree's side lives in kernel::root::fake"
-    )]
-    pub(crate) fn is_fake(&self) -> bool {
-        self.emulation().is_some()
-    }
-
     /// Whether `op` can be carried out on this root (see [`Op`]).
     pub(crate) fn supports(&self, op: Op) -> bool {
         match self.backend {

@@ -391,20 +391,6 @@ impl KnobValue {
         }
     }
 
-    /// Whether `raise`/`lower` can step a value of this type.
-    pub(crate) fn is_numeric(&self) -> bool {
-        matches!(
-            self,
-            KnobValue::Size(_)
-                | KnobValue::Frequency(_)
-                | KnobValue::Hz(_)
-                | KnobValue::Int(_)
-                | KnobValue::Weight(_)
-                | KnobValue::Percent(_)
-                | KnobValue::Count(_)
-        )
-    }
-
     /// One `raise` (`up`) or `lower` step from `self` by `delta`, never past
     /// `limit`. A raise never lowers and a lower never raises: if `self` is
     /// already beyond `limit` it stays. `max` stays `max` when raising.

@@ -163,9 +163,14 @@ pub(crate) enum ExprKind {
 #[derive(Debug, Clone)]
 pub(crate) struct Compare {
     pub(crate) metric: Metric,
-    pub(crate) metric_span: Span,
     pub(crate) op: CmpOp,
     pub(crate) value: Threshold,
+    /// Where the value is written: `cgwarden replay`'s threshold sweep
+    /// rewrites it (built with the report feature).
+    #[cfg_attr(
+        not(any(test, feature = "report")),
+        expect(dead_code, reason = "read by replay's sweep and the tests only")
+    )]
     pub(crate) value_span: Span,
 }
 

@@ -257,7 +257,6 @@ impl Parser {
                 ),
             ));
         }
-        let word_end = self.pos;
         self.skip_ws();
         let paren_follows = self.peek() == Some('(');
         if paren_follows && (word == "running" || word == "exists" || word == "throttled") {
@@ -279,7 +278,6 @@ impl Parser {
             ));
         }
         let metric = parse_metric(&word, start)?;
-        let metric_span = Span::new(start, word_end);
         let op_pos = self.pos;
         let op = self.parse_op(&word)?;
         self.skip_ws();
@@ -307,7 +305,6 @@ impl Parser {
         Ok(Expr {
             kind: ExprKind::Compare(Compare {
                 metric,
-                metric_span,
                 op,
                 value: threshold,
                 value_span,
