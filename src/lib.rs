@@ -1,9 +1,11 @@
 //! cgwarden: a cgroup v2 workload orchestrator for embedded and industrial Linux.
 //!
-//! The crate is one program: its modules are private, so the compiler reports
-//! code that nothing calls (`unreachable_pub` keeps every item crate-private
-//! unless this facade exports it). The facade is what the crate's outside
-//! users reach, and nothing else:
+//! The crate is one program: its modules are private and its items
+//! `pub(crate)` or narrower, so the compiler reports code that nothing calls.
+//! Only this facade and what its users call on the types it exports are
+//! `pub` (`#![warn(unreachable_pub)]` flags a new `pub` nothing outside can
+//! reach). The facade is what the crate's outside users reach, and nothing
+//! else:
 //!
 //! - [`main`]: the `cgwarden` command (`src/main.rs`);
 //! - [`testing`]: the fake tree and the few pieces integration tests and
