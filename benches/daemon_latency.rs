@@ -37,7 +37,7 @@
 //! must be a multiple of 2 s and the kernel evaluates such triggers only in
 //! its 2 s averaging work, which dominates the figure.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use inotify::{Inotify, WatchMask};
 use std::fs;
 use std::io::Write;
@@ -307,8 +307,8 @@ fn internal(log: &str, sent: &[(i64, &str)]) {
 // ------------------------------------------------------------------ PSI
 
 fn psi(secs: u64) {
-    use cgwarden::daemon::watch::{spawn_psi_trigger, Wake};
-    use cgwarden::kernel::{psi_trigger, Root};
+    use cgwarden::bench::{psi_trigger, spawn_psi_trigger, Wake};
+    use cgwarden::testing::Root;
     let base = Path::new("/sys/fs/cgroup/unified");
     println!(
         "-- real-kernel PSI trigger (host cgroup2 at {}) --",

@@ -17,16 +17,11 @@
 //! re-evaluated with no change. A second run ("quiet") keeps every condition
 //! false: the idle tick the daemon runs most of its life.
 
-use cgwarden::daemon::actuator::group_paths;
-use cgwarden::daemon::sample::{Sampler, View};
-use cgwarden::engine::condition::{sampled_needs, Metrics};
-use cgwarden::engine::supervisor::{Effect, Supervisor};
-use cgwarden::kernel::cgroupfs::CgroupFs;
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
-use cgwarden::kernel::Root;
-use cgwarden::knobs::{Knob, KnobValue};
-use cgwarden::policy::expr::{Avg, MemEvent, Resource, Stall, Target};
-use cgwarden::policy::Policy;
+use cgwarden::bench::{
+    group_paths, sampled_needs, Avg, CgroupFs, Effect, Knob, KnobValue, MemEvent, Metrics, Policy,
+    Resource, Sampler, Stall, Supervisor, Target, View,
+};
+use cgwarden::testing::{FakeProcess, FakeTree, Root};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -86,7 +81,7 @@ fn load(rules: usize, groups: usize) -> Policy {
 
 fn load_with(rules: usize, groups: usize, baselines: bool) -> Policy {
     let text = policy_text_with(rules, groups, baselines);
-    cgwarden::policy::load_bytes("bench.yaml", text.as_bytes()).unwrap_or_else(|d| {
+    cgwarden::bench::load_bytes("bench.yaml", text.as_bytes()).unwrap_or_else(|d| {
         panic!("synthetic policy ({rules} rules, {groups} groups) is invalid:\n{d}")
     })
 }
@@ -451,7 +446,7 @@ fn sampler() {
             "{}  - name: rt\n    when: running(cyclictest*)\n    while: [\"set sysctl.vm.swappiness = 10\"]\n",
             policy_text(0, 4)
         );
-        let p = cgwarden::policy::load_bytes("running.yaml", text.as_bytes())
+        let p = cgwarden::bench::load_bytes("running.yaml", text.as_bytes())
             .unwrap_or_else(|d| panic!("{d}\n{text}"));
         let root = Root::fake(dir.path());
         let cg = CgroupFs::new(root.clone(), p.settings.cgroup_root.clone());
@@ -492,7 +487,7 @@ fn sampler() {
 /// sample + step) and the 30 s rescan (a full `Converger::plan`, of which
 /// the daemon keeps only the Move/Sched steps).
 fn iq9100() {
-    use cgwarden::converge::Converger;
+    use cgwarden::bench::Converger;
     println!();
     println!("== iq9100-vision policy on the demo board (what the idle daemon does) ==");
     let dir = tempfile::tempdir().unwrap();
@@ -511,7 +506,7 @@ fn iq9100() {
         env!("CARGO_MANIFEST_DIR"),
         "/policies/iq9100-vision.yaml"
     ));
-    let p = cgwarden::policy::load_bytes("iq9100-vision.yaml", text.as_bytes())
+    let p = cgwarden::bench::load_bytes("iq9100-vision.yaml", text.as_bytes())
         .unwrap_or_else(|d| panic!("{d}"));
     let root = Root::fake(dir.path());
     let conv = Converger::new(root.clone(), &p);

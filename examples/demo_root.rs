@@ -6,7 +6,7 @@
 //! cargo run --release -- plan policies/iq9100-vision.yaml --root /tmp/cgw-demo
 //! ```
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -45,23 +45,23 @@ use std::fmt;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Needs {
     /// CPUs reserved for RT work.
-    pub rt: CpuSet,
+    pub(crate) rt: CpuSet,
     /// Of those, the CPUs of `partition: isolated` groups.
-    pub partitioned: CpuSet,
+    pub(crate) partitioned: CpuSet,
     /// Where IRQs and housekeeping belong (empty when there are no RT CPUs).
-    pub housekeeping: CpuSet,
+    pub(crate) housekeeping: CpuSet,
     /// Groups a placement puts SCHED_FIFO/RR/DEADLINE tasks in.
-    pub rt_sched_groups: Vec<String>,
+    pub(crate) rt_sched_groups: Vec<String>,
     /// cgroup controllers the groups use.
-    pub controllers: BTreeSet<&'static str>,
+    pub(crate) controllers: BTreeSet<&'static str>,
     /// Rules, metrics or the recorder read PSI.
-    pub psi: bool,
+    pub(crate) psi: bool,
     /// A group sets `uclamp`, or a rule or grant names a uclamp knob.
-    pub uclamp: bool,
+    pub(crate) uclamp: bool,
     /// `system.zram` is set.
-    pub zram: bool,
+    pub(crate) zram: bool,
     /// There are placement rules (exec events; many moves).
-    pub placement: bool,
+    pub(crate) placement: bool,
 }
 
 impl Needs {
@@ -128,12 +128,12 @@ impl Needs {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Finding {
     /// The check's name (`nohz_full`).
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// The policy needs it (exit 3); otherwise a note to look at.
-    pub missing: bool,
-    pub what: String,
+    pub(crate) missing: bool,
+    pub(crate) what: String,
     /// The exact fix: a kernel parameter to add, a config option.
-    pub fix: String,
+    pub(crate) fix: String,
 }
 
 impl fmt::Display for Finding {
@@ -182,7 +182,7 @@ pub(crate) fn diagnose(root: &Root, policy: &Policy) -> crate::kernel::Result<Ve
 /// `cgwarden doctor`: prints one line per finding and a summary; the exit
 /// status is 3 (the system lacks something the policy requires)
 /// when a finding is missing, 0 otherwise.
-pub fn command(root: &Root, policy: &Policy) -> u8 {
+pub(crate) fn command(root: &Root, policy: &Policy) -> u8 {
     match diagnose(root, policy) {
         Ok(found) => {
             for f in &found {

@@ -6,25 +6,25 @@
 //! those do not fix themselves by trying again.
 
 /// Success.
-pub const OK: u8 = 0;
+pub(crate) const OK: u8 = 0;
 /// An invalid policy, or a refused request: the state_dir lock is held, the
 /// journal is damaged or not cgwarden's, state_dir is unsafe, a kernel write
 /// was rejected.
-pub const REFUSED: u8 = 1;
+pub(crate) const REFUSED: u8 = 1;
 /// A usage error (unknown argument, `--root DIR` without `DIR/sys/fs/cgroup`).
-pub const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 /// The system lacks what the policy requires and `on_missing: fail` is set.
-pub const MISSING: u8 = 3;
+pub(crate) const MISSING: u8 = 3;
 /// The daemon is not reachable on its control socket.
 pub(crate) const UNREACHABLE: u8 = 4;
 /// A runtime failure that may pass (`EX_TEMPFAIL`): state_dir or the journal
 /// cannot be created, read, written or synced for an I/O reason.
-pub const TEMPFAIL: u8 = 75;
+pub(crate) const TEMPFAIL: u8 = 75;
 
 /// The status for an error of the kernel-access layer: an I/O failure may
 /// pass ([`TEMPFAIL`]); anything else (damaged content, a refusal) will not
 /// ([`REFUSED`]).
-pub fn for_kernel_error(e: &crate::kernel::Error) -> u8 {
+pub(crate) fn for_kernel_error(e: &crate::kernel::Error) -> u8 {
     match e {
         crate::kernel::Error::Io { .. } => TEMPFAIL,
         _ => REFUSED,

@@ -1,13 +1,62 @@
-//! What the fuzz targets (`fuzz/fuzz_targets/`) call:
-//! one function per target, so the targets need no access to modules that
-//! are crate-private (the journal reader became one and its target stopped
-//! compiling unseen). `tests/fuzz_targets.rs` runs each on a few inputs and
-//! CI checks that the fuzz crate builds. Not an API: hidden from the docs.
+//! What the fuzz targets (`fuzz/fuzz_targets/`) call: one function per
+//! target, so the targets need no access to the crate's private modules.
+//! `tests/fuzz_targets.rs` runs each on its seeds and CI checks that the
+//! fuzz crate builds. Not an API: hidden from the docs.
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
+
+/// `cgwarden check` on arbitrary bytes: loading a policy never panics,
+/// whatever the file holds (not UTF-8, broken YAML, absurd values), and
+/// rendering what it found (the summary or every diagnostic) neither.
+pub fn check(data: &[u8]) {
+    match crate::policy::load_bytes("fuzz.yaml", data) {
+        Ok(policy) => {
+            let _ = crate::policy::summary(&policy);
+        }
+        Err(diags) => {
+            assert!(!diags.is_empty(), "load_bytes failed without a diagnostic");
+            let _ = diags.to_string();
+        }
+    }
+}
+
+/// The rule language on arbitrary bytes: parsing a `when:` condition or a
+/// `then:`/`while:` item never panics, and every position it reports lies
+/// inside the text (it becomes a column).
+pub fn expr(data: &[u8]) {
+    use crate::policy::expr::{parse_action, parse_expr, referenced_groups};
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
+    let chars = src.chars().count();
+    match parse_expr(src) {
+        Ok(expr) => {
+            for (group, span) in referenced_groups(&expr) {
+                assert!(
+                    span.start <= span.end && span.end <= chars,
+                    "group `{group}` span {span:?} outside {chars} characters of {src:?}"
+                );
+            }
+        }
+        Err(e) => assert!(
+            e.pos <= chars,
+            "error at {} outside {chars} characters of {src:?}: {}",
+            e.pos,
+            e.message
+        ),
+    }
+    if let Err(e) = parse_action(src) {
+        assert!(
+            e.pos <= chars,
+            "error at {} outside {chars} characters of {src:?}: {}",
+            e.pos,
+            e.message
+        );
+    }
+}
 
 /// The originals journal reader on arbitrary bytes: never panics, and what
 /// it accepts names only canonical paths under the kernel interfaces

@@ -37,7 +37,7 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The event format (`fmt::layer().event_format(Line::new(false))`).
-pub struct Line {
+pub(crate) struct Line {
     clock: fn() -> SystemTime,
     /// On a terminal: the stamp dimmed and the level in colour, as the
     /// default formatter shows them (the rest of the line as without).
@@ -46,7 +46,7 @@ pub struct Line {
 
 impl Line {
     /// Lines stamped with the system clock; `ansi` on a terminal.
-    pub fn new(ansi: bool) -> Self {
+    pub(crate) fn new(ansi: bool) -> Self {
         Self {
             clock: SystemTime::now,
             ansi,

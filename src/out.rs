@@ -17,20 +17,21 @@ use std::sync::atomic::{AtomicU8, Ordering};
 static STATE: AtomicU8 = AtomicU8::new(0);
 
 /// Writes `args` to stdout (no newline added).
-pub fn write_fmt(args: fmt::Arguments) {
+pub(crate) fn write_fmt(args: fmt::Arguments) {
     write_with(|o| o.write_fmt(args));
 }
 
 /// Writes `args` and a newline to stdout as one write.
-pub fn line(args: fmt::Arguments) {
+pub(crate) fn line(args: fmt::Arguments) {
     write_with(|o| {
         o.write_fmt(args)?;
         o.write_all(b"\n")
     });
 }
 
-/// Writes `b` to stdout.
-pub fn bytes(b: &[u8]) {
+/// Writes `b` to stdout (a report, a completion script).
+#[cfg(any(feature = "report", feature = "docgen"))]
+pub(crate) fn bytes(b: &[u8]) {
     write_with(|o| o.write_all(b));
 }
 
@@ -61,25 +62,24 @@ pub(crate) fn closed() -> bool {
 }
 
 /// Whether a write failed other than by EPIPE (already said on stderr).
-pub fn failed() -> bool {
+pub(crate) fn failed() -> bool {
     STATE.load(Ordering::Relaxed) == 2
 }
 
 /// `println!` that never panics: see the [module](self).
-#[macro_export]
 macro_rules! outln {
-    () => {
-        $crate::out::bytes(b"\n")
-    };
     ($($arg:tt)*) => {
         $crate::out::line(format_args!($($arg)*))
     };
 }
 
 /// `print!` that never panics: see the [module](self).
-#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write_fmt(format_args!($($arg)*))
     };
 }
+
+// Crate-private macros, named by path (`crate::outln!`, re-exported by
+// lib.rs) like any other item.
+pub(crate) use {out, outln};

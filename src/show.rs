@@ -9,7 +9,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `t` as RFC 3339 UTC with whole seconds, e.g. `2026-11-30T10:15:00Z`.
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let mut s = String::with_capacity(20);
     push_rfc3339(&mut s, t, 0);
     s
@@ -93,21 +93,21 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// `t` as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T10:15:00.250Z`
 /// (the control plane's times).
-pub fn rfc3339_millis(t: SystemTime) -> String {
+pub(crate) fn rfc3339_millis(t: SystemTime) -> String {
     let mut s = String::with_capacity(24);
     push_rfc3339(&mut s, t, 3);
     s
 }
 
 /// The first 12 hex digits of a policy hash.
-pub fn short(hash: &str) -> &str {
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
 /// A count and its noun, the noun plural unless the count is one: `1
 /// change`, `0 changes`, `3 rules`. Every noun counted in output takes a
 /// plain `s`.
-pub fn count<N>(n: N, noun: &str) -> String
+pub(crate) fn count<N>(n: N, noun: &str) -> String
 where
     N: std::fmt::Display + PartialEq + From<u8>,
 {

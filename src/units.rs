@@ -37,15 +37,15 @@ use std::str::FromStr;
 #[error("invalid {kind} `{value}`: {reason}")]
 pub struct UnitError {
     /// Which unit was expected (`"size"`, `"frequency"`, ...).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The offending text, as written.
-    pub value: String,
+    pub(crate) value: String,
     /// What was expected instead.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 impl UnitError {
-    pub fn new(kind: &'static str, value: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: &'static str, value: &str, reason: impl Into<String>) -> Self {
         UnitError {
             kind,
             value: value.to_string(),
@@ -128,7 +128,7 @@ const SIZE_SUFFIXES: [(char, u64); 6] = [
 ];
 
 impl Size {
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let err = || UnitError::new("size", text, SIZE_REASON);
         if text == "max" {
             return Ok(Size::Max);
@@ -161,7 +161,7 @@ impl Size {
     }
 
     /// The byte count, or `None` for `max`.
-    pub fn bytes(&self) -> Option<u64> {
+    pub(crate) fn bytes(&self) -> Option<u64> {
         match self {
             Size::Bytes(b) => Some(*b),
             Size::Max => None,
@@ -169,7 +169,7 @@ impl Size {
     }
 
     /// The text written to a cgroup/sysfs file: decimal bytes or `max`.
-    pub fn kernel(&self) -> String {
+    pub(crate) fn kernel(&self) -> String {
         match self {
             Size::Bytes(b) => b.to_string(),
             Size::Max => "max".to_string(),
@@ -177,7 +177,7 @@ impl Size {
     }
 
     /// Orders sizes as limits: `max` is greater than any byte count.
-    pub fn cmp_limit(&self, other: &Size) -> std::cmp::Ordering {
+    pub(crate) fn cmp_limit(&self, other: &Size) -> std::cmp::Ordering {
         match (self, other) {
             (Size::Max, Size::Max) => std::cmp::Ordering::Equal,
             (Size::Max, Size::Bytes(_)) => std::cmp::Ordering::Greater,
@@ -248,14 +248,14 @@ impl FromStr for Size {
 /// A CPU frequency, held in kHz as sysfs `scaling_*_freq` files use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Frequency {
-    pub khz: u64,
+    pub(crate) khz: u64,
 }
 
 const FREQ_REASON: &str =
     "expected a whole number of kHz (`1200000`), or a number with kHz/MHz/GHz (`1.8GHz`)";
 
 impl Frequency {
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let number_end = text
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(text.len());
@@ -277,7 +277,7 @@ impl Frequency {
         Ok(Frequency { khz })
     }
 
-    pub fn khz(&self) -> u64 {
+    pub(crate) fn khz(&self) -> u64 {
         self.khz
     }
 }
@@ -315,7 +315,7 @@ pub struct Percent(pub f64);
 const PERCENT_REASON: &str = "expected a number from 0 to 100 followed by `%`, like `12.5%`";
 
 impl Percent {
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let err = || UnitError::new("percent", text, PERCENT_REASON);
         let number = text.strip_suffix('%').ok_or_else(err)?;
         // Shape check first: f64's parser would also take `inf`, `1e2`, `-0`.
@@ -325,7 +325,7 @@ impl Percent {
     }
 
     /// A percentage, if `value` is finite and within 0..=100.
-    pub fn new(value: f64) -> Option<Self> {
+    pub(crate) fn new(value: f64) -> Option<Self> {
         if value.is_finite() && (0.0..=100.0).contains(&value) {
             // Normalise -0.0 so printing never shows a sign.
             Some(Percent(value.abs()))
@@ -334,7 +334,7 @@ impl Percent {
         }
     }
 
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         self.0
     }
 }
@@ -359,7 +359,7 @@ impl FromStr for Percent {
 
 /// A time span written with units (`500ms`, `30s`, `1h30m`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Duration(pub std::time::Duration);
+pub(crate) struct Duration(pub(crate) std::time::Duration);
 
 const DURATION_REASON: &str = "expected whole numbers with units d, h, m, s, ms, us (or µs), ns, written together, largest first, like `500ms`, `30s`, `1h30m`";
 
@@ -377,7 +377,7 @@ const DURATION_UNITS: [(&str, u64); 8] = [
 
 impl Duration {
     /// The grammar of the module docs; errors say it.
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let err = |reason: String| UnitError::new("duration", text, reason);
         if text.is_empty() {
             return Err(err(DURATION_REASON.into()));
@@ -428,12 +428,12 @@ impl Duration {
         Ok(Duration(std::time::Duration::new(secs, sub)))
     }
 
-    pub fn get(&self) -> std::time::Duration {
+    pub(crate) fn get(&self) -> std::time::Duration {
         self.0
     }
 
     /// Whole microseconds, if the duration is exact in µs.
-    pub fn whole_micros(&self) -> Option<u64> {
+    pub(crate) fn whole_micros(&self) -> Option<u64> {
         if !self.0.subsec_nanos().is_multiple_of(1_000) {
             return None;
         }
@@ -524,14 +524,14 @@ impl FromStr for Duration {
 pub struct CpuList(pub BTreeSet<u32>);
 
 /// Largest CPU index accepted (the kernel's NR_CPUS is at most 8192).
-pub const MAX_CPU_INDEX: u32 = 8191;
+pub(crate) const MAX_CPU_INDEX: u32 = 8191;
 
 const CPULIST_REASON: &str = "expected CPU indices and ranges separated by commas, like `0-3,6`";
 
 impl CpuList {
     /// Parses a policy value; an empty list is an error (a group with no
     /// CPUs cannot run anything, so it is almost certainly a mistake).
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         if text.trim().is_empty() {
             return Err(UnitError::new(
                 "cpu list",
@@ -544,7 +544,7 @@ impl CpuList {
 
     /// Parses the content of a kernel cpulist file, where an empty file (or a
     /// lone newline) legitimately means "no CPUs".
-    pub fn parse_kernel(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse_kernel(text: &str) -> Result<Self, UnitError> {
         let mut set = BTreeSet::new();
         if text.trim().is_empty() {
             return Ok(CpuList(set));
@@ -577,23 +577,23 @@ impl CpuList {
         Ok(CpuList(set))
     }
 
-    pub fn is_subset(&self, other: &CpuList) -> bool {
+    pub(crate) fn is_subset(&self, other: &CpuList) -> bool {
         self.0.is_subset(&other.0)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn contains(&self, cpu: u32) -> bool {
+    pub(crate) fn contains(&self, cpu: u32) -> bool {
         self.0.contains(&cpu)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().copied()
     }
 }
@@ -657,8 +657,8 @@ impl FromStr for CpuList {
 
 /// A temperature, held in millidegrees Celsius as thermal zones report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Temperature {
-    pub millidegrees: i64,
+pub(crate) struct Temperature {
+    pub(crate) millidegrees: i64,
 }
 
 /// Absolute zero, the lowest temperature a policy may name.
@@ -669,7 +669,7 @@ const MAX_MILLIDEGREES: i64 = 1_000_000;
 const TEMP_REASON: &str = "expected degrees Celsius like `85C`, `-10C` or `72.5C`";
 
 impl Temperature {
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let err = || UnitError::new("temperature", text, TEMP_REASON);
         let number = text
             .strip_suffix('C')
@@ -699,14 +699,10 @@ impl Temperature {
     }
 
     /// A temperature from a thermal zone reading, if physically plausible.
-    pub fn from_millidegrees(millidegrees: i64) -> Option<Self> {
+    pub(crate) fn from_millidegrees(millidegrees: i64) -> Option<Self> {
         (MIN_MILLIDEGREES..=MAX_MILLIDEGREES)
             .contains(&millidegrees)
             .then_some(Temperature { millidegrees })
-    }
-
-    pub fn millidegrees(&self) -> i64 {
-        self.millidegrees
     }
 }
 

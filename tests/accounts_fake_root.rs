@@ -4,7 +4,7 @@
 
 mod support;
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use support::{Daemon, Start};
 
 #[test]

@@ -62,11 +62,8 @@ fn board() -> (tempfile::TempDir, PathBuf) {
         root.join("sys/class/thermal/thermal_zone3"),
     )
     .unwrap();
-    t.add_process(&cgwarden::kernel::fake_tree::FakeProcess::new(
-        900,
-        "irqbalance",
-    ))
-    .unwrap();
+    t.add_process(&cgwarden::testing::FakeProcess::new(900, "irqbalance"))
+        .unwrap();
     (tmp, root)
 }
 

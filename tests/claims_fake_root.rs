@@ -4,7 +4,7 @@
 //! undoes runtime writes too, and a group deleted from outside is recreated
 //! alone — live claims on other groups (and on itself) survive it.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! non-root caller without a grant is refused with a reason; a client that
 //! reaches no daemon exits 4 naming the socket.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

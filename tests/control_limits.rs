@@ -9,7 +9,7 @@
 //! a stream's events from its one task, so a subscriber that never reads
 //! stalls every call for the 5 s write limit.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;

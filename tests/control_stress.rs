@@ -10,7 +10,7 @@
 //! Timings are printed, and asserted only leniently (a 2-CPU CI machine
 //! shared with other jobs). Run with `--nocapture` to see the summary line.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use serde_json::{json, Value};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;

@@ -6,7 +6,7 @@
 //! Python 3 and the `varlink` module are required: CI installs them
 //! (tests/run-all.sh); a missing one fails this test, with how to install it.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! and change back, hooks run with their documented environment, SIGTERM returns
 //! claimed knobs to their baselines, and `--dry-run` changes nothing.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

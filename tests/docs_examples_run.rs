@@ -20,7 +20,7 @@
 //!
 //! A marked block with no `$ ` line, or none marked at all, is a failure.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

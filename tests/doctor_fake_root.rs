@@ -2,7 +2,7 @@
 //! of `/proc/cmdline` and the sysfs files against the policy's RT CPUs;
 //! exit 3 and one line naming the exact parameter when one is missing.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -9,7 +9,7 @@
 //! before: journal gone, no created group left, every process listed in its
 //! original group only and `/proc/PID/cgroup` naming it.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

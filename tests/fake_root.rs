@@ -1,7 +1,7 @@
 //! Fake-root tests: the real binary run with `--root` against a temp dir laid
-//! out like a board's /sys and /proc (see `cgwarden::kernel::fake_tree`).
+//! out like a board's /sys and /proc (see `cgwarden::testing::FakeTree`).
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

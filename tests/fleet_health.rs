@@ -40,7 +40,7 @@ fn health(root: &Path, policy: &Path, json: bool) -> Run {
 fn start(
     dir: &Path,
 ) -> (
-    cgwarden::kernel::fake_tree::FakeTree,
+    cgwarden::testing::FakeTree,
     std::path::PathBuf,
     std::path::PathBuf,
     Daemon,

@@ -21,7 +21,7 @@
 //! prometheus, promtool, curl and chromium are required: the tests fail,
 //! never skip, without them (tests/run-all.sh installs them).
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -20,6 +20,20 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
 }
 
 #[test]
+fn check_target_runs_on_its_seeds() {
+    for s in seeds("check") {
+        cgwarden::fuzzing::check(&s);
+    }
+}
+
+#[test]
+fn expr_target_runs_on_its_seeds() {
+    for s in seeds("expr") {
+        cgwarden::fuzzing::expr(&s);
+    }
+}
+
+#[test]
 fn journal_target_runs_on_its_seeds() {
     for s in seeds("journal") {
         cgwarden::fuzzing::journal(&s);

@@ -251,7 +251,7 @@ fn cli(root: &Path, policy: &Path, args: &[&str]) -> support::Run {
 /// The name is the device tree node's (`3d00000.qcom,kgsl-3d0`).
 const GPU: &str = "sys/class/devfreq/3d00000.qcom,kgsl-3d0";
 
-fn gpu(t: &cgwarden::kernel::fake_tree::FakeTree) {
+fn gpu(t: &cgwarden::testing::FakeTree) {
     let mhz = [220, 285, 350, 400, 500, 587, 700, 812].map(|m: u64| m * 1_000_000);
     t.devfreq_device(
         GPU,
@@ -668,7 +668,7 @@ system:
     policy4: { governor: "schedutil|ondemand", up_rate_limit_us: 500 }
 "#,
     );
-    t.add_process(&cgwarden::kernel::fake_tree::FakeProcess::new(321, "tuned"))
+    t.add_process(&cgwarden::testing::FakeProcess::new(321, "tuned"))
         .unwrap();
     let sw = "proc/sys/vm/swappiness";
     let journal = "run/cgwarden/originals";

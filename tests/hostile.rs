@@ -2,7 +2,7 @@
 //! Each case says what it guards against; all run the real binary against
 //! fake trees.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::Path;
 use std::time::Duration;
 
@@ -127,7 +127,7 @@ fn check_warns_on_rt_granted_by_name_only() {
 /// for that pid however many scans see it; root's process is not refused.
 #[test]
 fn rt_by_name_is_refused_to_an_unprivileged_process_once() {
-    use cgwarden::kernel::fake_tree::FakeProcess;
+    use cgwarden::testing::FakeProcess;
     let dir = tempfile::tempdir().unwrap();
     let (t, root, policy) = placement_root(dir.path(), RT_BY_NAME);
     t.add_process(&FakeProcess {
@@ -159,7 +159,7 @@ fn rt_by_name_is_refused_to_an_unprivileged_process_once() {
 /// moved out by hand — the next scan moves it back from what it knew).
 #[test]
 fn a_10mb_cmdline_is_read_capped_and_not_reread_by_scans() {
-    use cgwarden::kernel::fake_tree::FakeProcess;
+    use cgwarden::testing::FakeProcess;
     let dir = tempfile::tempdir().unwrap();
     let (t, root, policy) = placement_root(
         dir.path(),
@@ -170,10 +170,10 @@ fn a_10mb_cmdline_is_read_capped_and_not_reread_by_scans() {
     big.resize(10 * 1024 * 1024, b'A');
     let cmdline = root.join("proc/600/cmdline");
     std::fs::write(&cmdline, &big).unwrap();
-    let capped = cgwarden::kernel::procfs::read_capped(
-        &cgwarden::kernel::Root::fake(&root),
+    let capped = cgwarden::testing::read_capped(
+        &cgwarden::testing::Root::fake(&root),
         Path::new("/proc/600/cmdline"),
-        cgwarden::kernel::procfs::CMDLINE_MAX,
+        cgwarden::testing::CMDLINE_MAX,
     )
     .unwrap();
     assert_eq!(capped.len(), 64 * 1024);

@@ -4,7 +4,7 @@
 //! the daemon only (`DIR/dev/cpu_dma_latency` holds the 4-byte value while
 //! a request is held, and is gone when none is); smallest claim wins.
 
-use cgwarden::kernel::fake_tree::FakeProcess;
+use cgwarden::testing::FakeProcess;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;

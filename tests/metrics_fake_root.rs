@@ -5,7 +5,7 @@
 //! curl and promtool are required: the tests fail, not skip, without them
 //! (tests/run-all.sh installs them).
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

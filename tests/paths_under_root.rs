@@ -113,7 +113,7 @@ fn events_ends_by_sigint_as_documented() {
 /// line's `placement: placed {…}` and the metric).
 #[test]
 fn startup_placements_are_counted() {
-    use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+    use cgwarden::testing::{FakeProcess, FakeTree};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let t = FakeTree::standard(&root).unwrap();

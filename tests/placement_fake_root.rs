@@ -6,9 +6,9 @@
 //! process (or a delegated unit's) a rule matches is left where it is, and
 //! `plan`, `apply`, the daemon's log and `status` say why.
 
-use cgwarden::engine::placement::{Placer, ProcessFacts};
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
-use cgwarden::policy::model::{Match, Placement};
+use cgwarden::testing::{FakeProcess, FakeTree};
+use cgwarden::testing::{Match, Placement};
+use cgwarden::testing::{Placer, ProcessFacts};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
@@ -58,7 +58,7 @@ fn matching_against_200_rules_allocates_nothing() {
             },
             _ => Match {
                 comm: Some(format!("svc{i}")),
-                user: Some(cgwarden::policy::model::UserSpec::Uid(5000 + i)),
+                user: Some(cgwarden::testing::UserSpec::Uid(5000 + i)),
                 ..Default::default()
             },
         };

@@ -617,8 +617,8 @@ fn a_target_merges_maps_replaces_lists_and_drops_keys() {
     let root = dir.path().join("qcs6490");
     let t = boards::lay_out(&root, &QCS6490);
     t.add_processes(&[
-        cgwarden::kernel::fake_tree::FakeProcess::new(500, "app"),
-        cgwarden::kernel::fake_tree::FakeProcess::new(700, "sshd"),
+        cgwarden::testing::FakeProcess::new(500, "app"),
+        cgwarden::testing::FakeProcess::new(700, "sshd"),
     ])
     .unwrap();
     let p = write_policy(dir.path(), "p.yaml", MERGED);

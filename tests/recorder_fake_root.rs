@@ -5,7 +5,7 @@
 //! CLI, which must be installed: tests/run-all.sh does) and holds every
 //! interval up to at most one before the kill.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,7 +58,7 @@ fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
     // settings.critical one (the latter not named in report.criteria).
     std::fs::write(
         p.join("smaps_rollup"),
-        cgwarden::kernel::fake_tree::smaps_rollup_text(2048, 1536),
+        cgwarden::testing::smaps_rollup_text(2048, 1536),
     )
     .unwrap();
     let p = root.join("proc/4243");
@@ -67,7 +67,7 @@ fn setup(dir: &Path) -> (FakeTree, PathBuf, PathBuf) {
     std::fs::write(p.join("status"), "Name:\tnpu-infer\nVmRSS:\t   4096 kB\n").unwrap();
     std::fs::write(
         p.join("smaps_rollup"),
-        cgwarden::kernel::fake_tree::smaps_rollup_text(4096, 3000),
+        cgwarden::testing::smaps_rollup_text(4096, 3000),
     )
     .unwrap();
     let z = root.join("sys/class/thermal/thermal_zone0");

@@ -3,7 +3,7 @@
 //! baseline creates the one and writes the other; an editor's
 //! rename-replace of the policy file reloads without a signal.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -39,7 +39,7 @@ type GroupRow<'a> = (&'a str, f64, f64, f64, i64, Option<i64>, Option<i64>);
 /// criterion of [`POLICY`].
 fn soak_db(path: &Path) -> (Connection, f64) {
     let db = Connection::open(path).unwrap();
-    db.execute_batch(cgwarden::observe::SCHEMA).unwrap();
+    db.execute_batch(cgwarden::testing::SCHEMA).unwrap();
     let end = now() - 30.0;
     let t0 = end - 72.0 * 3600.0;
     db.execute_batch(

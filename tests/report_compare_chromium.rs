@@ -37,7 +37,7 @@ report:
 /// order-4 fragmentation ~12 %; else none of it, ~3 %.
 fn run_db(path: &Path, before: bool) {
     let db = Connection::open(path).unwrap();
-    db.execute_batch(cgwarden::observe::SCHEMA).unwrap();
+    db.execute_batch(cgwarden::testing::SCHEMA).unwrap();
     let end = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

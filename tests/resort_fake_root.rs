@@ -6,7 +6,7 @@
 //! `critical_exit`; the memory telemetry scraped over the metrics socket
 //! equals the fake tree's files.
 
-use cgwarden::kernel::fake_tree::FakeProcess;
+use cgwarden::testing::FakeProcess;
 use std::process::Command;
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! CPUs, on a real kernel (tests/vm/guest/policies/vision-cell-4cpu.yaml in
 //! scenarios 30-apply, 40-placement, 50-converged, 60-oom and 70-reset).
 
-use cgwarden::kernel::fake_tree::FakeProcess;
+use cgwarden::testing::FakeProcess;
 use std::time::Duration;
 
 mod support;

@@ -6,7 +6,7 @@
 //! real-time thread sched on a match by name only is not granted to a
 //! process that is not root's.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 
 mod support;
 use support::{cgwarden, read};

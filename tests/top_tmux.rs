@@ -8,7 +8,7 @@
 //! Each test runs its own tmux server (`-L`), killed at the end.
 #![cfg(feature = "top")]
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

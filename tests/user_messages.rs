@@ -150,7 +150,7 @@ fn sha(bytes: &[u8]) -> String {
 /// nothing is loaded.
 #[test]
 fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
-    use cgwarden::kernel::fake_tree::FakeProcess;
+    use cgwarden::testing::FakeProcess;
     let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: hold\n    when: running(holder)\n    while:\n      - set sysctl.vm.swappiness = 10\n";
     let dir = tempfile::tempdir().unwrap();
     let b = Board::new(dir.path(), policy);
@@ -240,7 +240,7 @@ fn reload_dry_run_previews_a_candidate_and_counts_only_changes() {
 /// seed's layout names a group `system`; the machine is `host`).
 #[test]
 fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
-    let names: Vec<&str> = cgwarden::knobs::reserved_group_names()
+    let names: Vec<&str> = cgwarden::testing::reserved_group_names()
         .into_iter()
         .map(|(n, _)| n)
         .collect();
@@ -298,7 +298,7 @@ fn reserved_group_names_are_one_rule_in_check_and_the_docs() {
 /// logs both (never `old=806400 new=2400MHz`).
 #[test]
 fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
-    use cgwarden::kernel::fake_tree::FakeProcess;
+    use cgwarden::testing::FakeProcess;
     use std::process::Stdio;
     let policy = "version: 1\ngroups:\n  app:\n    memory: { high: 512M }\nrules:\n  - name: fast\n    when: running(holder)\n    while:\n      - set cpufreq.policy7.min = 2.4GHz\n";
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //! workqueue cpumask), zram's compressor and the per-process attributes of
 //! placed processes. A drift counts once, however often it is seen.
 
-use cgwarden::kernel::fake_tree::FakeProcess;
+use cgwarden::testing::FakeProcess;
 use std::path::Path;
 use std::time::Duration;
 

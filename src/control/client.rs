@@ -58,7 +58,7 @@ pub(crate) trait DaemonProxy {
 
 /// What a client command asked for.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     Status {
         json: bool,
     },
@@ -99,7 +99,7 @@ pub enum Command {
 type Conn = zlink::tokio::unix::Connection;
 
 /// Runs a client command against the socket at `socket`; returns the exit status.
-pub fn run(socket: &Path, cmd: Command) -> u8 {
+pub(crate) fn run(socket: &Path, cmd: Command) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -461,7 +461,7 @@ async fn run_child(cmd: &[String]) -> u8 {
 /// exist), under `--root` if given. A policy named by `--policy` that cannot
 /// be loaded is an error naming the file (never a question to
 /// `/run/cgwarden` about `status --policy /typo.yaml`).
-pub fn locate(
+pub(crate) fn locate(
     socket: Option<&Path>,
     policy: &Path,
     root: Option<&Path>,
@@ -526,4 +526,4 @@ fn lenient_socket(policy: &Path, root: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// The policy clients read when `--policy` is not given.
-pub const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";
+pub(crate) const DEFAULT_POLICY: &str = "/etc/cgwarden/policy.yaml";

@@ -13,7 +13,7 @@
 //! The protocol is zlink's (a maintained varlink implementation): nothing
 //! of varlink's framing or JSON is written by hand here.
 
-pub mod client;
+pub(crate) mod client;
 pub(crate) mod render;
 pub(crate) mod server;
 pub(crate) mod wire;
@@ -24,13 +24,13 @@ use tokio::sync::oneshot;
 /// Who is calling, as the kernel says.
 #[derive(Debug)]
 pub(crate) struct Caller {
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     /// Supplementary groups (SO_PEERGROUPS).
-    pub groups: Vec<u32>,
-    pub pid: i32,
+    pub(crate) groups: Vec<u32>,
+    pub(crate) pid: i32,
     /// The control connection (a boost may end with it).
-    pub conn: u64,
+    pub(crate) conn: u64,
 }
 
 /// A request the daemon's event loop answers.
@@ -96,8 +96,8 @@ pub(crate) enum Response {
 /// A request and where its answer goes (none for [`Request::ConnClosed`]).
 #[derive(Debug)]
 pub(crate) struct Call {
-    pub request: Request,
-    pub reply: Option<oneshot::Sender<Response>>,
+    pub(crate) request: Request,
+    pub(crate) reply: Option<oneshot::Sender<Response>>,
 }
 
 /// `RecordKpi`'s values and optional counts as `(value, repeat)`

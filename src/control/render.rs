@@ -46,7 +46,7 @@ fn hvo(knob: &str, raw: &Option<String>) -> String {
 }
 
 /// The `cgwarden status` screen.
-pub fn status(s: &wire::StatusReply) -> String {
+pub(crate) fn status(s: &wire::StatusReply) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -214,7 +214,7 @@ pub fn status(s: &wire::StatusReply) -> String {
 }
 
 /// The `cgwarden verify` table: drifted knobs first.
-pub fn verify(v: &wire::VerifyReply) -> String {
+pub(crate) fn verify(v: &wire::VerifyReply) -> String {
     let mut o = String::new();
     let mut rows: Vec<&wire::KnobCheck> = v.knobs.iter().collect();
     rows.sort_by_key(|k| !k.drift);
@@ -251,7 +251,7 @@ pub fn verify(v: &wire::VerifyReply) -> String {
 }
 
 /// One event as a log line.
-pub fn event(e: &wire::Event) -> String {
+pub(crate) fn event(e: &wire::Event) -> String {
     let mut parts = vec![e.time.clone(), e.kind.clone()];
     if let Some(r) = &e.rule {
         parts.push(format!("rule={r}"));

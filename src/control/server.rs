@@ -35,15 +35,15 @@ use zlink::Reply;
 
 /// The bounds every connection lives within.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub connections: usize,
-    pub message: usize,
-    pub idle: Duration,
-    pub partial: Duration,
-    pub write: Duration,
-    pub subscribers: usize,
+pub(crate) struct Limits {
+    pub(crate) connections: usize,
+    pub(crate) message: usize,
+    pub(crate) idle: Duration,
+    pub(crate) partial: Duration,
+    pub(crate) write: Duration,
+    pub(crate) subscribers: usize,
     /// How long a call waits for the daemon's loop.
-    pub answer: Duration,
+    pub(crate) answer: Duration,
 }
 
 impl Default for Limits {
@@ -60,18 +60,18 @@ impl Default for Limits {
     }
 }
 
-pub use super::wire::socket_path;
+pub(crate) use super::wire::socket_path;
 
 /// What the service shares with the daemon.
 #[derive(Debug, Clone)]
-pub struct Handle {
+pub(crate) struct Handle {
     /// Live connections (for `status`).
-    pub live: Arc<AtomicUsize>,
+    pub(crate) live: Arc<AtomicUsize>,
 }
 
 /// Binds `path` (removing a stale socket: the caller holds the state_dir
 /// lock, so no other daemon serves it), mode 0660, group `gid`.
-pub fn bind(path: &Path, gid: u32) -> std::io::Result<std::os::unix::net::UnixListener> {
+pub(crate) fn bind(path: &Path, gid: u32) -> std::io::Result<std::os::unix::net::UnixListener> {
     let l = bind_socket(path, gid, |p| std::os::unix::net::UnixListener::bind(p))?;
     l.set_nonblocking(true)?;
     Ok(l)
@@ -105,7 +105,7 @@ pub(crate) fn bind_socket<S>(
 /// Serves `listener` as a task of `services` (a runtime thread,
 /// [`crate::kernel::runtime`]). Calls go to `calls`; events come from
 /// `events`.
-pub fn start(
+pub(crate) fn start(
     services: &crate::kernel::runtime::Spawner,
     listener: std::os::unix::net::UnixListener,
     calls: mpsc::UnboundedSender<Call>,
@@ -223,7 +223,7 @@ impl zlink::Listener for GuardedListener {
 
 /// A connection's socket: zlink's Unix stream within [`Limits`].
 #[derive(Debug)]
-pub struct Guarded {
+pub(crate) struct Guarded {
     inner: InnerStream,
     guard: Arc<ConnGuard>,
     limits: Limits,
@@ -255,7 +255,7 @@ impl Socket for Guarded {
 }
 
 #[derive(Debug)]
-pub struct GuardedRead {
+pub(crate) struct GuardedRead {
     inner: InnerRead,
     guard: Arc<ConnGuard>,
     limits: Limits,
@@ -268,7 +268,7 @@ pub struct GuardedRead {
 }
 
 /// The connection a read half belongs to.
-pub trait ConnId {
+pub(crate) trait ConnId {
     fn conn_id(&self) -> u64;
 }
 
@@ -342,7 +342,7 @@ impl AsFd for GuardedRead {
 impl socket::UnixSocket for GuardedRead {}
 
 #[derive(Debug)]
-pub struct GuardedWrite {
+pub(crate) struct GuardedWrite {
     inner: InnerWrite,
     guard: Arc<ConnGuard>,
     limits: Limits,

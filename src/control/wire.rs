@@ -14,304 +14,304 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zlink::introspect::{CustomType, Type};
 
-pub const INTERFACE: &str = "io.cgwarden.Daemon";
+pub(crate) const INTERFACE: &str = "io.cgwarden.Daemon";
 
 /// The policy in force.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct PolicyInfo {
-    pub path: String,
+pub(crate) struct PolicyInfo {
+    pub(crate) path: String,
     /// Hex SHA-256 of the policy file's content.
-    pub hash: String,
-    pub loaded_at: String,
+    pub(crate) hash: String,
+    pub(crate) loaded_at: String,
     /// The `targets:` entry in force (`QCS9100 (the board's
     /// /sys/devices/soc0/machine)`); none when the policy has no targets.
     #[serde(default)]
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
     /// How the policy met the board: the target, the board's clusters and
     /// what each cluster name became, one line each.
     #[serde(default)]
-    pub board: Vec<String>,
+    pub(crate) board: Vec<String>,
 }
 
 /// One group: its place, limits and pressure.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct GroupStatus {
-    pub name: String,
-    pub path: String,
-    pub exists: bool,
-    pub cpuset: Option<String>,
-    pub memory_current: Option<i64>,
-    pub memory_high: Option<String>,
-    pub memory_max: Option<String>,
+pub(crate) struct GroupStatus {
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) exists: bool,
+    pub(crate) cpuset: Option<String>,
+    pub(crate) memory_current: Option<i64>,
+    pub(crate) memory_high: Option<String>,
+    pub(crate) memory_max: Option<String>,
     /// PSI `some avg10`, percent.
-    pub cpu_some_avg10: Option<f64>,
-    pub memory_some_avg10: Option<f64>,
-    pub io_some_avg10: Option<f64>,
+    pub(crate) cpu_some_avg10: Option<f64>,
+    pub(crate) memory_some_avg10: Option<f64>,
+    pub(crate) io_some_avg10: Option<f64>,
     /// `memory.events` as the kernel counts them (since the group was created).
-    pub memory_events: BTreeMap<String, i64>,
+    pub(crate) memory_events: BTreeMap<String, i64>,
 }
 
 /// One rule and its phase.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct RuleStatus {
-    pub name: String,
+pub(crate) struct RuleStatus {
+    pub(crate) name: String,
     /// idle | pending | active | holding
-    pub state: String,
-    pub since: Option<String>,
+    pub(crate) state: String,
+    pub(crate) since: Option<String>,
 }
 
 /// A claim competing for a knob.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct Contender {
+pub(crate) struct Contender {
     /// `rule NAME` or `boost HANDLE`.
-    pub owner: String,
-    pub value: String,
+    pub(crate) owner: String,
+    pub(crate) value: String,
 }
 
 /// One managed knob: what it returns to, what it holds and why.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct KnobStatus {
-    pub knob: String,
-    pub baseline: Option<String>,
-    pub effective: Option<String>,
+pub(crate) struct KnobStatus {
+    pub(crate) knob: String,
+    pub(crate) baseline: Option<String>,
+    pub(crate) effective: Option<String>,
     /// The claim whose value is in effect; none when the baseline is.
-    pub winner: Option<String>,
+    pub(crate) winner: Option<String>,
     /// Every live claim on the knob, winner first.
-    pub contenders: Vec<Contender>,
+    pub(crate) contenders: Vec<Contender>,
 }
 
 /// A live claim: a rule's `while` action or a boost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct ClaimInfo {
+pub(crate) struct ClaimInfo {
     /// `rule NAME` or `boost HANDLE`.
-    pub owner: String,
+    pub(crate) owner: String,
     /// The boost's handle; none for a rule.
-    pub handle: Option<i64>,
-    pub knob: String,
-    pub value: String,
-    pub expires_at: Option<String>,
+    pub(crate) handle: Option<i64>,
+    pub(crate) knob: String,
+    pub(crate) value: String,
+    pub(crate) expires_at: Option<String>,
     /// Who asked (kernel-given uid and pid of the boost's client).
-    pub uid: Option<i64>,
-    pub pid: Option<i64>,
-    pub reason: Option<String>,
+    pub(crate) uid: Option<i64>,
+    pub(crate) pid: Option<i64>,
+    pub(crate) reason: Option<String>,
     /// What ends the boost besides its deadline: `process PID`, `connection`.
-    pub tied_to: Option<String>,
+    pub(crate) tied_to: Option<String>,
 }
 
 /// One write the daemon made (or queued).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct ActionInfo {
-    pub time: String,
-    pub cause: String,
-    pub knob: String,
-    pub old: Option<String>,
-    pub new: String,
+pub(crate) struct ActionInfo {
+    pub(crate) time: String,
+    pub(crate) cause: String,
+    pub(crate) knob: String,
+    pub(crate) old: Option<String>,
+    pub(crate) new: String,
 }
 
 /// The daemon's own counters.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct DaemonInfo {
-    pub pid: i64,
-    pub version: String,
-    pub uptime_seconds: i64,
-    pub knob_writes: i64,
-    pub writes_rejected: i64,
-    pub writes_late: i64,
-    pub writes_superseded: i64,
-    pub loop_wakeups: i64,
-    pub control_connections: i64,
+pub(crate) struct DaemonInfo {
+    pub(crate) pid: i64,
+    pub(crate) version: String,
+    pub(crate) uptime_seconds: i64,
+    pub(crate) knob_writes: i64,
+    pub(crate) writes_rejected: i64,
+    pub(crate) writes_late: i64,
+    pub(crate) writes_superseded: i64,
+    pub(crate) loop_wakeups: i64,
+    pub(crate) control_connections: i64,
 }
 
 /// `Status()`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct StatusReply {
-    pub product: String,
-    pub policy: PolicyInfo,
-    pub last_reload_error: Option<String>,
+pub(crate) struct StatusReply {
+    pub(crate) product: String,
+    pub(crate) policy: PolicyInfo,
+    pub(crate) last_reload_error: Option<String>,
     /// What the policy asks the daemon to serve and it could not (a metrics
     /// address already in use, the recorder's database): not fatal, one
     /// line each.
     #[serde(default)]
-    pub unavailable: Vec<String>,
-    pub daemon: DaemonInfo,
-    pub groups: Vec<GroupStatus>,
-    pub rules: Vec<RuleStatus>,
-    pub knobs: Vec<KnobStatus>,
-    pub claims: Vec<ClaimInfo>,
+    pub(crate) unavailable: Vec<String>,
+    pub(crate) daemon: DaemonInfo,
+    pub(crate) groups: Vec<GroupStatus>,
+    pub(crate) rules: Vec<RuleStatus>,
+    pub(crate) knobs: Vec<KnobStatus>,
+    pub(crate) claims: Vec<ClaimInfo>,
     /// The last 50 writes, oldest first.
-    pub actions: Vec<ActionInfo>,
+    pub(crate) actions: Vec<ActionInfo>,
     /// Processes a placement matches that stay where they are: their
     /// cgroup belongs to a container runtime or another delegated manager.
     #[serde(default)]
-    pub left_alone: Vec<LeftAlone>,
+    pub(crate) left_alone: Vec<LeftAlone>,
 }
 
 /// A process a placement matches and leaves in its cgroup.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct LeftAlone {
-    pub pid: i64,
-    pub comm: String,
+pub(crate) struct LeftAlone {
+    pub(crate) pid: i64,
+    pub(crate) comm: String,
     /// Its cgroup as `/proc/PID/cgroup` shows it.
-    pub cgroup: String,
+    pub(crate) cgroup: String,
     /// The matching placement's group and its line in the policy file.
-    pub group: String,
-    pub policy_line: i64,
+    pub(crate) group: String,
+    pub(crate) policy_line: i64,
     /// Whose the cgroup is: `a container runtime (docker)`, ...
-    pub owner: String,
+    pub(crate) owner: String,
 }
 
 /// A knob a boost holds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct Applied {
-    pub knob: String,
-    pub value: String,
+pub(crate) struct Applied {
+    pub(crate) knob: String,
+    pub(crate) value: String,
 }
 
 /// A knob a boost asked for and did not get.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct Rejected {
-    pub knob: String,
-    pub why: String,
+pub(crate) struct Rejected {
+    pub(crate) knob: String,
+    pub(crate) why: String,
 }
 
 /// A knob a call changed that may not hold its new value: its write failed,
 /// or had not finished within the late-write deadline.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, CustomType)]
-pub struct NotHeld {
-    pub knob: String,
+pub(crate) struct NotHeld {
+    pub(crate) knob: String,
     /// What happened to the write, naming the file and the value.
-    pub why: String,
+    pub(crate) why: String,
     /// The write was still going (in the kernel, or queued behind another
     /// write of its lane): the value holds once it lands. False: it failed.
-    pub late: bool,
+    pub(crate) late: bool,
 }
 
 /// `Boost(...)`: answered once its writes have landed (or failed, or
 /// passed the late-write deadline).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct BoostReply {
-    pub handle: i64,
-    pub expires_at: Option<String>,
-    pub applied: Vec<Applied>,
-    pub rejected: Vec<Rejected>,
+pub(crate) struct BoostReply {
+    pub(crate) handle: i64,
+    pub(crate) expires_at: Option<String>,
+    pub(crate) applied: Vec<Applied>,
+    pub(crate) rejected: Vec<Rejected>,
     /// Granted knobs whose write failed or was late; absent when every
     /// write landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_held: Option<Vec<NotHeld>>,
+    pub(crate) not_held: Option<Vec<NotHeld>>,
 }
 
 /// `Extend(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct ExtendReply {
-    pub expires_at: Option<String>,
+pub(crate) struct ExtendReply {
+    pub(crate) expires_at: Option<String>,
     /// Knobs the extension changed (a grant narrowed since the boost) whose
     /// write failed or was late; absent when every write landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_held: Option<Vec<NotHeld>>,
+    pub(crate) not_held: Option<Vec<NotHeld>>,
 }
 
 /// `Release(...)`: no parameters at all when every write landed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct ReleaseReply {
+pub(crate) struct ReleaseReply {
     /// Knobs whose write back failed or was late; absent when every write
     /// landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_held: Option<Vec<NotHeld>>,
+    pub(crate) not_held: Option<Vec<NotHeld>>,
 }
 
 /// `RecordKpi(...)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct RecordKpiReply {
+pub(crate) struct RecordKpiReply {
     /// Samples recorded (the sum of `counts`, or the number of values).
-    pub recorded: i64,
+    pub(crate) recorded: i64,
 }
 
 /// `ListClaims()`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct ClaimsReply {
-    pub claims: Vec<ClaimInfo>,
+pub(crate) struct ClaimsReply {
+    pub(crate) claims: Vec<ClaimInfo>,
 }
 
 /// `Reload(dry_run, candidate, candidate_name)`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct ReloadReply {
-    pub ok: bool,
-    pub error: Option<String>,
+pub(crate) struct ReloadReply {
+    pub(crate) ok: bool,
+    pub(crate) error: Option<String>,
     /// One line per difference; `= rule … kept (…)` lines say an active
     /// rule's state survives and are not changes.
-    pub diff: Vec<String>,
+    pub(crate) diff: Vec<String>,
     /// Hex SHA-256 of the policy loaded (with dry_run: of the file or
     /// candidate previewed).
-    pub hash: String,
+    pub(crate) hash: String,
     /// How many lines of `diff` are changes.
-    pub changes: i64,
+    pub(crate) changes: i64,
     /// Hex SHA-256 of the policy in force after the call.
-    pub in_force: String,
+    pub(crate) in_force: String,
 }
 
 /// One knob compared with what it should hold.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct KnobCheck {
-    pub knob: String,
-    pub path: String,
-    pub expected: String,
+pub(crate) struct KnobCheck {
+    pub(crate) knob: String,
+    pub(crate) path: String,
+    pub(crate) expected: String,
     /// None: the file could not be read.
-    pub actual: Option<String>,
-    pub drift: bool,
+    pub(crate) actual: Option<String>,
+    pub(crate) drift: bool,
     /// The cause of the last write cgwarden made to it.
-    pub last_writer: Option<String>,
+    pub(crate) last_writer: Option<String>,
     /// Why it could not be read back and is not drift: a kernel-only step
     /// skipped on a fake root (`swapon is skipped on a fake root`).
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
 }
 
 /// `Verify()`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct VerifyReply {
-    pub drift: bool,
-    pub knobs: Vec<KnobCheck>,
+pub(crate) struct VerifyReply {
+    pub(crate) drift: bool,
+    pub(crate) knobs: Vec<KnobCheck>,
 }
 
 /// `Health()`: the post-update check.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct HealthReply {
+pub(crate) struct HealthReply {
     /// The policy on disk is in force, its last reload did not fail, and no
     /// drift or failed write was seen since it was put in force.
-    pub healthy: bool,
+    pub(crate) healthy: bool,
     /// Why not, one line each; empty when healthy.
-    pub reasons: Vec<String>,
+    pub(crate) reasons: Vec<String>,
     /// Hex SHA-256 of the policy in force.
-    pub hash: String,
+    pub(crate) hash: String,
     /// Hex SHA-256 of the policy file on disk now; none when unreadable.
-    pub disk_hash: Option<String>,
+    pub(crate) disk_hash: Option<String>,
     /// Since when drift and failed writes count: when the policy in force
     /// was loaded (daemon start or the reload that changed it).
-    pub since: String,
+    pub(crate) since: String,
     /// The `targets:` entry in force; none when the policy has no targets.
     #[serde(default)]
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
 }
 
 /// One event of the stream.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, CustomType)]
-pub struct Event {
-    pub time: String,
+pub(crate) struct Event {
+    pub(crate) time: String,
     // An [`EventKind`]'s text; a string, so that a client reads the kinds
     // a newer daemon adds. (The doc line below is the interface's, in the
     // IDL file.)
     /// subscribed | rule | write | write_failed | claim_granted | claim_expired |
     /// claim_released | claim_owner_gone | drift | reload | reload_failed | lagged |
     /// stopped (the last: the daemon stops)
-    pub kind: String,
-    pub rule: Option<String>,
+    pub(crate) kind: String,
+    pub(crate) rule: Option<String>,
     /// For `rule`: the new phase.
-    pub state: Option<String>,
-    pub knob: Option<String>,
-    pub old: Option<String>,
-    pub new: Option<String>,
-    pub cause: Option<String>,
-    pub handle: Option<i64>,
-    pub message: Option<String>,
+    pub(crate) state: Option<String>,
+    pub(crate) knob: Option<String>,
+    pub(crate) old: Option<String>,
+    pub(crate) new: Option<String>,
+    pub(crate) cause: Option<String>,
+    pub(crate) handle: Option<i64>,
+    pub(crate) message: Option<String>,
 }
 
 /// The kinds of event: the one list the stream ([`Event::kind`]), the
@@ -319,7 +319,7 @@ pub struct Event {
 /// The text of each ([`EventKind::as_str`]) is part of the interface:
 /// never change one; a new kind gets a new variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// The stream's first event (the stream only).
     Subscribed,
     /// A rule changed phase.
@@ -375,7 +375,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 25] = [
+    pub(crate) const ALL: [EventKind; 25] = [
         EventKind::Subscribed,
         EventKind::Rule,
         EventKind::Write,
@@ -404,7 +404,7 @@ impl EventKind {
     ];
 
     /// The kind's text on the wire, in the log and in the recorder.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             EventKind::Subscribed => "subscribed",
             EventKind::Rule => "rule",
@@ -435,7 +435,7 @@ impl EventKind {
     }
 
     /// The kind whose text is `s`; `None` for a kind this build does not know.
-    pub fn parse(s: &str) -> Option<EventKind> {
+    pub(crate) fn parse(s: &str) -> Option<EventKind> {
         EventKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
@@ -455,30 +455,30 @@ impl From<EventKind> for String {
 impl Event {
     /// This event's kind; `None` for one this build does not know (a newer
     /// daemon's).
-    pub fn kind(&self) -> Option<EventKind> {
+    pub(crate) fn kind(&self) -> Option<EventKind> {
         EventKind::parse(&self.kind)
     }
 
     /// Whether this event is of kind `k`.
-    pub fn is(&self, k: EventKind) -> bool {
+    pub(crate) fn is(&self, k: EventKind) -> bool {
         self.kind == k.as_str()
     }
 }
 
 /// The kind of the last event a daemon sends before it exits; the
 /// `Subscribe` stream ends with it.
-pub const STOPPED: &str = EventKind::Stopped.as_str();
+pub(crate) const STOPPED: &str = EventKind::Stopped.as_str();
 
 /// `Subscribe()`: one reply per event.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
-pub struct EventReply {
-    pub event: Event,
+pub(crate) struct EventReply {
+    pub(crate) event: Event,
 }
 
 /// The interface's errors; each carries a human-readable `message`.
 #[derive(Debug, Clone, PartialEq, zlink::ReplyError, zlink::introspect::ReplyError)]
 #[zlink(interface = "io.cgwarden.Daemon")]
-pub enum DaemonError {
+pub(crate) enum DaemonError {
     /// The caller may not do this (no grant, limit reached, not its boost).
     Refused { message: String },
     /// A parameter is malformed (unknown knob, bad duration or value).
@@ -490,7 +490,7 @@ pub enum DaemonError {
 }
 
 impl DaemonError {
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         match self {
             DaemonError::Refused { message }
             | DaemonError::InvalidRequest { message }
@@ -515,10 +515,10 @@ impl std::fmt::Display for DaemonError {
 impl std::error::Error for DaemonError {}
 
 /// The socket's file name in `state_dir`.
-pub const SOCKET_NAME: &str = "io.cgwarden";
+pub(crate) const SOCKET_NAME: &str = "io.cgwarden";
 
 /// The socket path of a policy's `state_dir`.
-pub fn socket_path(state_dir: &Path) -> PathBuf {
+pub(crate) fn socket_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SOCKET_NAME)
 }
 

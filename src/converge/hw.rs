@@ -54,7 +54,7 @@ impl Converger<'_> {
     }
 
     /// `system.irqs` and `system.kthreads`, after the realtime switch.
-    pub fn plan_hardware_threads(&self, plan: &mut Plan) {
+    pub(crate) fn plan_hardware_threads(&self, plan: &mut Plan) {
         let sys = &self.policy.system;
         if sys.irqs.is_empty() && sys.kthreads.is_empty() {
             return;
@@ -290,7 +290,7 @@ fn shared_with(tuner: &str, policy: &Policy) -> Vec<String> {
 /// box that write what this policy manages (irqbalance would move the IRQs
 /// back, tuned rewrite the sysctls, …), one per tuner, naming the shared
 /// knobs. Empty when none runs or none shares anything.
-pub fn coexistence_warnings(root: &Root, policy: &Policy) -> Vec<String> {
+pub(crate) fn coexistence_warnings(root: &Root, policy: &Policy) -> Vec<String> {
     let comms: Vec<String> = crate::kernel::procfs::pids(root)
         .unwrap_or_default()
         .into_iter()

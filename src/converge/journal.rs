@@ -79,7 +79,7 @@ use std::path::{Path, PathBuf};
 
 /// One thing to undo.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Entry {
+pub(crate) enum Entry {
     /// A file's content before the first write.
     File { path: PathBuf, content: String },
     /// A file that did not exist before cgwarden wrote it (fake trees only).
@@ -106,7 +106,7 @@ pub enum Entry {
 
 /// Whether `text` is a journalled kthread scheduling: `POLICY PRIORITY`
 /// with a policy name and a priority 0..=99.
-pub fn kthread_sched_text(text: &str) -> Option<(&str, u32)> {
+pub(crate) fn kthread_sched_text(text: &str) -> Option<(&str, u32)> {
     let (policy, prio) = text.split_once(' ')?;
     let prio: u32 = prio.parse().ok().filter(|p| *p <= 99)?;
     ["other", "batch", "idle", "fifo", "rr"]
@@ -235,7 +235,7 @@ fn numbered(name: &str, prefix: &str) -> bool {
 
 /// Whether a `cgroup_root` recorded in a journal may be trusted: canonical,
 /// and under `/sys/fs/cgroup` or exactly the policy's own (never `/`).
-pub fn trusted_cgroup_root(recorded: &Path, policy_cgroup_root: &Path) -> bool {
+pub(crate) fn trusted_cgroup_root(recorded: &Path, policy_cgroup_root: &Path) -> bool {
     canonical(recorded)
         && recorded != Path::new("/")
         && (recorded.starts_with(crate::kernel::cgroupfs::CGROUP2_MOUNT)
@@ -244,7 +244,7 @@ pub fn trusted_cgroup_root(recorded: &Path, policy_cgroup_root: &Path) -> bool {
 
 /// Why `e` may not be journalled or restored under `cgroup_root`, or `None`
 /// when it names a kernel interface cgwarden manages (see module docs).
-pub fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
+pub(crate) fn managed(e: &Entry, cgroup_root: &Path) -> Option<String> {
     let below_cg = |p: &Path| p != cgroup_root && p.starts_with(cgroup_root);
     let (ok, what) = match e {
         Entry::File { path, .. } | Entry::Absent { path } => (
@@ -295,14 +295,14 @@ fn file_key(path: &Path) -> String {
 }
 
 /// The first line of a journal this version writes.
-pub const HEADER: &str = "# cgwarden originals journal v2";
+pub(crate) const HEADER: &str = "# cgwarden originals journal v2";
 /// The first line of a journal written before the header recorded `cgroup_root`.
 const HEADER_V1: &str = "# cgwarden originals journal v1: reset restores these";
 const ROOT_TAG: &str = "ROOT\t";
 
 /// Which format a journal on disk has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Version {
+pub(crate) enum Version {
     /// No `ROOT` line: the policy's `cgroup_root` has to be trusted.
     V1,
     /// Records `cgroup_root`.
@@ -311,15 +311,15 @@ pub enum Version {
 
 /// What [`Journal::parse_text`] makes of a journal's bytes.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Parsed {
-    pub version: Version,
+pub(crate) struct Parsed {
+    pub(crate) version: Version,
     /// The `cgroup_root` recorded (v2), `None` for v1.
-    pub cgroup_root: Option<PathBuf>,
+    pub(crate) cgroup_root: Option<PathBuf>,
     /// Every entry line in file order (an entry recorded twice appears twice).
-    pub entries: Vec<Entry>,
-    pub warnings: Vec<String>,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) warnings: Vec<String>,
     /// Length of the complete lines; bytes after it are a torn last line.
-    pub valid_len: usize,
+    pub(crate) valid_len: usize,
 }
 
 /// Renders a new journal's header lines (header and `ROOT`).
@@ -473,7 +473,7 @@ fn snippet(raw: &[u8]) -> String {
 }
 
 /// The journal at `state_dir/originals`, resolved under the root.
-pub struct Journal {
+pub(crate) struct Journal {
     root: Root,
     /// Device path of the journal file.
     path: PathBuf,
@@ -494,7 +494,7 @@ pub struct Journal {
 }
 
 impl Journal {
-    pub fn path_in(state_dir: &Path) -> PathBuf {
+    pub(crate) fn path_in(state_dir: &Path) -> PathBuf {
         Root::normalize(state_dir).join("originals")
     }
 
@@ -503,7 +503,7 @@ impl Journal {
     /// complete line canonical and naming only what cgwarden manages (see
     /// module docs). Errors name the line; `policy_cgroup_root` as in
     /// [`Journal::load`].
-    pub fn parse_text(bytes: &[u8], policy_cgroup_root: &Path) -> Result<Parsed> {
+    pub(crate) fn parse_text(bytes: &[u8], policy_cgroup_root: &Path) -> Result<Parsed> {
         parse(bytes, Path::new("originals"), policy_cgroup_root)
     }
 
@@ -511,7 +511,7 @@ impl Journal {
     /// run left, if any. A damaged journal, or one recorded for another
     /// `cgroup_root`, is an error (nothing is written then). Creates nothing
     /// until the first [`Journal::record`].
-    pub fn open(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<Journal> {
+    pub(crate) fn open(root: &Root, state_dir: &Path, cgroup_root: &Path) -> Result<Journal> {
         super::lock::refuse_managed_group(state_dir, cgroup_root)?;
         let mut j = match Self::load(root, state_dir, cgroup_root)? {
             Some(j) => j,
@@ -539,7 +539,7 @@ impl Journal {
     /// Reading never changes the file. `policy_cgroup_root` is used for a v1
     /// journal (which records none) and is the one cgroup root outside
     /// `/sys/fs/cgroup` a v2 journal may record.
-    pub fn load(
+    pub(crate) fn load(
         root: &Root,
         state_dir: &Path,
         policy_cgroup_root: &Path,
@@ -574,7 +574,7 @@ impl Journal {
     /// (header and `ROOT` line only; the rest is checked by whoever uses the
     /// journal): `None` when there is no journal, it is a v1 journal, or its
     /// first lines are not a trusted v2 header and root. What `reset` locks.
-    pub fn recorded_root(
+    pub(crate) fn recorded_root(
         root: &Root,
         state_dir: &Path,
         policy_cgroup_root: &Path,
@@ -636,49 +636,49 @@ impl Journal {
     }
 
     /// The journal file's device path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The journal file's path on this machine (under `--root`), for messages.
-    pub fn shown(&self) -> PathBuf {
+    pub(crate) fn shown(&self) -> PathBuf {
         self.root.host_path(&self.path)
     }
 
     #[cfg(test)]
-    pub fn exists(&self) -> bool {
+    pub(crate) fn exists(&self) -> bool {
         self.root.exists(&self.path)
     }
 
     /// The format on disk, `None` while no journal exists.
     #[cfg(test)]
-    pub fn version(&self) -> Option<Version> {
+    pub(crate) fn version(&self) -> Option<Version> {
         self.version
     }
 
     /// The `cgroup_root` the journal records (`None` for a v1 journal or
     /// one not yet created).
-    pub fn cgroup_root(&self) -> Option<&Path> {
+    pub(crate) fn cgroup_root(&self) -> Option<&Path> {
         self.recorded_root.as_deref()
     }
 
     /// What the check found and forgave (a torn last line).
-    pub fn warnings(&self) -> &[String] {
+    pub(crate) fn warnings(&self) -> &[String] {
         &self.warnings
     }
 
-    pub fn entries(&self) -> &[Entry] {
+    pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
     /// Whether a file already has its original recorded (content or absence).
-    pub fn has_file(&self, path: &Path) -> bool {
+    pub(crate) fn has_file(&self, path: &Path) -> bool {
         self.keys.contains(&file_key(path))
     }
 
     /// The recorded original content of a file (its `FILE` entry); `None`
     /// if none is recorded or the file did not exist before (`ABSENT`).
-    pub fn original(&self, path: &Path) -> Option<&str> {
+    pub(crate) fn original(&self, path: &Path) -> Option<&str> {
         match self.entries.get(*self.files.get(&Root::normalize(path))?)? {
             Entry::File { content, .. } => Some(content),
             _ => None,
@@ -692,7 +692,7 @@ impl Journal {
     /// a sysctl the kernel couples with another ([`crate::knobs::coupled`])
     /// has the other's original recorded first, since the kernel changes it
     /// behind the write.
-    pub fn record(&mut self, e: Entry) -> Result<()> {
+    pub(crate) fn record(&mut self, e: Entry) -> Result<()> {
         if self.keys.contains(&e.key()) {
             return Ok(());
         }
@@ -804,7 +804,7 @@ impl Journal {
     }
 
     /// Deletes the journal (after a complete reset) and syncs its directory.
-    pub fn remove(self) -> Result<()> {
+    pub(crate) fn remove(self) -> Result<()> {
         let host = self.root.host_path(&self.path);
         match fs::remove_file(&host) {
             Ok(()) => {}
@@ -861,7 +861,7 @@ fn unescape(s: &str) -> Option<String> {
 }
 
 mod salvage;
-pub use salvage::Salvaged;
+pub(crate) use salvage::Salvaged;
 
 #[cfg(test)]
 mod tests;

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 
 /// Why the lock was not taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another cgwarden holds it.
     #[error("{path} is held by {holder}; only one cgwarden run/apply/reset may work at a time")]
     Held {
@@ -98,7 +98,7 @@ impl From<Error> for LockError {
 
 impl LockError {
     /// The exit status for it: refused → 1, I/O → 75.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             LockError::Held { .. } | LockError::TreeHeld { .. } | LockError::Refused(_) => {
                 crate::exit::REFUSED
@@ -209,7 +209,7 @@ fn read_content(file: &mut fs::File) -> String {
 
 /// The held state_dir lock; released (and its file removed) when dropped.
 #[derive(Debug)]
-pub struct StateLock {
+pub(crate) struct StateLock {
     _held: HeldFile,
     #[cfg(test)]
     path: PathBuf,
@@ -224,7 +224,11 @@ impl StateLock {
     /// Takes the lock without waiting; `what` (e.g. `cgwarden apply
     /// /etc/cgwarden/policy.yaml`) is written after the pid for whoever is
     /// refused next.
-    pub fn acquire(root: &Root, state_dir: &Path, what: &str) -> Result<StateLock, LockError> {
+    pub(crate) fn acquire(
+        root: &Root,
+        state_dir: &Path,
+        what: &str,
+    ) -> Result<StateLock, LockError> {
         let dir_host = prepare_state_dir(root, state_dir)?;
         let path = Self::path_in(state_dir);
         // Messages name the file where it is: under `--root`.
@@ -266,21 +270,19 @@ fn parse_state_holder(content: &str) -> (String, Option<u32>) {
 }
 
 /// Where the cgroup-tree locks live (device path, resolved under `--root`).
-pub const TREE_LOCK_DIR: &str = "/run/cgwarden";
+pub(crate) const TREE_LOCK_DIR: &str = "/run/cgwarden";
 
 /// The held lock on a cgroup tree (see module docs); released (and its file
 /// removed) when dropped.
 #[derive(Debug)]
-pub struct TreeLock {
+pub(crate) struct TreeLock {
     _held: HeldFile,
-    /// Device path of the lock file.
-    path: PathBuf,
 }
 
 impl TreeLock {
     /// The lock file for `cgroup_root` (device path; canonicalised under the
     /// root when it exists, see [`canonical_cgroup_root`]).
-    pub fn path_for(root: &Root, cgroup_root: &Path) -> PathBuf {
+    pub(crate) fn path_for(root: &Root, cgroup_root: &Path) -> PathBuf {
         let key = canonical_cgroup_root(root, cgroup_root);
         Path::new(TREE_LOCK_DIR).join(format!("tree-{}.lock", escape_path(&key)))
     }
@@ -288,7 +290,7 @@ impl TreeLock {
     /// Takes the lock on `cgroup_root` without waiting, naming this process,
     /// its `state_dir` and `what` (`cgwarden run /etc/cgwarden/policy.yaml`)
     /// in the file for whoever is refused next.
-    pub fn acquire(
+    pub(crate) fn acquire(
         root: &Root,
         cgroup_root: &Path,
         state_dir: &Path,
@@ -307,7 +309,7 @@ impl TreeLock {
             one_line(what)
         );
         match take(&dir_host.join(name), &shown, &content)? {
-            Taken::Ours(held) => Ok(TreeLock { _held: held, path }),
+            Taken::Ours(held) => Ok(TreeLock { _held: held }),
             Taken::Busy(content) => {
                 let h = TreeHolder::parse(&content);
                 Err(LockError::TreeHeld {
@@ -319,11 +321,6 @@ impl TreeLock {
                 })
             }
         }
-    }
-
-    /// Device path of the lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -370,7 +367,7 @@ impl TreeHolder {
 /// exists under the root (so `/sys/fs/cgroup/../cgroup` or a symlinked
 /// mount point name the same tree). A root that does not exist is keyed by
 /// its normalized path.
-pub fn canonical_cgroup_root(root: &Root, cgroup_root: &Path) -> PathBuf {
+pub(crate) fn canonical_cgroup_root(root: &Root, cgroup_root: &Path) -> PathBuf {
     let norm = Root::normalize(cgroup_root);
     let host = root.host_path(&norm);
     let (Ok(real), Ok(base)) = (fs::canonicalize(&host), fs::canonicalize(root.base())) else {
@@ -388,7 +385,7 @@ pub fn canonical_cgroup_root(root: &Root, cgroup_root: &Path) -> PathBuf {
 /// byte other than ASCII letters, digits, `:`, `_` and `.` (and a leading `.`)
 /// becomes `\xNN`. A name longer than 200 bytes is cut and given a hash of
 /// the whole (FNV-1a, the same in every build) so distinct roots stay apart.
-pub fn escape_path(path: &Path) -> String {
+pub(crate) fn escape_path(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
     let trimmed: &[u8] = {
@@ -611,7 +608,7 @@ mod tests {
         let first =
             TreeLock::acquire(&root, cg, Path::new("/run/a"), "cgwarden run /a.yaml").unwrap();
         assert_eq!(
-            first.path(),
+            TreeLock::path_for(&root, cg),
             Path::new("/run/cgwarden/tree-sys-fs-cgroup.lock")
         );
         let host = dir.path().join("run/cgwarden/tree-sys-fs-cgroup.lock");

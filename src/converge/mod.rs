@@ -14,10 +14,10 @@ pub(crate) mod held;
 mod hw;
 pub(crate) use hw::coexistence_warnings;
 pub(crate) mod journal;
-pub mod lock;
+pub(crate) mod lock;
 pub(crate) mod placement;
-pub mod reset;
-pub mod trust;
+pub(crate) mod reset;
+pub(crate) mod trust;
 pub(crate) mod tuning;
 
 use crate::engine::placement::Placer;
@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 /// One change the converger makes.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     Mkdir {
         path: PathBuf,
     },
@@ -185,33 +185,33 @@ fn needs_kernel(step: &Step) -> Option<crate::kernel::Op> {
 /// What the converger found: the steps, and what the system lacks.
 #[derive(Debug, Default)]
 pub struct Plan {
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     /// Knobs or controllers the policy wants that this system does not have.
-    pub missing: Vec<String>,
+    pub(crate) missing: Vec<String>,
     /// Things that are present but cannot be changed now (e.g. zram in use).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Processes a placement matches that stay where they are: their cgroup
     /// belongs to a container runtime or another delegated manager (one
     /// line each, `pid 1234 (talker) in CGROUP: placement at policy line
     /// 12 → realtime matches it, but …`). Not steps, not warnings: notes.
-    pub kept: Vec<String>,
+    pub(crate) kept: Vec<String>,
     /// The policy has groups but the cgroup root is no cgroup v2 directory:
     /// why no group can be built. `plan` and `apply` exit 3 on it whatever
     /// `on_missing` says (not `0 changes`, exit 0, as if converged);
     /// `apply` then writes nothing.
-    pub no_groups: Option<String>,
+    pub(crate) no_groups: Option<String>,
 }
 
 /// The outcome of carrying out a plan.
 #[derive(Debug, Default)]
 pub struct Applied {
-    pub changes: usize,
-    pub skipped: usize,
-    pub failures: Vec<String>,
+    pub(crate) changes: usize,
+    pub(crate) skipped: usize,
+    pub(crate) failures: Vec<String>,
     /// What turned out missing while applying (a module that would not load).
-    pub missing: Vec<String>,
+    pub(crate) missing: Vec<String>,
     /// `on_missing: fail` and something was missing: stopped before any write.
-    pub refused_missing: bool,
+    pub(crate) refused_missing: bool,
 }
 
 /// Why a step failed: the journal (the whole apply stops — nothing may be
@@ -604,12 +604,12 @@ impl<'p> Converger<'p> {
 
     /// Whether a step is only reported, not taken: on a fake root there is no
     /// kernel to swapon, mkswap or set scheduling policies.
-    pub fn skips(&self, step: &Step) -> bool {
+    pub(crate) fn skips(&self, step: &Step) -> bool {
         needs_kernel(step).is_some_and(|op| !self.root.supports(op))
     }
 
     /// Which knobs are missing, for `on_missing: fail`: checked before any write.
-    pub fn refuse_missing(&self, plan: &Plan) -> bool {
+    pub(crate) fn refuse_missing(&self, plan: &Plan) -> bool {
         self.policy.settings.on_missing == OnMissing::Fail && !plan.missing.is_empty()
     }
 
@@ -619,7 +619,7 @@ impl<'p> Converger<'p> {
     /// Checks the originals journal as `apply` opens it (a journal of another
     /// cgroup root is refused), writing nothing: `apply` refuses what it
     /// finds there before it refuses a plan that builds no group.
-    pub fn check_journal(&self) -> Result<(), crate::kernel::Error> {
+    pub(crate) fn check_journal(&self) -> Result<(), crate::kernel::Error> {
         Journal::open(
             &self.root,
             &self.policy.settings.state_dir,

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 
 /// [`PlaceOps`] on the kernel (or a fake tree) through `kernel::`.
-pub struct KernelOps {
+pub(crate) struct KernelOps {
     pub(crate) root: Root,
     cg: CgroupFs,
     /// group name → (path below cgroup_root, cgroup as /proc/PID/cgroup shows it)
@@ -43,7 +43,7 @@ pub struct KernelOps {
 }
 
 impl KernelOps {
-    pub fn new(root: Root, policy: &Policy) -> KernelOps {
+    pub(crate) fn new(root: Root, policy: &Policy) -> KernelOps {
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
         let prefix = cg.proc_prefix();
         let mount = cg.mount();
@@ -86,7 +86,7 @@ impl KernelOps {
     /// `/proc/PID/cgroup` read takes the kernel's cgroup lock that the moves
     /// and the flood itself contend for. A process moved by
     /// someone else after this snapshot is seen at the next scan.
-    pub fn begin_scan(&mut self) {
+    pub(crate) fn begin_scan(&mut self) {
         let mut members = HashMap::new();
         for (rel, shown) in self.groups.values() {
             if let Ok(pids) = self.cg.procs(rel) {
@@ -99,13 +99,13 @@ impl KernelOps {
     }
 
     /// The scan is over: back to reading `/proc/PID/cgroup`.
-    pub fn end_scan(&mut self) {
+    pub(crate) fn end_scan(&mut self) {
         self.members = None;
     }
 
     /// Under `--dry-run`: every move and sched change is logged
     /// (`would move PID COMM to GROUP (dry run)`), none is made.
-    pub fn dry_run(mut self, dry: bool) -> KernelOps {
+    pub(crate) fn dry_run(mut self, dry: bool) -> KernelOps {
         self.dry_run = dry;
         self
     }
@@ -324,16 +324,16 @@ impl KernelOps {
 /// [`Step`] for each move and sched change instead of making it, and
 /// remembers where it "moved" a process so descendants are judged against
 /// the plan.
-pub struct PlanOps {
-    pub kernel: KernelOps,
-    pub steps: Vec<Step>,
+pub(crate) struct PlanOps {
+    pub(crate) kernel: KernelOps,
+    pub(crate) steps: Vec<Step>,
     cg: CgroupFs,
     paths: HashMap<String, String>,
     comms: HashMap<i32, String>,
 }
 
 impl PlanOps {
-    pub fn new(root: Root, policy: &Policy) -> Self {
+    pub(crate) fn new(root: Root, policy: &Policy) -> Self {
         PlanOps {
             kernel: KernelOps::new(root.clone(), policy),
             steps: Vec::new(),

@@ -27,20 +27,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Default)]
-pub struct ResetReport {
+pub(crate) struct ResetReport {
     /// What was done, one line each (`WRITE`, `RMDIR`, `REMOVE`, `SWAPOFF`,
     /// or `# skipped on a fake root: ...`).
-    pub lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
     /// What could not be done, with the error.
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
     /// What the journal check forgave (a torn last line, a v1 journal).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// False when there was no journal: nothing had been changed.
-    pub had_journal: bool,
+    pub(crate) had_journal: bool,
     /// The cgroup root used (the journal's, else the policy's).
-    pub cgroup_root: PathBuf,
+    pub(crate) cgroup_root: PathBuf,
     /// With `--salvage`: what was done with a journal that failed its check.
-    pub salvaged: Option<super::journal::Salvaged>,
+    pub(crate) salvaged: Option<super::journal::Salvaged>,
 }
 
 impl ResetReport {
@@ -52,7 +52,7 @@ impl ResetReport {
     /// What `--salvage` says on stderr, one line each (without the
     /// `cgwarden: ` prefix): the lines set aside, the notes, where the
     /// damaged file went. Empty when nothing was salvaged.
-    pub fn salvage_messages(&self) -> Vec<String> {
+    pub(crate) fn salvage_messages(&self) -> Vec<String> {
         let Some(s) = &self.salvaged else {
             return Vec::new();
         };
@@ -73,7 +73,7 @@ impl ResetReport {
     }
 
     /// The summary line, e.g. `reset: 35 restored, 0 failed`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "reset: {} restored, {} failed",
             self.restored(),
@@ -85,7 +85,7 @@ impl ResetReport {
 /// `reset --salvage` (docs/journal-recovery.md): a journal that fails its
 /// check is set aside and only its lines that can be trusted are restored
 /// ([`Journal::salvage`]); a journal that passes is reset as it is.
-pub fn salvage(
+pub(crate) fn salvage(
     root: &Root,
     state_dir: &Path,
     policy_cgroup_root: &Path,
@@ -99,14 +99,18 @@ pub fn salvage(
 
 /// The cgroup tree a `reset` of `state_dir` writes: the one its journal
 /// records, else the policy's (the tree lock is taken on it).
-pub fn journal_cgroup_root(root: &Root, state_dir: &Path, policy_cgroup_root: &Path) -> PathBuf {
+pub(crate) fn journal_cgroup_root(
+    root: &Root,
+    state_dir: &Path,
+    policy_cgroup_root: &Path,
+) -> PathBuf {
     Journal::recorded_root(root, state_dir, policy_cgroup_root)
         .unwrap_or_else(|| Root::normalize(policy_cgroup_root))
 }
 
 /// Restores what the journal in `state_dir` records. `policy_cgroup_root`
 /// is used only for a v1 journal, which does not record its own.
-pub fn reset(
+pub(crate) fn reset(
     root: &Root,
     state_dir: &Path,
     policy_cgroup_root: &Path,

@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Why root may not act on the policy at `path`, one line per refused
 /// file; empty when it may, or when not running as root.
-pub fn refusals(path: &Path, p: &Policy) -> Vec<String> {
+pub(crate) fn refusals(path: &Path, p: &Policy) -> Vec<String> {
     let mut out = Vec::new();
     if !nix::unistd::geteuid().is_root() {
         return out;

@@ -19,21 +19,21 @@ use std::path::PathBuf;
 
 /// One change to one thread, ready to show or make.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TaskChange {
-    pub pid: i32,
-    pub tid: i32,
+pub(crate) struct TaskChange {
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
     /// The thread's comm.
-    pub comm: String,
-    pub op: TaskOp,
+    pub(crate) comm: String,
+    pub(crate) op: TaskOp,
     /// The value before, as shown (`-` when not readable here).
-    pub was: String,
+    pub(crate) was: String,
     /// Why the change is not made (a real-time sched on a match by name
     /// only, for a process not root's: [`crate::policy::rt_by_name`]).
-    pub denied: Option<String>,
+    pub(crate) denied: Option<String>,
 }
 
 /// The placements' tunings, by placement index.
-pub struct Tuner {
+pub(crate) struct Tuner {
     root: Root,
     rules: Vec<Compiled>,
     /// Per rule: a real-time `threads:` sched is granted to root's
@@ -47,7 +47,7 @@ pub struct Tuner {
 }
 
 impl Tuner {
-    pub fn new(root: Root, policy: &Policy) -> Tuner {
+    pub(crate) fn new(root: Root, policy: &Policy) -> Tuner {
         let cg = CgroupFs::new(root.clone(), policy.settings.cgroup_root.clone());
         let prefix = cg.proc_prefix();
         let groups = policy
@@ -80,7 +80,7 @@ impl Tuner {
 
     /// Journals the originals of what `changes` will change (the first
     /// time per process, thread and attribute), before it is changed.
-    pub fn journal(&self, changes: &[TaskChange]) -> Result<(), String> {
+    pub(crate) fn journal(&self, changes: &[TaskChange]) -> Result<(), String> {
         let mut originals = Vec::new();
         for ch in changes {
             if matches!(ch.op, TaskOp::Move(_)) || ch.denied.is_some() || !self.possible(&ch.op) {
@@ -105,23 +105,23 @@ impl Tuner {
     }
 
     /// Whether no placement sets attributes or threads.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rules.iter().all(Compiled::is_empty)
     }
 
     /// Whether some placement has `threads:` entries.
-    pub fn follows_any_threads(&self) -> bool {
+    pub(crate) fn follows_any_threads(&self) -> bool {
         self.rules.iter().any(Compiled::has_threads)
     }
 
     /// Whether placement `rule` has `threads:` entries (a thread's rename
     /// then matters).
-    pub fn follows_threads(&self, rule: usize) -> bool {
+    pub(crate) fn follows_threads(&self, rule: usize) -> bool {
         self.rules.get(rule).is_some_and(Compiled::has_threads)
     }
 
     /// What must change on every thread of `pid`, placed by rule `rule`.
-    pub fn changes(&self, pid: i32, rule: usize) -> Vec<TaskChange> {
+    pub(crate) fn changes(&self, pid: i32, rule: usize) -> Vec<TaskChange> {
         let Some(c) = self.rules.get(rule).filter(|c| !c.is_empty()) else {
             return Vec::new();
         };
@@ -135,7 +135,7 @@ impl Tuner {
 
     /// What must change on thread `tid` of `pid` (placed by `rule`) alone,
     /// e.g. after it renamed itself.
-    pub fn thread(&self, pid: i32, tid: i32, rule: usize) -> Vec<TaskChange> {
+    pub(crate) fn thread(&self, pid: i32, tid: i32, rule: usize) -> Vec<TaskChange> {
         let mut out = Vec::new();
         if let Some(c) = self.rules.get(rule).filter(|c| !c.is_empty()) {
             self.thread_changes(c, pid, tid, &mut out);
@@ -231,13 +231,13 @@ impl Tuner {
 
     /// Whether the change can be made here (a fake tree takes only the
     /// file writes).
-    pub fn possible(&self, op: &TaskOp) -> bool {
+    pub(crate) fn possible(&self, op: &TaskOp) -> bool {
         self.root.supports(Op::Sched) || file_only(op)
     }
 
     /// Makes one change. ESRCH/ENOENT (the thread exited) come back as an
     /// error whose `is_gone()` is true.
-    pub fn make(&self, ch: &TaskChange) -> crate::kernel::Result<()> {
+    pub(crate) fn make(&self, ch: &TaskChange) -> crate::kernel::Result<()> {
         let tid = ch.tid;
         match &ch.op {
             TaskOp::Nice(n) => task_attr::set_nice(tid, *n),
@@ -271,7 +271,7 @@ impl Tuner {
     /// Makes every change of `pid` (rule `rule`); returns what was done
     /// (`pid/tid (comm) op`) and what the kernel refused, each naming the
     /// thread, the change and the reason. Threads gone meanwhile are skipped.
-    pub fn tune(&self, changes: &[TaskChange]) -> (Vec<String>, Vec<String>) {
+    pub(crate) fn tune(&self, changes: &[TaskChange]) -> (Vec<String>, Vec<String>) {
         let (mut done, mut refused) = (Vec::new(), Vec::new());
         if let Err(e) = self.journal(changes) {
             refused.push(format!("journal: {e}"));
@@ -306,7 +306,7 @@ impl std::fmt::Display for TaskChange {
 }
 
 /// Whether the change is a file write (possible on a fake tree too).
-pub fn file_only(op: &TaskOp) -> bool {
+pub(crate) fn file_only(op: &TaskOp) -> bool {
     matches!(op, TaskOp::OomScoreAdj(_) | TaskOp::Move(_))
 }
 

@@ -83,10 +83,10 @@ pub(crate) struct Drifted {
 /// what it holds.
 #[derive(Debug, Clone)]
 pub(crate) struct HeldDrift {
-    pub label: String,
-    pub path: Option<PathBuf>,
-    pub want: String,
-    pub actual: Option<String>,
+    pub(crate) label: String,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) want: String,
+    pub(crate) actual: Option<String>,
 }
 
 /// One finished check.

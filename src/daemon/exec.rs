@@ -55,10 +55,10 @@ use tokio::sync::mpsc;
 
 /// State shared by the exec thread, the event loop and the sampler.
 #[derive(Debug)]
-pub struct Shared {
-    pub presence: Mutex<Presence>,
+pub(crate) struct Shared {
+    pub(crate) presence: Mutex<Presence>,
     /// True while exec events drive presence and placement; false: scan each tick.
-    pub events_live: AtomicBool,
+    pub(crate) events_live: AtomicBool,
     pub(crate) counters: Arc<Counters>,
     /// Critical exits, kills, freezes.
     pub(crate) last_resort: Arc<crate::stats::LastResortStats>,
@@ -68,7 +68,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(presence: Presence) -> Arc<Shared> {
+    pub(crate) fn new(presence: Presence) -> Arc<Shared> {
         Arc::new(Shared {
             presence: Mutex::new(presence),
             events_live: AtomicBool::new(false),
@@ -86,7 +86,7 @@ impl Shared {
             .clone()
     }
 
-    pub fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
+    pub(crate) fn presence(&self) -> std::sync::MutexGuard<'_, Presence> {
         self.presence.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -98,7 +98,7 @@ impl Shared {
         }
     }
 
-    pub fn events_live(&self) -> bool {
+    pub(crate) fn events_live(&self) -> bool {
         self.events_live.load(Ordering::Relaxed)
     }
 }
@@ -120,7 +120,7 @@ const KEPT_MAX: usize = 1024;
 
 /// Why a full scan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScanKind {
+pub(crate) enum ScanKind {
     /// Startup reconcile (after the connector subscribed).
     Startup,
     /// The `settings.rescan` safety net.
@@ -148,7 +148,7 @@ struct Swap {
 
 /// The exec thread's handle: queues scans and wakes the thread through an
 /// eventfd it polls beside the socket.
-pub struct Placement {
+pub(crate) struct Placement {
     tx: std_mpsc::Sender<Job>,
     wake_fd: Arc<EventFd>,
     scan_pending: Arc<AtomicBool>,
@@ -159,7 +159,7 @@ pub struct Placement {
 
 impl Placement {
     /// Queues a full scan; scans already queued and not started absorb it.
-    pub fn scan(&self, kind: ScanKind) {
+    pub(crate) fn scan(&self, kind: ScanKind) {
         if !self.scan_pending.swap(true, Ordering::AcqRel) {
             let _ = self.tx.send(Job::Scan(kind));
             self.wake_fd.poke();
@@ -602,7 +602,7 @@ fn reconcile(shared: &Shared, root: &Root, comms: Vec<(i32, String)>) -> bool {
 }
 
 /// Fills presence from a comm scan (synchronously; a few ms).
-pub fn scan_presence(shared: &Shared, root: &Root) -> bool {
+pub(crate) fn scan_presence(shared: &Shared, root: &Root) -> bool {
     let Ok(pids) = procfs::pids(root) else {
         return false;
     };
@@ -614,8 +614,8 @@ pub fn scan_presence(shared: &Shared, root: &Root) -> bool {
 }
 
 /// The running exec machinery.
-pub struct ExecWatch {
-    pub shared: Arc<Shared>,
+pub(crate) struct ExecWatch {
+    pub(crate) shared: Arc<Shared>,
     placement: Option<Placement>,
 }
 
@@ -623,7 +623,7 @@ impl ExecWatch {
     /// Starts what the policy needs: the exec thread when there are
     /// placement rules (or presence to keep), with the connector unless the
     /// root is fake. Logs once why the connector is not used.
-    pub fn start(
+    pub(crate) fn start(
         root: &Root,
         policy: &Policy,
         shared: Arc<Shared>,
@@ -729,7 +729,7 @@ impl ExecWatch {
     /// two events, then rescans everything); without one, it is started if
     /// the new policy needs it. An exec thread the new policy no longer
     /// needs keeps running with no rules (cheap; a restart stops it).
-    pub fn swap(
+    pub(crate) fn swap(
         &mut self,
         root: &Root,
         policy: &Policy,
@@ -765,7 +765,7 @@ impl ExecWatch {
     }
 
     /// Each tick: without live events, the scan is the detection.
-    pub fn on_tick(&self) {
+    pub(crate) fn on_tick(&self) {
         if !self.shared.events_live() {
             if let Some(p) = &self.placement {
                 p.scan(ScanKind::Tick);
@@ -774,13 +774,13 @@ impl ExecWatch {
     }
 
     /// The `settings.rescan` safety net.
-    pub fn rescan(&self) {
+    pub(crate) fn rescan(&self) {
         if let Some(p) = &self.placement {
             p.scan(ScanKind::Rescan);
         }
     }
 
-    pub fn counters(&self) -> &Counters {
+    pub(crate) fn counters(&self) -> &Counters {
         &self.shared.counters
     }
 }

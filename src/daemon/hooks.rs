@@ -103,13 +103,13 @@ use crate::kernel::{Op, Root};
 use crate::policy::model::Hook;
 
 /// Default cap on hook processes alive at once.
-pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 8;
 
 /// Bytes of output logged per stream per run; the rest is discarded.
-pub const OUTPUT_CAP: usize = 64 * 1024;
+pub(crate) const OUTPUT_CAP: usize = 64 * 1024;
 
 /// The `PATH` a hook gets.
-pub const HOOK_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const HOOK_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// After the process group was killed, how long to wait for the output pipes
 /// to close (a process that left the group may still hold them) before
@@ -142,19 +142,19 @@ pub(crate) use crate::engine::supervisor::HookEvent;
 /// What a hook is told about the firing. Empty strings mean "unknown for
 /// this firing" (e.g. `group` for a thermal rule).
 #[derive(Clone, Debug)]
-pub struct HookContext {
-    pub rule: String,
-    pub event: HookEvent,
-    pub metric: String,
-    pub value: String,
-    pub threshold: String,
+pub(crate) struct HookContext {
+    pub(crate) rule: String,
+    pub(crate) event: HookEvent,
+    pub(crate) metric: String,
+    pub(crate) value: String,
+    pub(crate) threshold: String,
     /// Empty when the rule is not about one group.
-    pub group: String,
-    pub product: String,
-    pub time: SystemTime,
+    pub(crate) group: String,
+    pub(crate) product: String,
+    pub(crate) time: SystemTime,
     /// Part of a `fired`/`cleared` pair (a `while` hook); `then` hooks are
     /// not (they only ever fire). See the module docs, "Pairs".
-    pub paired: bool,
+    pub(crate) paired: bool,
 }
 
 impl HookContext {
@@ -175,9 +175,9 @@ impl HookContext {
 
 /// Runner limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HookLimits {
+pub(crate) struct HookLimits {
     /// Hook processes alive at once, all hooks together (0 is taken as 1).
-    pub max_concurrent: usize,
+    pub(crate) max_concurrent: usize,
 }
 
 impl Default for HookLimits {
@@ -190,7 +190,7 @@ impl Default for HookLimits {
 
 /// The outcome of [`HookRunner::fire`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fired {
+pub(crate) enum Fired {
     /// The program runs as `pid` (also its process group id).
     Started { pid: u32 },
     /// Dropped: the hook started less than `min_interval` ago.
@@ -214,25 +214,25 @@ pub enum Fired {
 /// for now; the control socket will expose them.
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HookStats {
+pub(crate) struct HookStats {
     /// Processes started.
-    pub started: u64,
+    pub(crate) started: u64,
     /// Calls dropped by `min_interval`.
-    pub rate_limited: u64,
+    pub(crate) rate_limited: u64,
     /// Calls dropped by `max_concurrent`.
-    pub at_capacity: u64,
+    pub(crate) at_capacity: u64,
     /// `cleared` calls queued for a slot.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// `cleared` calls dropped because their `fired` did not start.
-    pub unpaired: u64,
+    pub(crate) unpaired: u64,
     /// Calls that could not start a process ([`Fired::Failed`]).
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Runs whose process group was killed at `timeout`.
-    pub timed_out: u64,
+    pub(crate) timed_out: u64,
     /// Runs whose program exited non-zero or by a signal (timeouts included).
-    pub exited_nonzero: u64,
+    pub(crate) exited_nonzero: u64,
     /// Runs with at least one output stream over [`OUTPUT_CAP`].
-    pub output_truncated: u64,
+    pub(crate) output_truncated: u64,
 }
 
 pub(crate) use crate::stats::HookCounters as Counters;
@@ -276,7 +276,7 @@ struct Entry {
 }
 
 /// Runs the policy's hooks; see the module documentation.
-pub struct HookRunner {
+pub(crate) struct HookRunner {
     hooks: BTreeMap<String, Entry>,
     max_concurrent: usize,
     slots: Arc<Semaphore>,
@@ -301,7 +301,7 @@ impl HookRunner {
     /// hook whose user is unknown (or whose program is not an absolute path)
     /// is disabled with a logged error, and firing it reports
     /// [`Fired::Failed`].
-    pub fn new(hooks: &[Hook], root: &Root, limits: HookLimits) -> HookRunner {
+    pub(crate) fn new(hooks: &[Hook], root: &Root, limits: HookLimits) -> HookRunner {
         let mut passwd: Option<Result<String, String>> = None;
         let mut map = BTreeMap::new();
         for h in hooks {
@@ -365,7 +365,7 @@ impl HookRunner {
     /// A reload: the hooks of the new policy from now on. A hook whose
     /// definition did not change keeps its rate-limit clock and counters;
     /// runs already started (and queued `cleared` runs) go on untouched.
-    pub fn reconfigure(&mut self, hooks: &[Hook], root: &Root) {
+    pub(crate) fn reconfigure(&mut self, hooks: &[Hook], root: &Root) {
         let mut fresh = HookRunner::new(hooks, root, HookLimits::default());
         let fresh_hooks = std::mem::take(&mut fresh.hooks);
         let mut old = std::mem::take(&mut self.hooks);
@@ -388,7 +388,7 @@ impl HookRunner {
     /// still in them). Without kernel support ([`Op::HookCgroup`], a fake
     /// root) or without the parent, hooks stay in the daemon's cgroup,
     /// killed by process group.
-    pub fn in_cgroups(mut self, cg: &CgroupFs) -> HookRunner {
+    pub(crate) fn in_cgroups(mut self, cg: &CgroupFs) -> HookRunner {
         if self.hooks.is_empty() || !cg.root().supports(Op::HookCgroup) {
             return self;
         }
@@ -405,7 +405,7 @@ impl HookRunner {
     /// Starts hook `name` for `ctx` unless rate-limited or at capacity;
     /// never waits for the hook. `now` is the caller's clock for the rate
     /// limit.
-    pub fn fire(&mut self, name: &str, ctx: &HookContext, now: Instant) -> Fired {
+    pub(crate) fn fire(&mut self, name: &str, ctx: &HookContext, now: Instant) -> Fired {
         self.collect_finished();
         let Some(e) = self.hooks.get_mut(name) else {
             tracing::error!(hook = %name, rule = %ctx.rule, "no such hook");
@@ -530,19 +530,19 @@ impl HookRunner {
     }
 
     /// Hook processes alive now (started and not yet reaped).
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.max_concurrent - self.slots.available_permits()
     }
 
     /// Queued `cleared` runs not started yet.
     #[cfg(test)]
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Relaxed)
     }
 
     /// Counters per hook name.
     #[cfg(test)]
-    pub fn stats(&self) -> BTreeMap<String, HookStats> {
+    pub(crate) fn stats(&self) -> BTreeMap<String, HookStats> {
         self.hooks
             .iter()
             .map(|(n, e)| (n.clone(), e.counters.snapshot()))
@@ -560,7 +560,7 @@ impl HookRunner {
     /// Stops the runner: no new hooks start; running hooks get up to
     /// `grace` to finish, then their process groups are killed; returns once
     /// every hook process is reaped.
-    pub async fn shutdown(&mut self, grace: Duration) {
+    pub(crate) async fn shutdown(&mut self, grace: Duration) {
         self.closed = true;
         let tasks = &mut self.tasks;
         let finished = tokio::time::timeout(grace, async {

@@ -26,7 +26,7 @@ use std::time::Duration;
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// The watcher thread's handle: the policy it applies (replaced on reload).
-pub struct IrqWatch {
+pub(super) struct IrqWatch {
     policy: Arc<Mutex<Policy>>,
 }
 
@@ -37,13 +37,17 @@ fn has_rules(p: &Policy) -> bool {
 impl IrqWatch {
     /// Starts the thread when the policy has IRQ or kthread rules.
     /// `journal`: `None` in a dry run (plans are logged, nothing written).
-    pub fn start(root: &Root, policy: &Policy, journal: Option<SharedJournal>) -> Option<IrqWatch> {
+    pub(super) fn start(
+        root: &Root,
+        policy: &Policy,
+        journal: Option<SharedJournal>,
+    ) -> Option<IrqWatch> {
         Self::start_with(root, policy, journal, false)
     }
 
     /// [`IrqWatch::start`]; `now`: plan and apply once right away (a reload
     /// that brings the first rules: startup's `apply` did not place them).
-    pub fn start_with(
+    pub(super) fn start_with(
         root: &Root,
         policy: &Policy,
         journal: Option<SharedJournal>,
@@ -71,7 +75,7 @@ impl IrqWatch {
     }
 
     /// A reload: the thread applies `policy` from its next wake-up.
-    pub fn set_policy(&self, policy: &Policy) {
+    pub(super) fn set_policy(&self, policy: &Policy) {
         *self.policy.lock().unwrap_or_else(|p| p.into_inner()) = policy.clone();
     }
 }

@@ -92,7 +92,7 @@ pub(crate) fn record(
 /// socket and [`KPI_SOCKET`], each only when it is a socket. The daemon
 /// does at its stop; `reset` does too, under the state_dir lock (so no
 /// daemon serves them), for those a killed daemon left.
-pub fn remove_sockets(state_dir: &Path) {
+pub(crate) fn remove_sockets(state_dir: &Path) {
     use std::os::unix::fs::FileTypeExt;
     for name in [crate::control::wire::SOCKET_NAME, KPI_SOCKET] {
         let path = state_dir.join(name);

@@ -44,22 +44,22 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How a lane writes one file. Errors name the path (a `kernel::Error`).
-pub type WriteFn = Arc<dyn Fn(&Path, &str) -> crate::kernel::Result<()> + Send + Sync>;
+pub(crate) type WriteFn = Arc<dyn Fn(&Path, &str) -> crate::kernel::Result<()> + Send + Sync>;
 
 /// The journal as lanes share it.
-pub type SharedJournal = Arc<Mutex<Journal>>;
+pub(crate) type SharedJournal = Arc<Mutex<Journal>>;
 
 /// A knob write past this is reported (it keeps running).
-pub const WRITE_DEADLINE: Duration = Duration::from_secs(1);
+pub(crate) const WRITE_DEADLINE: Duration = Duration::from_secs(1);
 /// `compact_memory` compacts all of memory inside the write.
-pub const COMPACT_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const COMPACT_DEADLINE: Duration = Duration::from_secs(10);
 /// Lane threads only journal and write: a small stack is plenty (locked,
 /// it is resident in full).
 const LANE_STACK: usize = crate::kernel::residency::STACK;
 
 /// Which writer thread a write goes to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LaneKey {
+pub(crate) enum LaneKey {
     /// Sysctls, cpufreq, zram.
     System,
     /// `/proc/sys/vm/compact_memory`.
@@ -80,18 +80,18 @@ impl std::fmt::Display for LaneKey {
 
 /// One write to make.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     /// What is written, for the log: the knob, or `compact_memory`.
-    pub label: String,
-    pub path: PathBuf,
-    pub text: String,
+    pub(crate) label: String,
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
     /// Journal the file's original before the first write.
-    pub journal: bool,
-    pub deadline: Duration,
+    pub(crate) journal: bool,
+    pub(crate) deadline: Duration,
     /// For the completion log line: old value, new value, cause.
-    pub old: String,
-    pub new: String,
-    pub cause: String,
+    pub(crate) old: String,
+    pub(crate) new: String,
+    pub(crate) cause: String,
 }
 
 /// A finished write, as the loop receives it.
@@ -99,42 +99,42 @@ pub struct Job {
 pub(crate) struct Done {
     /// The lane that made it (read by the tests; `Debug` shows it).
     #[cfg_attr(not(test), allow(dead_code))]
-    pub lane: LaneKey,
-    pub seq: u64,
-    pub job: Job,
+    pub(crate) lane: LaneKey,
+    pub(crate) seq: u64,
+    pub(crate) job: Job,
     /// `Err` names path and value.
-    pub result: Result<(), String>,
-    pub elapsed: Duration,
+    pub(crate) result: Result<(), String>,
+    pub(crate) elapsed: Duration,
 }
 
 /// What the lanes did, for logs and status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Writes the kernel accepted.
-    pub writes: u64,
+    pub(crate) writes: u64,
     /// Writes refused (by the kernel, or not journalled).
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Writes that ran past their deadline (counted when noticed).
-    pub late: u64,
+    pub(crate) late: u64,
     /// Queued writes replaced by a newer value for the same file.
-    pub superseded: u64,
+    pub(crate) superseded: u64,
 }
 
 /// A lane with work left (see [`Lanes::busy`]).
 #[derive(Debug, Clone)]
-pub struct Busy {
-    pub lane: LaneKey,
-    pub in_flight: Option<InFlight>,
-    pub queued: usize,
+pub(crate) struct Busy {
+    pub(crate) lane: LaneKey,
+    pub(crate) in_flight: Option<InFlight>,
+    pub(crate) queued: usize,
 }
 
 /// The write a lane is in.
 #[derive(Debug, Clone)]
-pub struct InFlight {
-    pub label: String,
-    pub path: PathBuf,
-    pub text: String,
-    pub elapsed: Duration,
+pub(crate) struct InFlight {
+    pub(crate) label: String,
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+    pub(crate) elapsed: Duration,
 }
 
 #[derive(Debug)]
@@ -197,7 +197,7 @@ impl Ctx {
 
 /// Locks the shared journal (a panicked holder left it consistent: each
 /// record is appended and synced before the in-memory index changes).
-pub fn lock_journal(j: &SharedJournal) -> MutexGuard<'_, Journal> {
+pub(crate) fn lock_journal(j: &SharedJournal) -> MutexGuard<'_, Journal> {
     j.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -267,7 +267,7 @@ fn run_lane(key: LaneKey, lane: Arc<Lane>, ctx: Arc<Ctx>) {
 }
 
 /// The writer lanes, owned by the event loop.
-pub struct Lanes {
+pub(crate) struct Lanes {
     ctx: Arc<Ctx>,
     lanes: BTreeMap<LaneKey, Arc<Lane>>,
     seq: u64,
@@ -275,12 +275,12 @@ pub struct Lanes {
     reported_late: HashSet<u64>,
     /// Each file's newest write whose completion the loop has not taken.
     awaited: HashMap<PathBuf, u64>,
-    pub counters: Counters,
+    pub(crate) counters: Counters,
 }
 
 impl Lanes {
     /// Lanes writing through `write`; completions go to the returned receiver.
-    pub fn new(
+    pub(crate) fn new(
         root: Root,
         journal: Option<SharedJournal>,
         write: WriteFn,
@@ -308,7 +308,7 @@ impl Lanes {
     /// Queues a write on `key`'s lane (started on first use). A write still
     /// queued there for the same file is replaced by this one. Returns the
     /// write's sequence number (its [`Done`] carries it).
-    pub fn submit(&mut self, key: LaneKey, job: Job) -> u64 {
+    pub(crate) fn submit(&mut self, key: LaneKey, job: Job) -> u64 {
         self.seq += 1;
         let seq = self.seq;
         self.awaited.insert(job.path.clone(), seq);
@@ -345,7 +345,7 @@ impl Lanes {
     /// The sequence number of `path`'s newest write whose completion the
     /// loop has not taken yet (queued, in flight, or done and on its way);
     /// `None` when every write to it has come back.
-    pub fn awaited(&self, path: &Path) -> Option<u64> {
+    pub(crate) fn awaited(&self, path: &Path) -> Option<u64> {
         self.awaited.get(path).copied()
     }
 
@@ -384,7 +384,7 @@ impl Lanes {
     }
 
     /// Writes queued or in flight, over all lanes.
-    pub fn outstanding(&self) -> usize {
+    pub(crate) fn outstanding(&self) -> usize {
         self.lanes
             .values()
             .map(|l| {
@@ -396,7 +396,7 @@ impl Lanes {
 
     /// The knobs (labels) with a write queued or in flight: until it is
     /// made, the file may still hold the old value (`verify`, `health`).
-    pub fn pending(&self) -> std::collections::HashSet<String> {
+    pub(crate) fn pending(&self) -> std::collections::HashSet<String> {
         let mut out = std::collections::HashSet::new();
         for l in self.lanes.values() {
             let s = l.lock();
@@ -409,7 +409,7 @@ impl Lanes {
     /// Takes a completion: counts it and forgets its late report. Returns
     /// whether the write was late (reported while in flight, or past its
     /// deadline when it finished: then it is counted here). The caller logs.
-    pub fn finished(&mut self, done: &Done) -> bool {
+    pub(crate) fn finished(&mut self, done: &Done) -> bool {
         if self
             .awaited
             .get(&done.job.path)
@@ -432,7 +432,7 @@ impl Lanes {
     }
 
     /// Reports (once each) writes in flight past their deadline.
-    pub fn check_late(&mut self, now: Instant) {
+    pub(crate) fn check_late(&mut self, now: Instant) {
         for (key, lane) in &self.lanes {
             let s = lane.lock();
             let Some(f) = &s.in_flight else { continue };
@@ -455,7 +455,7 @@ impl Lanes {
 
     /// When the loop should next look for late writes (`None`: nothing is
     /// outstanding, or every late write was reported).
-    pub fn next_check(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_check(&self, now: Instant) -> Option<Instant> {
         self.lanes
             .values()
             .filter_map(|l| {
@@ -472,7 +472,7 @@ impl Lanes {
     }
 
     /// Lanes still busy (something queued or in flight).
-    pub fn busy(&self, now: Instant) -> Vec<Busy> {
+    pub(crate) fn busy(&self, now: Instant) -> Vec<Busy> {
         self.lanes
             .iter()
             .filter_map(|(k, l)| {
@@ -496,7 +496,7 @@ impl Lanes {
 
     /// Tells every lane to end once its queue is empty (a blocked one ends
     /// when its write returns; nobody waits for it).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         for l in self.lanes.values() {
             l.lock().closed = true;
             l.cv.notify_all();

@@ -25,7 +25,7 @@
 //! released so knobs return to their baselines, hooks get a grace period,
 //! the release writes get theirs, exit 0; hierarchy and baseline stay.
 
-pub mod actuator;
+pub(crate) mod actuator;
 pub(crate) mod control; // the daemon's side of the control socket
 mod drift; // settings.drift
 mod eventlog; // every event as a structured (journald) record
@@ -35,7 +35,7 @@ mod health; // `cgwarden health`, the post-update check
 pub(crate) mod hooks;
 mod irqwatch; // system.irqs/kthreads on IRQs that appear later
 mod kpisock; // KPIs from applications: kpi.sock (StatsD), RecordKpi
-pub use kpisock::remove_sockets;
+pub(crate) use kpisock::remove_sockets;
 pub(crate) mod lanes;
 mod memstat; // memory telemetry for rules
 mod observed; // metrics and flight recorder threads, the published engine view
@@ -43,7 +43,7 @@ pub(crate) mod priority; // settings.daemon (mlock, cpus, sched)
 mod reload; // hot reload (SIGHUP, policy file watch, varlink Reload)
 pub(crate) mod repair; // when to retry recreating a deleted group
 mod resort; // freeze, thaw, kill in
-pub mod sample;
+pub(crate) mod sample;
 mod services; // the cgw-services thread: control, metrics, KPI socket, policy watch
 mod startup; // load, converge once, build the daemon
 mod tasks; // per-process attributes, threads
@@ -51,7 +51,7 @@ mod telemetry; // sampler, KPIs, metrics and recorder, throttle, drift
 mod throttle; // throttle episodes
 mod triggers; // PSI triggers and event-file watches
 mod wakeups;
-pub mod watch;
+pub(crate) mod watch;
 use wakeups::{LoopProfile, LoopTimer, LoopWakes, TickMode};
 
 use crate::converge::journal::Journal;
@@ -72,12 +72,12 @@ use watch::Wake;
 
 /// How the daemon was started.
 #[derive(Debug, Clone)]
-pub struct Options {
-    pub policy_path: PathBuf,
-    pub root: Root,
-    pub dry_run: bool,
+pub(crate) struct Options {
+    pub(crate) policy_path: PathBuf,
+    pub(crate) root: Root,
+    pub(crate) dry_run: bool,
     /// Overrides `settings.tick` (tests and benchmarks).
-    pub tick: Option<Duration>,
+    pub(crate) tick: Option<Duration>,
 }
 
 /// Exit codes of `cgwarden run` (see [`crate::exit`]).
@@ -89,7 +89,7 @@ pub(crate) const EXIT_MISSING: u8 = 3;
 pub(crate) const EXIT_TEMPFAIL: u8 = crate::exit::TEMPFAIL;
 
 /// Runs the daemon until SIGTERM/SIGINT; returns the process exit code.
-pub fn run(opts: Options) -> u8 {
+pub(crate) fn run(opts: Options) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_stack_size(crate::kernel::residency::RUNTIME_STACK)

@@ -33,7 +33,7 @@ static REAL: AtomicBool = AtomicBool::new(false);
 /// The kernel's form of `settings.daemon.sched` (the decoder lets only
 /// fifo/rr with a priority or other with a nice through, so the placement
 /// rules' conversion serves).
-pub fn spec_of(d: &DaemonSettings) -> SchedSpec {
+pub(crate) fn spec_of(d: &DaemonSettings) -> SchedSpec {
     crate::converge::sched_spec(&d.sched)
 }
 
@@ -41,7 +41,7 @@ pub fn spec_of(d: &DaemonSettings) -> SchedSpec {
 /// reacting threads' policy for [`enter_reacting`]. Call once, early, from
 /// the thread that becomes the event loop. Never fails: each refusal is
 /// logged with its reason.
-pub fn apply_process(root: &Root, d: &DaemonSettings) {
+pub(crate) fn apply_process(root: &Root, d: &DaemonSettings) {
     let spec = spec_of(d);
     if !root.supports(Op::Sched) {
         tracing::info!(
@@ -131,7 +131,7 @@ pub fn apply_process(root: &Root, d: &DaemonSettings) {
 /// work freed goes back to the kernel ([`residency::trim_heap`]); free heap
 /// holds nothing the daemon runs or reads. Every mapped page stays (locked
 /// with `mlock`). Nothing on a fake root.
-pub fn settle(what: &str) {
+pub(crate) fn settle(what: &str) {
     if !REAL.load(Ordering::Relaxed) {
         return;
     }
@@ -149,7 +149,7 @@ pub fn settle(what: &str) {
 /// Puts the calling thread (`what` names it in logs) at the reacting
 /// priority with `SCHED_FLAG_RESET_ON_FORK`. Nothing when
 /// [`apply_process`] did not run on a real kernel. True when applied.
-pub fn enter_reacting(what: &str) -> bool {
+pub(crate) fn enter_reacting(what: &str) -> bool {
     let Some(spec) = REACTING.get() else {
         return false;
     };

@@ -82,17 +82,17 @@ impl Loaded {
 // `ok` and `hash` are read by the varlink `Reload` method (control socket).
 #[allow(dead_code)]
 pub(crate) struct ReloadReport {
-    pub ok: bool,
+    pub(crate) ok: bool,
     /// Why the new policy was refused (every diagnostic line, FILE:LINE:COL form); None when ok.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Human-readable difference, one line per change; `= rule … kept`
     /// lines (an active rule's state survives) are not changes.
-    pub diff: Vec<String>,
+    pub(crate) diff: Vec<String>,
     /// How many lines of `diff` are changes.
-    pub changes: usize,
+    pub(crate) changes: usize,
     /// Hash of the policy content loaded (hex sha256); with dry_run, of the
     /// content previewed (the file, or the candidate).
-    pub hash: String,
+    pub(crate) hash: String,
 }
 
 /// How many lines of a [`policy_diff`] are changes (not `= … kept`).

@@ -28,23 +28,23 @@ struct Backoff {
 
 /// Retry schedule per group name.
 #[derive(Debug, Default)]
-pub struct RepairSchedule {
+pub(crate) struct RepairSchedule {
     groups: HashMap<String, Backoff>,
 }
 
 impl RepairSchedule {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         RepairSchedule::default()
     }
 
     /// Whether a repair of `group` may be attempted at `now`.
-    pub fn due(&self, group: &str, now: Instant) -> bool {
+    pub(crate) fn due(&self, group: &str, now: Instant) -> bool {
         self.groups.get(group).is_none_or(|b| now >= b.next)
     }
 
     /// Records a failed attempt; returns the delay until the next one and
     /// how many attempts in a row have failed.
-    pub fn failed(&mut self, group: &str, now: Instant) -> (Duration, u32) {
+    pub(crate) fn failed(&mut self, group: &str, now: Instant) -> (Duration, u32) {
         let b = self
             .groups
             .entry(group.to_string())
@@ -62,12 +62,12 @@ impl RepairSchedule {
     }
 
     /// Records a successful repair: the next failure starts a new streak.
-    pub fn succeeded(&mut self, group: &str) {
+    pub(crate) fn succeeded(&mut self, group: &str) {
         self.groups.remove(group);
     }
 
     /// The earliest time a pending retry is due, so the daemon can wake for it.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(crate) fn next_due(&self) -> Option<Instant> {
         self.groups.values().map(|b| b.next).min()
     }
 }

@@ -100,17 +100,17 @@ pub(crate) fn freeze(
 
 /// What the kill thread needs.
 pub(crate) struct Kill {
-    pub root: Root,
-    pub rule: String,
-    pub spec: KillSpec,
-    pub reason: String,
+    pub(crate) root: Root,
+    pub(crate) rule: String,
+    pub(crate) spec: KillSpec,
+    pub(crate) reason: String,
     /// The group's and its descendants' cgroup paths (relative to the root).
-    pub paths: Vec<String>,
-    pub cg: CgroupFs,
-    pub critical: Vec<String>,
-    pub stats: Option<Arc<LastResortStats>>,
-    pub events: broadcast::Sender<wire::Event>,
-    pub dry_run: bool,
+    pub(crate) paths: Vec<String>,
+    pub(crate) cg: CgroupFs,
+    pub(crate) critical: Vec<String>,
+    pub(crate) stats: Option<Arc<LastResortStats>>,
+    pub(crate) events: broadcast::Sender<wire::Event>,
+    pub(crate) dry_run: bool,
 }
 
 impl Kill {

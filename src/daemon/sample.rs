@@ -38,12 +38,12 @@ pub struct Snapshot {
     limits: HashMap<String, thermal::PolicyLimit>,
     /// `throttled()` of every tracked policy (rules' and, with
     /// metrics or the recorder, every policy's).
-    pub throttled: std::collections::BTreeMap<String, bool>,
+    pub(crate) throttled: std::collections::BTreeMap<String, bool>,
     /// Memory telemetry.
     memstat: HashMap<crate::policy::expr::MemMetric, f64>,
     /// Kernel PSI triggers this sample recorded, (line, amount,
     /// window), for the recorder's input tape.
-    pub triggered: Vec<(StallKey, Duration, Duration)>,
+    pub(crate) triggered: Vec<(StallKey, Duration, Duration)>,
 }
 
 /// A PSI target's pressure file (`None`: its group is not known).

@@ -55,7 +55,7 @@ impl Narrator {
 }
 
 /// Runs the demo in a fresh directory (kept when `keep` names one).
-pub fn run(keep: Option<&Path>) -> u8 {
+pub(crate) fn run(keep: Option<&Path>) -> u8 {
     let dir = match keep {
         Some(d) => d.to_path_buf(),
         None => std::env::temp_dir().join(format!("cgwarden-demo-{}", std::process::id())),

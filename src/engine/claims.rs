@@ -6,12 +6,12 @@
 //! into a single winner; the merge policy of each knob comes from the single
 //! table in [`Knob::merge_policy`]:
 //!
-//! - [`MergePolicy::LargestWins`]: the claim granting the most resource wins
+//! - [`MergePolicy::Largest`]: the claim granting the most resource wins
 //!   ([`KnobValue::cmp_resource`]).
-//! - [`MergePolicy::SmallestWins`]: the smallest claim wins
+//! - [`MergePolicy::Smallest`]: the smallest claim wins
 //!   ([`KnobValue::cmp_latency`]; `latency.*`, where less tolerated wake-up
 //!   latency is more performance). Ties go to the first-ranked claim.
-//! - [`MergePolicy::FirstWins`]: the first-ranked claim wins. Boosts rank
+//! - [`MergePolicy::First`]: the first-ranked claim wins. Boosts rank
 //!   before every rule (an operator's explicit request), later boost handles
 //!   before earlier ones, then rules in policy order (lowest index first).
 //!
@@ -47,7 +47,7 @@ use std::fmt;
 
 /// Who holds a claim.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// An active rule's `while` action; `index` is the rule's position in
     /// the policy.
     Rule { index: usize, name: String },
@@ -57,7 +57,7 @@ pub enum Owner {
 
 impl Owner {
     /// Rank for first-wins merging: `Less` means `self` wins over `other`.
-    pub fn rank_cmp(&self, other: &Owner) -> Ordering {
+    pub(crate) fn rank_cmp(&self, other: &Owner) -> Ordering {
         match (self, other) {
             (Owner::Boost { handle: a }, Owner::Boost { handle: b }) => b.cmp(a),
             (Owner::Boost { .. }, Owner::Rule { .. }) => Ordering::Less,
@@ -78,20 +78,20 @@ impl fmt::Display for Owner {
 
 /// One claim: `owner` wants `knob` to hold `value`, until `deadline` if any.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
-    pub owner: Owner,
-    pub knob: Knob,
-    pub value: KnobValue,
-    pub deadline: Option<Time>,
+pub(crate) struct Claim {
+    pub(crate) owner: Owner,
+    pub(crate) knob: Knob,
+    pub(crate) value: KnobValue,
+    pub(crate) deadline: Option<Time>,
     /// A cap: `value` is a ceiling, not a wish (module docs).
-    pub cap: bool,
+    pub(crate) cap: bool,
 }
 
 /// The value of a knob whose other claims (or baseline) merge to `merged`
 /// while `cap` holds: the smaller of the two, the cap's owner winning when
 /// the cap is smaller (or nothing else is known). Values that cannot be
 /// compared keep the merged value.
-pub fn capped<'a>(
+pub(crate) fn capped<'a>(
     merged: Option<(&'a KnobValue, Option<&'a Owner>)>,
     cap: Option<(&'a KnobValue, &'a Owner)>,
 ) -> Option<(&'a KnobValue, Option<&'a Owner>)> {
@@ -107,19 +107,19 @@ pub fn capped<'a>(
 
 /// The live claims, per knob, each list in rank order.
 #[derive(Debug, Clone, Default)]
-pub struct Claims {
+pub(crate) struct Claims {
     by_knob: BTreeMap<Knob, Vec<Claim>>,
 }
 
 impl Claims {
     #[cfg(test)]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Claims::default()
     }
 
     /// Adds a claim, replacing the same owner's claim on the same knob.
     /// Returns the replaced claim.
-    pub fn add(&mut self, claim: Claim) -> Option<Claim> {
+    pub(crate) fn add(&mut self, claim: Claim) -> Option<Claim> {
         let list = self.by_knob.entry(claim.knob.clone()).or_default();
         let old = list
             .iter()
@@ -136,7 +136,7 @@ impl Claims {
 
     /// Replaces `owner`'s whole claim set with `claims` (all with the same
     /// `deadline`). Returns the claims that were removed.
-    pub fn set_owner(
+    pub(crate) fn set_owner(
         &mut self,
         owner: &Owner,
         claims: impl IntoIterator<Item = (Knob, KnobValue)>,
@@ -156,18 +156,18 @@ impl Claims {
     }
 
     /// Removes every claim of `owner`; returns them.
-    pub fn release_owner(&mut self, owner: &Owner) -> Vec<Claim> {
+    pub(crate) fn release_owner(&mut self, owner: &Owner) -> Vec<Claim> {
         self.remove_where(|c| &c.owner == owner)
     }
 
     /// Removes the claims whose deadline is at or before `now`; returns them.
-    pub fn expire(&mut self, now: Time) -> Vec<Claim> {
+    pub(crate) fn expire(&mut self, now: Time) -> Vec<Claim> {
         self.remove_where(|c| c.deadline.is_some_and(|d| d <= now))
     }
 
     /// Removes every claim `pred` selects (a reload dropping boosts on
     /// knobs that left the policy); returns them.
-    pub fn remove_where(&mut self, mut pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
+    pub(crate) fn remove_where(&mut self, mut pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
         let mut removed = Vec::new();
         for list in self.by_knob.values_mut() {
             let mut i = 0;
@@ -185,32 +185,32 @@ impl Claims {
 
     /// The merged value of the live claims on `knob` and the winning owner;
     /// `None` when no claim holds the knob.
-    pub fn effective(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
+    pub(crate) fn effective(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
         let list = self.by_knob.get(knob)?;
         let mut iter = list.iter().filter(|c| !c.cap);
         let mut best = iter.next()?;
         match knob.merge_policy() {
-            MergePolicy::LargestWins => {
+            MergePolicy::Largest => {
                 for c in iter {
                     if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
                         best = c;
                     }
                 }
             }
-            MergePolicy::SmallestWins => {
+            MergePolicy::Smallest => {
                 for c in iter {
                     if c.value.cmp_latency(&best.value) == Some(Ordering::Less) {
                         best = c;
                     }
                 }
             }
-            MergePolicy::FirstWins => {}
+            MergePolicy::First => {}
         }
         Some((&best.value, &best.owner))
     }
 
     /// The smallest live cap on `knob` and its owner (ties: first-ranked).
-    pub fn cap(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
+    pub(crate) fn cap(&self, knob: &Knob) -> Option<(&KnobValue, &Owner)> {
         let mut caps = self.by_knob.get(knob)?.iter().filter(|c| c.cap);
         let mut best = caps.next()?;
         for c in caps {
@@ -222,34 +222,34 @@ impl Claims {
     }
 
     /// Every live claim: knobs in order, each knob's claims in rank order.
-    pub fn live(&self) -> impl Iterator<Item = &Claim> {
+    pub(crate) fn live(&self) -> impl Iterator<Item = &Claim> {
         self.by_knob.values().flatten()
     }
 
     /// The claims on one knob, in rank order.
-    pub fn on_knob(&self, knob: &Knob) -> &[Claim] {
+    pub(crate) fn on_knob(&self, knob: &Knob) -> &[Claim] {
         self.by_knob.get(knob).map_or(&[], Vec::as_slice)
     }
 
     /// The knobs with at least one live claim.
     #[cfg(test)]
-    pub fn knobs(&self) -> impl Iterator<Item = &Knob> {
+    pub(crate) fn knobs(&self) -> impl Iterator<Item = &Knob> {
         self.by_knob.keys()
     }
 
     /// The earliest deadline of any live claim, so the daemon can wake then.
-    pub fn next_expiry(&self) -> Option<Time> {
+    pub(crate) fn next_expiry(&self) -> Option<Time> {
         self.live().filter_map(|c| c.deadline).min()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.by_knob.is_empty()
     }
 
     /// The number of live claims.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_knob.values().map(Vec::len).sum()
     }
 }
@@ -513,8 +513,8 @@ pub(crate) mod tests {
         mine.sort_by(|a, b| a.owner.rank_cmp(&b.owner));
         let first = mine.first()?;
         let winner = match knob.merge_policy() {
-            MergePolicy::FirstWins => *first,
-            MergePolicy::LargestWins => mine.iter().fold(*first, |best, c| {
+            MergePolicy::First => *first,
+            MergePolicy::Largest => mine.iter().fold(*first, |best, c| {
                 if c.value.cmp_resource(&best.value) == Some(Ordering::Greater) {
                     c
                 } else {
@@ -522,7 +522,7 @@ pub(crate) mod tests {
                 }
             }),
             // The smallest value; among equals the first-ranked.
-            MergePolicy::SmallestWins => mine.iter().fold(*first, |best, c| {
+            MergePolicy::Smallest => mine.iter().fold(*first, |best, c| {
                 if c.value.cmp_latency(&best.value) == Some(Ordering::Less) {
                     c
                 } else {

@@ -206,8 +206,8 @@ impl Measured {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Trigger<'e> {
     /// The leaf: a comparison, `running()` or `exists()`.
-    pub leaf: &'e Expr,
-    pub value: Measured,
+    pub(crate) leaf: &'e Expr,
+    pub(crate) value: Measured,
 }
 
 impl Trigger<'_> {
@@ -256,8 +256,8 @@ pub(crate) enum Subject<'e> {
 /// A comparison that could not be evaluated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Unavailable<'e> {
-    pub subject: Subject<'e>,
-    pub reason: &'static str,
+    pub(crate) subject: Subject<'e>,
+    pub(crate) reason: &'static str,
 }
 
 impl Unavailable<'_> {
@@ -285,15 +285,15 @@ const TOO_DEEP: &str = "expression nested too deeply";
 /// The result of evaluating one condition.
 #[derive(Debug, Clone)]
 pub(crate) struct Evaluation<'e> {
-    pub value: bool,
+    pub(crate) value: bool,
     /// The leaf that decided the result (see the module docs).
-    pub trigger: Option<Trigger<'e>>,
+    pub(crate) trigger: Option<Trigger<'e>>,
     /// Comparisons that were false because their metric was unavailable.
-    pub unavailable: Vec<Unavailable<'e>>,
+    pub(crate) unavailable: Vec<Unavailable<'e>>,
     /// For a true condition that is one stall comparison behind
     /// an armed trigger, when it turns false if the trigger stays silent
     /// (see [`silence_decides`]); `None` otherwise.
-    pub ends_by_silence: Option<Time>,
+    pub(crate) ends_by_silence: Option<Time>,
 }
 
 /// The stall line and window of a condition that is one stall
@@ -688,42 +688,42 @@ impl<'e, M: Metrics + ?Sized> Ctx<'_, 'e, M> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Needs {
     /// PSI files to read for averages (one file serves some/full, all avgs).
-    pub psi_avg: HashSet<(Target, Resource)>,
+    pub(crate) psi_avg: HashSet<(Target, Resource)>,
     /// PSI lines whose `total=` is kept as a stall series, with the longest
     /// window used on each (the series' retention, and for kernel triggers).
-    pub psi_stall: super::FastMap<StallKey, Duration>,
+    pub(crate) psi_stall: super::FastMap<StallKey, Duration>,
     /// Stall conditions as written, `(line, amount, window)`, deduplicated:
     /// one kernel PSI trigger each.
-    pub psi_triggers: HashSet<(StallKey, Duration, Duration)>,
+    pub(crate) psi_triggers: HashSet<(StallKey, Duration, Duration)>,
     /// Stall lines a condition reads other than as one stall
     /// comparison (see [`silence_decides`]): while their stall is at a
     /// trigger's amount, a read shows it end. The other lines end by the
     /// trigger's silence, at the rules' own deadlines.
-    pub psi_recheck: super::FastSet<StallKey>,
-    pub memory_current: BTreeSet<String>,
-    pub swap_current: BTreeSet<String>,
+    pub(crate) psi_recheck: super::FastSet<StallKey>,
+    pub(crate) memory_current: BTreeSet<String>,
+    pub(crate) swap_current: BTreeSet<String>,
     /// Groups whose `memory.events` is read.
-    pub memory_events: BTreeSet<String>,
-    pub pids_current: BTreeSet<String>,
-    pub populated: BTreeSet<String>,
+    pub(crate) memory_events: BTreeSet<String>,
+    pub(crate) pids_current: BTreeSet<String>,
+    pub(crate) populated: BTreeSet<String>,
     /// `/proc/meminfo` MemAvailable.
-    pub memory_available: bool,
+    pub(crate) memory_available: bool,
     /// Thermal zones by type.
-    pub thermal_zones: BTreeSet<String>,
+    pub(crate) thermal_zones: BTreeSet<String>,
     /// `running()` patterns.
-    pub running: BTreeSet<String>,
+    pub(crate) running: BTreeSet<String>,
     /// `exists()` groups.
-    pub exists: BTreeSet<String>,
+    pub(crate) exists: BTreeSet<String>,
     /// cpufreq policies whose limit/cur or `throttled()` is read.
-    pub cpufreq: BTreeSet<String>,
+    pub(crate) cpufreq: BTreeSet<String>,
     /// Cooling devices are read.
-    pub cooling: bool,
+    pub(crate) cooling: bool,
     /// Trip points read, (zone type, N).
-    pub thermal_trips: BTreeSet<(String, u32)>,
+    pub(crate) thermal_trips: BTreeSet<(String, u32)>,
     /// Memory telemetry.
-    pub memstat: BTreeSet<MemMetric>,
+    pub(crate) memstat: BTreeSet<MemMetric>,
     /// KPI statistics read, with their windows.
-    pub kpi: BTreeSet<(String, KpiStat, Duration)>,
+    pub(crate) kpi: BTreeSet<(String, KpiStat, Duration)>,
 }
 
 impl Needs {

@@ -8,15 +8,15 @@ use std::collections::HashMap;
 
 /// A critical process that is gone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Gone {
-    pub pid: i32,
-    pub comm: String,
+pub(crate) struct Gone {
+    pub(crate) pid: i32,
+    pub(crate) comm: String,
     /// The `settings.critical` entry it matched (the metric's label).
-    pub pattern: String,
+    pub(crate) pattern: String,
 }
 
 #[derive(Debug, Default)]
-pub struct Critical {
+pub(crate) struct Critical {
     patterns: Vec<(String, Option<Pattern>)>,
     live: HashMap<i32, (String, usize)>,
 }
@@ -25,7 +25,7 @@ pub struct Critical {
 const LIVE_MAX: usize = 4096;
 
 impl Critical {
-    pub fn new(patterns: &[String]) -> Critical {
+    pub(crate) fn new(patterns: &[String]) -> Critical {
         Critical {
             patterns: patterns
                 .iter()
@@ -35,17 +35,17 @@ impl Critical {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
 
     /// The patterns, in policy order.
-    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn patterns(&self) -> impl Iterator<Item = &str> {
         self.patterns.iter().map(|(p, _)| p.as_str())
     }
 
     /// The index of the first pattern `comm` matches.
-    pub fn matches(&self, comm: &str) -> Option<usize> {
+    pub(crate) fn matches(&self, comm: &str) -> Option<usize> {
         self.patterns.iter().position(|(lit, p)| match p {
             Some(p) => p.matches(comm),
             None => lit == comm,
@@ -55,7 +55,7 @@ impl Critical {
     /// Process `pid` is alive with `comm` (exec, rename or scan). A
     /// critical process renamed to a name no pattern matches is no longer
     /// watched (its later exit is not a critical exit).
-    pub fn seen(&mut self, pid: i32, comm: &str) {
+    pub(crate) fn seen(&mut self, pid: i32, comm: &str) {
         match self.matches(comm) {
             Some(i) => {
                 if self.live.len() >= LIVE_MAX && !self.live.contains_key(&pid) {
@@ -70,7 +70,7 @@ impl Critical {
     }
 
     /// Process `pid` exited: the critical exit, if it was one.
-    pub fn exited(&mut self, pid: i32) -> Option<Gone> {
+    pub(crate) fn exited(&mut self, pid: i32) -> Option<Gone> {
         let (comm, i) = self.live.remove(&pid)?;
         Some(Gone {
             pid,
@@ -85,7 +85,7 @@ impl Critical {
 
     /// After a scan: critical processes not alive any more (their exit
     /// events were lost, or there are none on a fake tree).
-    pub fn reconcile(&mut self, alive: &dyn Fn(i32) -> bool) -> Vec<Gone> {
+    pub(crate) fn reconcile(&mut self, alive: &dyn Fn(i32) -> bool) -> Vec<Gone> {
         let gone: Vec<i32> = self.live.keys().copied().filter(|p| !alive(*p)).collect();
         let mut out: Vec<Gone> = gone.into_iter().filter_map(|p| self.exited(p)).collect();
         out.sort_by_key(|g| g.pid);

@@ -24,11 +24,11 @@ use std::time::Duration;
 /// Who is asking, as the kernel reports it for the connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Caller {
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Primary gid.
-    pub gid: u32,
+    pub(crate) gid: u32,
     /// Supplementary gids.
-    pub groups: Vec<u32>,
+    pub(crate) groups: Vec<u32>,
 }
 
 /// A grant's subject once names are resolved.
@@ -41,16 +41,16 @@ pub(crate) enum Who {
 /// One `control:` entry with its subject resolved to an id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Grant {
-    pub who: Who,
+    pub(crate) who: Who,
     /// How the policy names the subject (`group vision`, `user alice`,
     /// `uid 1000`), for refusals.
-    pub name: String,
+    pub(crate) name: String,
     /// Knob globs (`*`, `?`) over knob names.
-    pub patterns: Vec<String>,
+    pub(crate) patterns: Vec<String>,
     /// Knob globs this grant may cap (`control.cap`).
-    pub caps: Vec<String>,
-    pub max_duration: Duration,
-    pub max_boosts: u32,
+    pub(crate) caps: Vec<String>,
+    pub(crate) max_duration: Duration,
+    pub(crate) max_boosts: u32,
 }
 
 impl Grant {
@@ -124,17 +124,17 @@ pub(crate) fn for_caps(grants: &[Grant]) -> Vec<Grant> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Decision {
     /// The knobs to boost, in request order, each once.
-    pub allowed: Vec<Knob>,
+    pub(crate) allowed: Vec<Knob>,
     /// `(knob as asked, why)` for each knob the caller may not boost.
-    pub rejected: Vec<(String, String)>,
+    pub(crate) rejected: Vec<(String, String)>,
     /// How long the boost lasts; `None`: no deadline (root only).
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
 }
 
 /// Why a whole boost request is refused; the text names the limit or grant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Refusal {
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn refuse<T>(reason: String) -> Result<T, Refusal> {

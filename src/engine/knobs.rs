@@ -41,7 +41,7 @@ use std::fmt;
 
 /// Why a knob changes, for the write log and `status`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Cause {
+pub(crate) enum Cause {
     /// This owner's claim wins, or this rule's `then` action set the value.
     Owner(Owner),
     /// The policy's baseline (startup or reload).
@@ -71,25 +71,25 @@ impl fmt::Display for Cause {
 /// One write the daemon should make.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Write {
-    pub knob: Knob,
+    pub(crate) knob: Knob,
     /// The value last written (or seeded from the kernel); `None` if unknown.
-    pub old: Option<KnobValue>,
-    pub new: KnobValue,
-    pub cause: Cause,
+    pub(crate) old: Option<KnobValue>,
+    pub(crate) new: KnobValue,
+    pub(crate) cause: Cause,
 }
 
 /// A `then` action's change to a knob's baseline.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BaselineChange {
-    pub knob: Knob,
+pub(crate) struct BaselineChange {
+    pub(crate) knob: Knob,
     /// The baseline before, or the kernel's value it stepped from.
-    pub old: Option<KnobValue>,
-    pub new: KnobValue,
+    pub(crate) old: Option<KnobValue>,
+    pub(crate) new: KnobValue,
 }
 
 /// A `then` action that could not be applied; the daemon logs it and goes on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ThenError {
+pub(crate) enum ThenError {
     #[error("cannot step `{knob}`: it has no baseline and its current value is unknown")]
     NoValue { knob: Knob },
     /// The step has no finite answer (lowering from `max`, values of
@@ -115,7 +115,7 @@ struct Entry {
 
 /// Baselines, claims and written values of every knob cgwarden manages.
 #[derive(Debug, Clone, Default)]
-pub struct KnobTable {
+pub(crate) struct KnobTable {
     entries: BTreeMap<Knob, Entry>,
     claims: Claims,
     /// Knobs touched since the last `pending_writes`: only these can have a
@@ -129,7 +129,7 @@ fn same_value(a: &KnobValue, b: &KnobValue) -> bool {
 }
 
 impl KnobTable {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         KnobTable::default()
     }
 
@@ -145,7 +145,7 @@ impl KnobTable {
     /// Records the policy's baseline for `knob` (at startup and on each
     /// reload). Changes the baseline only when the policy's value changed;
     /// `None` (the policy no longer sets it) leaves the baseline alone.
-    pub fn set_policy_baseline(&mut self, knob: &Knob, value: Option<KnobValue>) {
+    pub(crate) fn set_policy_baseline(&mut self, knob: &Knob, value: Option<KnobValue>) {
         let e = self.entry(knob);
         if e.policy == value {
             return;
@@ -159,7 +159,7 @@ impl KnobTable {
 
     /// Records what the kernel holds for `knob` (read at startup): it is the
     /// value written so far, and the baseline if there is none yet.
-    pub fn seed(&mut self, knob: &Knob, current: KnobValue) {
+    pub(crate) fn seed(&mut self, knob: &Knob, current: KnobValue) {
         let e = self.entry(knob);
         if e.baseline.is_none() {
             e.baseline = Some(current.clone());
@@ -170,14 +170,14 @@ impl KnobTable {
     }
 
     /// Records that `value` was written to `knob` by other means.
-    pub fn mark_written(&mut self, knob: &Knob, value: KnobValue) {
+    pub(crate) fn mark_written(&mut self, knob: &Knob, value: KnobValue) {
         self.entry(knob).written = Some(value);
     }
 
     /// Forgets what was written to `knob`, so its effective value is
     /// written again at the next [`KnobTable::pending_writes`].
     #[cfg(test)]
-    pub fn invalidate(&mut self, knob: &Knob) {
+    pub(crate) fn invalidate(&mut self, knob: &Knob) {
         if let Some(e) = self.entries.get_mut(knob) {
             e.written = None;
             self.dirty.insert(knob.clone());
@@ -186,7 +186,7 @@ impl KnobTable {
 
     /// [`KnobTable::invalidate`] for every knob of `group`.
     #[cfg(test)]
-    pub fn invalidate_group(&mut self, group: &str) {
+    pub(crate) fn invalidate_group(&mut self, group: &str) {
         for (k, e) in self.entries.iter_mut() {
             if k.group() == Some(group) {
                 e.written = None;
@@ -195,33 +195,33 @@ impl KnobTable {
         }
     }
 
-    pub fn baseline(&self, knob: &Knob) -> Option<&KnobValue> {
+    pub(crate) fn baseline(&self, knob: &Knob) -> Option<&KnobValue> {
         self.entries.get(knob)?.baseline.as_ref()
     }
 
     /// The value last written (or seeded).
     #[cfg(test)]
-    pub fn written(&self, knob: &Knob) -> Option<&KnobValue> {
+    pub(crate) fn written(&self, knob: &Knob) -> Option<&KnobValue> {
         self.entries.get(knob)?.written.as_ref()
     }
 
-    pub fn claims(&self) -> &Claims {
+    pub(crate) fn claims(&self) -> &Claims {
         &self.claims
     }
 
     /// Every knob the table knows (baseline, claim or write).
-    pub fn knobs(&self) -> impl Iterator<Item = &Knob> {
+    pub(crate) fn knobs(&self) -> impl Iterator<Item = &Knob> {
         self.entries.keys()
     }
 
     /// The merge of the live claims on `knob`, else its baseline.
-    pub fn effective(&self, knob: &Knob) -> Option<KnobValue> {
+    pub(crate) fn effective(&self, knob: &Knob) -> Option<KnobValue> {
         self.effective_ref(knob).map(|(v, _)| v.clone())
     }
 
     /// The effective value and the owner of the winning claim (`None` when
     /// the baseline is in effect).
-    pub fn effective_ref(&self, knob: &Knob) -> Option<(&KnobValue, Option<&Owner>)> {
+    pub(crate) fn effective_ref(&self, knob: &Knob) -> Option<(&KnobValue, Option<&Owner>)> {
         let merged = match self.claims.effective(knob) {
             Some((v, o)) => Some((v, Some(o))),
             None => self.baseline(knob).map(|v| (v, None)),
@@ -231,7 +231,7 @@ impl KnobTable {
 
     /// Adds `owner`'s caps (a rule's `cap KNOB at VALUE` actions, after
     /// [`KnobTable::set_claims`] replaced its claims).
-    pub fn add_caps(
+    pub(crate) fn add_caps(
         &mut self,
         owner: &Owner,
         caps: impl IntoIterator<Item = (Knob, KnobValue)>,
@@ -250,7 +250,7 @@ impl KnobTable {
 
     /// Adds one claim (a boost's `KNOB=VALUE`), replacing the same owner's
     /// claim on that knob.
-    pub fn add_claim(&mut self, claim: Claim) {
+    pub(crate) fn add_claim(&mut self, claim: Claim) {
         let knob = claim.knob.clone();
         let owner = claim.owner.clone();
         self.claims.add(claim);
@@ -259,7 +259,7 @@ impl KnobTable {
 
     /// Replaces `owner`'s whole claim set (a rule activating: its `while`
     /// `set` actions).
-    pub fn set_claims(
+    pub(crate) fn set_claims(
         &mut self,
         owner: &Owner,
         claims: impl IntoIterator<Item = (Knob, KnobValue)>,
@@ -280,7 +280,7 @@ impl KnobTable {
 
     /// Releases every claim of `owner` (a rule clearing, `cgwarden
     /// release`); returns them.
-    pub fn release(&mut self, owner: &Owner) -> Vec<Claim> {
+    pub(crate) fn release(&mut self, owner: &Owner) -> Vec<Claim> {
         let removed = self.claims.release_owner(owner);
         self.note_removed(&removed, Cause::Release);
         removed
@@ -288,7 +288,7 @@ impl KnobTable {
 
     /// Releases every claim `pred` selects (a reload: boosts on knobs that
     /// left the policy); returns them.
-    pub fn release_where(&mut self, pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
+    pub(crate) fn release_where(&mut self, pred: impl FnMut(&Claim) -> bool) -> Vec<Claim> {
         let removed = self.claims.remove_where(pred);
         self.note_removed(&removed, Cause::Release);
         removed
@@ -297,7 +297,7 @@ impl KnobTable {
     /// Removes the claims whose deadline is at or before `now`; returns them.
     /// [`KnobTable::pending_writes`] does this itself; call it first only to
     /// log the expiries.
-    pub fn expire(&mut self, now: Time) -> Vec<Claim> {
+    pub(crate) fn expire(&mut self, now: Time) -> Vec<Claim> {
         let removed = self.claims.expire(now);
         self.note_removed(&removed, Cause::Expired);
         removed
@@ -312,7 +312,7 @@ impl KnobTable {
     /// Applies a `then` action to the baselines. `current` reads a knob's
     /// value from the kernel, for stepping a knob that has no baseline.
     /// `Ok(None)` for actions that change no knob (`hook`, `compact memory`).
-    pub fn apply_then(
+    pub(crate) fn apply_then(
         &mut self,
         action: &Action,
         current: impl Fn(&Knob) -> Option<KnobValue>,
@@ -358,7 +358,7 @@ impl KnobTable {
     /// Expires claims due at `now`, then returns the knobs whose effective
     /// value differs from the value last written, in knob order, and marks
     /// them written.
-    pub fn pending_writes(&mut self, now: Time) -> Vec<Write> {
+    pub(crate) fn pending_writes(&mut self, now: Time) -> Vec<Write> {
         self.expire(now);
         let mut out = Vec::new();
         let claims = &self.claims;

@@ -1,18 +1,18 @@
 //! Pure, deterministic decisions: what a knob should hold, whether the kernel
 //! already holds it, which group a process belongs in. No I/O here.
 
-pub mod placement;
+pub(crate) mod placement;
 pub(crate) mod presence;
 
 pub(crate) mod claims;
-pub mod condition;
+pub(crate) mod condition;
 pub(crate) mod critical;
 pub(crate) mod grants;
 pub(crate) mod knobs;
 pub(crate) mod resort;
 pub(crate) mod rule_state;
 pub(crate) mod stall;
-pub mod supervisor;
+pub(crate) mod supervisor;
 pub(crate) mod tuning;
 
 /// The maps a loop turn looks up by a policy's names (PSI lines, samples):

@@ -42,15 +42,15 @@ pub struct Matcher {
     cmdline: Option<Pattern>,
     /// `Some(None)`: a user name that does not exist here, which never matches.
     uid: Option<Option<u32>>,
-    pub group: String,
-    pub sched: Option<Sched>,
+    pub(crate) group: String,
+    pub(crate) sched: Option<Sched>,
     /// An RT `sched` on a match any user can fake (no `exe:`/`user:`):
     /// granted to root's processes only ([`crate::policy::rt_by_name`]).
-    pub rt_by_name: bool,
+    pub(crate) rt_by_name: bool,
     /// Index of the rule in the policy, for logs.
     pub index: usize,
     /// The rule's line in the policy file, for people.
-    pub line: u32,
+    pub(crate) line: u32,
 }
 
 /// All placement rules, in policy order.
@@ -123,7 +123,7 @@ impl Placer {
         self.matchers.iter().find(|m| m.matches(p))
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.matchers.is_empty()
     }
 }
@@ -174,11 +174,11 @@ impl Matcher {
 /// What placement needs to know about a process, owned (read from /proc).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct OwnedFacts {
-    pub comm: String,
-    pub exe: Option<String>,
+    pub(crate) comm: String,
+    pub(crate) exe: Option<String>,
     /// The arguments joined by single spaces.
-    pub cmdline: String,
-    pub uid: Option<u32>,
+    pub(crate) cmdline: String,
+    pub(crate) uid: Option<u32>,
 }
 
 impl OwnedFacts {
@@ -214,18 +214,18 @@ pub(crate) enum OpError {
 #[derive(Debug, Default)]
 pub(crate) struct Pin {
     /// `/proc/PID/stat` start time; `None` where it cannot be told.
-    pub start: Option<u64>,
+    pub(crate) start: Option<u64>,
     /// A pidfd on it (real kernels from 5.3).
-    pub fd: Option<std::os::fd::OwnedFd>,
+    pub(crate) fd: Option<std::os::fd::OwnedFd>,
     /// Its comm as read right after pinning (`/proc/PID/stat` gives it
     /// with the start time): identifying it reads no second file.
-    pub comm: Option<String>,
+    pub(crate) comm: Option<String>,
     /// Its thread count when pinned: a single-threaded process's children
     /// are its main thread's.
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// Whether it is a kernel thread, as read when pinned: a match on the
     /// comm alone then needs no other read.
-    pub kernel_thread: Option<bool>,
+    pub(crate) kernel_thread: Option<bool>,
 }
 
 /// The kernel side of placement: the engine decides, these do.
@@ -281,38 +281,38 @@ pub(crate) trait PlaceOps {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Placed {
     /// The group of the matching rule; `None`: no rule matched (or gone).
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     /// The matching rule's index in the policy's placement list.
-    pub rule: Option<usize>,
+    pub(crate) rule: Option<usize>,
     /// The process was moved (it was elsewhere).
-    pub moved: bool,
+    pub(crate) moved: bool,
     /// Scheduling was applied (it differed).
-    pub sched: bool,
+    pub(crate) sched: bool,
     /// Descendants left behind by the exec race and moved along.
-    pub descendants: Vec<i32>,
+    pub(crate) descendants: Vec<i32>,
     /// Refusals, each naming what was refused and why.
-    pub errors: Vec<String>,
+    pub(crate) errors: Vec<String>,
     /// Processes found gone (or their pid reused) between reading their
     /// facts and acting on them: nothing was done to them. Not errors.
-    pub gone: u32,
+    pub(crate) gone: u32,
     /// A rule matched, and the process was left alone: its cgroup belongs
     /// to a container runtime or another delegated manager. `group` and
     /// `rule` are then `None` (nothing of the rule applies).
-    pub kept: Option<Kept>,
+    pub(crate) kept: Option<Kept>,
 }
 
 /// A process a placement matched and placement left where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Kept {
     /// The rule's index and its line in the policy file.
-    pub rule: usize,
-    pub line: u32,
+    pub(crate) rule: usize,
+    pub(crate) line: u32,
     /// The rule's group.
-    pub group: String,
-    pub comm: String,
+    pub(crate) group: String,
+    pub(crate) comm: String,
     /// Its cgroup as `/proc/PID/cgroup` shows it.
-    pub cgroup: String,
-    pub owner: foreign::Owner,
+    pub(crate) cgroup: String,
+    pub(crate) owner: foreign::Owner,
 }
 
 impl Kept {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 /// The live processes relevant to `running()`.
 #[derive(Debug, Default)]
-pub struct Presence {
+pub(crate) struct Presence {
     /// Patterns in a fixed order; `None`: not a valid glob, compared literally.
     patterns: Vec<(String, Option<Pattern>)>,
     /// pid → (comm, bit set of matching pattern indices, up to 64 patterns;
@@ -21,7 +21,7 @@ pub struct Presence {
 
 impl Presence {
     /// `patterns`: the `running()` arguments of the policy.
-    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a String>) -> Presence {
+    pub(crate) fn new<'a>(patterns: impl IntoIterator<Item = &'a String>) -> Presence {
         let patterns: Vec<(String, Option<Pattern>)> = patterns
             .into_iter()
             .map(|p| (p.clone(), Pattern::new(p).ok()))
@@ -35,7 +35,7 @@ impl Presence {
     }
 
     /// True when no rule uses `running()`: nothing needs tracking.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
 
@@ -67,7 +67,7 @@ impl Presence {
 
     /// A process `pid` now has comm `comm` (exec or rename). Returns true
     /// when some `running()` answer changed.
-    pub fn update(&mut self, pid: i32, comm: &str) -> bool {
+    pub(crate) fn update(&mut self, pid: i32, comm: &str) -> bool {
         let before = self.answers();
         self.remove_quiet(pid);
         let (m, any) = self.mask(comm);
@@ -95,7 +95,7 @@ impl Presence {
     }
 
     /// Process `pid` exited. Returns true when some answer changed.
-    pub fn exit(&mut self, pid: i32) -> bool {
+    pub(crate) fn exit(&mut self, pid: i32) -> bool {
         let before = self.answers();
         let was = self.remove_quiet(pid);
         self.answers() != before || (was && self.patterns.len() > 64)
@@ -103,7 +103,7 @@ impl Presence {
 
     /// Replaces everything with a full scan's `(pid, comm)` list. Returns
     /// true when some answer changed.
-    pub fn replace_all(&mut self, procs: impl IntoIterator<Item = (i32, String)>) -> bool {
+    pub(crate) fn replace_all(&mut self, procs: impl IntoIterator<Item = (i32, String)>) -> bool {
         let before = self.answers();
         let old: Vec<i32> = self.live.keys().copied().collect();
         self.live.clear();
@@ -127,7 +127,7 @@ impl Presence {
     }
 
     /// `running(pattern)`: a live process whose comm matches.
-    pub fn running(&self, pattern: &str) -> bool {
+    pub(crate) fn running(&self, pattern: &str) -> bool {
         match self.patterns.iter().position(|(p, _)| p == pattern) {
             Some(i) if i < 64 => self.counts[i] > 0,
             Some(i) => {
@@ -150,12 +150,12 @@ impl Presence {
 
     /// Number of live processes tracked (matching some pattern).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live.len()
     }
 
     /// The tracked pids, for tests and status.
-    pub fn pids(&self) -> Vec<i32> {
+    pub(crate) fn pids(&self) -> Vec<i32> {
         let mut v: Vec<i32> = self.live.keys().copied().collect();
         v.sort_unstable();
         v

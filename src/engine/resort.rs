@@ -6,23 +6,23 @@ use glob::Pattern;
 
 /// A process of the group, as read when the kill was decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    pub pid: i32,
-    pub comm: String,
+pub(crate) struct Candidate {
+    pub(crate) pid: i32,
+    pub(crate) comm: String,
     /// Resident set, bytes (0 when unreadable).
-    pub rss: u64,
+    pub(crate) rss: u64,
     /// Matches `settings.critical`.
-    pub critical: bool,
+    pub(crate) critical: bool,
 }
 
 /// Why a process was chosen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Choice {
-    pub pid: i32,
-    pub comm: String,
-    pub rss: u64,
+pub(crate) struct Choice {
+    pub(crate) pid: i32,
+    pub(crate) comm: String,
+    pub(crate) rss: u64,
     /// It matched `prefer` (else it was the largest of the rest).
-    pub preferred: bool,
+    pub(crate) preferred: bool,
 }
 
 fn any_of(pats: &[Pattern], comm: &str) -> bool {
@@ -31,7 +31,7 @@ fn any_of(pats: &[Pattern], comm: &str) -> bool {
 
 /// Compiles `prefer`/`avoid` globs (validated at policy load; an invalid
 /// one matches its literal text).
-pub fn compile(globs: &[String]) -> Vec<Pattern> {
+pub(crate) fn compile(globs: &[String]) -> Vec<Pattern> {
     globs
         .iter()
         .map(|g| {
@@ -45,7 +45,7 @@ pub fn compile(globs: &[String]) -> Vec<Pattern> {
 /// RSS of those matching `prefer`, else the largest of all of them; ties go
 /// to the higher pid (the younger process, usually). `None` when every
 /// candidate is protected.
-pub fn choose(cands: &[Candidate], prefer: &[Pattern], avoid: &[Pattern]) -> Option<Choice> {
+pub(crate) fn choose(cands: &[Candidate], prefer: &[Pattern], avoid: &[Pattern]) -> Option<Choice> {
     let eligible = cands
         .iter()
         .filter(|c| !c.critical && !any_of(avoid, &c.comm));

@@ -42,22 +42,22 @@
 use std::time::Duration;
 
 /// A point in time: the span since an arbitrary monotonic epoch.
-pub type Time = Duration;
+pub(crate) type Time = Duration;
 
 /// The timing parameters of one rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// How long the condition must hold before the rule activates.
-    pub for_: Duration,
+    pub(crate) for_: Duration,
     /// How long the condition must be false before an active rule clears.
-    pub hold: Duration,
+    pub(crate) hold: Duration,
     /// How often `then` actions repeat while the rule stays active.
-    pub cooldown: Option<Duration>,
+    pub(crate) cooldown: Option<Duration>,
 }
 
 impl Timing {
     /// The timing of a policy rule.
-    pub fn of(rule: &crate::policy::model::Rule) -> Timing {
+    pub(crate) fn of(rule: &crate::policy::model::Rule) -> Timing {
         Timing {
             for_: rule.for_,
             hold: rule.hold,
@@ -81,7 +81,7 @@ pub enum Phase {
 
 impl Phase {
     /// The status word.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::Idle => "idle",
             Phase::Pending => "pending",
@@ -91,7 +91,7 @@ impl Phase {
     }
 
     /// Whether the rule's claims are held in this phase.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(self, Phase::Active | Phase::Clearing)
     }
 }
@@ -104,7 +104,7 @@ impl std::fmt::Display for Phase {
 
 /// A change reported by [`RuleState::update`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transition {
+pub(crate) enum Transition {
     /// The condition became true; the `for` timer started.
     Pending,
     /// The rule activated: run `then` actions, take `while` claims, run
@@ -123,7 +123,7 @@ pub enum Transition {
 /// `Fired` when `for` is 0). Fixed-size, so updating 1000 rules per tick
 /// allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Transitions {
+pub(crate) struct Transitions {
     items: [Option<Transition>; 2],
 }
 
@@ -135,22 +135,22 @@ impl Transitions {
     }
 
     /// The transitions in the order they happened.
-    pub fn iter(&self) -> impl Iterator<Item = Transition> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Transition> + '_ {
         self.items.iter().flatten().copied()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.items[0].is_none()
     }
 
     #[cfg(test)]
-    pub fn contains(&self, t: Transition) -> bool {
+    pub(crate) fn contains(&self, t: Transition) -> bool {
         self.iter().any(|x| x == t)
     }
 
     /// The transitions as a `Vec` (tests).
     #[cfg(test)]
-    pub fn to_vec(self) -> Vec<Transition> {
+    pub(crate) fn to_vec(self) -> Vec<Transition> {
         self.iter().collect()
     }
 }
@@ -177,7 +177,7 @@ enum State {
 
 /// The state machine of one rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleState {
+pub(crate) struct RuleState {
     state: State,
     /// When the last evaluation's true condition turns false with
     /// no new input (a stall an armed trigger's silence decides; see
@@ -206,7 +206,7 @@ fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
 
 impl RuleState {
     /// A rule that has not been evaluated yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         RuleState {
             state: State::Idle { since: None },
             ends: None,
@@ -216,14 +216,14 @@ impl RuleState {
     /// Back to idle at once, whatever the phase (daemon shutdown: the
     /// caller releases the claims and runs the `cleared` hooks itself). No
     /// transition is reported; the next `update` starts from idle.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.state = State::Idle { since: None };
         self.ends = None;
     }
 
     /// Feeds one evaluation of the condition at `now`; returns what changed.
     #[cfg(test)]
-    pub fn update(&mut self, now: Time, cond: bool, timing: &Timing) -> Transitions {
+    pub(crate) fn update(&mut self, now: Time, cond: bool, timing: &Timing) -> Transitions {
         self.update_ending(now, cond, None, timing)
     }
 
@@ -235,7 +235,7 @@ impl RuleState {
     /// condition false counts the hold from there (or from `now`, if
     /// earlier). Only the last evaluation's word counts: every new input
     /// comes with an evaluation.
-    pub fn update_ending(
+    pub(crate) fn update_ending(
         &mut self,
         now: Time,
         cond: bool,
@@ -310,7 +310,7 @@ impl RuleState {
         }
     }
 
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         match self.state {
             State::Idle { .. } => Phase::Idle,
             State::Pending { .. } => Phase::Pending,
@@ -326,7 +326,7 @@ impl RuleState {
 
     /// When the current phase began (for `Clearing`: when the condition
     /// turned false); `None` for a rule that has never left idle.
-    pub fn since(&self) -> Option<Time> {
+    pub(crate) fn since(&self) -> Option<Time> {
         match self.state {
             State::Idle { since } => since,
             State::Pending { since } => Some(since),
@@ -338,7 +338,7 @@ impl RuleState {
 
     /// When the rule activated, while it is active or clearing.
     #[cfg(test)]
-    pub fn active_since(&self) -> Option<Time> {
+    pub(crate) fn active_since(&self) -> Option<Time> {
         match self.state {
             State::Active { since, .. } => Some(since),
             _ => None,
@@ -352,7 +352,7 @@ impl RuleState {
     /// (pending) or the end of the `hold` that starts there (active).
     /// `None` when nothing is scheduled. An evaluation at exactly this time
     /// makes the change.
-    pub fn next_deadline(&self, timing: &Timing) -> Option<Time> {
+    pub(crate) fn next_deadline(&self, timing: &Timing) -> Option<Time> {
         match self.state {
             State::Idle { .. } => None,
             State::Pending { since } => {

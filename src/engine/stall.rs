@@ -43,14 +43,14 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Most samples one series keeps.
-pub const MAX_SAMPLES: usize = 1024;
+pub(crate) const MAX_SAMPLES: usize = 1024;
 
 /// The kernel's largest PSI trigger window; the default retention.
-pub const MAX_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const MAX_WINDOW: Duration = Duration::from_secs(10);
 
 /// What [`StallSeries::record`] did with a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recorded {
+pub(crate) enum Recorded {
     Appended,
     /// The sample had the newest sample's time and replaced it.
     Replaced,
@@ -70,7 +70,7 @@ pub enum Recorded {
 /// elapsed time itself (a line cannot stall longer than the wall clock),
 /// doubled, plus a second, for the time between taking `now` and reading
 /// the file on a loaded machine.
-pub fn plausible_growth(elapsed: Duration) -> u64 {
+pub(crate) fn plausible_growth(elapsed: Duration) -> u64 {
     let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     us.saturating_mul(2).saturating_add(1_000_000)
 }
@@ -79,13 +79,13 @@ pub fn plausible_growth(elapsed: Duration) -> u64 {
 /// window stayed below its amount: a window (the kernel fires at most once a
 /// window while the stall goes on) and an eighth (it checks at a tenth of
 /// the window, plus slack for the wake-up).
-pub fn silence_after(window: Duration) -> Duration {
+pub(crate) fn silence_after(window: Duration) -> Duration {
     window + window / 8
 }
 
 /// The `(time, total_us)` history of one PSI line.
 #[derive(Debug, Clone)]
-pub struct StallSeries {
+pub(crate) struct StallSeries {
     samples: VecDeque<(Time, u64)>,
     keep: Duration,
 }
@@ -98,7 +98,7 @@ impl Default for StallSeries {
 
 impl StallSeries {
     /// A series that keeps `keep` of history (the longest window in use).
-    pub fn new(keep: Duration) -> Self {
+    pub(crate) fn new(keep: Duration) -> Self {
         StallSeries {
             samples: VecDeque::new(),
             keep,
@@ -106,17 +106,13 @@ impl StallSeries {
     }
 
     /// Changes the retention (after a reload changed the windows in use).
-    pub fn set_keep(&mut self, keep: Duration) {
+    pub(crate) fn set_keep(&mut self, keep: Duration) {
         self.keep = keep;
         self.prune();
     }
 
-    pub fn keep(&self) -> Duration {
-        self.keep
-    }
-
     /// Adds the counter value read at `now`.
-    pub fn record(&mut self, now: Time, total_us: u64) -> Recorded {
+    pub(crate) fn record(&mut self, now: Time, total_us: u64) -> Recorded {
         let result = match self.samples.back_mut() {
             None => {
                 self.samples.push_back((now, total_us));
@@ -159,7 +155,7 @@ impl StallSeries {
     /// stall `amount` + 1 µs, then this one. That is a lower bound, like every
     /// answer of this module: `> amount` holds, and a larger stall shows as the
     /// tick samples on while the rule is active.
-    pub fn record_trigger(
+    pub(crate) fn record_trigger(
         &mut self,
         now: Time,
         total_us: u64,
@@ -198,22 +194,18 @@ impl StallSeries {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.samples.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.samples.is_empty()
-    }
-
     /// The newest sample.
-    pub fn latest(&self) -> Option<(Time, u64)> {
+    pub(crate) fn latest(&self) -> Option<(Time, u64)> {
         self.samples.back().copied()
     }
 
     /// Stall time accumulated in the `window` ending at the newest sample
     /// at or before `now` (see the module docs for the exact rules).
-    pub fn stall_in_window(&self, now: Time, window: Duration) -> Option<Duration> {
+    pub(crate) fn stall_in_window(&self, now: Time, window: Duration) -> Option<Duration> {
         // Newest sample at or before `now`.
         let end_idx = self.samples.iter().rposition(|&(t, _)| t <= now)?;
         let (end_time, end_total) = *self.samples.get(end_idx)?;
@@ -268,15 +260,15 @@ fn interpolate(t0: Time, v0: u64, t1: Time, v1: u64, at: Time) -> u128 {
 
 /// A PSI line: whose, which resource, `some` or `full`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StallKey {
-    pub target: Target,
-    pub resource: Resource,
-    pub stall: Stall,
+pub(crate) struct StallKey {
+    pub(crate) target: Target,
+    pub(crate) resource: Resource,
+    pub(crate) stall: Stall,
 }
 
 impl StallKey {
     /// The line `stall` of `target`'s `resource` pressure file.
-    pub fn of(target: &Target, resource: Resource, stall: Stall) -> Self {
+    pub(crate) fn of(target: &Target, resource: Resource, stall: Stall) -> Self {
         StallKey {
             target: target.clone(),
             resource,
@@ -295,13 +287,16 @@ pub struct StallHistory {
 }
 
 impl StallHistory {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         StallHistory::default()
     }
 
     /// Sets the lines to keep and the longest window of each (from
     /// [`super::condition::Needs::psi_stall`]); drops the others.
-    pub fn configure<'a>(&mut self, needs: impl IntoIterator<Item = (&'a StallKey, &'a Duration)>) {
+    pub(crate) fn configure<'a>(
+        &mut self,
+        needs: impl IntoIterator<Item = (&'a StallKey, &'a Duration)>,
+    ) {
         let mut keep: super::FastMap<StallKey, Duration> = Default::default();
         for (k, w) in needs {
             let e = keep.entry(k.clone()).or_default();
@@ -318,7 +313,7 @@ impl StallHistory {
 
     /// Records a sample of a line; a line not configured is added with the
     /// default retention.
-    pub fn record(&mut self, key: &StallKey, now: Time, total_us: u64) -> Recorded {
+    pub(crate) fn record(&mut self, key: &StallKey, now: Time, total_us: u64) -> Recorded {
         match self.series.get_mut(key) {
             Some(s) => s.record(now, total_us),
             None => {
@@ -332,7 +327,7 @@ impl StallHistory {
 
     /// Whether a registered kernel trigger watches `key` (its silence then
     /// answers for windows nobody sampled).
-    pub fn set_armed(&mut self, key: &StallKey, armed: bool) {
+    pub(crate) fn set_armed(&mut self, key: &StallKey, armed: bool) {
         if armed {
             self.armed.insert(key.clone());
         } else {
@@ -340,12 +335,12 @@ impl StallHistory {
         }
     }
 
-    pub fn is_armed(&self, key: &StallKey) -> bool {
+    pub(crate) fn is_armed(&self, key: &StallKey) -> bool {
         self.armed.contains(key)
     }
 
     /// [`StallSeries::record_trigger`] of a line.
-    pub fn record_trigger(
+    pub(crate) fn record_trigger(
         &mut self,
         key: &StallKey,
         now: Time,
@@ -360,7 +355,12 @@ impl StallHistory {
     }
 
     /// [`StallSeries::stall_in_window`] of a line; `None` if never sampled.
-    pub fn stall_in_window(&self, key: &StallKey, now: Time, window: Duration) -> Option<Duration> {
+    pub(crate) fn stall_in_window(
+        &self,
+        key: &StallKey,
+        now: Time,
+        window: Duration,
+    ) -> Option<Duration> {
         self.series.get(key)?.stall_in_window(now, window)
     }
 
@@ -371,7 +371,7 @@ impl StallHistory {
     /// registration, or a replay's record of it) watched it and stayed
     /// silent; `None` when nothing is known. The daemon and replay both ask
     /// here.
-    pub fn condition_stall(
+    pub(crate) fn condition_stall(
         &self,
         key: &StallKey,
         now: Time,
@@ -386,7 +386,7 @@ impl StallHistory {
         }
     }
 
-    pub fn series(&self, key: &StallKey) -> Option<&StallSeries> {
+    pub(crate) fn series(&self, key: &StallKey) -> Option<&StallSeries> {
         self.series.get(key)
     }
 
@@ -405,7 +405,7 @@ impl StallHistory {
     /// failed) is due once its window has passed, when its silence reads as
     /// no stall; after that, never. The daemon evaluates at this time instead
     /// of ticking while a stall rule is busy.
-    pub fn recheck_at(
+    pub(crate) fn recheck_at(
         &self,
         key: &StallKey,
         amount: Duration,
@@ -438,17 +438,17 @@ impl StallHistory {
     /// A condition true on that sample is false from then on unless the
     /// trigger fires (and a firing adds a sample, moving this time). `None`
     /// for a line no armed trigger watches, or never sampled.
-    pub fn silent_from(&self, key: &StallKey, window: Duration, armed: bool) -> Option<Time> {
+    pub(crate) fn silent_from(
+        &self,
+        key: &StallKey,
+        window: Duration,
+        armed: bool,
+    ) -> Option<Time> {
         if !armed {
             return None;
         }
         let (newest, _) = self.series.get(key)?.latest()?;
         newest.checked_add(silence_after(window))
-    }
-
-    /// Forgets a line's history (its group was removed).
-    pub fn forget(&mut self, key: &StallKey) {
-        self.series.remove(key);
     }
 }
 
@@ -687,7 +687,7 @@ mod tests {
         assert_eq!(ser.stall_in_window(ms(9_900), s(2)), Some(ms(200)));
         ser.set_keep(ms(500));
         assert!(ser.len() <= 7, "{}", ser.len());
-        assert_eq!(ser.keep(), ms(500));
+        assert_eq!(ser.keep, ms(500));
     }
 
     #[test]
@@ -719,7 +719,7 @@ mod tests {
         };
         let mut h = StallHistory::new();
         h.configure([(&key, &s(1)), (&key, &s(3))]);
-        assert_eq!(h.series(&key).map(StallSeries::keep), Some(s(3)));
+        assert_eq!(h.series(&key).map(|s| s.keep), Some(s(3)));
         h.record(&key, s(1), 0);
         h.record(&key, s(2), 100_000);
         assert_eq!(h.stall_in_window(&key, s(2), s(1)), Some(ms(100)));
@@ -728,8 +728,6 @@ mod tests {
         assert!(h.series(&other).is_some());
         h.configure([(&key, &s(1))]);
         assert!(h.series(&other).is_none());
-        h.forget(&key);
-        assert!(h.series(&key).is_none());
     }
 
     proptest! {

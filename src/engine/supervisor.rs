@@ -595,7 +595,7 @@ impl Supervisor {
 
     /// What rule `index` last fired with (`metric = value (threshold T)`),
     /// for `cgwarden replay`'s "why".
-    #[cfg(any(test, feature = "report"))]
+    #[cfg(feature = "report")]
     pub(crate) fn fired_reason(&self, index: usize) -> Option<String> {
         self.rules.get(index).map(|r| r.fired.reason())
     }

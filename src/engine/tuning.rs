@@ -16,38 +16,38 @@ use std::fmt;
 
 /// What one thread is to have.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Want {
-    pub attrs: TaskAttrs,
-    pub sched: Option<Sched>,
+pub(crate) struct Want {
+    pub(crate) attrs: TaskAttrs,
+    pub(crate) sched: Option<Sched>,
     /// A threaded group (policy name) the thread is moved to.
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     /// Index of the `threads:` entry that matched, if any (for logs).
-    pub rule: Option<usize>,
+    pub(crate) rule: Option<usize>,
 }
 
 /// A thread as the kernel layer read it; `None`: not known (could not be
 /// read here, e.g. a syscall-only value on a fake tree), which always
 /// counts as different.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ThreadNow {
-    pub tid: i32,
-    pub comm: String,
-    pub nice: Option<i32>,
-    pub oom_score_adj: Option<i32>,
-    pub ioprio: Option<IoPrio>,
-    pub cpus: Option<CpuList>,
+pub(crate) struct ThreadNow {
+    pub(crate) tid: i32,
+    pub(crate) comm: String,
+    pub(crate) nice: Option<i32>,
+    pub(crate) oom_score_adj: Option<i32>,
+    pub(crate) ioprio: Option<IoPrio>,
+    pub(crate) cpus: Option<CpuList>,
     /// Per-task clamps as the kernel keeps them (0..=1024).
-    pub uclamp: Option<(u32, u32)>,
+    pub(crate) uclamp: Option<(u32, u32)>,
     /// Whether the thread already has the wanted sched (the kernel layer
     /// compares; `None`: nothing wanted or not readable).
-    pub sched_ok: Option<bool>,
+    pub(crate) sched_ok: Option<bool>,
     /// The thread's cgroup as `/proc/PID/task/TID/cgroup` shows it.
-    pub cgroup: Option<String>,
+    pub(crate) cgroup: Option<String>,
 }
 
 /// One change to one thread.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TaskOp {
+pub(crate) enum TaskOp {
     Nice(i32),
     /// Per process (written through the main thread).
     OomScoreAdj(i32),
@@ -61,7 +61,7 @@ pub enum TaskOp {
 
 impl TaskOp {
     /// The attribute's name, for logs and the journal.
-    pub fn attr(&self) -> &'static str {
+    pub(crate) fn attr(&self) -> &'static str {
         match self {
             TaskOp::Nice(_) => "nice",
             TaskOp::OomScoreAdj(_) => "oom_score_adj",
@@ -108,13 +108,13 @@ impl fmt::Display for TaskOp {
 
 /// A placement's tuning compiled once: the thread globs.
 #[derive(Debug, Default)]
-pub struct Compiled {
-    pub tuning: Tuning,
+pub(crate) struct Compiled {
+    pub(crate) tuning: Tuning,
     names: Vec<Option<Pattern>>,
 }
 
 impl Compiled {
-    pub fn new(tuning: &Tuning) -> Compiled {
+    pub(crate) fn new(tuning: &Tuning) -> Compiled {
         Compiled {
             names: tuning
                 .threads
@@ -125,17 +125,17 @@ impl Compiled {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tuning.is_empty()
     }
 
     /// Whether some `threads:` entry exists (renames then matter).
-    pub fn has_threads(&self) -> bool {
+    pub(crate) fn has_threads(&self) -> bool {
         !self.tuning.threads.is_empty()
     }
 
     /// The first `threads:` entry matching a thread's comm.
-    pub fn thread_rule(&self, comm: &str) -> Option<(usize, &ThreadRule)> {
+    pub(crate) fn thread_rule(&self, comm: &str) -> Option<(usize, &ThreadRule)> {
         self.tuning
             .threads
             .iter()
@@ -150,7 +150,7 @@ impl Compiled {
 
     /// What the thread with this comm is to have (process attributes,
     /// overridden field by field by its `threads:` entry).
-    pub fn want(&self, comm: &str) -> Want {
+    pub(crate) fn want(&self, comm: &str) -> Want {
         let mut w = Want {
             attrs: self.tuning.attrs.clone(),
             ..Want::default()
@@ -168,7 +168,7 @@ impl Compiled {
 }
 
 /// `over`'s fields where set, else `base`'s.
-pub fn merge(base: &TaskAttrs, over: &TaskAttrs) -> TaskAttrs {
+pub(crate) fn merge(base: &TaskAttrs, over: &TaskAttrs) -> TaskAttrs {
     TaskAttrs {
         nice: over.nice.or(base.nice),
         oom_score_adj: over.oom_score_adj.or(base.oom_score_adj),
@@ -186,7 +186,7 @@ pub fn merge(base: &TaskAttrs, over: &TaskAttrs) -> TaskAttrs {
 
 /// A percentage as the kernel's clamp value (0..=1024), rounded like
 /// `cpu.uclamp.*` (`capacity * percent / 100`).
-pub fn uclamp_value(p: crate::units::Percent) -> u32 {
+pub(crate) fn uclamp_value(p: crate::units::Percent) -> u32 {
     ((p.value() * 1024.0 / 100.0).round() as u32).min(1024)
 }
 
@@ -195,7 +195,7 @@ pub fn uclamp_value(p: crate::units::Percent) -> u32 {
 /// affinity, sched, nice, ioprio, uclamp. `main`: the process's main
 /// thread, which also carries `oom_score_adj`. `group_cgroup` maps a
 /// policy group to its cgroup as `/proc/…/cgroup` shows it.
-pub fn ops(
+pub(crate) fn ops(
     want: &Want,
     oom_score_adj: Option<i32>,
     main: bool,

@@ -16,14 +16,14 @@ use super::root::Root;
 use std::path::Path;
 
 /// Where the accounts live.
-pub const PASSWD: &str = "/etc/passwd";
-pub const GROUP: &str = "/etc/group";
+pub(crate) const PASSWD: &str = "/etc/passwd";
+pub(crate) const GROUP: &str = "/etc/group";
 
 /// A user's ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct User {
-    pub uid: u32,
-    pub gid: u32,
+pub(crate) struct User {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
 }
 
 /// The fields after `name` of the first line of `text` for `name`.
@@ -38,7 +38,7 @@ fn entry<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
 }
 
 /// `name`'s ids in a passwd text (`name:x:uid:gid:…`).
-pub fn parse_user(text: &str, name: &str) -> Option<User> {
+pub(crate) fn parse_user(text: &str, name: &str) -> Option<User> {
     let f = entry(text, name)?;
     Some(User {
         uid: f.get(1)?.trim().parse().ok()?,
@@ -47,12 +47,12 @@ pub fn parse_user(text: &str, name: &str) -> Option<User> {
 }
 
 /// `name`'s gid in a group text (`name:x:gid:members`).
-pub fn parse_group(text: &str, name: &str) -> Option<u32> {
+pub(crate) fn parse_group(text: &str, name: &str) -> Option<u32> {
     entry(text, name)?.get(1)?.trim().parse().ok()
 }
 
 /// User `name` from `ROOT/etc/passwd`; `None` if not listed.
-pub fn user(root: &Root, name: &str) -> Result<Option<User>> {
+pub(crate) fn user(root: &Root, name: &str) -> Result<Option<User>> {
     if name.is_empty() {
         return Ok(None);
     }
@@ -60,7 +60,7 @@ pub fn user(root: &Root, name: &str) -> Result<Option<User>> {
 }
 
 /// Group `name`'s gid from `ROOT/etc/group`; `None` if not listed.
-pub fn group(root: &Root, name: &str) -> Result<Option<u32>> {
+pub(crate) fn group(root: &Root, name: &str) -> Result<Option<u32>> {
     if name.is_empty() {
         return Ok(None);
     }

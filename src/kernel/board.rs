@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// The board under `root`, with the cgroup root at `cgroup_root` (an
 /// absolute path as the device sees it).
-pub fn read(root: &Root, cgroup_root: &Path) -> Board {
+pub(crate) fn read(root: &Root, cgroup_root: &Path) -> Board {
     let cpus = |p: &Path| {
         root.read_trimmed(p)
             .ok()

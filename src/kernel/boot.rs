@@ -29,18 +29,18 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// A set of CPU numbers.
-pub type CpuSet = BTreeSet<u32>;
+pub(crate) type CpuSet = BTreeSet<u32>;
 
 /// The kernel command line, as parameters in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Cmdline {
+pub(crate) struct Cmdline {
     /// `(name, value)`; `value` is `None` for a bare flag (`quiet`).
-    pub params: Vec<(String, Option<String>)>,
+    pub(crate) params: Vec<(String, Option<String>)>,
 }
 
 impl Cmdline {
     /// Splits a command line like the kernel's `next_arg()` (module docs).
-    pub fn parse(text: &str) -> Cmdline {
+    pub(crate) fn parse(text: &str) -> Cmdline {
         let mut params = Vec::new();
         let mut cur = String::new();
         let mut in_quote = false;
@@ -79,7 +79,7 @@ impl Cmdline {
 
     /// The value of the last instance of `name` (the kernel's later setting
     /// wins); `Some(None)` for a bare flag, `None` when absent.
-    pub fn get(&self, name: &str) -> Option<Option<&str>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Option<&str>> {
         self.params
             .iter()
             .rev()
@@ -89,13 +89,13 @@ impl Cmdline {
 
     /// A CPU-list parameter: `None` when absent, `Some(Err(text))` when its
     /// value is not a list this module reads.
-    pub fn cpus(&self, name: &str) -> Option<std::result::Result<CpuSet, String>> {
+    pub(crate) fn cpus(&self, name: &str) -> Option<std::result::Result<CpuSet, String>> {
         let v = self.get(name)?.unwrap_or("");
         Some(parse_cpus(v).ok_or_else(|| v.to_string()))
     }
 
     /// `isolcpus=[flags,]LIST`: the flags and the CPUs.
-    pub fn isolcpus(&self) -> Option<std::result::Result<(Vec<String>, CpuSet), String>> {
+    pub(crate) fn isolcpus(&self) -> Option<std::result::Result<(Vec<String>, CpuSet), String>> {
         let v = self.get("isolcpus")?.unwrap_or("");
         let mut flags = Vec::new();
         let mut rest = v;
@@ -116,7 +116,7 @@ impl Cmdline {
 }
 
 /// Parses `0-3,7` (and the empty list); `None` for anything else.
-pub fn parse_cpus(text: &str) -> Option<CpuSet> {
+pub(crate) fn parse_cpus(text: &str) -> Option<CpuSet> {
     let t = text.trim();
     let mut out = CpuSet::new();
     if t.is_empty() || t == "(null)" {
@@ -146,7 +146,7 @@ pub fn parse_cpus(text: &str) -> Option<CpuSet> {
 }
 
 /// Formats CPUs as a kernel list with ranges (`2-3,7`).
-pub fn format_cpus(cpus: &CpuSet) -> String {
+pub(crate) fn format_cpus(cpus: &CpuSet) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut it = cpus.iter().copied().peekable();
     while let Some(start) = it.next() {
@@ -166,7 +166,7 @@ pub fn format_cpus(cpus: &CpuSet) -> String {
 
 /// Whether the kernel has CONFIG_RT_GROUP_SCHED, and how that was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RtGroupSched {
+pub(crate) enum RtGroupSched {
     /// Seen in this file.
     On(PathBuf),
     Off(PathBuf),
@@ -176,45 +176,45 @@ pub enum RtGroupSched {
 
 /// Everything `doctor` compares, read once.
 #[derive(Clone, Debug)]
-pub struct BootState {
-    pub cmdline: Cmdline,
+pub(crate) struct BootState {
+    pub(crate) cmdline: Cmdline,
     /// `/proc/cmdline` is absent (a fake board): its path on this root;
     /// `cmdline` is then empty.
-    pub cmdline_absent: Option<PathBuf>,
+    pub(crate) cmdline_absent: Option<PathBuf>,
     /// `/sys/devices/system/cpu/possible`.
-    pub possible: CpuSet,
+    pub(crate) possible: CpuSet,
     /// `/sys/devices/system/cpu/isolated` (`None`: absent).
-    pub isolated: Option<CpuSet>,
+    pub(crate) isolated: Option<CpuSet>,
     /// `/sys/devices/system/cpu/nohz_full` (`None`: absent, no NO_HZ_FULL).
-    pub nohz_full: Option<CpuSet>,
+    pub(crate) nohz_full: Option<CpuSet>,
     /// `/sys/kernel/realtime` reads `1`.
-    pub preempt_rt: bool,
-    pub rt_group_sched: RtGroupSched,
+    pub(crate) preempt_rt: bool,
+    pub(crate) rt_group_sched: RtGroupSched,
     /// The build configuration, where the kernel shows it.
-    pub config: KernelConfig,
+    pub(crate) config: KernelConfig,
     /// `cgroup.controllers` of the policy's cgroup root (`None`: absent,
     /// no cgroup2 there).
-    pub controllers: Option<BTreeSet<String>>,
+    pub(crate) controllers: Option<BTreeSet<String>>,
     /// `/proc/pressure/memory` exists (CONFIG_PSI built and not disabled).
-    pub psi: bool,
+    pub(crate) psi: bool,
     /// Mount options of the cgroup2 mount holding the cgroup root.
-    pub cgroup2_options: Option<String>,
+    pub(crate) cgroup2_options: Option<String>,
     /// The zram module is loaded or zram-control exists.
-    pub zram_loaded: bool,
+    pub(crate) zram_loaded: bool,
 }
 
 /// The kernel's build configuration: `/proc/config.gz`
 /// (CONFIG_IKCONFIG_PROC), else `/boot/config-RELEASE`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelConfig {
+pub(crate) struct KernelConfig {
     /// Where it was read; `None`: neither source exists.
-    pub source: Option<PathBuf>,
+    pub(crate) source: Option<PathBuf>,
     options: HashMap<String, String>,
 }
 
 impl KernelConfig {
     /// Parses `CONFIG_X=y` lines (`# CONFIG_X is not set` means off).
-    pub fn parse(source: PathBuf, text: &str) -> KernelConfig {
+    pub(crate) fn parse(source: PathBuf, text: &str) -> KernelConfig {
         let options = text
             .lines()
             .filter_map(|l| l.trim().split_once('='))
@@ -229,7 +229,7 @@ impl KernelConfig {
 
     /// Whether `name` is built in or a module; `None` when the
     /// configuration could not be read at all.
-    pub fn enabled(&self, name: &str) -> Option<bool> {
+    pub(crate) fn enabled(&self, name: &str) -> Option<bool> {
         self.source.as_ref()?;
         Some(matches!(
             self.options.get(name).map(String::as_str),
@@ -238,7 +238,7 @@ impl KernelConfig {
     }
 
     /// Whether `name` is built in (`=y`).
-    pub fn built_in(&self, name: &str) -> Option<bool> {
+    pub(crate) fn built_in(&self, name: &str) -> Option<bool> {
         self.source.as_ref()?;
         Some(self.options.get(name).is_some_and(|v| v == "y"))
     }
@@ -317,7 +317,7 @@ fn cpu_file(root: &Root, path: &Path) -> Result<Option<CpuSet>> {
 
 impl BootState {
     /// Reads the boot state under `root`; `cgroup_root` is the policy's.
-    pub fn read(root: &Root, cgroup_root: &Path) -> Result<BootState> {
+    pub(crate) fn read(root: &Root, cgroup_root: &Path) -> Result<BootState> {
         let cmdline_path = Path::new(CMDLINE);
         let (cmdline, cmdline_absent) = match root.read_small(cmdline_path) {
             Ok(t) => (Cmdline::parse(&t), None),

@@ -64,23 +64,24 @@ use super::root::Root;
 
 /// The largest file copied (a `/boot/config-*` is ~300 KiB; a sysfs
 /// attribute is one page).
-pub const MAX_FILE: usize = 1 << 20;
+pub(crate) const MAX_FILE: usize = 1 << 20;
 /// The most files copied, all sources together.
-pub const MAX_FILES: u64 = 200_000;
+pub(crate) const MAX_FILES: u64 = 200_000;
 /// The most bytes copied, all sources together.
-pub const MAX_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_BYTES: u64 = 256 << 20;
 /// The deepest a copied tree is walked below its top (cgroup hierarchies
 /// nest deeper than sysfs attribute directories).
 const MAX_DEPTH: usize = 8;
 const MAX_CGROUP_DEPTH: usize = 32;
 
 /// Files never opened: reading or opening them changes the board.
-pub const NEVER_READ: [&str; 2] = [super::zram::HOT_ADD, crate::knobs::latency::CPU_DMA_LATENCY];
+pub(crate) const NEVER_READ: [&str; 2] =
+    [super::zram::HOT_ADD, crate::knobs::latency::CPU_DMA_LATENCY];
 
 /// What names the board: the SoC (`/sys/devices/soc0`), the device tree's
 /// model and compatible (through `/proc/device-tree` and at their sysfs
 /// place), DMI's product. Serial numbers are left out.
-pub const IDENTITY: [&str; 11] = [
+pub(crate) const IDENTITY: [&str; 11] = [
     "/sys/devices/soc0/machine",
     "/sys/devices/soc0/family",
     "/sys/devices/soc0/soc_id",
@@ -94,16 +95,8 @@ pub const IDENTITY: [&str; 11] = [
     "/sys/class/dmi/id/board_name",
 ];
 
-/// What cgwarden reads but a capture leaves out, and why: the recorder's
-/// and the report's device identity names the unit, not the board.
-pub const NOT_COPIED: [(&str, &str); 3] = [
-    ("/proc/sys/kernel/hostname", "names the unit"),
-    ("/etc/machine-id", "names the unit"),
-    ("/var/lib/dbus/machine-id", "names the unit"),
-];
-
 /// Files of `/proc/PID` copied with `--processes`.
-pub const PROC_FILES: [&str; 7] = [
+pub(crate) const PROC_FILES: [&str; 7] = [
     "comm",
     "cmdline",
     "exe",
@@ -113,11 +106,11 @@ pub const PROC_FILES: [&str; 7] = [
     "oom_score_adj",
 ];
 /// Files of `/proc/PID/task/TID` copied with `--processes`.
-pub const TASK_FILES: [&str; 4] = ["comm", "stat", "status", "cgroup"];
+pub(crate) const TASK_FILES: [&str; 4] = ["comm", "stat", "status", "cgroup"];
 
 /// How one place of the board is copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Take {
+pub(crate) enum Take {
     /// One file, read through any link above it, written as a plain file.
     File(PathBuf),
     /// A directory whose presence is what is read (`/sys/module/zram`).
@@ -133,62 +126,11 @@ pub enum Take {
     Processes,
 }
 
-impl Take {
-    fn dev(&self) -> Option<&Path> {
-        match self {
-            Take::File(p) | Take::Dir(p) | Take::Tree(p) | Take::Class(p, _) | Take::Cgroups(p) => {
-                Some(p)
-            }
-            Take::Processes => None,
-        }
-    }
-
-    /// Whether reading device path `dev` reads what this take copies (or
-    /// lists a directory on the way to it).
-    pub fn covers(&self, dev: &Path) -> bool {
-        let Some(p) = self.dev() else {
-            return numeric_proc(dev) || dev == Path::new("/proc");
-        };
-        if p.starts_with(dev) {
-            return true; // a directory above it
-        }
-        // Whether the directory above a hierarchy is a cgroup too (where
-        // the mount is): it is not, on the board and in the copy alike.
-        if let Take::Cgroups(_) = self {
-            let name = dev.file_name().and_then(|n| n.to_str());
-            let dir = dev.parent().unwrap_or(dev);
-            if name == Some(super::cgroupfs::CONTROLLERS) && p.starts_with(dir) {
-                return true;
-            }
-        }
-        match self {
-            Take::File(_) | Take::Dir(_) => dev == p,
-            Take::Tree(_) | Take::Cgroups(_) => dev.starts_with(p),
-            Take::Class(_, only) => dev.strip_prefix(p).is_ok_and(|rest| {
-                let first = rest.components().next();
-                let name = first.map(|c| c.as_os_str().to_string_lossy());
-                name.is_some_and(|n| only.is_none_or(|o| n.starts_with(o)))
-            }),
-            Take::Processes => false,
-        }
-    }
-}
-
-/// `/proc/PID...`.
-fn numeric_proc(dev: &Path) -> bool {
-    let mut c = dev.components().skip(1);
-    c.next() == Some(Component::Normal("proc".as_ref()))
-        && c.next().is_some_and(|n| {
-            let n = n.as_os_str().to_string_lossy();
-            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-        })
-}
-
 /// One line of what is copied, and the takes that copy it.
 #[derive(Clone, Debug)]
-pub struct Source {
-    pub what: &'static str,
-    pub takes: Vec<Take>,
+pub(crate) struct Source {
+    pub(crate) what: &'static str,
+    pub(crate) takes: Vec<Take>,
 }
 
 fn file(p: impl Into<PathBuf>) -> Take {
@@ -197,7 +139,7 @@ fn file(p: impl Into<PathBuf>) -> Take {
 
 /// What `capture` copies from `src`, in order (the kernel release names
 /// the `/boot` configuration, so the source is asked for it).
-pub fn sources(src: &Root, processes: bool) -> Vec<Source> {
+pub(crate) fn sources(src: &Root, processes: bool) -> Vec<Source> {
     use crate::knobs;
     let release = src
         .read_trimmed(Path::new(super::boot::OSRELEASE))
@@ -304,51 +246,46 @@ pub fn sources(src: &Root, processes: bool) -> Vec<Source> {
     out
 }
 
-/// Whether a source of `sources` copies what reading `dev` reads.
-pub fn covered(sources: &[Source], dev: &Path) -> bool {
-    sources.iter().flat_map(|s| &s.takes).any(|t| t.covers(dev))
-}
-
 /// What a capture copied and skipped.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Files copied.
-    pub files: u64,
+    pub(crate) files: u64,
     /// Bytes copied.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Empty files made for files never read (write-only, [`NEVER_READ`]).
-    pub markers: u64,
+    pub(crate) markers: u64,
     /// Symlinks made again.
-    pub links: u64,
+    pub(crate) links: u64,
     /// Files that could not be read (EACCES, EIO, ...).
-    pub unreadable: u64,
+    pub(crate) unreadable: u64,
     /// Files larger than [`MAX_FILE`].
-    pub too_large: u64,
+    pub(crate) too_large: u64,
     /// Symlinks not made again (absolute, or leading out of DIR).
-    pub links_skipped: u64,
+    pub(crate) links_skipped: u64,
     /// Devices, sockets, pipes.
-    pub special: u64,
+    pub(crate) special: u64,
     /// Files left out once [`MAX_FILES`] or [`MAX_BYTES`] was reached.
-    pub over_limit: u64,
+    pub(crate) over_limit: u64,
     /// Processes copied (with `--processes`).
-    pub processes: u64,
+    pub(crate) processes: u64,
 }
 
 /// The outcome of [`capture`].
 #[derive(Clone, Debug)]
-pub struct Summary {
-    pub counts: Counts,
-    pub processes: bool,
+pub(crate) struct Summary {
+    pub(crate) counts: Counts,
+    pub(crate) processes: bool,
     /// Device paths that could not be read, for a closer look (the first
     /// [`Summary::SHOWN`]).
-    pub unreadable: Vec<PathBuf>,
+    pub(crate) unreadable: Vec<PathBuf>,
 }
 
 impl Summary {
-    pub const SHOWN: usize = 20;
+    pub(crate) const SHOWN: usize = 20;
 
     /// The one line `cgwarden capture` prints.
-    pub fn line(&self, dir: &Path) -> String {
+    pub(crate) fn line(&self, dir: &Path) -> String {
         let c = &self.counts;
         let procs = if self.processes {
             format!("{} processes", c.processes)
@@ -384,7 +321,7 @@ impl Summary {
 
 /// Why a capture did not start or stopped.
 #[derive(Debug)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// DIR is unsuitable (not empty, inside `/proc` or `/sys`): a usage error.
     Usage(String),
     /// DIR could not be written.
@@ -392,7 +329,7 @@ pub enum Refused {
 }
 
 /// The metadata file a capture leaves in DIR beside `sys/`, `proc/`.
-pub const METADATA: &str = "capture.json";
+pub(crate) const METADATA: &str = "capture.json";
 
 #[derive(serde::Serialize)]
 struct Metadata<'a> {
@@ -416,7 +353,11 @@ struct Limits {
 
 /// Copies what [`sources`] names from `src` (the board: [`Root::real`])
 /// into `dir`, a new or empty directory.
-pub fn capture(src: &Root, dir: &Path, processes: bool) -> std::result::Result<Summary, Refused> {
+pub(crate) fn capture(
+    src: &Root,
+    dir: &Path,
+    processes: bool,
+) -> std::result::Result<Summary, Refused> {
     check_dir(src, dir).map_err(Refused::Usage)?;
     let mode = if processes { 0o700 } else { 0o755 };
     if !dir.exists() {
@@ -799,7 +740,7 @@ enum Kind {
 /// The device path symlink `link` (a device path) points at, when its
 /// `target` is of sysfs's form — relative, `../` steps first, then names —
 /// and stays below `/`; `None` otherwise.
-pub fn link_target(link: &Path, target: &Path) -> Option<PathBuf> {
+pub(crate) fn link_target(link: &Path, target: &Path) -> Option<PathBuf> {
     let mut out = link.parent()?.to_path_buf();
     let mut named = false;
     for c in target.components() {

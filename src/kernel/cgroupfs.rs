@@ -389,7 +389,7 @@ impl CgroupFs {
 /// The cgroup v2 path of process `pid`: the `0::/path` line of
 /// `/proc/PID/cgroup` → `Some("/path")`; `None` if there is no v2 line.
 /// A vanished process is an error with [`Error::is_gone`].
-pub(crate) fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
+pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
     // One read(2): the exec path reads it for every matched process.
     let text = root.read_small(Path::new(&format!("/proc/{pid}/cgroup")))?;
     Ok(parse_pid_cgroup(&text))

@@ -12,15 +12,15 @@
 use super::error::Result;
 use super::root::Root;
 
-pub use crate::knobs::cpufreq::{attr_path, policy_dir, SCALING_GOVERNOR};
+pub(crate) use crate::knobs::cpufreq::{attr_path, policy_dir, SCALING_GOVERNOR};
 
 /// True if `policy` exists.
-pub fn exists(root: &Root, policy: &str) -> bool {
+pub(crate) fn exists(root: &Root, policy: &str) -> bool {
     root.is_dir(&policy_dir(policy))
 }
 
 /// Reads attribute `attr` of `policy`, trimmed.
-pub fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
+pub(crate) fn read(root: &Root, policy: &str, attr: &str) -> Result<String> {
     root.read_trimmed(&attr_path(policy, attr))
 }
 

@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// An error from the kernel-access layer.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +57,7 @@ impl std::error::Error for OsErrorWithContext {}
 
 impl Error {
     /// An I/O error on `path` (device path) during `op`.
-    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
         Error::Io {
             op,
             path: path.into(),
@@ -67,7 +67,7 @@ impl Error {
 
     /// An I/O error from a raw errno with extra context text (e.g. the
     /// scheduling spec that was refused). [`Error::errno`] returns `errno`.
-    pub fn os(
+    pub(crate) fn os(
         op: &'static str,
         path: impl Into<PathBuf>,
         errno: i32,
@@ -88,7 +88,7 @@ impl Error {
     }
 
     /// A parse error; `content` is truncated to keep messages readable.
-    pub fn parse(path: impl Into<PathBuf>, what: &'static str, content: &str) -> Error {
+    pub(crate) fn parse(path: impl Into<PathBuf>, what: &'static str, content: &str) -> Error {
         const MAX: usize = 200;
         let content = if content.len() > MAX {
             let mut end = MAX;
@@ -107,7 +107,7 @@ impl Error {
     }
 
     /// Any other error concerning `path`.
-    pub fn other(path: impl Into<PathBuf>, message: impl Into<String>) -> Error {
+    pub(crate) fn other(path: impl Into<PathBuf>, message: impl Into<String>) -> Error {
         Error::Other {
             path: path.into(),
             message: message.into(),
@@ -115,7 +115,7 @@ impl Error {
     }
 
     /// The errno of an I/O error, if there is one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             Error::Io { source, .. } => source.raw_os_error().or_else(|| {
                 source
@@ -128,7 +128,7 @@ impl Error {
     }
 
     /// True for ENOENT (the file or directory does not exist).
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         match self {
             Error::Io { source, .. } => {
                 self.errno() == Some(libc::ENOENT)
@@ -140,12 +140,13 @@ impl Error {
 
     /// True when the error means "the process/file went away": ENOENT or ESRCH.
     /// A process that exits while we look at it is never an error for cgwarden.
-    pub fn is_gone(&self) -> bool {
+    pub(crate) fn is_gone(&self) -> bool {
         self.is_not_found() || self.errno() == Some(libc::ESRCH)
     }
 
-    /// The device path the error concerns.
-    pub fn path(&self) -> &Path {
+    /// The device path the error concerns (what the tests check).
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &std::path::Path {
         match self {
             Error::Io { path, .. } | Error::Parse { path, .. } | Error::Other { path, .. } => path,
         }
@@ -153,11 +154,12 @@ impl Error {
 }
 
 /// Result type of the kernel-access layer.
-pub type Result<T> = std::result::Result<T, Error>;
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn errno_and_not_found() {

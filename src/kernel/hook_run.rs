@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use super::cgroupfs::CgroupFs;
 use super::error::Result;
 
-pub use crate::knobs::group::HOOKS_PARENT;
+pub(crate) use crate::knobs::group::HOOKS_PARENT;
 
 /// Relative path (to `settings.cgroup_root`) of run `seq` of hook `hook`.
-pub fn run_rel(hook: &str, seq: u64) -> String {
+pub(crate) fn run_rel(hook: &str, seq: u64) -> String {
     format!("{HOOKS_PARENT}/{hook}-{seq}")
 }
 
@@ -33,7 +33,7 @@ pub fn run_rel(hook: &str, seq: u64) -> String {
 /// crashed daemon left; `reset` before removing the parent). Waits up to
 /// `wait` per run for its processes to die. Returns the device path of each
 /// run removed, or the error that kept it.
-pub fn remove_runs(cg: &CgroupFs, wait: Duration) -> Vec<Result<PathBuf>> {
+pub(crate) fn remove_runs(cg: &CgroupFs, wait: Duration) -> Vec<Result<PathBuf>> {
     let names = match cg.root().list_dir(&cg.dir(HOOKS_PARENT)) {
         Ok(n) => n,
         Err(e) if e.is_not_found() => return Vec::new(),
@@ -60,7 +60,7 @@ pub fn remove_runs(cg: &CgroupFs, wait: Duration) -> Vec<Result<PathBuf>> {
 
 /// What a hook child does before `exec`, prepared before the fork.
 #[derive(Clone)]
-pub struct ChildSetup {
+pub(crate) struct ChildSetup {
     /// Host path of the run cgroup's `cgroup.procs`, joined by writing "0".
     procs: Option<CString>,
     /// The forking thread's CPU affinity, put back after joining: moving
@@ -81,7 +81,7 @@ impl std::fmt::Debug for ChildSetup {
 impl ChildSetup {
     /// A setup that joins the cgroup whose `cgroup.procs` is at host path
     /// `procs` (none: the child stays in the daemon's cgroup).
-    pub fn new(procs: Option<&Path>) -> std::io::Result<ChildSetup> {
+    pub(crate) fn new(procs: Option<&Path>) -> std::io::Result<ChildSetup> {
         let procs = match procs {
             Some(p) => Some(CString::new(p.as_os_str().as_bytes()).map_err(|_| {
                 io::Error::new(
@@ -116,7 +116,7 @@ impl ChildSetup {
     ///
     /// Async-signal-safe: no allocation, no locks; errno read right after
     /// each failing call.
-    pub fn apply(&self) -> io::Result<()> {
+    pub(crate) fn apply(&self) -> io::Result<()> {
         if let Some(p) = &self.procs {
             write_c(p, b"0")?;
             if let Some(set) = &self.affinity {
@@ -194,7 +194,11 @@ fn write_c(path: &std::ffi::CStr, value: &[u8]) -> io::Result<()> {
 /// own setuid, when setgroups would no longer be permitted, and std ignores
 /// EPERM from its own setgroups; doing all three here, in the right order,
 /// makes every failure fail the spawn.
-pub fn confine(cmd: &mut tokio::process::Command, setup: ChildSetup, creds: Option<(u32, u32)>) {
+pub(crate) fn confine(
+    cmd: &mut tokio::process::Command,
+    setup: ChildSetup,
+    creds: Option<(u32, u32)>,
+) {
     // SAFETY: runs in the forked child before exec; `ChildSetup::apply`
     // only makes async-signal-safe calls on data prepared before the fork.
     // The pre_exec steps run in registration order.

@@ -25,10 +25,10 @@ pub(crate) const MAX_LEN: usize = 128;
 /// The device's identity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Device {
-    pub hostname: String,
-    pub machine_id: String,
-    pub model: String,
-    pub kernel: String,
+    pub(crate) hostname: String,
+    pub(crate) machine_id: String,
+    pub(crate) model: String,
+    pub(crate) kernel: String,
 }
 
 const HOSTNAME: &str = "/proc/sys/kernel/hostname";

@@ -25,22 +25,22 @@ use super::procfs;
 use super::root::{Op, Root};
 
 /// `PF_KTHREAD` (include/linux/sched.h).
-pub const PF_KTHREAD: u64 = 0x0020_0000;
+pub(crate) const PF_KTHREAD: u64 = 0x0020_0000;
 /// `PF_NO_SETAFFINITY`: userland may not change the thread's CPUs.
-pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+pub(crate) const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
 pub(crate) const SYS_KERNEL_IRQ: &str = "/sys/kernel/irq";
 pub(crate) const PROC_INTERRUPTS: &str = "/proc/interrupts";
 
 /// One IRQ and the names of its actions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Irq {
-    pub number: u32,
-    pub actions: Vec<String>,
+pub(crate) struct Irq {
+    pub(crate) number: u32,
+    pub(crate) actions: Vec<String>,
 }
 
 /// Every numbered IRQ with at least one action, by number.
-pub fn irqs(root: &Root) -> Result<Vec<Irq>> {
+pub(crate) fn irqs(root: &Root) -> Result<Vec<Irq>> {
     let dir = Path::new(SYS_KERNEL_IRQ);
     match root.list_dir(dir) {
         Ok(names) => {
@@ -79,7 +79,7 @@ fn split_actions(text: &str) -> Vec<String> {
 /// CPU (the header's column count), the chip, the hwirq/type, then the
 /// action list. The action list is what follows the first field ending in
 /// `-edge`, `-level`, `-fasteoi` (x86) or `Edge`/`Level` (GIC).
-pub fn parse_interrupts(text: &str) -> Vec<Irq> {
+pub(crate) fn parse_interrupts(text: &str) -> Vec<Irq> {
     let mut lines = text.lines();
     let ncpu = lines.next().map_or(0, |h| h.split_whitespace().count());
     let mut out = Vec::new();
@@ -111,15 +111,15 @@ pub fn parse_interrupts(text: &str) -> Vec<Irq> {
 
 /// A kernel thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kthread {
-    pub pid: i32,
-    pub comm: String,
+pub(crate) struct Kthread {
+    pub(crate) pid: i32,
+    pub(crate) comm: String,
     /// PF_NO_SETAFFINITY: its CPUs cannot be changed.
-    pub bound: bool,
+    pub(crate) bound: bool,
 }
 
 /// Every kernel thread, by pid (PID 2, kthreadd, included).
-pub fn kthreads(root: &Root) -> Result<Vec<Kthread>> {
+pub(crate) fn kthreads(root: &Root) -> Result<Vec<Kthread>> {
     let mut out = Vec::new();
     for pid in procfs::pids(root)? {
         let Ok(Some(st)) = procfs::stat(root, pid) else {
@@ -140,13 +140,13 @@ pub fn kthreads(root: &Root) -> Result<Vec<Kthread>> {
 
 /// Whether `pid` is still the kernel thread `comm` (a restore acts only
 /// on the thread it journalled; a user process cannot be a kthread).
-pub fn is_kthread(root: &Root, pid: i32, comm: &str) -> bool {
+pub(crate) fn is_kthread(root: &Root, pid: i32, comm: &str) -> bool {
     matches!(procfs::stat(root, pid), Ok(Some(st))
         if st.comm == comm && st.flags().unwrap_or(0) & PF_KTHREAD != 0)
 }
 
 /// The kernel threads of IRQ `number` (`irq/N-…`) among `threads`.
-pub fn irq_threads(threads: &[Kthread], number: u32) -> Vec<&Kthread> {
+pub(crate) fn irq_threads(threads: &[Kthread], number: u32) -> Vec<&Kthread> {
     let prefix = format!("irq/{number}-");
     threads
         .iter()
@@ -160,7 +160,7 @@ fn status_path(pid: i32) -> PathBuf {
 }
 
 /// `Cpus_allowed_list` of `pid`, as the kernel prints it (`0-3`).
-pub fn affinity(root: &Root, pid: i32) -> Result<Option<String>> {
+pub(crate) fn affinity(root: &Root, pid: i32) -> Result<Option<String>> {
     let text = match root.read(&status_path(pid)) {
         Ok(t) => t,
         Err(e) if e.is_not_found() => return Ok(None),
@@ -174,7 +174,7 @@ pub fn affinity(root: &Root, pid: i32) -> Result<Option<String>> {
 
 /// `sched_setaffinity(pid, cpus)`; on a fake tree, rewrites the
 /// `Cpus_allowed_list` line of its status file (the emulation).
-pub fn set_affinity(root: &Root, pid: i32, cpus: &[u32]) -> Result<()> {
+pub(crate) fn set_affinity(root: &Root, pid: i32, cpus: &[u32]) -> Result<()> {
     let list = cpus
         .iter()
         .map(|c| c.to_string())
@@ -218,7 +218,7 @@ pub fn set_affinity(root: &Root, pid: i32, cpus: &[u32]) -> Result<()> {
 
 /// Sets a kernel thread's policy and rt priority (`fifo 50`, `other 0`;
 /// nice is left alone).
-pub fn set_sched(pid: i32, policy: &str, priority: u32) -> Result<()> {
+pub(crate) fn set_sched(pid: i32, policy: &str, priority: u32) -> Result<()> {
     let policy = super::sched::Policy::from_name(policy).ok_or_else(|| {
         Error::other(
             format!("/proc/{pid}"),
@@ -235,7 +235,7 @@ pub fn set_sched(pid: i32, policy: &str, priority: u32) -> Result<()> {
 }
 
 /// `POLICY PRIORITY` of `pid` as the journal records it (`fifo 50`).
-pub fn sched_text(root: &Root, pid: i32) -> Result<Option<String>> {
+pub(crate) fn sched_text(root: &Root, pid: i32) -> Result<Option<String>> {
     Ok(super::sched::current_policy(root, pid)?.map(|(p, prio)| format!("{} {prio}", p.name())))
 }
 

@@ -19,15 +19,15 @@ use std::path::{Path, PathBuf};
 
 /// The mapping on one root (module docs).
 pub(crate) struct KnobFiles<'a> {
-    pub root: &'a Root,
+    pub(crate) root: &'a Root,
     /// The cgroup hierarchy the groups live in.
-    pub cg: &'a CgroupFs,
+    pub(crate) cg: &'a CgroupFs,
     /// Group name → path below the cgroup root.
-    pub groups: &'a HashMap<String, String>,
+    pub(crate) groups: &'a HashMap<String, String>,
     /// cpufreq policy → the governor it will run once the writes queued
     /// (daemon) or planned (`apply`) are made: its tunables go into that
     /// governor's directory. A policy not named runs the governor it runs.
-    pub governors: &'a HashMap<String, String>,
+    pub(crate) governors: &'a HashMap<String, String>,
 }
 
 impl crate::knobs::Files for Root {

@@ -12,12 +12,12 @@ use super::error::Result;
 use super::root::Root;
 
 /// Device path of the meminfo file.
-pub const MEMINFO: &str = "/proc/meminfo";
+pub(crate) const MEMINFO: &str = "/proc/meminfo";
 
 /// Parses meminfo text into `name -> value`: bytes for `kB` lines, the bare
 /// number for unit-less lines. Never fails; junk lines, unknown units and
 /// overflowing values are skipped.
-pub fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
+pub(crate) fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let Some((name, rest)) = line.split_once(':') else {
@@ -45,14 +45,14 @@ pub fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
 
 /// `MemAvailable` in bytes; `Ok(None)` if the file lacks the line (kernels
 /// before 3.14, or a fake tree without it). A missing file is an error.
-pub fn mem_available(root: &Root) -> Result<Option<u64>> {
+pub(crate) fn mem_available(root: &Root) -> Result<Option<u64>> {
     let text = root.read(Path::new(MEMINFO))?;
     Ok(parse_meminfo(&text).get("MemAvailable").copied())
 }
 
 /// `MemTotal` in bytes; `Ok(None)` if the file lacks the line. A missing
 /// file is an error.
-pub fn mem_total(root: &Root) -> Result<Option<u64>> {
+pub(crate) fn mem_total(root: &Root) -> Result<Option<u64>> {
     let text = root.read(Path::new(MEMINFO))?;
     Ok(parse_meminfo(&text).get("MemTotal").copied())
 }
@@ -60,7 +60,7 @@ pub fn mem_total(root: &Root) -> Result<Option<u64>> {
 /// Memory in use by the whole machine, in bytes: `MemTotal - MemAvailable`
 /// (the flight recorder's and metrics' `system` group); `Ok(None)` when a
 /// line is missing.
-pub fn mem_used(root: &Root) -> Result<Option<u64>> {
+pub(crate) fn mem_used(root: &Root) -> Result<Option<u64>> {
     let m = parse_meminfo(&root.read(Path::new(MEMINFO))?);
     Ok(match (m.get("MemTotal"), m.get("MemAvailable")) {
         (Some(t), Some(a)) => Some(t.saturating_sub(*a)),

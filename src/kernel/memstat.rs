@@ -8,11 +8,11 @@ use super::root::Root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub const VMSTAT: &str = "/proc/vmstat";
-pub const BUDDYINFO: &str = "/proc/buddyinfo";
+pub(crate) const VMSTAT: &str = "/proc/vmstat";
+pub(crate) const BUDDYINFO: &str = "/proc/buddyinfo";
 
 /// `/proc/vmstat`: `name value` lines.
-pub fn parse_vmstat(text: &str) -> BTreeMap<String, u64> {
+pub(crate) fn parse_vmstat(text: &str) -> BTreeMap<String, u64> {
     text.lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
@@ -22,13 +22,13 @@ pub fn parse_vmstat(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-pub fn vmstat(root: &Root) -> Result<BTreeMap<String, u64>> {
+pub(crate) fn vmstat(root: &Root) -> Result<BTreeMap<String, u64>> {
     Ok(parse_vmstat(&root.read(Path::new(VMSTAT))?))
 }
 
 /// A vmstat counter by the name rules use: `allocstall` sums the kernel's
 /// per-zone `allocstall_*` lines (4.12+); any other name is the line.
-pub fn vmstat_value(vm: &BTreeMap<String, u64>, field: &str) -> Option<u64> {
+pub(crate) fn vmstat_value(vm: &BTreeMap<String, u64>, field: &str) -> Option<u64> {
     if let Some(v) = vm.get(field) {
         return Some(*v);
     }
@@ -47,7 +47,7 @@ pub fn vmstat_value(vm: &BTreeMap<String, u64>, field: &str) -> Option<u64> {
 
 /// Free blocks per order summed over every node and zone of
 /// `/proc/buddyinfo` (`Node 0, zone   Normal   12   5   3 …`).
-pub fn parse_buddyinfo(text: &str) -> Vec<u64> {
+pub(crate) fn parse_buddyinfo(text: &str) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
     for line in text.lines() {
         // The counts follow the zone name: the words after `zone NAME`.
@@ -67,7 +67,7 @@ pub fn parse_buddyinfo(text: &str) -> Vec<u64> {
     out
 }
 
-pub fn buddyinfo(root: &Root) -> Result<Vec<u64>> {
+pub(crate) fn buddyinfo(root: &Root) -> Result<Vec<u64>> {
     Ok(parse_buddyinfo(&root.read(Path::new(BUDDYINFO))?))
 }
 
@@ -76,7 +76,7 @@ pub fn buddyinfo(root: &Root) -> Result<Vec<u64>> {
 /// the share of free pages that sit in blocks smaller than `2^order`
 /// pages, so cannot serve an allocation of that order. No free page at
 /// all is 1 (nothing can be served). `None` past the orders listed.
-pub fn unusable_index(free_blocks: &[u64], order: usize) -> Option<f64> {
+pub(crate) fn unusable_index(free_blocks: &[u64], order: usize) -> Option<f64> {
     if order >= free_blocks.len() {
         return None;
     }
@@ -99,24 +99,24 @@ pub fn unusable_index(free_blocks: &[u64], order: usize) -> Option<f64> {
 }
 
 /// `mm_stat` of zram device `dev`.
-pub fn mm_stat_path(dev: &str) -> PathBuf {
+pub(crate) fn mm_stat_path(dev: &str) -> PathBuf {
     PathBuf::from(format!("/sys/block/{dev}/mm_stat"))
 }
 
 /// `(orig_data_size, compr_data_size, mem_used_total)` from `mm_stat`.
-pub fn parse_mm_stat(text: &str) -> Option<[u64; 3]> {
+pub(crate) fn parse_mm_stat(text: &str) -> Option<[u64; 3]> {
     let mut w = text.split_whitespace().map(|x| x.parse::<u64>());
     Some([w.next()?.ok()?, w.next()?.ok()?, w.next()?.ok()?])
 }
 
 /// The zram devices present (`/sys/block/zram*`).
-pub fn zram_devices(root: &Root) -> Vec<String> {
+pub(crate) fn zram_devices(root: &Root) -> Vec<String> {
     root.list_dir(Path::new("/sys/block"))
         .map(|d| d.into_iter().filter(|n| n.starts_with("zram")).collect())
         .unwrap_or_default()
 }
 
-pub fn mm_stat(root: &Root, dev: &str) -> Result<Option<[u64; 3]>> {
+pub(crate) fn mm_stat(root: &Root, dev: &str) -> Result<Option<[u64; 3]>> {
     Ok(parse_mm_stat(&root.read(&mm_stat_path(dev))?))
 }
 

@@ -10,14 +10,14 @@
 //! the user would see it on the target) and the operation.
 
 pub(crate) mod accounts;
-pub mod board;
+pub(crate) mod board;
 pub(crate) mod boot;
-pub mod capture;
+pub(crate) mod capture;
 pub(crate) mod cgroup_text;
-pub mod cgroupfs;
+pub(crate) mod cgroupfs;
 pub(crate) mod cpufreq;
 pub(crate) mod error;
-pub mod fake_tree;
+pub(crate) mod fake_tree;
 pub(crate) mod hook_run;
 pub(crate) mod identity;
 pub(crate) mod irq;
@@ -47,5 +47,5 @@ pub(crate) mod wait;
 pub(crate) mod xattr;
 pub(crate) mod zram;
 
-pub use error::{Error, Result};
-pub use root::{Op, Root};
+pub(crate) use error::{Error, Result};
+pub(crate) use root::{Op, Root};

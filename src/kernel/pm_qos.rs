@@ -35,16 +35,16 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// The CPU latency QoS device.
-pub use crate::knobs::latency::CPU_DMA_LATENCY;
+pub(crate) use crate::knobs::latency::CPU_DMA_LATENCY;
 
 /// What `/dev/cpu_dma_latency` reads when no request is held
 /// (`PM_QOS_CPU_LATENCY_DEFAULT_VALUE`).
 #[cfg(test)]
-pub const DEFAULT_CPU_LATENCY_US: i32 = 2_000_000_000;
+pub(crate) const DEFAULT_CPU_LATENCY_US: i32 = 2_000_000_000;
 
 /// Decodes the 4 bytes `/dev/cpu_dma_latency` reads (native-endian `s32`).
 #[cfg(test)]
-pub fn decode_cpu_latency(bytes: &[u8]) -> Option<i32> {
+pub(crate) fn decode_cpu_latency(bytes: &[u8]) -> Option<i32> {
     let b: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
     Some(i32::from_ne_bytes(b))
 }
@@ -52,7 +52,7 @@ pub fn decode_cpu_latency(bytes: &[u8]) -> Option<i32> {
 /// The daemon's one request on `/dev/cpu_dma_latency` (module docs).
 /// Dropping it closes the request.
 #[derive(Debug)]
-pub struct CpuLatencyRequest {
+pub(crate) struct CpuLatencyRequest {
     root: Root,
     held: Option<Held>,
 }
@@ -65,19 +65,19 @@ struct Held {
 }
 
 impl CpuLatencyRequest {
-    pub fn new(root: Root) -> Self {
+    pub(crate) fn new(root: Root) -> Self {
         CpuLatencyRequest { root, held: None }
     }
 
     /// The value this request holds, `None` when it holds none.
-    pub fn held(&self) -> Option<u64> {
+    pub(crate) fn held(&self) -> Option<u64> {
         self.held.as_ref().map(|h| h.us)
     }
 
     /// Holds `us` (opening the request if needed), or closes the request
     /// for `None`. Values above `i32::MAX` are clamped (the policy caps them
     /// at 2000000000 anyway). On an error the previous state stays.
-    pub fn set(&mut self, us: Option<u64>) -> Result<()> {
+    pub(crate) fn set(&mut self, us: Option<u64>) -> Result<()> {
         let path = Path::new(CPU_DMA_LATENCY);
         let Some(us) = us else {
             if let Some(h) = self.held.take() {
@@ -159,7 +159,7 @@ impl Drop for CpuLatencyRequest {
 /// Reads the current aggregate of `/dev/cpu_dma_latency` (4 bytes); on a
 /// fake tree the held value, or the kernel default when no file is there.
 #[cfg(test)]
-pub fn read_cpu_latency(root: &Root) -> Result<i32> {
+pub(crate) fn read_cpu_latency(root: &Root) -> Result<i32> {
     use std::io::Read;
     let path = Path::new(CPU_DMA_LATENCY);
     let mut f = match fs::File::open(root.host_path(path)) {

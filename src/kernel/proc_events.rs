@@ -39,17 +39,17 @@ const CN_IDX_PROC: u32 = 1;
 const CN_VAL_PROC: u32 = 1;
 /// `what`, `cpu`, `timestamp_ns`.
 const EV_HEADER: usize = 16;
-pub const PROC_EVENT_EXEC: u32 = 0x0000_0002;
-pub const PROC_EVENT_COMM: u32 = 0x0000_0200;
-pub const PROC_EVENT_EXIT: u32 = 0x8000_0000;
+pub(crate) const PROC_EVENT_EXEC: u32 = 0x0000_0002;
+pub(crate) const PROC_EVENT_COMM: u32 = 0x0000_0200;
+pub(crate) const PROC_EVENT_EXIT: u32 = 0x8000_0000;
 
 /// Receive buffer asked for (`SO_RCVBUFFORCE`, else `SO_RCVBUF` capped by
 /// `net.core.rmem_max`). A 4 KiB buffer overran at 500 quick execs.
-pub const RCVBUF: usize = 4 << 20;
+pub(crate) const RCVBUF: usize = 4 << 20;
 
 /// One process event, or a loss signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcEvent {
+pub(crate) enum ProcEvent {
     /// Thread `pid` of process `tgid` called exec (after exec `pid == tgid`).
     Exec { pid: i32, tgid: i32 },
     /// Thread `pid` renamed itself (`prctl(PR_SET_NAME)`, write to comm).
@@ -66,14 +66,14 @@ pub enum ProcEvent {
 impl ProcEvent {
     /// True for the events that mean "something may have been missed".
     #[cfg(test)]
-    pub fn is_loss(&self) -> bool {
+    pub(crate) fn is_loss(&self) -> bool {
         matches!(self, ProcEvent::Overrun | ProcEvent::Gap { .. })
     }
 }
 
 /// Per-CPU sequence tracking for gap detection.
 #[derive(Debug, Default)]
-pub struct SeqTracker {
+pub(crate) struct SeqTracker {
     next: Vec<Option<u32>>,
 }
 
@@ -82,7 +82,7 @@ impl SeqTracker {
     /// were skipped since the last one seen (0 for the first or in order).
     /// A sequence that goes backwards (another CPU numbering restarted,
     /// or reordering) is not a loss and resynchronises.
-    pub fn observe(&mut self, cpu: u32, seq: u32) -> u32 {
+    pub(crate) fn observe(&mut self, cpu: u32, seq: u32) -> u32 {
         let i = cpu as usize;
         if i >= 4096 {
             return 0; // nonsense cpu: ignore rather than grow without bound
@@ -107,7 +107,7 @@ impl SeqTracker {
 
     /// Forgets every CPU's position (after an overrun the next message of
     /// each CPU would otherwise be reported as a gap too).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.next.clear();
     }
 }
@@ -127,7 +127,7 @@ fn i32_at(b: &[u8], off: usize) -> Option<i32> {
 /// COREDUMP events are skipped (but still counted for gap detection when
 /// `seq` is given). Subscription acks (`what == 0`) and truncated or foreign
 /// messages are ignored. Never panics on any input.
-pub fn parse_batch(buf: &[u8], mut seq: Option<&mut SeqTracker>, out: &mut Vec<ProcEvent>) {
+pub(crate) fn parse_batch(buf: &[u8], mut seq: Option<&mut SeqTracker>, out: &mut Vec<ProcEvent>) {
     let mut off = 0;
     while off + NLMSG_HDRLEN <= buf.len() {
         let Some(len) = u32_at(buf, off).map(|l| l as usize) else {
@@ -184,7 +184,7 @@ pub fn parse_batch(buf: &[u8], mut seq: Option<&mut SeqTracker>, out: &mut Vec<P
 }
 
 /// Why the connector could not be opened, for the one log line.
-pub fn describe_open_error(e: &io::Error) -> String {
+pub(crate) fn describe_open_error(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => {
             format!("{e}: the process-events connector needs root (CAP_NET_ADMIN)")
@@ -207,7 +207,7 @@ fn to_io(e: proc_connector::Error) -> io::Error {
 }
 
 /// `(major, minor)` of a kernel release string like `6.18.44-fc`.
-pub fn parse_release(rel: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_release(rel: &str) -> Option<(u32, u32)> {
     let mut it = rel.split(|c: char| !c.is_ascii_digit());
     let major = it.next()?.parse().ok()?;
     let minor = it.next()?.parse().ok()?;
@@ -215,7 +215,7 @@ pub fn parse_release(rel: &str) -> Option<(u32, u32)> {
 }
 
 /// Connector event filtering (`struct proc_input`) arrived in Linux 6.6.
-pub fn kernel_filters(release: Option<(u32, u32)>) -> bool {
+pub(crate) fn kernel_filters(release: Option<(u32, u32)>) -> bool {
     release.is_some_and(|r| r >= (6, 6))
 }
 
@@ -231,7 +231,7 @@ fn running_release() -> Option<(u32, u32)> {
 }
 
 /// An open, subscribed, non-blocking process-events socket.
-pub struct Connector {
+pub(crate) struct Connector {
     conn: ProcConnector,
     filtered: bool,
     /// Whether a process's EXIT passes the filters (see [`Connector::open`]).
@@ -260,7 +260,7 @@ impl Connector {
     /// only `running()` presence, `settings.critical` and `threads:` rules
     /// need exits (the placement cache does without: see
     /// `engine::placement::FactCache::track_exits`).
-    pub fn open(exits: bool) -> io::Result<Connector> {
+    pub(crate) fn open(exits: bool) -> io::Result<Connector> {
         let conn = ProcConnector::new().map_err(to_io)?;
         // Non-blocking before anything else reads: the filtered LISTEN below
         // reads its ack, and must never hang on a kernel that sends none.
@@ -307,26 +307,26 @@ impl Connector {
 
     /// Whether the kernel filters events for this socket (then sequence
     /// gaps are not reported: filtered events also consume numbers).
-    pub fn filtered(&self) -> bool {
+    pub(crate) fn filtered(&self) -> bool {
         self.filtered
     }
 
     /// Whether a process's EXIT is delivered.
-    pub fn exits(&self) -> bool {
+    pub(crate) fn exits(&self) -> bool {
         self.exits
     }
 
     /// Asks for a process's EXIT, or stops asking (a reload changed what
     /// the policy needs): the socket filter is replaced (the 6.6+ kernel
     /// mask always has EXIT). Exits already queued may still be read.
-    pub fn set_exits(&mut self, exits: bool) -> io::Result<()> {
+    pub(crate) fn set_exits(&mut self, exits: bool) -> io::Result<()> {
         attach_filter(self.conn.as_raw_fd(), exits)?;
         self.exits = exits;
         Ok(())
     }
 
     /// The receive buffer the kernel granted (bytes, as `SO_RCVBUF` reads).
-    pub fn rcvbuf(&self) -> usize {
+    pub(crate) fn rcvbuf(&self) -> usize {
         self.rcvbuf
     }
 
@@ -340,7 +340,11 @@ impl Connector {
     /// — and on kernels before 6.6, which cannot filter, one `recv` each
     /// would be a third of the exec thread's system calls). A short
     /// batch means the queue was empty: no closing `EAGAIN` call.
-    pub fn drain(&mut self, out: &mut Vec<ProcEvent>, max_datagrams: usize) -> io::Result<bool> {
+    pub(crate) fn drain(
+        &mut self,
+        out: &mut Vec<ProcEvent>,
+        max_datagrams: usize,
+    ) -> io::Result<bool> {
         let mut read = 0;
         while read < max_datagrams {
             let want = RECV_BATCH.min(max_datagrams - read);
@@ -557,7 +561,7 @@ fn set_rcvbuf(fd: RawFd, bytes: usize) -> usize {
 
 /// Builds one connector datagram as the kernel sends it (test fixtures).
 #[cfg(test)]
-pub fn encode_event(what: u32, cpu: u32, seq: u32, pid: i32, tgid: i32) -> Vec<u8> {
+pub(crate) fn encode_event(what: u32, cpu: u32, seq: u32, pid: i32, tgid: i32) -> Vec<u8> {
     let data_len = match what {
         PROC_EVENT_EXEC => EV_HEADER + 8,
         PROC_EVENT_COMM => EV_HEADER + 24,

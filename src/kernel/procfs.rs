@@ -66,7 +66,7 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 pub const CMDLINE_MAX: usize = 64 * 1024;
 /// `/proc/PID/status` is ~1.5 KiB; a long `Groups:` line can grow it, but
 /// the fields read (`Uid:`, `PPid:`) come first.
-pub(crate) const STATUS_MAX: usize = 16 * 1024;
+pub const STATUS_MAX: usize = 16 * 1024;
 /// `/proc/PID/stat` is one line of ~52 numbers and a 15-byte comm.
 pub(crate) const STAT_MAX: usize = 4 * 1024;
 /// `/proc/PID/comm` holds at most 15 bytes and a newline; a fake tree can
@@ -115,8 +115,8 @@ fn read_capped_text(root: &Root, p: &Path, cap: usize) -> Result<String> {
 /// What placement reads about a user process beyond its comm ([`comm`]);
 /// a field not asked for in [`Fields`] is empty/`None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ProcessInfo {
-    pub pid: i32,
+pub struct ProcessInfo {
+    pub(crate) pid: i32,
     /// Resolved executable (`/proc/PID/exe`); `None` for exited zombies,
     /// or without permission.
     pub exe: Option<PathBuf>,
@@ -125,14 +125,14 @@ pub(crate) struct ProcessInfo {
     pub cmdline: Vec<String>,
     /// Real uid (first field of `Uid:` in `/proc/PID/status`).
     pub uid: Option<u32>,
-    pub ppid: Option<i32>,
+    pub(crate) ppid: Option<i32>,
 }
 
 /// `/proc/PID/stat`, split safely: `comm` may contain spaces and `)`, so
 /// the fields are split after the *last* `)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Stat {
-    pub pid: i32,
+pub struct Stat {
+    pub(crate) pid: i32,
     pub comm: String,
     /// Fields 3.. (state, ppid, ...), as the kernel printed them (one
     /// space apart): split when a field is asked for, not into a string
@@ -184,7 +184,7 @@ fn proc_dir(pid: i32) -> PathBuf {
 }
 
 /// Reads `/proc/PID/stat`; `Ok(None)` if the process vanished.
-pub(crate) fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
+pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
     let p = proc_dir(pid).join("stat");
     let text = match read_capped_text(root, &p, STAT_MAX) {
         Ok(t) => t,
@@ -239,7 +239,7 @@ fn got<T>(root: &Root, pid: i32, r: Result<T>) -> Result<Got<T>> {
 }
 
 /// Splits `/proc/PID/cmdline` at NUL bytes (trailing empty parts dropped).
-pub(crate) fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
+pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = bytes
         .split(|&b| b == 0)
         .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -259,7 +259,7 @@ fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Parses real uid and ppid from `/proc/PID/status`.
-pub(crate) fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
+pub fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
     let uid = status_field(status, "Uid")
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok());
@@ -268,7 +268,7 @@ pub(crate) fn parse_status(status: &str) -> (Option<u32>, Option<i32>) {
 }
 
 /// The comm of `pid`; `Ok(None)` if the process vanished.
-pub(crate) fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
+pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
     match read_capped_text(root, &proc_dir(pid).join("comm"), COMM_MAX) {
         Ok(s) => Ok(Some(s.strip_suffix('\n').unwrap_or(&s).to_string())),
         Err(e) if e.is_gone() => Ok(None),
@@ -372,13 +372,13 @@ pub(crate) fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PinFacts {
     /// Field 22, clock ticks since boot ([`start_time`]).
-    pub start: Option<u64>,
+    pub(crate) start: Option<u64>,
     /// Field 2: the same bytes as `/proc/PID/comm`.
-    pub comm: Option<String>,
+    pub(crate) comm: Option<String>,
     /// Field 20, `num_threads`.
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// `PF_KTHREAD` in field 9.
-    pub kernel_thread: Option<bool>,
+    pub(crate) kernel_thread: Option<bool>,
 }
 
 /// [`PinFacts`] of `pid`: `Ok(None)` when the process is gone; all `None`
@@ -479,7 +479,7 @@ impl PidFd {
 
 /// Which optional fields [`user_process`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Fields {
+pub struct Fields {
     pub exe: bool,
     pub cmdline: bool,
     pub uid: bool,
@@ -499,7 +499,7 @@ impl Fields {
 /// (ENOENT/ESRCH at any step) or is a kernel thread; fields not asked for
 /// are empty/`None`. One to four files, so an exec only matched by comm
 /// costs little.
-pub(crate) fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
+pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<ProcessInfo>> {
     if pid <= 0 {
         return Ok(None);
     }

@@ -9,26 +9,26 @@
 
 /// One `some`/`full` line.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct PsiLine {
+pub(crate) struct PsiLine {
     /// Percent of time stalled, 10 s average.
-    pub avg10: f64,
+    pub(crate) avg10: f64,
     /// Percent, 60 s average.
-    pub avg60: f64,
+    pub(crate) avg60: f64,
     /// Percent, 300 s average.
-    pub avg300: f64,
+    pub(crate) avg300: f64,
     /// Total stall time in microseconds.
-    pub total_us: u64,
+    pub(crate) total_us: u64,
 }
 
 /// A parsed pressure file.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Psi {
-    pub some: Option<PsiLine>,
-    pub full: Option<PsiLine>,
+pub(crate) struct Psi {
+    pub(crate) some: Option<PsiLine>,
+    pub(crate) full: Option<PsiLine>,
 }
 
 /// Where the system-wide pressure files live (absent with PSI disabled).
-pub const PRESSURE_DIR: &str = "/proc/pressure";
+pub(crate) const PRESSURE_DIR: &str = "/proc/pressure";
 
 /// Parses a PSI file; never fails (missing parts are `None`). Reads bytes,
 /// not `str` (an evaluation parses one pressure file, and Unicode-aware
@@ -38,7 +38,7 @@ pub const PRESSURE_DIR: &str = "/proc/pressure";
 /// over a power of ten, which is exactly the value `str::parse` gives (both
 /// operands are exact in an `f64`, and one division rounds correctly); any
 /// other shape goes through `str::parse`.
-pub fn parse_psi(text: &str) -> Psi {
+pub(crate) fn parse_psi(text: &str) -> Psi {
     parse_bytes(text.as_bytes())
 }
 
@@ -106,7 +106,7 @@ fn parse_str<T: std::str::FromStr>(v: &[u8]) -> Option<T> {
 
 /// The whole machine's pressure file for `resource` (cpu, memory, io):
 /// `/proc/pressure/<resource>`.
-pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
+pub(crate) fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
     let p = std::path::Path::new("/proc/pressure").join(resource);
     Ok(parse_psi(&root.read_small(&p)?))
 }
@@ -120,14 +120,14 @@ pub fn read_system(root: &super::Root, resource: &str) -> super::Result<Psi> {
 /// recreated group is read from its new file. A fake root is read afresh each
 /// time: its writers replace files by rename, which an open file would not see.
 #[derive(Debug, Default)]
-pub struct OpenPressure {
+pub(crate) struct OpenPressure {
     /// A few files, searched in order (no hashing of a path a read).
     files: Vec<(std::path::PathBuf, std::fs::File)>,
 }
 
 impl OpenPressure {
     /// The pressure file at device path `p`, parsed; `None` if unreadable.
-    pub fn read(&mut self, root: &super::Root, p: &std::path::Path) -> Option<Psi> {
+    pub(crate) fn read(&mut self, root: &super::Root, p: &std::path::Path) -> Option<Psi> {
         // A kernel's pressure file (one that takes triggers) rereads at 0.
         if !root.supports(super::Op::PsiTrigger) {
             return root.read_small(p).ok().map(|t| parse_psi(&t));
@@ -146,7 +146,7 @@ impl OpenPressure {
     }
 
     /// Closes the files no longer read (a reload).
-    pub fn retain(&mut self, keep: impl Fn(&std::path::Path) -> bool) {
+    pub(crate) fn retain(&mut self, keep: impl Fn(&std::path::Path) -> bool) {
         self.files.retain(|(p, _)| keep(p));
     }
 

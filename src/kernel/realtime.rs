@@ -15,14 +15,14 @@ use super::error::Result;
 use super::root::Root;
 
 use crate::knobs::system::{cpuidle_dir, PROC_IRQ};
-pub use crate::knobs::system::{
+pub(crate) use crate::knobs::system::{
     cpuidle_disable_path, default_affinity_path, irq_affinity_path, rcu_expedited_path,
     workqueue_cpumask_path,
 };
 
 /// Numeric IRQ directories of `/proc/irq`, sorted. A missing `/proc/irq`
 /// (fake trees) gives an empty list.
-pub fn irqs(root: &Root) -> Result<Vec<u32>> {
+pub(crate) fn irqs(root: &Root) -> Result<Vec<u32>> {
     numeric_entries(root, Path::new(PROC_IRQ), "")
 }
 
@@ -44,7 +44,7 @@ fn numeric_entries(root: &Root, dir: &Path, prefix: &str) -> Result<Vec<u32>> {
 
 /// Indices K of `/sys/devices/system/cpu/cpuN/cpuidle/stateK`, sorted.
 /// No cpuidle directory gives an empty list.
-pub fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {
+pub(crate) fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {
     numeric_entries(root, &cpuidle_dir(cpu), "state")
 }
 
@@ -53,7 +53,7 @@ pub fn cpuidle_states(root: &Root, cpu: u32) -> Result<Vec<u32>> {
 /// (`[0..=7]` → `ff`; `[0, 32]` → `1,00000001`; empty → `0`). The kernel
 /// pads the first word to its CPU count; it accepts either form on write,
 /// so compare masks as CPU sets, not as text (`knobs::normalize` does).
-pub fn cpulist_to_hex_mask(cpus: &[u32]) -> String {
+pub(crate) fn cpulist_to_hex_mask(cpus: &[u32]) -> String {
     let Some(&max) = cpus.iter().max() else {
         return "0".to_string();
     };

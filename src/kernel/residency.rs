@@ -30,14 +30,14 @@ use super::error::{Error, Result};
 /// modprobe's stderr reader).
 /// Locked, a stack is resident in full: with every reaction fired in the
 /// guest (`85-daemon-resident`), the deepest of these threads used 24 KiB.
-pub const STACK: usize = (128 << 10) * UNOPTIMIZED;
+pub(crate) const STACK: usize = (128 << 10) * UNOPTIMIZED;
 
 /// The stack of a thread that runs a tokio runtime or SQLite (the services
 /// thread with the control socket, metrics, KPI socket and policy watch;
 /// the recorder; tokio's blocking threads): `block_on`'s future, JSON
 /// nested as deep as serde_json allows (128) and SQLite's statement engine
 /// live on it. The deepest seen: 32 KiB (the control socket).
-pub const RUNTIME_STACK: usize = (256 << 10) * UNOPTIMIZED;
+pub(crate) const RUNTIME_STACK: usize = (256 << 10) * UNOPTIMIZED;
 
 /// An unoptimized (debug) build's frames are several times a release
 /// build's: its stacks are this many times larger, so the test builds
@@ -49,7 +49,7 @@ const UNOPTIMIZED: usize = if cfg!(debug_assertions) { 8 } else { 1 };
 /// that grows past 2 MiB gets whole 2 MiB pages on first touch, and with
 /// `mlockall` they stay. Inherited across fork and exec: a child that
 /// should not keep it clears it ([`allow_thp`]).
-pub fn disable_thp() -> Result<()> {
+pub(crate) fn disable_thp() -> Result<()> {
     // SAFETY: prctl with integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
         return Err(last_os("prctl", "PR_SET_THP_DISABLE".to_string()));
@@ -60,7 +60,7 @@ pub fn disable_thp() -> Result<()> {
 /// Clears [`disable_thp`]'s flag in a forked child before it execs (hooks
 /// run with the system's default). Async-signal-safe; the result is
 /// ignored (a kernel before 3.15 never set it).
-pub fn allow_thp() {
+pub(crate) fn allow_thp() {
     // SAFETY: prctl with integer arguments only.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
@@ -74,7 +74,7 @@ pub fn allow_thp() {
 /// arena is given at once — locked, 132 KiB resident per thread that
 /// allocates). Call before other threads exist. Nothing where the C
 /// library is not glibc.
-pub fn tune_malloc(trim: usize, top_pad: usize) {
+pub(crate) fn tune_malloc(trim: usize, top_pad: usize) {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt takes two integers.
     unsafe {
@@ -88,7 +88,7 @@ pub fn tune_malloc(trim: usize, top_pad: usize) {
 
 /// `malloc_trim(0)`: glibc gives the free pages inside every heap (not only
 /// at the top) back to the kernel. Nothing where the C library is not glibc.
-pub fn trim_heap() {
+pub(crate) fn trim_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim takes a size and is thread-safe.
     unsafe {

@@ -75,7 +75,7 @@ enum Backend {
 /// [`Root::supports`]: steps that need it are reported as skipped where it
 /// is not supported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// `mkswap` (the swap header on a block device), `swapon(2)`, `swapoff(2)`.
     Swap,
     /// `sched_setattr(2)` / `sched_getattr(2)`.
@@ -146,17 +146,8 @@ impl Root {
         }
     }
 
-    /// True for a fake tree (no kernel behind the files).
-    #[deprecated(
-        note = "ask `root.supports(Op::...)` for what needs a kernel; the fake \
-                         tree's side lives in kernel::root::fake"
-    )]
-    pub fn is_fake(&self) -> bool {
-        self.emulation().is_some()
-    }
-
     /// Whether `op` can be carried out on this root (see [`Op`]).
-    pub fn supports(&self, op: Op) -> bool {
+    pub(crate) fn supports(&self, op: Op) -> bool {
         match self.backend {
             Backend::Kernel => op != Op::CreateFile,
             Backend::Fake(_) => op == Op::CreateFile,
@@ -165,7 +156,7 @@ impl Root {
 
     /// The pid this process has in the root's `/proc` (none on a fake tree,
     /// whose processes are files).
-    pub fn own_pid(&self) -> Option<i32> {
+    pub(crate) fn own_pid(&self) -> Option<i32> {
         match self.backend {
             Backend::Kernel => i32::try_from(std::process::id()).ok(),
             Backend::Fake(_) => None,
@@ -181,13 +172,13 @@ impl Root {
     }
 
     /// The base directory (`/` for the real system).
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         &self.base
     }
 
     /// Lexically normalizes a device path: always absolute, no `.`, `..`
     /// resolved and clamped at `/`. A relative input is taken relative to `/`.
-    pub fn normalize(device_path: &Path) -> PathBuf {
+    pub(crate) fn normalize(device_path: &Path) -> PathBuf {
         // Most paths are built normal (`/proc/42/stat`): one copy, not a
         // push per component (every read of a turn or an exec comes
         // through here).
@@ -350,7 +341,7 @@ fn walk_nofollow(base: OwnedFd, rel: &Path, flags: OFlag, mode: Mode) -> nix::Re
 impl Root {
     /// The host path of a device path: base joined with the normalized path
     /// stripped of its leading `/`. Never escapes the base via `..`.
-    pub fn host_path(&self, device_path: &Path) -> PathBuf {
+    pub(crate) fn host_path(&self, device_path: &Path) -> PathBuf {
         let norm = Self::normalize(device_path);
         #[cfg(test)]
         trace::note(&norm);
@@ -364,19 +355,19 @@ impl Root {
     }
 
     /// True if the path exists (a dangling symlink counts as existing).
-    pub fn exists(&self, p: &Path) -> bool {
+    pub(crate) fn exists(&self, p: &Path) -> bool {
         fs::symlink_metadata(self.host_path(p)).is_ok()
     }
 
     /// True if the path is a directory (following symlinks).
-    pub fn is_dir(&self, p: &Path) -> bool {
+    pub(crate) fn is_dir(&self, p: &Path) -> bool {
         fs::metadata(self.host_path(p))
             .map(|m| m.is_dir())
             .unwrap_or(false)
     }
 
     /// True if the path is a regular file (following symlinks).
-    pub fn is_file(&self, p: &Path) -> bool {
+    pub(crate) fn is_file(&self, p: &Path) -> bool {
         fs::metadata(self.host_path(p))
             .map(|m| m.is_file())
             .unwrap_or(false)
@@ -387,7 +378,7 @@ impl Root {
     }
 
     /// Whole content as text (invalid UTF-8 is replaced, never an error).
-    pub fn read(&self, p: &Path) -> Result<String> {
+    pub(crate) fn read(&self, p: &Path) -> Result<String> {
         let bytes = self.read_bytes(p)?;
         Ok(match String::from_utf8(bytes) {
             Ok(s) => s,
@@ -396,7 +387,7 @@ impl Root {
     }
 
     /// Content with trailing whitespace and newlines removed.
-    pub fn read_trimmed(&self, p: &Path) -> Result<String> {
+    pub(crate) fn read_trimmed(&self, p: &Path) -> Result<String> {
         let mut s = self.read(p)?;
         s.truncate(s.trim_end().len());
         Ok(s)
@@ -407,7 +398,7 @@ impl Root {
     /// tiny read and reads again until 0 — twice the system calls, which is
     /// most of what an idle daemon does once a second. Larger content falls
     /// back to reading the rest.
-    pub fn read_small(&self, p: &Path) -> Result<String> {
+    pub(crate) fn read_small(&self, p: &Path) -> Result<String> {
         let host = self.host_path(p);
         let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
         let mut buf = [0u8; 1024];
@@ -426,7 +417,7 @@ impl Root {
     }
 
     /// Raw content (e.g. `/proc/PID/cmdline`).
-    pub fn read_bytes(&self, p: &Path) -> Result<Vec<u8>> {
+    pub(crate) fn read_bytes(&self, p: &Path) -> Result<Vec<u8>> {
         let host = self.host_path(p);
         let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
         let mut buf = Vec::new();
@@ -439,7 +430,7 @@ impl Root {
     /// path and is returned as-is (on a fake tree it need not exist). On a
     /// fake tree a regular file in place of the link is accepted too: its
     /// trimmed content is the target (fixtures copied without symlinks).
-    pub fn read_link(&self, p: &Path) -> Result<PathBuf> {
+    pub(crate) fn read_link(&self, p: &Path) -> Result<PathBuf> {
         let host = self.host_path(p);
         match fs::read_link(&host) {
             Ok(t) => Ok(t),
@@ -456,7 +447,7 @@ impl Root {
     }
 
     /// Writes a knob (see module docs for real vs fake semantics).
-    pub fn write(&self, p: &Path, value: &str) -> Result<()> {
+    pub(crate) fn write(&self, p: &Path, value: &str) -> Result<()> {
         if let Some(fake) = self.emulation() {
             return fake.write(self, p, value);
         }
@@ -484,7 +475,7 @@ impl Root {
     /// Writes a file that may be created (state files). Creates or
     /// replaces it; a trailing newline is added if missing, on real and fake
     /// roots alike (on a fake root atomically, like every fake write).
-    pub fn write_new(&self, p: &Path, value: &str) -> Result<()> {
+    pub(crate) fn write_new(&self, p: &Path, value: &str) -> Result<()> {
         match self.emulation() {
             Some(fake) => fake.replace(self, p, value),
             None => self.write_plain(p, value),
@@ -493,7 +484,7 @@ impl Root {
 
     /// Appends `line` (plus a newline if missing) to a file, creating it, and
     /// fsyncs it (journals). Works the same on real and fake roots.
-    pub fn append_synced(&self, p: &Path, line: &str) -> Result<()> {
+    pub(crate) fn append_synced(&self, p: &Path, line: &str) -> Result<()> {
         self.settle();
         let mut data = line.to_string();
         if !data.ends_with('\n') {
@@ -512,7 +503,7 @@ impl Root {
     }
 
     /// Removes a plain file (state files). Missing file is an error (ENOENT).
-    pub fn remove_file(&self, p: &Path) -> Result<()> {
+    pub(crate) fn remove_file(&self, p: &Path) -> Result<()> {
         self.settle();
         let (dir, name) = self.parent_beneath("unlink", p)?;
         nix::unistd::unlinkat(&dir, &name, nix::unistd::UnlinkatFlags::NoRemoveDir)
@@ -520,7 +511,7 @@ impl Root {
     }
 
     /// Creates one directory level. `Ok(false)` if it already exists as a directory.
-    pub fn mkdir(&self, p: &Path) -> Result<bool> {
+    pub(crate) fn mkdir(&self, p: &Path) -> Result<bool> {
         self.settle();
         let (dir, name) = self.parent_beneath("mkdir", p)?;
         match nix::sys::stat::mkdirat(&dir, &name, Mode::from_bits_truncate(0o755)) {
@@ -541,7 +532,7 @@ impl Root {
     }
 
     /// Creates a directory and its missing parents (state_dir). Not for cgroups.
-    pub fn mkdir_all(&self, p: &Path) -> Result<()> {
+    pub(crate) fn mkdir_all(&self, p: &Path) -> Result<()> {
         self.settle();
         fs::create_dir_all(self.host_path(p)).map_err(|e| Error::io("mkdir", Self::dev(p), e))
     }
@@ -554,7 +545,7 @@ impl Root {
     /// Fake: the directory holds plain files, so it is removed recursively,
     /// but only if it looks like a cgroup, and with the kernel's refusal
     /// emulated (see [`fake`]).
-    pub fn rmdir(&self, p: &Path) -> Result<()> {
+    pub(crate) fn rmdir(&self, p: &Path) -> Result<()> {
         match self.emulation() {
             Some(fake) => fake.rmdir(self, p),
             None => {
@@ -574,7 +565,7 @@ impl Root {
     }
 
     /// Entry names of a directory, sorted. Names that are not UTF-8 are skipped.
-    pub fn list_dir(&self, p: &Path) -> Result<Vec<String>> {
+    pub(crate) fn list_dir(&self, p: &Path) -> Result<Vec<String>> {
         let rd =
             fs::read_dir(self.host_path(p)).map_err(|e| Error::io("readdir", Self::dev(p), e))?;
         let mut names = Vec::new();

@@ -20,7 +20,7 @@ type Make = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
 /// Hands tasks to a runtime thread ([`start`]).
 #[derive(Clone)]
-pub struct Spawner {
+pub(crate) struct Spawner {
     tx: mpsc::UnboundedSender<Make>,
 }
 
@@ -33,7 +33,7 @@ impl std::fmt::Debug for Spawner {
 impl Spawner {
     /// Runs `make()`'s future as a task of the thread; `make` itself runs
     /// there. An error only when the thread is gone.
-    pub fn spawn<F, Fut>(&self, make: F) -> std::io::Result<()>
+    pub(crate) fn spawn<F, Fut>(&self, make: F) -> std::io::Result<()>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -49,7 +49,7 @@ impl Spawner {
 /// stack [`RUNTIME_STACK`] and its current-thread runtime (timers and
 /// I/O). Its tasks must not block: a call that may wait for the disk
 /// belongs on a thread of its own (the daemon's is the recorder's).
-pub fn start(name: &str) -> std::io::Result<Spawner> {
+pub(crate) fn start(name: &str) -> std::io::Result<Spawner> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_stack_size(RUNTIME_STACK)

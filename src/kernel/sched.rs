@@ -17,7 +17,7 @@ use super::root::{Op, Root};
 
 /// A scheduling policy (`SCHED_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Policy {
+pub(crate) enum Policy {
     Other,
     Batch,
     Idle,
@@ -28,7 +28,7 @@ pub enum Policy {
 
 impl Policy {
     /// The kernel's `SCHED_*` number.
-    pub fn to_kernel(self) -> u32 {
+    pub(crate) fn to_kernel(self) -> u32 {
         match self {
             Policy::Other => 0,
             Policy::Fifo => 1,
@@ -41,7 +41,7 @@ impl Policy {
 
     /// From the kernel's `SCHED_*` number (`SCHED_RESET_ON_FORK` masked off);
     /// `None` for policies cgwarden does not know (e.g. `SCHED_EXT`).
-    pub fn from_kernel(n: u32) -> Option<Policy> {
+    pub(crate) fn from_kernel(n: u32) -> Option<Policy> {
         Some(match n & !0x4000_0000 {
             0 => Policy::Other,
             1 => Policy::Fifo,
@@ -54,7 +54,7 @@ impl Policy {
     }
 
     /// The policy-file name (`other`, `fifo`, ...).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Policy::Other => "other",
             Policy::Batch => "batch",
@@ -66,7 +66,7 @@ impl Policy {
     }
 
     /// From the policy-file name.
-    pub fn from_name(s: &str) -> Option<Policy> {
+    pub(crate) fn from_name(s: &str) -> Option<Policy> {
         [
             Policy::Other,
             Policy::Batch,
@@ -80,7 +80,7 @@ impl Policy {
     }
 
     /// True for the real-time policies that take a priority (fifo, rr).
-    pub fn is_rt(self) -> bool {
+    pub(crate) fn is_rt(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
 }
@@ -93,14 +93,14 @@ impl fmt::Display for Policy {
 
 /// What to apply to a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SchedSpec {
-    pub policy: Policy,
+pub(crate) struct SchedSpec {
+    pub(crate) policy: Policy,
     /// 1..=99 for fifo/rr; must be unset (or 0) otherwise.
-    pub priority: Option<u32>,
+    pub(crate) priority: Option<u32>,
     /// -20..=19 for other/batch/idle.
-    pub nice: Option<i32>,
+    pub(crate) nice: Option<i32>,
     /// `(runtime_ns, deadline_ns, period_ns)` for deadline.
-    pub deadline: Option<(u64, u64, u64)>,
+    pub(crate) deadline: Option<(u64, u64, u64)>,
 }
 
 impl fmt::Display for SchedSpec {
@@ -122,26 +122,26 @@ impl fmt::Display for SchedSpec {
 /// `struct sched_attr` (include/uapi/linux/sched/types.h), version 0 (48 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedAttr {
-    pub size: u32,
-    pub sched_policy: u32,
-    pub sched_flags: u64,
-    pub sched_nice: i32,
-    pub sched_priority: u32,
-    pub sched_runtime: u64,
-    pub sched_deadline: u64,
-    pub sched_period: u64,
+pub(crate) struct SchedAttr {
+    pub(crate) size: u32,
+    pub(crate) sched_policy: u32,
+    pub(crate) sched_flags: u64,
+    pub(crate) sched_nice: i32,
+    pub(crate) sched_priority: u32,
+    pub(crate) sched_runtime: u64,
+    pub(crate) sched_deadline: u64,
+    pub(crate) sched_period: u64,
 }
 
 /// `SCHED_ATTR_SIZE_VER0`.
-pub const SCHED_ATTR_SIZE_VER0: u32 = 48;
+pub(crate) const SCHED_ATTR_SIZE_VER0: u32 = 48;
 
 /// Minimum deadline runtime the kernel accepts (`1 << DL_SCALE` ns).
 const DL_MIN_RUNTIME_NS: u64 = 1024;
 
 /// Checks `spec` the way the kernel would, so a bad spec is reported
 /// before the syscall with a readable message.
-pub fn validate(spec: &SchedSpec) -> std::result::Result<(), String> {
+pub(crate) fn validate(spec: &SchedSpec) -> std::result::Result<(), String> {
     if let Some(n) = spec.nice {
         if !(-20..=19).contains(&n) {
             return Err(format!("nice {n} out of range -20..=19"));
@@ -185,7 +185,7 @@ pub fn validate(spec: &SchedSpec) -> std::result::Result<(), String> {
 
 /// Builds the `sched_attr` for `spec` (pure). Fields that do not apply to
 /// the policy are zero.
-pub fn sched_attr(spec: &SchedSpec) -> SchedAttr {
+pub(crate) fn sched_attr(spec: &SchedSpec) -> SchedAttr {
     let mut a = SchedAttr {
         size: SCHED_ATTR_SIZE_VER0,
         sched_policy: spec.policy.to_kernel(),
@@ -208,13 +208,13 @@ pub fn sched_attr(spec: &SchedSpec) -> SchedAttr {
 /// Applies `spec` to thread `tid` with `sched_setattr(2)`. The error names
 /// `/proc/TID`, the spec, and keeps the errno (EPERM, EINVAL, EBUSY for
 /// deadline admission, ESRCH for a vanished thread — see [`Error::is_gone`]).
-pub fn apply(tid: i32, spec: &SchedSpec) -> Result<()> {
+pub(crate) fn apply(tid: i32, spec: &SchedSpec) -> Result<()> {
     apply_with_flags(tid, spec, 0)
 }
 
 /// [`apply`] with `sched_flags` added to the attributes (e.g.
 /// `SCHED_FLAG_RESET_ON_FORK` for the daemon's own threads).
-pub fn apply_with_flags(tid: i32, spec: &SchedSpec, sched_flags: u64) -> Result<()> {
+pub(crate) fn apply_with_flags(tid: i32, spec: &SchedSpec, sched_flags: u64) -> Result<()> {
     let path = format!("/proc/{tid}");
     validate(spec).map_err(|m| Error::other(&path, format!("sched {spec}: {m}")))?;
     let mut attr = sched_attr(spec);
@@ -240,7 +240,7 @@ pub fn apply_with_flags(tid: i32, spec: &SchedSpec, sched_flags: u64) -> Result<
 
 /// Current policy and rt priority of `pid` from `/proc/PID/stat` (fields 41
 /// and 40, counted after the last `)`). `Ok(None)` if the process vanished.
-pub fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u32)>> {
+pub(crate) fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u32)>> {
     let Some(st) = procfs::stat(root, pid)? else {
         return Ok(None);
     };
@@ -260,7 +260,7 @@ pub fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u32)>> {
 /// `sched_getattr(2)` on a real kernel (exact, deadline parameters too), from
 /// `/proc/PID/stat` on a fake tree (policy, rt priority, nice in field 19;
 /// no deadline parameters). `Ok(None)` if the process vanished.
-pub fn current_attr(root: &Root, pid: i32) -> Result<Option<SchedAttr>> {
+pub(crate) fn current_attr(root: &Root, pid: i32) -> Result<Option<SchedAttr>> {
     if root.supports(Op::Sched) {
         let mut a = SchedAttr::default();
         // SAFETY: `a` is a writable `struct sched_attr` of the size passed
@@ -307,7 +307,7 @@ pub fn current_attr(root: &Root, pid: i32) -> Result<Option<SchedAttr>> {
 
 /// Whether a thread whose scheduling reads `cur` already has `spec`: the
 /// fields [`sched_attr`] sets for the policy (flags are not compared).
-pub fn attr_matches(cur: &SchedAttr, spec: &SchedSpec) -> bool {
+pub(crate) fn attr_matches(cur: &SchedAttr, spec: &SchedSpec) -> bool {
     let want = sched_attr(spec);
     cur.sched_policy == want.sched_policy
         && match spec.policy {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// `SCHED_FLAG_RESET_ON_FORK`: threads and processes the caller creates
 /// start `SCHED_OTHER` nice ≥ 0 (include/uapi/linux/sched.h).
-pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+pub(crate) const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 
 /// `mlockall(MCL_CURRENT | MCL_FUTURE)`: every page of every mapping now —
 /// the binary, the C libraries, the heap, the stack — is read in and locked
@@ -22,7 +22,7 @@ pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 /// had not run yet would be read from the disk the first time it runs —
 /// under the memory pressure it reacts to. The cost is that every mapping
 /// is resident in full (thread stacks are sized for it: [`super::residency`]).
-pub fn mlockall() -> Result<()> {
+pub(crate) fn mlockall() -> Result<()> {
     // SAFETY: mlockall takes flags only and touches no memory of ours.
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
     if rc != 0 {
@@ -42,7 +42,7 @@ pub fn mlockall() -> Result<()> {
 /// Binds every thread of this process to `cpus` (`sched_setaffinity` on
 /// each task: the call itself acts on one thread only). Threads created
 /// later inherit the mask of their creator.
-pub fn set_process_affinity(cpus: &[u32]) -> Result<()> {
+pub(crate) fn set_process_affinity(cpus: &[u32]) -> Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
@@ -88,7 +88,7 @@ pub fn set_process_affinity(cpus: &[u32]) -> Result<()> {
 }
 
 /// The calling thread's CPU affinity, as a sorted list.
-pub fn current_affinity() -> Vec<u32> {
+pub(crate) fn current_affinity() -> Vec<u32> {
     // SAFETY: cpu_set_t is plain data; the kernel fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is valid for the size passed; pid 0 = the caller.
@@ -108,7 +108,7 @@ pub fn current_affinity() -> Vec<u32> {
 /// Applies `spec` to the calling thread with `SCHED_FLAG_RESET_ON_FORK`,
 /// so what it spawns (writer threads, hook processes) starts as
 /// `SCHED_OTHER` at nice ≥ 0 and never inherits the daemon's priority.
-pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
+pub(crate) fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
     // SAFETY: gettid has no arguments and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
     apply_with_flags(tid, spec, SCHED_FLAG_RESET_ON_FORK)
@@ -119,7 +119,7 @@ pub fn set_own_thread_sched(spec: &SchedSpec) -> Result<()> {
 /// With a cap, MCL_FUTURE makes every later mmap past it fail (thread
 /// stacks, heap growth) — the locked size counts whole mappings — so the
 /// daemon would break instead of being safer.
-pub fn memlock_unbounded() -> bool {
+pub(crate) fn memlock_unbounded() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     if cap_ipc_lock(&status) {
         return true;
@@ -134,7 +134,7 @@ pub fn memlock_unbounded() -> bool {
 }
 
 /// CAP_IPC_LOCK (bit 14) in a status file's `CapEff:` mask.
-pub fn cap_ipc_lock(status: &str) -> bool {
+pub(crate) fn cap_ipc_lock(status: &str) -> bool {
     status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -143,7 +143,7 @@ pub fn cap_ipc_lock(status: &str) -> bool {
 }
 
 /// `RLIMIT_RTPRIO` of this process (soft limit), `None` when unlimited.
-pub fn rtprio_limit() -> Option<u64> {
+pub(crate) fn rtprio_limit() -> Option<u64> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -164,7 +164,7 @@ pub fn rtprio_limit() -> Option<u64> {
 /// `VmLck` counts whole locked mappings, with the address space glibc
 /// reserves for each thread's heap (64 MiB each, never touched), where
 /// `Locked` counts the pages.
-pub fn memory_kib() -> (Option<u64>, Option<u64>) {
+pub(crate) fn memory_kib() -> (Option<u64>, Option<u64>) {
     let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let (vmrss, vmlck) = parse_status_kib(&text);
     let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
@@ -179,7 +179,7 @@ pub fn memory_kib() -> (Option<u64>, Option<u64>) {
 }
 
 /// `VmRSS:`/`VmLck:` lines of a status file, in KiB.
-pub fn parse_status_kib(text: &str) -> (Option<u64>, Option<u64>) {
+pub(crate) fn parse_status_kib(text: &str) -> (Option<u64>, Option<u64>) {
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
@@ -191,7 +191,7 @@ pub fn parse_status_kib(text: &str) -> (Option<u64>, Option<u64>) {
 
 /// CPU time this process used (user + system), in seconds, from
 /// `/proc/self/stat` of the real kernel (fields 14 and 15, in clock ticks).
-pub fn cpu_seconds() -> Option<f64> {
+pub(crate) fn cpu_seconds() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/self/stat").ok()?;
     let stat = super::procfs::parse_stat(&text)?;
     let ticks: u64 = stat.num::<u64>(14)?.checked_add(stat.num::<u64>(15)?)?;
@@ -203,7 +203,7 @@ pub fn cpu_seconds() -> Option<f64> {
 /// CPU time (user + system) the calling thread used, in ns
 /// (`CLOCK_THREAD_CPUTIME_ID`); 0 if it cannot be read.
 #[cfg(any(test, feature = "loop-profile"))]
-pub fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -216,18 +216,18 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// How many file descriptors this process has open (`/proc/self/fd`).
-pub fn open_fds() -> Option<u64> {
+pub(crate) fn open_fds() -> Option<u64> {
     let dir = std::fs::read_dir("/proc/self/fd").ok()?;
     // The directory handle itself is one of them.
     Some((dir.count() as u64).saturating_sub(1))
 }
 
 /// Where the kernel lists the CPUs this machine can ever have.
-pub const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
+pub(crate) const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
 
 /// The CPUs the kernel could ever bring online
 /// (`/sys/devices/system/cpu/possible`); `None` when it cannot be read.
-pub fn possible_cpus(root: &Root) -> Option<crate::units::CpuList> {
+pub(crate) fn possible_cpus(root: &Root) -> Option<crate::units::CpuList> {
     let text = root.read_trimmed(Path::new(POSSIBLE_CPUS)).ok()?;
     crate::units::CpuList::parse_kernel(&text).ok()
 }

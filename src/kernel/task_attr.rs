@@ -57,19 +57,19 @@ fn os_error(op: &'static str, tid: i32, detail: String) -> Error {
 }
 
 /// A thread's comm (`/proc/PID/task/TID/comm`); `None` when it is gone.
-pub fn thread_comm(root: &Root, pid: i32, tid: i32) -> Option<String> {
+pub(crate) fn thread_comm(root: &Root, pid: i32, tid: i32) -> Option<String> {
     let t = root.read(&task_dir(pid, tid).join("comm")).ok()?;
     Some(t.trim_end_matches('\n').to_string())
 }
 
 /// A thread's nice value (`stat` field 19); `None` when it is gone.
-pub fn nice(root: &Root, pid: i32, tid: i32) -> Option<i32> {
+pub(crate) fn nice(root: &Root, pid: i32, tid: i32) -> Option<i32> {
     let text = root.read(&task_dir(pid, tid).join("stat")).ok()?;
     procfs::parse_stat(&text)?.num(19)
 }
 
 /// A thread's affinity (`status`: `Cpus_allowed_list`).
-pub fn affinity(root: &Root, pid: i32, tid: i32) -> Option<CpuList> {
+pub(crate) fn affinity(root: &Root, pid: i32, tid: i32) -> Option<CpuList> {
     let text = root.read(&task_dir(pid, tid).join("status")).ok()?;
     let line = text
         .lines()
@@ -78,7 +78,7 @@ pub fn affinity(root: &Root, pid: i32, tid: i32) -> Option<CpuList> {
 }
 
 /// A thread's cgroup (`/proc/PID/task/TID/cgroup`, as `/a/b`).
-pub fn thread_cgroup(root: &Root, pid: i32, tid: i32) -> Option<String> {
+pub(crate) fn thread_cgroup(root: &Root, pid: i32, tid: i32) -> Option<String> {
     let text = root.read(&task_dir(pid, tid).join("cgroup")).ok()?;
     parse_pid_cgroup(&text)
 }
@@ -88,18 +88,18 @@ fn oom_path(pid: i32) -> PathBuf {
 }
 
 /// `/proc/PID/oom_score_adj`.
-pub fn oom_score_adj(root: &Root, pid: i32) -> Option<i32> {
+pub(crate) fn oom_score_adj(root: &Root, pid: i32) -> Option<i32> {
     root.read(&oom_path(pid)).ok()?.trim().parse().ok()
 }
 
-pub fn set_oom_score_adj(root: &Root, pid: i32, value: i32) -> Result<()> {
+pub(crate) fn set_oom_score_adj(root: &Root, pid: i32, value: i32) -> Result<()> {
     root.write(&oom_path(pid), &value.to_string())
 }
 
 /// `(class, level)` of a thread's I/O priority; class 1 rt, 2 be, 3 idle,
 /// 0 none (the kernel then derives it from nice: be, `(nice + 20) / 5`).
 /// `None` on a fake tree or when it is gone.
-pub fn ioprio(root: &Root, tid: i32) -> Option<(u8, u8)> {
+pub(crate) fn ioprio(root: &Root, tid: i32) -> Option<(u8, u8)> {
     if !root.supports(Op::Sched) {
         return None;
     }
@@ -114,14 +114,14 @@ pub fn ioprio(root: &Root, tid: i32) -> Option<(u8, u8)> {
 
 /// The effective `(class, level)` as the kernel schedules it: class 0
 /// ("none") means best effort at the level nice implies.
-pub fn effective_ioprio(raw: (u8, u8), nice: i32) -> (u8, u8) {
+pub(crate) fn effective_ioprio(raw: (u8, u8), nice: i32) -> (u8, u8) {
     match raw {
         (0, _) => (2, ((nice.clamp(-20, 19) + 20) / 5) as u8),
         other => other,
     }
 }
 
-pub fn set_ioprio(tid: i32, class: u8, level: u8) -> Result<()> {
+pub(crate) fn set_ioprio(tid: i32, class: u8, level: u8) -> Result<()> {
     let v = (u32::from(class) << IOPRIO_CLASS_SHIFT) | u32::from(level & 0x7);
     // SAFETY: ioprio_set takes three ints and touches no memory of ours.
     let rc = unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid, v) };
@@ -135,7 +135,7 @@ pub fn set_ioprio(tid: i32, class: u8, level: u8) -> Result<()> {
     Ok(())
 }
 
-pub fn set_nice(tid: i32, nice: i32) -> Result<()> {
+pub(crate) fn set_nice(tid: i32, nice: i32) -> Result<()> {
     // SAFETY: setpriority takes plain integers. `which`'s C type differs
     // between libcs (an enum on glibc), hence the cast.
     let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, tid as libc::id_t, nice) };
@@ -145,7 +145,7 @@ pub fn set_nice(tid: i32, nice: i32) -> Result<()> {
     Ok(())
 }
 
-pub fn set_affinity(tid: i32, cpus: &CpuList) -> Result<()> {
+pub(crate) fn set_affinity(tid: i32, cpus: &CpuList) -> Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is its empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
@@ -165,7 +165,7 @@ pub fn set_affinity(tid: i32, cpus: &CpuList) -> Result<()> {
 
 /// A thread's `(util_min, util_max)` (0..=1024) from `sched_getattr`;
 /// `None` on a fake tree, on a kernel without uclamp or when it is gone.
-pub fn uclamp(root: &Root, tid: i32) -> Option<(u32, u32)> {
+pub(crate) fn uclamp(root: &Root, tid: i32) -> Option<(u32, u32)> {
     if !root.supports(Op::Sched) {
         return None;
     }
@@ -186,7 +186,7 @@ pub fn uclamp(root: &Root, tid: i32) -> Option<(u32, u32)> {
 
 /// Sets a thread's clamps, keeping its policy and parameters; `None`
 /// leaves that clamp as it is.
-pub fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<()> {
+pub(crate) fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<()> {
     let mut a = SchedAttrV1 {
         size: SCHED_ATTR_SIZE_VER1,
         sched_flags: KEEP_POLICY_AND_PARAMS,
@@ -220,22 +220,22 @@ pub fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<()> {
 }
 
 /// Moves one thread into the cgroup directory `dir` (`cgroup.threads`).
-pub fn move_thread(root: &Root, dir: &Path, tid: i32) -> Result<()> {
+pub(crate) fn move_thread(root: &Root, dir: &Path, tid: i32) -> Result<()> {
     root.write(&dir.join("cgroup.threads"), &tid.to_string())
 }
 
 /// A process pinned for a last-resort kill: its pidfd (a reused pid
 /// cannot be signalled by mistake).
-pub struct Pinned(std::os::fd::OwnedFd);
+pub(crate) struct Pinned(std::os::fd::OwnedFd);
 
 /// Pins `pid`; `None` when it is gone or pidfds are unavailable.
-pub fn pin(pid: i32) -> Option<Pinned> {
+pub(crate) fn pin(pid: i32) -> Option<Pinned> {
     procfs::pidfd_open(pid).ok().map(|p| Pinned(p.into()))
 }
 
 impl Pinned {
     /// `pidfd_send_signal`; `Ok(false)` when the process is already gone.
-    pub fn signal(&self, sig: i32) -> Result<bool> {
+    pub(crate) fn signal(&self, sig: i32) -> Result<bool> {
         use std::os::fd::AsRawFd;
         // SAFETY: a pidfd we own, a signal number, no siginfo, flags 0.
         let r = unsafe {
@@ -266,7 +266,7 @@ impl Pinned {
 
     /// Waits up to `timeout` for the process to exit (the pidfd becomes
     /// readable); true when it has.
-    pub fn wait_exit(&self, timeout: std::time::Duration) -> bool {
+    pub(crate) fn wait_exit(&self, timeout: std::time::Duration) -> bool {
         use std::os::fd::AsRawFd;
         let deadline = std::time::Instant::now() + timeout;
         loop {

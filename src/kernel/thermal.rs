@@ -13,17 +13,17 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// Device path of the thermal class directory.
-pub const THERMAL_DIR: &str = "/sys/class/thermal";
+pub(crate) const THERMAL_DIR: &str = "/sys/class/thermal";
 
 /// One thermal zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Zone {
+pub(crate) struct Zone {
     /// Directory name, `thermal_zoneN`.
-    pub name: String,
+    pub(crate) name: String,
     /// Content of the zone's `type` file, trimmed.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Device path of the zone's `temp` file (it may not exist).
-    pub temp_path: PathBuf,
+    pub(crate) temp_path: PathBuf,
 }
 
 fn zone_number(name: &str) -> Option<u32> {
@@ -34,7 +34,7 @@ fn zone_number(name: &str) -> Option<u32> {
 /// gives an empty list; a zone without a readable `type` is skipped
 /// (it cannot be named in a policy). A missing `temp` file is not checked
 /// here: [`temp_millic`] reports it.
-pub fn zones(root: &Root) -> Result<Vec<Zone>> {
+pub(crate) fn zones(root: &Root) -> Result<Vec<Zone>> {
     let dir = Path::new(THERMAL_DIR);
     let names = match root.list_dir(dir) {
         Ok(n) => n,
@@ -65,7 +65,7 @@ pub fn zones(root: &Root) -> Result<Vec<Zone>> {
 }
 
 /// The zone's temperature in millidegrees Celsius.
-pub fn temp_millic(root: &Root, zone: &Zone) -> Result<i64> {
+pub(crate) fn temp_millic(root: &Root, zone: &Zone) -> Result<i64> {
     let s = root.read_trimmed(&zone.temp_path)?;
     s.parse::<i64>()
         .map_err(|_| Error::parse(&zone.temp_path, "temperature (millidegrees C)", &s))
@@ -74,7 +74,7 @@ pub fn temp_millic(root: &Root, zone: &Zone) -> Result<i64> {
 /// The zone's lowest `passive` or `hot` trip point in millidegrees
 /// Celsius (`trip_point_N_type` / `trip_point_N_temp`); `None` when it has
 /// none (or none readable).
-pub fn lowest_trip(root: &Root, zone: &Zone) -> Option<i64> {
+pub(crate) fn lowest_trip(root: &Root, zone: &Zone) -> Option<i64> {
     let dir = Path::new(THERMAL_DIR).join(&zone.name);
     let names = root.list_dir(&dir).ok()?;
     names
@@ -94,7 +94,7 @@ pub fn lowest_trip(root: &Root, zone: &Zone) -> Option<i64> {
 }
 
 /// Trip point `n` of `zone` (`trip_point_N_temp`, m°C).
-pub fn trip_millic(root: &Root, zone: &Zone, n: u32) -> Option<i64> {
+pub(crate) fn trip_millic(root: &Root, zone: &Zone, n: u32) -> Option<i64> {
     let dir = Path::new(THERMAL_DIR).join(&zone.name);
     root.read_trimmed(&dir.join(format!("trip_point_{n}_temp")))
         .ok()?
@@ -106,17 +106,17 @@ pub fn trip_millic(root: &Root, zone: &Zone, n: u32) -> Option<i64> {
 /// Documentation/driver-api/thermal/sysfs-api.rst): its `type`,
 /// `cur_state` and `max_state`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cooling {
+pub(crate) struct Cooling {
     /// Directory name, `cooling_deviceN`.
-    pub name: String,
+    pub(crate) name: String,
     /// The `type` (`cpufreq-cpu7`, `thermal-devfreq-0`, `qcom-lmh`…).
-    pub kind: String,
-    pub cur: u64,
-    pub max: u64,
+    pub(crate) kind: String,
+    pub(crate) cur: u64,
+    pub(crate) max: u64,
 }
 
 /// Every readable cooling device, in numeric order.
-pub fn cooling_devices(root: &Root) -> Vec<Cooling> {
+pub(crate) fn cooling_devices(root: &Root) -> Vec<Cooling> {
     let dir = Path::new(THERMAL_DIR);
     let mut numbered: Vec<(u32, String)> = root
         .list_dir(dir)
@@ -144,30 +144,30 @@ pub fn cooling_devices(root: &Root) -> Vec<Cooling> {
 /// it: the cpufreq cooling device is registered as `cpufreq-cpuN` with N
 /// the policy's first CPU (drivers/thermal/cpufreq_cooling.c), which is
 /// also the `policyN` directory's number.
-pub fn cooling_policy(kind: &str) -> Option<String> {
+pub(crate) fn cooling_policy(kind: &str) -> Option<String> {
     let cpu: u32 = kind.strip_prefix("cpufreq-cpu")?.parse().ok()?;
     Some(format!("policy{cpu}"))
 }
 
 /// What the kernel lets one cpufreq policy reach now.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicyLimit {
+pub(crate) struct PolicyLimit {
     /// kHz: `scaling_max_freq` (the aggregate of every max QoS request —
     /// cgwarden's, the cpufreq cooling device's) and, on Qualcomm vendor
     /// kernels, `cpuN/dcvsh_freq_limit` (LMh hardware throttling as
     /// qcom-cpufreq-hw reports it; U32_MAX while unthrottled), the lower.
-    pub limit: u64,
+    pub(crate) limit: u64,
     /// kHz: `scaling_cur_freq`.
-    pub cur: Option<u64>,
+    pub(crate) cur: Option<u64>,
     /// kHz: `cpuinfo_max_freq`, the hardware's ceiling.
-    pub hw_max: Option<u64>,
+    pub(crate) hw_max: Option<u64>,
     /// The largest `cur_state` of the cooling devices bound to the policy.
-    pub cooling: u64,
+    pub(crate) cooling: u64,
 }
 
 /// Reads [`PolicyLimit`] of `policy` (`policyN`); `None` when it has no
 /// readable `scaling_max_freq`.
-pub fn policy_limit(root: &Root, policy: &str, cooling: &[Cooling]) -> Option<PolicyLimit> {
+pub(crate) fn policy_limit(root: &Root, policy: &str, cooling: &[Cooling]) -> Option<PolicyLimit> {
     let dir = crate::knobs::cpufreq::policy_dir(policy);
     let khz = |f: &str| -> Option<u64> { root.read_trimmed(&dir.join(f)).ok()?.parse().ok() };
     let mut limit = khz("scaling_max_freq")?;
@@ -203,14 +203,14 @@ impl PolicyLimit {
     /// Throttled while the limit is below the ceiling asked for
     /// (`asked`: what cgwarden or the baseline set for `cpufreq.P.max`; else
     /// the hardware's), or a cooling device bound to the policy is above 0.
-    pub fn throttled(&self, asked: Option<u64>) -> bool {
+    pub(crate) fn throttled(&self, asked: Option<u64>) -> bool {
         let ceiling = asked.or(self.hw_max);
         self.cooling > 0 || ceiling.is_some_and(|c| self.limit < c)
     }
 }
 
 /// The cpufreq policies (`policyN`), by number.
-pub fn policies(root: &Root) -> Vec<String> {
+pub(crate) fn policies(root: &Root) -> Vec<String> {
     let mut v: Vec<(u32, String)> = root
         .list_dir(Path::new(crate::knobs::cpufreq::CPUFREQ_DIR))
         .unwrap_or_default()

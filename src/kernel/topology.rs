@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// How the groups were found (shown by `soak`, docs/soak.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// `cpufreq/policyN/related_cpus`.
     Cpufreq,
     /// `cpuN/topology/cluster_id` of the online CPUs.
@@ -21,7 +21,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Cpufreq => "cpufreq policies",
             Source::Cluster => "topology cluster_id",
@@ -32,13 +32,13 @@ impl Source {
 
 /// One group of CPUs: its name (`policy4`, `cluster0`, `cpu3`) and CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuGroup {
-    pub name: String,
-    pub cpus: CpuList,
+pub(crate) struct CpuGroup {
+    pub(crate) name: String,
+    pub(crate) cpus: CpuList,
 }
 
 /// The online CPUs (`/sys/devices/system/cpu/online`); none when unreadable.
-pub fn online(root: &Root) -> CpuList {
+pub(crate) fn online(root: &Root) -> CpuList {
     root.read_trimmed(Path::new("/sys/devices/system/cpu/online"))
         .ok()
         .and_then(|t| CpuList::parse_kernel(&t).ok())
@@ -46,7 +46,7 @@ pub fn online(root: &Root) -> CpuList {
 }
 
 /// The CPU groups of the board and how they were found.
-pub fn cpu_groups(root: &Root) -> (Source, Vec<CpuGroup>) {
+pub(crate) fn cpu_groups(root: &Root) -> (Source, Vec<CpuGroup>) {
     let mut groups = Vec::new();
     for p in super::thermal::policies(root) {
         let cpus = super::cpufreq::read(root, &p, "related_cpus")
@@ -102,7 +102,7 @@ pub fn cpu_groups(root: &Root) -> (Source, Vec<CpuGroup>) {
 }
 
 /// The CPUs this process may run on (`sched_getaffinity`); none when unknown.
-pub fn allowed_cpus() -> CpuList {
+pub(crate) fn allowed_cpus() -> CpuList {
     nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
         .map(|set| {
             CpuList(
@@ -115,7 +115,7 @@ pub fn allowed_cpus() -> CpuList {
 }
 
 /// Pins the calling thread to `cpus`.
-pub fn pin_current_thread(cpus: &CpuList) -> super::Result<()> {
+pub(crate) fn pin_current_thread(cpus: &CpuList) -> super::Result<()> {
     super::task_attr::set_affinity(0, cpus)
 }
 

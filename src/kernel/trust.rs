@@ -14,7 +14,7 @@ use std::path::Path;
 /// there). Directories further up are not checked (a path whose ancestor
 /// another user controls is the administrator's choice of install location).
 /// The caller applies this only when running as root.
-pub fn untrusted(path: &Path) -> Option<String> {
+pub(crate) fn untrusted(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let real = match std::fs::canonicalize(path) {
         Ok(p) => p,

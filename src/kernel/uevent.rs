@@ -14,13 +14,13 @@ use super::error::{Error, Result};
 const NETLINK_KOBJECT_UEVENT: libc::c_int = 15;
 
 /// A bound uevent socket.
-pub struct Uevents {
+pub(crate) struct Uevents {
     fd: OwnedFd,
 }
 
 impl Uevents {
     /// Opens and binds the socket (root, or CAP_NET_ADMIN on old kernels).
-    pub fn open() -> Result<Uevents> {
+    pub(crate) fn open() -> Result<Uevents> {
         // SAFETY: plain socket(2); the result is checked.
         let raw = unsafe {
             libc::socket(
@@ -54,7 +54,7 @@ impl Uevents {
 
     /// Waits up to `timeout` for an event; drains every queued message.
     /// `Ok(true)` when at least one arrived.
-    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+    pub(crate) fn wait(&self, timeout: Duration) -> Result<bool> {
         let mut pfd = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
@@ -79,7 +79,7 @@ impl Uevents {
 
     /// Reads and drops every queued message (ENOBUFS after an overrun
     /// included: the caller rescans anyway).
-    pub fn drain(&self) {
+    pub(crate) fn drain(&self) {
         let mut buf = [0u8; 8192];
         loop {
             // SAFETY: `buf` is valid for its length.

@@ -10,10 +10,10 @@ use tokio::io::Interest;
 
 /// A non-blocking, close-on-exec eventfd used as a doorbell.
 #[derive(Debug)]
-pub struct EventFd(OwnedFd);
+pub(crate) struct EventFd(OwnedFd);
 
 impl EventFd {
-    pub fn new() -> io::Result<EventFd> {
+    pub(crate) fn new() -> io::Result<EventFd> {
         // SAFETY: plain eventfd(2); the returned fd is checked and owned below.
         let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if efd < 0 {
@@ -24,14 +24,14 @@ impl EventFd {
     }
 
     /// Makes the eventfd readable (never blocks: a full counter is readable too).
-    pub fn poke(&self) {
+    pub(crate) fn poke(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own.
         let _ = unsafe { libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
     /// Clears the eventfd.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a valid u64 from a non-blocking eventfd we own.
         let _ = unsafe { libc::read(self.0.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
@@ -52,10 +52,10 @@ impl AsRawFd for EventFd {
 /// kernel's timer costs one `timerfd_settime` when set and wakes the
 /// reactor's `epoll_wait` once, when due.
 #[derive(Debug)]
-pub struct TimerFd(OwnedFd);
+pub(crate) struct TimerFd(OwnedFd);
 
 impl TimerFd {
-    pub fn new() -> io::Result<TimerFd> {
+    pub(crate) fn new() -> io::Result<TimerFd> {
         // SAFETY: plain timerfd_create(2); the returned fd is checked and owned below.
         let fd = unsafe {
             libc::timerfd_create(
@@ -72,7 +72,7 @@ impl TimerFd {
 
     /// Fires once `after` from now (at least 1 ns: zero would disarm it);
     /// `None` disarms it.
-    pub fn set(&self, after: Option<std::time::Duration>) -> io::Result<()> {
+    pub(crate) fn set(&self, after: Option<std::time::Duration>) -> io::Result<()> {
         let value = match after {
             Some(d) => {
                 let d = d.max(std::time::Duration::from_nanos(1));
@@ -106,7 +106,7 @@ impl TimerFd {
     }
 
     /// Takes the expiration count, so the fd is no longer readable.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a valid u64 from a non-blocking timerfd we own.
         let _ = unsafe { libc::read(self.0.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
@@ -125,7 +125,7 @@ unsafe impl OwnsItsFd for TimerFd {}
 
 /// `poll(2)` over `fds` (a negative fd is skipped, as the kernel does);
 /// `timeout_ms` -1 waits for ever. The number of ready entries.
-pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     let n = libc::nfds_t::try_from(fds.len())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `fds` is a valid, exclusively borrowed array of `n` pollfds.
@@ -140,7 +140,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 /// Implement only for types that never close or replace their descriptor
 /// while they live (tokio's reactor keeps it registered until the
 /// [`AsyncFd`] is dropped).
-pub unsafe trait OwnsItsFd: AsRawFd {}
+pub(crate) unsafe trait OwnsItsFd: AsRawFd {}
 
 // SAFETY: an OwnedFd closes its descriptor only on drop.
 unsafe impl OwnsItsFd for OwnedFd {}
@@ -153,7 +153,10 @@ unsafe impl OwnsItsFd for inotify::Inotify {}
 unsafe impl OwnsItsFd for super::psi_trigger::PsiTrigger {}
 
 /// Registers `inner`'s descriptor with tokio's reactor for `interest`.
-pub fn async_fd<T: OwnsItsFd>(inner: T, interest: Interest) -> Result<AsyncFd<T>, (io::Error, T)> {
+pub(crate) fn async_fd<T: OwnsItsFd>(
+    inner: T,
+    interest: Interest,
+) -> Result<AsyncFd<T>, (io::Error, T)> {
     // SAFETY: `register_with_interest` requires that the fd stays open and
     // refers to the same file description for the AsyncFd's whole life,
     // which `OwnsItsFd` promises; the AsyncFd owns `inner`, so the fd is
@@ -166,7 +169,7 @@ pub fn async_fd<T: OwnsItsFd>(inner: T, interest: Interest) -> Result<AsyncFd<T>
 
 /// The size of a memory page (cgroup memory limits are kept in pages, so a
 /// written size reads back rounded down to one). 4 KiB if sysconf cannot say.
-pub fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *PAGE.get_or_init(|| {
         // SAFETY: sysconf has no memory-safety preconditions.

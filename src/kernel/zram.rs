@@ -36,33 +36,35 @@ use super::error::{Error, Result};
 use super::root::Root;
 
 /// Device path of `/sys/class/zram-control/hot_add`.
-pub const HOT_ADD: &str = "/sys/class/zram-control/hot_add";
+pub(crate) const HOT_ADD: &str = "/sys/class/zram-control/hot_add";
 /// Removes the device whose number is written.
-pub const HOT_REMOVE: &str = "/sys/class/zram-control/hot_remove";
+pub(crate) const HOT_REMOVE: &str = "/sys/class/zram-control/hot_remove";
 /// Device path of the directory that exists while the zram module is loaded.
-pub const CONTROL_DIR: &str = "/sys/class/zram-control";
+pub(crate) const CONTROL_DIR: &str = "/sys/class/zram-control";
 /// The kernel module that provides zram devices.
-pub const MODULE: &str = "zram";
+pub(crate) const MODULE: &str = "zram";
 /// Where the kernel names the modprobe it runs itself.
-pub const KERNEL_MODPROBE: &str = "/proc/sys/kernel/modprobe";
+pub(crate) const KERNEL_MODPROBE: &str = "/proc/sys/kernel/modprobe";
 /// How long `modprobe` may take before it is killed.
 const MODPROBE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// `SWAP_FLAG_PREFER` from `<sys/swap.h>` (not exported by the libc crate).
-pub const SWAP_FLAG_PREFER: i32 = 0x8000;
+pub(crate) const SWAP_FLAG_PREFER: i32 = 0x8000;
 /// `SWAP_FLAG_PRIO_MASK` from `<sys/swap.h>` (not exported by the libc crate).
-pub const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+pub(crate) const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
 
-pub use crate::knobs::zram::{attr_path, dev_node, device_dir, parse_swaps, SwapEntry, PROC_SWAPS};
+pub(crate) use crate::knobs::zram::{
+    attr_path, dev_node, device_dir, parse_swaps, SwapEntry, PROC_SWAPS,
+};
 
 /// True if `dev` exists.
-pub fn exists(root: &Root, dev: &str) -> bool {
+pub(crate) fn exists(root: &Root, dev: &str) -> bool {
     root.is_dir(&device_dir(dev))
 }
 
 /// True while the zram module is loaded (or built in): the control class
 /// directory exists.
-pub fn module_loaded(root: &Root) -> bool {
+pub(crate) fn module_loaded(root: &Root) -> bool {
     root.is_dir(Path::new(CONTROL_DIR))
 }
 
@@ -85,7 +87,7 @@ fn modprobe_program() -> Option<PathBuf> {
 /// Loads `module` with `modprobe MODULE`, run with an empty environment
 /// (plus a fixed PATH), no stdin, and a deadline. The error names the
 /// program and carries modprobe's stderr. Only for the real root.
-pub fn modprobe(module: &str) -> Result<()> {
+pub(crate) fn modprobe(module: &str) -> Result<()> {
     let Some(prog) = modprobe_program() else {
         return Err(Error::other(
             KERNEL_MODPROBE,
@@ -161,7 +163,7 @@ pub fn modprobe(module: &str) -> Result<()> {
 
 /// Creates a new zram device by reading `hot_add`; returns its name (`zram1`).
 /// (On a fake tree this just reads the file.)
-pub fn hot_add(root: &Root) -> Result<String> {
+pub(crate) fn hot_add(root: &Root) -> Result<String> {
     let p = Path::new(HOT_ADD);
     let s = root.read_trimmed(p)?;
     let n: u32 = s
@@ -173,7 +175,7 @@ pub fn hot_add(root: &Root) -> Result<String> {
 /// Parses `comp_algorithm`: `lzo lzo-rle [lz4] zstd` → (`lz4`, all offered).
 /// Without brackets a single token is taken as the active one (a fake tree
 /// after cgwarden wrote `lz4`); `None` otherwise.
-pub fn parse_comp_algorithm(text: &str) -> Option<(String, Vec<String>)> {
+pub(crate) fn parse_comp_algorithm(text: &str) -> Option<(String, Vec<String>)> {
     let mut active = None;
     let mut all = Vec::new();
     for tok in text.split_whitespace() {
@@ -195,7 +197,7 @@ pub fn parse_comp_algorithm(text: &str) -> Option<(String, Vec<String>)> {
 }
 
 /// Active and offered compression algorithms of `dev`.
-pub fn comp_algorithm(root: &Root, dev: &str) -> Result<(String, Vec<String>)> {
+pub(crate) fn comp_algorithm(root: &Root, dev: &str) -> Result<(String, Vec<String>)> {
     let p = attr_path(dev, "comp_algorithm");
     let s = root.read_trimmed(&p)?;
     parse_comp_algorithm(&s).ok_or_else(|| Error::parse(&p, "active compression algorithm", &s))
@@ -207,7 +209,7 @@ fn read_u64(root: &Root, p: &Path, what: &'static str) -> Result<u64> {
 }
 
 /// Configured size of `dev` in bytes (0 when not initialized).
-pub fn disksize(root: &Root, dev: &str) -> Result<u64> {
+pub(crate) fn disksize(root: &Root, dev: &str) -> Result<u64> {
     read_u64(root, &attr_path(dev, "disksize"), "disksize (bytes)")
 }
 
@@ -216,7 +218,7 @@ pub fn disksize(root: &Root, dev: &str) -> Result<u64> {
 /// (`orig_data_size compr_data_size mem_used_total mem_limit …`, bytes),
 /// printed whether or not the device is initialised. A tree without
 /// `mm_stat` (a fake one) is read from `mem_limit` itself.
-pub fn mem_limit(root: &Root, dev: &str) -> Result<u64> {
+pub(crate) fn mem_limit(root: &Root, dev: &str) -> Result<u64> {
     let stat = attr_path(dev, "mm_stat");
     if !root.exists(&stat) {
         return read_u64(root, &attr_path(dev, "mem_limit"), "mem_limit (bytes)");
@@ -230,7 +232,7 @@ pub fn mem_limit(root: &Root, dev: &str) -> Result<u64> {
 
 /// Whether `path` is a zram attribute that cannot be read (mode 0200):
 /// `reset`, `mem_limit`, and the control class's `hot_remove`.
-pub fn is_write_only(path: &Path) -> bool {
+pub(crate) fn is_write_only(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
@@ -242,7 +244,7 @@ pub fn is_write_only(path: &Path) -> bool {
 }
 
 /// The zram device an attribute path belongs to: `/sys/block/zram0/x` → `zram0`.
-pub fn device_of(path: &Path) -> Option<String> {
+pub(crate) fn device_of(path: &Path) -> Option<String> {
     let rel = path.strip_prefix("/sys/block").ok()?;
     let dev = rel.components().next()?.as_os_str().to_str()?;
     (dev.starts_with("zram") && rel.components().count() == 2).then(|| dev.to_string())
@@ -251,7 +253,7 @@ pub fn device_of(path: &Path) -> Option<String> {
 /// The current content of a zram attribute as cgwarden journals it: the
 /// file itself, except for write-only `mem_limit`, read through `mm_stat`.
 /// `Ok(None)` when absent.
-pub fn current(root: &Root, path: &Path) -> Result<Option<String>> {
+pub(crate) fn current(root: &Root, path: &Path) -> Result<Option<String>> {
     if path.file_name().is_some_and(|n| n == "mem_limit") {
         if let Some(dev) = device_of(path) {
             if !exists(root, &dev) {
@@ -268,12 +270,12 @@ pub fn current(root: &Root, path: &Path) -> Result<Option<String>> {
 }
 
 /// Active swap areas (`/proc/swaps`).
-pub fn swaps(root: &Root) -> Result<Vec<SwapEntry>> {
+pub(crate) fn swaps(root: &Root) -> Result<Vec<SwapEntry>> {
     Ok(parse_swaps(&root.read(Path::new(PROC_SWAPS))?))
 }
 
 /// True if `/dev/<dev>` is listed in `/proc/swaps`.
-pub fn in_use_as_swap(root: &Root, dev: &str) -> Result<bool> {
+pub(crate) fn in_use_as_swap(root: &Root, dev: &str) -> Result<bool> {
     let node = dev_node(dev);
     Ok(swaps(root)?.iter().any(|s| Path::new(&s.path) == node))
 }
@@ -296,7 +298,7 @@ const MIN_PAGES: u64 = 10;
 /// `SWAPSPACE2` in the last 10 bytes. Integers are native-endian (the
 /// kernel reads them as host `unsigned int`; little-endian on our targets).
 /// Errors use the pseudo path `<swap header>`.
-pub fn swap_header(page_size: usize, size_bytes: u64, uuid: [u8; 16]) -> Result<Vec<u8>> {
+pub(crate) fn swap_header(page_size: usize, size_bytes: u64, uuid: [u8; 16]) -> Result<Vec<u8>> {
     let bad = |m: String| Error::other("<swap header>", m);
     if !page_size.is_power_of_two() || page_size < INFO_END + MAGIC.len() {
         return Err(bad(format!("unsupported page size {page_size}")));
@@ -343,7 +345,7 @@ fn page_size() -> usize {
 
 /// `mkswap` in Rust: writes [`swap_header`] at offset 0 of the existing
 /// block device node `dev_node` (host path; never created) and fsyncs it.
-pub fn write_swap_header(dev_node: &Path, size_bytes: u64) -> Result<()> {
+pub(crate) fn write_swap_header(dev_node: &Path, size_bytes: u64) -> Result<()> {
     let page = swap_header(page_size(), size_bytes, random_uuid()).map_err(|e| match e {
         Error::Other { message, .. } => Error::other(dev_node, message),
         e => e,
@@ -368,7 +370,7 @@ fn cpath(p: &Path) -> Result<std::ffi::CString> {
 /// `SWAP_FLAG_PREFER`, so the kernel assigns its own descending negative
 /// priority, as swapon(8) does without `-p` (it used to become priority 0
 /// with the prefer flag, ranking above every default-priority swap).
-pub fn swap_flags(priority: Option<i32>) -> i32 {
+pub(crate) fn swap_flags(priority: Option<i32>) -> i32 {
     match priority {
         Some(p) if p >= 0 => SWAP_FLAG_PREFER | (p.min(SWAP_FLAG_PRIO_MASK) & SWAP_FLAG_PRIO_MASK),
         Some(_) | None => 0,
@@ -377,7 +379,7 @@ pub fn swap_flags(priority: Option<i32>) -> i32 {
 
 /// swapon(2) on `dev_node` with an optional priority (0..=32767; negative is
 /// the kernel default, see [`swap_flags`]).
-pub fn swapon(dev_node: &Path, priority: Option<i32>) -> Result<()> {
+pub(crate) fn swapon(dev_node: &Path, priority: Option<i32>) -> Result<()> {
     let c = cpath(dev_node)?;
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
     let rc = unsafe { libc::swapon(c.as_ptr(), swap_flags(priority)) };
@@ -392,7 +394,7 @@ pub fn swapon(dev_node: &Path, priority: Option<i32>) -> Result<()> {
 }
 
 /// swapoff(2) on `dev_node`.
-pub fn swapoff(dev_node: &Path) -> Result<()> {
+pub(crate) fn swapoff(dev_node: &Path) -> Result<()> {
     let c = cpath(dev_node)?;
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
     let rc = unsafe { libc::swapoff(c.as_ptr()) };

@@ -18,57 +18,57 @@ use std::collections::BTreeMap;
 
 /// One cpufreq policy's bounds (the cpufreq family reads and checks them).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CpufreqBounds {
+pub(crate) struct CpufreqBounds {
     /// `cpuinfo_min_freq`, `cpuinfo_max_freq` (kHz): the hardware's range.
-    pub min_khz: Option<u64>,
-    pub max_khz: Option<u64>,
+    pub(crate) min_khz: Option<u64>,
+    pub(crate) max_khz: Option<u64>,
     /// `scaling_available_governors`.
-    pub governors: Option<Vec<String>>,
+    pub(crate) governors: Option<Vec<String>>,
     /// `related_cpus`: the CPUs the policy drives.
-    pub cpus: Option<CpuList>,
+    pub(crate) cpus: Option<CpuList>,
 }
 
 /// One devfreq device's bounds (the devfreq family reads and checks them).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct DevfreqBounds {
+pub(crate) struct DevfreqBounds {
     /// `available_frequencies` (Hz), ascending; empty when the device does
     /// not list them.
-    pub frequencies: Vec<u64>,
+    pub(crate) frequencies: Vec<u64>,
     /// `available_governors`.
-    pub governors: Option<Vec<String>>,
+    pub(crate) governors: Option<Vec<String>>,
 }
 
 /// What a board offers, as far as it bounds a policy's values.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Board {
+pub(crate) struct Board {
     /// `/sys/devices/system/cpu/possible`: every CPU the board can have (an
     /// offline CPU may come back, so not `online`).
-    pub possible_cpus: Option<CpuList>,
+    pub(crate) possible_cpus: Option<CpuList>,
     /// The CPUs of the cgroup root when it is a delegated group (its
     /// `cpuset.cpus.effective`): a top-level group's cpuset must be within
     /// them. `None` at the hierarchy's root, which has every CPU.
-    pub root_cpus: Option<CpuList>,
+    pub(crate) root_cpus: Option<CpuList>,
     /// By policy name (`policy4`).
-    pub cpufreq: BTreeMap<String, CpufreqBounds>,
+    pub(crate) cpufreq: BTreeMap<String, CpufreqBounds>,
     /// By device name (`gpu`, `soc:qcom,cpu-llcc-ddr-bw`).
-    pub devfreq: BTreeMap<String, DevfreqBounds>,
+    pub(crate) devfreq: BTreeMap<String, DevfreqBounds>,
     /// By zram device: the compressors its `comp_algorithm` offers.
-    pub zram_algorithms: BTreeMap<String, Vec<String>>,
+    pub(crate) zram_algorithms: BTreeMap<String, Vec<String>>,
     /// By CPU: `cpuN/cpu_capacity` (the scheduler's relative performance),
     /// which orders clusters of equal top frequency ([`super::clusters`]).
-    pub cpu_capacity: BTreeMap<u32, u64>,
+    pub(crate) cpu_capacity: BTreeMap<u32, u64>,
     /// What the board says it is, which picks a policy's `targets:` entry.
-    pub identity: Option<Identity>,
+    pub(crate) identity: Option<Identity>,
 }
 
 /// What a board says it is, and which file said it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     /// `QCS9100`, `qcom,qcs6490-rb3gen2`, `Standard PC (Q35 + ICH9, 2009)`.
-    pub name: String,
+    pub(crate) name: String,
     /// `/sys/devices/soc0/machine`, `/proc/device-tree/compatible` or
     /// `/sys/class/dmi/id/product_name`.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// A frequency in kHz for people: `2.4GHz`, `806.4MHz`, `1200kHz`.
@@ -90,17 +90,17 @@ fn trim(x: f64) -> String {
 impl Board {
     /// A board nothing is known of: every value is within it (plain `check`,
     /// which runs on a laptop and must not judge a board policy by it).
-    pub fn unknown() -> Board {
+    pub(crate) fn unknown() -> Board {
         Board::default()
     }
 
     /// Whether anything is known (the messages say "this board" only then).
-    pub fn is_known(&self) -> bool {
+    pub(crate) fn is_known(&self) -> bool {
         *self != Board::default()
     }
 
     /// `cpus` within the CPUs the board can have: why not, if not.
-    pub fn check_cpus(&self, cpus: &CpuList) -> Result<(), String> {
+    pub(crate) fn check_cpus(&self, cpus: &CpuList) -> Result<(), String> {
         let Some(possible) = &self.possible_cpus else {
             return Ok(());
         };
@@ -115,7 +115,7 @@ impl Board {
     }
 
     /// A top-level group's `cpus` within the cgroup root's: why not, if not.
-    pub fn check_root_cpus(&self, cpus: &CpuList) -> Result<(), String> {
+    pub(crate) fn check_root_cpus(&self, cpus: &CpuList) -> Result<(), String> {
         let Some(root) = &self.root_cpus else {
             return Ok(());
         };
@@ -130,12 +130,12 @@ impl Board {
 
     /// `value` of `knob` within what the board offers: why not, if not
     /// (the knob's family judges).
-    pub fn check_value(&self, knob: &Knob, value: &KnobValue) -> Result<(), String> {
+    pub(crate) fn check_value(&self, knob: &Knob, value: &KnobValue) -> Result<(), String> {
         knob.check_on(value, self)
     }
 
     /// A zram device's compressor among those it offers.
-    pub fn check_zram_algorithm(&self, device: &str, algorithm: &str) -> Result<(), String> {
+    pub(crate) fn check_zram_algorithm(&self, device: &str, algorithm: &str) -> Result<(), String> {
         match self.zram_algorithms.get(device) {
             Some(offered) if !offered.iter().any(|a| a == algorithm) => Err(format!(
                 "{device} does not offer compressor `{algorithm}` (its comp_algorithm: {})",

@@ -32,31 +32,31 @@ use crate::units::CpuList;
 use std::fmt::Write as _;
 
 /// The role names, slowest first.
-pub const ROLES: [&str; 4] = ["little", "mid", "big", "prime"];
+pub(crate) const ROLES: [&str; 4] = ["little", "mid", "big", "prime"];
 
 /// `clusterN` goes up to `cluster63`.
-pub const MAX_CLUSTERS: usize = 64;
+pub(crate) const MAX_CLUSTERS: usize = 64;
 
 /// One cluster: a cpufreq policy and the CPUs it drives.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     /// The cpufreq policy (`policy4`).
-    pub policy: String,
+    pub(crate) policy: String,
     /// Its `related_cpus`.
-    pub cpus: CpuList,
+    pub(crate) cpus: CpuList,
     /// `cpuinfo_max_freq`, kHz.
-    pub max_khz: Option<u64>,
+    pub(crate) max_khz: Option<u64>,
     /// The highest `cpu_capacity` of its CPUs.
-    pub capacity: Option<u64>,
+    pub(crate) capacity: Option<u64>,
 }
 
 /// A board's clusters, slowest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Clusters(pub Vec<Cluster>);
+pub(crate) struct Clusters(pub(crate) Vec<Cluster>);
 
 /// Whether `word` is a cluster name in any board's vocabulary: a role or
 /// `clusterN` (N below [`MAX_CLUSTERS`], no leading zero).
-pub fn is_name(word: &str) -> bool {
+pub(crate) fn is_name(word: &str) -> bool {
     ROLES.contains(&word) || cluster_number(word).is_some()
 }
 
@@ -71,7 +71,7 @@ fn cluster_number(word: &str) -> Option<usize> {
 }
 
 /// The fewest clusters a board has for `name` to exist there.
-pub fn needs(name: &str) -> usize {
+pub(crate) fn needs(name: &str) -> usize {
     match name {
         "little" | "big" => 2,
         "prime" => 3,
@@ -81,7 +81,7 @@ pub fn needs(name: &str) -> usize {
 }
 
 /// The cluster index role `role` names on a board of `n` clusters.
-pub fn role_index(role: &str, n: usize) -> Option<usize> {
+pub(crate) fn role_index(role: &str, n: usize) -> Option<usize> {
     match (role, n) {
         ("little", 2..) => Some(0),
         ("big", 2) => Some(1),
@@ -100,12 +100,12 @@ fn vocabulary() -> Vec<String> {
 }
 
 /// Why `word` is no CPU and no cluster name, with a hint.
-pub fn unknown_word(word: &str) -> String {
+pub(crate) fn unknown_word(word: &str) -> String {
     unknown_word_for(word, "a CPU")
 }
 
 /// Why `word` is neither `thing` nor a cluster name, with a hint.
-pub fn unknown_word_for(word: &str, thing: &str) -> String {
+pub(crate) fn unknown_word_for(word: &str, thing: &str) -> String {
     let words = vocabulary();
     let hint = super::suggest(word, words.iter().map(String::as_str))
         .map(|s| format!(" (did you mean `{s}`?)"))
@@ -118,13 +118,13 @@ pub fn unknown_word_for(word: &str, thing: &str) -> String {
 
 /// Whether a CPU list text names a cluster (and so is an expression to
 /// resolve, not a plain list).
-pub fn names_cluster(text: &str) -> bool {
+pub(crate) fn names_cluster(text: &str) -> bool {
     text.chars().any(|c| c.is_ascii_alphabetic())
 }
 
 impl Clusters {
     /// The clusters of `board`: its cpufreq policies that list CPUs.
-    pub fn of(board: &Board) -> Clusters {
+    pub(crate) fn of(board: &Board) -> Clusters {
         let mut v: Vec<Cluster> = board
             .cpufreq
             .iter()
@@ -156,7 +156,7 @@ impl Clusters {
     /// (`policy0` 0-3, `policy4` 4-7, …): plain `check` resolves names on it,
     /// so a policy is judged on the smallest board that has every name it
     /// uses.
-    pub fn notional(n: usize) -> Clusters {
+    pub(crate) fn notional(n: usize) -> Clusters {
         Clusters(
             (0..n.clamp(1, MAX_CLUSTERS) as u32)
                 .map(|k| Cluster {
@@ -169,16 +169,16 @@ impl Clusters {
         )
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// The role cluster `index` has, if any.
-    pub fn role_of(&self, index: usize) -> Option<&'static str> {
+    pub(crate) fn role_of(&self, index: usize) -> Option<&'static str> {
         ROLES
             .iter()
             .copied()
@@ -186,7 +186,7 @@ impl Clusters {
     }
 
     /// The cluster `name` names here, or why there is none.
-    pub fn find(&self, name: &str) -> Result<&Cluster, String> {
+    pub(crate) fn find(&self, name: &str) -> Result<&Cluster, String> {
         if !is_name(name) {
             return Err(unknown_word(name));
         }
@@ -204,7 +204,7 @@ impl Clusters {
     }
 
     /// The board's clusters in words, for an error naming one it lacks.
-    pub fn listing(&self) -> String {
+    pub(crate) fn listing(&self) -> String {
         match self.len() {
             0 => "it shows no clusters (no cpufreq policy under /sys/devices/system/cpu/cpufreq lists its related_cpus)".into(),
             1 => format!("its only cluster is {}", self.label(0)),
@@ -216,7 +216,7 @@ impl Clusters {
     }
 
     /// `big = cluster1 (CPUs 4-6, policy4, up to 2.4GHz)`.
-    pub fn label(&self, index: usize) -> String {
+    pub(crate) fn label(&self, index: usize) -> String {
         let c = &self.0[index];
         let mut s = match self.role_of(index) {
             Some(r) => format!("{r} = cluster{index}"),
@@ -234,7 +234,7 @@ impl Clusters {
     /// The CPUs of a CPU list that may name clusters and subtract: items
     /// separated by commas (a CPU, a range `0-3`, a cluster name), then any
     /// number of ` - ITEMS` taking CPUs away. Never empty.
-    pub fn cpus(&self, text: &str) -> Result<CpuList, String> {
+    pub(crate) fn cpus(&self, text: &str) -> Result<CpuList, String> {
         let parts = split_subtraction(text);
         let mut set = self.items(parts[0])?;
         for part in &parts[1..] {
@@ -274,7 +274,7 @@ impl Clusters {
     }
 
     /// The cpufreq policy `name` (a cluster name) is here.
-    pub fn policy(&self, name: &str) -> Result<&str, String> {
+    pub(crate) fn policy(&self, name: &str) -> Result<&str, String> {
         self.find(name).map(|c| c.policy.as_str())
     }
 }

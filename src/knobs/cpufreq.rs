@@ -35,13 +35,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Device path of the cpufreq policy directories.
-pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
+pub(crate) const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
 
 /// Attribute file names.
-pub const SCALING_GOVERNOR: &str = "scaling_governor";
-pub const SCALING_MIN_FREQ: &str = "scaling_min_freq";
-pub const SCALING_MAX_FREQ: &str = "scaling_max_freq";
-pub const SCALING_AVAILABLE_GOVERNORS: &str = "scaling_available_governors";
+pub(crate) const SCALING_GOVERNOR: &str = "scaling_governor";
+pub(crate) const SCALING_MIN_FREQ: &str = "scaling_min_freq";
+pub(crate) const SCALING_MAX_FREQ: &str = "scaling_max_freq";
+pub(crate) const SCALING_AVAILABLE_GOVERNORS: &str = "scaling_available_governors";
 
 /// A cpufreq policy attribute. The order is the write order within one
 /// policy: the governor before its tunables.
@@ -59,7 +59,7 @@ pub enum CpufreqAttr {
 }
 
 impl CpufreqAttr {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CpufreqAttr::Min => "min",
             CpufreqAttr::Max => "max",
@@ -72,7 +72,7 @@ impl CpufreqAttr {
 
     /// The sysfs file: under `/sys/devices/system/cpu/cpufreq/POLICY/`,
     /// or for a tunable under the governor's directory.
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             CpufreqAttr::Min => "scaling_min_freq",
             CpufreqAttr::Max => "scaling_max_freq",
@@ -82,19 +82,19 @@ impl CpufreqAttr {
     }
 
     /// Whether it is a tunable in the running governor's directory.
-    pub fn is_tunable(self) -> bool {
+    pub(crate) fn is_tunable(self) -> bool {
         TUNABLES.contains(&self)
     }
 }
 
 /// schedutil's rate limit (mainline), µs.
-pub const RATE_LIMIT_US: &str = "rate_limit_us";
+pub(crate) const RATE_LIMIT_US: &str = "rate_limit_us";
 /// The vendor schedutil's separate limits, µs.
-pub const UP_RATE_LIMIT_US: &str = "up_rate_limit_us";
-pub const DOWN_RATE_LIMIT_US: &str = "down_rate_limit_us";
+pub(crate) const UP_RATE_LIMIT_US: &str = "up_rate_limit_us";
+pub(crate) const DOWN_RATE_LIMIT_US: &str = "down_rate_limit_us";
 
 /// The governor tunables, in write order.
-pub const TUNABLES: [CpufreqAttr; 3] = [
+pub(crate) const TUNABLES: [CpufreqAttr; 3] = [
     CpufreqAttr::RateLimitUs,
     CpufreqAttr::UpRateLimitUs,
     CpufreqAttr::DownRateLimitUs,
@@ -102,7 +102,7 @@ pub const TUNABLES: [CpufreqAttr; 3] = [
 
 /// The largest rate limit accepted, µs (the kernel's file is an unsigned
 /// int; a second is already far beyond any useful limit, ten is a typo).
-pub const RATE_LIMIT_MAX_US: i64 = 10_000_000;
+pub(crate) const RATE_LIMIT_MAX_US: i64 = 10_000_000;
 
 /// Family attributes, for "did you mean" on a misspelled last part.
 const CPUFREQ_ATTRS: [&str; 6] = [
@@ -115,14 +115,14 @@ const CPUFREQ_ATTRS: [&str; 6] = [
 ];
 
 /// The governors of a fallback list (`schedutil|ondemand`), in order.
-pub fn governor_choices(list: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn governor_choices(list: &str) -> impl Iterator<Item = &str> {
     list.split('|').map(str::trim).filter(|g| !g.is_empty())
 }
 
 /// The governor of fallback list `list` to write, given what the policy
 /// offers: the first offered. An empty `offered` (unreadable) takes the
 /// first of the list. `Err` names the list and the offer.
-pub fn resolve_governor(list: &str, offered: &[String]) -> Result<String, String> {
+pub(crate) fn resolve_governor(list: &str, offered: &[String]) -> Result<String, String> {
     let mut choices = governor_choices(list);
     if offered.is_empty() {
         return choices
@@ -144,12 +144,12 @@ pub fn resolve_governor(list: &str, offered: &[String]) -> Result<String, String
 /// Governors that have no tunables directory in any kernel
 /// (`performance`, `powersave`, `userspace`): a tunable under one of them is
 /// missing even before the switch.
-pub const WITHOUT_TUNABLES: [&str; 3] = ["performance", "powersave", "userspace"];
+pub(crate) const WITHOUT_TUNABLES: [&str; 3] = ["performance", "powersave", "userspace"];
 
 /// The two places a governor's tunable can live: per policy
 /// (`policyN/GOVERNOR/FILE`, drivers with per-policy governors) first,
 /// then global (`cpufreq/GOVERNOR/FILE`).
-pub fn tunable_paths(policy: &str, governor: &str, attr: CpufreqAttr) -> [PathBuf; 2] {
+pub(crate) fn tunable_paths(policy: &str, governor: &str, attr: CpufreqAttr) -> [PathBuf; 2] {
     let gov = governor.replace('/', "_");
     [
         policy_dir(policy).join(&gov).join(attr.file_name()),
@@ -158,7 +158,7 @@ pub fn tunable_paths(policy: &str, governor: &str, attr: CpufreqAttr) -> [PathBu
 }
 
 /// Device path of a policy directory. `"policy4"` or just `"4"`.
-pub fn policy_dir(policy: &str) -> PathBuf {
+pub(crate) fn policy_dir(policy: &str) -> PathBuf {
     let name = if !policy.is_empty() && policy.bytes().all(|b| b.is_ascii_digit()) {
         format!("policy{policy}")
     } else {
@@ -170,7 +170,7 @@ pub fn policy_dir(policy: &str) -> PathBuf {
 }
 
 /// Device path of attribute file `attr` of `policy`.
-pub fn attr_path(policy: &str, attr: &str) -> PathBuf {
+pub(crate) fn attr_path(policy: &str, attr: &str) -> PathBuf {
     policy_dir(policy).join(attr)
 }
 
@@ -230,14 +230,14 @@ fn governors(at: &Places<'_>, policy: &str) -> (String, String) {
 
 /// `system.cpufreq.POLICY`: a policy's baseline.
 #[derive(Clone, Debug, Default)]
-pub struct Baseline {
-    pub policy: String,
+pub(crate) struct Baseline {
+    pub(crate) policy: String,
     /// A governor or a fallback list (`schedutil|ondemand`).
-    pub governor: Option<String>,
-    pub min: Option<crate::units::Frequency>,
-    pub max: Option<crate::units::Frequency>,
+    pub(crate) governor: Option<String>,
+    pub(crate) min: Option<crate::units::Frequency>,
+    pub(crate) max: Option<crate::units::Frequency>,
     /// Governor tunables (`rate_limit_us`, …) in µs, in write order.
-    pub tunables: Vec<(CpufreqAttr, u64)>,
+    pub(crate) tunables: Vec<(CpufreqAttr, u64)>,
 }
 
 impl Baseline {
@@ -317,8 +317,8 @@ impl Family for Cpufreq {
 
     fn merge(&self, knob: &Knob) -> MergePolicy {
         match attr(knob) {
-            Some(CpufreqAttr::Min | CpufreqAttr::Max) => MergePolicy::LargestWins,
-            _ => MergePolicy::FirstWins,
+            Some(CpufreqAttr::Min | CpufreqAttr::Max) => MergePolicy::Largest,
+            _ => MergePolicy::First,
         }
     }
 
@@ -512,13 +512,13 @@ impl Family for Cpufreq {
             DocRow {
                 knob: "`cpufreq.POLICY.min`, `cpufreq.POLICY.max`".into(),
                 values: "frequency (`1800MHz`, `2.4GHz`)",
-                merge: MergePolicy::LargestWins,
+                merge: MergePolicy::Largest,
                 file: format!("`{CPUFREQ_DIR}/POLICY/{{{SCALING_MIN_FREQ},{SCALING_MAX_FREQ}}}`"),
             },
             DocRow {
                 knob: "`cpufreq.POLICY.governor`".into(),
                 values: "a governor, or a fallback list `schedutil\\|ondemand` (the first the policy offers)",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: format!("`{CPUFREQ_DIR}/POLICY/{SCALING_GOVERNOR}`"),
             },
             DocRow {
@@ -526,7 +526,7 @@ impl Family for Cpufreq {
                     "`cpufreq.POLICY.{RATE_LIMIT_US}`, `cpufreq.POLICY.{UP_RATE_LIMIT_US}`, `cpufreq.POLICY.{DOWN_RATE_LIMIT_US}`"
                 ),
                 values: "µs, 0–10000000 (written after the governor, again after each governor change)",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: format!("`{CPUFREQ_DIR}/POLICY/GOVERNOR/FILE` (or `{CPUFREQ_DIR}/GOVERNOR/FILE`)"),
             },
         ]

@@ -35,12 +35,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Device path of the devfreq class directory.
-pub const DEVFREQ_DIR: &str = "/sys/class/devfreq";
-pub const MIN_FREQ: &str = "min_freq";
-pub const MAX_FREQ: &str = "max_freq";
-pub const GOVERNOR: &str = "governor";
-pub const AVAILABLE_GOVERNORS: &str = "available_governors";
-pub const CUR_FREQ: &str = "cur_freq";
+pub(crate) const DEVFREQ_DIR: &str = "/sys/class/devfreq";
+pub(crate) const MIN_FREQ: &str = "min_freq";
+pub(crate) const MAX_FREQ: &str = "max_freq";
+pub(crate) const GOVERNOR: &str = "governor";
+pub(crate) const AVAILABLE_GOVERNORS: &str = "available_governors";
+pub(crate) const CUR_FREQ: &str = "cur_freq";
 /// The device's operating points, space-separated Hz.
 const AVAILABLE_FREQUENCIES: &str = "available_frequencies";
 
@@ -53,7 +53,7 @@ pub enum DevfreqAttr {
 }
 
 impl DevfreqAttr {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DevfreqAttr::Min => "min",
             DevfreqAttr::Max => "max",
@@ -62,7 +62,7 @@ impl DevfreqAttr {
     }
 
     /// The file under `/sys/class/devfreq/NAME/`.
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             DevfreqAttr::Min => MIN_FREQ,
             DevfreqAttr::Max => MAX_FREQ,
@@ -74,23 +74,23 @@ impl DevfreqAttr {
 const ATTRS: [&str; 3] = ["min", "max", "governor"];
 
 /// A byte of a devfreq device name.
-pub fn name_byte(b: u8) -> bool {
+pub(crate) fn name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b".,:@+-_".contains(&b)
 }
 
 /// Whether `name` can be a devfreq device name (module docs).
-pub fn is_device_name(name: &str) -> bool {
+pub(crate) fn is_device_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && !name.starts_with('.') && name.bytes().all(name_byte)
 }
 
 /// Device path of a devfreq device's directory.
-pub fn device_dir(device: &str) -> PathBuf {
+pub(crate) fn device_dir(device: &str) -> PathBuf {
     // Root::host_path clamps `..`; keep a name one component anyway.
     Path::new(DEVFREQ_DIR).join(device.replace('/', "_"))
 }
 
 /// Device path of file `file` of `device`.
-pub fn attr_path(device: &str, file: &str) -> PathBuf {
+pub(crate) fn attr_path(device: &str, file: &str) -> PathBuf {
     device_dir(device).join(file)
 }
 
@@ -149,14 +149,14 @@ pub(super) fn parse_hz(text: &str) -> Result<u64, UnitError> {
 
 /// `system.devfreq.NAME`: a device's baseline.
 #[derive(Clone, Debug, Default)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// The device name under /sys/class/devfreq.
-    pub device: String,
-    pub governor: Option<String>,
+    pub(crate) device: String,
+    pub(crate) governor: Option<String>,
     /// Hz.
-    pub min: Option<u64>,
+    pub(crate) min: Option<u64>,
     /// Hz.
-    pub max: Option<u64>,
+    pub(crate) max: Option<u64>,
 }
 
 impl Baseline {
@@ -184,14 +184,14 @@ impl Baseline {
 
 /// One device as `doctor` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Device {
-    pub name: String,
-    pub governor: Option<String>,
-    pub available_governors: Vec<String>,
+pub(crate) struct Device {
+    pub(crate) name: String,
+    pub(crate) governor: Option<String>,
+    pub(crate) available_governors: Vec<String>,
     /// Hz.
-    pub cur: Option<u64>,
-    pub min: Option<u64>,
-    pub max: Option<u64>,
+    pub(crate) cur: Option<u64>,
+    pub(crate) min: Option<u64>,
+    pub(crate) max: Option<u64>,
 }
 
 /// True if `device` exists.
@@ -307,8 +307,8 @@ impl Family for Devfreq {
 
     fn merge(&self, knob: &Knob) -> MergePolicy {
         match attr(knob) {
-            Some(DevfreqAttr::Governor) => MergePolicy::FirstWins,
-            _ => MergePolicy::LargestWins,
+            Some(DevfreqAttr::Governor) => MergePolicy::First,
+            _ => MergePolicy::Largest,
         }
     }
 
@@ -407,13 +407,13 @@ impl Family for Devfreq {
             DocRow {
                 knob: "`devfreq.NAME.min`, `devfreq.NAME.max`".into(),
                 values: "frequency (`300MHz`, `1.2GHz`), written in Hz",
-                merge: MergePolicy::LargestWins,
+                merge: MergePolicy::Largest,
                 file: format!("`{DEVFREQ_DIR}/NAME/{{{MIN_FREQ},{MAX_FREQ}}}`"),
             },
             DocRow {
                 knob: "`devfreq.NAME.governor`".into(),
                 values: "a governor the device offers (`available_governors`)",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: format!("`{DEVFREQ_DIR}/NAME/{GOVERNOR}`"),
             },
         ]

@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 /// The parent of every hook run's cgroup, relative to `settings.cgroup_root`
 /// (`kernel::hook_run` makes the runs; placement never moves a process out
 /// of one). Policy group names cannot contain a dot, so no group is it.
-pub const HOOKS_PARENT: &str = "cgwarden.hooks";
+pub(crate) const HOOKS_PARENT: &str = "cgwarden.hooks";
 
 /// Where cgroup2 is mounted on a systemd or Debian system: the default
 /// `settings.cgroup_root`, and the only place a journal's recorded root may
 /// be below unless it is the policy's own.
-pub const CGROUP2_MOUNT: &str = "/sys/fs/cgroup";
+pub(crate) const CGROUP2_MOUNT: &str = "/sys/fs/cgroup";
 
 /// A knob of one cgroup, in the order a group's baseline is written:
 /// `cpuset.mems` before `cpuset.cpus` before the partition, memory limits from
@@ -54,7 +54,7 @@ pub enum GroupKnob {
 
 impl GroupKnob {
     /// Every group file cgwarden writes, in write order.
-    pub const EVERY: [GroupKnob; 15] = [
+    pub(crate) const EVERY: [GroupKnob; 15] = [
         GroupKnob::CpusetMems,
         GroupKnob::CpusetCpus,
         GroupKnob::CpusetPartition,
@@ -73,7 +73,7 @@ impl GroupKnob {
     ];
 
     /// The knobs a rule or boost may name.
-    pub const ALL: [GroupKnob; 12] = [
+    pub(crate) const ALL: [GroupKnob; 12] = [
         GroupKnob::CpuWeight,
         GroupKnob::CpuMax,
         GroupKnob::UclampMin,
@@ -89,7 +89,7 @@ impl GroupKnob {
     ];
 
     /// The policy spelling after `G.` (`memory.swap_max`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             GroupKnob::CpusetMems => "cpuset.mems",
             GroupKnob::CpusetCpus => "cpuset.cpus",
@@ -110,7 +110,7 @@ impl GroupKnob {
     }
 
     /// The cgroup interface file the knob lives in (`memory.swap.max`).
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             GroupKnob::CpusetPartition => "cpuset.cpus.partition",
             GroupKnob::UclampMin => "cpu.uclamp.min",
@@ -122,7 +122,7 @@ impl GroupKnob {
     }
 
     /// The cgroup controller that must be enabled for the file to exist.
-    pub fn controller(self) -> &'static str {
+    pub(crate) fn controller(self) -> &'static str {
         match self {
             GroupKnob::CpuWeight
             | GroupKnob::CpuMax
@@ -213,9 +213,9 @@ impl Family for Group {
         use GroupKnob::*;
         match group_knob(knob) {
             Some(CpusetCpus | CpusetMems | CpusetPartition | MemoryOomGroup) | None => {
-                MergePolicy::FirstWins
+                MergePolicy::First
             }
-            Some(_) => MergePolicy::LargestWins,
+            Some(_) => MergePolicy::Largest,
         }
     }
 

@@ -15,7 +15,7 @@ use super::{Knob, KnobValue};
 use crate::units::Size;
 
 /// The value for people (module docs).
-pub fn human(v: &KnobValue) -> String {
+pub(crate) fn human(v: &KnobValue) -> String {
     match v {
         KnobValue::Size(Size::Bytes(b)) => size(*b),
         KnobValue::Frequency(f) => frequency(f.khz()),
@@ -24,7 +24,7 @@ pub fn human(v: &KnobValue) -> String {
 }
 
 /// The raw (kernel) form, then the human one in parentheses when it differs.
-pub fn both(knob: &Knob, v: &KnobValue) -> String {
+pub(crate) fn both(knob: &Knob, v: &KnobValue) -> String {
     let raw = knob.render(v);
     let h = human(v);
     if raw == h {
@@ -37,7 +37,7 @@ pub fn both(knob: &Knob, v: &KnobValue) -> String {
 /// [`human`] of a raw value as the control socket carries it, for knob
 /// `knob` — or a cap on it, named `cap KNOB` ([`super::CAP_KEY_PREFIX`]) —
 /// the text unchanged when either does not parse.
-pub fn human_text(knob: &str, raw: &str) -> String {
+pub(crate) fn human_text(knob: &str, raw: &str) -> String {
     let knob = knob.strip_prefix(super::CAP_KEY_PREFIX).unwrap_or(knob);
     match knob.parse::<Knob>() {
         Ok(k) => k

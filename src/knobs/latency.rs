@@ -21,16 +21,16 @@ use std::path::{Path, PathBuf};
 /// `/dev/cpu_dma_latency` reads with no request held). Larger values mean
 /// nothing to the cpuidle governor (no idle state is that slow), and the
 /// per-CPU file refuses `S32_MAX` (its internal "no constraint").
-pub const LATENCY_MAX_US: u64 = 2_000_000_000;
+pub(crate) const LATENCY_MAX_US: u64 = 2_000_000_000;
 
 /// The CPU latency QoS device a request is held open on.
-pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+pub(crate) const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 const RESUME_LATENCY: &str = "pm_qos_resume_latency_us";
 
 /// `/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us`.
-pub fn resume_latency_path(cpu: u32) -> PathBuf {
+pub(crate) fn resume_latency_path(cpu: u32) -> PathBuf {
     PathBuf::from(format!("{CPU_DIR}/cpu{cpu}/power/{RESUME_LATENCY}"))
 }
 
@@ -39,7 +39,7 @@ pub fn resume_latency_path(cpu: u32) -> PathBuf {
 /// reads `0` as *no constraint* and takes `n/a` for 0 µs tolerated, so a
 /// policy's `0us` is written `n/a` and no constraint `0`; other values are
 /// plain µs (negative ones, and `S32_MAX`, are EINVAL there).
-pub fn resume_latency_text(v: Option<u64>) -> String {
+pub(crate) fn resume_latency_text(v: Option<u64>) -> String {
     match v {
         None => "0".to_string(),
         Some(0) => "n/a".to_string(),
@@ -49,11 +49,11 @@ pub fn resume_latency_text(v: Option<u64>) -> String {
 
 /// `system.latency`: tolerated wake-up latencies, in µs.
 #[derive(Clone, Debug, Default)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// `(cpu, µs)` per CPU, in file order (a cpu-list key names several).
-    pub cpus: Vec<(u32, u64)>,
+    pub(crate) cpus: Vec<(u32, u64)>,
     /// The CPU latency request the daemon holds open.
-    pub global: Option<u64>,
+    pub(crate) global: Option<u64>,
 }
 
 impl Baseline {
@@ -109,13 +109,13 @@ impl Family for Latency {
             DocRow {
                 knob: "`latency.cpuN`".into(),
                 values: "whole µs (`0us`, `100us`, `2ms`)",
-                merge: MergePolicy::SmallestWins,
+                merge: MergePolicy::Smallest,
                 file: format!("`{CPU_DIR}/cpuN/power/{RESUME_LATENCY}`"),
             },
             DocRow {
                 knob: "`latency.global`".into(),
                 values: "whole µs",
-                merge: MergePolicy::SmallestWins,
+                merge: MergePolicy::Smallest,
                 file: format!("a request held open on `{CPU_DMA_LATENCY}` (daemon only)"),
             },
         ]
@@ -135,7 +135,7 @@ impl Family for Latency {
 
     /// Less tolerated wake-up latency keeps the CPU out of deep idle.
     fn merge(&self, _: &Knob) -> MergePolicy {
-        MergePolicy::SmallestWins
+        MergePolicy::Smallest
     }
 
     /// `latency.global` is a request held open on `/dev/cpu_dma_latency`.

@@ -44,7 +44,7 @@
 //! - `raise` never lowers a knob and `lower` never raises it: a current value
 //!   already past the limit is left alone.
 //! - `latency.*` knobs take whole microseconds up to
-//!   [`latency::LATENCY_MAX_US`] and merge [`MergePolicy::SmallestWins`];
+//!   [`latency::LATENCY_MAX_US`] and merge [`MergePolicy::Smallest`];
 //!   `latency.global` is [`Knob::held_by_daemon`].
 
 pub(crate) mod board;
@@ -66,7 +66,7 @@ pub(crate) use devfreq::DevfreqAttr;
 pub(crate) use group::GroupKnob;
 
 pub(crate) use sysctl::sysctl_range;
-pub use value::{CpuMax, KnobValue, PIDS_LIMIT};
+pub(crate) use value::{CpuMax, KnobValue};
 pub(crate) use zram::ZramAttr;
 
 use crate::units::{CpuList, Frequency, Percent, Size, UnitError};
@@ -79,7 +79,7 @@ use value::{parse_count, parse_int, parse_partition, parse_uclamp, parse_weight}
 
 /// How a boost request names a cap (`boost --cap KNOB=VALUE`): the key
 /// `cap KNOB` in the Boost call's `knobs` map (no knob name has a blank).
-pub const CAP_KEY_PREFIX: &str = "cap ";
+pub(crate) const CAP_KEY_PREFIX: &str = "cap ";
 
 /// Whether `name` follows the naming rule `[a-z0-9][a-z0-9_-]{0,63}`
 /// (groups, hooks, rules).
@@ -111,9 +111,9 @@ pub(crate) fn suggest<'a>(
 /// A knob text that is not one of the closed set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnobError {
-    pub message: String,
+    pub(crate) message: String,
     /// A suggestion such as "did you mean `inference.memory.high`?".
-    pub hint: Option<String>,
+    pub(crate) hint: Option<String>,
 }
 
 impl fmt::Display for KnobError {
@@ -177,14 +177,14 @@ pub enum Knob {
 
 /// How competing claims on one knob are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MergePolicy {
+pub(crate) enum MergePolicy {
     /// More means more resource or speed: the largest claim wins.
-    LargestWins,
+    Largest,
     /// The claim ranked first (boosts, then rules in policy order) wins.
-    FirstWins,
+    First,
     /// Less means more performance: the smallest claim wins (`latency.*`:
     /// less tolerated wake-up latency keeps the CPU out of deep idle).
-    SmallestWins,
+    Smallest,
 }
 
 /// The type of value a knob takes, which its family names
@@ -452,10 +452,10 @@ pub(crate) fn digit(b: u8) -> bool {
 /// One row of docs/policy.md's knob table.
 #[cfg_attr(not(test), allow(dead_code))] // read by the docs test (doc_table)
 pub(crate) struct DocRow {
-    pub knob: String,
-    pub values: &'static str,
-    pub merge: MergePolicy,
-    pub file: String,
+    pub(crate) knob: String,
+    pub(crate) values: &'static str,
+    pub(crate) merge: MergePolicy,
+    pub(crate) file: String,
 }
 
 /// Read access to a root's files by device path, which `kernel::Root`
@@ -472,13 +472,13 @@ pub(crate) trait Files {
 
 /// What finding a knob's file takes besides the knob.
 pub(crate) struct Places<'a> {
-    pub files: &'a dyn Files,
+    pub(crate) files: &'a dyn Files,
     /// Group name and file name → the file in the group's directory (`Err`:
     /// the group is not in the policy).
-    pub group_file: &'a dyn Fn(&str, &str) -> Result<PathBuf, String>,
+    pub(crate) group_file: &'a dyn Fn(&str, &str) -> Result<PathBuf, String>,
     /// cpufreq policy → the governor it will run once the writes queued
     /// (daemon) or planned (`apply`) are made.
-    pub governors: &'a HashMap<String, String>,
+    pub(crate) governors: &'a HashMap<String, String>,
 }
 
 /// Where a knob stands among the writes it depends on ([`order`]): in the
@@ -493,9 +493,9 @@ pub(crate) enum Slot {
 
 /// Who a family is: its name, the head of its knob names, their grammar.
 pub(crate) struct Id {
-    pub name: &'static str,
-    pub head: Option<&'static str>,
-    pub grammar: Option<&'static str>,
+    pub(crate) name: &'static str,
+    pub(crate) head: Option<&'static str>,
+    pub(crate) grammar: Option<&'static str>,
 }
 
 /// A knob family: one implementation per family, in the family's module,
@@ -540,7 +540,7 @@ pub(crate) trait Family: Sync {
     }
     /// How claims on the knob merge.
     fn merge(&self, _knob: &Knob) -> MergePolicy {
-        MergePolicy::FirstWins
+        MergePolicy::First
     }
     /// Whether the knob is a ceiling a `cap` may hold.
     fn is_ceiling(&self, _knob: &Knob) -> bool {
@@ -677,7 +677,7 @@ pub(crate) fn family_heads() -> impl Iterator<Item = &'static str> + Clone {
 /// `host.cpu.some.avg10`, `host.vmstat.FIELD`. The recorder's machine row,
 /// the report's machine section and the metrics' machine label use it too,
 /// so no group may take it.
-pub const MACHINE: &str = "host";
+pub(crate) const MACHINE: &str = "host";
 
 /// Names no group may take, each with what rules read under it: the
 /// family heads, `thermal` (zones), `cooling` (cooling devices), `kpi`
@@ -740,9 +740,9 @@ pub(crate) fn doc_table() -> String {
         }
         for r in rows {
             let merge = match r.merge {
-                MergePolicy::LargestWins => "largest wins",
-                MergePolicy::FirstWins => "first wins",
-                MergePolicy::SmallestWins => "smallest wins",
+                MergePolicy::Largest => "largest wins",
+                MergePolicy::First => "first wins",
+                MergePolicy::Smallest => "smallest wins",
             };
             out.push_str(&format!(
                 "| {} | {} | {merge} | {} |\n",

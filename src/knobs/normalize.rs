@@ -11,7 +11,7 @@ use crate::units::{CpuList, Size};
 
 /// How a knob's value is read back, and so how it is compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     /// Whitespace-insensitive text: sysctls (`4096 87380`), governors, weights.
     Text,
     /// Bytes or `max`; the kernel rounds memory limits down to whole pages.
@@ -37,7 +37,7 @@ pub enum Form {
 }
 
 /// How a group knob's file is compared with a desired value.
-pub fn form_of(knob: GroupKnob) -> Form {
+pub(crate) fn form_of(knob: GroupKnob) -> Form {
     match knob {
         GroupKnob::CpusetMems | GroupKnob::CpusetCpus => Form::CpuList,
         GroupKnob::CpusetPartition => Form::Partition,
@@ -58,7 +58,7 @@ pub fn form_of(knob: GroupKnob) -> Form {
 /// memory.* limits in pages, so a written size reads back rounded down to a
 /// page (a hard-coded 4 KiB made 16K/64K-page kernels rewrite every size on
 /// every apply). The caller asks the kernel (`kernel::wait::page_size`).
-pub fn same(form: Form, current: &str, desired: &str, page: u64) -> bool {
+pub(crate) fn same(form: Form, current: &str, desired: &str, page: u64) -> bool {
     let cur = current.trim();
     let want = desired.trim();
     match form {
@@ -97,7 +97,7 @@ pub fn same(form: Form, current: &str, desired: &str, page: u64) -> bool {
 
 /// The value as a person reads it in `(was …)`: the active zram algorithm,
 /// not the whole offer list.
-pub fn display(form: Form, current: &str) -> String {
+pub(crate) fn display(form: Form, current: &str) -> String {
     match form {
         Form::Bracketed => active_choice(current).to_string(),
         _ => words(current.trim()).join(" "),
@@ -108,7 +108,7 @@ pub fn display(form: Form, current: &str) -> String {
 /// `isolated invalid (Cpu list in cpuset.cpus not exclusive)` (the reason in
 /// brackets; empty when the kernel gives none, as before 6.1), `None` for a
 /// valid state such as `isolated`, `root` or `member`.
-pub fn partition_invalid(text: &str) -> Option<&str> {
+pub(crate) fn partition_invalid(text: &str) -> Option<&str> {
     let t = text.trim();
     let mut it = t.split_whitespace();
     let _state = it.next()?;

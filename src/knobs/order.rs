@@ -19,12 +19,12 @@ use std::collections::BTreeMap;
 
 /// One write of a batch, for [`write_order`].
 #[derive(Debug, Clone, Copy)]
-pub struct Planned<'a> {
-    pub knob: &'a Knob,
-    pub new: &'a KnobValue,
+pub(crate) struct Planned<'a> {
+    pub(crate) knob: &'a Knob,
+    pub(crate) new: &'a KnobValue,
     /// What the knob holds now (read from the kernel, or last written);
     /// `None` when unknown.
-    pub now: Option<&'a KnobValue>,
+    pub(crate) now: Option<&'a KnobValue>,
 }
 
 /// The writes that depend on each other (module docs): a family's name
@@ -57,7 +57,7 @@ fn floor_first(new_floor: Option<u64>, ceiling_now: Option<u64>) -> bool {
 }
 
 /// The order to make `writes` in, as indices into `writes` (module docs).
-pub fn write_order(writes: &[Planned<'_>]) -> Vec<usize> {
+pub(crate) fn write_order(writes: &[Planned<'_>]) -> Vec<usize> {
     let mut sets: BTreeMap<Set<'_>, Vec<usize>> = BTreeMap::new();
     let mut rank: Vec<Slot> = Vec::with_capacity(writes.len());
     for (i, w) in writes.iter().enumerate() {
@@ -91,7 +91,7 @@ pub fn write_order(writes: &[Planned<'_>]) -> Vec<usize> {
 
 /// `writes` in the order [`write_order`] gives, judged against what `now`
 /// says each knob holds.
-pub fn in_write_order(
+pub(crate) fn in_write_order(
     writes: Vec<(Knob, KnobValue)>,
     now: impl Fn(&Knob) -> Option<KnobValue>,
 ) -> Vec<(Knob, KnobValue)> {

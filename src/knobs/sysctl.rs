@@ -39,15 +39,15 @@ const INT_MAX: i64 = i32::MAX as i64;
 #[derive(Clone, Debug)]
 pub(crate) struct Sysctl {
     /// Dotted name (`vm.swappiness`).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The values the kernel accepts, when we are sure of them.
-    pub range: Option<(i64, i64)>,
+    pub(crate) range: Option<(i64, i64)>,
     /// What a fresh Debian-like kernel reads (the fake tree's content).
-    pub fake: &'static str,
+    pub(crate) fake: &'static str,
     /// Where the bound comes from (the reference table's last column; read
     /// by the test that holds docs/policy.md to [`doc_table`]).
     #[cfg_attr(not(test), allow(dead_code))]
-    pub source: &'static str,
+    pub(crate) source: &'static str,
 }
 
 const fn row(
@@ -149,14 +149,14 @@ const SOCK_MIN_SNDBUF: i64 = 2 * SOCK_MIN_RCVBUF;
 
 /// Where the uclamp interface of the kernel shows itself even before any
 /// group exists (CONFIG_UCLAMP_TASK): a sysctl of the table, read only.
-pub const UCLAMP_PROBE: &str = "/proc/sys/kernel/sched_util_clamp_min";
+pub(crate) const UCLAMP_PROBE: &str = "/proc/sys/kernel/sched_util_clamp_min";
 
 /// The trigger of the `compact` action: written `1`, never journalled (it
 /// holds no value to restore), so not a knob.
-pub const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
+pub(crate) const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
 
 /// The RT throttling sysctl the daemon reads to warn about RT starvation.
-pub const SCHED_RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+pub(crate) const SCHED_RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
 /// The row of sysctl `name` (`vm.swappiness`).
 pub(crate) fn lookup(name: &str) -> Option<&'static Sysctl> {
@@ -165,13 +165,13 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Sysctl> {
 
 /// The range the kernel accepts for sysctl `name`, when it has one this
 /// crate is sure of.
-pub fn sysctl_range(name: &str) -> Option<(i64, i64)> {
+pub(crate) fn sysctl_range(name: &str) -> Option<(i64, i64)> {
     lookup(name).and_then(|s| s.range)
 }
 
 /// Device path of sysctl `name`: `vm.swappiness` → `/proc/sys/vm/swappiness`.
 /// Only names of the table have one.
-pub fn path(name: &str) -> Option<PathBuf> {
+pub(crate) fn path(name: &str) -> Option<PathBuf> {
     lookup(name).map(|s| Path::new("/proc/sys").join(s.name.replace('.', "/")))
 }
 
@@ -233,7 +233,7 @@ impl Family for SysctlFamily {
             .map(|s| DocRow {
                 knob: format!("`sysctl.{}`", s.name),
                 values: "",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: format!("`/proc/sys/{}`", s.name.replace('.', "/")),
             })
             .collect()
@@ -304,7 +304,7 @@ pub(crate) fn baseline_knobs(section: &[(String, String)]) -> Vec<(Knob, KnobVal
 
 /// The rows of docs/policy.md's sysctl table: name, range, source of the bound.
 #[cfg(test)]
-pub fn doc_table() -> String {
+pub(crate) fn doc_table() -> String {
     let mut out = String::from("| sysctl | range | source of the bound |\n|---|---|---|\n");
     for s in TABLE {
         let range = match s.range {

@@ -9,40 +9,40 @@ use super::{DocRow, Family, Id, Knob, Places, Shape};
 use std::path::{Path, PathBuf};
 
 /// Where IRQs live.
-pub const PROC_IRQ: &str = "/proc/irq";
+pub(crate) const PROC_IRQ: &str = "/proc/irq";
 /// Where CPUs live.
-pub const CPU_DIR: &str = "/sys/devices/system/cpu";
+pub(crate) const CPU_DIR: &str = "/sys/devices/system/cpu";
 const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
 const RCU_EXPEDITED: &str = "/sys/kernel/rcu_expedited";
 
 /// `/proc/irq/N/smp_affinity_list` (cpu-list format).
-pub fn irq_affinity_path(irq: u32) -> PathBuf {
+pub(crate) fn irq_affinity_path(irq: u32) -> PathBuf {
     PathBuf::from(format!("{PROC_IRQ}/{irq}/smp_affinity_list"))
 }
 
 /// `/proc/irq/default_smp_affinity` (hex-mask format).
-pub fn default_affinity_path() -> PathBuf {
+pub(crate) fn default_affinity_path() -> PathBuf {
     PathBuf::from(format!("{PROC_IRQ}/default_smp_affinity"))
 }
 
 /// `/sys/devices/virtual/workqueue/cpumask` (hex-mask format).
-pub fn workqueue_cpumask_path() -> PathBuf {
+pub(crate) fn workqueue_cpumask_path() -> PathBuf {
     PathBuf::from(WORKQUEUE_CPUMASK)
 }
 
 /// `/sys/kernel/rcu_expedited`: `1` makes RCU grace periods expedited (the
 /// vendor RT extension's `QCOM_RCU_EXPEDITED=1`).
-pub fn rcu_expedited_path() -> PathBuf {
+pub(crate) fn rcu_expedited_path() -> PathBuf {
     PathBuf::from(RCU_EXPEDITED)
 }
 
 /// `/sys/devices/system/cpu/cpuN/cpuidle` (its `stateK` entries).
-pub fn cpuidle_dir(cpu: u32) -> PathBuf {
+pub(crate) fn cpuidle_dir(cpu: u32) -> PathBuf {
     PathBuf::from(format!("{CPU_DIR}/cpu{cpu}/cpuidle"))
 }
 
 /// `/sys/devices/system/cpu/cpuN/cpuidle/stateK/disable` (`1` disables).
-pub fn cpuidle_disable_path(cpu: u32, state: u32) -> PathBuf {
+pub(crate) fn cpuidle_disable_path(cpu: u32, state: u32) -> PathBuf {
     cpuidle_dir(cpu).join(format!("state{state}/disable"))
 }
 

@@ -202,24 +202,24 @@ fn hints() {
 fn merge_policy_table() {
     use MergePolicy::*;
     let cases = [
-        ("g.cpu.weight", LargestWins),
-        ("g.cpu.max", LargestWins),
-        ("g.uclamp.min", LargestWins),
-        ("g.uclamp.max", LargestWins),
-        ("g.memory.min", LargestWins),
-        ("g.memory.low", LargestWins),
-        ("g.memory.high", LargestWins),
-        ("g.memory.max", LargestWins),
-        ("g.memory.swap_max", LargestWins),
-        ("g.io.weight", LargestWins),
-        ("g.pids.max", LargestWins),
-        ("g.cpuset.cpus", FirstWins),
-        ("cpufreq.policy0.min", LargestWins),
-        ("cpufreq.policy0.max", LargestWins),
-        ("cpufreq.policy0.governor", FirstWins),
-        ("sysctl.vm.swappiness", FirstWins),
-        ("zram.zram0.mem_limit", FirstWins),
-        ("zram.zram0.swap_priority", FirstWins),
+        ("g.cpu.weight", Largest),
+        ("g.cpu.max", Largest),
+        ("g.uclamp.min", Largest),
+        ("g.uclamp.max", Largest),
+        ("g.memory.min", Largest),
+        ("g.memory.low", Largest),
+        ("g.memory.high", Largest),
+        ("g.memory.max", Largest),
+        ("g.memory.swap_max", Largest),
+        ("g.io.weight", Largest),
+        ("g.pids.max", Largest),
+        ("g.cpuset.cpus", First),
+        ("cpufreq.policy0.min", Largest),
+        ("cpufreq.policy0.max", Largest),
+        ("cpufreq.policy0.governor", First),
+        ("sysctl.vm.swappiness", First),
+        ("zram.zram0.mem_limit", First),
+        ("zram.zram0.swap_priority", First),
     ];
     for (text, policy) in cases {
         assert_eq!(knob(text).merge_policy(), policy, "{text}");
@@ -437,7 +437,6 @@ fn step_clamping() {
     assert_eq!(w(1).step(&i(1), &w(5), true), None);
     let list = KnobValue::CpuList(CpuList::default());
     assert_eq!(list.step(&list, &list, true), None);
-    assert!(!list.is_numeric() && w(1).is_numeric());
     assert!(knob("g.memory.high").is_numeric());
     assert!(!knob("g.cpu.max").is_numeric());
     assert!(!knob("cpufreq.policy0.governor").is_numeric());
@@ -580,14 +579,8 @@ fn resume_latency_encodings() {
 
 #[test]
 fn latency_merges_smallest_first() {
-    assert_eq!(
-        knob("latency.cpu0").merge_policy(),
-        MergePolicy::SmallestWins
-    );
-    assert_eq!(
-        knob("latency.global").merge_policy(),
-        MergePolicy::SmallestWins
-    );
+    assert_eq!(knob("latency.cpu0").merge_policy(), MergePolicy::Smallest);
+    assert_eq!(knob("latency.global").merge_policy(), MergePolicy::Smallest);
     let l = |v| KnobValue::Latency(v);
     assert_eq!(l(Some(0)).cmp_latency(&l(Some(5))), Some(Ordering::Less));
     assert_eq!(l(Some(5)).cmp_latency(&l(None)), Some(Ordering::Less));
@@ -814,7 +807,7 @@ fn hardware_knobs_parse_render_and_are_owned() {
         value("devfreq.3d00000.qcom,kgsl-3d0.governor", "msm-adreno-tz"),
         KnobValue::Word("msm-adreno-tz".into())
     );
-    assert_eq!(gpu.merge_policy(), MergePolicy::LargestWins);
+    assert_eq!(gpu.merge_policy(), MergePolicy::Largest);
     assert!(err("devfreq.bad/name.max")
         .message
         .contains("invalid devfreq device"));

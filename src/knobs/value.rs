@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Largest `pids.max` the kernel accepts (PID_MAX_LIMIT on 64-bit).
-pub const PIDS_LIMIT: u64 = 4_194_304;
+pub(crate) const PIDS_LIMIT: u64 = 4_194_304;
 
 pub(super) fn parse_partition(text: &str) -> Result<String, UnitError> {
     match text {
@@ -158,7 +158,7 @@ pub enum CpuMax {
 }
 
 /// The kernel's default CFS bandwidth period, used for shares.
-pub const DEFAULT_PERIOD_US: u64 = 100_000;
+pub(crate) const DEFAULT_PERIOD_US: u64 = 100_000;
 const MIN_QUOTA_US: u64 = 1_000;
 const MIN_PERIOD_US: u64 = 1_000;
 const MAX_PERIOD_US: u64 = 1_000_000;
@@ -167,7 +167,7 @@ const MAX_PERIODS_PER_QUOTA: u64 = 8_192;
 const CPUMAX_REASON: &str = "expected `max`, a share like `50%`, or QUOTA/PERIOD like `50ms/100ms`";
 
 impl CpuMax {
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         if text == "max" {
             return Ok(CpuMax::Max);
         }
@@ -221,7 +221,7 @@ impl CpuMax {
     }
 
     /// Parses the kernel's `cpu.max` content (`max 100000`, `50000 100000`).
-    pub fn parse_kernel(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse_kernel(text: &str) -> Result<Self, UnitError> {
         let err = || UnitError::new("cpu.max", text, "expected `QUOTA PERIOD` or `max PERIOD`");
         let mut parts = text.split_whitespace();
         let quota = parts.next().ok_or_else(err)?;
@@ -243,7 +243,7 @@ impl CpuMax {
     }
 
     /// `(quota_us, period_us)`, or `None` for no limit.
-    pub fn kernel_pair(&self) -> Option<(u64, u64)> {
+    pub(crate) fn kernel_pair(&self) -> Option<(u64, u64)> {
         match self {
             CpuMax::Max => None,
             CpuMax::Share(p) => {
@@ -264,7 +264,7 @@ impl CpuMax {
     }
 
     /// The text written to `cpu.max`: `max 100000` or `QUOTA PERIOD`.
-    pub fn kernel(&self) -> String {
+    pub(crate) fn kernel(&self) -> String {
         match self.kernel_pair() {
             None => format!("max {DEFAULT_PERIOD_US}"),
             Some((q, p)) => format!("{q} {p}"),
@@ -272,7 +272,7 @@ impl CpuMax {
     }
 
     /// Compares the CPU bandwidth two values grant; `max` is largest.
-    pub fn cmp_bandwidth(&self, other: &CpuMax) -> Ordering {
+    pub(crate) fn cmp_bandwidth(&self, other: &CpuMax) -> Ordering {
         match (self.kernel_pair(), other.kernel_pair()) {
             (None, None) => Ordering::Equal,
             (None, Some(_)) => Ordering::Greater,
@@ -341,7 +341,7 @@ pub enum KnobValue {
 
 impl KnobValue {
     /// The exact text written to the kernel file.
-    pub fn kernel(&self) -> String {
+    pub(crate) fn kernel(&self) -> String {
         match self {
             KnobValue::Size(s) => s.kernel(),
             KnobValue::Frequency(f) => f.khz().to_string(),
@@ -359,9 +359,9 @@ impl KnobValue {
     }
 
     /// Orders two values of one knob by how much resource they grant, for
-    /// [`MergePolicy::LargestWins`]. `None` when the values are of different
+    /// [`MergePolicy::Largest`]. `None` when the values are of different
     /// types or the type has no such order (cpu lists, governors).
-    pub fn cmp_resource(&self, other: &KnobValue) -> Option<Ordering> {
+    pub(crate) fn cmp_resource(&self, other: &KnobValue) -> Option<Ordering> {
         match (self, other) {
             (KnobValue::Size(a), KnobValue::Size(b)) => Some(a.cmp_limit(b)),
             (KnobValue::Frequency(a), KnobValue::Frequency(b)) => Some(a.cmp(b)),
@@ -380,9 +380,9 @@ impl KnobValue {
         }
     }
 
-    /// Orders two latency tolerances, for [`MergePolicy::SmallestWins`]: no
+    /// Orders two latency tolerances, for [`MergePolicy::Smallest`]: no
     /// constraint is larger than any number. `None` for other types.
-    pub fn cmp_latency(&self, other: &KnobValue) -> Option<Ordering> {
+    pub(crate) fn cmp_latency(&self, other: &KnobValue) -> Option<Ordering> {
         match (self, other) {
             (KnobValue::Latency(a), KnobValue::Latency(b)) => Some(match (a, b) {
                 (None, None) => Ordering::Equal,
@@ -394,20 +394,6 @@ impl KnobValue {
         }
     }
 
-    /// Whether `raise`/`lower` can step a value of this type.
-    pub fn is_numeric(&self) -> bool {
-        matches!(
-            self,
-            KnobValue::Size(_)
-                | KnobValue::Frequency(_)
-                | KnobValue::Hz(_)
-                | KnobValue::Int(_)
-                | KnobValue::Weight(_)
-                | KnobValue::Percent(_)
-                | KnobValue::Count(_)
-        )
-    }
-
     /// One `raise` (`up`) or `lower` step from `self` by `delta`, never past
     /// `limit`. A raise never lowers and a lower never raises: if `self` is
     /// already beyond `limit` it stays. `max` stays `max` when raising.
@@ -415,7 +401,7 @@ impl KnobValue {
     /// `None` when the three values are not the same numeric type, when
     /// `delta` is `max`, or when there is no finite answer (lowering from
     /// `max`, or lowering towards a `max` limit); the caller logs and skips.
-    pub fn step(&self, delta: &KnobValue, limit: &KnobValue, up: bool) -> Option<KnobValue> {
+    pub(crate) fn step(&self, delta: &KnobValue, limit: &KnobValue, up: bool) -> Option<KnobValue> {
         use KnobValue as V;
         match (self, delta, limit) {
             (V::Size(cur), V::Size(Size::Bytes(d)), V::Size(lim)) => {

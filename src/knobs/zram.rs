@@ -15,13 +15,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The kernel's list of active swap areas.
-pub const PROC_SWAPS: &str = "/proc/swaps";
+pub(crate) const PROC_SWAPS: &str = "/proc/swaps";
 
 /// Where zram block devices live.
-pub const BLOCK_DIR: &str = "/sys/block";
+pub(crate) const BLOCK_DIR: &str = "/sys/block";
 
 /// The attribute files a baseline writes and `reset` restores.
-pub const JOURNALLED_ATTRS: [&str; 3] = ["comp_algorithm", "disksize", "mem_limit"];
+pub(crate) const JOURNALLED_ATTRS: [&str; 3] = ["comp_algorithm", "disksize", "mem_limit"];
 
 /// A zram device attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,7 +33,7 @@ pub enum ZramAttr {
 }
 
 impl ZramAttr {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ZramAttr::MemLimit => "mem_limit",
             ZramAttr::SwapPriority => "swap_priority",
@@ -46,30 +46,30 @@ const ZRAM_ATTRS: [&str; 2] = ["mem_limit", "swap_priority"];
 
 /// Device path of `/sys/block/<dev>` (`dev`: `zram0`; a `/` is replaced so
 /// the name stays one component).
-pub fn device_dir(dev: &str) -> PathBuf {
+pub(crate) fn device_dir(dev: &str) -> PathBuf {
     Path::new(BLOCK_DIR).join(dev.replace('/', "_"))
 }
 
 /// Device path of attribute `attr` of `dev`.
-pub fn attr_path(dev: &str, attr: &str) -> PathBuf {
+pub(crate) fn attr_path(dev: &str, attr: &str) -> PathBuf {
     device_dir(dev).join(attr)
 }
 
 /// Device node of `dev` on the target: `/dev/zram0`.
-pub fn dev_node(dev: &str) -> PathBuf {
+pub(crate) fn dev_node(dev: &str) -> PathBuf {
     Path::new("/dev").join(dev.replace('/', "_"))
 }
 
 /// One line of `/proc/swaps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SwapEntry {
+pub(crate) struct SwapEntry {
     /// Device or file path (octal escapes such as `\040` decoded).
-    pub path: String,
+    pub(crate) path: String,
     /// `partition` or `file`.
-    pub kind: String,
-    pub size_kib: u64,
-    pub used_kib: u64,
-    pub priority: i32,
+    pub(crate) kind: String,
+    pub(crate) size_kib: u64,
+    pub(crate) used_kib: u64,
+    pub(crate) priority: i32,
 }
 
 /// Decodes the `\ooo` escapes the kernel uses for spaces etc. in paths.
@@ -98,7 +98,7 @@ fn unescape_octal(s: &str) -> String {
 }
 
 /// Parses `/proc/swaps`; the header and malformed lines are skipped.
-pub fn parse_swaps(text: &str) -> Vec<SwapEntry> {
+pub(crate) fn parse_swaps(text: &str) -> Vec<SwapEntry> {
     let mut v = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -169,13 +169,13 @@ impl Family for Zram {
             DocRow {
                 knob: "`zram.DEV.mem_limit`".into(),
                 values: "bytes (`0` lifts the limit)",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: format!("`{BLOCK_DIR}/DEV/mem_limit`"),
             },
             DocRow {
                 knob: "`zram.DEV.swap_priority`".into(),
                 values: "-1–32767 (taken at swapon)",
-                merge: MergePolicy::FirstWins,
+                merge: MergePolicy::First,
                 file: "swapon(2) flags, no file".into(),
             },
         ]

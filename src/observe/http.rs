@@ -42,10 +42,10 @@ pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(30);
 /// What a scrape reads.
 #[derive(Clone)]
 pub(crate) struct Exposer {
-    pub cg: CgroupFs,
-    pub view: watch::Receiver<Arc<EngineView>>,
+    pub(crate) cg: CgroupFs,
+    pub(crate) view: watch::Receiver<Arc<EngineView>>,
     /// The KPI store (`cgwarden_kpi`).
-    pub kpi: Option<Arc<super::kpi::Store>>,
+    pub(crate) kpi: Option<Arc<super::kpi::Store>>,
 }
 
 impl Exposer {
@@ -69,14 +69,14 @@ impl Exposer {
 
 /// The bound listeners and textfile the services thread serves.
 pub(crate) struct Endpoints {
-    pub unix: Option<std::os::unix::net::UnixListener>,
-    pub tcp: Option<std::net::TcpListener>,
+    pub(crate) unix: Option<std::os::unix::net::UnixListener>,
+    pub(crate) tcp: Option<std::net::TcpListener>,
     /// Host path of the textfile, how often it is written, and the thread
     /// that writes it (the recorder's, when it runs: [`start`] starts
     /// `cgw-textfile` otherwise).
-    pub textfile: Option<(PathBuf, Duration)>,
+    pub(crate) textfile: Option<(PathBuf, Duration)>,
     /// The recorder's jobs, when it runs.
-    pub disk: Option<std::sync::mpsc::Sender<Job>>,
+    pub(crate) disk: Option<std::sync::mpsc::Sender<Job>>,
 }
 
 /// Serves `ends` as tasks of `services` (the daemon's `cgw-services`

@@ -49,7 +49,7 @@
 //!   holds about 20 such KPIs; see docs/kpi.md for the measured size.
 
 pub(crate) mod expose;
-pub mod parse;
+pub(crate) mod parse;
 pub(crate) mod record;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -62,7 +62,7 @@ pub(crate) const MAX_NAMES: usize = 64;
 /// Most histogram buckets held in memory, every name and slot together
 /// (the memory bound, see the module docs).
 pub(crate) const MAX_BUCKETS: usize = 131_072;
-pub use crate::policy::expr::kpi::{check_name, Stat, MAX_NAME_LEN};
+pub(crate) use crate::policy::expr::kpi::{check_name, Stat};
 /// Values below this count as 0 (in the zero bucket).
 pub(crate) const MIN_VALUE: f64 = 1e-9;
 /// Values above this are refused.
@@ -80,7 +80,7 @@ const SUB_BITS: u32 = 5;
 
 /// What a KPI's values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// A time, in seconds.
     Seconds,
     /// A plain number.
@@ -88,7 +88,7 @@ pub enum Unit {
 }
 
 impl Unit {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unit::Seconds => "seconds",
             Unit::None => "none",
@@ -126,11 +126,11 @@ pub(crate) struct Hist {
     buckets: BTreeMap<u16, u64>,
     /// Values below [`MIN_VALUE`].
     zeros: u64,
-    pub count: u64,
-    pub sum: f64,
-    pub sumsq: f64,
-    pub min: f64,
-    pub max: f64,
+    pub(crate) count: u64,
+    pub(crate) sum: f64,
+    pub(crate) sumsq: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
 fn bucket_of(v: f64) -> u16 {
@@ -327,14 +327,14 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 /// One KPI over a window, in its canonical unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Summary {
-    pub count: u64,
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub stddev: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
+    pub(crate) count: u64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) mean: f64,
+    pub(crate) stddev: f64,
+    pub(crate) p50: f64,
+    pub(crate) p90: f64,
+    pub(crate) p99: f64,
 }
 
 impl Summary {
@@ -439,11 +439,11 @@ impl Series {
 /// A KPI with its window summary, for metrics and `status`.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
-    pub name: String,
-    pub unit: Unit,
-    pub window: Option<Summary>,
-    pub total_count: u64,
-    pub total_sum: f64,
+    pub(crate) name: String,
+    pub(crate) unit: Unit,
+    pub(crate) window: Option<Summary>,
+    pub(crate) total_count: u64,
+    pub(crate) total_sum: f64,
 }
 
 /// The daemon's KPIs (shared by the inputs, the event loop, the metrics and
@@ -688,7 +688,7 @@ pub(crate) fn parse_value(text: &str) -> Result<(Unit, f64), String> {
 }
 
 /// `cgwarden kpi NAME VALUE…`: the values, all of one unit.
-pub fn parse_values(values: &[String]) -> Result<(Unit, Vec<(f64, u64)>), String> {
+pub(crate) fn parse_values(values: &[String]) -> Result<(Unit, Vec<(f64, u64)>), String> {
     let mut unit = None;
     let mut out = Vec::with_capacity(values.len());
     for t in values {

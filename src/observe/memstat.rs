@@ -32,12 +32,12 @@ pub(crate) const MEMINFO_FIELDS: [&str; 14] = [
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct MemTelemetry {
     /// vmstat counters by the names rules use (as read, cumulative).
-    pub vmstat: BTreeMap<String, u64>,
-    pub meminfo: BTreeMap<String, u64>,
+    pub(crate) vmstat: BTreeMap<String, u64>,
+    pub(crate) meminfo: BTreeMap<String, u64>,
     /// zram device → `mm_stat` (orig_data_size, compr_data_size, mem_used_total).
-    pub zram: BTreeMap<String, [u64; 3]>,
+    pub(crate) zram: BTreeMap<String, [u64; 3]>,
     /// The unusable free space index per order (index = order).
-    pub fragmentation: Vec<f64>,
+    pub(crate) fragmentation: Vec<f64>,
 }
 
 impl MemTelemetry {

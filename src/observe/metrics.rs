@@ -37,9 +37,9 @@ const MEMORY_EVENTS: [&str; 6] = ["low", "high", "max", "oom", "oom_kill", "oom_
 /// The daemon's own cost, read from `/proc/self` at scrape time.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct OwnCost {
-    pub rss_bytes: Option<u64>,
-    pub cpu_seconds: Option<f64>,
-    pub fds: Option<u64>,
+    pub(crate) rss_bytes: Option<u64>,
+    pub(crate) cpu_seconds: Option<f64>,
+    pub(crate) fds: Option<u64>,
 }
 
 impl OwnCost {

@@ -6,15 +6,15 @@
 //! reaction.
 
 pub(crate) mod http; // GET /metrics and the textfile, tasks of cgw-services
-pub mod kpi; // KPIs from applications (store, StatsD and cyclictest parsers)
+pub(crate) mod kpi; // KPIs from applications (store, StatsD and cyclictest parsers)
 pub(crate) mod memstat; // memory telemetry (metrics, recorder)
 pub(crate) mod metrics; // the OpenMetrics exposition
 pub(crate) mod procmem; // RSS and PSS of the judged processes, for the recorder
 pub(crate) mod recorder; // the SQLite flight recorder, on cgw-recorder
 #[cfg(feature = "report")]
-pub mod replay; // `cgwarden replay`, the engine over the tape
+pub(crate) mod replay; // `cgwarden replay`, the engine over the tape
 #[cfg(feature = "report")]
-pub mod report;
+pub(crate) mod report;
 pub(crate) mod sample; // one reading of a group, for metrics and recorder
 pub(crate) mod state; // what the daemon publishes for the observe threads
 pub(crate) mod tape; // the input tape replay reads

@@ -25,14 +25,14 @@ pub(crate) const PSS_EVERY: Duration = Duration::from_secs(60);
 /// One process row of the recorder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ProcRow {
-    pub comm: String,
-    pub pid: i32,
+    pub(crate) comm: String,
+    pub(crate) pid: i32,
     /// `VmRSS`, bytes.
-    pub rss: u64,
+    pub(crate) rss: u64,
     /// `Pss:` of smaps_rollup, bytes; `None` when not read this interval
     /// or unreadable (older kernel, no permission, a process gone between
     /// the two reads).
-    pub pss: Option<u64>,
+    pub(crate) pss: Option<u64>,
 }
 
 /// Which processes to read: exact comms and `settings.critical` globs.

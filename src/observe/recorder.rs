@@ -49,20 +49,20 @@ pub(crate) const DB_NAME: &str = "recorder.db";
 
 /// What the recorder thread needs.
 pub(crate) struct Config {
-    pub settings: RecorderSettings,
+    pub(crate) settings: RecorderSettings,
     /// Host path of the database.
-    pub path: PathBuf,
-    pub criteria: ReportCriteria,
+    pub(crate) path: PathBuf,
+    pub(crate) criteria: ReportCriteria,
     /// `settings.critical` (their memory is recorded too).
-    pub critical: Vec<String>,
-    pub root: Root,
-    pub cg: CgroupFs,
-    pub view: watch::Receiver<Arc<EngineView>>,
-    pub events: broadcast::Receiver<wire::Event>,
+    pub(crate) critical: Vec<String>,
+    pub(crate) root: Root,
+    pub(crate) cg: CgroupFs,
+    pub(crate) view: watch::Receiver<Arc<EngineView>>,
+    pub(crate) events: broadcast::Receiver<wire::Event>,
     /// The input tape the event loop fills.
-    pub tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
+    pub(crate) tape: Option<Arc<std::sync::Mutex<super::tape::Shared>>>,
     /// The KPI store, drained into `kpi` every interval.
-    pub kpi: Option<Arc<super::kpi::Store>>,
+    pub(crate) kpi: Option<Arc<super::kpi::Store>>,
 }
 
 /// The running recorder: stop it to record the last interval and `stop`.
@@ -165,15 +165,15 @@ fn run(mut rec: Recorder, mut cfg: Config, jobs: std::sync::mpsc::Receiver<Job>)
 /// One event row.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct EventRow {
-    pub ts: f64,
-    pub kind: String,
-    pub rule: Option<String>,
-    pub state: Option<String>,
-    pub knob: Option<String>,
-    pub old: Option<String>,
-    pub new: Option<String>,
-    pub cause: Option<String>,
-    pub detail: Option<String>,
+    pub(crate) ts: f64,
+    pub(crate) kind: String,
+    pub(crate) rule: Option<String>,
+    pub(crate) state: Option<String>,
+    pub(crate) knob: Option<String>,
+    pub(crate) old: Option<String>,
+    pub(crate) new: Option<String>,
+    pub(crate) cause: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 impl EventRow {
@@ -236,18 +236,18 @@ fn drain(rx: &mut broadcast::Receiver<wire::Event>, stopping: bool) -> Vec<Event
 /// One interval's readings.
 #[derive(Debug, Default)]
 pub(crate) struct Reading {
-    pub ts: f64,
-    pub groups: Vec<GroupSample>,
+    pub(crate) ts: f64,
+    pub(crate) groups: Vec<GroupSample>,
     /// RSS and (some intervals) PSS per selected process.
-    pub processes: Vec<super::procmem::ProcRow>,
+    pub(crate) processes: Vec<super::procmem::ProcRow>,
     /// (zone type, temp m°C, lowest passive/hot trip m°C)
-    pub thermal: Vec<(String, i64, Option<i64>)>,
-    pub own: OwnCost,
-    pub events: Vec<EventRow>,
+    pub(crate) thermal: Vec<(String, i64, Option<i64>)>,
+    pub(crate) own: OwnCost,
+    pub(crate) events: Vec<EventRow>,
     /// The input tape's chunks.
-    pub tape: Vec<super::tape::Chunk>,
+    pub(crate) tape: Vec<super::tape::Chunk>,
     /// Each KPI's samples of the interval.
-    pub kpi: Vec<(String, super::kpi::Unit, super::kpi::Hist)>,
+    pub(crate) kpi: Vec<(String, super::kpi::Unit, super::kpi::Hist)>,
 }
 
 impl Reading {

@@ -28,7 +28,7 @@ mod tests;
 
 #[cfg(test)]
 use show::text;
-pub use show::{run, Options};
+pub(crate) use show::{run, Options};
 pub(crate) use show::{span, when};
 
 use super::tape::{self, Leaf, Query};
@@ -48,29 +48,29 @@ use std::time::Duration;
 /// One row of the tape, decoded.
 #[derive(Clone, Debug)]
 pub(crate) struct Row {
-    pub run: i64,
-    pub ts: f64,
-    pub until: f64,
-    pub d: tape::Decoded,
+    pub(crate) run: i64,
+    pub(crate) ts: f64,
+    pub(crate) until: f64,
+    pub(crate) d: tape::Decoded,
 }
 
 /// What a recording holds for replay.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Recording {
     /// Tape key ids: name and scale.
-    pub keys: HashMap<i64, (String, f64)>,
-    pub rows: Vec<Row>,
+    pub(crate) keys: HashMap<i64, (String, f64)>,
+    pub(crate) rows: Vec<Row>,
     /// Rows that could not be decoded: `(from, until)`.
-    pub damaged: Vec<(f64, f64)>,
+    pub(crate) damaged: Vec<(f64, f64)>,
     /// `rule` events: `(ts, rule, state)`; `(ts, "", "start"|"stop")`
     /// for the daemon's own.
-    pub rule_events: Vec<(f64, String, String)>,
+    pub(crate) rule_events: Vec<(f64, String, String)>,
     /// `write` events' causes (`rule NAME`), with their time.
-    pub write_causes: Vec<(f64, String)>,
+    pub(crate) write_causes: Vec<(f64, String)>,
     /// Per knob (as the policy names it), the value before the first
     /// recorded write: the original the daemon seeds a knob the policy
     /// gives no baseline with (what a released claim returns to).
-    pub originals: HashMap<String, String>,
+    pub(crate) originals: HashMap<String, String>,
 }
 
 impl Recording {
@@ -199,39 +199,39 @@ impl Recording {
 /// A firing episode.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Episode {
-    pub start: f64,
+    pub(crate) start: f64,
     /// `None`: still active when the replay (or the run) ended.
-    pub end: Option<f64>,
-    pub why: String,
+    pub(crate) end: Option<f64>,
+    pub(crate) why: String,
 }
 
 /// An input a rule reads that the tape lacks for a while.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Gap {
-    pub rule: String,
-    pub input: String,
-    pub from: f64,
-    pub to: f64,
+    pub(crate) rule: String,
+    pub(crate) input: String,
+    pub(crate) from: f64,
+    pub(crate) to: f64,
 }
 
 /// Something the engine would have done.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Action {
-    pub ts: f64,
-    pub rule: Option<String>,
+    pub(crate) ts: f64,
+    pub(crate) rule: Option<String>,
     /// `write`, `hook`, `compact`, `freeze`, `kill`, `failed`.
-    pub kind: &'static str,
-    pub what: String,
+    pub(crate) kind: &'static str,
+    pub(crate) what: String,
 }
 
 /// One rule's replay.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct RuleOut {
-    pub name: String,
-    pub episodes: Vec<Episode>,
-    pub active_seconds: f64,
-    pub writes: usize,
-    pub hooks: usize,
+    pub(crate) name: String,
+    pub(crate) episodes: Vec<Episode>,
+    pub(crate) active_seconds: f64,
+    pub(crate) writes: usize,
+    pub(crate) hooks: usize,
 }
 
 impl RuleOut {
@@ -243,19 +243,19 @@ impl RuleOut {
 /// What the engine would have done over the recording.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Outcome {
-    pub from: f64,
-    pub to: f64,
-    pub evaluations: usize,
-    pub rules: Vec<RuleOut>,
-    pub actions: Vec<Action>,
-    pub gaps: Vec<Gap>,
+    pub(crate) from: f64,
+    pub(crate) to: f64,
+    pub(crate) evaluations: usize,
+    pub(crate) rules: Vec<RuleOut>,
+    pub(crate) actions: Vec<Action>,
+    pub(crate) gaps: Vec<Gap>,
     /// Tape rows that could not be decoded: `(from, until)`.
-    pub damaged: Vec<(f64, f64)>,
+    pub(crate) damaged: Vec<(f64, f64)>,
     /// Metrics the engine found unavailable in the taped values themselves
     /// (the daemon could not read them either): `(rule, metric)`.
-    pub unavailable: Vec<(String, String)>,
+    pub(crate) unavailable: Vec<(String, String)>,
     /// Each written knob's timeline: `(ts, value)` as the policy writes it.
-    pub knobs: BTreeMap<String, Vec<(f64, String)>>,
+    pub(crate) knobs: BTreeMap<String, Vec<(f64, String)>>,
 }
 
 /// The inputs of a policy by name.
@@ -746,22 +746,22 @@ pub(crate) fn recorded_episodes(rec: &Recording) -> BTreeMap<String, Vec<(f64, O
 /// One rule's diff against the recording.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub(crate) struct RuleDiff {
-    pub rule: String,
-    pub recorded: usize,
-    pub replayed: usize,
+    pub(crate) rule: String,
+    pub(crate) recorded: usize,
+    pub(crate) replayed: usize,
     /// Episodes that start within one recorder interval of each other.
-    pub matched: usize,
+    pub(crate) matched: usize,
     /// Starts only the replay has / only the recording has.
-    pub only_replay: Vec<f64>,
-    pub only_recording: Vec<f64>,
+    pub(crate) only_replay: Vec<f64>,
+    pub(crate) only_recording: Vec<f64>,
     /// Matched episodes that end more than one recorder interval apart
     /// (or one still active at the end and the other not): the start, and
     /// the replayed end minus the recorded one in seconds (`None`: one of
     /// them never ended). A lower threshold that holds a rule longer shows
     /// here.
-    pub ends_apart: Vec<(f64, Option<f64>)>,
-    pub recorded_writes: usize,
-    pub replayed_writes: usize,
+    pub(crate) ends_apart: Vec<(f64, Option<f64>)>,
+    pub(crate) recorded_writes: usize,
+    pub(crate) replayed_writes: usize,
 }
 
 /// The rule a recorded write's cause names (`rule NAME`, `rule NAME

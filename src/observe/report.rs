@@ -9,7 +9,7 @@
 //! the database exists but cannot be read, or the output cannot be written.
 //! docs/report.md documents the JSON fields and the definitions.
 
-pub mod compare; // `report --compare A B`
+pub(crate) mod compare; // `report --compare A B`
 mod html;
 mod kpi; // loop_p99, fps_stddev, the kpis table
 mod measured; // fragmentation, a figure without a criterion
@@ -26,22 +26,22 @@ use std::time::{Duration, SystemTime};
 
 /// The report's output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Html,
     Json,
 }
 
 /// What `cgwarden report` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// The recorder database.
-    pub db: PathBuf,
+    pub(crate) db: PathBuf,
     /// The window: the last `since` before now.
-    pub since: Duration,
+    pub(crate) since: Duration,
     /// Where the report goes; none: stdout.
-    pub out: Option<PathBuf>,
-    pub format: Format,
-    pub criteria: ReportCriteria,
+    pub(crate) out: Option<PathBuf>,
+    pub(crate) format: Format,
+    pub(crate) criteria: ReportCriteria,
 }
 
 /// The database file inside `settings.recorder.dir`.
@@ -53,7 +53,11 @@ pub(crate) const DEFAULT_DIR: &str = "/var/lib/cgwarden";
 /// `settings.recorder.dir` (default /var/lib/cgwarden) under `--root`; the
 /// criteria are the policy's `report.criteria` (the defaults when the policy
 /// cannot be read, with a warning when it exists).
-pub fn locate(db: Option<&Path>, policy: &Path, root: Option<&Path>) -> (PathBuf, ReportCriteria) {
+pub(crate) fn locate(
+    db: Option<&Path>,
+    policy: &Path,
+    root: Option<&Path>,
+) -> (PathBuf, ReportCriteria) {
     let loaded = match crate::policy::load(policy) {
         Ok(p) => Some(p),
         Err(d) => {
@@ -240,7 +244,7 @@ pub(crate) fn json_report(
     v
 }
 
-pub fn run(o: &Options) -> u8 {
+pub(crate) fn run(o: &Options) -> u8 {
     let to = unix(SystemTime::now());
     let from = to - o.since.as_secs_f64();
     let d = match query::read(&o.db, from, to) {

@@ -33,18 +33,18 @@ impl Limit {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct GroupSample {
     /// The group's policy name ([`MACHINE`], `host`, for the whole machine).
-    pub name: String,
+    pub(crate) name: String,
     /// `cpu`, `memory`, `io` pressure, in [`RESOURCES`] order.
-    pub psi: [Psi; 3],
-    pub memory_current: Option<u64>,
-    pub memory_high: Option<Limit>,
-    pub memory_max: Option<Limit>,
-    pub swap_current: Option<u64>,
+    pub(crate) psi: [Psi; 3],
+    pub(crate) memory_current: Option<u64>,
+    pub(crate) memory_high: Option<Limit>,
+    pub(crate) memory_max: Option<Limit>,
+    pub(crate) swap_current: Option<u64>,
     /// `memory.events` counters (empty when unreadable); for the machine
     /// only `oom_kill`, the global count of `/proc/vmstat`.
-    pub events: BTreeMap<String, u64>,
+    pub(crate) events: BTreeMap<String, u64>,
     /// Memory telemetry, for the machine only.
-    pub mem: Option<super::memstat::MemTelemetry>,
+    pub(crate) mem: Option<super::memstat::MemTelemetry>,
 }
 
 impl GroupSample {

@@ -27,63 +27,63 @@ use tokio::sync::watch;
 /// One rule as the metrics show it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct RuleView {
-    pub name: String,
+    pub(crate) name: String,
     /// Active or clearing (its `while` claims are held).
-    pub active: bool,
+    pub(crate) active: bool,
     /// Times it became active since the daemon started.
-    pub fired: u64,
+    pub(crate) fired: u64,
     /// Unix time it became active (kept while it is clearing); none when
     /// it is not active. Filled by [`Book::publish`].
-    pub active_since: Option<f64>,
+    pub(crate) active_since: Option<f64>,
     /// The policy's `max_active`, in seconds.
-    pub max_active: Option<f64>,
+    pub(crate) max_active: Option<f64>,
 }
 
 /// One managed knob.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct KnobView {
-    pub name: String,
+    pub(crate) name: String,
     /// The effective value as a number; None for `max` and values that are
     /// not a number (a cpu list, a scheduler policy).
-    pub value: Option<f64>,
+    pub(crate) value: Option<f64>,
     /// Writes the kernel took / refused.
-    pub ok: u64,
-    pub failed: u64,
+    pub(crate) ok: u64,
+    pub(crate) failed: u64,
 }
 
 /// Hook runs of one hook, read at scrape time.
 #[derive(Clone, Debug)]
 pub(crate) struct HookView {
-    pub name: String,
-    pub counters: Arc<crate::stats::HookCounters>,
+    pub(crate) name: String,
+    pub(crate) counters: Arc<crate::stats::HookCounters>,
 }
 
 /// The engine's state for the observe threads (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EngineView {
-    pub product: String,
-    pub policy_hash: String,
+    pub(crate) product: String,
+    pub(crate) policy_hash: String,
     /// (policy name, cgroup path relative to the cgroup root), parents first.
-    pub groups: Vec<(String, String)>,
-    pub rules: Vec<RuleView>,
-    pub knobs: Vec<KnobView>,
+    pub(crate) groups: Vec<(String, String)>,
+    pub(crate) rules: Vec<RuleView>,
+    pub(crate) knobs: Vec<KnobView>,
     /// Boosts by result: granted, refused, expired, released, owner_gone.
-    pub boosts: BTreeMap<&'static str, u64>,
+    pub(crate) boosts: BTreeMap<&'static str, u64>,
     /// Live claims by owner kind (rule, boost).
-    pub claims_live: BTreeMap<&'static str, u64>,
-    pub reload_ok: bool,
+    pub(crate) claims_live: BTreeMap<&'static str, u64>,
+    pub(crate) reload_ok: bool,
     /// Unix time of the last successful (re)load.
-    pub reload_success: f64,
-    pub exec: Option<ExecStats>,
-    pub hooks: Vec<HookView>,
+    pub(crate) reload_success: f64,
+    pub(crate) exec: Option<ExecStats>,
+    pub(crate) hooks: Vec<HookView>,
     /// Throttle episodes per cpufreq policy.
-    pub throttle_episodes: BTreeMap<String, u64>,
+    pub(crate) throttle_episodes: BTreeMap<String, u64>,
     /// Drifts seen per knob (`settings.drift`).
-    pub drifts: BTreeMap<String, u64>,
+    pub(crate) drifts: BTreeMap<String, u64>,
     /// Per cpufreq policy, its limit (kHz) and `throttled()`.
-    pub cpufreq_limits: BTreeMap<String, (u64, bool)>,
+    pub(crate) cpufreq_limits: BTreeMap<String, (u64, bool)>,
     /// Who this device is (`cgwarden_device_info`), read at start.
-    pub device: Arc<crate::kernel::identity::Device>,
+    pub(crate) device: Arc<crate::kernel::identity::Device>,
 }
 
 /// The daemon's side: counters and the watch sender.
@@ -98,7 +98,7 @@ pub(crate) struct Book {
     reload_ok: bool,
     reload_success: SystemTime,
     /// Something changed since the last publish.
-    pub dirty: bool,
+    pub(crate) dirty: bool,
 }
 
 /// The boost results counted (a closed set: bounded labels).

@@ -71,9 +71,9 @@ pub(crate) enum Query {
 /// One taped input.
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
-    pub name: String,
-    pub scale: f64,
-    pub query: Query,
+    pub(crate) name: String,
+    pub(crate) scale: f64,
+    pub(crate) query: Query,
 }
 
 /// The name of a stall line, `G.res.some`.
@@ -229,14 +229,14 @@ pub(crate) fn read<M: Metrics + ?Sized>(
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
     /// The watched inputs, `(name, scale)`; an index is a tape-local id.
-    pub keys: Vec<(String, f64)>,
+    pub(crate) keys: Vec<(String, f64)>,
     /// When each evaluation happened, Unix seconds.
-    pub evals: Vec<f64>,
+    pub(crate) evals: Vec<f64>,
     /// Per key: `(evaluation index, value)` where the value changed (and
     /// every key at the first evaluation).
-    pub values: Vec<Vec<(u32, Option<i64>)>>,
+    pub(crate) values: Vec<Vec<(u32, Option<i64>)>>,
     /// Kernel trigger firings: `(name, evaluation index, amount µs)`.
-    pub triggers: Vec<(String, u32, i64)>,
+    pub(crate) triggers: Vec<(String, u32, i64)>,
 }
 
 impl Chunk {
@@ -261,7 +261,7 @@ pub(crate) struct Shared {
     done: Vec<Chunk>,
     cur: Chunk,
     /// Evaluations not taped because the recorder fell behind.
-    pub lost: u64,
+    pub(crate) lost: u64,
 }
 
 /// The event loop's side.
@@ -406,10 +406,10 @@ pub(crate) type Changes = Vec<(u32, Option<i64>)>;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Decoded {
     /// Evaluation times, Unix seconds.
-    pub evals: Vec<f64>,
-    pub watched: Vec<i64>,
+    pub(crate) evals: Vec<f64>,
+    pub(crate) watched: Vec<i64>,
     /// `(key id, [(evaluation index, value)])`, values unscaled integers.
-    pub series: Vec<(i64, Changes)>,
+    pub(crate) series: Vec<(i64, Changes)>,
 }
 
 /// Encodes `c` with database ids `ids` (by tape-local index; triggers by

@@ -19,10 +19,10 @@ pub(crate) enum Job {
 
 /// One textfile write, for the thread that may wait for the disk.
 pub(crate) struct Textfile {
-    pub path: PathBuf,
-    pub text: String,
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
     /// Set while the write is queued or running.
-    pub busy: Arc<AtomicBool>,
+    pub(crate) busy: Arc<AtomicBool>,
 }
 
 impl Textfile {

@@ -8,32 +8,32 @@ use crate::knobs::clusters::{self, Clusters};
 
 /// How a policy met its board.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Binding {
+pub(crate) struct Binding {
     /// The `targets:` keys, in file order.
-    pub targets: Vec<String>,
+    pub(crate) targets: Vec<String>,
     /// The target merged over the base, if any.
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
     /// What the board says it is.
-    pub identity: Option<Identity>,
+    pub(crate) identity: Option<Identity>,
     /// The clusters names were resolved on, slowest first.
-    pub clusters: Clusters,
+    pub(crate) clusters: Clusters,
     /// No board was known (plain `check`): names were resolved on a
     /// notional board, the smallest that has every name the policy uses.
-    pub notional: bool,
+    pub(crate) notional: bool,
     /// Each distinct text that named a cluster and what it became, in file
     /// order (`big,prime` → `4-7`, `big` → `policy4`).
-    pub names: Vec<(String, String)>,
+    pub(crate) names: Vec<(String, String)>,
 }
 
 impl Binding {
     /// Whether the policy names a cluster anywhere.
-    pub fn uses_names(&self) -> bool {
+    pub(crate) fn uses_names(&self) -> bool {
         !self.names.is_empty()
     }
 
     /// The warning for a board the policy's targets do not know: it runs
     /// the base policy.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         if self.notional || self.targets.is_empty() || self.target.is_some() {
             return None;
         }
@@ -51,7 +51,7 @@ impl Binding {
 
     /// The target in force in words: `QCS9100 (/sys/devices/soc0/machine)`,
     /// `QCS9100 (chosen by --target)`, `none (the base policy)`.
-    pub fn target_text(&self) -> Option<String> {
+    pub(crate) fn target_text(&self) -> Option<String> {
         // Plain `check` of the base knows no board to name a target.
         if self.targets.is_empty() || (self.notional && self.target.is_none()) {
             return None;
@@ -66,7 +66,7 @@ impl Binding {
     /// The lines that say how the policy met the board: the target, the
     /// board's clusters and what each name became. Nothing for a policy
     /// with neither targets nor cluster names.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(t) = self.target_text() {
             out.push(format!("target: {t}"));
@@ -106,7 +106,7 @@ impl Binding {
     }
 
     /// The board's clusters, one after the other.
-    pub fn cluster_list(&self) -> String {
+    pub(crate) fn cluster_list(&self) -> String {
         if self.clusters.is_empty() {
             return "none".into();
         }
@@ -119,7 +119,7 @@ impl Binding {
     /// A knob name with a cluster name in a cpufreq policy's place
     /// (`cpufreq.big.min`) as this board names it (`cpufreq.policy4.min`);
     /// any other name unchanged.
-    pub fn knob_name(&self, name: &str) -> Result<String, String> {
+    pub(crate) fn knob_name(&self, name: &str) -> Result<String, String> {
         let mut parts = name.splitn(3, '.');
         match (parts.next(), parts.next(), parts.next()) {
             (Some("cpufreq"), Some(word), Some(rest)) if clusters::is_name(word) => {

@@ -498,7 +498,7 @@ fn knob_error_text(e: &crate::knobs::KnobError) -> String {
 }
 
 /// Durations in policy syntax (`500ms`, `30s`, `2m`).
-pub fn parse_duration(s: &str) -> Result<Duration, crate::units::UnitError> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, crate::units::UnitError> {
     crate::units::Duration::parse(s).map(|d| d.0)
 }
 

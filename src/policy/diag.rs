@@ -6,39 +6,39 @@ use std::fmt;
 
 /// One problem in a policy, at a position in the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnostic {
-    pub pos: Pos,
-    pub message: String,
+pub(crate) struct Diagnostic {
+    pub(crate) pos: Pos,
+    pub(crate) message: String,
 }
 
 /// All problems found in one policy file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
-    pub file: String,
-    pub items: Vec<Diagnostic>,
+    pub(crate) file: String,
+    pub(crate) items: Vec<Diagnostic>,
 }
 
 impl Diagnostics {
-    pub fn new(file: impl Into<String>) -> Self {
+    pub(crate) fn new(file: impl Into<String>) -> Self {
         Diagnostics {
             file: file.into(),
             items: Vec::new(),
         }
     }
 
-    pub fn error(&mut self, pos: Pos, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, pos: Pos, message: impl Into<String>) {
         self.items.push(Diagnostic {
             pos,
             message: message.into(),
         });
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
     /// Errors in file order, so the output reads top to bottom.
-    pub fn sorted(mut self) -> Self {
+    pub(crate) fn sorted(mut self) -> Self {
         self.items.sort_by_key(|a| a.pos);
         self.items.dedup();
         self
@@ -64,7 +64,7 @@ impl fmt::Display for Diagnostics {
 /// `s` with every control character escaped (`\n`, `\t`, `\r`, else
 /// `\u{..}`), so a value quoted in a message never breaks the one line per
 /// error rule, nor sends terminal escapes.
-pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(char::is_control) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -85,7 +85,7 @@ impl std::error::Error for Diagnostics {}
 
 /// The closest candidate to a misspelled word, if one is close enough to be
 /// a plausible typo (`memroy` → `memory`).
-pub fn did_you_mean<'a>(
+pub(crate) fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
@@ -98,7 +98,7 @@ pub fn did_you_mean<'a>(
 }
 
 /// ", did you mean `x`?" or nothing: appended to "unknown …" messages.
-pub fn hint<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn hint<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     match did_you_mean(word, candidates) {
         Some(c) => format!(", did you mean `{c}`?"),
         None => String::new(),

@@ -80,9 +80,9 @@ const COMM_CHARS: usize = 15;
 
 /// A range of character offsets `start..end` in the parsed string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
+pub(crate) struct Span {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 impl Span {
@@ -93,9 +93,9 @@ impl Span {
 
 /// A value with the place it was written. Equality ignores the span.
 #[derive(Debug, Clone)]
-pub struct Spanned<T> {
-    pub value: T,
-    pub span: Span,
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
 }
 
 impl<T: PartialEq> PartialEq for Spanned<T> {
@@ -113,11 +113,11 @@ impl<T> Spanned<T> {
 /// Why an expression or action does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} (at character {pos})")]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// Character offset of the offending token.
-    pub pos: usize,
+    pub(crate) pos: usize,
     /// What was expected and what was found, with a hint where one is obvious.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 fn error(pos: usize, message: impl Into<String>) -> ParseError {
@@ -132,9 +132,9 @@ fn error(pos: usize, message: impl Into<String>) -> ParseError {
 
 /// A `when:` condition node. Equality ignores spans.
 #[derive(Debug, Clone)]
-pub struct Expr {
-    pub kind: ExprKind,
-    pub span: Span,
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) span: Span,
 }
 
 impl PartialEq for Expr {
@@ -144,7 +144,7 @@ impl PartialEq for Expr {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum ExprKind {
+pub(crate) enum ExprKind {
     Or(Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
@@ -161,12 +161,17 @@ pub enum ExprKind {
 
 /// `METRIC OP VALUE`. Equality ignores spans.
 #[derive(Debug, Clone)]
-pub struct Compare {
-    pub metric: Metric,
-    pub metric_span: Span,
-    pub op: CmpOp,
-    pub value: Threshold,
-    pub value_span: Span,
+pub(crate) struct Compare {
+    pub(crate) metric: Metric,
+    pub(crate) op: CmpOp,
+    pub(crate) value: Threshold,
+    /// Where the value is written: `cgwarden replay`'s threshold sweep
+    /// rewrites it (built with the report feature).
+    #[cfg_attr(
+        not(any(test, feature = "report")),
+        expect(dead_code, reason = "read by replay's sweep and the tests only")
+    )]
+    pub(crate) value_span: Span,
 }
 
 impl PartialEq for Compare {
@@ -176,7 +181,7 @@ impl PartialEq for Compare {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CmpOp {
+pub(crate) enum CmpOp {
     Gt,
     Ge,
     Lt,
@@ -236,9 +241,9 @@ macro_rules! keyword_enum {
         pub enum $name { $($variant),+ }
 
         impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub(crate) const ALL: &'static [$name] = &[$($name::$variant),+];
 
-            pub fn name(self) -> &'static str {
+            pub(crate) fn name(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }
             }
 
@@ -280,7 +285,7 @@ keyword_enum!(
 
 /// What a condition measures. Equality ignores the spans inside.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Metric {
+pub(crate) enum Metric {
     /// `G.cpu.some.avg10`: a PSI average, percent.
     PsiAvg {
         target: Spanned<Target>,
@@ -396,7 +401,7 @@ impl fmt::Display for Metric {
 
 /// The right-hand side of a comparison, typed by its metric.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Threshold {
+pub(crate) enum Threshold {
     Percent(Percent),
     /// Bytes; never `max`.
     Size(Size),
@@ -540,7 +545,7 @@ impl fmt::Display for Expr {
 /// Every group a condition names, with where, in source order (for the
 /// caller's "unknown group" check). PSI of `host` is the whole machine
 /// and not listed.
-pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
+pub(crate) fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
     let mut out = Vec::new();
     for e in expr.leaves() {
         match &e.kind {
@@ -561,7 +566,7 @@ pub fn referenced_groups(expr: &Expr) -> Vec<(String, Span)> {
 
 /// A rule action.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     /// `set KNOB = VALUE`.
     Set { knob: Knob, value: KnobValue },
     /// `raise KNOB by DELTA up to LIMIT`.
@@ -648,15 +653,15 @@ mod cap;
 mod hw;
 mod metric;
 mod parse;
-pub use action::parse_action;
+pub(crate) use action::parse_action;
 use action::{knob_at, value_at, Word};
 use parse::is_bare_glob_char;
-pub use parse::parse_expr;
+pub(crate) use parse::parse_expr;
 #[cfg(test)]
 mod tests;
 
 pub(crate) mod kpi; // kpi.NAME.STAT conditions
 pub(crate) mod mem; // memory telemetry metrics
-pub use mem::MemMetric;
+pub(crate) use mem::MemMetric;
 pub(crate) mod resort;
-pub use resort::KillSpec;
+pub(crate) use resort::KillSpec;

@@ -4,19 +4,19 @@
 mod binding;
 pub(crate) mod bounds;
 pub(crate) mod clusters;
-pub mod decode;
+pub(crate) mod decode;
 pub(crate) mod diag;
-pub mod expr;
-pub mod model;
+pub(crate) mod expr;
+pub(crate) mod model;
 pub(crate) mod pattern;
 pub(crate) mod targets;
 pub(crate) mod yaml;
 
-pub use crate::knobs::board::{Board, Identity};
-pub use crate::knobs::clusters::{Cluster, Clusters};
-pub use binding::Binding;
+pub(crate) use crate::knobs::board::Board;
+pub(crate) use crate::knobs::clusters::Clusters;
+pub(crate) use binding::Binding;
 pub(crate) use diag::Diagnostics;
-pub use model::Policy;
+pub(crate) use model::Policy;
 
 use std::path::Path;
 
@@ -30,14 +30,14 @@ pub(crate) const MAX_POLICY_BYTES: u64 = 4 << 20;
 /// opened non-blocking (a FIFO cannot hang the open), checked with `fstat`
 /// on the open descriptor, and read through a reader capped one byte past the
 /// limit, so no input makes this read more than 4 MiB + 1.
-pub fn load(path: &Path) -> Result<Policy, Diagnostics> {
+pub(crate) fn load(path: &Path) -> Result<Policy, Diagnostics> {
     load_on(path, |_| Board::unknown())
 }
 
 /// [`load`], then the policy judged against the board `board_of` gives for
 /// it (read once the policy names its cgroup root): a value outside the
 /// board is an error at its position ([`bounds`]).
-pub fn load_on(
+pub(crate) fn load_on(
     path: &Path,
     board_of: impl FnOnce(&Policy) -> Board,
 ) -> Result<Policy, Diagnostics> {
@@ -115,7 +115,7 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Policy, Diagnostics> {
 }
 
 /// [`load_bytes`] judged against a board, as [`load_on`].
-pub fn load_bytes_on(
+pub(crate) fn load_bytes_on(
     name: &str,
     bytes: &[u8],
     board_of: impl FnOnce(&Policy) -> Board,
@@ -125,19 +125,17 @@ pub fn load_bytes_on(
 
 /// Which of a policy's `targets:` is merged over its base.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The one keyed by what the board says it is; none (the base, with a
     /// [`Binding::warning`]) when no target names it.
     Board,
     /// This one (`check --target NAME`); an error if the policy has none
     /// by that name.
     Named(String),
-    /// None: the base policy.
-    Base,
 }
 
 /// [`load_on`] with the target chosen by `target`.
-pub fn load_with(
+pub(crate) fn load_with(
     path: &Path,
     board_of: impl FnOnce(&Policy) -> Board,
     target: &Target,
@@ -157,7 +155,7 @@ pub fn load_with(
 /// resolves cluster names on the board `board_of` gives (read under the
 /// base's cgroup root; on a notional board when it knows nothing), then
 /// decodes and judges the result against the board.
-pub fn load_bytes_with(
+pub(crate) fn load_bytes_with(
     name: &str,
     bytes: &[u8],
     board_of: impl FnOnce(&Policy) -> Board,
@@ -175,7 +173,6 @@ pub fn load_bytes_with(
     let after_split = diags.items.len();
     let board = board_of(&decode::settings_only(&doc));
     let chosen = match target {
-        Target::Base => None,
         Target::Board => board
             .identity
             .as_ref()
@@ -248,19 +245,6 @@ pub fn load_bytes_with(
     }
 }
 
-/// The `targets:` keys of a policy file, in file order (none when it cannot
-/// be read: loading it says why).
-pub fn target_names(bytes: &[u8]) -> Vec<String> {
-    let Ok(mut doc) = yaml::parse(bytes) else {
-        return Vec::new();
-    };
-    let mut scratch = Diagnostics::new("");
-    targets::split(&mut doc, &mut scratch)
-        .into_iter()
-        .map(|(k, _)| k.name)
-        .collect()
-}
-
 /// True when placement `p` grants a real-time policy (fifo, rr, deadline)
 /// on a match any local user can fake: neither `exe:` nor `user:`, so only
 /// `comm:`/`cmdline:` (set by `prctl(PR_SET_NAME)` or `exec -a`) decide.
@@ -280,7 +264,7 @@ pub(crate) fn rt_by_name(p: &model::Placement) -> bool {
 
 /// Warnings on a valid policy (printed by `check` as
 /// `FILE:LINE:COL: warning: MESSAGE`; they never fail it), in file order.
-pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
+pub(crate) fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
     let mut out = Vec::new();
     for pl in &p.placement {
         if rt_by_name(pl) {
@@ -322,7 +306,7 @@ pub fn warnings(p: &Policy) -> Vec<diag::Diagnostic> {
 }
 
 /// One-line summary printed by `check` for a valid policy.
-pub fn summary(p: &Policy) -> String {
+pub(crate) fn summary(p: &Policy) -> String {
     format!(
         "ok: {}, {}, {}, {}; daemon {}",
         count(p.all_groups().len(), "group"),

@@ -10,35 +10,35 @@ use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct Policy {
-    pub product: String,
+    pub(crate) product: String,
     pub settings: Settings,
     /// Top-level groups; nested ones live in `Group::children`.
-    pub groups: Vec<Group>,
-    pub placement: Vec<Placement>,
-    pub system: System,
-    pub hooks: Vec<Hook>,
+    pub(crate) groups: Vec<Group>,
+    pub(crate) placement: Vec<Placement>,
+    pub(crate) system: System,
+    pub(crate) hooks: Vec<Hook>,
     pub rules: Vec<Rule>,
     /// `control:` grants, in file order.
-    pub control: Vec<ControlGrant>,
+    pub(crate) control: Vec<ControlGrant>,
     /// `report.criteria`: the soak verdicts `cgwarden report` judges by.
-    pub report: ReportCriteria,
+    pub(crate) report: ReportCriteria,
     /// The board it was loaded for: target in force, clusters, names.
-    pub binding: super::Binding,
+    pub(crate) binding: super::Binding,
 }
 
 /// `settings.metrics`: each way of exposing metrics is optional; none set
 /// means no metrics work at all.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MetricsSettings {
+pub(crate) struct MetricsSettings {
     /// HTTP `GET /metrics` on a unix socket.
-    pub socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
     /// HTTP on TCP; loopback unless `allow_remote` (checked by `decode`).
-    pub listen: Option<std::net::SocketAddr>,
-    pub allow_remote: bool,
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    pub(crate) allow_remote: bool,
     /// node_exporter textfile, replaced atomically every `interval`.
-    pub textfile: Option<PathBuf>,
+    pub(crate) textfile: Option<PathBuf>,
     /// How often the textfile is written (default 15s).
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 }
 
 impl Default for MetricsSettings {
@@ -62,16 +62,16 @@ impl MetricsSettings {
 
 /// `settings.recorder`: the SQLite flight recorder.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecorderSettings {
+pub(crate) struct RecorderSettings {
     /// The database is `dir/recorder.db` (resolved under `--root`).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Sampling period (default 10s); a SIGKILL loses at most one.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Rows older than this are dropped (default 7d).
-    pub retention: Duration,
+    pub(crate) retention: Duration,
     /// The database file is kept under this many bytes (default 64M),
     /// oldest rows dropped first.
-    pub max_size: u64,
+    pub(crate) max_size: u64,
 }
 
 impl RecorderSettings {
@@ -88,33 +88,33 @@ impl RecorderSettings {
 /// `report.criteria`: the stability verdicts of `cgwarden report`. The
 /// defaults are the usual industrial 72-hour soak table.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ReportCriteria {
+pub(crate) struct ReportCriteria {
     /// Most OOM kills allowed (sum of `oom_kill` over all groups). Default 0.
-    pub oom_kills: u64,
+    pub(crate) oom_kills: u64,
     /// Most memory growth allowed over the run, per group and per named
     /// process, in bytes. Default 50M.
-    pub memory_growth: u64,
+    pub(crate) memory_growth: u64,
     /// Process names (comm, exact) whose RSS the recorder samples and
     /// whose growth is judged. Default none.
-    pub processes: Vec<String>,
+    pub(crate) processes: Vec<String>,
     /// Thermal zones (by `type`) whose trip crossings count as throttling.
     /// Default none (the criterion is then reported as not measured).
-    pub thermal_zones: Vec<String>,
+    pub(crate) thermal_zones: Vec<String>,
     /// Most trip crossings allowed per 72 hours (scaled to the report's
     /// span). Default 10.
-    pub thermal_events_per_72h: u64,
+    pub(crate) thermal_events_per_72h: u64,
     /// Most restarts allowed (reboots plus daemon restarts). Default 0.
-    pub restarts: u64,
+    pub(crate) restarts: u64,
     /// Highest PSI memory `full` avg10 allowed, percent. Default 5.
-    pub memory_full_avg10: f64,
+    pub(crate) memory_full_avg10: f64,
     /// The control loop latency's p99 must stay below this. Default 5ms.
-    pub loop_p99: std::time::Duration,
+    pub(crate) loop_p99: std::time::Duration,
     /// The KPI judged by `loop_p99` (besides `cyclictest`). Default `loop_latency`.
-    pub loop_kpi: String,
+    pub(crate) loop_kpi: String,
     /// The frame rate's standard deviation must stay below this. Default 2.
-    pub fps_stddev: f64,
+    pub(crate) fps_stddev: f64,
     /// The KPI judged by `fps_stddev`. Default `fps`.
-    pub fps_kpi: String,
+    pub(crate) fps_kpi: String,
 }
 
 impl Default for ReportCriteria {
@@ -136,7 +136,7 @@ impl Default for ReportCriteria {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OnMissing {
+pub(crate) enum OnMissing {
     Warn,
     Fail,
 }
@@ -144,47 +144,47 @@ pub enum OnMissing {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub cgroup_root: PathBuf,
-    pub tick: Duration,
-    pub rescan: Duration,
-    pub state_dir: PathBuf,
-    pub on_missing: OnMissing,
-    pub socket_group: String,
+    pub(crate) tick: Duration,
+    pub(crate) rescan: Duration,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) on_missing: OnMissing,
+    pub(crate) socket_group: String,
     /// `settings.metrics`: where the OpenMetrics exposition goes.
-    pub metrics: MetricsSettings,
+    pub(crate) metrics: MetricsSettings,
     /// `settings.recorder`: the flight recorder; `None`: off.
-    pub recorder: Option<RecorderSettings>,
+    pub(crate) recorder: Option<RecorderSettings>,
     /// How the daemon itself runs (`settings.daemon`).
-    pub daemon: DaemonSettings,
+    pub(crate) daemon: DaemonSettings,
     /// `settings.drift`: `None`, no check.
-    pub drift: Option<DriftSettings>,
+    pub(crate) drift: Option<DriftSettings>,
     /// `settings.critical`: comm globs of the processes whose exit is a
     /// `critical_exit` event, a counter, a recorder row and a report
     /// criterion; `kill in` never picks one.
-    pub critical: Vec<String>,
+    pub(crate) critical: Vec<String>,
 }
 
 /// `settings.drift`: how often every managed knob is compared with its
 /// effective value, and what a drift does.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DriftSettings {
-    pub interval: Duration,
+pub(crate) struct DriftSettings {
+    pub(crate) interval: Duration,
     /// `on_drift: restore` writes the effective value back; `warn` only
     /// reports.
-    pub restore: bool,
+    pub(crate) restore: bool,
 }
 
 /// `settings.daemon`: the priority, CPUs and memory locking of the daemon's
 /// own reacting threads (event loop, exec/placement thread).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DaemonSettings {
+pub(crate) struct DaemonSettings {
     /// `sched_setaffinity` of the whole process; `None`: left as started.
-    pub cpus: Option<CpuList>,
+    pub(crate) cpus: Option<CpuList>,
     /// Policy of the reacting threads: fifo/rr with a priority, or other
     /// with a nice value (validated: nothing else reaches here).
-    pub sched: Sched,
+    pub(crate) sched: Sched,
     /// `mlockall(MCL_CURRENT | MCL_FUTURE)`: every page the daemon maps is
     /// resident and locked (kernel/residency.rs).
-    pub mlock: bool,
+    pub(crate) mlock: bool,
 }
 
 impl Default for DaemonSettings {
@@ -237,7 +237,7 @@ impl Default for Settings {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Partition {
+pub(crate) enum Partition {
     Member,
     Root,
     Isolated,
@@ -254,51 +254,51 @@ impl Partition {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct CpusetSpec {
-    pub cpus: Option<CpuList>,
+pub(crate) struct CpusetSpec {
+    pub(crate) cpus: Option<CpuList>,
     /// Where `cpus` is written, for the subset check's error.
-    pub cpus_pos: Option<Pos>,
-    pub mems: Option<CpuList>,
-    pub partition: Option<Partition>,
+    pub(crate) cpus_pos: Option<Pos>,
+    pub(crate) mems: Option<CpuList>,
+    pub(crate) partition: Option<Partition>,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct CpuSpec {
-    pub weight: Option<u64>,
-    pub max: Option<CpuMax>,
+pub(crate) struct CpuSpec {
+    pub(crate) weight: Option<u64>,
+    pub(crate) max: Option<CpuMax>,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct UclampSpec {
-    pub min: Option<Percent>,
-    pub max: Option<Percent>,
+pub(crate) struct UclampSpec {
+    pub(crate) min: Option<Percent>,
+    pub(crate) max: Option<Percent>,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct MemorySpec {
-    pub min: Option<Size>,
-    pub low: Option<Size>,
-    pub high: Option<Size>,
-    pub max: Option<Size>,
-    pub swap_max: Option<Size>,
-    pub oom_group: Option<bool>,
+pub(crate) struct MemorySpec {
+    pub(crate) min: Option<Size>,
+    pub(crate) low: Option<Size>,
+    pub(crate) high: Option<Size>,
+    pub(crate) max: Option<Size>,
+    pub(crate) swap_max: Option<Size>,
+    pub(crate) oom_group: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct IoSpec {
-    pub weight: Option<u64>,
+pub(crate) struct IoSpec {
+    pub(crate) weight: Option<u64>,
 }
 
 /// `pids.max`: a count or `max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PidsMax {
+pub(crate) enum PidsMax {
     Count(u64),
     Max,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct PidsSpec {
-    pub max: Option<PidsMax>,
+pub(crate) struct PidsSpec {
+    pub(crate) max: Option<PidsMax>,
 }
 
 #[derive(Clone, Debug)]
@@ -307,16 +307,16 @@ pub struct Group {
     /// Path below `settings.cgroup_root`, e.g. `vision/capture`.
     pub path: String,
     pub pos: Pos,
-    pub cpuset: CpusetSpec,
-    pub cpu: CpuSpec,
-    pub uclamp: UclampSpec,
-    pub memory: MemorySpec,
-    pub io: IoSpec,
-    pub pids: PidsSpec,
-    pub children: Vec<Group>,
+    pub(crate) cpuset: CpusetSpec,
+    pub(crate) cpu: CpuSpec,
+    pub(crate) uclamp: UclampSpec,
+    pub(crate) memory: MemorySpec,
+    pub(crate) io: IoSpec,
+    pub(crate) pids: PidsSpec,
+    pub(crate) children: Vec<Group>,
     /// `type: threaded`: holds single threads of a process placed in its
     /// domain ancestor (`cgroup.type`, `cgroup.threads`).
-    pub threaded: bool,
+    pub(crate) threaded: bool,
 }
 
 impl Group {
@@ -345,7 +345,7 @@ pub struct Match {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchedPolicy {
+pub(crate) enum SchedPolicy {
     Other,
     Batch,
     Idle,
@@ -368,18 +368,18 @@ impl SchedPolicy {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeadlineParams {
-    pub runtime: Duration,
-    pub deadline: Duration,
-    pub period: Duration,
+pub(crate) struct DeadlineParams {
+    pub(crate) runtime: Duration,
+    pub(crate) deadline: Duration,
+    pub(crate) period: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sched {
-    pub policy: SchedPolicy,
-    pub priority: Option<u32>,
-    pub nice: Option<i32>,
-    pub deadline: Option<DeadlineParams>,
+    pub(crate) policy: SchedPolicy,
+    pub(crate) priority: Option<u32>,
+    pub(crate) nice: Option<i32>,
+    pub(crate) deadline: Option<DeadlineParams>,
 }
 
 #[derive(Clone, Debug)]
@@ -396,10 +396,10 @@ pub struct Placement {
 /// attributes applied to every thread, and per-thread rules by thread comm.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tuning {
-    pub attrs: TaskAttrs,
+    pub(crate) attrs: TaskAttrs,
     /// `threads:` in file order; the first entry whose name matches a
     /// thread's comm applies to it.
-    pub threads: Vec<ThreadRule>,
+    pub(crate) threads: Vec<ThreadRule>,
 }
 
 impl Tuning {
@@ -411,16 +411,16 @@ impl Tuning {
 /// Attributes of a task: each `None` is
 /// left as the process has it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskAttrs {
+pub(crate) struct TaskAttrs {
     /// -20..19 (`setpriority`, per thread).
-    pub nice: Option<i32>,
+    pub(crate) nice: Option<i32>,
     /// -1000..1000 (`/proc/PID/oom_score_adj`, per process).
-    pub oom_score_adj: Option<i32>,
-    pub ioprio: Option<IoPrio>,
+    pub(crate) oom_score_adj: Option<i32>,
+    pub(crate) ioprio: Option<IoPrio>,
     /// Affinity (`sched_setaffinity`, per thread).
-    pub cpus: Option<CpuList>,
+    pub(crate) cpus: Option<CpuList>,
     /// Per-task utilization clamps (`sched_setattr` with UTIL_CLAMP).
-    pub uclamp: Option<TaskUclamp>,
+    pub(crate) uclamp: Option<TaskUclamp>,
 }
 
 impl TaskAttrs {
@@ -431,14 +431,14 @@ impl TaskAttrs {
 
 /// `ioprio: { class: rt|be|idle, level: 0-7 }`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IoPrio {
-    pub class: IoClass,
+pub(crate) struct IoPrio {
+    pub(crate) class: IoClass,
     /// 0 (highest) to 7; ignored by the kernel for `idle`.
-    pub level: u8,
+    pub(crate) level: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoClass {
+pub(crate) enum IoClass {
     Rt,
     Be,
     Idle,
@@ -456,37 +456,37 @@ impl IoClass {
 
 /// Per-task `uclamp: { min, max }` (percent of capacity).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct TaskUclamp {
-    pub min: Option<Percent>,
-    pub max: Option<Percent>,
+pub(crate) struct TaskUclamp {
+    pub(crate) min: Option<Percent>,
+    pub(crate) max: Option<Percent>,
 }
 
 /// One `threads:` entry: threads of the matched process whose comm matches
 /// `name` (a glob) get these, over the process's own attributes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ThreadRule {
-    pub name: String,
+pub(crate) struct ThreadRule {
+    pub(crate) name: String,
     /// A `type: threaded` group the thread is moved to (`cgroup.threads`).
-    pub group: Option<String>,
-    pub sched: Option<Sched>,
-    pub attrs: TaskAttrs,
-    pub pos: Pos,
+    pub(crate) group: Option<String>,
+    pub(crate) sched: Option<Sched>,
+    pub(crate) attrs: TaskAttrs,
+    pub(crate) pos: Pos,
 }
 
 #[derive(Clone, Debug)]
-pub struct Zram {
-    pub device: String,
-    pub algorithm: Option<String>,
-    pub size: ZramSize,
-    pub swap_priority: Option<i32>,
-    pub mem_limit: Option<Size>,
+pub(crate) struct Zram {
+    pub(crate) device: String,
+    pub(crate) algorithm: Option<String>,
+    pub(crate) size: ZramSize,
+    pub(crate) swap_priority: Option<i32>,
+    pub(crate) mem_limit: Option<Size>,
 }
 
 /// `system.zram.DEV.size`: bytes, or a share of the board's RAM (`50%` of
 /// `MemTotal`), resolved where the device is set up — on the board, never
 /// on the machine that runs `check`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ZramSize {
+pub(crate) enum ZramSize {
     Bytes(u64),
     /// Percent of `MemTotal`, more than 0 and at most [`ZramSize::MAX_SHARE`].
     OfRam(f64),
@@ -497,10 +497,10 @@ impl ZramSize {
     /// holds compressed pages (2–4:1 is usual), so more than RAM makes sense
     /// (ChromeOS sizes it 150%); past 4× RAM its metadata alone costs more
     /// than it can save.
-    pub const MAX_SHARE: f64 = 400.0;
+    pub(crate) const MAX_SHARE: f64 = 400.0;
 
     /// `512M`, `1G`, `4294967296`, or `50%` / `12.5%` of RAM.
-    pub fn parse(text: &str) -> Result<ZramSize, crate::units::UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<ZramSize, crate::units::UnitError> {
         let Some(number) = text.strip_suffix('%') else {
             return match Size::parse(text)? {
                 Size::Bytes(b) => Ok(ZramSize::Bytes(b)),
@@ -543,7 +543,7 @@ impl ZramSize {
     /// (`MemTotal`): a share is taken of RAM counted in whole MiB and rounded
     /// down to a whole MiB, as zram-generator does; `None` for a share when
     /// `MemTotal` is unknown.
-    pub fn bytes(&self, mem_total: Option<u64>) -> Option<u64> {
+    pub(crate) fn bytes(&self, mem_total: Option<u64>) -> Option<u64> {
         const MIB: u64 = 1 << 20;
         match *self {
             ZramSize::Bytes(b) => Some(b),
@@ -567,92 +567,92 @@ impl std::fmt::Display for ZramSize {
 }
 
 /// `system.cpufreq.POLICY`: a cpufreq policy's baseline (the family's).
-pub use crate::knobs::cpufreq::Baseline as Cpufreq;
+pub(crate) use crate::knobs::cpufreq::Baseline as Cpufreq;
 
 #[derive(Clone, Debug)]
-pub struct CpuidleDisable {
-    pub cpus: CpuList,
+pub(crate) struct CpuidleDisable {
+    pub(crate) cpus: CpuList,
     /// Idle states with an index greater than this are disabled.
-    pub deeper_than: u32,
+    pub(crate) deeper_than: u32,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Realtime {
-    pub housekeeping_cpus: Option<CpuList>,
-    pub timer_migration: Option<bool>,
-    pub cpuidle_disable: Option<CpuidleDisable>,
+pub(crate) struct Realtime {
+    pub(crate) housekeeping_cpus: Option<CpuList>,
+    pub(crate) timer_migration: Option<bool>,
+    pub(crate) cpuidle_disable: Option<CpuidleDisable>,
     /// `/sys/kernel/rcu_expedited` (the vendor RT extension sets it).
-    pub rcu_expedited: Option<bool>,
+    pub(crate) rcu_expedited: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct System {
+pub(crate) struct System {
     /// `(name, value)` in file order; the value is what is written to /proc/sys.
-    pub sysctl: Vec<(String, String)>,
-    pub zram: Vec<Zram>,
-    pub cpufreq: Vec<Cpufreq>,
-    pub realtime: Option<Realtime>,
+    pub(crate) sysctl: Vec<(String, String)>,
+    pub(crate) zram: Vec<Zram>,
+    pub(crate) cpufreq: Vec<Cpufreq>,
+    pub(crate) realtime: Option<Realtime>,
     /// `system.latency` (PM QoS; docs/latency.md).
-    pub latency: Option<Latency>,
+    pub(crate) latency: Option<Latency>,
     /// `system.devfreq`, in file order.
-    pub devfreq: Vec<Devfreq>,
+    pub(crate) devfreq: Vec<Devfreq>,
     /// `system.irqs`: the first entry whose glob matches one of
     /// an IRQ's action names applies to it.
-    pub irqs: Vec<KthreadRule>,
+    pub(crate) irqs: Vec<KthreadRule>,
     /// `system.kthreads`: the first entry whose glob matches a
     /// kernel thread's comm applies to it.
-    pub kthreads: Vec<KthreadRule>,
+    pub(crate) kthreads: Vec<KthreadRule>,
 }
 
 /// One entry of `system.irqs` or `system.kthreads`.
 #[derive(Clone, Debug)]
-pub struct KthreadRule {
+pub(crate) struct KthreadRule {
     /// Glob (`*`, `?`) over IRQ action names or kernel thread comms.
-    pub name: String,
+    pub(crate) name: String,
     /// IRQ affinity, or the kthread's CPUs.
-    pub cpus: Option<CpuList>,
+    pub(crate) cpus: Option<CpuList>,
     /// The threaded IRQ's `irq/N-NAME` thread, or the kthread: fifo/rr with
     /// a priority, or other.
-    pub sched: Option<Sched>,
+    pub(crate) sched: Option<Sched>,
 }
 
 /// `system.devfreq.NAME`: a devfreq device's baseline (the family's).
-pub use crate::knobs::devfreq::Baseline as Devfreq;
+pub(crate) use crate::knobs::devfreq::Baseline as Devfreq;
 
 /// `system.latency`: tolerated wake-up latencies (the family's).
-pub use crate::knobs::latency::Baseline as Latency;
+pub(crate) use crate::knobs::latency::Baseline as Latency;
 
 #[derive(Clone, Debug)]
-pub struct Hook {
-    pub name: String,
-    pub exec: Vec<String>,
-    pub timeout: Duration,
-    pub min_interval: Option<Duration>,
-    pub user: Option<String>,
+pub(crate) struct Hook {
+    pub(crate) name: String,
+    pub(crate) exec: Vec<String>,
+    pub(crate) timeout: Duration,
+    pub(crate) min_interval: Option<Duration>,
+    pub(crate) user: Option<String>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Rule {
     pub name: String,
-    pub when: Expr,
+    pub(crate) when: Expr,
     /// The source text of `when`, kept for logs and status.
-    pub when_text: String,
-    pub for_: Duration,
-    pub hold: Duration,
-    pub cooldown: Option<Duration>,
-    pub then: Vec<Action>,
-    pub while_: Vec<Action>,
+    pub(crate) when_text: String,
+    pub(crate) for_: Duration,
+    pub(crate) hold: Duration,
+    pub(crate) cooldown: Option<Duration>,
+    pub(crate) then: Vec<Action>,
+    pub(crate) while_: Vec<Action>,
     /// `max_active`: how long the rule is expected to stay active at most
     /// (metric `cgwarden_rule_max_active_seconds`; the shipped alert
     /// `CgwardenRuleActiveTooLong` fires past it). Changes nothing the
     /// daemon does.
-    pub max_active: Option<Duration>,
+    pub(crate) max_active: Option<Duration>,
 }
 
 /// Whom a `control:` entry grants to, as written: names are resolved to
 /// ids when the daemon starts (and on reload), never by `check`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControlSubject {
+pub(crate) enum ControlSubject {
     /// `group: NAME`: the caller's primary or a supplementary group.
     Group(String),
     /// `user: NAME`.
@@ -684,16 +684,16 @@ pub(crate) const MAX_CONTROL_MAX_BOOSTS: u32 = 1000;
 /// One `control:` entry: what a non-root caller may boost, for how long, and
 /// how many boosts it may hold at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ControlGrant {
-    pub subject: ControlSubject,
+pub(crate) struct ControlGrant {
+    pub(crate) subject: ControlSubject,
     /// Knob globs (`*`, `?`), each checked to match some knob of the policy.
-    pub boost: Vec<String>,
+    pub(crate) boost: Vec<String>,
     /// Knob globs this entry may cap (`boost --cap`): granted
     /// apart from raises.
-    pub cap: Vec<String>,
-    pub max_duration: Duration,
-    pub max_boosts: u32,
-    pub pos: Pos,
+    pub(crate) cap: Vec<String>,
+    pub(crate) max_duration: Duration,
+    pub(crate) max_boosts: u32,
+    pub(crate) pos: Pos,
 }
 
 impl Policy {
@@ -703,7 +703,7 @@ impl Policy {
     }
 
     /// Group name → path below the cgroup root, for every group.
-    pub fn group_paths(&self) -> std::collections::HashMap<String, String> {
+    pub(crate) fn group_paths(&self) -> std::collections::HashMap<String, String> {
         self.all_groups()
             .into_iter()
             .map(|g| (g.name.clone(), g.path.clone()))

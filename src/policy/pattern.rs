@@ -13,11 +13,11 @@
 use crate::knobs::{family_heads, shapes, suggest, Tok};
 
 /// The longest pattern accepted; bounds the work of [`could_match`].
-pub const MAX_PATTERN_LEN: usize = 128;
+pub(crate) const MAX_PATTERN_LEN: usize = 128;
 
 /// Whether glob `pattern` matches all of `text` (`*` any run, `?` one byte;
 /// knob names are ASCII, so a byte is a character there).
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     // Where the last `*` was, and where in `text` it started matching.
@@ -103,7 +103,7 @@ fn meets(pattern: &[u8], toks: &[Tok]) -> bool {
 
 /// Whether `pattern` matches some knob of the closed set of a policy whose
 /// groups are `groups`.
-pub fn could_match(pattern: &str, groups: &[&str]) -> bool {
+pub(crate) fn could_match(pattern: &str, groups: &[&str]) -> bool {
     if pattern.len() > MAX_PATTERN_LEN {
         return false;
     }
@@ -113,7 +113,7 @@ pub fn could_match(pattern: &str, groups: &[&str]) -> bool {
 /// A pattern close to `pattern` that does match, for "did you mean": the
 /// part before the first dot replaced by the nearest group or family name,
 /// else (no wildcard) the knob parser's own suggestion.
-pub fn suggestion(pattern: &str, groups: &[&str]) -> Option<String> {
+pub(crate) fn suggestion(pattern: &str, groups: &[&str]) -> Option<String> {
     if let Some((head, rest)) = pattern.split_once('.') {
         let mut names: Vec<&str> = groups.to_vec();
         for h in family_heads() {

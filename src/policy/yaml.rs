@@ -14,17 +14,17 @@ use std::fmt;
 /// A 1-based line/column position in the policy file (columns count characters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pos {
-    pub line: u32,
-    pub col: u32,
+    pub(crate) line: u32,
+    pub(crate) col: u32,
 }
 
 impl Pos {
-    pub fn new(line: u32, col: u32) -> Pos {
+    pub(crate) fn new(line: u32, col: u32) -> Pos {
         Pos { line, col }
     }
 
     /// The position `chars` characters to the right on the same line.
-    pub fn shifted(self, chars: usize) -> Pos {
+    pub(crate) fn shifted(self, chars: usize) -> Pos {
         let add = u32::try_from(chars).unwrap_or(u32::MAX);
         Pos {
             line: self.line,
@@ -35,7 +35,7 @@ impl Pos {
 
 /// One node of the document.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Null,
     Bool(bool),
     Int(i64),
@@ -47,30 +47,30 @@ pub enum Value {
 
 /// A mapping key: always a string in a policy (other scalars are rendered).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Key {
-    pub name: String,
-    pub pos: Pos,
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) pos: Pos,
 }
 
 /// A value and where it starts. `text_pos` is where the scalar's text starts
 /// (after an opening quote, or on the line after a `|`/`>` header), so
 /// columns inside a string can be reported with [`Node::pos_at`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct Node {
-    pub value: Value,
-    pub pos: Pos,
-    pub text_pos: Pos,
+pub(crate) struct Node {
+    pub(crate) value: Value,
+    pub(crate) pos: Pos,
+    pub(crate) text_pos: Pos,
     /// A scalar's source text as written (`1.0`, not the parsed `1`).
-    pub raw: Option<String>,
+    pub(crate) raw: Option<String>,
     /// For a scalar spanning several lines: where each source line's text
     /// starts, as (character offset in the value, position in the file).
-    pub breaks: Vec<(usize, Pos)>,
+    pub(crate) breaks: Vec<(usize, Pos)>,
 }
 
 impl Node {
     /// The file position of character `offset` of a string scalar's value,
     /// following the scalar across folded lines.
-    pub fn pos_at(&self, offset: usize) -> Pos {
+    pub(crate) fn pos_at(&self, offset: usize) -> Pos {
         let (start, pos) = self
             .breaks
             .iter()
@@ -84,7 +84,7 @@ impl Node {
     /// Where the deepest of the mapping keys `keys` (a path from this node,
     /// `["settings", "tick"]`) that the document holds is written; None when
     /// it holds not even the first.
-    pub fn deepest_key_pos(&self, keys: &[&str]) -> Option<Pos> {
+    pub(crate) fn deepest_key_pos(&self, keys: &[&str]) -> Option<Pos> {
         let (first, rest) = keys.split_first()?;
         let Value::Map(entries) = &self.value else {
             return None;
@@ -94,7 +94,7 @@ impl Node {
     }
 
     /// The node's kind in words, for "expected a mapping, found a list".
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self.value {
             Value::Null => "nothing",
             Value::Bool(_) => "a boolean",
@@ -107,7 +107,7 @@ impl Node {
 
     /// A scalar as text: strings as they are, numbers and booleans rendered.
     /// Units like `4G` are strings already; `30` arrives as an integer.
-    pub fn scalar_text(&self) -> Option<String> {
+    pub(crate) fn scalar_text(&self) -> Option<String> {
         match &self.value {
             Value::Str(s) => Some(s.clone()),
             Value::Int(i) => Some(i.to_string()),
@@ -122,9 +122,9 @@ impl Node {
 
 /// Why a document could not be turned into a tree.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SyntaxError {
-    pub pos: Pos,
-    pub message: String,
+pub(crate) struct SyntaxError {
+    pub(crate) pos: Pos,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for SyntaxError {
@@ -135,7 +135,7 @@ impl fmt::Display for SyntaxError {
 
 /// Parses a document. Bytes that are not UTF-8 are reported at the line and
 /// column of the first bad byte.
-pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {

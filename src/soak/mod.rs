@@ -31,15 +31,15 @@ use std::time::{Duration, SystemTime};
 
 /// What `cgwarden soak` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
-    pub duration: Duration,
+pub(crate) struct Options {
+    pub(crate) duration: Duration,
     /// `seed` or `none`.
-    pub load: String,
-    pub out: PathBuf,
-    pub policy: PathBuf,
-    pub root: Option<PathBuf>,
+    pub(crate) load: String,
+    pub(crate) out: PathBuf,
+    pub(crate) policy: PathBuf,
+    pub(crate) root: Option<PathBuf>,
     /// A progress line this often.
-    pub progress: Duration,
+    pub(crate) progress: Duration,
 }
 
 /// Exit statuses before the report decides (docs/soak.md).
@@ -177,7 +177,7 @@ async fn wait_daemon(s: &Setup, patience: Duration) -> Result<i64, (u8, String)>
 }
 
 /// Runs `cgwarden soak`; returns the exit status.
-pub fn run(o: &Options) -> u8 {
+pub(crate) fn run(o: &Options) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -160,7 +160,7 @@ async fn feed(socket: PathBuf, tx: mpsc::Sender<Update>) {
 }
 
 /// Runs `cgwarden top` against the socket at `socket`; the exit status.
-pub fn run(socket: &Path) -> u8 {
+pub(crate) fn run(socket: &Path) -> u8 {
     let (tx, rx) = mpsc::channel();
     let path = socket.to_path_buf();
     let feeder =

@@ -235,7 +235,7 @@ fn cpulist_forms() {
 
 #[test]
 fn temperature_forms() {
-    let md = |t: &str| Temperature::parse(t).map(|t| t.millidegrees());
+    let md = |t: &str| Temperature::parse(t).map(|t| t.millidegrees);
     assert_eq!(md("85C"), Ok(85_000));
     assert_eq!(md("-10C"), Ok(-10_000));
     assert_eq!(md("72.5C"), Ok(72_500));

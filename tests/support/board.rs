@@ -1,7 +1,7 @@
-//! The fake board: the standard fake tree of `cgwarden::kernel::fake_tree`
+//! The fake board: the standard fake tree of `cgwarden::testing::FakeTree`
 //! with a policy beside it, and what a kernel would show in its groups.
 
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
+use cgwarden::testing::{FakeProcess, FakeTree};
 use std::path::{Path, PathBuf};
 
 /// `DIR/root` (the standard fake tree) and `DIR/policy.yaml` holding

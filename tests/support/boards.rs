@@ -10,7 +10,7 @@
 //! Where a value comes from a vendor's device tree it is that value; where
 //! the public record does not show it, the value is chosen and said to be.
 
-use cgwarden::kernel::fake_tree::FakeTree;
+use cgwarden::testing::FakeTree;
 use std::path::Path;
 
 /// One cpufreq policy: name, CPUs, hardware range in kHz.

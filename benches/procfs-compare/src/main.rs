@@ -7,14 +7,14 @@
 //!    call, as a scan does for a new pid.
 //! 2. Bounded reads: a process with an 800 KiB command line.
 //! 3. Vanishing pids: a process reaped between two reads.
-//! 4. A `--root` fake tree (cgwarden::kernel::fake_tree).
+//! 4. A `--root` fake tree (cgwarden::testing::FakeTree).
 //!
 //! Prints numbers; asserts nothing about timings.
 
-use cgwarden::kernel::cgroupfs::pid_cgroup;
-use cgwarden::kernel::fake_tree::{FakeProcess, FakeTree};
-use cgwarden::kernel::procfs as hand;
-use cgwarden::kernel::Root;
+use cgwarden::bench::pid_cgroup;
+use cgwarden::testing::{FakeProcess, FakeTree};
+use cgwarden::bench::procfs as hand;
+use cgwarden::testing::Root;
 use procfs::process::Process;
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -22,7 +22,13 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
-pub fn boost_exit(socket: &str, knob: &str, value: &str, file: &str, expect: &str) -> ExitCode {
+pub(crate) fn boost_exit(
+    socket: &str,
+    knob: &str,
+    value: &str,
+    file: &str,
+    expect: &str,
+) -> ExitCode {
     let mut child = match Command::new("sleep").arg("0.3").spawn() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start sleep: {e}")),

@@ -39,7 +39,7 @@ const REC: usize = 24;
 /// dies). LAUNCH_NS is the driver's CLOCK_MONOTONIC just before the spawn
 /// (the clock is system-wide): the deadline counts from the launch, not
 /// from when a starved child first got to run.
-pub fn child(target: &str, deadline_ms: u64, poll_us: u64, launch_ns: i64) -> ExitCode {
+pub(crate) fn child(target: &str, deadline_ms: u64, poll_us: u64, launch_ns: i64) -> ExitCode {
     let t0 = if launch_ns > 0 { launch_ns } else { now_ns() };
     let end = t0.saturating_add((deadline_ms as i64).saturating_mul(1_000_000));
     let want = format!("::{target}\n");
@@ -78,16 +78,16 @@ pub fn child(target: &str, deadline_ms: u64, poll_us: u64, launch_ns: i64) -> Ex
 }
 
 /// How the flood runs.
-pub struct Flood {
-    pub n: usize,
-    pub deadline_ms: u64,
-    pub poll_us: u64,
+pub(crate) struct Flood {
+    pub(crate) n: usize,
+    pub(crate) deadline_ms: u64,
+    pub(crate) poll_us: u64,
     /// Where each child's pid goes as it is spawned (`move-from` reads it).
-    pub handoff: Option<std::fs::File>,
+    pub(crate) handoff: Option<std::fs::File>,
 }
 
 /// `flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]`.
-pub fn drive(child_exe: &OsStr, target: &str, fl: &mut Flood) -> ExitCode {
+pub(crate) fn drive(child_exe: &OsStr, target: &str, fl: &mut Flood) -> ExitCode {
     let (mut rd, wr) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => {
@@ -230,7 +230,7 @@ impl Reads {
 /// (`/proc/PID/task/PID/children`: what it forked before the move) after.
 /// At EOF it prints how many it moved and stays alive, so its CPU can
 /// still be read from `/proc/PID/stat`, until it is killed.
-pub fn move_from(handoff: &str, procs: &str, reads: &str) -> ExitCode {
+pub(crate) fn move_from(handoff: &str, procs: &str, reads: &str) -> ExitCode {
     let Reads {
         stat,
         cgroup,

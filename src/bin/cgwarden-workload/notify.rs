@@ -25,7 +25,7 @@ fn monotonic() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
-pub fn listen(socket: &Path, secs: Duration) -> ExitCode {
+pub(crate) fn listen(socket: &Path, secs: Duration) -> ExitCode {
     let _ = std::fs::remove_file(socket);
     let sock = match UnixDatagram::bind(socket) {
         Ok(s) => s,

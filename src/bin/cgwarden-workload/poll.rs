@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-pub fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
+pub(crate) fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) => {
@@ -43,17 +43,17 @@ pub fn poll_file(path: &str, period: Duration, secs: Duration) -> ExitCode {
 }
 
 /// What `poll-act` is told (the reaction benchmark's acting anchor).
-pub struct Act<'a> {
-    pub pressure: &'a str,
-    pub period: Duration,
-    pub secs: Duration,
-    pub knob: &'a str,
-    pub high: &'a str,
-    pub low: &'a str,
+pub(crate) struct Act<'a> {
+    pub(crate) pressure: &'a str,
+    pub(crate) period: Duration,
+    pub(crate) secs: Duration,
+    pub(crate) knob: &'a str,
+    pub(crate) high: &'a str,
+    pub(crate) low: &'a str,
     /// Stall (µs of `some total=` growth in one period) that raises the knob.
-    pub thresh_us: u64,
+    pub(crate) thresh_us: u64,
     /// How long the stall must stay below the threshold before the knob goes back.
-    pub hold: Duration,
+    pub(crate) hold: Duration,
 }
 
 /// `poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS`: the
@@ -63,7 +63,7 @@ pub struct Act<'a> {
 /// since the last read, write HIGH to KNOB; once it has grown less for
 /// HOLD_MS, write LOW back. Each write prints `wrote VALUE at UNIX_SECS` (the
 /// benchmark's lag); the last line counts reads and writes.
-pub fn poll_act(a: &Act) -> ExitCode {
+pub(crate) fn poll_act(a: &Act) -> ExitCode {
     let fail = |what: &str, e: std::io::Error| {
         eprintln!("cgwarden-workload: poll-act: {what}: {e}");
         ExitCode::from(1)
@@ -120,7 +120,7 @@ pub fn poll_act(a: &Act) -> ExitCode {
 /// on PRESSURE, `poll(2)` on it; at an event HIGH goes to KNOB (once), and
 /// once no event came for WINDOW_MS + HOLD_MS, LOW goes back. Prints what
 /// `poll-act` prints.
-pub fn trigger_act(a: &Act) -> ExitCode {
+pub(crate) fn trigger_act(a: &Act) -> ExitCode {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     let fail = |what: &str, e: std::io::Error| {

@@ -23,7 +23,7 @@ use std::time::Duration;
 const REC: usize = 40;
 
 /// CLOCK_MONOTONIC in ns, comparable across the driver and its children.
-pub fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -34,7 +34,7 @@ pub fn now_ns() -> i64 {
 }
 
 /// `storm-child TARGET LIFE_MS POLL_US`
-pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
+pub(crate) fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
     let t0 = now_ns();
     let end = t0 + (life_ms as i64) * 1_000_000;
     let mut seen = 0i64;
@@ -79,21 +79,21 @@ pub fn child(target: &str, life_ms: u64, poll_us: u64) -> ExitCode {
 }
 
 /// How the storm runs.
-pub struct Storm {
+pub(crate) struct Storm {
     /// Processes to spawn.
-    pub n: usize,
+    pub(crate) n: usize,
     /// How long each lives, from its own start.
-    pub life_ms: u64,
+    pub(crate) life_ms: u64,
     /// How many are alive at once.
-    pub par: usize,
+    pub(crate) par: usize,
     /// How often each child looks at its cgroup (100 µs on the host; an
     /// emulated guest needs longer or the polling starves everything else).
-    pub poll_us: u64,
+    pub(crate) poll_us: u64,
 }
 
 /// `storm CHILD TARGET N LIFE_MS PAR [POLL_US]`: CHILD is the program to
 /// spawn (a copy of this binary under the name the placement rule matches).
-pub fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
+pub(crate) fn drive(child: &OsStr, target: &str, st: &Storm) -> ExitCode {
     let Storm {
         n,
         life_ms,
@@ -279,7 +279,7 @@ fn report(spawned: &[(i32, i64)], recs: &[Rec], n: usize, life_ms: u64, secs: f6
 /// for each gap, and prints the write's duration quantiles. Without
 /// `favordynmods`, writes after a gap longer than an RCU grace period wait
 /// for a new one.
-pub fn migrate_cost(a: &str, b: &str, n: usize) -> ExitCode {
+pub(crate) fn migrate_cost(a: &str, b: &str, n: usize) -> ExitCode {
     let exe = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
     // Killed and reaped however this function ends (a closed stdout too).
     let child = match Command::new(exe).args(["sleep", "100000"]).spawn() {

@@ -23,15 +23,15 @@ use super::*;
 
 /// What salvage found in a damaged journal and where it put it.
 #[derive(Debug, Default)]
-pub struct Salvaged {
+pub(crate) struct Salvaged {
     /// Host path of the damaged file, set aside.
-    pub aside: PathBuf,
+    pub(crate) aside: PathBuf,
     /// How many lines went into the fresh journal.
-    pub kept: usize,
+    pub(crate) kept: usize,
     /// The lines not restored, one each: `line N: why: "TEXT"`.
-    pub set_aside: Vec<String>,
+    pub(crate) set_aside: Vec<String>,
     /// What else the sort decided (the cgroup root used, a torn last line).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The sorted lines of a damaged journal.
@@ -181,7 +181,7 @@ impl Journal {
     /// restored to a fresh journal. `None` when there is no journal or it
     /// passes its check (an ordinary `reset` is all it needs). The caller
     /// holds the state_dir lock.
-    pub fn salvage(
+    pub(crate) fn salvage(
         root: &Root,
         state_dir: &Path,
         policy_cgroup_root: &Path,

@@ -22,34 +22,34 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The file's name in `state_dir`.
-pub const FILE: &str = "tasks.journal";
+pub(crate) const FILE: &str = "tasks.journal";
 /// Past this size nothing more is journalled (said once): a board with
 /// hundreds of tuned threads writes a few KiB.
 const MAX_BYTES: u64 = 4 << 20;
 
-pub fn path(state_dir: &Path) -> PathBuf {
+pub(crate) fn path(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
 }
 
 /// One original.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Original {
-    pub pid: i32,
-    pub start: u64,
-    pub tid: i32,
-    pub attr: String,
-    pub value: String,
+pub(crate) struct Original {
+    pub(crate) pid: i32,
+    pub(crate) start: u64,
+    pub(crate) tid: i32,
+    pub(crate) attr: String,
+    pub(crate) value: String,
 }
 
 impl Original {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "TASK {} {} {} {} {}",
             self.pid, self.start, self.tid, self.attr, self.value
         )
     }
 
-    pub fn parse(line: &str) -> Option<Original> {
+    pub(crate) fn parse(line: &str) -> Option<Original> {
         let mut w = line.split_whitespace();
         if w.next()? != "TASK" {
             return None;
@@ -78,7 +78,7 @@ impl Original {
 }
 
 /// The current value of `attr` of thread `tid` of `pid`, as journalled.
-pub fn read(root: &Root, pid: i32, tid: i32, attr: &str) -> Option<String> {
+pub(crate) fn read(root: &Root, pid: i32, tid: i32, attr: &str) -> Option<String> {
     match attr {
         "nice" => task_attr::nice(root, pid, tid).map(|n| n.to_string()),
         "oom_score_adj" => task_attr::oom_score_adj(root, pid).map(|n| n.to_string()),
@@ -101,7 +101,7 @@ pub fn read(root: &Root, pid: i32, tid: i32, attr: &str) -> Option<String> {
 /// Remembers which originals are in the file already (this process's
 /// lifetime) and appends new ones, one synced write per call.
 #[derive(Debug, Default)]
-pub struct Writer {
+pub(crate) struct Writer {
     seen: HashSet<(i32, u64, i32, String)>,
     full: bool,
 }
@@ -110,7 +110,7 @@ impl Writer {
     /// Appends the originals not yet journalled. An error is for the
     /// caller to say; the change is made anyway (a process's attribute is
     /// not worth stopping placement for).
-    pub fn append(
+    pub(crate) fn append(
         &mut self,
         root: &Root,
         file: &Path,
@@ -145,15 +145,15 @@ impl Writer {
 
 /// What restoring did.
 #[derive(Debug, Default)]
-pub struct Restored {
-    pub lines: Vec<String>,
-    pub failures: Vec<String>,
+pub(crate) struct Restored {
+    pub(crate) lines: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 /// `reset`: every original whose process (same pid and start) and thread
 /// still live is written back, the first line of each key winning; the
 /// file is removed when nothing failed.
-pub fn restore(root: &Root, state_dir: &Path) -> Restored {
+pub(crate) fn restore(root: &Root, state_dir: &Path) -> Restored {
     let file = path(state_dir);
     let mut out = Restored::default();
     let Ok(text) = root.read(&file) else {

@@ -108,11 +108,11 @@ impl Owner {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Domain {
     /// `settings.cgroup_root` (`""` for the mount's root, else `/a/b`).
-    pub root: String,
+    pub(crate) root: String,
     /// Each policy group's cgroup and its name.
-    pub groups: Vec<(String, String)>,
+    pub(crate) groups: Vec<(String, String)>,
     /// The hook runs' parent group (cgwarden's too).
-    pub hooks: String,
+    pub(crate) hooks: String,
 }
 
 impl Domain {

@@ -64,7 +64,7 @@ const TMP_PREFIX: &str = ".cgw-tmp.";
 
 /// The emulated kernel of one fake tree (shared by the clones of its [`Root`]).
 #[derive(Debug, Default)]
-pub struct Fake {
+pub(crate) struct Fake {
     /// Makes temp file names unique within this process.
     seq: AtomicU64,
     /// The sweep of temp files left by killed writers runs once.

@@ -31,9 +31,9 @@ use super::Unit;
 /// One StatsD sample, in the canonical unit.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Sample {
-    pub name: String,
-    pub unit: Unit,
-    pub value: f64,
+    pub(crate) name: String,
+    pub(crate) unit: Unit,
+    pub(crate) value: f64,
 }
 
 /// Parses one datagram: each non-empty line is a sample or why it is not.
@@ -113,18 +113,18 @@ fn statsd_line(line: &str) -> Result<Sample, String> {
 /// A cyclictest histogram: per thread, (latency in µs, count) pairs with
 /// the overflows added at the thread's max latency.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Cyclictest {
+pub(crate) struct Cyclictest {
     /// Per thread: (µs, samples).
-    pub threads: Vec<Vec<(u64, u64)>>,
+    pub(crate) threads: Vec<Vec<(u64, u64)>>,
     /// Per thread: overflows (latencies beyond the histogram).
-    pub overflows: Vec<u64>,
+    pub(crate) overflows: Vec<u64>,
     /// Per thread: `# Max Latencies`.
-    pub max_us: Vec<u64>,
+    pub(crate) max_us: Vec<u64>,
 }
 
 impl Cyclictest {
     /// Every thread's samples merged, in seconds, for [`super::Store::record`].
-    pub fn samples(&self) -> Vec<(f64, u64)> {
+    pub(crate) fn samples(&self) -> Vec<(f64, u64)> {
         let mut by_us: std::collections::BTreeMap<u64, u64> = Default::default();
         for t in &self.threads {
             for (us, n) in t {
@@ -158,7 +158,7 @@ fn numbers(s: &str) -> Option<Vec<u64>> {
 }
 
 /// Parses cyclictest's `-h`/`--histfile` output (see the module docs).
-pub fn cyclictest(text: &str) -> Result<Cyclictest, String> {
+pub(crate) fn cyclictest(text: &str) -> Result<Cyclictest, String> {
     let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
     let mut max_us = None;
     let mut overflows = None;

@@ -47,13 +47,13 @@ pub(crate) fn insert(
 
 /// KPIs by name with their merged histograms.
 #[cfg(any(test, feature = "report"))]
-pub type Merged = BTreeMap<String, (Unit, Hist)>;
+pub(crate) type Merged = BTreeMap<String, (Unit, Hist)>;
 
 /// Every KPI's rows within `[from, to]` merged, by name; rows that do not
 /// decode (a damaged blob, text in a number column) are skipped and
 /// counted in the second value.
 #[cfg(any(test, feature = "report"))]
-pub fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged, u64)> {
+pub(crate) fn window(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<(Merged, u64)> {
     let mut out = Merged::new();
     let mut skipped = 0u64;
     // An older database has no kpi table: no KPI.
@@ -106,8 +106,12 @@ fn hist_of(r: &rusqlite::Row) -> Option<Hist> {
 
 /// Every row within `[from, to]`, in time order: (ts, name, histogram);
 /// rows that do not decode are left out.
-#[cfg(any(test, feature = "report"))]
-pub fn rows(conn: &Connection, from: f64, to: f64) -> rusqlite::Result<Vec<(f64, String, Hist)>> {
+#[cfg(feature = "report")]
+pub(crate) fn rows(
+    conn: &Connection,
+    from: f64,
+    to: f64,
+) -> rusqlite::Result<Vec<(f64, String, Hist)>> {
     let has: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kpi'",
         [],

@@ -8,23 +8,23 @@ use std::time::Duration;
 
 /// What `cgwarden replay` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
-    pub policy: std::path::PathBuf,
-    pub recording: std::path::PathBuf,
+pub(crate) struct Options {
+    pub(crate) policy: std::path::PathBuf,
+    pub(crate) recording: std::path::PathBuf,
     /// Only the last `since` of the recording (before its last evaluation).
-    pub since: Option<Duration>,
+    pub(crate) since: Option<Duration>,
     /// `RULE.THRESHOLD=LO..HI/STEP`.
-    pub sweep: Option<String>,
-    pub json: bool,
+    pub(crate) sweep: Option<String>,
+    pub(crate) json: bool,
     /// Also write the charts page here.
-    pub html: Option<std::path::PathBuf>,
+    pub(crate) html: Option<std::path::PathBuf>,
 }
 
 /// `cgwarden replay`: prints the replay (or the sweep table), and writes
 /// the charts page with `--html`; the exit status: 0 done, 1 the policy or
 /// `--sweep` is invalid or the recording holds no tape, 4 no recording at
 /// the path, 75 it cannot be read or the page cannot be written.
-pub fn run(o: &Options) -> u8 {
+pub(crate) fn run(o: &Options) -> u8 {
     let policy = match crate::policy::load(&o.policy) {
         Ok(p) => p,
         Err(d) => {

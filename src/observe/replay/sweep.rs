@@ -36,25 +36,25 @@ enum Target {
 /// A parsed `--sweep`.
 #[derive(Clone, Debug)]
 pub(crate) struct Sweep {
-    pub rule: usize,
-    pub rule_name: String,
+    pub(crate) rule: usize,
+    pub(crate) rule_name: String,
     /// What the user named after the rule.
-    pub what: String,
+    pub(crate) what: String,
     target: Target,
     /// The values, as they are written into the rule.
-    pub values: Vec<String>,
+    pub(crate) values: Vec<String>,
 }
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Row {
-    pub value: String,
-    pub firings: usize,
-    pub active_seconds: f64,
-    pub writes: usize,
-    pub hooks: usize,
+    pub(crate) value: String,
+    pub(crate) firings: usize,
+    pub(crate) active_seconds: f64,
+    pub(crate) writes: usize,
+    pub(crate) hooks: usize,
     /// Seconds of this rule's inputs missing from the recording.
-    pub gap_seconds: f64,
+    pub(crate) gap_seconds: f64,
 }
 
 /// `12.5` → (12.5, ""), `150ms` → (150, "ms").

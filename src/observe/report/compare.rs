@@ -32,7 +32,7 @@ mod html;
 
 /// The comparison's output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// A plain table for a terminal (the default without `--out`).
     Text,
     Html,
@@ -41,15 +41,15 @@ pub enum Format {
 
 /// What `cgwarden report --compare A B` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
-    pub a: PathBuf,
-    pub b: PathBuf,
+pub(crate) struct Options {
+    pub(crate) a: PathBuf,
+    pub(crate) b: PathBuf,
     /// A database's window: the last `since` of its data; none: all of it.
-    pub since: Option<Duration>,
-    pub out: Option<PathBuf>,
-    pub format: Format,
+    pub(crate) since: Option<Duration>,
+    pub(crate) out: Option<PathBuf>,
+    pub(crate) format: Format,
     /// The criteria databases are judged by (JSON inputs carry their own).
-    pub criteria: ReportCriteria,
+    pub(crate) criteria: ReportCriteria,
 }
 
 /// Why an input could not be used.
@@ -527,7 +527,7 @@ pub(crate) fn to_text(a: &Side, b: &Side, rows: &[Row]) -> String {
 }
 
 /// Runs `cgwarden report --compare`; returns the exit status.
-pub fn run(o: &Options) -> u8 {
+pub(crate) fn run(o: &Options) -> u8 {
     let mut sides = Vec::new();
     for p in [&o.a, &o.b] {
         match load(p, o.since, &o.criteria) {

@@ -40,7 +40,7 @@ fn split_words(src: &str) -> Vec<Word<'_>> {
 const ACTION_FORMS: &str = "set KNOB = VALUE, raise KNOB by DELTA up to LIMIT, lower KNOB by DELTA down to LIMIT, cap KNOB at VALUE, hook NAME, compact memory, freeze GROUP, thaw GROUP or kill in GROUP [prefer NAMES] [avoid NAMES] [grace D]";
 
 /// Parses one action of a rule's `then:` or `while:` list.
-pub fn parse_action(src: &str) -> Result<Action, ParseError> {
+pub(crate) fn parse_action(src: &str) -> Result<Action, ParseError> {
     let total = src.chars().count();
     if total > MAX_CHARS {
         return Err(error(

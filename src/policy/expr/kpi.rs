@@ -7,15 +7,15 @@
 use std::fmt;
 
 /// Longest KPI name.
-pub const MAX_NAME_LEN: usize = 64;
+pub(crate) const MAX_NAME_LEN: usize = 64;
 /// The window of a KPI condition that names none.
-pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 /// The longest window a KPI condition may name.
-pub const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Whether `name` may name a KPI (`[A-Za-z0-9_.-]`, 1–64 characters); the
 /// error says why not.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a KPI name may not be empty".into());
     }
@@ -52,7 +52,7 @@ pub enum Stat {
 }
 
 impl Stat {
-    pub const ALL: [Stat; 8] = [
+    pub(crate) const ALL: [Stat; 8] = [
         Stat::P50,
         Stat::P90,
         Stat::P99,
@@ -63,7 +63,7 @@ impl Stat {
         Stat::Count,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stat::P50 => "p50",
             Stat::P90 => "p90",
@@ -76,7 +76,7 @@ impl Stat {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Stat> {
+    pub(crate) fn from_name(s: &str) -> Option<Stat> {
         Stat::ALL.into_iter().find(|x| x.name() == s)
     }
 }
@@ -89,7 +89,7 @@ impl fmt::Display for Stat {
 
 /// `kpi.NAME.STAT`'s parts (after `kpi`): `None` when `names` is not a KPI
 /// metric at all, `Some(Err)` for a bad name or statistic.
-pub fn parse(names: &[&str]) -> Option<Result<(String, Stat), String>> {
+pub(crate) fn parse(names: &[&str]) -> Option<Result<(String, Stat), String>> {
     let ["kpi", rest @ ..] = names else {
         return None;
     };
@@ -117,7 +117,7 @@ pub fn parse(names: &[&str]) -> Option<Result<(String, Stat), String>> {
 
 /// A KPI threshold's value: a plain number or a duration (in seconds);
 /// `true` when it was a duration.
-pub fn parse_value(text: &str, stat: Stat) -> Result<(f64, bool), String> {
+pub(crate) fn parse_value(text: &str, stat: Stat) -> Result<(f64, bool), String> {
     if stat == Stat::Count {
         return match text.parse::<u64>() {
             Ok(n) if text.bytes().all(|b| b.is_ascii_digit()) => Ok((n as f64, false)),
@@ -142,7 +142,7 @@ pub fn parse_value(text: &str, stat: Stat) -> Result<(f64, bool), String> {
 }
 
 /// A KPI condition's window, checked.
-pub fn parse_window(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     let d = crate::units::Duration::parse(text)
         .map_err(|e| format!("KPI window: {e}"))?
         .get();

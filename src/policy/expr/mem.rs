@@ -7,7 +7,7 @@ use std::fmt;
 
 /// The `/proc/vmstat` counters a rule may read as a rate. `allocstall` is
 /// the sum of the kernel's per-zone `allocstall_*` lines.
-pub const VMSTAT_FIELDS: [&str; 15] = [
+pub(crate) const VMSTAT_FIELDS: [&str; 15] = [
     "allocstall",
     "pgscan_direct",
     "pgscan_kswapd",
@@ -26,11 +26,11 @@ pub const VMSTAT_FIELDS: [&str; 15] = [
 ];
 
 /// `mm_stat`'s first three fields, in the file's order.
-pub const ZRAM_FIELDS: [&str; 3] = ["orig_data_size", "compr_data_size", "mem_used_total"];
+pub(crate) const ZRAM_FIELDS: [&str; 3] = ["orig_data_size", "compr_data_size", "mem_used_total"];
 
 /// Largest page order accepted (`MAX_ORDER` is 10 with 4 KiB pages; larger
 /// with bigger pages or a raised `CONFIG_ARCH_FORCE_MAX_ORDER`).
-pub const MAX_ORDER: u32 = 15;
+pub(crate) const MAX_ORDER: u32 = 15;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemMetric {
@@ -46,7 +46,7 @@ pub enum MemMetric {
 
 impl MemMetric {
     /// Whether the metric is in bytes (else a plain number).
-    pub fn is_bytes(&self) -> bool {
+    pub(crate) fn is_bytes(&self) -> bool {
         matches!(self, MemMetric::Meminfo(_) | MemMetric::Zram { .. })
     }
 }
@@ -69,7 +69,7 @@ impl fmt::Display for MemMetric {
 }
 
 /// The file a memory metric is read from (for "metric unavailable").
-pub fn source(m: &MemMetric) -> String {
+pub(crate) fn source(m: &MemMetric) -> String {
     match m {
         MemMetric::Vmstat(n) => format!("/proc/vmstat ({n})"),
         MemMetric::Meminfo(n) => format!("/proc/meminfo ({n})"),
@@ -86,7 +86,7 @@ fn is_zram_device(d: &str) -> bool {
 
 /// A dotted name's parts as a memory metric: `None` when it is not one of
 /// these forms at all, `Some(Err)` for a bad field of one of them.
-pub fn parse(names: &[&str]) -> Option<Result<MemMetric, String>> {
+pub(crate) fn parse(names: &[&str]) -> Option<Result<MemMetric, String>> {
     match names {
         ["host", "vmstat", field] => Some(if VMSTAT_FIELDS.contains(field) {
             Ok(MemMetric::Vmstat(field.to_string()))

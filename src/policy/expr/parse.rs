@@ -19,7 +19,7 @@ pub(super) fn is_bare_glob_char(c: char) -> bool {
 }
 
 /// Parses a `when:` expression.
-pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
+pub(crate) fn parse_expr(src: &str) -> Result<Expr, ParseError> {
     let mut p = Parser::new(src)?;
     let expr = p.parse_or()?;
     p.skip_ws();
@@ -257,7 +257,6 @@ impl Parser {
                 ),
             ));
         }
-        let word_end = self.pos;
         self.skip_ws();
         let paren_follows = self.peek() == Some('(');
         if paren_follows && (word == "running" || word == "exists" || word == "throttled") {
@@ -279,7 +278,6 @@ impl Parser {
             ));
         }
         let metric = parse_metric(&word, start)?;
-        let metric_span = Span::new(start, word_end);
         let op_pos = self.pos;
         let op = self.parse_op(&word)?;
         self.skip_ws();
@@ -307,7 +305,6 @@ impl Parser {
         Ok(Expr {
             kind: ExprKind::Compare(Compare {
                 metric,
-                metric_span,
                 op,
                 value: threshold,
                 value_span,

@@ -8,19 +8,19 @@ use crate::knobs::is_valid_name;
 use std::fmt;
 
 /// The grace between SIGTERM and SIGKILL when none is given.
-pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// The longest grace accepted.
-pub const MAX_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const MAX_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// `kill in G prefer … avoid … grace …`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KillSpec {
-    pub group: String,
+    pub(crate) group: String,
     /// Comm globs; a victim is chosen among these first.
-    pub prefer: Vec<String>,
+    pub(crate) prefer: Vec<String>,
     /// Comm globs never killed.
-    pub avoid: Vec<String>,
-    pub grace: std::time::Duration,
+    pub(crate) avoid: Vec<String>,
+    pub(crate) grace: std::time::Duration,
 }
 
 impl fmt::Display for KillSpec {

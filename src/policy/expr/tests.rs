@@ -57,7 +57,6 @@ fn psi_average() {
     );
     assert_eq!(c.op, CmpOp::Gt);
     assert_eq!(c.value, Threshold::Percent(Percent(10.0)));
-    assert_eq!(c.metric_span, Span::new(0, 27));
     assert_eq!(c.value_span, Span::new(30, 33));
     let c = compare("host.io.full.avg300>=12.5%");
     assert_eq!(
@@ -832,7 +831,6 @@ fn arb_compare() -> impl Strategy<Value = ExprKind> {
         |(metric, op, value)| {
             ExprKind::Compare(Compare {
                 metric,
-                metric_span: Span::default(),
                 op,
                 value,
                 value_span: Span::default(),

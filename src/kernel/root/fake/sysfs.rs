@@ -21,7 +21,7 @@ use crate::kernel::error::{Error, Result};
 use crate::kernel::root::Root;
 
 /// Where a fake tree keeps each governor's default tunables.
-pub const GOVERNOR_DEFAULTS: &str = ".governor-defaults";
+pub(crate) const GOVERNOR_DEFAULTS: &str = ".governor-defaults";
 
 /// Handles `p` if it is a file this module emulates; `None` leaves the write
 /// to the plain emulation.

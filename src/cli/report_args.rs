@@ -1,8 +1,8 @@
 //! The arguments of `cgwarden report`, `soak` and `replay` (the binary's,
 //! apart from main.rs to keep it small).
 
-use cgwarden::control::client::DEFAULT_POLICY;
-use cgwarden::{exit, policy};
+use crate::control::client::DEFAULT_POLICY;
+use crate::{exit, policy};
 use std::path::PathBuf;
 
 /// `cgwarden report`: where the recorder is, the window, the output.
@@ -43,7 +43,7 @@ pub(crate) struct ReportArgs {
 #[cfg(feature = "report")]
 impl ReportArgs {
     pub(crate) fn run(self) -> u8 {
-        use cgwarden::observe::report;
+        use crate::observe::report;
         // One flag for machine-readable output on every command: `--json`.
         // `--format json` was report's; scripts still use it, so it stays,
         // hidden from the help, with a word on stderr.

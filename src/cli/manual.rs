@@ -25,17 +25,17 @@ fn policy_md() -> std::io::Result<String> {
 }
 
 /// Writes completions for `shell` (bash, zsh, fish) to stdout.
-pub fn completions(cmd: &mut Command, shell: clap_complete::Shell) {
+pub(super) fn completions(cmd: &mut Command, shell: clap_complete::Shell) {
     let name = cmd.get_name().to_string();
     // Into memory first: clap_complete panics when its writer fails.
     let mut buf = Vec::new();
     clap_complete::generate(shell, cmd, name, &mut buf);
-    cgwarden::out::bytes(&buf);
+    crate::out::bytes(&buf);
 }
 
 /// Writes `cgwarden.8`, one `cgwarden-SUB.8` per visible subcommand and
 /// `cgwarden-policy.5` into `dir` (created if absent). Returns the files.
-pub fn manpages(cmd: Command, dir: &Path) -> std::io::Result<Vec<String>> {
+pub(super) fn manpages(cmd: Command, dir: &Path) -> std::io::Result<Vec<String>> {
     std::fs::create_dir_all(dir)?;
     let mut cmd = cmd;
     cmd.build();
@@ -110,7 +110,7 @@ fn is_table_rule(line: &str) -> bool {
 }
 
 /// Renders the policy reference as a section-5 man page.
-pub fn policy_page(md: &str, version: &str) -> String {
+pub(super) fn policy_page(md: &str, version: &str) -> String {
     let mut out = format!(
         ".TH CGWARDEN-POLICY 5 \"\" \"cgwarden {version}\" \"File Formats\"\n.SH NAME\ncgwarden-policy \\- the cgwarden policy file (/etc/cgwarden/policy.yaml)\n"
     );

@@ -1,0 +1,944 @@
+//! The `cgwarden` command line: argument parsing, the `--root`
+//! check, the state_dir and cgroup-tree locks around `run`/`apply`/`reset`,
+//! and the mapping of outcomes to exit statuses ([`crate::exit`]).
+
+use crate::control::client::Command as ClientCommand;
+use crate::converge::lock::{StateLock, TreeLock};
+use crate::converge::{reset, Converger};
+use crate::exit;
+use crate::kernel::Root;
+use crate::policy;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[cfg(feature = "docgen")]
+mod manual;
+#[cfg(feature = "report")]
+mod report_args;
+#[cfg(feature = "report")]
+use report_args::{ReplayArgs, ReportArgs, SoakArgs};
+
+use crate::control::client::DEFAULT_POLICY;
+
+#[derive(Parser)]
+#[command(
+    name = "cgwarden",
+    version,
+    about = "cgroup v2 workload orchestrator for embedded Linux",
+    // clap's own `help` subcommand refuses `help --help`; ours is an
+    // ordinary subcommand, so every form works.
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct RootArg {
+    /// Resolve every kernel path (/sys, /proc, /run) under DIR: a fake tree or a copy of a device's files.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+impl RootArg {
+    /// The root to resolve kernel paths under. `--root DIR` must exist and
+    /// hold `sys/fs/cgroup`, else it is a usage error: a typo must
+    /// not make cgwarden create a tree somewhere.
+    fn root(&self) -> Result<Root, Exit> {
+        let Some(dir) = &self.root else {
+            return Ok(Root::real());
+        };
+        let cg = dir.join("sys/fs/cgroup");
+        if !dir.is_dir() {
+            let why = if dir.exists() {
+                "is a file, not a directory"
+            } else {
+                "no such directory"
+            };
+            eprintln!("cgwarden: error: --root {}: {why}", dir.display());
+            return Err(Exit(exit::USAGE));
+        }
+        if !cg.is_dir() {
+            eprintln!(
+                "cgwarden: error: --root {}: it holds no sys/fs/cgroup directory, so it is not a \
+                 device tree",
+                dir.display()
+            );
+            return Err(Exit(exit::USAGE));
+        }
+        Ok(Root::fake(dir))
+    }
+}
+
+/// How a client command finds the daemon's control socket.
+#[derive(clap::Args)]
+struct ClientArgs {
+    /// The policy whose state_dir holds the socket.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_POLICY)]
+    policy: PathBuf,
+    /// The control socket itself (overrides --policy).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Resolve the socket path under DIR (a daemon run with --root DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    fn run(&self, cmd: crate::control::client::Command) -> u8 {
+        match self.socket() {
+            Ok(socket) => crate::control::client::run(&socket, cmd),
+            Err(code) => code,
+        }
+    }
+
+    /// The socket, or the exit status after saying why there is none.
+    fn socket(&self) -> Result<PathBuf, u8> {
+        crate::control::client::locate(self.socket.as_deref(), &self.policy, self.root.as_deref())
+            .map_err(|e| {
+                eprintln!("cgwarden: error: {e}");
+                exit::USAGE
+            })
+    }
+}
+
+/// An exit status decided on the way, its message already printed.
+struct Exit(u8);
+
+/// The locks `run`, `apply` and `reset` hold while they work: state_dir's
+/// and the cgroup tree's (docs/operations.md, "One instance"). Fields drop in
+/// order: the tree is let go before state_dir, so whoever takes state_dir
+/// next finds the tree free.
+struct Locks {
+    _tree: TreeLock,
+    _state: StateLock,
+}
+
+/// Takes the state_dir lock for `what` (`run`, `apply`, `reset`), then the
+/// lock of the cgroup tree it writes (`cgroup_root` is asked once state_dir
+/// is held: `reset` reads it from the journal), or says why not and gives
+/// the exit status.
+fn lock(
+    root: &Root,
+    state_dir: &Path,
+    what: &str,
+    policy: &Path,
+    cgroup_root: impl FnOnce() -> PathBuf,
+) -> Result<Locks, Exit> {
+    let cmd = format!("cgwarden {what} {}", policy.display());
+    let refused = |e: crate::converge::lock::LockError| {
+        eprintln!("cgwarden: error: {what}: {e}");
+        Exit(e.exit_code())
+    };
+    let state = StateLock::acquire(root, state_dir, &cmd).map_err(refused)?;
+    let tree = TreeLock::acquire(root, &cgroup_root(), state_dir, &cmd).map_err(refused)?;
+    Ok(Locks {
+        _tree: tree,
+        _state: state,
+    })
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a policy; no system access. With --root DIR, also judge it
+    /// against that board's tree (CPUs, cpufreq/devfreq ranges, compressors).
+    Check {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+        /// Check the base with this `targets:` entry merged over it (without it: the base and
+        /// every target; with --root: the target the board names).
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
+    },
+    /// Print every write `apply` would make; change nothing.
+    Plan {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Converge once (hierarchy, baseline knobs, placement scan), then exit.
+    Apply {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// The supervisor daemon: converge, then watch pressure and apply the rules.
+    Run {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+        /// Run every watcher and rule, log each write it would make, make none.
+        #[arg(long)]
+        dry_run: bool,
+        /// Override settings.tick (e.g. 100ms), for tests and benchmarks.
+        #[arg(long, value_name = "DURATION", value_parser = parse_tick)]
+        tick: Option<std::time::Duration>,
+    },
+    /// Restore every knob to the value it had before cgwarden first wrote it.
+    Reset {
+        /// The policy names state_dir and cgroup_root; defaults apply if it is absent.
+        /// Positional as for plan/apply/run/doctor.
+        #[arg(value_name = "POLICY")]
+        policy: Option<PathBuf>,
+        /// The same as the POLICY argument (the older spelling).
+        #[arg(long = "policy", value_name = "FILE", conflicts_with = "policy")]
+        policy_opt: Option<PathBuf>,
+        /// A damaged journal: restore only its lines that can be trusted and set the
+        /// file aside as originals.damaged-TIME (docs/journal-recovery.md).
+        #[arg(long)]
+        salvage: bool,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Check the kernel's boot parameters and build against what the policy needs
+    /// (isolcpus, nohz_full, rcu_nocbs, irqaffinity, PREEMPT_RT, RT_GROUP_SCHED);
+    /// one line per finding with its fix; exit 3 when something needed is missing.
+    Doctor {
+        #[arg(default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Copy, read-only, the files cgwarden reads from this board into DIR, a tree
+    /// `--root DIR` takes: plan and doctor on a laptop say what they say on the board.
+    Capture {
+        /// A new or empty directory (anything else is a usage error, exit 2).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Also copy /proc/PID (comm, exe, cmdline, status, stat, cgroup) and
+        /// /etc/passwd, /etc/group: command lines may hold secrets.
+        #[arg(long)]
+        processes: bool,
+        /// Copy from this tree instead of the board's / (a fake tree, another capture).
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// Ask the running daemon what it is doing: groups, rules, claims, recent writes.
+    Status {
+        /// The whole reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Hold knobs at values through the daemon; prints the boost's handle.
+    Boost {
+        /// KNOB=VALUE pairs from the closed knob set, e.g. cpufreq.policy4.min=1.8GHz.
+        #[arg(required_unless_present = "caps", value_name = "KNOB=VALUE")]
+        knobs: Vec<String>,
+        /// Hold a ceiling that beats every raise on a ceiling-type knob,
+        /// e.g. --cap cpufreq.policy7.max=1.8GHz (repeatable).
+        #[arg(long = "cap", value_name = "KNOB=VALUE")]
+        caps: Vec<String>,
+        /// How long the boost lasts (required unless root); with CMD, at most this long.
+        #[arg(long = "for", value_name = "DURATION")]
+        duration: Option<String>,
+        /// Why, shown in status and the log.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        client: ClientArgs,
+        /// Run CMD and hold the boost exactly while it runs.
+        #[arg(last = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
+    /// End a boost early.
+    Release {
+        handle: i64,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Re-read the policy (as SIGHUP does) and print the difference.
+    Reload {
+        /// Print the difference; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// With --dry-run: preview this file (an edited copy) against the
+        /// policy in force, before it replaces the watched file.
+        #[arg(value_name = "CANDIDATE", requires = "dry_run")]
+        candidate: Option<PathBuf>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Compare every managed knob with what it should hold; exit 1 on drift.
+    Verify {
+        /// The whole reply as JSON (every knob: expected, actual, drift, last writer).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// The post-update check for OTA frameworks: exit 0 when the daemon runs the policy on disk with no failed reload, drift or failed write since it was loaded; 1 with the reasons otherwise.
+    Health {
+        /// The whole reply as JSON (healthy, reasons, hashes, since).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Follow the daemon's events: rules, writes, claims, reloads; ends (exit 0) when the daemon stops.
+    Events {
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Report KPI samples to the daemon (docs/kpi.md): `cgwarden kpi fps 29.8 30.1`,
+    /// `cgwarden kpi loop_latency 2.1ms`, or a cyclictest histogram.
+    Kpi {
+        /// The KPI's name ([A-Za-z0-9_.-], at most 64 characters); with
+        /// --cyclictest, default `cyclictest`.
+        #[arg(value_name = "NAME", required_unless_present = "cyclictest")]
+        name: Option<String>,
+        /// Samples: plain numbers (`29.8`) or times (`2.5ms`, `180us`).
+        #[arg(value_name = "VALUE", required_unless_present = "cyclictest")]
+        values: Vec<String>,
+        /// Ingest cyclictest's `-h`/`--histfile` output (every thread's
+        /// latencies, overflows at the thread's max) instead of VALUEs.
+        #[arg(long, value_name = "FILE", conflicts_with = "values")]
+        cyclictest: Option<PathBuf>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// The daemon on a fake board for twenty seconds of a device's life, narrated; no root needed.
+    #[cfg(feature = "demo")]
+    Demo {
+        /// Keep the board, policy and daemon log in DIR (a new or empty directory; anything else is a usage error, exit 2).
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
+    /// Print shell completions (bash, zsh, fish) to stdout.
+    #[cfg(feature = "docgen")]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (cgwarden.8, cgwarden-SUB.8, cgwarden-policy.5) into DIR.
+    #[cfg(feature = "docgen")]
+    #[command(hide = true)]
+    Manpages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Live terminal view of groups, pressure, rules, claims and actions (keys: docs/top.md).
+    #[cfg(feature = "top")]
+    Top {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Stability report from the flight recorder; exit 1 when a criterion fails (docs/report.md).
+    #[cfg(feature = "report")]
+    Report(ReportArgs),
+    /// What would POLICY have done? The engine over a recording (docs/replay.md).
+    #[cfg(feature = "report")]
+    Replay(ReplayArgs),
+    /// The validation soak beside the daemon: load matrix, progress, then the report; resumable (docs/soak.md).
+    #[cfg(feature = "report")]
+    Soak(SoakArgs),
+    /// Print this message or the help of the given command.
+    Help {
+        /// The command to describe.
+        command: Option<String>,
+    },
+}
+
+pub fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        // A write error other than a closed pipe was said; it is a failure.
+        Ok(exit::OK) if crate::out::failed() => ExitCode::from(exit::TEMPFAIL),
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("cgwarden: error: {e:#}");
+            // A kernel-layer error says whether it may pass (I/O) or not
+            // (damaged journal, refusal); anything else here is a runtime failure.
+            let code = match e.downcast_ref::<crate::kernel::Error>() {
+                Some(k) => exit::for_kernel_error(k),
+                None => exit::TEMPFAIL,
+            };
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// `--tick`: at least 10 ms, as `settings.tick` (0 once reached a
+/// zero-period timer, which panics).
+fn parse_tick(s: &str) -> Result<std::time::Duration, String> {
+    let d = policy::decode::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < std::time::Duration::from_millis(10) {
+        return Err("the tick must be at least 10ms".to_string());
+    }
+    Ok(d)
+}
+
+/// Human-readable logs on a terminal; under systemd (JOURNAL_STREAM set)
+/// structured journald records; plain lines otherwise. CGWARDEN_LOG=debug
+/// raises the level.
+fn init_logging() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::prelude::*;
+    let level = match std::env::var("CGWARDEN_LOG").as_deref() {
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("trace") => tracing::Level::TRACE,
+        Ok("warn") => tracing::Level::WARN,
+        _ => tracing::Level::INFO,
+    };
+    // zlink's server warns on every failed write to a client, which is
+    // mostly a client that went away; the control socket's own layer logs
+    // what matters (src/control/server.rs). Its other records stay at
+    // debug and trace.
+    let zlink = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        tracing::Level::ERROR
+    };
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("zlink_core::server", zlink);
+    let journald =
+        if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
+            // Fields as named, upper-cased, without tracing-journald's `F_`
+            // prefix: `KNOB=`, and the event records' `MESSAGE_ID=` and
+            // `CGWARDEN_*=` (src/daemon/eventlog.rs, docs/operations.md).
+            tracing_journald::layer()
+                .ok()
+                .map(|l| l.with_field_prefix(None))
+        } else {
+            None
+        };
+    let registry = tracing_subscriber::registry().with(targets);
+    let _ = match journald {
+        Some(j) => registry.with(j).try_init(),
+        // Plain lines to a file or pipe, the level in colour on a terminal;
+        // formatted with a fraction of the default's work (src/logline.rs).
+        None => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .event_format(crate::logline::Line::new(std::io::stderr().is_terminal())),
+            )
+            .try_init(),
+    };
+}
+
+/// The trust rules: running as root, `apply` and `run` refuse a policy
+/// file or hook program that is not root-owned or is group/other-writable
+/// (the check a reload makes too: [`crate::converge::trust::refusals`]).
+fn refuse_untrusted(path: &Path, p: &policy::Policy, what: &str) -> Result<(), Exit> {
+    let refused = crate::converge::trust::refusals(path, p);
+    for why in &refused {
+        eprintln!("cgwarden: error: {what}: {why}");
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Exit(exit::REFUSED))
+    }
+}
+
+/// What `apply` and `run` do before any work: the root checked, the policy
+/// loaded and trusted, the state_dir lock taken.
+fn prepare(
+    root: &RootArg,
+    policy: &Path,
+    what: &str,
+) -> Result<(Root, policy::Policy, Locks), Exit> {
+    let root = root.root()?;
+    let p = load_on(policy, &root).map_err(Exit)?;
+    refuse_untrusted(policy, &p, what)?;
+    let lock = lock(&root, &p.settings.state_dir, what, policy, || {
+        p.settings.cgroup_root.clone()
+    })?;
+    Ok((root, p, lock))
+}
+
+/// [`load`], judged against the board under `root`: a value outside it (a
+/// CPU it lacks, a frequency out of its range) is refused with its range.
+fn load_on(path: &Path, root: &Root) -> Result<policy::Policy, u8> {
+    let board = |p: &policy::Policy| crate::kernel::board::read(root, &p.settings.cgroup_root);
+    let p = policy::load_on(path, board).map_err(|d| {
+        eprint!("{d}");
+        exit::REFUSED
+    })?;
+    // A board no target names runs the base policy: say so.
+    if let Some(w) = p.binding.warning() {
+        eprintln!("cgwarden: warning: {w}");
+    }
+    Ok(p)
+}
+
+/// `cgwarden check`: the file alone (the base and every target, cluster
+/// names on a notional board), or judged against the board under `--root`
+/// (the target it names), or one `--target`.
+fn check(path: &Path, root: &RootArg, target: Option<String>) -> u8 {
+    use crate::policy::Target;
+    let board_root = match &root.root {
+        None => None,
+        Some(_) => match root.root() {
+            Ok(r) => Some(r),
+            Err(Exit(code)) => return code,
+        },
+    };
+    let board = |p: &policy::Policy| match &board_root {
+        Some(r) => crate::kernel::board::read(r, &p.settings.cgroup_root),
+        None => policy::Board::unknown(),
+    };
+    let choice = target.clone().map_or(Target::Board, Target::Named);
+    let file = path.display();
+    let p = match policy::load_with(path, board, &choice) {
+        Ok(p) => p,
+        Err(d) => {
+            eprint!("{d}");
+            return exit::REFUSED;
+        }
+    };
+    for w in policy::warnings(&p) {
+        let (l, c) = (w.pos.line, w.pos.col);
+        eprintln!("{file}:{l}:{c}: warning: {}", w.message);
+    }
+    if let Some(w) = p.binding.warning() {
+        eprintln!("cgwarden: warning: {w}");
+    }
+    crate::outln!("{file}: {}", policy::summary(&p));
+    for line in p.binding.lines() {
+        crate::outln!("{file}: {line}");
+    }
+    if let Some(r) = board_root {
+        // On a board (or its copy): the processes a placement matches that
+        // stay where they are, in a container or a delegated subtree.
+        print_kept(&Converger::new(r, &p).plan());
+        return exit::OK;
+    }
+    if target.is_some() {
+        return exit::OK;
+    }
+    // The file alone: every target merged over the base is a policy too.
+    let mut code = exit::OK;
+    for t in &p.binding.targets {
+        match policy::load_with(
+            path,
+            |_| policy::Board::unknown(),
+            &Target::Named(t.clone()),
+        ) {
+            Ok(tp) => crate::outln!("{file}: target {t}: {}", policy::summary(&tp)),
+            Err(d) => {
+                eprint!("{d}");
+                code = exit::REFUSED;
+            }
+        }
+    }
+    code
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Help { command } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            cmd.build();
+            let target = match &command {
+                None => &mut cmd,
+                Some(name) => match cmd.find_subcommand_mut(name) {
+                    Some(sub) => sub,
+                    None => {
+                        eprintln!("cgwarden: error: help: no command `{name}`");
+                        return Ok(exit::USAGE);
+                    }
+                },
+            };
+            crate::out!("{}", target.render_help());
+            Ok(exit::OK)
+        }
+        #[cfg(feature = "demo")]
+        Command::Demo { keep } => Ok(crate::demo::run(keep.as_deref())),
+        #[cfg(feature = "docgen")]
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            manual::completions(&mut Cli::command(), shell);
+            Ok(exit::OK)
+        }
+        #[cfg(feature = "docgen")]
+        Command::Manpages { dir } => {
+            use clap::CommandFactory;
+            let written = manual::manpages(Cli::command(), &dir)
+                .with_context(|| format!("writing man pages into {}", dir.display()))?;
+            for name in written {
+                crate::outln!("{}", dir.join(name).display());
+            }
+            Ok(exit::OK)
+        }
+        Command::Status { json, client } => Ok(client.run(ClientCommand::Status { json })),
+        Command::Boost {
+            mut knobs,
+            caps,
+            duration,
+            reason,
+            client,
+            cmd,
+        } => {
+            // A cap travels as the key `cap KNOB` (docs/control.md).
+            knobs.extend(
+                caps.iter()
+                    .map(|c| format!("{}{c}", crate::knobs::CAP_KEY_PREFIX)),
+            );
+            Ok(client.run(ClientCommand::Boost {
+                knobs,
+                duration,
+                reason,
+                cmd,
+            }))
+        }
+        Command::Release { handle, client } => Ok(client.run(ClientCommand::Release { handle })),
+        Command::Reload {
+            dry_run,
+            candidate,
+            client,
+        } => Ok(client.run(ClientCommand::Reload { dry_run, candidate })),
+        Command::Verify { json, client } => Ok(client.run(ClientCommand::Verify { json })),
+        Command::Health { json, client } => Ok(client.run(ClientCommand::Health { json })),
+        Command::Events { json, client } => Ok(client.run(ClientCommand::Events { json })),
+        Command::Kpi {
+            name,
+            values,
+            cyclictest,
+            client,
+        } => Ok(kpi_command(name, &values, cyclictest.as_deref(), &client)),
+        #[cfg(feature = "top")]
+        Command::Top { client } => Ok(match client.socket() {
+            Ok(socket) => crate::top::run(&socket),
+            Err(code) => code,
+        }),
+        #[cfg(feature = "report")]
+        Command::Report(r) => Ok(r.run()),
+        #[cfg(feature = "report")]
+        Command::Soak(a) => Ok(crate::soak::run(&crate::soak::Options {
+            duration: a.duration,
+            load: a.load,
+            out: a.out,
+            policy: a.policy,
+            root: a.root,
+            progress: a.progress,
+        })),
+        #[cfg(feature = "report")]
+        Command::Replay(r) => Ok(crate::observe::replay::run(
+            &crate::observe::replay::Options {
+                policy: r.policy,
+                recording: r.recording,
+                since: r.since,
+                sweep: r.sweep,
+                json: r.json,
+                html: r.html,
+            },
+        )),
+        Command::Check {
+            policy,
+            root,
+            target,
+        } => Ok(check(&policy, &root, target)),
+        Command::Doctor { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
+            match load_on(&policy, &root) {
+                Ok(p) => Ok(crate::doctor::command(&root, &p)),
+                Err(code) => Ok(code),
+            }
+        }
+        Command::Capture {
+            dir,
+            processes,
+            root,
+        } => Ok(match root.root() {
+            Ok(src) => capture_command(&src, &dir, processes),
+            Err(Exit(code)) => code,
+        }),
+        Command::Plan { policy, root } => {
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
+            let p = match load_on(&policy, &root) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            for line in p.binding.lines() {
+                eprintln!("cgwarden: {line}");
+            }
+            let conv = Converger::new(root, &p);
+            let plan = conv.plan();
+            report_missing(&plan);
+            let mut changes = 0;
+            for step in &plan.steps {
+                if conv.skips(step) {
+                    crate::outln!("# skipped on a fake root: {step}");
+                } else {
+                    crate::outln!("{step}");
+                    changes += 1;
+                }
+            }
+            print_kept(&plan);
+            if plan.no_groups.is_some() {
+                // Not the converged system's `0 changes` (docs/cli.md).
+                crate::outln!(
+                    "no group can be built; {}",
+                    crate::show::count(changes, "other change")
+                );
+                return Ok(exit::MISSING);
+            }
+            crate::outln!("{}", crate::show::count(changes, "change"));
+            Ok(if conv.refuse_missing(&plan) {
+                exit::MISSING
+            } else {
+                exit::OK
+            })
+        }
+        Command::Apply { policy, root } => {
+            // The lock is held until apply returns: the plan is read and
+            // carried out alone.
+            let (root, p, _lock) = match prepare(&root, &policy, "apply") {
+                Ok(t) => t,
+                Err(Exit(code)) => return Ok(code),
+            };
+            let conv = Converger::new(root, &p);
+            let plan = conv.plan();
+            report_missing(&plan);
+            if plan.no_groups.is_some() {
+                conv.check_journal().context("the originals journal")?;
+                eprintln!("cgwarden: no group can be built; nothing was written");
+                return Ok(exit::MISSING);
+            }
+            if conv.refuse_missing(&plan) {
+                eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
+                return Ok(exit::MISSING);
+            }
+            let done = conv
+                .apply(&plan, &mut |line| crate::outln!("{line}"))
+                .context("the originals journal")?;
+            for m in &done.missing {
+                eprintln!("cgwarden: missing: {m}");
+            }
+            if done.refused_missing {
+                eprintln!("cgwarden: on_missing: fail: the system lacks what the policy needs; nothing was written");
+                return Ok(exit::MISSING);
+            }
+            for f in &done.failures {
+                eprintln!("cgwarden: error: {f}");
+            }
+            print_kept(&plan);
+            crate::outln!("{}", crate::show::count(done.changes, "change"));
+            Ok(if done.failures.is_empty() {
+                exit::OK
+            } else {
+                exit::REFUSED
+            })
+        }
+        Command::Run {
+            policy,
+            root,
+            dry_run,
+            tick,
+        } => {
+            // The daemon loads the policy again; this load finds state_dir.
+            // The lock is held until the daemon returns (a reload that moves
+            // state_dir keeps the lock where it was taken).
+            let (root, _, _lock) = match prepare(&root, &policy, "run") {
+                Ok(t) => t,
+                Err(Exit(code)) => return Ok(code),
+            };
+            Ok(crate::daemon::run(crate::daemon::Options {
+                policy_path: policy,
+                root,
+                dry_run,
+                tick,
+            }))
+        }
+        Command::Reset {
+            policy,
+            policy_opt,
+            salvage,
+            root,
+        } => {
+            let policy = policy
+                .or(policy_opt)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY));
+            let root = match root.root() {
+                Ok(r) => r,
+                Err(Exit(code)) => return Ok(code),
+            };
+            // reset must work even when the policy has since become invalid or
+            // was removed: fall back to the default locations then.
+            let settings = match policy::load(&policy) {
+                Ok(p) => p.settings,
+                Err(d) => {
+                    if policy.exists() {
+                        eprint!("{d}");
+                        eprintln!("cgwarden: warning: using default state_dir and cgroup_root");
+                    }
+                    policy::model::Settings::default()
+                }
+            };
+            // The tree reset writes is the one its journal records.
+            let tree =
+                || reset::journal_cgroup_root(&root, &settings.state_dir, &settings.cgroup_root);
+            let _lock = match lock(&root, &settings.state_dir, "reset", &policy, tree) {
+                Ok(l) => l,
+                Err(Exit(code)) => return Ok(code),
+            };
+            // The sockets a killed daemon left: the lock says none serves them.
+            crate::daemon::remove_sockets(&root.host_path(&settings.state_dir));
+            let undo = if salvage {
+                reset::salvage
+            } else {
+                reset::reset
+            };
+            let rep = undo(&root, &settings.state_dir, &settings.cgroup_root)
+                .context("cannot use the originals journal")?;
+            for m in rep.salvage_messages() {
+                eprintln!("cgwarden: {m}");
+            }
+            for w in &rep.warnings {
+                eprintln!("cgwarden: warning: {w}");
+            }
+            if !rep.had_journal && rep.salvaged.is_some() {
+                crate::outln!("nothing restored: no line of the damaged journal can be trusted");
+                return Ok(exit::OK);
+            }
+            if !rep.had_journal {
+                crate::outln!(
+                    "nothing to reset: no journal at {}",
+                    root.host_path(&settings.state_dir.join("originals"))
+                        .display()
+                );
+                return Ok(exit::OK);
+            }
+            if Root::normalize(&rep.cgroup_root) != Root::normalize(&settings.cgroup_root) {
+                eprintln!(
+                    "cgwarden: note: using cgroup_root {} recorded in the journal (the policy names {})",
+                    rep.cgroup_root.display(),
+                    settings.cgroup_root.display()
+                );
+            }
+            for l in &rep.lines {
+                crate::outln!("{l}");
+            }
+            for f in &rep.failures {
+                eprintln!("cgwarden: error: could not restore: {f}");
+            }
+            crate::outln!("{}", rep.summary());
+            if rep.failures.is_empty() {
+                crate::outln!("reset complete; journal removed");
+                Ok(exit::OK)
+            } else {
+                eprintln!(
+                    "cgwarden: reset incomplete; the journal is kept so reset can be run again"
+                );
+                Ok(exit::REFUSED)
+            }
+        }
+    }
+}
+
+/// The processes a placement matches and leaves in their container's (or
+/// delegated manager's) cgroup: notes, marked `#` like the other lines that
+/// are not changes.
+fn print_kept(plan: &crate::converge::Plan) {
+    for k in &plan.kept {
+        crate::outln!("# left alone: {k}");
+    }
+}
+
+/// `cgwarden capture`: the copy, then what it holds and what it left out.
+fn capture_command(src: &Root, dir: &Path, processes: bool) -> u8 {
+    use crate::kernel::capture::{capture, Refused};
+    let s = match capture(src, dir, processes) {
+        Ok(s) => s,
+        Err(Refused::Usage(why)) => {
+            eprintln!("cgwarden: error: capture: {why}");
+            return exit::USAGE;
+        }
+        Err(Refused::Failed(e)) => {
+            eprintln!("cgwarden: error: capture: {e}");
+            return exit::for_kernel_error(&e);
+        }
+    };
+    for p in &s.unreadable {
+        eprintln!("cgwarden: note: capture: could not read {}", p.display());
+    }
+    crate::outln!("{}", s.line(dir));
+    exit::OK
+}
+
+fn report_missing(plan: &crate::converge::Plan) {
+    for m in &plan.missing {
+        eprintln!("cgwarden: missing: {m}");
+    }
+    for w in &plan.warnings {
+        eprintln!("cgwarden: warning: {w}");
+    }
+}
+
+/// `cgwarden kpi`: the values or the cyclictest file, checked
+/// here, sent by `RecordKpi`.
+fn kpi_command(
+    name: Option<String>,
+    values: &[String],
+    cyclictest: Option<&std::path::Path>,
+    client: &ClientArgs,
+) -> u8 {
+    use crate::observe::kpi;
+    let parsed = match cyclictest {
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| format!("{}: {e}", f.display()))
+            .and_then(|t| kpi::parse::cyclictest(&t).map_err(|e| format!("{}: {e}", f.display())))
+            .map(|c| {
+                (
+                    name.unwrap_or_else(|| "cyclictest".into()),
+                    kpi::Unit::Seconds,
+                    c.samples(),
+                    f.display().to_string(),
+                )
+            }),
+        None => kpi::parse_values(values).map(|(u, s)| {
+            (
+                name.unwrap_or_default(),
+                u,
+                s,
+                "the command line".to_string(),
+            )
+        }),
+    };
+    let (name, unit, samples, source) = match parsed.and_then(|p| {
+        kpi::check_name(&p.0)?;
+        Ok(p)
+    }) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cgwarden: error: {e}");
+            return exit::USAGE;
+        }
+    };
+    client.run(ClientCommand::Kpi {
+        name,
+        unit: unit.name().to_string(),
+        samples,
+        source,
+    })
+}
