@@ -267,10 +267,7 @@ pub(crate) fn group_knobs(g: &Group) -> Vec<(GroupKnob, KnobValue)> {
         .collect();
     in_write_order(knobs, |_| None)
         .into_iter()
-        .filter_map(|(k, v)| match k {
-            Knob::Group { knob, .. } => Some((knob, v)),
-            _ => None,
-        })
+        .filter_map(|(k, v)| Some((k.group_knob()?.1, v)))
         .collect()
 }
 

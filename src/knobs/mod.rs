@@ -248,8 +248,13 @@ impl Knob {
 
     /// The group a group knob belongs to.
     pub(crate) fn group(&self) -> Option<&str> {
+        self.group_knob().map(|(group, _)| group)
+    }
+
+    /// A group knob's group and the knob of the group.
+    pub(crate) fn group_knob(&self) -> Option<(&str, GroupKnob)> {
         match self {
-            Knob::Group { group, .. } => Some(group),
+            Knob::Group { group, knob } => Some((group, *knob)),
             _ => None,
         }
     }

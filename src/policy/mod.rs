@@ -348,7 +348,7 @@ pub(crate) fn rule_controllers(p: &Policy, group: &str) -> Vec<&'static str> {
             }
         }
         for a in r.then.iter().chain(&r.while_) {
-            if let Some(crate::knobs::Knob::Group { group: g, knob }) = a.knob() {
+            if let Some((g, knob)) = a.knob().and_then(|k| k.group_knob()) {
                 if g == group {
                     out.push(knob.controller());
                 }

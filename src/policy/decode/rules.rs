@@ -1,7 +1,6 @@
 //! `rules:`: a rule, its actions, and the references its actions make.
 
 use super::{argument_offset, first_word, name_problem, valid_name, Decoder};
-use crate::knobs::Knob;
 use crate::policy::diag::hint;
 use crate::policy::expr::{self, Action};
 use crate::policy::model::*;
@@ -216,8 +215,8 @@ impl<'a> Decoder<'a> {
                 );
             }
         }
-        if let Some(Knob::Group { group, .. }) = knob {
-            if !groups.contains(&group.as_str()) {
+        if let Some(group) = knob.as_ref().and_then(|k| k.group()) {
+            if !groups.contains(&group) {
                 let h = hint(group, groups.iter().copied());
                 let col = argument_offset(text);
                 self.err(
