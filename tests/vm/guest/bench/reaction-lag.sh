@@ -318,7 +318,8 @@ echo "BENCH cpu: cgwarden ${d_cpu} ms over ${EPISODES} episodes in ${d_wall} s; 
 # --- instructions under callgrind: (episodes - idle window as long) / N
 if [ -f /cgw/reaction_callgrind ]; then
     # cg WHO NAME N: WHO (daemon | trig) under callgrind, 5 s to settle, then
-    # N episodes or, with N = 0, an idle window of $CG_WALL s; prints the
+    # N episodes or, with N = 0, an idle window as long as the last pass of
+    # episodes ($D/cg_wall); prints the
     # instructions (callgrind's summary).
     cg() {
         rm -f "$D/cg.$2"
@@ -338,7 +339,7 @@ if [ -f /cgw/reaction_callgrind ]; then
         sleep 5
         _c0=$(cut -d' ' -f1 /proc/uptime)
         if [ "$3" = 0 ]; then
-            sleep "$CG_WALL"
+            sleep "$(cat "$D/cg_wall")"
         else
             _i=0
             while [ "$_i" -lt "$3" ]; do
@@ -350,17 +351,19 @@ if [ -f /cgw/reaction_callgrind ]; then
                 wait_for 60 released || echo "BENCH   callgrind $2: not released" >&2
                 sleep 2
             done
-            CG_WALL=$(awk -v a="$_c0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')
+            # (cg runs in a command substitution: the length goes through a file.)
+            awk -v a="$_c0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f\n", b - a }' >"$D/cg_wall"
         fi
         kill -TERM "$_vp"
         wait "$_vp"
         sed -n 's/^summary: //p' "$D/cg.$2"
     }
+    echo 0 >"$D/cg_wall"
     d_eps=$(cg daemon d-eps "$CG_EPISODES")
     d_idle=$(cg daemon d-idle 0)
     t_eps=$(cg trig t-eps "$CG_EPISODES")
     t_idle=$(cg trig t-idle 0)
-    echo "BENCH   callgrind: cgwarden $d_eps over $CG_EPISODES episodes, $d_idle idle ($CG_WALL s); trigger-act $t_eps, $t_idle idle"
+    echo "BENCH   callgrind: cgwarden $d_eps over $CG_EPISODES episodes, $d_idle idle ($(cat "$D/cg_wall") s); trigger-act $t_eps, $t_idle idle"
     awk -v de="$d_eps" -v di="$d_idle" -v te="$t_eps" -v ti="$t_idle" -v n="$CG_EPISODES" 'BEGIN {
         d = (de - di) / n; t = (te - ti) / n
         printf "BENCH instructions an episode (callgrind): cgwarden %d, trigger-act %d, ratio %s\n", d, t, (t > 0 ? sprintf("%.1f", d / t) : "-") }'
