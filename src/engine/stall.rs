@@ -148,13 +148,21 @@ impl StallSeries {
     /// the counter read `total_us`: the kernel measured at least `amount` of
     /// stall within the last `window` (it fires on growth >= threshold over
     /// its own tracking window, from the same `total`). While the tick samples
-    /// the line often enough to span the window, that is just one more sample.
-    /// Otherwise — the daemon reads nothing while an armed trigger is silent
-    /// (no periodic work no rule needs) — the series restarts from
-    /// the kernel's word: a sample one window back that makes the window's
-    /// stall `amount` + 1 µs, then this one. That is a lower bound, like every
-    /// answer of this module: `> amount` holds, and a larger stall shows as the
-    /// tick samples on while the rule is active.
+    /// the line often enough to span the window — a sample within it, and the
+    /// two around its start no more than a window apart — that is just one
+    /// more sample: a crossing the samples do not show yet shows at the next
+    /// tick. Otherwise — the daemon reads nothing while an armed trigger is
+    /// silent (no periodic work no rule needs), and a read some other wake-up
+    /// made (a reload's evaluation, a rule's release) is no tick: no read
+    /// follows it before the kernel's next event, a window later — the series
+    /// restarts from the kernel's word: a sample one window back that makes
+    /// the window's stall `amount` + 1 µs, then this one. The kernel counts a
+    /// share of its previous window's growth into the current one (its
+    /// windows are interpolated too), so it may fire a few ms of stall before
+    /// `total=` shows `amount` in the window; a stray read must not turn that
+    /// firing into a window's wait. That is a lower bound, like every answer
+    /// of this module: `> amount` holds, and a larger stall shows as the tick
+    /// samples on while the rule is active.
     pub(crate) fn record_trigger(
         &mut self,
         now: Time,
@@ -162,9 +170,17 @@ impl StallSeries {
         amount: Duration,
         window: Duration,
     ) -> Recorded {
-        let spans = match (self.samples.front(), self.samples.back()) {
-            (Some(&(first, _)), Some(&(last, _))) => {
-                first + window <= now && now.saturating_sub(last) <= window
+        let spans = match (now.checked_sub(window), self.samples.back()) {
+            (Some(start), Some(&(last, _))) if now.saturating_sub(last) <= window => {
+                // The samples around the window's start: interpolated
+                // between two reads a window apart at most, not smeared
+                // over a gap nobody sampled.
+                let i = self.samples.partition_point(|&(t, _)| t <= start);
+                i > 0
+                    && self
+                        .samples
+                        .get(i)
+                        .is_some_and(|&(t, _)| t - self.samples[i - 1].0 <= window)
             }
             _ => false,
         };
@@ -546,6 +562,24 @@ mod tests {
         );
         assert_eq!(sr.latest(), Some((ms(5_200), 120_000)));
         assert!(sr.len() > 2);
+    }
+
+    #[test]
+    fn a_trigger_after_a_stray_read_is_the_kernels_word() {
+        // No tick: a read at the start, one by a reload's evaluation 966 ms
+        // before the trigger, and the kernel fires with 94.5 ms of growth in
+        // `total=` since (its window counts a share of the previous one's).
+        // Without the trigger's word the rule would wait a window for the
+        // kernel's next event.
+        let mut sr = StallSeries::new(s(1));
+        sr.record(s(1), 2_125_724);
+        sr.record(ms(91_153), 2_125_724);
+        assert_eq!(
+            sr.record_trigger(ms(92_119), 2_220_184, ms(100), s(1)),
+            Recorded::Trigger
+        );
+        let w = sr.stall_in_window(ms(92_119), s(1)).expect("a window");
+        assert!(w > ms(100), "{w:?}");
     }
 
     fn s(x: u64) -> Duration {

@@ -23,6 +23,7 @@
 //! cgwarden-workload poll-file FILE PERIOD_MS SECS   pread FILE every PERIOD_MS for SECS (the idle-cost anchor)
 //! cgwarden-workload poll-act PRESSURE PERIOD_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction anchor that acts
 //! cgwarden-workload trigger-act PRESSURE WINDOW_MS SECS KNOB HIGH LOW THRESH_US HOLD_MS   the reaction floor: acts at a PSI trigger
+//! cgwarden-workload psi-stamp FILE TRIGGER SECS   print a Unix time at each PSI trigger wake-up (the reaction-lag clock)
 //! cgwarden-workload notify-listen SOCKET SECS  print sd_notify datagrams with monotonic times
 //! cgwarden-workload flood CHILD TARGET N DEADLINE_MS POLL_US [HANDOFF]   the exec flood (all alive at once)
 //! cgwarden-workload move-from HANDOFF PROCS [READS]   the floor placer: each pid HANDOFF names written to PROCS
@@ -54,6 +55,7 @@ mod boost;
 mod flood;
 mod notify;
 mod poll;
+mod psistamp;
 mod storm;
 mod threads;
 
@@ -92,6 +94,10 @@ usage: cgwarden-workload COMMAND [ARGS...] [-- IGNORED...]
                              the least reactor: a PSI trigger (some THRESH_US WINDOW_MS)
                              polled; HIGH at an event, LOW once none came for
                              WINDOW_MS + HOLD_MS; prints as poll-act
+  psi-stamp FILE TRIGGER SECS
+                             register TRIGGER (e.g. \"some 100000 1000000\") on the
+                             pressure FILE, poll it; print `trigger at UNIX_SECS` at
+                             each wake-up (the reaction-lag benchmark's clock)
   notify-listen SOCKET SECS  bind a unix datagram socket at SOCKET (NOTIFY_SOCKET) for
                              SECS seconds; print each datagram with a CLOCK_MONOTONIC
                              time, then the WATCHDOG=1 count and largest gap
@@ -429,6 +435,12 @@ fn run(args: &[OsString], tags: &[OsString]) -> ExitCode {
                     poll::poll_file(f, Duration::from_millis(ms), secs)
                 }
                 _ => usage("poll-file: FILE PERIOD_MS SECS (PERIOD_MS > 0)"),
+            }
+        }
+        ("psi-stamp", [file, trigger, secs]) => {
+            match (file.to_str(), trigger.to_str(), parse_secs(secs)) {
+                (Some(f), Some(t), Some(s)) => psistamp::psi_stamp(f, t, s),
+                _ => usage("psi-stamp: FILE TRIGGER SECS"),
             }
         }
         (
