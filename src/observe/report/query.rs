@@ -22,19 +22,8 @@ pub(crate) struct Sample {
     pub(crate) ev_oom_kill: Option<i64>,
 }
 
-/// An event row (action, rule transition, start/stop).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct EventRow {
-    pub(crate) ts: f64,
-    pub(crate) kind: String,
-    pub(crate) rule: Option<String>,
-    pub(crate) state: Option<String>,
-    pub(crate) knob: Option<String>,
-    pub(crate) old: Option<String>,
-    pub(crate) new: Option<String>,
-    pub(crate) cause: Option<String>,
-    pub(crate) detail: Option<String>,
-}
+/// An event row: the recorder's, read back.
+pub(crate) use crate::observe::recorder::EventRow;
 
 /// What the report shows, for the window [from, to].
 #[derive(Clone, Debug, Default)]
