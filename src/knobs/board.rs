@@ -131,7 +131,7 @@ impl Board {
     /// `value` of `knob` within what the board offers: why not, if not
     /// (the knob's family judges).
     pub(crate) fn check_value(&self, knob: &Knob, value: &KnobValue) -> Result<(), String> {
-        knob.check_on(value, self)
+        knob.family().check(knob, value, self)
     }
 
     /// A zram device's compressor among those it offers.

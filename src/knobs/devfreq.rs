@@ -504,9 +504,11 @@ mod tests {
         let b = &board.devfreq["3d00000.qcom,kgsl-3d0"];
         assert_eq!(b.frequencies, [300_000_000, 900_000_000]);
         let knob = Knob::parse("devfreq.3d00000.qcom,kgsl-3d0.min").unwrap();
-        assert!(knob.check_on(&KnobValue::Hz(300_000_000), &board).is_ok());
-        let e = knob
-            .check_on(&KnobValue::Hz(587_000_000), &board)
+        assert!(board
+            .check_value(&knob, &KnobValue::Hz(300_000_000))
+            .is_ok());
+        let e = board
+            .check_value(&knob, &KnobValue::Hz(587_000_000))
             .unwrap_err();
         assert!(e.contains("587MHz is not a frequency"), "{e}");
         let gov = Knob::parse("devfreq.3d00000.qcom,kgsl-3d0.governor").unwrap();

@@ -404,11 +404,6 @@ impl Knob {
             }
         }
     }
-
-    /// `value` of this knob within what `board` offers: why not, if not.
-    pub(crate) fn check_on(&self, value: &KnobValue, board: &board::Board) -> Result<(), String> {
-        self.family().check(self, value, board)
-    }
 }
 
 impl fmt::Display for Knob {

@@ -187,14 +187,6 @@ pub(crate) const COUPLED: [(&str, &str); 3] = [
     ("vm.overcommit_kbytes", "vm.overcommit_ratio"),
 ];
 
-/// For a file of a [`COUPLED`] sysctl: the pair's files, `(amount, ratio)`.
-fn coupled(file: &Path) -> Option<(PathBuf, PathBuf)> {
-    COUPLED.iter().find_map(|(amount, ratio)| {
-        let (a, r) = (path(amount)?, path(ratio)?);
-        (file == a || file == r).then_some((a, r))
-    })
-}
-
 /// The sysctl family.
 pub(super) struct SysctlFamily;
 
@@ -287,9 +279,12 @@ impl Family for SysctlFamily {
         }
     }
 
-    /// The [`COUPLED`] pairs.
-    fn coupled(&self, path: &Path) -> Option<(PathBuf, PathBuf)> {
-        coupled(path)
+    /// For a file of a [`COUPLED`] sysctl: the pair's files, `(amount, ratio)`.
+    fn coupled(&self, file: &Path) -> Option<(PathBuf, PathBuf)> {
+        COUPLED.iter().find_map(|(amount, ratio)| {
+            let (a, r) = (path(amount)?, path(ratio)?);
+            (file == a || file == r).then_some((a, r))
+        })
     }
 }
 

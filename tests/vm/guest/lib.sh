@@ -197,3 +197,28 @@ bench_wanted() { # FILE NAME RUNNER
     return 1
 }
 # ----------------------------------------------------------------------------------
+
+# stall_bench_policy PRODUCT STATE_DIR [COMMENT]: the reaction benchmarks' policy
+# (bench/reaction.sh, bench/reaction-lag.sh measure the same rule): one stall rule
+# served by a kernel PSI trigger raising inference's memory.high while it holds;
+# COMMENT, when given, is a last comment line (an edit the reload bench makes).
+stall_bench_policy() {
+    cat <<EOP
+version: 1
+product: $1
+settings:
+  cgroup_root: $CG
+  state_dir: $2
+groups:
+  inference:
+    memory: { high: 64M, max: 512M, swap_max: 0 }
+rules:
+  - name: inference-stall
+    when: inference.memory.some > 100ms/1s
+    while:
+      - set inference.memory.high = 256M
+    hold: 3s
+EOP
+    [ -n "${3:-}" ] && echo "# $3"
+    return 0
+}

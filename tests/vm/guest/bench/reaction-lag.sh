@@ -42,23 +42,7 @@ M=/mnt/cgwlag
 WL=$(command -v cgwarden-workload)
 mkdir -p "$D"
 policy() { # COMMENT: the policy, a comment line at its end (an edit for the reload)
-    cat <<EOP
-version: 1
-product: reaction-lag-bench
-settings:
-  cgroup_root: $CG
-  state_dir: $D/state
-groups:
-  inference:
-    memory: { high: 64M, max: 512M, swap_max: 0 }
-rules:
-  - name: inference-stall
-    when: inference.memory.some > 100ms/1s
-    while:
-      - set inference.memory.high = 256M
-    hold: 3s
-# $1
-EOP
+    stall_bench_policy reaction-lag-bench "$D/state" "$1" # lib.sh
 }
 policy initial >"$D/policy.yaml"
 echo "BENCH == reaction lag after the kernel's PSI trigger: a stall rule vs. a bare trigger monitor"

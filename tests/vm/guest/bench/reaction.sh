@@ -17,22 +17,7 @@
 EPISODES=$(cat /cgw/reaction_episodes 2>/dev/null || echo 6)
 D=/tmp/cgwreact
 mkdir -p "$D"
-cat >"$D/policy.yaml" <<EOP
-version: 1
-product: reaction-bench
-settings:
-  cgroup_root: $CG
-  state_dir: $D/state
-groups:
-  inference:
-    memory: { high: 64M, max: 512M, swap_max: 0 }
-rules:
-  - name: inference-stall
-    when: inference.memory.some > 100ms/1s
-    while:
-      - set inference.memory.high = 256M
-    hold: 3s
-EOP
+stall_bench_policy reaction-bench "$D/state" >"$D/policy.yaml" # lib.sh
 
 threads() { thread_schedstat "$1"; } # lib.sh
 # episodes WHO LAGS: EPISODES hogs; WHO (daemon | act | trig) is the one that
