@@ -90,12 +90,21 @@ pub(crate) fn write_order(writes: &[Planned<'_>]) -> Vec<usize> {
 }
 
 /// `writes` in the order [`write_order`] gives, judged against what `now`
-/// says each knob holds.
+/// says each pair's ceiling holds (the only reading the order needs, so
+/// `now` is asked for nothing else).
 pub(crate) fn in_write_order(
     writes: Vec<(Knob, KnobValue)>,
     now: impl Fn(&Knob) -> Option<KnobValue>,
 ) -> Vec<(Knob, KnobValue)> {
-    let held: Vec<Option<KnobValue>> = writes.iter().map(|(k, _)| now(k)).collect();
+    // Only a pair's ceiling is judged against what it holds now
+    // ([`write_order`]): the other knobs are not read.
+    let held: Vec<Option<KnobValue>> = writes
+        .iter()
+        .map(|(k, _)| match set_of(k) {
+            Some((_, Slot::Ceiling)) => now(k),
+            _ => None,
+        })
+        .collect();
     let planned: Vec<Planned> = writes
         .iter()
         .zip(&held)
