@@ -15,7 +15,9 @@
 #
 # CALLGRIND_EPISODES=0 leaves the callgrind pass out. Needs tests/vm/setup.sh
 # done, and valgrind (Debian's package) on the host for the callgrind pass.
-# CGWARDEN_LAG_LOG=debug: the daemon logs at debug (its PSI wake-ups).
+# CGWARDEN_LAG_LOG=debug (or directives: info,cgwarden::daemon::sample=debug):
+# the daemon's log level. CGWARDEN_LAG_SITUATIONS="silence reload reclaim
+# first floor" (the default, all): the situations measured after `start`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPISODES=${1:-10}
@@ -30,6 +32,7 @@ echo "$EPISODES" >"$extra/cgw/reaction_lag_episodes"
 echo "$FIRSTS" >"$extra/cgw/reaction_lag_firsts"
 echo "$CGN" >"$extra/cgw/reaction_lag_cg_episodes"
 [[ -n ${CGWARDEN_LAG_LOG:-} ]] && echo "$CGWARDEN_LAG_LOG" >"$extra/cgw/reaction_lag_log"
+[[ -n ${CGWARDEN_LAG_SITUATIONS+x} ]] && echo "$CGWARDEN_LAG_SITUATIONS" >"$extra/cgw/reaction_lag_situations"
 if ((CGN > 0)); then
     source tests/vm/callgrind.sh
     callgrind_into_image "$extra" bench-reaction

@@ -173,14 +173,16 @@ pub fn main() -> ExitCode {
 
 /// Human-readable logs on a terminal; under systemd (JOURNAL_STREAM set)
 /// structured journald records; plain lines otherwise. CGWARDEN_LOG=debug
-/// raises the level.
+/// raises the level; a list of directives (`info,cgwarden::daemon::triggers=debug`)
+/// raises it for one module, so a field question costs one module's lines.
 fn init_logging() {
     use std::io::IsTerminal;
     use tracing_subscriber::prelude::*;
-    let level = match std::env::var("CGWARDEN_LOG").as_deref() {
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("trace") => tracing::Level::TRACE,
-        Ok("warn") => tracing::Level::WARN,
+    let var = std::env::var("CGWARDEN_LOG").unwrap_or_default();
+    let level = match var.as_str() {
+        "debug" => tracing::Level::DEBUG,
+        "trace" => tracing::Level::TRACE,
+        "warn" => tracing::Level::WARN,
         _ => tracing::Level::INFO,
     };
     // zlink's server warns on every failed write to a client, which is
@@ -192,9 +194,16 @@ fn init_logging() {
     } else {
         tracing::Level::ERROR
     };
-    let targets = tracing_subscriber::filter::Targets::new()
-        .with_default(level)
-        .with_target("zlink_core::server", zlink);
+    let targets = match var.contains([',', '=']) {
+        true => var
+            .parse::<tracing_subscriber::filter::Targets>()
+            .unwrap_or_else(|e| {
+                eprintln!("cgwarden: CGWARDEN_LOG={var:?}: {e}; logging at info");
+                tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO)
+            }),
+        false => tracing_subscriber::filter::Targets::new().with_default(level),
+    }
+    .with_target("zlink_core::server", zlink);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
             // Fields as named, upper-cased, without tracing-journald's `F_`

@@ -212,8 +212,18 @@ impl Sampler {
                 let r = match self.fired.remove(&key) {
                     Some((amount, window)) => {
                         s.triggered.push((key.clone(), amount, window));
-                        self.stall
-                            .record_trigger(&key, now, l.total_us, amount, window)
+                        let r = self
+                            .stall
+                            .record_trigger(&key, now, l.total_us, amount, window);
+                        tracing::debug!(
+                            line = ?key,
+                            now = ?now,
+                            total_us = l.total_us,
+                            recorded = ?r,
+                            window_us = ?self.stall.stall_in_window(&key, now, window).map(|d| d.as_micros()),
+                            "a trigger's firing recorded"
+                        );
+                        r
                     }
                     None => self.stall.record(&key, now, l.total_us),
                 };

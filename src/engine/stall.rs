@@ -86,8 +86,15 @@ pub(crate) fn silence_after(window: Duration) -> Duration {
 /// The `(time, total_us)` history of one PSI line.
 #[derive(Debug, Clone)]
 pub(crate) struct StallSeries {
+    /// `(time, total + offset)`: differences are the stall.
     samples: VecDeque<(Time, u64)>,
     keep: Duration,
+    /// Added to every recorded total, so that the window start a trigger's
+    /// firing stands in for ([`StallSeries::record_trigger`]) is never
+    /// below zero: the kernel may fire when a fresh group's counter shows
+    /// less than the amount (it counts a share of its previous window),
+    /// and a start clamped at zero would make its word less than it said.
+    offset: u64,
 }
 
 impl Default for StallSeries {
@@ -102,6 +109,7 @@ impl StallSeries {
         StallSeries {
             samples: VecDeque::new(),
             keep,
+            offset: 0,
         }
     }
 
@@ -113,6 +121,7 @@ impl StallSeries {
 
     /// Adds the counter value read at `now`.
     pub(crate) fn record(&mut self, now: Time, total_us: u64) -> Recorded {
+        let total_us = total_us.saturating_add(self.offset);
         let result = match self.samples.back_mut() {
             None => {
                 self.samples.push_back((now, total_us));
@@ -187,11 +196,16 @@ impl StallSeries {
         if spans || now < window {
             return self.record(now, total_us);
         }
-        let amount_us = u64::try_from(amount.as_micros()).unwrap_or(u64::MAX);
-        let start = total_us.saturating_sub(amount_us.saturating_add(1));
+        let word = u64::try_from(amount.as_micros())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
+        // The samples restart here: the offset may change with them.
+        self.offset = self.offset.max(word.saturating_sub(total_us));
+        let total = total_us.saturating_add(self.offset);
         self.samples.clear();
-        self.samples.push_back((now - window, start));
-        self.samples.push_back((now, total_us));
+        self.samples
+            .push_back((now - window, total.saturating_sub(word)));
+        self.samples.push_back((now, total));
         Recorded::Trigger
     }
 
@@ -214,9 +228,11 @@ impl StallSeries {
         self.samples.len()
     }
 
-    /// The newest sample.
+    /// The newest sample, as the counter read.
     pub(crate) fn latest(&self) -> Option<(Time, u64)> {
-        self.samples.back().copied()
+        self.samples
+            .back()
+            .map(|&(t, v)| (t, v.saturating_sub(self.offset)))
     }
 
     /// Stall time accumulated in the `window` ending at the newest sample
@@ -580,6 +596,35 @@ mod tests {
         );
         let w = sr.stall_in_window(ms(92_119), s(1)).expect("a window");
         assert!(w > ms(100), "{w:?}");
+    }
+
+    #[test]
+    fn a_fresh_groups_first_trigger_under_the_amount_is_still_the_kernels_word() {
+        // A guest boot: the group's counter was 0 at the daemon's startup
+        // read, and the kernel fired 2.6 s later with `total=` at 93,191 µs
+        // (its window counts a share of its previous one). A window start
+        // clamped at zero made that 93 ms, under the amount: the rule waited
+        // a window for the kernel's next event.
+        let mut sr = StallSeries::new(s(1));
+        sr.record(ms(1), 0);
+        assert_eq!(
+            sr.record_trigger(ms(2_648), 93_191, ms(100), s(1)),
+            Recorded::Trigger
+        );
+        let w = sr.stall_in_window(ms(2_648), s(1)).expect("a window");
+        assert!(w > ms(100), "{w:?}");
+        assert_eq!(
+            sr.latest(),
+            Some((ms(2_648), 93_191)),
+            "the counter as read"
+        );
+        // Later reads are the counter's growth, as before.
+        assert_eq!(sr.record(ms(2_748), 193_191), Recorded::Appended);
+        assert_eq!(sr.latest(), Some((ms(2_748), 193_191)));
+        let w = sr.stall_in_window(ms(2_748), s(1)).expect("a window");
+        assert!(w > ms(100), "{w:?}");
+        // A reset (the group recreated) is still seen as one.
+        assert_eq!(sr.record(ms(2_848), 5), Recorded::Reset);
     }
 
     fn s(x: u64) -> Duration {

@@ -37,6 +37,9 @@ bench_wanted /cgw/reaction_lag_episodes reaction-lag tests/bench-reaction.sh || 
 EPISODES=$(cat /cgw/reaction_lag_episodes)
 FIRSTS=$(cat /cgw/reaction_lag_firsts 2>/dev/null || echo 3)
 CG_EPISODES=$(cat /cgw/reaction_lag_cg_episodes 2>/dev/null || echo 4)
+# The situations after `start` (always measured): all unless the host names some.
+SITUATIONS=$(cat /cgw/reaction_lag_situations 2>/dev/null || echo "silence reload reclaim first floor")
+want() { case " $SITUATIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 D=/tmp/cgwlag
 M=/mnt/cgwlag
 WL=$(command -v cgwarden-workload)
@@ -194,6 +197,7 @@ echo "BENCH   the rule's raise to its release: ${H} ms"
 # --- silence: hog A, then hog B started OFF ms after the release predicted
 # from hog A's raise (negative: before it)
 for off in -300 -100 0 100; do
+    want silence || break
     w0=$(raises)
     hog
     wait_for 30 sh -c "[ \$(grep -c '$RAISE' '$D/daemon.log') -gt $w0 ]"
@@ -208,6 +212,7 @@ done
 
 # --- reload: the policy file edited (its watch reloads), then SIGHUP
 for how in edit hup; do
+    want reload || break
     r0=$(grep -c 'reload.*: done\|changed.*: done\|: done' "$D/daemon.log")
     if [ "$how" = edit ]; then policy "edited $(now)" >"$D/policy.yaml"; else kill -HUP "$DP"; fi
     wait_for 30 sh -c "[ \$(grep -c ': done' '$D/daemon.log') -gt $r0 ]" ||
@@ -219,6 +224,7 @@ done
 # --- reclaim: the page cache dropped, the root group squeezed
 majflt() { cut -d' ' -f12 "/proc/$DP/stat"; }
 for j in 1 2; do
+    want reclaim || break
     f0=$(majflt)
     sync
     echo 3 >/proc/sys/vm/drop_caches
@@ -233,6 +239,7 @@ grep -E "event loop (wake-ups|profile)" "$D/daemon-all.log" | sed 's/^/BENCH   l
 
 # --- first: a fresh daemon each, one episode 2 s after "cgwarden running"
 j=0
+want first || FIRSTS=0
 while [ "$j" -lt "$FIRSTS" ]; do
     j=$((j + 1))
     start_daemon_bench
@@ -263,6 +270,7 @@ trig_log() {
 tc0=$(threads "$TP" | cpu_ns)
 tu0=$(cut -d' ' -f1 /proc/uptime)
 i=0
+want floor || i=$EPISODES
 while [ "$i" -lt "$EPISODES" ]; do
     i=$((i + 1))
     w0=$(grep -c '^wrote 268435456' "$D/trig.out")
