@@ -43,7 +43,9 @@ pub(crate) use crate::knobs::group::CGROUP2_MOUNT;
 /// Open `cgroup.procs` files by group ([`CgroupFs::move_pid_kept`]).
 #[derive(Debug, Default)]
 pub(crate) struct ProcsFiles {
-    files: std::collections::HashMap<String, std::fs::File>,
+    /// The open file and its path (for errors), by group: a move under a
+    /// flood builds no path.
+    files: std::collections::HashMap<String, (std::fs::File, PathBuf)>,
 }
 
 impl ProcsFiles {
@@ -240,25 +242,26 @@ impl CgroupFs {
         if self.root.emulation().is_some() {
             return self.move_pid(rel, pid);
         }
-        let path = self.file(rel, PROCS);
         let value = pid.to_string();
         for fresh in [false, true] {
             if fresh {
                 open.files.remove(rel);
             }
-            if !open.files.contains_key(rel) && open.files_len_capped() {
-                // Bounded: groups come and go with reloads.
-                return self.move_pid(rel, pid);
+            if !open.files.contains_key(rel) {
+                if open.files_len_capped() {
+                    // Bounded: groups come and go with reloads.
+                    return self.move_pid(rel, pid);
+                }
+                let path = self.file(rel, PROCS);
+                let f = self
+                    .root
+                    .open_beneath("open", &path, nix::fcntl::OFlag::O_WRONLY, 0)?;
+                open.files.insert(rel.to_string(), (f, path));
             }
-            let f =
-                match open.files.entry(rel.to_string()) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(v) => v.insert(
-                        self.root
-                            .open_beneath("open", &path, nix::fcntl::OFlag::O_WRONLY, 0)?,
-                    ),
-                };
-            match super::root::write_once(f, &path, &value) {
+            let Some((f, path)) = open.files.get_mut(rel) else {
+                continue;
+            };
+            match super::root::write_once(f, path, &value) {
                 Err(e) if !fresh && e.errno() == Some(libc::ENODEV) => continue,
                 r => return r,
             }

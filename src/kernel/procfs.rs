@@ -82,19 +82,10 @@ pub(crate) const COMM_MAX: usize = 256;
 /// flood); only a longer one is read on to its end.
 pub fn read_capped(root: &Root, p: &Path, cap: usize) -> Result<Vec<u8>> {
     let host = root.host_path(p);
-    let mut f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
-    // The first read goes to the stack and only what it got is copied out:
-    // not a zeroed 4 KiB heap buffer per file.
-    let mut stack = [0u8; 4096];
-    let first = cap.min(stack.len());
-    let n = loop {
-        match f.read(&mut stack[..first]) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io("read", p, e)),
-        }
-    };
-    let mut buf = stack[..n].to_vec();
+    let f = std::fs::File::open(&host).map_err(|e| Error::io("open", p, e))?;
+    let first = cap.min(4096);
+    let mut buf = super::root::read_once(&f, first).map_err(|e| Error::io("read", p, e))?;
+    let n = buf.len();
     if n == first && n < cap {
         // `cap` fits u64 on every Linux target.
         f.take((cap - n) as u64)
@@ -168,19 +159,52 @@ impl Stat {
 
 /// Parses `/proc/PID/stat`; `None` for garbage.
 pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
+    let (pid, comm, rest) = stat_parts(text)?;
+    Some(Stat {
+        pid,
+        comm: comm.to_string(),
+        rest: rest.to_string(),
+    })
+}
+
+/// `/proc/PID/stat` as pid, comm and the fields after it, borrowed.
+fn stat_parts(text: &str) -> Option<(i32, &str, &str)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     if close < open {
         return None;
     }
     let pid = text[..open].trim().parse().ok()?;
-    let comm = text[open + 1..close].to_string();
-    let rest = text[close + 1..].to_string();
-    Some(Stat { pid, comm, rest })
+    Some((pid, &text[open + 1..close], &text[close + 1..]))
+}
+
+/// Numeric fields `ns` (1-based as in proc(5), ascending, each past the
+/// comm: >= 3) of stat's text after the comm, in one pass.
+fn stat_nums<const N: usize>(rest: &str, ns: [usize; N]) -> [Option<u64>; N] {
+    let mut out = [None; N];
+    let mut want = 0;
+    for (i, field) in rest.split_ascii_whitespace().enumerate() {
+        while want < N && ns[want] < i + 3 {
+            want += 1; // not past the comm, or not ascending: left None
+        }
+        if want == N {
+            break;
+        }
+        if ns[want] == i + 3 {
+            out[want] = field.parse().ok();
+            want += 1;
+        }
+    }
+    out
 }
 
 fn proc_dir(pid: i32) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}"))
+}
+
+/// `/proc/PID/NAME`, built in one go.
+fn proc_file(pid: i32, name: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/{name}"))
 }
 
 /// Reads `/proc/PID/stat`; `Ok(None)` if the process vanished.
@@ -359,9 +383,11 @@ pub(crate) fn start_time(root: &Root, pid: i32) -> Result<Option<Option<u64>>> {
     match got(
         root,
         pid,
-        read_capped_text(root, &proc_dir(pid).join("stat"), STAT_MAX),
+        read_capped_text(root, &proc_file(pid, "stat"), STAT_MAX),
     )? {
-        Got::Val(s) => Ok(Some(parse_stat(&s).and_then(|s| s.num(22)))),
+        Got::Val(s) => Ok(Some(
+            stat_parts(&s).and_then(|(_, _, rest)| stat_nums(rest, [22])[0]),
+        )),
         Got::Missing => Ok(Some(None)),
         Got::Vanished => Ok(None),
     }
@@ -390,15 +416,18 @@ pub(crate) fn pin_facts(root: &Root, pid: i32) -> Result<Option<PinFacts>> {
     match got(
         root,
         pid,
-        read_capped_text(root, &proc_dir(pid).join("stat"), STAT_MAX),
+        read_capped_text(root, &proc_file(pid, "stat"), STAT_MAX),
     )? {
-        Got::Val(s) => Ok(Some(match parse_stat(&s) {
-            Some(st) => PinFacts {
-                start: st.num(22),
-                threads: st.num(20),
-                kernel_thread: st.is_kernel_thread(),
-                comm: Some(st.comm),
-            },
+        Got::Val(s) => Ok(Some(match stat_parts(&s) {
+            Some((_, comm, rest)) => {
+                let [flags, threads, start] = stat_nums(rest, [9, 20, 22]);
+                PinFacts {
+                    start,
+                    threads: threads.and_then(|t| u32::try_from(t).ok()),
+                    kernel_thread: flags.map(|f| f & PF_KTHREAD != 0),
+                    comm: Some(comm.to_string()),
+                }
+            }
             None => PinFacts::default(),
         })),
         Got::Missing => Ok(Some(PinFacts::default())),
@@ -581,7 +610,7 @@ pub(crate) fn threads(root: &Root, pid: i32) -> Vec<i32> {
 /// Children of a single-threaded `pid`: its main thread's
 /// `/proc/PID/task/PID/children` only (one read instead of listing `task/`).
 pub(crate) fn main_thread_children(root: &Root, pid: i32) -> Vec<i32> {
-    let p = proc_dir(pid).join(format!("task/{pid}/children"));
+    let p = proc_file(pid, &format!("task/{pid}/children"));
     let mut v: Vec<i32> = root
         .read_small(&p)
         .map(|text| {
@@ -618,6 +647,58 @@ mod tests {
     use super::*;
     use std::fs;
     use tempfile::TempDir;
+
+    proptest::proptest! {
+        /// The one-pass field reader agrees with [`Stat::num`], whatever
+        /// the comm holds (spaces, parentheses) and however many fields.
+        #[test]
+        fn one_pass_fields_agree_with_stat_num(
+            comm in "[ a-z()0-9]{0,15}",
+            fields in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Strategy::prop_map(0u64..u64::MAX, |v| v.to_string()),
+                    proptest::prelude::Strategy::prop_map(-99i64..0, |v| v.to_string()),
+                    proptest::prelude::Just("S".to_string()),
+                ],
+                0..40,
+            ),
+        ) {
+            let text = format!("42 ({comm}) {}\n", fields.join(" "));
+            let st = parse_stat(&text).expect("parses");
+            let (_, c, rest) = stat_parts(&text).expect("parts");
+            proptest::prop_assert_eq!(c, st.comm.as_str());
+            let [a, b, c] = stat_nums(rest, [9, 20, 22]);
+            proptest::prop_assert_eq!(a, st.num::<u64>(9));
+            proptest::prop_assert_eq!(b, st.num::<u64>(20));
+            proptest::prop_assert_eq!(c, st.num::<u64>(22));
+        }
+    }
+
+    #[test]
+    fn read_capped_reads_short_long_and_capped_files() {
+        let dir = TempDir::new().unwrap();
+        let root = Root::fake(dir.path());
+        fs::write(dir.path().join("short"), "1 2 3\n").unwrap();
+        let long: String = (0..3000).map(|i| format!("{i} ")).collect();
+        fs::write(dir.path().join("long"), &long).unwrap();
+        assert_eq!(
+            read_capped(&root, Path::new("/short"), 4096).unwrap(),
+            b"1 2 3\n"
+        );
+        assert_eq!(
+            read_capped(&root, Path::new("/long"), 1 << 20).unwrap(),
+            long.as_bytes()
+        );
+        assert_eq!(
+            read_capped(&root, Path::new("/long"), 5000).unwrap(),
+            &long.as_bytes()[..5000]
+        );
+        assert_eq!(
+            read_capped(&root, Path::new("/long"), 10).unwrap(),
+            &long.as_bytes()[..10]
+        );
+        assert!(read_capped(&root, Path::new("/none"), 10).is_err());
+    }
 
     #[test]
     fn age_of_a_fresh_child_is_small_and_of_a_missing_pid_none() {

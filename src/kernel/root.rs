@@ -280,6 +280,34 @@ impl Root {
     }
 }
 
+/// One read(2) of at most `max` bytes into a new buffer's spare capacity:
+/// nothing zeroed first and copied out after, and no second read to see the
+/// end (a kernel file is produced whole by one `show`; std's reads that skip
+/// the zeroing read again until 0). Every read of a loop turn or an exec
+/// comes through here.
+pub(crate) fn read_once(f: &fs::File, max: usize) -> io::Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let mut buf: Vec<u8> = Vec::with_capacity(max);
+    loop {
+        // SAFETY: `buf` has room for `max` bytes; read(2) writes at most
+        // that many into it and says how many.
+        let r = unsafe { libc::read(f.as_raw_fd(), buf.as_mut_ptr().cast(), max) };
+        match usize::try_from(r) {
+            Ok(n) => {
+                // SAFETY: the kernel initialised the first `n <= max` bytes.
+                unsafe { buf.set_len(n.min(max)) };
+                return Ok(buf);
+            }
+            Err(_) => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
 /// Exactly one write(2) of `value` to the open kernel file `f` (the
 /// kernel parses each write separately); `p` names it in errors.
 pub(crate) fn write_once(f: &mut fs::File, p: &Path, value: &str) -> Result<()> {
@@ -401,12 +429,8 @@ impl Root {
     pub(crate) fn read_small(&self, p: &Path) -> Result<String> {
         let host = self.host_path(p);
         let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
-        let mut buf = [0u8; 1024];
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| Error::io("read", Self::dev(p), e))?;
-        let mut bytes = buf[..n].to_vec();
-        if n == buf.len() {
+        let mut bytes = read_once(&f, 1024).map_err(|e| Error::io("read", Self::dev(p), e))?;
+        if bytes.len() == 1024 {
             f.read_to_end(&mut bytes)
                 .map_err(|e| Error::io("read", Self::dev(p), e))?;
         }
