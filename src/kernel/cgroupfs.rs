@@ -394,7 +394,7 @@ impl CgroupFs {
 /// A vanished process is an error with [`Error::is_gone`].
 pub fn pid_cgroup(root: &Root, pid: i32) -> Result<Option<String>> {
     // One read(2): the exec path reads it for every matched process.
-    let text = root.read_small(Path::new(&format!("/proc/{pid}/cgroup")))?;
+    let text = root.read_small(&super::procfs::proc_file(pid, "cgroup"))?;
     Ok(parse_pid_cgroup(&text))
 }
 
