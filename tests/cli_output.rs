@@ -3,7 +3,8 @@
 //! float fields in the log have three decimals; `--json` is the one flag
 //! for machine-readable output; `events` ends with exit 0 when the daemon
 //! stops cleanly (4 when it is killed) and the daemon's sockets go at its
-//! stop and at `reset`; hooks under `--root` are announced.
+//! stop and at `reset`; hooks under `--root` are announced; `CGWARDEN_LOG`
+//! takes directives per module.
 
 mod support;
 use std::time::Duration;
@@ -385,4 +386,46 @@ fn run_under_root_warns_that_its_hooks_run_for_real() {
     let (code, log) = Daemon::on(&b).stop();
     assert_eq!(code, 0, "{log}");
     assert!(!log.contains("hooks run for real"), "{log}");
+}
+
+// ---- the log filter ----
+
+/// `CGWARDEN_LOG` takes a list of directives as well as a level: one module
+/// quieter (the startup's WRITE lines at warn) leaves the rest at info; a
+/// list that does not parse is said and the daemon logs at info.
+#[test]
+fn the_log_filter_takes_directives_per_module() {
+    use support::Start;
+    let dir = tempfile::tempdir().unwrap();
+    let b = Board::new(dir.path(), POLICY);
+    let run = |filter: &str| {
+        let d = Daemon::start(
+            &b.policy,
+            &b.root,
+            Start {
+                log_level: filter,
+                ..Start::default()
+            },
+        );
+        let (code, log) = d.stop();
+        assert_eq!(code, 0, "{log}");
+        log
+    };
+    std::fs::write(b.root.join(HIGH), "max\n").unwrap();
+    let all = run("info");
+    assert!(
+        all.contains("WRITE /sys/fs/cgroup/vision/memory.high"),
+        "{all}"
+    );
+    std::fs::write(b.root.join(HIGH), "max\n").unwrap();
+    let quiet = run("info,cgwarden::daemon::startup=warn");
+    assert!(quiet.contains("cgwarden running"), "{quiet}");
+    assert!(!quiet.contains("WRITE "), "{quiet}");
+    std::fs::write(b.root.join(HIGH), "max\n").unwrap();
+    let bad = run("info,cgwarden=loud");
+    assert!(bad.contains("CGWARDEN_LOG=\"info,cgwarden=loud\""), "{bad}");
+    assert!(
+        bad.contains("WRITE /sys/fs/cgroup/vision/memory.high"),
+        "{bad}"
+    );
 }
