@@ -422,10 +422,9 @@ impl Root {
     }
 
     /// Content of a small kernel file (a `*.pressure` file, a knob) in one
-    /// read(2) into a stack buffer: open, read, close. `read` probes with a
-    /// tiny read and reads again until 0 — twice the system calls, which is
-    /// most of what an idle daemon does once a second. Larger content falls
-    /// back to reading the rest.
+    /// read(2) ([`read_once`]): open, read, close. `read_to_string` probes
+    /// with a tiny read and reads again until 0 — twice the system calls.
+    /// Content of 1 KiB or more falls back to reading the rest.
     pub(crate) fn read_small(&self, p: &Path) -> Result<String> {
         let host = self.host_path(p);
         let mut f = fs::File::open(&host).map_err(|e| Error::io("open", Self::dev(p), e))?;
