@@ -156,7 +156,7 @@ pub(crate) fn irq_threads(threads: &[Kthread], number: u32) -> Vec<&Kthread> {
 
 /// Device path of `/proc/PID/status` (its `Cpus_allowed_list`).
 fn status_path(pid: i32) -> PathBuf {
-    PathBuf::from(format!("/proc/{pid}/status"))
+    super::procfs::proc_file(pid, "status")
 }
 
 /// `Cpus_allowed_list` of `pid`, as the kernel prints it (`0-3`).

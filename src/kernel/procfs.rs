@@ -261,7 +261,7 @@ pub fn stat(root: &Root, pid: i32) -> Result<Option<Stat>> {
 
 /// Whether `/proc/PID` still exists (the process has not been reaped).
 pub(crate) fn alive(root: &Root, pid: i32) -> bool {
-    root.is_dir(Path::new(&format!("/proc/{pid}")))
+    root.is_dir(&proc_dir(pid))
 }
 
 /// Numeric entries of `/proc`, sorted.
@@ -342,7 +342,7 @@ pub fn comm(root: &Root, pid: i32) -> Result<Option<String>> {
 /// `VmRSS` of `pid` in bytes (`/proc/PID/status`); `Ok(None)` if the
 /// process vanished or has no such line (a kernel thread).
 pub(crate) fn rss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
-    let text = match read_capped_text(root, &proc_dir(pid).join("status"), STATUS_MAX) {
+    let text = match read_capped_text(root, &proc_file(pid, "status"), STATUS_MAX) {
         Ok(t) => t,
         Err(e) if e.is_gone() => return Ok(None),
         Err(e) => return Err(e),
@@ -366,7 +366,7 @@ pub(crate) const SMAPS_ROLLUP_MAX: usize = 4 * 1024;
 /// (measured on the x86-64 CI host: ~80 µs for `sleep`, ~50 ms for a
 /// 2.5 GiB process with 2 100 mappings). Callers sample it sparingly.
 pub(crate) fn pss_bytes(root: &Root, pid: i32) -> Result<Option<u64>> {
-    let text = match read_capped_text(root, &proc_dir(pid).join("smaps_rollup"), SMAPS_ROLLUP_MAX) {
+    let text = match read_capped_text(root, &proc_file(pid, "smaps_rollup"), SMAPS_ROLLUP_MAX) {
         Ok(t) => t,
         Err(e) if e.is_gone() => return Ok(None),
         Err(e) => return Err(e),
@@ -641,7 +641,7 @@ pub fn user_process(root: &Root, pid: i32, want: Fields) -> Result<Option<Proces
 
 /// Thread ids of `pid` (`/proc/PID/task`), sorted; empty if missing.
 pub(crate) fn threads(root: &Root, pid: i32) -> Vec<i32> {
-    root.list_dir(&proc_dir(pid).join("task"))
+    root.list_dir(&proc_file(pid, "task"))
         .map(numeric)
         .unwrap_or_default()
 }

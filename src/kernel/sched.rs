@@ -244,7 +244,7 @@ pub(crate) fn current_policy(root: &Root, pid: i32) -> Result<Option<(Policy, u3
     let Some(st) = procfs::stat(root, pid)? else {
         return Ok(None);
     };
-    let path = format!("/proc/{pid}/stat");
+    let path = procfs::proc_file(pid, "stat");
     let prio: u32 = st
         .num(40)
         .ok_or_else(|| Error::parse(&path, "rt_priority (field 40)", st.field(40).unwrap_or("")))?;

@@ -84,7 +84,7 @@ pub(crate) fn thread_cgroup(root: &Root, pid: i32, tid: i32) -> Option<String> {
 }
 
 fn oom_path(pid: i32) -> PathBuf {
-    PathBuf::from(format!("/proc/{pid}/oom_score_adj"))
+    super::procfs::proc_file(pid, "oom_score_adj")
 }
 
 /// `/proc/PID/oom_score_adj`.
