@@ -72,13 +72,32 @@ check scraped "GET /metrics answered" wait_for 20 scrape
 # whatever the daemon does a few seconds after them.
 sleep 8
 majflt() { stat_field "$DPID" 12; }
+# Read requests the block device completed (field 1 of its stat): the disk reads
+# themselves, whoever asked.
+dev_reads() { awk '{ print $1 }' "/sys/block/zram$ZN/stat" 2>/dev/null; }
 lck() { awk '$1 == "Locked:" { print $2 }' "/proc/$DPID/smaps_rollup"; }
 F0=$(majflt)
-echo "RESIDENT settled: majflt=$F0 minflt=$(stat_field "$DPID" 10) rss=$(rss_kib "$DPID")KiB locked=$(lck)KiB"
+echo "RESIDENT settled: majflt=$F0 device_reads=$(dev_reads) minflt=$(stat_field "$DPID" 10) rss=$(rss_kib "$DPID")KiB locked=$(lck)KiB"
 mem_report "$DPID"
 STAGES="settled=$F0"
 up() { cut -d' ' -f1 /proc/uptime; }
-stage() { STAGES="$STAGES $1=$(majflt)"; echo "RESIDENT $1: majflt=$(majflt) uptime=$(up)"; }
+# What the daemon maps from files, and each thread's major faults: printed when a
+# stage's count grew, so a failure names the thread and any mapping made since settling.
+file_maps() { awk '$6 ~ /^\// { print $1, $2, $6 }' "/proc/$DPID/maps"; }
+file_maps >"$R/maps0"
+LASTF=$F0
+stage() {
+    f=$(majflt)
+    STAGES="$STAGES $1=$f"
+    echo "RESIDENT $1: majflt=$f device_reads=$(dev_reads) uptime=$(up)"
+    if [ "$f" != "$LASTF" ]; then
+        for t in /proc/$DPID/task/*; do
+            echo "RESIDENT thread $(cat "$t/comm" 2>/dev/null) majflt=$(cut -d' ' -f12 "$t/stat" 2>/dev/null)"
+        done
+        file_maps | diff "$R/maps0" - | sed -n 's/^[<>]/RESIDENT maps &/p'
+    fi
+    LASTF=$f
+}
 
 # --- reclaim: the page cache dropped, the root group squeezed, dropped once more.
 sync
