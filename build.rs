@@ -1,6 +1,6 @@
 //! Build step: docs/policy.md, which `cgwarden manpages` renders into
 //! `cgwarden-policy(5)`, goes into the binary gzip-compressed (35 KB of
-//! Markdown become 13.4 KB; issue 29's 6 MB budget, docs/size.md). The daemon
+//! Markdown become 13.4 KB; docs/size.md). The daemon
 //! already links flate2 to read `/proc/config.gz`, so inflating it costs no
 //! new code. Only the `docgen` feature carries the page.
 

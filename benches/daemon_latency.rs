@@ -23,7 +23,7 @@
 //! timestamps (µs) split the time into write → daemon's `modified` line
 //! (kernel inotify + tokio wake + channel) and `modified` → `write` line
 //! (sample + evaluate + hand-off to the knob's writer lane + the write +
-//! the completion back on the loop + log formatting; issue 11) — the
+//! the completion back on the loop + log formatting) — the
 //! daemon-internal figure. Debug logging itself costs a little, so the end-to-end figure of
 //! the info-level run is the headline.
 //!
