@@ -179,31 +179,7 @@ fn init_logging() {
     use std::io::IsTerminal;
     use tracing_subscriber::prelude::*;
     let var = std::env::var("CGWARDEN_LOG").unwrap_or_default();
-    let level = match var.as_str() {
-        "debug" => tracing::Level::DEBUG,
-        "trace" => tracing::Level::TRACE,
-        "warn" => tracing::Level::WARN,
-        _ => tracing::Level::INFO,
-    };
-    // zlink's server warns on every failed write to a client, which is
-    // mostly a client that went away; the control socket's own layer logs
-    // what matters (src/control/server.rs). Its other records stay at
-    // debug and trace.
-    let zlink = if level >= tracing::Level::DEBUG {
-        level
-    } else {
-        tracing::Level::ERROR
-    };
-    let targets = match var.contains([',', '=']) {
-        true => var
-            .parse::<tracing_subscriber::filter::Targets>()
-            .unwrap_or_else(|e| {
-                eprintln!("cgwarden: CGWARDEN_LOG={var:?}: {e}; logging at info");
-                tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO)
-            }),
-        false => tracing_subscriber::filter::Targets::new().with_default(level),
-    }
-    .with_target("zlink_core::server", zlink);
+    let targets = log_targets(&var);
     let journald =
         if std::env::var_os("JOURNAL_STREAM").is_some() && !std::io::stderr().is_terminal() {
             // Fields as named, upper-cased, without tracing-journald's `F_`
@@ -228,6 +204,38 @@ fn init_logging() {
             )
             .try_init(),
     };
+}
+
+/// The log filter `CGWARDEN_LOG` asks for: one level (`debug`, `trace`,
+/// `warn`; anything else is info) or tracing directives
+/// (`info,cgwarden::daemon::triggers=debug`). zlink's server warns on every
+/// failed write to a client, which is mostly a client that went away; the
+/// control socket's own layer logs what matters (src/control/server.rs), so
+/// below debug only its errors pass, unless a directive names zlink.
+fn log_targets(var: &str) -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::Targets;
+    let level = match var {
+        "debug" => tracing::Level::DEBUG,
+        "trace" => tracing::Level::TRACE,
+        "warn" => tracing::Level::WARN,
+        _ => tracing::Level::INFO,
+    };
+    let targets = match var.contains([',', '=']) {
+        true => var.parse::<Targets>().unwrap_or_else(|e| {
+            eprintln!("cgwarden: CGWARDEN_LOG={var:?}: {e}; logging at info");
+            Targets::new().with_default(tracing::Level::INFO)
+        }),
+        false => Targets::new().with_default(level),
+    };
+    if var.contains("zlink") {
+        return targets;
+    }
+    let zlink = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        tracing::Level::ERROR
+    };
+    targets.with_target("zlink_core::server", zlink)
 }
 
 /// The trust rules: running as root, `apply` and `run` refuse a policy
@@ -733,4 +741,33 @@ fn kpi_command(
         samples,
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_targets;
+    use tracing::Level;
+
+    #[test]
+    fn zlinks_write_warnings_pass_only_at_debug_or_when_a_directive_names_zlink() {
+        let server = "zlink_core::server";
+        assert!(!log_targets("").would_enable(server, &Level::WARN));
+        assert!(log_targets("").would_enable(server, &Level::ERROR));
+        assert!(log_targets("").would_enable("cgwarden::daemon", &Level::INFO));
+        assert!(log_targets("debug").would_enable(server, &Level::DEBUG));
+        assert!(!log_targets("info,cgwarden::daemon=debug").would_enable(server, &Level::WARN));
+        assert!(log_targets("info,zlink_core::server=debug").would_enable(server, &Level::DEBUG));
+        assert!(log_targets("info,zlink_core=warn").would_enable(server, &Level::WARN));
+    }
+
+    #[test]
+    fn a_directive_list_raises_one_module() {
+        let t = log_targets("info,cgwarden::daemon::triggers=debug");
+        assert!(t.would_enable("cgwarden::daemon::triggers", &Level::DEBUG));
+        assert!(!t.would_enable("cgwarden::daemon::actuator", &Level::DEBUG));
+        assert!(log_targets("warn").would_enable("cgwarden", &Level::WARN));
+        assert!(!log_targets("warn").would_enable("cgwarden", &Level::INFO));
+        // Unparsable directives log at info.
+        assert!(log_targets("x=nolevel").would_enable("cgwarden", &Level::INFO));
+    }
 }
