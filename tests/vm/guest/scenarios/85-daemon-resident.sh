@@ -94,7 +94,8 @@ stage() {
         for t in /proc/$DPID/task/*; do
             echo "RESIDENT thread $(cat "$t/comm" 2>/dev/null) majflt=$(cut -d' ' -f12 "$t/stat" 2>/dev/null)"
         done
-        file_maps | diff "$R/maps0" - | sed -n 's/^[<>]/RESIDENT maps &/p'
+        # busybox diff is unified: a mapping gone is "-ADDR", a new one "+ADDR".
+        file_maps | diff "$R/maps0" - | sed -n 's/^\([-+]\)\([0-9a-f]\)/RESIDENT maps \1 \2/p'
     fi
     LASTF=$f
 }
