@@ -969,7 +969,7 @@ mod tick_tests {
         assert!(d
             .triggers
             .psi
-            .iter()
+            .values()
             .all(|t| t.state != TriggerState::Armed));
         assert_eq!(d.tick_mode(T), TickMode::Full(T));
     }
@@ -981,9 +981,9 @@ mod tick_tests {
             t.path(),
             "  - name: stall\n    when: a.memory.some > 100ms/2s\n    then: [set b.memory.high = 1G]\n",
         );
-        let key = d.triggers.psi[0].key.clone();
+        let key = d.triggers.psi[&0].key.clone();
         // As if the kernel had accepted the trigger.
-        for t in &mut d.triggers.psi {
+        for t in d.triggers.psi.values_mut() {
             t.state = TriggerState::Armed;
         }
         d.sync_armed();
@@ -1027,7 +1027,7 @@ mod tick_tests {
             .expect("a window");
         assert!(w > Duration::from_millis(100), "{w:?}");
         // A trigger the kernel dropped (group gone) brings the tick back.
-        d.triggers.psi[0].state = TriggerState::Gone;
+        d.triggers.psi.get_mut(&0).unwrap().state = TriggerState::Gone;
         d.sync_armed();
         assert!(!d.telemetry.sampler.stall.is_armed(&key));
         assert_eq!(
@@ -1091,11 +1091,11 @@ mod tick_tests {
         let mut d = daemon(root, rules);
         // As if the daemon had run a while, and the kernel had accepted the trigger.
         d.start -= Duration::from_secs(30);
-        for t in &mut d.triggers.psi {
+        for t in d.triggers.psi.values_mut() {
             t.state = TriggerState::Armed;
         }
         d.sync_armed();
-        let key = d.triggers.psi[0].key.clone();
+        let key = d.triggers.psi[&0].key.clone();
         let pressure = d
             .telemetry
             .sampler
@@ -1180,7 +1180,7 @@ mod tick_tests {
         // The trigger is gone: the kernel's word slides out of the window
         // and no silence answers for it; the read at the next evaluation
         // shows no growth since, so the hold starts now, not at the silence.
-        d.triggers.psi[0].state = TriggerState::Gone;
+        d.triggers.psi.get_mut(&0).unwrap().state = TriggerState::Gone;
         d.sync_armed();
         d.evaluate();
         let (phase, since) = d.supervisor.phases()[0];

@@ -590,7 +590,6 @@ impl Daemon {
 
 #[cfg(test)]
 mod tests {
-    use super::super::triggers::TriggerState;
     use super::super::Options;
     use super::*;
     use crate::kernel::Root;
@@ -642,11 +641,11 @@ mod tests {
         assert_eq!(d.loaded.policy.rules.len(), 1);
         assert!(d.loaded.policy.group("c").is_none());
         assert_eq!(d.loaded.hash, hash);
-        assert!(d
-            .triggers
-            .psi
-            .iter()
-            .all(|t| t.state != TriggerState::Retired));
+        assert_eq!(
+            d.triggers.psi.len(),
+            1,
+            "the kept stall rule's trigger only"
+        );
     }
 
     /// A placement that only moved down the file (a group added above it)
@@ -698,20 +697,40 @@ mod tests {
     async fn a_removed_stall_rule_retires_its_trigger_and_its_wakes_are_ignored() {
         let t = tempfile::tempdir().unwrap();
         let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
-        assert_eq!(d.triggers.psi.len(), 1);
+        let ids = |d: &Daemon| d.triggers.psi.keys().copied().collect::<Vec<_>>();
+        assert_eq!(ids(&d), [0]);
         let other = "rules:\n  - name: stall2\n    when: b.cpu.some > 200ms/2s\n    then: [set a.memory.high = 2G]\n";
         std::fs::write(&path, format!("{BASE}{other}")).unwrap();
         assert!(d.reload(false, None).ok);
-        assert_eq!(d.triggers.psi.len(), 2, "ids are never reused");
-        assert_eq!(d.triggers.psi[0].state, TriggerState::Retired);
-        assert_ne!(d.triggers.psi[1].state, TriggerState::Retired);
-        // A wake still queued for the retired trigger changes nothing.
+        assert_eq!(
+            ids(&d),
+            [1],
+            "the removed trigger is gone; ids are never reused"
+        );
+        // A wake still queued for the removed trigger changes nothing.
         d.on_wake(crate::daemon::watch::Wake::Psi { id: 0 });
         d.on_wake(crate::daemon::watch::Wake::PsiGone { id: 0 });
-        assert_eq!(d.triggers.psi[0].state, TriggerState::Retired);
+        assert_eq!(ids(&d), [1]);
         // The same policy again keeps the live trigger (same id).
         assert!(d.reload(false, None).ok);
-        assert_eq!(d.triggers.psi.len(), 2);
+        assert_eq!(ids(&d), [1]);
+    }
+
+    /// A policy reloaded for years, its trigger changing each time (a
+    /// threshold tuned back and forth), holds one trigger, not one per
+    /// reload.
+    #[tokio::test]
+    async fn reloads_that_change_a_trigger_do_not_pile_up_triggers() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut d, path) = daemon(t.path(), &format!("{BASE}{STALL}"));
+        for i in 0..40 {
+            let ms = if i % 2 == 0 { 120 } else { 100 };
+            let rule = format!("rules:\n  - name: stall\n    when: a.memory.some > {ms}ms/1s\n    then: [set b.memory.high = 1G]\n");
+            std::fs::write(&path, format!("{BASE}{rule}")).unwrap();
+            assert!(d.reload(false, None).ok);
+            assert_eq!(d.triggers.psi.len(), 1, "after reload {i}");
+        }
+        assert_eq!(d.triggers.psi.keys().copied().collect::<Vec<_>>(), [40]);
     }
 
     /// A start is a reload from nothing: a daemon reloaded to a policy
@@ -723,8 +742,7 @@ mod tests {
             let mut v: Vec<String> = d
                 .triggers
                 .psi
-                .iter()
-                .filter(|t| t.state != TriggerState::Retired)
+                .values()
                 .map(|t| format!("{:?} {:?} {:?}", t.key, t.window, t.state))
                 .collect();
             v.sort();

@@ -13,6 +13,7 @@ use crate::kernel::cgroupfs::CgroupFs;
 use crate::kernel::{psi_trigger, Root};
 use crate::policy::expr::Target;
 use crate::policy::model::{Group, Policy};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -37,9 +38,6 @@ pub(super) enum TriggerState {
     Gone,
     /// The kernel or the root does not offer triggers: polled for good.
     Unarmed,
-    /// A reload removed it: its task is stopped, a late wake is ignored.
-    /// (Ids are never reused, so a wake still queued cannot hit another.)
-    Retired,
 }
 
 impl TriggerSpec {
@@ -63,8 +61,14 @@ impl TriggerSpec {
 
 /// The PSI triggers and the event-file watches.
 pub(super) struct Triggers {
-    /// Kernel PSI triggers, indexed by the id their wake-ups carry.
-    pub(super) psi: Vec<TriggerSpec>,
+    /// Kernel PSI triggers by the id their wake-ups carry. A reload removes
+    /// the ones it no longer needs (their tasks stopped); ids are never
+    /// reused, so a wake still queued for a removed one finds nothing, and
+    /// a daemon reloaded every few minutes for years holds only what its
+    /// policy needs.
+    pub(super) psi: BTreeMap<usize, TriggerSpec>,
+    /// The id the next registered trigger gets.
+    next_id: usize,
     /// The inotify watches on the groups' event files.
     pub(super) files: Option<FileWatcher>,
     /// Where a registered trigger's task sends its wake-ups (set at start).
@@ -80,7 +84,8 @@ pub(super) struct Triggers {
 impl Triggers {
     pub(super) fn new() -> Triggers {
         Triggers {
-            psi: Vec::new(),
+            psi: BTreeMap::new(),
+            next_id: 0,
             files: None,
             tx: None,
             events_unwatched: true,
@@ -139,26 +144,24 @@ impl Triggers {
                 task: None,
             });
         }
-        for t in &mut self.psi {
-            if t.state == TriggerState::Retired || wanted.iter().any(|w| t.same(w)) {
-                continue;
+        self.psi.retain(|_, t| {
+            if wanted.iter().any(|w| t.same(w)) {
+                return true;
             }
             if let Some(task) = t.task.take() {
                 task.abort();
             }
-            t.state = TriggerState::Retired;
             sampler.stall.set_armed(&t.key, false);
             tracing::info!(trigger = %t.label(), "PSI trigger removed by reload");
-        }
+            false
+        });
         let mut added = Vec::new();
         for w in wanted {
-            let kept = self
-                .psi
-                .iter()
-                .any(|t| t.state != TriggerState::Retired && t.same(&w));
-            if !kept {
-                self.psi.push(w);
-                added.push(self.psi.len() - 1);
+            if !self.psi.values().any(|t| t.same(&w)) {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.psi.insert(id, w);
+                added.push(id);
             }
         }
         for id in added {
@@ -170,14 +173,16 @@ impl Triggers {
     /// Registers again the PSI triggers whose group is back (recreated by a
     /// repair, or created after the daemon started).
     pub(super) fn rearm_gone(&mut self, root: &Root, sampler: &mut Sampler) {
-        let mut any = false;
-        for id in 0..self.psi.len() {
-            if self.psi[id].state == TriggerState::Gone && root.exists(&self.psi[id].path) {
-                self.arm(id, root, true);
-                any = true;
-            }
+        let back: Vec<usize> = self
+            .psi
+            .iter()
+            .filter(|(_, t)| t.state == TriggerState::Gone && root.exists(&t.path))
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &back {
+            self.arm(id, root, true);
         }
-        if any {
+        if !back.is_empty() {
             self.sync_armed(sampler);
         }
     }
@@ -186,7 +191,7 @@ impl Triggers {
     /// [`Self::start`], it stays unarmed); `again` after its group came back.
     fn arm(&mut self, id: usize, root: &Root, again: bool) {
         let Some(tx) = self.tx.clone() else { return };
-        let Some(t) = self.psi.get_mut(id) else {
+        let Some(t) = self.psi.get_mut(&id) else {
             return;
         };
         let stall = match t.key.stall {
@@ -223,27 +228,24 @@ impl Triggers {
     /// Tells the stall history which lines a silent kernel trigger answers
     /// for: those whose every trigger is registered (the tick polls the rest).
     pub(super) fn sync_armed(&self, sampler: &mut Sampler) {
-        let live = || self.psi.iter().filter(|t| t.state != TriggerState::Retired);
-        for t in live() {
-            let armed = live()
+        for t in self.psi.values() {
+            let armed = self
+                .psi
+                .values()
                 .filter(|o| o.key == t.key)
                 .all(|o| o.state == TriggerState::Armed);
             sampler.stall.set_armed(&t.key, armed);
         }
     }
 
-    /// Trigger `id` fired: the sampler records it (a retired one's late
+    /// Trigger `id` fired: the sampler records it (a removed one's late
     /// wake is ignored).
     pub(super) fn fired(&self, id: usize, sampler: &mut Sampler) {
         tracing::debug!(
-            trigger = %self.psi.get(id).map(TriggerSpec::label).unwrap_or_default(),
+            trigger = %self.psi.get(&id).map(TriggerSpec::label).unwrap_or_default(),
             "PSI trigger"
         );
-        if let Some(t) = self
-            .psi
-            .get(id)
-            .filter(|t| t.state != TriggerState::Retired)
-        {
+        if let Some(t) = self.psi.get(&id) {
             // Recorded by the evaluation that follows every wake.
             sampler.trigger_fired(&t.key, t.amount, t.window);
         }
@@ -251,11 +253,7 @@ impl Triggers {
 
     /// The kernel dropped trigger `id` (its group is gone).
     pub(super) fn gone(&mut self, id: usize, sampler: &mut Sampler) {
-        if let Some(t) = self
-            .psi
-            .get_mut(id)
-            .filter(|t| t.state != TriggerState::Retired)
-        {
+        if let Some(t) = self.psi.get_mut(&id) {
             t.state = TriggerState::Gone;
             tracing::warn!(
                 trigger = %t.label(),
@@ -268,7 +266,7 @@ impl Triggers {
     /// How many triggers are registered.
     pub(super) fn armed(&self) -> usize {
         self.psi
-            .iter()
+            .values()
             .filter(|t| t.state == TriggerState::Armed)
             .count()
     }
@@ -276,9 +274,7 @@ impl Triggers {
     /// Whether some trigger the rules need is not registered (its line is
     /// polled by the tick).
     pub(super) fn unarmed(&self) -> bool {
-        self.psi
-            .iter()
-            .any(|t| !matches!(t.state, TriggerState::Armed | TriggerState::Retired))
+        self.psi.values().any(|t| t.state != TriggerState::Armed)
     }
 
     /// When a stall line behind an armed kernel trigger must be read again
@@ -294,7 +290,7 @@ impl Triggers {
         let stall = &sampler.stall;
         let recheck = &sampler.needs().psi_recheck;
         self.psi
-            .iter()
+            .values()
             .filter(|t| t.state == TriggerState::Armed && stall.is_armed(&t.key))
             // A line only one-comparison conditions read ends by
             // the trigger's silence, at the rules' own deadlines
