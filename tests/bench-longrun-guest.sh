@@ -48,6 +48,19 @@ echo "$SECS" >"$extra/cgw/longrun_secs"
 [[ -n ${CGWARDEN_LONGRUN_BURST:-} ]] && echo "$CGWARDEN_LONGRUN_BURST" >"$extra/cgw/longrun_burst"
 [[ -n ${CGWARDEN_LONGRUN_TRACE:-} ]] && : >"$extra/cgw/longrun_trace"
 [[ -n ${CGWARDEN_LONGRUN_NO_RECORDER:-} ]] && : >"$extra/cgw/longrun_norecorder"
+# CGWARDEN_LONGRUN_MASSIF=1: the daemon under valgrind's massif (the host's valgrind
+# copied into the image): where its heap grows, by allocation site, over the soak. Its
+# RSS samples are then valgrind's; the profile comes back over the console.
+if [[ -n ${CGWARDEN_LONGRUN_MASSIF:-} ]]; then
+    vg=/usr/libexec/valgrind
+    for f in /usr/bin/valgrind.bin "$vg/massif-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/vgpreload_massif-amd64-linux.so" "$vg/default.supp"; do
+        [[ -f $f ]] || { echo "bench-longrun-guest: massif needs valgrind (Debian's package): no $f" >&2; exit 2; }
+    done
+    mkdir -p "$extra/usr/local/bin" "$extra$vg"
+    cp /usr/bin/valgrind.bin "$extra/usr/local/bin/"
+    cp "$vg/massif-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/vgpreload_massif-amd64-linux.so" "$vg/default.supp" "$extra$vg/"
+    : >"$extra/cgw/longrun_massif"
+fi
 # The guest's init reads a benchmark's time limit from its first line: SECS + 10 min.
 sed "1s/^# limit: .*/# limit: $((SECS + 600))/" tests/vm/guest/bench/longrun.sh >"$extra/cgw/bench/longrun.sh"
 log=${CGWARDEN_LONGRUN_LOG:-$CACHE/bench-longrun-serial.log}
@@ -56,4 +69,9 @@ CGWARDEN_VM_SUITE=bench CGWARDEN_VM_ONLY=longrun CGWARDEN_VM_EXTRA=$extra \
     CGWARDEN_VM_TIMEOUT=$((SECS + 900)) \
     bash tests/vm/run-guest.sh "$BIN" "$WBIN" "$log" || true
 grep '^BENCH' "$log" | sed 's/^BENCH //'
+if [[ -n ${CGWARDEN_LONGRUN_MASSIF:-} ]]; then
+    out=$CACHE/longrun-massif.out
+    grep -a '^MS64 ' "$log" | sed 's/^MS64 //' | tr -d '\r\n' | base64 -d | gunzip >"$out" &&
+        echo "massif profile of the daemon: $out (ms_print $out)"
+fi
 grep -q 'RESULT PASS .*bench-done' "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

@@ -81,6 +81,9 @@ recorder="  recorder:
     dir: $D/rec
     interval: 1s"
 [ -f /cgw/longrun_norecorder ] && recorder="  # recorder: off (/cgw/longrun_norecorder)"
+# Under massif the daemon does not lock its memory (valgrind's own would be locked too).
+daemon_setting="  # daemon: defaults"
+[ -f /cgw/longrun_massif ] && daemon_setting="  daemon: { mlock: false }"
 # policy GEN: the policy of reload generation GEN (odd/even alternate two values).
 policy() {
     if [ $(($1 % 2)) = 0 ]; then vpids=100 thr=100ms; else vpids=101 thr=120ms; fi
@@ -93,6 +96,7 @@ settings:
   state_dir: /run/cgwarden
   on_missing: warn
   rescan: 30s
+$daemon_setting
   metrics:
     socket: /run/cgwarden/metrics.sock
     listen: 127.0.0.1:9622
@@ -162,9 +166,18 @@ cgwarden check "$D/p1.yaml" >/dev/null 2>&1 || echo "BENCH   warning: generation
 
 echo "BENCH guest: $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo), kernel $(uname -r)"
 echo "BENCH == longrun: ${SECS} s, sample every ${SAMPLE} s, warm-up ${WARMUP} s, cycle ${CYCLE} s, burst ${BURST} execs, reload every ${RELOAD_EVERY} s"
-env CGWARDEN_LOG=info cgwarden run "$P" >/dev/null 2>"$DLOG" &
+# /cgw/longrun_massif: under valgrind's massif (a heap snapshot every few seconds of
+# its clock), many times slower; printed back at the end as MS64 lines.
+if [ -f /cgw/longrun_massif ]; then
+    VG="valgrind.bin --tool=massif --massif-out-file=$D/massif.out --time-unit=ms --max-snapshots=200 --detailed-freq=4 --threshold=0.2"
+    STARTWAIT=600
+else
+    VG=""
+    STARTWAIT=60
+fi
+env CGWARDEN_LOG=info $VG cgwarden run "$P" >/dev/null 2>"$DLOG" &
 DP=$!
-if ! wait_for 60 grep -q 'cgwarden running' "$DLOG"; then
+if ! wait_for $STARTWAIT grep -q 'cgwarden running' "$DLOG"; then
     echo "BENCH daemon did not start: $(tail -n 5 "$DLOG")"
     fail longrun-daemon "no 'cgwarden running'"
     return 0 2>/dev/null || exit 0
@@ -342,8 +355,11 @@ LASTC=$(awk 'END { print $7 }' "$D/samples") LASTT=$(awk 'END { print $1 }' "$D/
 sample # the last one, at the end
 TEND=$(since)
 kill -TERM "$DP"
-if wait_for 60 gone "$DP"; then wait "$DP"; DRC=$?; else kill -KILL "$DP"; wait "$DP" 2>/dev/null; DRC=hung; fi
+if wait_for $STARTWAIT gone "$DP"; then wait "$DP"; DRC=$?; else kill -KILL "$DP"; wait "$DP" 2>/dev/null; DRC=hung; fi
 sleep 1
+if [ -s "$D/massif.out" ]; then
+    gzip -c "$D/massif.out" | base64 | sed 's/^/MS64 /'
+fi
 
 # --- the summary ----------------------------------------------------------------------
 # Execs: "PHASE LAT FLOOR LATE" or "PHASE never". Within the limit: LAT <= 500 ms. Over
