@@ -127,10 +127,10 @@ pub(crate) fn apply_process(root: &Root, d: &DaemonSettings) {
     let _ = REACTING.set(spec);
 }
 
-/// After startup or a reload (`what` names it in the log): the heap that
-/// work freed goes back to the kernel ([`residency::trim_heap`]); free heap
-/// holds nothing the daemon runs or reads. Every mapped page stays (locked
-/// with `mlock`). Nothing on a fake root.
+/// After startup or a reload (`what` names it in the log): what glibc can
+/// give back of the heap that work freed goes back to the kernel
+/// ([`residency::trim_heap`]; with `mlock`, the main heap's top). Every
+/// mapped page stays. Nothing on a fake root.
 pub(crate) fn settle(what: &str) {
     if !REAL.load(Ordering::Relaxed) {
         return;

@@ -19,9 +19,13 @@
 //!   thread, 64 times the deepest use seen;
 //! - no transparent huge pages ([`disable_thp`]): a 2 MiB page on a heap
 //!   past 2 MiB would be locked whole;
-//! - free heap goes back to the kernel, and the heaps grow by a small
-//!   reserve ([`tune_malloc`], [`trim_heap`]): free memory holds nothing
-//!   the daemon runs or reads.
+//! - the heaps grow by a small reserve and the main heap's free top goes
+//!   back to the kernel ([`tune_malloc`], [`trim_heap`]). Free pages inside
+//!   a heap, and any thread arena's, stay: the kernel refuses to discard
+//!   locked pages (`madvise(MADV_DONTNEED)` is EINVAL on them), so each
+//!   arena's resident size is its high-water mark. One arena for all
+//!   threads would hold less, but a reacting thread could then wait for the
+//!   arena's lock behind a preempted ordinary one.
 
 use super::error::{Error, Result};
 
@@ -86,8 +90,10 @@ pub(crate) fn tune_malloc(trim: usize, top_pad: usize) {
     let _ = (trim, top_pad);
 }
 
-/// `malloc_trim(0)`: glibc gives the free pages inside every heap (not only
-/// at the top) back to the kernel. Nothing where the C library is not glibc.
+/// `malloc_trim(0)`: glibc gives free heap pages back to the kernel. Under
+/// `mlockall` only the main heap's top goes (the heap's end moves down);
+/// the pages inside a heap and a thread arena's stay (see the module doc).
+/// Nothing where the C library is not glibc.
 pub(crate) fn trim_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim takes a size and is thread-safe.
