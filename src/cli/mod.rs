@@ -227,7 +227,10 @@ fn log_targets(var: &str) -> tracing_subscriber::filter::Targets {
         }),
         false => Targets::new().with_default(level),
     };
-    if var.contains("zlink") {
+    if targets
+        .iter()
+        .any(|(target, _)| target.starts_with("zlink"))
+    {
         return targets;
     }
     let zlink = if level >= tracing::Level::DEBUG {
@@ -767,7 +770,9 @@ mod tests {
         assert!(!t.would_enable("cgwarden::daemon::actuator", &Level::DEBUG));
         assert!(log_targets("warn").would_enable("cgwarden", &Level::WARN));
         assert!(!log_targets("warn").would_enable("cgwarden", &Level::INFO));
-        // Unparsable directives log at info.
+        // Unparsable directives log at info, zlink's warnings held back.
         assert!(log_targets("x=nolevel").would_enable("cgwarden", &Level::INFO));
+        let bad = log_targets("zlink_core=nolevel");
+        assert!(!bad.would_enable("zlink_core::server", &Level::WARN));
     }
 }
