@@ -69,6 +69,9 @@ mod units;
 /// maps its outcome to an exit status.
 pub use cli::main;
 
+/// `cgwardend`: the supervisor daemon alone, with `cgwarden run`'s arguments.
+pub use cli::daemon::main as daemon_main;
+
 /// The fuzz targets' bodies (`fuzz/fuzz_targets/`, `tests/fuzz_targets.rs`).
 #[doc(hidden)]
 pub mod fuzzing;

@@ -160,6 +160,9 @@ fn arm64_binaries_and_deb() {
     let listing = ok(Command::new("dpkg-deb").arg("-c").arg(&b.deb));
     for want in [
         "./usr/bin/cgwarden",
+        // The daemon the units run; dynamically linked on arm64 (rustc's
+        // aarch64 glibc target has no static-pie; docs/size.md).
+        "./usr/libexec/cgwarden/cgwardend",
         "./usr/lib/systemd/system/cgwarden.service",
         "./usr/share/man/man8/cgwarden.8.gz",
         "./etc/cgwarden/policy.yaml.example",

@@ -168,6 +168,35 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     let sections = ok(Command::new("readelf").arg("-S").arg(&installed));
     assert!(!sections.contains(".symtab"), "the binary is not stripped");
 
+    // The daemon the units run: its own binary, stripped; on x86_64
+    // static-pie (position-independent, no program interpreter, no
+    // shared library), so it maps no C library (docs/size.md).
+    let daemon = r.join("usr/libexec/cgwarden/cgwardend");
+    let version = ok(Command::new(&daemon).arg("--version"));
+    assert_eq!(
+        version.trim(),
+        format!("cgwardend {}", env!("CARGO_PKG_VERSION"))
+    );
+    let sections = ok(Command::new("readelf").arg("-S").arg(&daemon));
+    assert!(!sections.contains(".symtab"), "cgwardend is not stripped");
+    if cfg!(target_arch = "x86_64") {
+        let header = ok(Command::new("readelf")
+            .args(["-h", "-l", "-d"])
+            .arg(&daemon));
+        assert!(
+            header.contains("DYN (Position-Independent Executable file)"),
+            "{header}"
+        );
+        assert!(
+            !header.contains("INTERP"),
+            "cgwardend names a loader:\n{header}"
+        );
+        assert!(
+            !header.contains("(NEEDED)"),
+            "cgwardend needs a library:\n{header}"
+        );
+    }
+
     // The shipped policy is valid.
     assert!(!r.join("etc/cgwarden/policy.yaml").exists());
     // dpkg unpacks a conffile as NAME.dpkg-new and renames it at configure.
@@ -309,8 +338,9 @@ fn postinst_calls_on_a_fresh_install(postinst: &Path) {
     }
 }
 
-/// A copy of the units with /usr/bin/cgwarden pointing at the built binary
-/// (systemd-analyze verify checks that ExecStart= programs exist).
+/// A copy of the units with /usr/bin/cgwarden and cgwardend pointing at the
+/// built binaries (systemd-analyze verify checks that ExecStart= programs
+/// exist).
 fn units_copy() -> tempfile::TempDir {
     let dir = tempdir();
     let sys = repo_dir().join("systemd");
@@ -318,7 +348,12 @@ fn units_copy() -> tempfile::TempDir {
         let p = e.unwrap().path();
         if p.extension().and_then(|e| e.to_str()) == Some("service") {
             let s = std::fs::read_to_string(&p).unwrap();
-            let s = s.replace("/usr/bin/cgwarden", &bin().display().to_string());
+            let s = s
+                .replace(
+                    "/usr/libexec/cgwarden/cgwardend",
+                    env!("CARGO_BIN_EXE_cgwardend"),
+                )
+                .replace("/usr/bin/cgwarden", &bin().display().to_string());
             std::fs::write(dir.path().join(p.file_name().unwrap()), s).unwrap();
         }
     }
@@ -651,6 +686,16 @@ fn yocto_recipe_and_layer_are_consistent() {
         }
     }
     assert!(installed >= 5, "the recipe installs units and the policy");
+    // The daemon the units run is built and put where they look for it.
+    assert!(var("CARGO_BUILD_FLAGS")
+        .split_whitespace()
+        .any(|w| w == "cgwardend"));
+    assert!(bb.contains("${D}${libexecdir}/cgwarden/cgwardend"), "{bb}");
+    let unit = std::fs::read_to_string(repo_dir().join("systemd/cgwarden.service")).unwrap();
+    assert!(
+        unit.contains("ExecStart=/usr/libexec/cgwarden/cgwardend "),
+        "{unit}"
+    );
     let layer = std::fs::read_to_string(dir.join("conf/layer.conf")).unwrap();
     assert!(layer.contains("BBFILE_COLLECTIONS += \"cgwarden\""));
     let append = std::fs::read_to_string(dir.join("linux-yocto_%.bbappend")).unwrap();

@@ -1,7 +1,7 @@
 //! The state cgwarden keeps, through the real binary on fake trees:
 //! the originals journal is checked before it is trusted, `reset` uses the
-//! cgroup_root the journal records, one instance at a time holds state_dir,
-//! and `--root` must name a device tree.
+//! cgroup_root the journal records, one instance at a time holds state_dir
+//! (`cgwardend` as `cgwarden run`), and `--root` must name a device tree.
 
 mod support;
 
@@ -349,6 +349,42 @@ fn one_instance_second_run_and_reset_are_refused_naming_the_holder() {
     );
     let r = reset(&policy, root);
     assert_eq!(r.code, 0, "{r}");
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
+}
+
+/// `cgwardend`, the binary the packages' units run, is `cgwarden run`: it
+/// converges, serves the control socket, holds the same locks (so a second
+/// daemon of either kind is refused) and gives them back at SIGTERM.
+#[test]
+fn cgwardend_is_the_daemon_and_holds_the_tree_as_cgwarden_run_does() {
+    let (tmp, t) = processes_board();
+    let root = tmp.path().to_str().unwrap();
+    let policy = policy_path();
+    let start = Start {
+        cgwardend: true,
+        ..Start::default()
+    };
+    let d = Daemon::start(Path::new(&policy), tmp.path(), start);
+    d.wait_log(
+        "control socket listening",
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "30");
+    let status = cgwarden(&["status", "--root", root]);
+    assert_eq!(status.code, 0, "{status}");
+    assert!(status.stdout.contains("iq9100-vision-cell"), "{status}");
+    let second = cgwarden(&["run", &policy, "--root", root, "--tick", "100ms"]);
+    assert_eq!(second.code, 1, "{second}");
+    assert!(
+        second
+            .stderr
+            .contains(&format!("held by pid {} (cgwarden run ", d.pid())),
+        "{second}"
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(!tmp.path().join("run/cgwarden/lock").exists(), "{log}");
+    assert_eq!(reset(&policy, root).code, 0);
     assert_eq!(read(t.dir(), "proc/sys/vm/swappiness"), "60");
 }
 

@@ -8,6 +8,7 @@
 # prints, on the last lines of stdout, the paths of the two binaries and the
 # .deb:
 #   bin OUTDIR/cgwarden
+#   bin OUTDIR/cgwardend
 #   bin OUTDIR/cgwarden-workload
 #   deb OUTDIR/cgwarden_VERSION-1_arm64.deb
 #
@@ -147,7 +148,7 @@ if [[ ! -e $res/.ready ]]; then
         # The .deb: man pages and completions come from the arm64 binary itself.
         CGWARDEN_DEB_EXEC=qemu-aarch64-static bash packaging/deb/build.sh --target '"$TRIPLE"' --no-build >/build/deb.out
         mkdir -p /build/out && rm -f /build/out/*
-        cp /build/target/'"$TRIPLE"'/release/cgwarden /build/target/'"$TRIPLE"'/release/cgwarden-workload /build/out/
+        cp /build/target/'"$TRIPLE"'/release/cgwarden /build/target/'"$TRIPLE"'/release/cgwardend /build/target/'"$TRIPLE"'/release/cgwarden-workload /build/out/
         cp "$(tail -n1 /build/deb.out)" /build/out/
         cat /build/deb.out >&2
     '
@@ -161,7 +162,8 @@ else
     say "cached: $res"
 fi
 mkdir -p "$out"
-cp "$res"/cgwarden "$res"/cgwarden-workload "$res"/*.deb "$out/"
+cp "$res"/cgwarden "$res"/cgwardend "$res"/cgwarden-workload "$res"/*.deb "$out/"
 echo "bin $out/cgwarden"
+echo "bin $out/cgwardend"
 echo "bin $out/cgwarden-workload"
 echo "deb $out/$(basename "$(ls "$res"/*.deb | head -n1)")"

@@ -26,10 +26,11 @@ inherit cargo cargo-update-recipe-crates systemd
 
 require cgwarden-crates.inc
 
-# Only the binary: the workload/storm helpers in src/bin are test tools.
+# The command and the daemon: the workload/storm helpers in src/bin are
+# test tools.
 # (SQLite for the flight recorder is built from source by rusqlite's
 # `bundled` feature with the target compiler: no DEPENDS on sqlite3.)
-CARGO_BUILD_FLAGS += "--bin cgwarden"
+CARGO_BUILD_FLAGS += "--bin cgwarden --bin cgwardend"
 
 # The supervisor is enabled; it starts only once the integrator installs
 # /etc/cgwarden/policy.yaml (ConditionPathExists= in every unit), e.g. from
@@ -38,6 +39,11 @@ SYSTEMD_SERVICE:${PN} = "cgwarden.service"
 SYSTEMD_AUTO_ENABLE:${PN} = "enable"
 
 do_install:append() {
+    # cgwardend, the daemon the units run (`cgwarden run` in a binary of its
+    # own, so that it maps and locks no other command): the cargo class put
+    # it in ${bindir}; the units name /usr/libexec/cgwarden/cgwardend.
+    install -d ${D}${libexecdir}/cgwarden
+    mv ${D}${bindir}/cgwardend ${D}${libexecdir}/cgwarden/cgwardend
     install -d ${D}${systemd_system_unitdir}
     install -m 0644 ${S}/systemd/cgwarden.service ${D}${systemd_system_unitdir}/
     install -m 0644 ${S}/systemd/cgwarden-apply.service ${D}${systemd_system_unitdir}/

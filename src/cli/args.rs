@@ -7,6 +7,21 @@ use super::{ReplayArgs, ReportArgs, SoakArgs};
 use clap::Subcommand;
 use std::path::PathBuf;
 
+/// The daemon's arguments: `cgwarden run` and `cgwardend` take the same.
+#[derive(clap::Args)]
+pub(super) struct RunArgs {
+    #[arg(default_value = DEFAULT_POLICY)]
+    pub(super) policy: PathBuf,
+    #[command(flatten)]
+    pub(super) root: RootArg,
+    /// Run every watcher and rule, log each write it would make, make none.
+    #[arg(long)]
+    pub(super) dry_run: bool,
+    /// Override settings.tick (e.g. 100ms), for tests and benchmarks.
+    #[arg(long, value_name = "DURATION", value_parser = parse_tick)]
+    pub(super) tick: Option<std::time::Duration>,
+}
+
 #[derive(Subcommand)]
 pub(super) enum Command {
     /// Validate a policy; no system access. With --root DIR, also judge it
@@ -36,18 +51,7 @@ pub(super) enum Command {
         root: RootArg,
     },
     /// The supervisor daemon: converge, then watch pressure and apply the rules.
-    Run {
-        #[arg(default_value = DEFAULT_POLICY)]
-        policy: PathBuf,
-        #[command(flatten)]
-        root: RootArg,
-        /// Run every watcher and rule, log each write it would make, make none.
-        #[arg(long)]
-        dry_run: bool,
-        /// Override settings.tick (e.g. 100ms), for tests and benchmarks.
-        #[arg(long, value_name = "DURATION", value_parser = parse_tick)]
-        tick: Option<std::time::Duration>,
-    },
+    Run(RunArgs),
     /// Restore every knob to the value it had before cgwarden first wrote it.
     Reset {
         /// The policy names state_dir and cgroup_root; defaults apply if it is absent.

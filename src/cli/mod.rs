@@ -24,6 +24,7 @@ use crate::control::client::DEFAULT_POLICY;
 
 mod args;
 use args::Command;
+pub(crate) mod daemon;
 
 #[derive(Parser)]
 #[command(
@@ -146,15 +147,25 @@ fn lock(
 
 pub fn main() -> ExitCode {
     init_logging();
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
-    match run(cli) {
+    match parse::<Cli>() {
+        Ok(cli) => exit_status(run(cli)),
+        Err(code) => code,
+    }
+}
+
+/// The arguments, or the exit status of `--help`, `--version` or a usage
+/// error, said on the way.
+fn parse<P: Parser>() -> Result<P, ExitCode> {
+    P::try_parse().map_err(|e| {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        let _ = e.print();
+        ExitCode::from(code)
+    })
+}
+
+/// The exit status of a command's outcome, for `cgwarden` and `cgwardend`.
+fn exit_status(outcome: anyhow::Result<u8>) -> ExitCode {
+    match outcome {
         // A write error other than a closed pipe was said; it is a failure.
         Ok(exit::OK) if crate::out::failed() => ExitCode::from(exit::TEMPFAIL),
         Ok(code) => ExitCode::from(code),
@@ -553,26 +564,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 exit::REFUSED
             })
         }
-        Command::Run {
-            policy,
-            root,
-            dry_run,
-            tick,
-        } => {
-            // The daemon loads the policy again; this load finds state_dir.
-            // The lock is held until the daemon returns (a reload that moves
-            // state_dir keeps the lock where it was taken).
-            let (root, _, _lock) = match prepare(&root, &policy, "run") {
-                Ok(t) => t,
-                Err(Exit(code)) => return Ok(code),
-            };
-            Ok(crate::daemon::run(crate::daemon::Options {
-                policy_path: policy,
-                root,
-                dry_run,
-                tick,
-            }))
-        }
+        Command::Run(args) => Ok(daemon::run(args)),
         Command::Reset {
             policy,
             policy_opt,

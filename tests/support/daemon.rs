@@ -1,5 +1,5 @@
-//! The daemon harness: `cgwarden run --root` as a child with its log in a
-//! file.
+//! The daemon harness: `cgwarden run --root` (or `cgwardend --root`) as a
+//! child with its log in a file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -16,6 +16,8 @@ pub struct Start<'a> {
     pub extra: &'a [&'a str],
     /// Where its stderr goes; default `ROOT/daemon.log`.
     pub log: Option<PathBuf>,
+    /// Run `cgwardend` (the packages' daemon binary) instead of `cgwarden run`.
+    pub cgwardend: bool,
 }
 
 impl Default for Start<'_> {
@@ -25,6 +27,7 @@ impl Default for Start<'_> {
             log_level: "info",
             extra: &[],
             log: None,
+            cgwardend: false,
         }
     }
 }
@@ -40,8 +43,13 @@ impl Daemon {
     pub fn start(policy: &Path, root: &Path, how: Start) -> Daemon {
         let log = how.log.unwrap_or_else(|| root.join("daemon.log"));
         let f = std::fs::File::create(&log).expect("create daemon log");
-        let child = super::cmd()
-            .arg("run")
+        let mut cmd = super::cmd();
+        if how.cgwardend {
+            cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cgwardend"));
+        } else {
+            cmd.arg("run");
+        }
+        let child = cmd
             .arg(policy)
             .arg("--root")
             .arg(root)

@@ -15,7 +15,8 @@
 # CGWARDEN_VM_MEM (default 2G), CGWARDEN_VM_CPU (default
 # max,pauth-impdef=on: every feature, with the cheap pointer-auth emulation),
 # CGWARDEN_VM_APPEND (more kernel command line), CGWARDEN_VM_THP (default
-# madvise; Debian's arm64 kernel defaults to `always`).
+# madvise; Debian's arm64 kernel defaults to `always`), CGWARDEN_VM_SUITE and
+# CGWARDEN_VM_EXTRA (as in run-guest.sh: `bench` and a benchmark's extras).
 #
 # transparent_hugepage=madvise is the one deviation from the x86 guest: with
 # Debian arm64's THP=always the daemon's RSS in 85-daemon-footprint is
@@ -51,8 +52,11 @@ ln -s busybox "$r/bin/sh"
 # interpreter), from the chroot's libc6:arm64/libgcc-s1:arm64.
 cp "$cgw" "$r/usr/local/bin/cgwarden"
 cp "$wl" "$r/usr/local/bin/cgwarden-workload"
+# cgwardend, the packages' daemon binary: built beside cgwarden.
+cgwd=$(dirname "$cgw")/cgwardend
+[[ -x $cgwd ]] && cp "$cgwd" "$r/usr/local/bin/cgwardend" || cgwd=
 mkdir -p "$r/lib/aarch64-linux-gnu"
-for lib in $(readelf -d "$cgw" "$wl" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | sort -u); do
+for lib in $(readelf -d "$cgw" "$wl" ${cgwd:+"$cgwd"} | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | sort -u); do
     src=$chr/lib/aarch64-linux-gnu/$lib
     [[ -e $src ]] || src=$chr/usr/lib/aarch64-linux-gnu/$lib
     [[ -e $src ]] || { echo "run-guest-arm64: $lib not in the chroot" >&2; exit 2; }
@@ -102,7 +106,8 @@ echo "${CGWARDEN_VM_ONLY:+arm64-prelude }${CGWARDEN_VM_ONLY:-}" >"$r/cgw/only"
 # with a latency bound (93-control's pid-tied release, 50 ms) gets 3x
 # (52 ms was seen once, under host load 9).
 echo "${CGWARDEN_VM_TCG_SLOWDOWN:-3}" >"$r/cgw/tcg_slowdown"
-echo scenarios >"$r/cgw/suite"
+echo "${CGWARDEN_VM_SUITE:-scenarios}" >"$r/cgw/suite"
+[[ -n ${CGWARDEN_VM_EXTRA:-} ]] && cp -a "$CGWARDEN_VM_EXTRA/." "$r/"
 (cd "$r" && find . -print0 | cpio --null -o -H newc --quiet) >"$stage/initramfs.cpio"
 t1=$(now)
 

@@ -60,6 +60,8 @@ copy_with_libs() {
     done
 }
 copy_with_libs "$cgw" cgwarden
+# cgwardend, the packages' daemon binary: cargo builds it beside cgwarden.
+[[ -x $(dirname "$cgw")/cgwardend ]] && copy_with_libs "$(dirname "$cgw")/cgwardend" cgwardend
 copy_with_libs "$wl" cgwarden-workload
 for tool in ${CGWARDEN_VM_TOOLS:-}; do
     path=$(command -v "$tool") || { echo "run-guest: CGWARDEN_VM_TOOLS: $tool is not on this host" >&2; exit 2; }

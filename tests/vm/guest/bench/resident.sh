@@ -8,10 +8,13 @@
 bench_wanted /cgw/resident_secs resident tests/bench-resident.sh || { return 0 2>/dev/null || exit 0; }
 SECS=$(cat /cgw/resident_secs)
 BUILD=$(cat /cgw/resident_build 2>/dev/null || echo default)
+# What runs the daemon: `cgwarden run` or the packages' cgwardend.
+CMD=$(cat /cgw/resident_cmd 2>/dev/null || echo "cgwarden run")
 P=/cgw/iq9100.yaml
 D=/tmp/cgwres
 mkdir -p "$D" /var/lib/node_exporter/textfile_collector /var/lib/cgwarden
-env CGWARDEN_LOG=info cgwarden run "$P" 2>"$D/daemon.log" &
+# shellcheck disable=SC2086 # CMD is a command and its first argument
+env CGWARDEN_LOG=info $CMD "$P" 2>"$D/daemon.log" &
 DP=$!
 if ! wait_for 60 grep -q "cgwarden running" "$D/daemon.log"; then
     sed 's/^/BENCH   log| /' "$D/daemon.log" | tail -n 20

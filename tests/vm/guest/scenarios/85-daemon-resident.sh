@@ -1,7 +1,8 @@
 # limit: 240
 # The daemon's pages stay in memory under the pressure it reacts to: run from a file
 # system on a block device (ext2 on a zram device added for this scenario; pages of the
-# initramfs never leave memory), its binary, C libraries and dynamic loader all there,
+# initramfs never leave memory), its binary (cgwardend, as the packages' units run it),
+# C libraries and dynamic loader all there,
 # with metrics, the recorder and the watchdog on. Once it settled, the page cache is
 # reclaimed (drop_caches, and the root group's memory.reclaim: the reclaim a hog taking
 # all memory would cause, mapped pages included, in a fraction of the time), then every
@@ -35,15 +36,24 @@ mkfs_mount() {
         mkdir -p "$M" && mount -t ext2 "$ZD" "$M"
 }
 check block-fs "ext2 on $ZD mounted at $M" mkfs_mount
-# The binary, its libraries and the dynamic loader (it maps the others), run as
-# `LOADER --library-path DIR BINARY`: every file the daemon maps is on the device.
+# The packages' daemon binary (cgwardend: `cgwarden run` alone), its libraries and the
+# dynamic loader (it maps the others), run as `LOADER --library-path DIR BINARY`: every
+# file the daemon maps is on the device. A static cgwardend (the amd64 package's) maps
+# no other file and runs as it is.
+check cgwardend-installed "cgwardend is installed beside cgwarden" test -x /usr/local/bin/cgwardend
 mkdir -p "$M/lib"
-cp /usr/local/bin/cgwarden "$M/cgwarden"
+cp /usr/local/bin/cgwardend "$M/cgwardend"
 for f in /lib/*-linux-gnu/*.so* /lib64/ld-linux*.so* /lib/ld-linux*.so*; do
     [ -f "$f" ] && cp "$f" "$M/lib/"
 done
 LD=$(ls "$M"/lib/ld-linux*.so* 2>/dev/null | head -n 1)
 check loader-copied "the dynamic loader is on the device (${LD:-none})" test -n "$LD"
+# ld.so --verify: 0 for a dynamic executable, non-zero for a static one.
+if "$LD" --verify "$M/cgwardend" >/dev/null 2>&1; then
+    RUN="$LD --library-path $M/lib $M/cgwardend"
+else
+    RUN="$M/cgwardend"
+fi
 sync
 
 # --- the daemon, with a notify socket and a 2 s watchdog (a ping every second)
@@ -52,8 +62,9 @@ cgwarden-workload notify-listen "$R/notify" 300 >"$R/notify.log" 2>&1 &
 NL=$!
 wait_for 10 test -S "$R/notify"
 : >"$DLOG"
-echo "+ NOTIFY_SOCKET=$R/notify WATCHDOG_USEC=2000000 $LD --library-path $M/lib $M/cgwarden run $P --tick 100ms &"
-NOTIFY_SOCKET=$R/notify WATCHDOG_USEC=2000000 "$LD" --library-path "$M/lib" "$M/cgwarden" run "$P" --tick 100ms \
+echo "+ NOTIFY_SOCKET=$R/notify WATCHDOG_USEC=2000000 $RUN $P --tick 100ms &"
+# shellcheck disable=SC2086 # RUN is the loader and its arguments, or the binary
+NOTIFY_SOCKET=$R/notify WATCHDOG_USEC=2000000 $RUN "$P" --tick 100ms \
     >/dev/null 2>>"$DLOG" &
 DPID=$!
 if wait_for 60 grep -q 'cgwarden running' "$DLOG"; then
@@ -62,7 +73,7 @@ else
     fail daemon-started "no 'cgwarden running' in the log: $(tail -n 5 "$DLOG")"
 fi
 # Its code: the binary and the shared objects (the recorder's -shm file is on /run).
-off_device=$(awk -v m="$M/" '$6 ~ /(\/cgwarden|\.so[.0-9]*)$/ && index($6, m) != 1 { print $6 }' "/proc/$DPID/maps" |
+off_device=$(awk -v m="$M/" '$6 ~ /(\/cgwardend|\.so[.0-9]*)$/ && index($6, m) != 1 { print $6 }' "/proc/$DPID/maps" |
     sort -u | tr '\n' ' ')
 check code-on-device "the binary and every library the daemon maps are under $M (others: '$off_device')" \
     test -z "$off_device"
@@ -112,7 +123,7 @@ sleep 2 # the periodic jobs run once more (metrics, recorder, watchdog)
 stage squeezed
 # The guarantee itself, whatever startup ran: every page of the binary and the libraries
 # is resident (Rss = Size of each mapping that is not PROT_NONE).
-partial=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { h = ($2 !~ /^---/ && $6 ~ /(\/cgwarden|\.so[.0-9]*)$/) ? $1 " " $6 : ""; next }
+partial=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { h = ($2 !~ /^---/ && $6 ~ /(\/cgwardend|\.so[.0-9]*)$/) ? $1 " " $6 : ""; next }
     h != "" && $1 == "Size:" { size = $2 }
     h != "" && $1 == "Rss:" && $2 < size { print h " " $2 "/" size "KiB" }' "/proc/$DPID/smaps" | tr '\n' ' ')
 check code-resident "every page of the binary and libraries is resident after the reclaim (not: '$partial')" \
