@@ -160,8 +160,7 @@ fn arm64_binaries_and_deb() {
     let listing = ok(Command::new("dpkg-deb").arg("-c").arg(&b.deb));
     for want in [
         "./usr/bin/cgwarden",
-        // The daemon the units run; dynamically linked on arm64 (rustc's
-        // aarch64 glibc target has no static-pie; docs/size.md).
+        // The daemon the units run (static-pie; docs/size.md).
         "./usr/libexec/cgwarden/cgwardend",
         "./usr/lib/systemd/system/cgwarden.service",
         "./usr/share/man/man8/cgwarden.8.gz",
@@ -181,6 +180,15 @@ fn arm64_binaries_and_deb() {
     assert!(
         f.contains("ARM aarch64") && f.contains("stripped") && !f.contains("not stripped"),
         "packaged binary: {f}"
+    );
+    // The daemon is linked static-pie (packaging/deb/static-pie-cc): a PIE
+    // that maps no C library, never a static non-PIE.
+    let f = ok(Command::new("file")
+        .arg("-b")
+        .arg(x.path().join("usr/libexec/cgwarden/cgwardend")));
+    assert!(
+        f.contains("ARM aarch64") && f.contains("static-pie linked") && !f.contains("not stripped"),
+        "packaged cgwardend: {f}"
     );
     let lint = Command::new("lintian")
         .args(["--fail-on", "error,warning"])

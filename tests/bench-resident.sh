@@ -2,10 +2,10 @@
 # The resident set of the whole locked daemon (a benchmark, not a test) on
 # policies/iq9100-vision.yaml — metrics and the flight recorder on, `mlock: true` —
 # in an 8-CPU guest (the policy's CPU map), one boot each: `cgwardend` as the package
-# links it (static-pie on x86_64), then `cgwarden run` of the default build and of the
+# links it (static-pie), then `cgwarden run` of the default build and of the
 # minimal device build (`--no-default-features`, built in target/minimal).
 # With `arm64`: the arm64 package's binaries (packaging/arm64/build.sh) in the arm64
-# guest, `cgwardend` (dynamically linked there) and `cgwarden run`.
+# guest, `cgwardend` and `cgwarden run`.
 # Prints each build's BENCH lines and a table.
 #
 #   bash tests/bench-resident.sh [SECS=40] [arm64]

@@ -168,9 +168,9 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     let sections = ok(Command::new("readelf").arg("-S").arg(&installed));
     assert!(!sections.contains(".symtab"), "the binary is not stripped");
 
-    // The daemon the units run: its own binary, stripped; on x86_64
-    // static-pie (position-independent, no program interpreter, no
-    // shared library), so it maps no C library (docs/size.md).
+    // The daemon the units run: its own binary, stripped, static-pie
+    // (position-independent, no program interpreter, no shared library),
+    // so it maps no C library (docs/size.md; tests/arm64.rs for arm64).
     let daemon = r.join("usr/libexec/cgwarden/cgwardend");
     let version = ok(Command::new(&daemon).arg("--version"));
     assert_eq!(
@@ -179,7 +179,7 @@ fn deb_builds_passes_lintian_and_installs_into_a_scratch_root() {
     );
     let sections = ok(Command::new("readelf").arg("-S").arg(&daemon));
     assert!(!sections.contains(".symtab"), "cgwardend is not stripped");
-    if cfg!(target_arch = "x86_64") {
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         let header = ok(Command::new("readelf")
             .args(["-h", "-l", "-d"])
             .arg(&daemon));

@@ -2,7 +2,7 @@
 # Builds the Debian package of cgwarden:
 #   1. the release binaries, cgwarden and cgwardend (skipped with --no-build:
 #      tests/packaging.rs reuses the ones `cargo test --release` has just
-#      built), cgwardend relinked static-pie on x86_64 (below),
+#      built), cgwardend relinked static-pie (below),
 #   2. man pages (`cgwarden manpages DIR`), shell completions
 #      (`cgwarden completions bash|zsh|fish`), the example policy and the
 #      Debian changelog, generated into target/release/pkg/,
@@ -48,16 +48,26 @@ if [ "$build" = 1 ]; then
     cargo build --release --locked --bin cgwarden --bin cgwardend ${triple:+--target "$triple"} >&2
 fi
 [ -x "$bin" ] || { echo "build.sh: $bin is not built (drop --no-build)" >&2; exit 1; }
-# cgwardend, the daemon the units run, locks every page it maps. On x86_64
-# it is linked static-pie (still position-independent): it then maps the
-# part of glibc it uses instead of all of libc.so, the loader and libgcc_s
-# (1.3 MB less locked; docs/size.md). rustc's aarch64 glibc target has no
-# static-pie, and a static non-PIE daemon would lose ASLR, so arm64 links
-# it dynamically. Only the final link is redone (`cargo rustc`, seconds).
+# cgwardend, the daemon the units run, locks every page it maps. It is
+# relinked static-pie (still position-independent): it then maps the part
+# of glibc it uses instead of all of libc.so, the loader and libgcc_s
+# (about 1.3 MB less locked; docs/size.md). Only the final link is redone
+# (`cargo rustc`, seconds). rustc links static-pie itself on x86_64; on
+# aarch64 it would link a static non-PIE, so packaging/deb/static-pie-cc
+# links it static-pie there.
 case ${triple:-$(rustc -vV | sed -n 's/^host: //p')} in
 x86_64-unknown-linux-gnu)
     cargo rustc --release --locked --bin cgwardend ${triple:+--target "$triple"} \
         -- -C target-feature=+crt-static >&2
+    ;;
+aarch64-unknown-linux-gnu)
+    STATIC_PIE_CC=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-cc} \
+        CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=$PWD/packaging/deb/static-pie-cc \
+        cargo rustc --release --locked --bin cgwardend ${triple:+--target "$triple"} \
+        -- -C target-feature=+crt-static >&2
+    ;;
+*)
+    echo "build.sh: cgwardend is linked dynamically for ${triple:-this host}" >&2
     ;;
 esac
 [ -x "$rel/cgwardend" ] || { echo "build.sh: $rel/cgwardend is not built (drop --no-build)" >&2; exit 1; }

@@ -38,7 +38,7 @@ mkfs_mount() {
 check block-fs "ext2 on $ZD mounted at $M" mkfs_mount
 # The packages' daemon binary (cgwardend: `cgwarden run` alone), its libraries and the
 # dynamic loader (it maps the others), run as `LOADER --library-path DIR BINARY`: every
-# file the daemon maps is on the device. A static cgwardend (the amd64 package's) maps
+# file the daemon maps is on the device. A static cgwardend (the packages') maps
 # no other file and runs as it is.
 check cgwardend-installed "cgwardend is installed beside cgwarden" test -x /usr/local/bin/cgwardend
 mkdir -p "$M/lib"
