@@ -171,25 +171,24 @@ fn arm64_binaries_and_deb() {
             "{want} not in the arm64 .deb:\n{listing}"
         );
     }
-    // The packaged binary is the arm64 one, stripped.
+    // The packaged binaries are the arm64 ones, stripped; the daemon is
+    // linked static-pie (packaging/deb/static-pie-cc): a PIE that maps no C
+    // library, never a static non-PIE.
     let x = tempfile::tempdir().unwrap();
     ok(Command::new("dpkg-deb").arg("-x").arg(&b.deb).arg(x.path()));
-    let f = ok(Command::new("file")
-        .arg("-b")
-        .arg(x.path().join("usr/bin/cgwarden")));
-    assert!(
-        f.contains("ARM aarch64") && f.contains("stripped") && !f.contains("not stripped"),
-        "packaged binary: {f}"
-    );
-    // The daemon is linked static-pie (packaging/deb/static-pie-cc): a PIE
-    // that maps no C library, never a static non-PIE.
-    let f = ok(Command::new("file")
-        .arg("-b")
-        .arg(x.path().join("usr/libexec/cgwarden/cgwardend")));
-    assert!(
-        f.contains("ARM aarch64") && f.contains("static-pie linked") && !f.contains("not stripped"),
-        "packaged cgwardend: {f}"
-    );
+    for (path, linked) in [
+        ("usr/bin/cgwarden", "dynamically linked"),
+        ("usr/libexec/cgwarden/cgwardend", "static-pie linked"),
+    ] {
+        let f = ok(Command::new("file").arg("-b").arg(x.path().join(path)));
+        assert!(
+            f.contains("ARM aarch64")
+                && f.contains(linked)
+                && f.contains("stripped")
+                && !f.contains("not stripped"),
+            "packaged {path}: {f}"
+        );
+    }
     let lint = Command::new("lintian")
         .args(["--fail-on", "error,warning"])
         .arg(&b.deb)

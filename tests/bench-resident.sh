@@ -10,7 +10,7 @@
 #
 #   bash tests/bench-resident.sh [SECS=40] [arm64]
 #
-# Needs tests/vm/setup.sh done (and tests/vm/setup-arm64.sh for arm64).
+# Needs tests/vm/setup.sh done and cargo-deb (and tests/vm/setup-arm64.sh for arm64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-40}
@@ -23,9 +23,9 @@ if [[ $ARCH == arm64 ]]; then
     guest=tests/vm/run-guest-arm64.sh
     wl=$out/cgwarden-workload
 else
-    cargo build --release --quiet --bin cgwarden --bin cgwardend --bin cgwarden-workload
-    # cgwardend as the package links it (packaging/deb/build.sh): static-pie.
-    cargo rustc --release --quiet --bin cgwardend -- -C target-feature=+crt-static
+    # cgwarden, and cgwardend as the package links it (static-pie).
+    bash packaging/deb/build.sh >/dev/null
+    cargo build --release --quiet --bin cgwarden-workload
     CARGO_TARGET_DIR=target/minimal cargo build --release --quiet --no-default-features --bin cgwarden
     builds=(cgwardend default minimal)
     guest=tests/vm/run-guest.sh

@@ -55,21 +55,23 @@ fi
 # (`cargo rustc`, seconds). rustc links static-pie itself on x86_64; on
 # aarch64 it would link a static non-PIE, so packaging/deb/static-pie-cc
 # links it static-pie there.
+linker=()
 case ${triple:-$(rustc -vV | sed -n 's/^host: //p')} in
-x86_64-unknown-linux-gnu)
-    cargo rustc --release --locked --bin cgwardend ${triple:+--target "$triple"} \
-        -- -C target-feature=+crt-static >&2
-    ;;
+x86_64-unknown-linux-gnu) static=1 ;;
 aarch64-unknown-linux-gnu)
-    STATIC_PIE_CC=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-cc} \
-        CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=$PWD/packaging/deb/static-pie-cc \
-        cargo rustc --release --locked --bin cgwardend ${triple:+--target "$triple"} \
-        -- -C target-feature=+crt-static >&2
+    static=1
+    linker=("STATIC_PIE_CC=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-cc}"
+        "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=$PWD/packaging/deb/static-pie-cc")
     ;;
 *)
+    static=0
     echo "build.sh: cgwardend is linked dynamically for ${triple:-this host}" >&2
     ;;
 esac
+if [ "$static" = 1 ]; then
+    env "${linker[@]}" cargo rustc --release --locked --bin cgwardend ${triple:+--target "$triple"} \
+        -- -C target-feature=+crt-static >&2
+fi
 [ -x "$rel/cgwardend" ] || { echo "build.sh: $rel/cgwardend is not built (drop --no-build)" >&2; exit 1; }
 
 version=$(cargo metadata --format-version 1 --no-deps |
