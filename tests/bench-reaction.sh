@@ -54,5 +54,8 @@ b | sed -n 's/^cpu: \(.*\)$/| TCG CPU, same episode count | \1 |/p'
 b | sed -n 's/^instructions an episode (callgrind): \(.*\)$/| instructions an episode (callgrind) | \1 |/p'
 if ((CGN > 0)); then
     callgrind_profile "$log" "$CACHE/reaction-lag-callgrind.out" "the daemon over the episodes"
+    callgrind_profile "$log" "$CACHE/reaction-lag-callgrind-idle.out" "the daemon over an idle window as long" CGI64
+    python3 tests/callgrind-diff.py "$CACHE/reaction-lag-callgrind.out" "$CACHE/reaction-lag-callgrind-idle.out" "$CGN" |
+        head -n 40
 fi
 grep -aq "RESULT PASS .*reaction-lag-done" "$log" || { echo "benchmark did not finish; see $log" >&2; exit 1; }

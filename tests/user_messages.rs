@@ -381,16 +381,22 @@ fn knob_values_are_raw_in_json_human_in_text_and_both_in_logs() {
         (&"806400".into(), &"2400000".into()),
         "{a}"
     );
-    // The log: both.
+    // The log: both, in the write's one record, once it landed.
     d.wait_log(
-        "knob=cpufreq.policy7.min",
+        "set cpufreq.policy7.min = ",
         std::time::Duration::from_secs(10),
     );
     let log = d.log();
+    let writes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("cpufreq.policy7.min") && l.contains("2400000"))
+        .collect();
+    assert_eq!(writes.len(), 1, "one record per write: {log}");
     assert!(
-        log.lines().any(
-            |l| l.contains("write") && l.contains("old=806400 (806.4MHz) new=2400000 (2.4GHz)")
-        ),
+        writes[0].contains(
+            "set cpufreq.policy7.min = 2400000 (2.4GHz), was 806400 (806.4MHz), by rule fast"
+        ) && writes[0].contains("elapsed_ms=")
+            && writes[0].contains("cgwarden_event=\"write\""),
         "{log}"
     );
 }

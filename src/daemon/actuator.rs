@@ -43,6 +43,9 @@ use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::Root;
 use crate::knobs::order::{write_order, Planned};
 use crate::knobs::sysctl;
+
+/// The label of a `compact_memory` write (it is no knob).
+const COMPACT_LABEL: &str = "compact_memory";
 use crate::knobs::{Knob, KnobValue};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
@@ -289,6 +292,7 @@ impl Actuator {
         if let Some(policy) = w.knob.family().switches_governor(&w.knob) {
             self.governors.insert(policy.to_string(), text.clone());
         }
+        let drift = matches!(w.cause, crate::engine::knobs::Cause::Drift);
         let lane = match w.knob.group() {
             Some(group) => LaneKey::Group(group.to_string()),
             None => LaneKey::System,
@@ -302,11 +306,15 @@ impl Actuator {
                 // A drift put back leaves the journal untouched:
                 // the file's original is in it from before, or it lies in a
                 // group cgwarden created (reset removes the group).
-                journal: !matches!(w.cause, crate::engine::knobs::Cause::Drift),
+                journal: !drift,
                 deadline: self.deadline,
                 old,
                 new,
                 cause: w.cause.to_string(),
+                event: (!drift).then(|| lanes::WriteEvent {
+                    old: w.old.as_ref().map(|v| w.knob.render(v)),
+                    new: w.knob.render(&w.new),
+                }),
             },
         );
         Outcome::Queued
@@ -350,7 +358,7 @@ impl Actuator {
         self.lanes.submit(
             LaneKey::Compact,
             Job {
-                label: "compact_memory".into(),
+                label: COMPACT_LABEL.into(),
                 path,
                 text: "1".into(),
                 journal: false,
@@ -358,6 +366,7 @@ impl Actuator {
                 old: "-".into(),
                 new: "1".into(),
                 cause: format!("rule {rule}"),
+                event: None,
             },
         );
         Outcome::Queued
@@ -366,10 +375,7 @@ impl Actuator {
     /// Logs and counts a finished write.
     pub(crate) fn finished(&mut self, d: Done) {
         let was_late = self.lanes.finished(&d);
-        // Whole microseconds as milliseconds: three decimals at most in
-        // every sink (journald's fields too), never a binary fraction's
-        // tail (`0.6520980000000001`).
-        let elapsed_ms = d.elapsed.as_micros() as f64 / 1000.0;
+        let elapsed_ms = d.elapsed_ms();
         let j = &d.job;
         match &d.result {
             Ok(()) => {
@@ -377,7 +383,11 @@ impl Actuator {
                 if was_late {
                     tracing::warn!(knob = %j.label, path = %j.path.display(), value = %j.text, elapsed_ms, "late write finished");
                 }
-                if j.journal {
+                if j.event.is_some() {
+                    // Logged once, as the `write` event's record, which
+                    // the control plane published for this completion.
+                } else if j.label != COMPACT_LABEL {
+                    // A drift put back.
                     tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
                 } else {
                     tracing::info!(path = %j.path.display(), cause = %j.cause, elapsed_ms, "compact memory");

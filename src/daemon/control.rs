@@ -26,6 +26,7 @@ mod boost;
 mod held;
 mod status;
 
+use super::actuator::Outcome;
 use super::Daemon;
 use crate::control::wire::EventKind;
 use crate::control::{wire, Request, Response};
@@ -147,8 +148,8 @@ impl ControlState {
         self.events.receiver_count() > 0
     }
 
-    /// An event: logged as a structured record (journald fields, issue
-    /// 28), counted for `health`, and sent to the followers.
+    /// An event: logged as a structured record (journald fields, see
+    /// `eventlog`), counted for `health`, and sent to the followers.
     pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
         let e = make();
         super::eventlog::log(&e, self.dry_run);
@@ -158,9 +159,12 @@ impl ControlState {
         }
     }
 
-    /// Records a write the daemon queued: the action list, the knob's last
-    /// writer, the event.
-    pub(crate) fn note_write(&mut self, w: &Write) {
+    /// Records a write the daemon decided: the action list, the knob's
+    /// last writer. Its event is published when it is known to hold: a
+    /// queued write's when it lands ([`Self::write_landed`]), one made at
+    /// once (a held request, a dry run) here; a write that cannot be made
+    /// is a `write_failed`.
+    pub(crate) fn note_write(&mut self, w: &Write, outcome: &Outcome) {
         let cause = w.cause.to_string();
         let a = wire::ActionInfo {
             time: now_text(),
@@ -170,15 +174,23 @@ impl ControlState {
             new: w.knob.render(&w.new),
         };
         self.last_writer.insert(w.knob.clone(), cause);
-        self.publish(|| wire::Event {
-            time: a.time.clone(),
-            kind: EventKind::Write.into(),
-            knob: Some(a.knob.clone()),
-            old: a.old.clone(),
-            new: Some(a.new.clone()),
-            cause: Some(a.cause.clone()),
-            ..Default::default()
-        });
+        let (kind, message) = match outcome {
+            Outcome::Queued => (None, None),
+            Outcome::Held | Outcome::DryRun => (Some(EventKind::Write), None),
+            Outcome::Unsupported(why) => (Some(EventKind::WriteFailed), Some(why.clone())),
+        };
+        if let Some(kind) = kind {
+            self.publish(|| wire::Event {
+                time: a.time.clone(),
+                kind: kind.into(),
+                knob: Some(a.knob.clone()),
+                old: a.old.clone(),
+                new: Some(a.new.clone()),
+                cause: Some(a.cause.clone()),
+                message,
+                ..Default::default()
+            });
+        }
         if self.actions.len() >= ACTIONS_KEPT {
             self.actions.pop_front();
         }
@@ -520,8 +532,24 @@ impl ControlState {
     /// A writer lane finished a write: a refusal becomes a `write_failed`
     /// event; the replies it completes go out.
     pub(crate) fn write_landed(&mut self, done: &super::lanes::Done) {
+        let j = &done.job;
+        if let (Ok(()), Some(w)) = (&done.result, &j.event) {
+            let e = wire::Event {
+                time: now_text(),
+                kind: EventKind::Write.into(),
+                knob: Some(j.label.clone()),
+                old: w.old.clone(),
+                new: Some(w.new.clone()),
+                cause: Some(j.cause.clone()),
+                ..Default::default()
+            };
+            super::eventlog::log_write(&e, &j.path, &j.old, &j.new, done.elapsed_ms());
+            self.health.note(&e);
+            if self.followed() {
+                let _ = self.events.send(e);
+            }
+        }
         if let Err(msg) = &done.result {
-            let j = &done.job;
             self.publish(|| wire::Event {
                 time: now_text(),
                 kind: EventKind::WriteFailed.into(),

@@ -13,9 +13,12 @@
 //! | `CGWARDEN_CAUSE` | what made the write (`rule NAME`, `boost N`, `baseline`) or the boost's reason |
 //! | `CGWARDEN_HANDLE` | the boost's handle (claims) |
 //! | `CGWARDEN_DRY_RUN` | `true` under `run --dry-run` (nothing was written) |
+//! | `PATH`, `ELAPSED_MS` | for `write`: the file and how long the kernel took ([`log_write`]) |
 //! | `MESSAGE` | one readable line |
 //!
-//! A field an event does not have is absent, not empty. The records go
+//! A knob write is one record, made when the write has landed: its
+//! `write` event (or `write_failed`), never a second line for the same
+//! write. A field an event does not have is absent, not empty. The records go
 //! through `tracing` (target `cgwarden::event`) like every other line:
 //! structured journald records under systemd (`tracing-journald`, fields
 //! upper-cased, no prefix), `key=value` text on stderr otherwise. Failures
@@ -28,6 +31,7 @@
 
 use crate::control::wire::Event;
 use crate::control::wire::EventKind;
+use std::path::Path;
 
 /// The journald MESSAGE_ID of each event kind (32 hex digits, as
 /// `journalctl --new-id128` makes them). Kinds without their own id (a
@@ -175,6 +179,42 @@ pub(crate) fn log(e: &Event, dry_run: bool) {
     }
 }
 
+/// Logs a knob write that landed, `e` (a `write` event), as its one record:
+/// the event's fields, the file written and how long the kernel took; the
+/// text says the old and new value raw and for people ([`write_text`]).
+pub(crate) fn log_write(e: &Event, path: &Path, old: &str, new: &str, elapsed_ms: f64) {
+    let text = write_text(
+        e.knob.as_deref().unwrap_or_default(),
+        old,
+        new,
+        e.cause.as_deref().unwrap_or_default(),
+    );
+    tracing::info!(
+        target: "cgwarden::event",
+        path = %path.display(),
+        elapsed_ms,
+        message_id = message_id(&e.kind),
+        cgwarden_event = e.kind.as_str(),
+        cgwarden_knob = e.knob.as_deref(),
+        cgwarden_old = e.old.as_deref(),
+        cgwarden_new = e.new.as_deref(),
+        cgwarden_cause = e.cause.as_deref(),
+        "{text}"
+    );
+}
+
+/// `set KNOB = NEW, was OLD, by CAUSE`, the values as the log shows them
+/// (`knobs::human::both`: `268435456 (256M)`); `-` for an old value not
+/// known leaves the `was` out.
+fn write_text(knob: &str, old: &str, new: &str, cause: &str) -> String {
+    let mut m = ["set ", knob, " = ", new].concat();
+    if old != "-" {
+        m.extend([", was ", old, ","]);
+    }
+    m.extend([" by ", cause]);
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +271,19 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(message(&r), "rule oom-seen active");
+        assert_eq!(
+            write_text(
+                "app.memory.high",
+                "67108864 (64M)",
+                "100663296 (96M)",
+                "rule app-stall"
+            ),
+            "set app.memory.high = 100663296 (96M), was 67108864 (64M), by rule app-stall"
+        );
+        assert_eq!(
+            write_text("sysctl.vm.swappiness", "-", "90", "boost 3"),
+            "set sysctl.vm.swappiness = 90 by boost 3"
+        );
         let c = Event {
             kind: EventKind::ClaimExpired.into(),
             handle: Some(3),

@@ -88,10 +88,21 @@ pub(crate) struct Job {
     /// Journal the file's original before the first write.
     pub(crate) journal: bool,
     pub(crate) deadline: Duration,
-    /// For the completion log line: old value, new value, cause.
+    /// For the log: old value, new value (raw and human, `knobs::human::both`), cause.
     pub(crate) old: String,
     pub(crate) new: String,
     pub(crate) cause: String,
+    /// The `write` event this write is, published when it lands (`None`:
+    /// compaction, a drift put back — those are logged, not events).
+    pub(crate) event: Option<WriteEvent>,
+}
+
+/// A knob write's event values, in the kernel form the control socket
+/// carries (`Knob::render`).
+#[derive(Debug, Clone)]
+pub(crate) struct WriteEvent {
+    pub(crate) old: Option<String>,
+    pub(crate) new: String,
 }
 
 /// A finished write, as the loop receives it.
@@ -105,6 +116,15 @@ pub(crate) struct Done {
     /// `Err` names path and value.
     pub(crate) result: Result<(), String>,
     pub(crate) elapsed: Duration,
+}
+
+impl Done {
+    /// How long the write took, in whole microseconds as milliseconds:
+    /// three decimals at most in every sink (journald's fields too), never
+    /// a binary fraction's tail (`0.6520980000000001`).
+    pub(crate) fn elapsed_ms(&self) -> f64 {
+        self.elapsed.as_micros() as f64 / 1000.0
+    }
 }
 
 /// What the lanes did, for logs and status.

@@ -657,8 +657,8 @@ impl Daemon {
         for e in effects {
             match e {
                 Effect::Write(w) => {
-                    self.control.note_write(&w);
-                    self.actuator.apply(&w);
+                    let outcome = self.actuator.apply(&w);
+                    self.control.note_write(&w, &outcome);
                 }
                 Effect::Hook {
                     hook,

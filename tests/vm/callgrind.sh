@@ -16,10 +16,12 @@ callgrind_into_image() {
     cp "$vg/callgrind-amd64-linux" "$vg/vgpreload_core-amd64-linux.so" "$vg/default.supp" "$extra$vg/"
 }
 
-# callgrind_profile LOG OUT WHAT: the profile the guest printed into LOG,
+# callgrind_profile LOG OUT WHAT [PREFIX]: the profile the guest printed into LOG,
 # written to OUT for callgrind_annotate.
+# PREFIX (default CG64) picks which of the guest's profiles.
 callgrind_profile() {
+    local pre=${4:-CG64}
     # The serial console ends its lines with CR LF.
-    grep -a '^CG64 ' "$1" | sed 's/^CG64 //' | tr -d '\r\n' | base64 -d | gunzip >"$2" &&
+    grep -a "^$pre " "$1" | sed "s/^$pre //" | tr -d '\r\n' | base64 -d | gunzip >"$2" &&
         echo "callgrind profile of $3: $2 (callgrind_annotate --inclusive=yes)"
 }

@@ -346,13 +346,30 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let kernel = Arc::new(Kernel::default());
         let (mut d, mut done) = daemon(t.path(), kernel.clone(), Duration::from_secs(60));
+        let mut events = d.control.events.subscribe();
+        let writes = |ev: &mut tokio::sync::broadcast::Receiver<wire::Event>| {
+            std::iter::from_fn(|| ev.try_recv().ok())
+                .filter(|e| e.is(wire::EventKind::Write))
+                .collect::<Vec<_>>()
+        };
         kernel.close();
         let mut reply = boost(&mut d, "384M");
-        // Granted and queued, not written: no answer yet.
+        // Granted and queued, not written: no answer yet, and no `write`
+        // event either (it says the knob holds).
         assert!(reply.try_recv().is_err(), "answered before the write");
         assert_eq!(high(&d), "max");
+        assert!(
+            writes(&mut events).is_empty(),
+            "a write event before the write"
+        );
         kernel.open();
         land(&mut d, &mut done).await;
+        let w = writes(&mut events);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(
+            (w[0].knob.as_deref(), w[0].new.as_deref()),
+            (Some("app.memory.high"), Some("402653184"))
+        );
         let b = boosted(reply.try_recv().expect("answered once the write landed"));
         assert_eq!(high(&d), "402653184");
         assert_eq!(b.not_held, None);

@@ -270,7 +270,7 @@ burst() { # PHASE N PAR: N execs, PAR at once (N: a burst; 1: a trickle, one aft
         fi
     done
 }
-squeeze_writes() { grep -c 'cause=rule squeeze-stall' "$DLOG"; }
+squeeze_writes() { grep -c ', by rule squeeze-stall' "$DLOG"; }
 oom_kills() { awk '$1 == "oom_kill" { print $2 }' "$CG/oomg/memory.events" 2>/dev/null; }
 victim_ok() { knob_is "$CG/victim/pids.max" "$VPIDS"; }
 VPIDS=100

@@ -107,8 +107,8 @@ stop_daemon_bench() {
     wait "$DP" 2>/dev/null
     cat "$D/daemon.log" >>"$D/daemon-all.log"
 }
-RAISE='new=268435456 (256M) cause=rule inference-stall'
-LOWER='new=67108864 (64M)'
+RAISE='set inference.memory.high = 268435456 (256M),'
+LOWER='set inference.memory.high = 67108864 (64M),'
 raises() { grep -c "$RAISE" "$D/daemon.log"; }
 released() { [ "$(cat "$CG/inference/memory.high")" = 67108864 ]; }
 hog() { # the episode's hog, in inference; HOG its pid
@@ -262,8 +262,8 @@ TP=$!
 sleep 2
 # trigger-act's writes, in the daemon log's form, for lag_of.
 trig_log() {
-    awk '/^wrote / { printf "%s new=%s (%s)%s\n", $4, $2, ($2 == 268435456 ? "256M" : "64M"),
-        ($2 == 268435456 ? " cause=rule inference-stall" : "") }' "$D/trig.out" | while read -r t rest; do
+    awk '/^wrote / { printf "%s set inference.memory.high = %s (%s), by trigger-act\n", $4, $2,
+        ($2 == 268435456 ? "256M" : "64M") }' "$D/trig.out" | while read -r t rest; do
         echo "$(awk -v t="$t" 'BEGIN { s = int(t); printf "%s", s }' | xargs -I{} date -u -d @{} +%Y-%m-%dT%H:%M:%S).${t#*.}Z $rest"
     done >"$D/daemon.log"
 }
@@ -360,6 +360,10 @@ if [ -f /cgw/reaction_callgrind ]; then
         d = (de - di) / n; t = (te - ti) / n
         printf "BENCH instructions an episode (callgrind): cgwarden %d, trigger-act %d, ratio %s\n", d, t, (t > 0 ? sprintf("%.1f", d / t) : "-") }'
     gzip -9c "$D/cg.d-eps" | base64 | tr -d '\n' | fold -w 1000 | sed 's/^/CG64 /'
+    echo
+    # The idle window's profile too: episodes minus idle, function by
+    # function, is what an episode costs (tests/callgrind-diff.py).
+    gzip -9c "$D/cg.d-idle" | base64 | tr -d '\n' | fold -w 1000 | sed 's/^/CGI64 /'
     echo
 fi
 kill "$MON" 2>/dev/null

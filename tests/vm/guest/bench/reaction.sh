@@ -25,7 +25,7 @@ threads() { thread_schedstat "$1"; } # lib.sh
 # (trigger-act's) output.
 reactions() { # WHO: how many raises so far
     case $1 in
-    daemon) grep -c 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" ;;
+    daemon) grep -c 'set inference.memory.high = 268435456 (256M), .* by rule inference-stall' "$D/daemon.log" ;;
     act | trig) grep -c '^wrote 268435456 at ' "$D/$1.out" ;;
     esac
 }
@@ -33,7 +33,7 @@ reacted() { [ "$(reactions "$1")" -gt "$2" ]; } # WHO COUNT_BEFORE
 last_reaction_lag() { # WHO: ms from the stamp in $D/t0 to the latest raise
     case $1 in
     daemon)
-        t=$(grep 'new=268435456 (256M) cause=rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
+        t=$(grep 'set inference.memory.high = 268435456 (256M), .* by rule inference-stall' "$D/daemon.log" | tail -n 1 | awk '{ print $1 }')
         cgwarden-workload since "$D/t0" "$t" ;;
     act | trig)
         awk -v t0="$(cat "$D/t0")" '/^wrote 268435456 at / { t = $4 } END { printf "%d\n", (t - t0) * 1000 + 0.5 }' "$D/$1.out" ;;

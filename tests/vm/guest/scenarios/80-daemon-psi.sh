@@ -38,7 +38,7 @@ h=$(cat "$CG/inference/memory.high")
 check high-step "memory.high is 64M + k*32M, at most 192M (got $h)" \
     sh -c "case $h in 100663296|134217728|167772160|201326592) exit 0 ;; *) exit 1 ;; esac"
 check write-logged "the write is logged with its rule" \
-    grep -qE 'INFO write knob=inference.memory.high .*new=[0-9]+ \([0-9]+M\) cause=rule inference-stall' "$DLOG"
+    grep -qE 'INFO set inference.memory.high = [0-9]+ \([0-9]+M\), .*by rule inference-stall ' "$DLOG"
 check psi-trigger-woke "the kernel PSI trigger woke the daemon (debug 'PSI trigger' line)" \
     wait_for 30 grep -qE 'PSI trigger trigger="?/sys/fs/cgroup/inference/memory.pressure' "$DLOG"
 
@@ -61,7 +61,7 @@ check hook-env-no-marker "CGW_LEAK_MARKER not passed on" sh -c "! grep -q CGW_LE
 # write (read from the log: the rule may step once more before SIGTERM lands).
 stop_daemon
 check_eq daemon-exit-0 0 echo "$DRC"
-last=$(grep 'INFO write knob=inference.memory.high ' "$DLOG" | tail -n 1 | sed -n 's/.* new=\([0-9]*\) .*/\1/p')
+last=$(grep 'INFO set inference.memory.high = ' "$DLOG" | tail -n 1 | sed -n 's/.* = \([0-9]*\)[ ,].*/\1/p')
 check_file high-kept-after-stop "$CG/inference/memory.high" "${last:-0}"
 kill "$HOG" 2>/dev/null
 wait "$HOG" 2>/dev/null

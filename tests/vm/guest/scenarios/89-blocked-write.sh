@@ -68,7 +68,7 @@ t1=$(up)
 spinners
 check blocked-fired "spin-stall acted while the memory.high write was in the kernel" wait_for 60 more_fired "$n1"
 # Had the loop been blocked, the write would have finished before the hook ran.
-if grep -q 'INFO write knob=hogs.memory.high' "$DLOG"; then
+if grep -q 'INFO set hogs.memory.high = ' "$DLOG"; then
     fail blocked-concurrent "the hogs.memory.high write had finished before spin-stall acted"
 else
     pass blocked-concurrent "spin-stall acted before the blocked write finished"
@@ -79,8 +79,8 @@ echo "MEASURE spin-stall reaction during the blocked write: ${during} ms (usual 
 check reaction-usual "reaction during the write ${during} ms <= usual ${usual} ms + 3000" \
     test "$during" -le $((usual + 3000))
 stop_spinners
-check write-done "the hogs.memory.high write finished" wait_for 180 grep -q 'INFO write knob=hogs.memory.high' "$DLOG"
-w=$(grep 'INFO write knob=hogs.memory.high' "$DLOG" | head -n 1 | sed -n 's/.*elapsed_ms=\([0-9.]*\).*/\1/p')
+check write-done "the hogs.memory.high write finished" wait_for 180 grep -q 'INFO set hogs.memory.high = ' "$DLOG"
+w=$(grep 'INFO set hogs.memory.high = ' "$DLOG" | head -n 1 | sed -n 's/.*elapsed_ms=\([0-9.]*\).*/\1/p')
 echo "MEASURE blocked write: hogs.memory.high 1G -> 32M took ${w:-?} ms in write(2) (squeeze at uptime $ts)"
 # The ping-gap check below means something only if the write outlasted WATCHDOG_USEC.
 check write-outlasts-watchdog "the write took longer than WATCHDOG_USEC (${w:-?} ms > 4000 ms)" \

@@ -29,7 +29,7 @@ check pressure-cleared "pressure cleared after the hog: cpu.weight 100" wait_for
 sh -c 'echo $$ >"$0" && exec "$@"' "$CG/oomer/cgroup.procs" cgwarden-workload alloc 96 5 >/dev/null 2>&1
 k=$(event_count oomer oom_kill)
 check oom-kill "oomer's memory.events oom_kill >= 1 (got '$k')" test "${k:-0}" -ge 1
-check oom-fired "oom fired: oomer.pids.max 500 was written" wait_for 30 grep -q 'INFO write knob=oomer.pids.max .*new=500 .*cause=rule oom' "$DLOG"
+check oom-fired "oom fired: oomer.pids.max 500 was written" wait_for 30 grep -q 'INFO set oomer.pids.max = 500, .*by rule oom' "$DLOG"
 check oom-cleared "oom cleared 3 s after the kill: pids.max 1000" wait_for 30 knob_is "$CG/oomer/pids.max" 1000
 sleep 3
 stop_daemon

@@ -30,15 +30,17 @@ HOG=$!
 raised() { [ "$(cat /sys/fs/cgroup/app/memory.high)" -gt 67108864 ]; }
 check pressure-raised "the PSI rule raised app/memory.high above 64M" wait_for 90 raised
 echo "memory.pressure: $(tr '\n' ' ' </sys/fs/cgroup/app/memory.pressure)"
-# Under journald the daemon logs structured records: the message is the
-# event ("write"), knob/cause/… are journal fields (journalctl -o verbose).
+# Under journald the daemon logs structured records: a write that landed is
+# one record, its kind, knob, cause, path and time taken journal fields
+# (journalctl -o verbose).
 rule_write_in_journal() {
-    journalctl -q --no-pager -o json -u $U --since "$SCEN_SINCE" | grep '"MESSAGE":"write"' |
-        grep 'app.memory.high' | grep -q 'app-stall'
+    journalctl -q --no-pager -o json -u $U --since "$SCEN_SINCE" CGWARDEN_EVENT=write |
+        grep '"CGWARDEN_KNOB":"app.memory.high"' | grep '"CGWARDEN_CAUSE":"rule app-stall"' |
+        grep -q '"ELAPSED_MS":'
 }
 check rule-in-journal "journal: a write record of app.memory.high with cause rule app-stall" rule_write_in_journal
 echo "a write record:"
-journalctl -q --no-pager -o verbose -u $U --since "$SCEN_SINCE" MESSAGE=write | head -n 40 | sed 's/^/  jrnl| /'
+journalctl -q --no-pager -o verbose -u $U --since "$SCEN_SINCE" CGWARDEN_EVENT=write | head -n 40 | sed 's/^/  jrnl| /'
 # Every event is a record with fixed fields, so `journalctl -o
 # json` filters by field: the rule firing (MESSAGE_ID of kind `rule`, fixed
 # in src/daemon/eventlog.rs and docs/operations.md) and its write.
