@@ -16,8 +16,9 @@
 //! write is outstanding — and warns once with knob, path, value and elapsed
 //! time; the loop goes on. Every finished write comes back to the loop as a
 //! [`Done`] on an unbounded channel (a lane never waits for the loop), where
-//! it is logged (as the write's one record) and counted ([`Counters`]). Until its [`Done`] is taken,
-//! the file's newest write is *awaited* ([`Lanes::awaited`]): a reply that
+//! it is logged (the write's one record) and counted ([`Counters`]). Until
+//! its [`Done`] is taken, the file's newest write is *awaited*
+//! ([`Lanes::awaited`]): a reply that
 //! stands for a write (a boost's) waits for that sequence number, or a
 //! later one for the same file (the newer value that replaced it).
 //!
