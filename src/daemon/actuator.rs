@@ -43,9 +43,6 @@ use crate::kernel::pm_qos::{self, CpuLatencyRequest};
 use crate::kernel::Root;
 use crate::knobs::order::{write_order, Planned};
 use crate::knobs::sysctl;
-
-/// The label of a `compact_memory` write (it is no knob).
-const COMPACT_LABEL: &str = "compact_memory";
 use crate::knobs::{Knob, KnobValue};
 use crate::policy::model::Policy;
 use std::collections::{HashMap, HashSet};
@@ -358,7 +355,7 @@ impl Actuator {
         self.lanes.submit(
             LaneKey::Compact,
             Job {
-                label: COMPACT_LABEL.into(),
+                label: "compact_memory".into(),
                 path,
                 text: "1".into(),
                 journal: false,
@@ -386,7 +383,7 @@ impl Actuator {
                 if j.event.is_some() {
                     // Logged once, as the `write` event's record, which
                     // the control plane published for this completion.
-                } else if j.label != COMPACT_LABEL {
+                } else if d.lane != LaneKey::Compact {
                     // A drift put back.
                     tracing::info!(knob = %j.label, path = %j.path.display(), old = %j.old, new = %j.new, cause = %j.cause, elapsed_ms, "write");
                 } else {

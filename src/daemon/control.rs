@@ -153,6 +153,11 @@ impl ControlState {
     pub(crate) fn publish(&self, make: impl FnOnce() -> wire::Event) {
         let e = make();
         super::eventlog::log(&e, self.dry_run);
+        self.deliver(e);
+    }
+
+    /// A logged event, counted for `health` and sent to the followers.
+    fn deliver(&self, e: wire::Event) {
         self.health.note(&e);
         if self.followed() {
             let _ = self.events.send(e);
@@ -544,10 +549,7 @@ impl ControlState {
                 ..Default::default()
             };
             super::eventlog::log_write(&e, &j.path, &j.old, &j.new, done.elapsed_ms());
-            self.health.note(&e);
-            if self.followed() {
-                let _ = self.events.send(e);
-            }
+            self.deliver(e);
         }
         if let Err(msg) = &done.result {
             self.publish(|| wire::Event {

@@ -109,8 +109,7 @@ pub(crate) struct WriteEvent {
 /// A finished write, as the loop receives it.
 #[derive(Debug)]
 pub(crate) struct Done {
-    /// The lane that made it (read by the tests; `Debug` shows it).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The lane that made it.
     pub(crate) lane: LaneKey,
     pub(crate) seq: u64,
     pub(crate) job: Job,
